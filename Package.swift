@@ -7,15 +7,32 @@ let strict: [SwiftSetting] = [
 
 let package = Package(
     name: "Tuneup",
-    platforms: [.macOS(.v14)],
+    platforms: [.macOS(.v15)],
     products: [
         .library(name: "LightX", targets: ["LightX"]),
+        .library(name: "Transport", targets: ["Transport"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
     ],
     targets: [
         // Pure protocol values: frames, header, enums, typed commands, CRC. No I/O.
         .target(name: "LightX", swiftSettings: strict),
+        // Small C helpers for libc calls Swift cannot import directly (pty allocation, eventfd).
+        .target(name: "CShims"),
+        // The transport abstraction, device addresses and the byte-stream back ends.
+        .target(
+            name: "Transport",
+            dependencies: ["CShims", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strict),
         // Benchmarks: `swift run -c release tuneup-bench --help`.
-        .executableTarget(name: "tuneup-bench", dependencies: ["LightX"], swiftSettings: strict),
-        .testTarget(name: "LightXTests", dependencies: ["LightX"], swiftSettings: strict),
+        .executableTarget(
+            name: "tuneup-bench",
+            dependencies: ["LightX"],
+            swiftSettings: strict),
+        // Helpers shared by the test targets.
+        .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: strict),
+        .testTarget(name: "LightXTests", dependencies: ["LightX", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "TransportTests", dependencies: ["Transport", "TestSupport"], swiftSettings: strict),
     ]
 )

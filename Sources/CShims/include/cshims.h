@@ -1,0 +1,34 @@
+#ifndef TUNEUP_CSHIMS_H
+#define TUNEUP_CSHIMS_H
+
+/* Small wrappers for libc/Linux calls that Swift's Glibc module hides (GNU extensions) or imports awkwardly
+ * (epoll_event is a packed struct). Everything else is called directly from Swift. */
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/inotify.h>
+
+/* Pseudo-terminal allocation (posix_openpt & co. are hidden without _XOPEN_SOURCE / _GNU_SOURCE). */
+int tuneup_posix_openpt(int flags);
+int tuneup_grantpt(int fd);
+int tuneup_unlockpt(int fd);
+int tuneup_ptsname_r(int fd, char *buf, size_t buflen);
+
+/* accept4 is a GNU extension. `addr` is a struct sockaddr *, `addrlen` a socklen_t *. */
+int tuneup_accept4(int fd, void *addr, unsigned int *addrlen, int flags);
+
+/* Names the calling thread (at most 15 bytes are kept). */
+void tuneup_set_thread_name(const char *name);
+
+/* epoll with an unpacked event record. */
+typedef struct {
+    uint32_t events;
+    uint64_t data;
+} tuneup_epoll_event;
+
+int tuneup_epoll_ctl(int epfd, int op, int fd, uint32_t events, uint64_t data);
+int tuneup_epoll_wait(int epfd, tuneup_epoll_event *events, int maxevents, int timeout_ms);
+
+#endif

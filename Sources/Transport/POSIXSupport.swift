@@ -1,0 +1,72 @@
+import Glibc
+
+/// Helpers shared by the descriptor-based back ends. Internal.
+enum POSIX {
+    /// The text of `strerror(code)`, lower-cased at the start as it appears inside our messages
+    /// ("connection refused", "no such file or directory").
+    static func describe(_ code: Int32) -> String {
+        guard let text = strerror(code) else { return "error \(code)" }
+        let s = String(cString: text)
+        guard let first = s.first else { return "error \(code)" }
+        return first.lowercased() + s.dropFirst()
+    }
+
+    /// Closes `fd`, ignoring EINTR (on Linux the descriptor is released even then).
+    static func close(_ fd: Int32) {
+        if fd >= 0 { _ = Glibc.close(fd) }
+    }
+
+    /// Sets O_NONBLOCK on `fd`. Returns the errno on failure.
+    static func setNonBlocking(_ fd: Int32) -> Int32? {
+        let flags = fcntl(fd, F_GETFL)
+        guard flags >= 0 else { return errno }
+        if flags & O_NONBLOCK != 0 { return nil }
+        return fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0 ? errno : nil
+    }
+
+    /// Whether `fd` is a socket (writes then use `send(MSG_NOSIGNAL)` so a vanished peer cannot raise SIGPIPE).
+    static func isSocket(_ fd: Int32) -> Bool {
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { return false }
+        return (st.st_mode & S_IFMT) == S_IFSOCK
+    }
+
+    /// The number of open descriptors of this process (entries of /proc/self/fd), or nil when unavailable.
+    /// Used by tests to check for leaks.
+    static func openDescriptorCount() -> Int? {
+        guard let dir = opendir("/proc/self/fd") else { return nil }
+        defer { closedir(dir) }
+        var count = 0
+        while let entry = readdir(dir) {
+            let isDot = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                raw.first == UInt8(ascii: ".")
+            }
+            if !isDot { count += 1 }
+        }
+        return count - 1 // the directory stream's own descriptor
+    }
+}
+
+/// The outcome of one non-blocking read or write attempt.
+enum IOAttempt {
+    /// `count` bytes were transferred (0 on read means end of stream).
+    case done(Int)
+    /// The call failed with this errno.
+    case failed(Int32)
+    /// The descriptor was already closed locally.
+    case closed
+}
+
+/// Hex dump for trace logging: at most `limit` bytes, then the number left out.
+func hexDump(_ bytes: some Collection<UInt8>, limit: Int = 512) -> String {
+    let digits: [Character] = Array("0123456789abcdef")
+    var out = ""
+    out.reserveCapacity(min(bytes.count, limit) * 3)
+    for (i, b) in bytes.prefix(limit).enumerated() {
+        if i > 0 { out.append(" ") }
+        out.append(digits[Int(b >> 4)])
+        out.append(digits[Int(b & 0xf)])
+    }
+    if bytes.count > limit { out += " …(+\(bytes.count - limit) bytes)" }
+    return out
+}

@@ -1,0 +1,322 @@
+import Testing
+@testable import Transport
+
+@Suite(.serialized) struct LinkConditionerTests {
+    let clock = ContinuousClock()
+
+    func seconds(_ d: Duration) -> Double {
+        Double(d.components.seconds) + Double(d.components.attoseconds) * 1e-18
+    }
+
+    /// A conditioned end and the plain far end of an in-memory pair.
+    func link(_ spec: String, framing: LinkFraming = .byteStream) throws -> (ConditionedTransport, any Transport) {
+        let (near, far) = InMemoryTransport.pair(framing: framing, capacity: 256 * 1024)
+        return (ConditionedTransport(wrapping: near, conditions: try LinkConditions(parsing: spec)), far)
+    }
+
+    @Test func bandwidthLimitsOutgoingTraffic() async throws {
+        try await withTimeLimit {
+            let (conditioned, far) = try link("bw=700k")
+            let payload = pattern(70_000)
+            let start = clock.now
+            async let received = receiveExactly(payload.count, from: far)
+            try await conditioned.send(payload)
+            let sendTook = seconds(clock.now - start)
+            #expect(try await received == payload)
+            let took = seconds(clock.now - start)
+            // 70 000 bytes · 8 / 700 000 bit/s = 0.8 s.
+            #expect(took >= 0.78 && took < 3.0, "took \(took) s")
+            // send() returns once the last piece is queued (4096 bytes before the end of the transfer).
+            #expect(sendTook >= 0.7 && sendTook < took, "send took \(sendTook) s")
+            #expect(conditioned.statistics.outgoing.bytes == 70_000)
+            await conditioned.close()
+        }
+    }
+
+    @Test func bandwidthLimitsIncomingTraffic() async throws {
+        try await withTimeLimit {
+            let (conditioned, far) = try link("bw=700k")
+            let payload = pattern(70_000, seed: 2)
+            let start = clock.now
+            try await far.send(payload)
+            #expect(try await receiveExactly(payload.count, from: conditioned) == payload)
+            let took = seconds(clock.now - start)
+            #expect(took >= 0.78 && took < 3.0, "took \(took) s")
+            #expect(conditioned.statistics.incoming.bytes == 70_000)
+            await conditioned.close()
+        }
+    }
+
+    @Test func manySmallSendsDoNotDrift() async throws {
+        try await withTimeLimit {
+            // A 4 000-byte chunk fills the link buffer, then 200 × 100 bytes follow, each send waiting for room:
+            // 24 000 bytes at 160 kbit/s = 1.2 s. Sleep overshoot must not add up.
+            let (conditioned, far) = try link("bw=160k")
+            let start = clock.now
+            async let received = receiveExactly(24_000, from: far)
+            try await conditioned.send([UInt8](repeating: 0xEE, count: 4000))
+            let firstStart = conditioned.linkFreeAt.outgoing - .milliseconds(200)
+            for i in 0..<200 { try await conditioned.send([UInt8](repeating: UInt8(i), count: 100)) }
+            // The link carried data for exactly 1.2 s, whatever the sleeps overshot. (If this process was so busy that
+            // the sender fell more than a whole link buffer behind, the link idled; that time is accounted apart.)
+            let busy = conditioned.linkFreeAt.outgoing - firstStart
+            let idle = conditioned.statistics.outgoing.idleTime
+            #expect(abs(seconds(busy - idle) - 1.2) < 0.000_001, "busy for \(busy), idle \(idle)")
+            #expect(idle < .milliseconds(300), "the sender was starved for \(idle)")
+            let bytes = try await received
+            #expect(bytes.count == 24_000)
+            let took = seconds(clock.now - start)
+            #expect(took >= 1.19 && took < 3.0, "took \(took) s")
+            await conditioned.close()
+        }
+    }
+
+    @Test func latencyIsAddedInEachDirection() async throws {
+        try await withTimeLimit {
+            let (conditioned, far) = try link("latency=150ms")
+            let start = clock.now
+            try await conditioned.send([1])
+            #expect(seconds(clock.now - start) < 0.149, "send must not wait for the latency")
+            #expect(try await far.receive() == [1])
+            let oneWay = seconds(clock.now - start)
+            try await far.send([2])
+            #expect(try await conditioned.receive() == [2])
+            let roundTrip = seconds(clock.now - start)
+            #expect(oneWay >= 0.149 && oneWay < 1.0, "one way \(oneWay) s")
+            #expect(roundTrip >= 0.299 && roundTrip < 1.5, "round trip \(roundTrip) s")
+            await conditioned.close()
+        }
+    }
+
+    @Test func latencyAddsToSerialisationTime() async throws {
+        try await withTimeLimit {
+            // 7 000 bytes at 700 kbit/s = 80 ms, plus 100 ms latency.
+            let (conditioned, far) = try link("bw=700k,latency=100ms")
+            let start = clock.now
+            try await conditioned.send(pattern(7000))
+            _ = try await receiveExactly(7000, from: far)
+            let took = seconds(clock.now - start)
+            #expect(took >= 0.179 && took < 1.2, "took \(took) s")
+            await conditioned.close()
+        }
+    }
+
+    @Test func sendBlocksWhileTheLinkBufferIsFull() async throws {
+        try await withTimeLimit {
+            // 10 000 bytes/s with a 1 000-byte buffer: a 5 000-byte send returns after ~0.4 s.
+            let (conditioned, far) = try link("bw=80k,buffer=1000")
+            let drain = Task { try await receiveExactly(5000, from: far) }
+            let start = clock.now
+            try await conditioned.send(pattern(5000))
+            let took = seconds(clock.now - start)
+            #expect(took >= 0.38 && took < 2.0, "send took \(took) s")
+            #expect(try await drain.value == pattern(5000))
+            await conditioned.close()
+        }
+    }
+
+    func corruptedOutput(seed: UInt64, count: Int = 100_000) async throws -> ([UInt8], LinkStatistics) {
+        let (conditioned, far) = try link("corrupt=0.01,seed=\(seed)")
+        let zeros = [UInt8](repeating: 0, count: count)
+        async let received = receiveExactly(count, from: far)
+        // Uneven chunking: corruption positions must not depend on it.
+        var offset = 0
+        var size = 1
+        while offset < count {
+            let n = min(size, count - offset)
+            try await conditioned.send(Array(zeros[offset..<offset + n]))
+            offset += n
+            size = size % 5000 + 777
+        }
+        let output = try await received
+        let stats = conditioned.statistics
+        await conditioned.close()
+        return (output, stats)
+    }
+
+    @Test func corruptionIsRateAccurateAndReproducible() async throws {
+        try await withTimeLimit {
+            let (first, stats) = try await corruptedOutput(seed: 7)
+            let corrupted = first.filter { $0 != 0 }
+            // Every corrupted byte has exactly one bit flipped.
+            #expect(corrupted.allSatisfy { $0.nonzeroBitCount == 1 })
+            // 100 000 bytes at 1 %: mean 1000, σ ≈ 31.5.
+            #expect((850...1150).contains(corrupted.count), "corrupted \(corrupted.count)")
+            #expect(stats.outgoing.corruptedBytes == corrupted.count)
+            // All eight bit positions occur.
+            #expect(Set(corrupted).count == 8)
+            let (again, _) = try await corruptedOutput(seed: 7)
+            #expect(again == first)
+            let (other, _) = try await corruptedOutput(seed: 8)
+            #expect(other != first)
+        }
+    }
+
+    @Test func corruptionAppliesToIncomingBytesToo() async throws {
+        try await withTimeLimit {
+            func run() async throws -> [UInt8] {
+                let (conditioned, far) = try link("corrupt=0.02,seed=3")
+                try await far.send([UInt8](repeating: 0xFF, count: 20_000))
+                let got = try await receiveExactly(20_000, from: conditioned)
+                #expect(conditioned.statistics.incoming.corruptedBytes == got.filter { $0 != 0xFF }.count)
+                #expect(conditioned.statistics.outgoing.corruptedBytes == 0)
+                await conditioned.close()
+                return got
+            }
+            let a = try await run()
+            let flipped = a.filter { $0 != 0xFF }.count
+            #expect((300...500).contains(flipped), "flipped \(flipped)")
+            #expect(try await run() == a)
+        }
+    }
+
+    @Test func dropsWholeChunksReproducibly() async throws {
+        try await withTimeLimit {
+            func run(seed: UInt64) async throws -> ([UInt8], LinkStatistics) {
+                let (conditioned, far) = try link("drop=0.3,seed=\(seed)", framing: .packets)
+                for i in 0..<200 { try await conditioned.send([UInt8(i), 0xAA, 0x55]) }
+                try await conditioned.send([0xFF, 0xFF, 0xFF, 0xFF]) // may be dropped too
+                var got: [UInt8] = []
+                let stats = conditioned.statistics
+                let expected = 201 - stats.outgoing.droppedChunks
+                for _ in 0..<expected {
+                    let packet = try await far.receive()
+                    if packet.count == 3 {
+                        #expect(packet[1...] == [0xAA, 0x55])
+                        got.append(packet[0])
+                    }
+                }
+                await conditioned.close()
+                return (got, stats)
+            }
+            let (kept, stats) = try await run(seed: 1)
+            #expect(stats.outgoing.chunks == 201)
+            #expect((40...80).contains(stats.outgoing.droppedChunks), "dropped \(stats.outgoing.droppedChunks)")
+            #expect(kept == kept.sorted())
+            #expect(kept.count >= 200 - stats.outgoing.droppedChunks)
+            let (again, _) = try await run(seed: 1)
+            #expect(again == kept)
+            let (other, _) = try await run(seed: 2)
+            #expect(other != kept)
+        }
+    }
+
+    @Test func stallsPauseTheLink() async throws {
+        try await withTimeLimit {
+            let (conditioned, far) = try link("stall=1:200ms")
+            let start = clock.now
+            try await conditioned.send([1])
+            #expect(try await far.receive() == [1])
+            let took = seconds(clock.now - start)
+            #expect(took >= 0.199 && took < 1.2, "took \(took) s")
+            #expect(conditioned.statistics.outgoing.stalls == 1)
+            await conditioned.close()
+        }
+    }
+
+    @Test func disconnectAfterBytesClosesBothSides() async throws {
+        try await withTimeLimit {
+            let (conditioned, far) = try link("disconnect=500")
+            try await conditioned.send(pattern(300))
+            // This send crosses the limit: 200 of its bytes are carried, then the link is down.
+            await expectTransportError(.closed) { try await conditioned.send(pattern(300, seed: 5)) }
+            let (farBytes, farError) = await receiveUntilError(far)
+            #expect(farBytes == pattern(300) + pattern(300, seed: 5).prefix(200))
+            #expect((farError as? TransportError)?.code == .closed)
+            let error = await expectTransportError(.closed) { _ = try await conditioned.receive() }
+            #expect(error?.message.contains("disconnected after 500 bytes") == true)
+            await expectTransportError(.closed) { try await conditioned.send([1]) }
+            #expect(conditioned.statistics.disconnected)
+            #expect(conditioned.statistics.outgoing.bytes == 500)
+            await conditioned.close()
+        }
+    }
+
+    @Test func disconnectCountsBothDirections() async throws {
+        try await withTimeLimit {
+            let (conditioned, far) = try link("disconnect=1000,latency=20ms")
+            try await conditioned.send(pattern(400))
+            _ = try await receiveExactly(400, from: far)
+            try await far.send(pattern(900, seed: 6))
+            let (bytes, error) = await receiveUntilError(conditioned)
+            #expect(bytes == Array(pattern(900, seed: 6).prefix(600)))
+            #expect((error as? TransportError)?.code == .closed)
+            let (_, farError) = await receiveUntilError(far)
+            #expect((farError as? TransportError)?.code == .closed)
+            await expectTransportError(.closed) { try await conditioned.send([1]) }
+            await conditioned.close()
+        }
+    }
+
+    @Test func closeDeliversBytesStillInFlight() async throws {
+        try await withTimeLimit {
+            let (conditioned, far) = try link("latency=100ms")
+            try await conditioned.send([1, 2, 3])
+            await conditioned.close()
+            let (bytes, error) = await receiveUntilError(far)
+            #expect(bytes == [1, 2, 3])
+            #expect((error as? TransportError)?.code == .closed)
+            await expectTransportError(.closed) { _ = try await conditioned.receive() }
+            await expectTransportError(.closed) { try await conditioned.send([4]) }
+        }
+    }
+
+    @Test func closeFailsAPendingReceive() async throws {
+        try await withTimeLimit {
+            let (conditioned, _) = try link("latency=10ms")
+            let pending = Task { try await conditioned.receive() }
+            try await Task.sleep(for: .milliseconds(30))
+            await conditioned.close()
+            await expectTransportError(.closed) { _ = try await pending.value }
+        }
+    }
+
+    @Test func peerCloseArrivesAfterTheDataAndTheLatency() async throws {
+        try await withTimeLimit {
+            let (conditioned, far) = try link("latency=50ms")
+            try await far.send([1, 2])
+            await far.close()
+            let start = clock.now
+            let (bytes, error) = await receiveUntilError(conditioned)
+            #expect(bytes == [1, 2])
+            #expect((error as? TransportError)?.code == .closed)
+            #expect(seconds(clock.now - start) >= 0.04)
+            await conditioned.close()
+        }
+    }
+
+    @Test func cancelledReceiveLosesNoBytes() async throws {
+        try await withTimeLimit {
+            let (conditioned, far) = try link("latency=500ms")
+            try await far.send([1, 2, 3])
+            let pending = Task { try await conditioned.receive() }
+            try await Task.sleep(for: .milliseconds(20))
+            pending.cancel()
+            await #expect(throws: CancellationError.self) { _ = try await pending.value }
+            #expect(try await conditioned.receive() == [1, 2, 3])
+            await conditioned.close()
+        }
+    }
+
+    @Test func perfectLinkPassesEverythingThrough() async throws {
+        try await withTimeLimit {
+            let (conditioned, far) = try link("none")
+            #expect(conditioned.peerDescription == far.peerDescription.replacingOccurrences(".a", ".b"))
+            let up = pattern(300_000, seed: 1)
+            let down = pattern(300_000, seed: 2)
+            async let a = receiveExactly(up.count, from: far)
+            async let b = receiveExactly(down.count, from: conditioned)
+            try await conditioned.send(up)
+            try await far.send(down)
+            #expect(try await a == up)
+            #expect(try await b == down)
+            await conditioned.close()
+        }
+    }
+}
+
+extension String {
+    fileprivate func replacingOccurrences(_ target: String, _ replacement: String) -> String {
+        split(separator: target, omittingEmptySubsequences: false).joined(separator: replacement)
+    }
+}
