@@ -11,6 +11,7 @@ let package = Package(
     products: [
         .library(name: "LightX", targets: ["LightX"]),
         .library(name: "Transport", targets: ["Transport"]),
+        .library(name: "Simulator", targets: ["Simulator"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
@@ -25,6 +26,11 @@ let package = Package(
             name: "Transport",
             dependencies: ["CShims", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict),
+        // The simulated headset: application firmware model and its servers.
+        .target(
+            name: "Simulator",
+            dependencies: ["LightX", "Transport", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strict),
         // Benchmarks: `swift run -c release tuneup-bench --help`.
         .executableTarget(
             name: "tuneup-bench",
@@ -34,5 +40,6 @@ let package = Package(
         .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: strict),
         .testTarget(name: "LightXTests", dependencies: ["LightX", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "TransportTests", dependencies: ["Transport", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "SimulatorTests", dependencies: ["Simulator", "LightX", "Transport", "TestSupport"], swiftSettings: strict),
     ]
 )

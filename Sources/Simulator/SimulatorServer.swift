@@ -1,0 +1,263 @@
+import LightX
+import Logging
+import Synchronization
+import Transport
+
+/// Settings shared by every device a server creates.
+public struct SimulatorOptions: Sendable {
+    /// How the devices behave on their links.
+    public var profile: BehaviourProfile
+    /// Battery drain period (1 % each); zero disables the drain.
+    public var drainInterval: Duration
+    /// How long to wait for another owner of the state file.
+    public var lockTimeout: Duration
+    /// Whether starting is a power cycle (EQ working gains revert to the persisted ones, the default preset becomes
+    /// current). True for servers; `inProcess` ignores it: its device stays on between CLI commands.
+    public var powerOn: Bool
+    /// Where diagnostics go (nil: nowhere).
+    public var logger: Logger?
+
+    /// Creates options; the defaults are a normal device draining 1 % per minute and a 10 s lock wait.
+    public init(profile: BehaviourProfile = .normal, drainInterval: Duration = ApplicationFirmware.defaultDrainInterval,
+                lockTimeout: Duration = StateStore.defaultLockTimeout, powerOn: Bool = true, logger: Logger? = nil) {
+        self.profile = profile
+        self.drainInterval = drainInterval
+        self.lockTimeout = lockTimeout
+        self.powerOn = powerOn
+        self.logger = logger
+    }
+}
+
+/// Serves N simulated headsets, one per endpoint (TCP listener or pseudo-terminal), until `shutdown()`.
+///
+/// All devices keep their state in one file (see `StateStore`), device k in slot k. Serving continues across client
+/// reconnects: a TCP endpoint accepts any number of hosts at once (pushes go to all of them); a pty serves one client
+/// session at a time, then waits for the next.
+public final class SimulatorServer: Sendable {
+    /// The devices, in endpoint order.
+    public let devices: [SimulatedHeadset]
+    /// One endpoint per device, in device order: `tcp:HOST:PORT` addresses or pty slave paths (`/dev/pts/N`).
+    public let endpoints: [String]
+
+    private let store: StateStore?
+    private let closers: [@Sendable () -> Void]
+    private let loops: Mutex<[Task<Void, Never>]>
+
+    private init(devices: [SimulatedHeadset], endpoints: [String], store: StateStore?, closers: [@Sendable () -> Void]) {
+        self.devices = devices
+        self.endpoints = endpoints
+        self.store = store
+        self.closers = closers
+        self.loops = Mutex([])
+    }
+
+    /// The most devices one server runs.
+    public static let maxDevices = 64
+
+    /// Serves `count` devices on TCP. With `port` 0 every device gets its own ephemeral port; otherwise device k
+    /// listens on `port + k`. `endpoints` holds the bound addresses (`tcp:127.0.0.1:43215`), to be printed first.
+    ///
+    /// - Throws: `SimulatorError(.invalidArgument)` for a bad count or port range, the state-file errors of
+    ///   `StateStore.open`, or the listener's `TransportError` (`.busy` when a port is taken). Nothing keeps running
+    ///   after a failure.
+    public static func listenTCP(host: String = "127.0.0.1", port: UInt16 = 0, count: Int = 1, statePath: String?,
+                                 options: SimulatorOptions = SimulatorOptions()) async throws -> SimulatorServer {
+        try checkCount(count)
+        if port != 0, Int(port) + count - 1 > Int(UInt16.max) {
+            throw SimulatorError(.invalidArgument, "ports \(port)...\(Int(port) + count - 1) do not fit below 65536")
+        }
+        let (store, devices) = try await makeDevices(count: count, statePath: statePath, options: options)
+        var listeners: [TCPListener] = []
+        do {
+            for k in 0..<count {
+                listeners.append(try await TCPListener.bind(host: host, port: port == 0 ? 0 : port + UInt16(k), logger: options.logger))
+            }
+        } catch {
+            listeners.forEach { $0.close() }
+            for d in devices { await d.shutdown() }
+            await store?.close()
+            throw error
+        }
+        let server = SimulatorServer(devices: devices, endpoints: listeners.map { $0.boundAddress.description }, store: store,
+                                     closers: listeners.map { listener in { listener.close() } })
+        for (listener, device) in zip(listeners, devices) {
+            server.startLoop { await acceptTCP(listener, device, logger: options.logger) }
+        }
+        return server
+    }
+
+    /// Serves `count` devices on pseudo-terminals; `endpoints` holds the slave paths for clients to open.
+    ///
+    /// A pty cannot tell clients apart: if a new client opens the slave before the device has noticed the previous
+    /// one leave, the new client's first bytes may be read by the old session and its reply lost. Clients that
+    /// reconnect at once should retry their first request (as they would with a real serial device).
+    ///
+    /// - Throws: `SimulatorError(.invalidArgument)` for a bad count, the state-file errors of `StateStore.open`, or
+    ///   `TransportError` when no pty can be allocated.
+    public static func listenPTY(count: Int = 1, statePath: String?, options: SimulatorOptions = SimulatorOptions()) async throws -> SimulatorServer {
+        try checkCount(count)
+        let (store, devices) = try await makeDevices(count: count, statePath: statePath, options: options)
+        var ptys: [PseudoTerminal] = []
+        do {
+            for _ in 0..<count { ptys.append(try PseudoTerminal.open(logger: options.logger)) }
+        } catch {
+            ptys.forEach { $0.close() }
+            for d in devices { await d.shutdown() }
+            await store?.close()
+            throw error
+        }
+        let server = SimulatorServer(devices: devices, endpoints: ptys.map(\.slavePath), store: store,
+                                     closers: ptys.map { pty in { pty.close() } })
+        for (pty, device) in zip(ptys, devices) {
+            server.startLoop { await acceptPTY(pty, device, logger: options.logger) }
+        }
+        return server
+    }
+
+    /// Runs one simulated headset in this process (the `sim` device address): loads it from `statePath` (nil: a
+    /// fresh factory device, not persisted), serves one end of an in-memory pair and returns the other end. Closing
+    /// the returned transport stops the simulator and releases the state file's lock before `close()` returns.
+    public static func inProcess(statePath: String?, options: SimulatorOptions = SimulatorOptions()) async throws -> any Transport {
+        try await inProcessLink(statePath: statePath, options: options)
+    }
+
+    /// Like `inProcess(statePath:options:)`, with the concrete link type (which exposes the device).
+    public static func inProcessLink(statePath: String?, options: SimulatorOptions = SimulatorOptions()) async throws -> InProcessSimulatorLink {
+        // The in-process device is one that stayed on since the last command: no power cycle.
+        let device = try await SimulatedHeadset(
+            statePath: statePath, index: 0, profile: options.profile, drainInterval: options.drainInterval,
+            lockTimeout: options.lockTimeout, powerOn: false, logger: options.logger)
+        let (host, deviceEnd) = InMemoryTransport.pair(framing: .byteStream)
+        let serving = Task {
+            await device.serve(deviceEnd)
+            await device.shutdown()
+        }
+        return InProcessSimulatorLink(inner: host, device: device, serving: serving,
+                                      peerDescription: DeviceAddress.simulator(statePath: statePath).description)
+    }
+
+    /// Applies a control line. Returns false for `quit` (the caller then calls `shutdown()`), true otherwise.
+    /// Throws `SimulatorError(.invalidArgument)` when the line names a device this server does not have.
+    @discardableResult
+    public func perform(_ command: SimulatorControl.Command) async throws(SimulatorError) -> Bool {
+        switch command {
+        case .quit:
+            return false
+        case .press(let button, let k):
+            try await device(k).press(button)
+        case .battery(let percent, let k):
+            try await device(k).setBatteryLevel(percent)
+        }
+        return true
+    }
+
+    /// Stops listening, disconnects every host, stops the devices and releases the state file. Idempotent.
+    public func shutdown() async {
+        closers.forEach { $0() }
+        for d in devices { await d.shutdown() }
+        let running = loops.withLock { l in
+            defer { l = [] }
+            return l
+        }
+        for task in running {
+            task.cancel()
+            await task.value
+        }
+        await store?.close()
+    }
+
+    // MARK: - Internals
+
+    private func device(_ k: Int) throws(SimulatorError) -> SimulatedHeadset {
+        guard devices.indices.contains(k) else {
+            throw SimulatorError(.invalidArgument, "there is no device \(k); this simulator has devices 0...\(devices.count - 1)")
+        }
+        return devices[k]
+    }
+
+    private func startLoop(_ body: @escaping @Sendable () async -> Void) {
+        let task = Task { await body() }
+        loops.withLock { $0.append(task) }
+    }
+
+    private static func checkCount(_ count: Int) throws(SimulatorError) {
+        guard (1...maxDevices).contains(count) else {
+            throw SimulatorError(.invalidArgument, "device count \(count) is outside 1...\(maxDevices)")
+        }
+    }
+
+    private static func makeDevices(count: Int, statePath: String?, options: SimulatorOptions) async throws
+        -> (StateStore?, [SimulatedHeadset]) {
+        var store: StateStore?
+        if let statePath { store = try await StateStore.open(path: statePath, lockTimeout: options.lockTimeout) }
+        let devices = (0..<count).map { k in
+            SimulatedHeadset(sharedStore: store, index: k, profile: options.profile, drainInterval: options.drainInterval, powerOn: options.powerOn,
+                             logger: options.logger)
+        }
+        return (store, devices)
+    }
+
+    /// Accepts TCP hosts until the listener closes; each is served concurrently.
+    private static func acceptTCP(_ listener: TCPListener, _ device: SimulatedHeadset, logger: Logger?) async {
+        await withDiscardingTaskGroup { group in
+            while true {
+                do {
+                    let transport = try await listener.accept()
+                    group.addTask { await device.serve(transport) }
+                } catch let error as TransportError where error.code != .closed {
+                    // Resource exhaustion and the like: keep serving after a pause.
+                    logger?.warning("\(error.message)")
+                    do { try await Task.sleep(for: .milliseconds(100)) } catch { return }
+                } catch {
+                    return  // closed or cancelled
+                }
+            }
+        }
+    }
+
+    /// Serves pty client sessions one after the other until the pty closes.
+    private static func acceptPTY(_ pty: PseudoTerminal, _ device: SimulatedHeadset, logger: Logger?) async {
+        while !Task.isCancelled {
+            do {
+                let session = try await pty.accept()
+                await device.serve(session)
+            } catch let error as TransportError where error.code != .closed {
+                logger?.warning("\(error.message)")
+                do { try await Task.sleep(for: .milliseconds(100)) } catch { return }
+            } catch {
+                return
+            }
+        }
+    }
+}
+
+/// The host end of an in-process simulator (see `SimulatorServer.inProcess(statePath:options:)`).
+public final class InProcessSimulatorLink: Transport {
+    /// `sim` or `sim:PATH`.
+    public let peerDescription: String
+    /// Always `.byteStream` (SPP framing).
+    public var framing: LinkFraming { inner.framing }
+    /// The simulated device behind the link (for pressing buttons in tests).
+    public let device: SimulatedHeadset
+
+    private let inner: any Transport
+    private let serving: Task<Void, Never>
+
+    init(inner: any Transport, device: SimulatedHeadset, serving: Task<Void, Never>, peerDescription: String) {
+        self.inner = inner
+        self.device = device
+        self.serving = serving
+        self.peerDescription = peerDescription
+    }
+
+    /// See `Transport.send(_:)`.
+    public func send(_ bytes: [UInt8]) async throws { try await inner.send(bytes) }
+    /// See `Transport.receive()`.
+    public func receive() async throws -> [UInt8] { try await inner.receive() }
+
+    /// Closes the link, then waits until the simulator has stopped and released its state file. Idempotent.
+    public func close() async {
+        await inner.close()
+        await serving.value
+    }
+}

@@ -1,0 +1,260 @@
+import Dispatch
+import Foundation
+import Glibc
+import Synchronization
+
+/// The simulator's state file: the states of all simulated devices of one server, owned by one process at a time.
+///
+/// File format (JSON, pretty-printed, keys sorted):
+/// `{ "version": 1, "devices": [ <HeadsetState of device 0>, <device 1>, ... ] }` — a server with `--count N` keeps
+/// all N devices in the one file, device k at array index k. Devices missing from the array start in their factory
+/// state. `version` is the schema version; a file with another version is refused (`.unsupportedStateVersion`) so a
+/// later build can migrate it explicitly instead of silently resetting it.
+///
+/// Guarantees:
+/// - **Exclusive owner.** `open` takes an exclusive `flock` on `PATH.lock` (a separate file, because saving replaces
+///   the state file's inode) and holds it until `close()` or deinit. A second owner — another process, or another
+///   `StateStore` in this process — waits, polling every 20 ms, up to the lock timeout and then fails with
+///   `.stateLocked` naming the file. A crashed owner's lock is released by the kernel.
+/// - **Never silently reset.** A file that is not valid JSON of this shape, or holds values out of range, fails with
+///   `.corruptState` naming the file and the problem; the file is left untouched.
+/// - **Atomic saves.** Each save writes a temporary file in the same directory (`.NAME.tmp-PID-N`), fsyncs it, renames
+///   it over the state file and fsyncs the directory, so a killed process leaves either the old or the new file,
+///   never a partial one. A failed save removes its temporary file.
+/// - **Off the cooperative pool.** Every file-system call (open, lock attempts, read, write, fsync, rename) runs on the
+///   store's own serial dispatch queue; callers only suspend. Saves are written in the order they were enqueued.
+/// - A missing parent directory is created (mode 0700).
+public final class StateStore: Sendable {
+    /// The schema version this build reads and writes.
+    public static let schemaVersion = 1
+    /// How long `open` waits for another owner by default.
+    public static let defaultLockTimeout: Duration = .seconds(10)
+
+    /// The state file.
+    public let path: String
+    /// The lock file next to it (`PATH.lock`).
+    public let lockPath: String
+
+    private struct Storage {
+        var devices: [HeadsetState]
+        var lockFD: Int32
+        var closed = false
+    }
+
+    private let queue: DispatchQueue
+    private let storage: Mutex<Storage>
+    private static let tempCounter = Atomic<Int>(0)
+
+    private init(path: String, lockPath: String, queue: DispatchQueue, lockFD: Int32, devices: [HeadsetState]) {
+        self.path = path
+        self.lockPath = lockPath
+        self.queue = queue
+        self.storage = Mutex(Storage(devices: devices, lockFD: lockFD))
+    }
+
+    deinit {
+        let fd = storage.withLock { s -> Int32 in
+            defer { s.lockFD = -1 }
+            return s.lockFD
+        }
+        if fd >= 0 { _ = Glibc.close(fd) }
+    }
+
+    /// Locks and loads the state file at `path` (a missing file means every device starts in its factory state).
+    ///
+    /// - Throws: `SimulatorError` — `.stateLocked` when another owner keeps the lock past `lockTimeout`,
+    ///   `.corruptState` / `.unsupportedStateVersion` for a bad file (the lock is released again), `.io` for
+    ///   operating-system failures — or `CancellationError`.
+    public static func open(path: String, lockTimeout: Duration = defaultLockTimeout) async throws -> StateStore {
+        let queue = DispatchQueue(label: "tuneup.simulator.state")
+        let lockPath = path + ".lock"
+        let fd = try await run(on: queue) { () throws(SimulatorError) -> Int32 in
+            try FileIO.makeParentDirectory(of: path)
+            return try FileIO.openLockFile(lockPath, statePath: path)
+        }
+        do {
+            let deadline = ContinuousClock.now + lockTimeout
+            while true {
+                let locked = try await run(on: queue) { () throws(SimulatorError) -> Bool in try FileIO.tryLock(fd, lockPath: lockPath) }
+                if locked { break }
+                guard ContinuousClock.now < deadline else {
+                    throw SimulatorError(.stateLocked, "simulator state file \(path) is in use by another simulator "
+                        + "(lock \(lockPath) still held after \(format(lockTimeout))); stop the other simulator or use another state file")
+                }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            let devices = try await run(on: queue) { () throws(SimulatorError) -> [HeadsetState] in
+                guard let bytes = try FileIO.readFile(path) else { return [] }
+                return try decode(bytes, path: path)
+            }
+            return StateStore(path: path, lockPath: lockPath, queue: queue, lockFD: fd, devices: devices)
+        } catch {
+            _ = Glibc.close(fd)
+            throw error
+        }
+    }
+
+    /// The stored state of device `index`, or nil when the file has none for it.
+    public func state(forDevice index: Int) -> HeadsetState? {
+        storage.withLock { s in s.devices.indices.contains(index) ? s.devices[index] : nil }
+    }
+
+    /// The number of devices in the file.
+    public var deviceCount: Int { storage.withLock { $0.devices.count } }
+
+    /// Records `state` for device `index` and enqueues an atomic save of the whole file; `completion` runs on the
+    /// store's queue once the file is on disk (or the save failed). Synchronous, so saves enqueued by one actor are
+    /// written in the actor's order.
+    public func enqueueSave(_ state: HeadsetState, forDevice index: Int,
+                            completion: @escaping @Sendable (Result<Void, SimulatorError>) -> Void = { _ in }) {
+        let snapshot: [HeadsetState]? = storage.withLock { s in
+            guard !s.closed, index >= 0 else { return nil }
+            while s.devices.count <= index { s.devices.append(.factory(index: s.devices.count)) }
+            s.devices[index] = state
+            return s.devices
+        }
+        guard let snapshot else {
+            completion(.failure(SimulatorError(.io, "cannot save simulator state: the state file \(path) is closed")))
+            return
+        }
+        let path = self.path
+        queue.async {
+            completion(Result { () throws(SimulatorError) in try Self.write(snapshot, to: path) })
+        }
+    }
+
+    /// Saves `state` for device `index` and waits until it is on disk. Calls from one task are written in order;
+    /// callers that need ordering across tasks use `enqueueSave` from one isolation domain.
+    public func save(_ state: HeadsetState, forDevice index: Int) async throws {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            enqueueSave(state, forDevice: index) { continuation.resume(with: $0.mapError { $0 as any Error }) }
+        }
+    }
+
+    /// Waits for pending saves, then releases the lock. Later saves fail. Idempotent.
+    public func close() async {
+        let fd: Int32? = storage.withLock { s in
+            guard !s.closed else { return nil }
+            s.closed = true
+            defer { s.lockFD = -1 }
+            return s.lockFD
+        }
+        guard let fd else { return }
+        // Runs after every save enqueued before `closed` was set.
+        _ = try? await Self.run(on: queue) { () throws(SimulatorError) -> Void in
+            if fd >= 0 { _ = Glibc.close(fd) }
+        }
+    }
+
+    /// Reads and validates a state file without locking it (for inspection). Nil when the file does not exist.
+    public static func read(path: String) async throws -> [HeadsetState]? {
+        try await run(on: DispatchQueue(label: "tuneup.simulator.state.read")) { () throws(SimulatorError) -> [HeadsetState]? in
+            try FileIO.readFile(path).map { bytes throws(SimulatorError) in try decode(bytes, path: path) }
+        }
+    }
+
+    // MARK: - Encoding
+
+    private struct FileContents: Codable {
+        var version: Int
+        var devices: [HeadsetState]
+    }
+
+    private struct VersionProbe: Decodable {
+        var version: Int
+    }
+
+    /// Decodes and validates the file contents.
+    static func decode(_ bytes: [UInt8], path: String) throws(SimulatorError) -> [HeadsetState] {
+        let data = Data(bytes)
+        let decoder = JSONDecoder()
+        let probe: VersionProbe
+        do {
+            probe = try decoder.decode(VersionProbe.self, from: data)
+        } catch {
+            throw corrupt(path, describe(error))
+        }
+        guard probe.version == schemaVersion else {
+            throw SimulatorError(.unsupportedStateVersion, "simulator state file \(path) has schema version \(probe.version); "
+                + "this build reads version \(schemaVersion) (the file was left unchanged)")
+        }
+        let contents: FileContents
+        do {
+            contents = try decoder.decode(FileContents.self, from: data)
+        } catch {
+            throw corrupt(path, describe(error))
+        }
+        for (k, device) in contents.devices.enumerated() {
+            do {
+                try device.validate()
+            } catch {
+                throw corrupt(path, "device \(k): \(error.message)")
+            }
+        }
+        return contents.devices
+    }
+
+    /// The file contents for `devices`.
+    static func encode(_ devices: [HeadsetState]) throws(SimulatorError) -> [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        do {
+            var bytes = [UInt8](try encoder.encode(FileContents(version: schemaVersion, devices: devices)))
+            bytes.append(0x0A)
+            return bytes
+        } catch {
+            throw SimulatorError(.io, "cannot encode the simulator state: \(error)")
+        }
+    }
+
+    private static func write(_ devices: [HeadsetState], to path: String) throws(SimulatorError) {
+        let bytes = try encode(devices)
+        let n = tempCounter.add(1, ordering: .relaxed).newValue
+        try FileIO.writeAtomically(bytes, to: path, temporarySuffix: "tmp-\(getpid())-\(n)")
+    }
+
+    private static func corrupt(_ path: String, _ why: String) -> SimulatorError {
+        SimulatorError(.corruptState, "simulator state file \(path) is corrupt: \(why) (the file was left unchanged; "
+            + "fix or delete it to start from the factory state)")
+    }
+
+    /// A one-line description of a JSON decoding error.
+    private static func describe(_ error: any Error) -> String {
+        func at(_ path: [any CodingKey]) -> String {
+            path.isEmpty ? "" : " at " + path.map { $0.intValue.map(String.init) ?? $0.stringValue }.joined(separator: ".")
+        }
+        switch error {
+        case DecodingError.keyNotFound(let key, let context):
+            return "missing key '\(key.stringValue)'\(at(context.codingPath))"
+        case DecodingError.typeMismatch(_, let context), DecodingError.valueNotFound(_, let context):
+            return "\(context.debugDescription.lowercasedFirst)\(at(context.codingPath))"
+        case DecodingError.dataCorrupted(let context):
+            return context.codingPath.isEmpty ? "not valid JSON" : "\(context.debugDescription.lowercasedFirst)\(at(context.codingPath))"
+        default:
+            return "\(error)"
+        }
+    }
+
+    // MARK: - Running on the queue
+
+    private static func run<T: Sendable>(
+        on queue: DispatchQueue, _ body: @escaping @Sendable () throws(SimulatorError) -> T
+    ) async throws(SimulatorError) -> T {
+        let result: Result<T, SimulatorError> = await withCheckedContinuation { continuation in
+            queue.async { continuation.resume(returning: Result { () throws(SimulatorError) in try body() }) }
+        }
+        return try result.get()
+    }
+
+    private static func format(_ d: Duration) -> String {
+        let ms = ApplicationFirmware.nanoseconds(d) / 1_000_000
+        return ms % 1000 == 0 ? "\(ms / 1000) s" : "\(ms) ms"
+    }
+}
+
+extension String {
+    fileprivate var lowercasedFirst: String {
+        guard let first else { return self }
+        return first.lowercased() + dropFirst()
+    }
+}

@@ -1,0 +1,24 @@
+import Testing
+@testable import Simulator
+
+@Suite struct ControlTests {
+    @Test func parsesControlLines() throws {
+        #expect(try SimulatorControl.parse("press anc") == .press(.anc, device: 0))
+        #expect(try SimulatorControl.parse("  press   ambient  \n") == .press(.ambient, device: 0))
+        #expect(try SimulatorControl.parse("PRESS ANC 2") == .press(.anc, device: 2))
+        #expect(try SimulatorControl.parse("battery 0") == .battery(percent: 0, device: 0))
+        #expect(try SimulatorControl.parse("battery 100 1") == .battery(percent: 100, device: 1))
+        #expect(try SimulatorControl.parse("quit") == .quit)
+    }
+
+    @Test(arguments: ["", "   ", "press", "press volume", "press anc x", "press anc 1 2", "battery", "battery 101",
+                      "battery -1", "battery 5%", "quit now", "reboot"])
+    func rejectsAnythingElse(line: String) {
+        #expect {
+            try SimulatorControl.parse(line)
+        } throws: { error in
+            guard let e = error as? SimulatorError else { return false }
+            return e.code == .invalidControlLine && e.message.contains("'\(line)'") && e.message.contains(SimulatorControl.usage)
+        }
+    }
+}
