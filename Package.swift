@@ -11,6 +11,7 @@ let package = Package(
     products: [
         .library(name: "LightX", targets: ["LightX"]),
         .library(name: "Transport", targets: ["Transport"]),
+        .library(name: "Headset", targets: ["Headset"]),
         .library(name: "Simulator", targets: ["Simulator"]),
     ],
     dependencies: [
@@ -26,6 +27,11 @@ let package = Package(
             name: "Transport",
             dependencies: ["CShims", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict),
+        // The client session and the typed device API.
+        .target(
+            name: "Headset",
+            dependencies: ["LightX", "Transport", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strict),
         // The simulated headset: application firmware model and its servers.
         .target(
             name: "Simulator",
@@ -40,6 +46,7 @@ let package = Package(
         .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: strict),
         .testTarget(name: "LightXTests", dependencies: ["LightX", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "TransportTests", dependencies: ["Transport", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "HeadsetTests", dependencies: ["Headset", "Simulator", "Transport", "LightX", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "SimulatorTests", dependencies: ["Simulator", "LightX", "Transport", "TestSupport"], swiftSettings: strict),
     ]
 )

@@ -1,0 +1,141 @@
+import LightX
+import Transport
+
+/// Every failure of a headset operation: a stable `code` for programs, a one-line `message` for people.
+///
+/// The codes cover the vendor SDK's error list (device not connected, no raw data, challenge length, more than
+/// 10 bands, no bands, wrong number of bands, connection failures, writing failed) and every status a device
+/// can answer with. Errors compare by code only.
+public struct HeadsetError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// Stable error codes. Raw values are part of the JSON output and never change meaning.
+    public enum Code: String, Sendable, Hashable, CaseIterable {
+        // Connection (SDK: CONNECTION_PROCESS_FAILED_*, DEVICE_NOT_CONNECTED, WRITING_PROCESS_IN_AVNERA_FAILED).
+        /// The device could not be opened or connected to.
+        case connectionFailed = "connection-failed"
+        /// The device address or link kind does not exist on this host.
+        case deviceNotAvailable = "device-not-available"
+        /// A session is already open on this device.
+        case alreadyConnected = "already-connected"
+        /// The session is closed or was never connected.
+        case deviceNotConnected = "device-not-connected"
+        /// The link went down while waiting for the device.
+        case disconnected
+        /// Sending a request failed.
+        case writeFailed = "write-failed"
+        /// The device did not answer in time (after the configured retransmissions).
+        case timeout
+
+        // Data (SDK: NO_ROW_DATA_ERROR, CHALLENGE_LENGTH_NOT_16_BYTES_AS_EXPECTED, band errors).
+        /// The device answered without the data the request needs.
+        case noData = "no-data"
+        /// A reply did not fit its layout.
+        case malformedReply = "malformed-reply"
+        /// The authentication challenge was not 16 bytes.
+        case challengeLength = "challenge-length"
+        /// The device refused the authentication response.
+        case authenticationFailed = "authentication-failed"
+        /// The device reports more than 10 graphic-EQ bands.
+        case tooManyBands = "too-many-bands"
+        /// The device reports no graphic-EQ bands.
+        case noBands = "no-bands"
+        /// A reply or an argument has a different number of bands than the device reports.
+        case wrongNumberOfBands = "wrong-number-of-bands"
+
+        // Arguments, checked before anything is sent.
+        /// A value outside the range the device accepts.
+        case invalidArgument = "invalid-argument"
+
+        // Device status codes (sheet §2.3) other than Ok and Pending.
+        case deviceFailed = "device-failed"
+        case deviceNotFound = "device-not-found"
+        case deviceNotSupported = "device-not-supported"
+        case deviceExceededLimits = "device-exceeded-limits"
+        case deviceNotReady = "device-not-ready"
+        case deviceCommFailure = "device-comm-failure"
+        case deviceUnknownStatus = "device-unknown-status"
+
+        /// The broad class of the failure, used for exit codes.
+        public var category: Category {
+            switch self {
+            case .connectionFailed, .deviceNotAvailable, .alreadyConnected, .deviceNotConnected, .disconnected,
+                 .writeFailed, .timeout:
+                return .connection
+            case .invalidArgument:
+                return .usage
+            default:
+                return .device
+            }
+        }
+    }
+
+    /// Broad classes of failure.
+    public enum Category: String, Sendable, Hashable {
+        /// The link to the device failed or the device did not answer.
+        case connection
+        /// The device answered with an error, or with something unusable.
+        case device
+        /// The caller asked for something invalid; nothing was sent.
+        case usage
+    }
+
+    public var code: Code
+    public var message: String
+    /// The device status behind a `device*` code.
+    public var status: Status?
+    /// The command concerned, when there is one.
+    public var command: Command?
+
+    public init(_ code: Code, _ message: String, status: Status? = nil, command: Command? = nil) {
+        self.code = code
+        self.message = message
+        self.status = status
+        self.command = command
+    }
+
+    public var description: String { message }
+
+    /// The broad class of this error.
+    public var category: Category { code.category }
+
+    public static func == (lhs: HeadsetError, rhs: HeadsetError) -> Bool { lhs.code == rhs.code }
+    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
+
+    /// The error for a reply with a failing `status` to `command`.
+    public static func deviceStatus(_ status: Status, command: Command) -> HeadsetError {
+        let code: Code
+        let meaning: String
+        switch status {
+        case .fail: code = .deviceFailed; meaning = "failed"
+        case .notFound: code = .deviceNotFound; meaning = "not found"
+        case .notSupported: code = .deviceNotSupported; meaning = "not supported by this device"
+        case .exceededLimits: code = .deviceExceededLimits; meaning = "value outside the device's limits"
+        case .notReady: code = .deviceNotReady; meaning = "device not ready"
+        case .commFailure: code = .deviceCommFailure; meaning = "device communication failure"
+        default: code = .deviceUnknownStatus; meaning = "unknown status 0x" + String(status.rawValue, radix: 16)
+        }
+        return HeadsetError(code, "\(commandName(command)): \(meaning)", status: status, command: command)
+    }
+
+    /// Wraps a transport error that happened while opening or using the link.
+    public static func transport(_ error: TransportError, while action: String) -> HeadsetError {
+        let code: Code
+        switch error.code {
+        case .closed: code = .disconnected
+        case .notFound, .unsupported, .invalidAddress: code = .deviceNotAvailable
+        case .busy: code = .alreadyConnected
+        default: code = .connectionFailed
+        }
+        return HeadsetError(code, action.isEmpty ? error.message : "\(action): \(error.message)")
+    }
+
+    /// Wraps a reply-decoding error.
+    public static func malformed(_ error: LightXError, command: Command) -> HeadsetError {
+        HeadsetError(error.code == .truncated ? .noData : .malformedReply,
+                     "\(commandName(command)): \(error.message)", command: command)
+    }
+}
+
+/// "AppANCEnable" for known commands, "command 0xNN" otherwise.
+func commandName(_ command: Command) -> String {
+    command.name ?? "command 0x" + String(command.rawValue, radix: 16)
+}

@@ -1,0 +1,222 @@
+import Foundation
+import Testing
+import LightX
+import Transport
+@testable import Headset
+
+@Suite struct SessionTests {
+    let fast = LightXSession.Options(timeout: .milliseconds(150), retransmissions: 2)
+
+    @Test func repliesAreMatchedByParam0EvenOutOfOrder() async throws {
+        // The device holds the first two requests and answers them in reverse order.
+        let held = HeldRequests()
+        let (device, host) = FakeDevice.start { request, index in
+            if index < 1 { await held.add(request); return [] }
+            let first = await held.take()!
+            return [reply(request, .ok, u32(2)), reply(first, .ok, u32(1))]
+        }
+        let session = LightXSession(transport: host, options: fast)
+        async let a = session.request(AppSettings.batteryLevel.readRequest())
+        try await Task.sleep(for: .milliseconds(20))
+        async let b = session.request(AppSettings.ancEnabled.readRequest())
+        let (ra, rb) = try await (a, b)
+        #expect(ra.command == .appBatteryLevel && Array(ra.buffer) == u32(1))
+        #expect(rb.command == .appANCEnable && Array(rb.buffer) == u32(2))
+        #expect(await session.statistics.retransmissions == 0)
+        await session.close()
+        await device.stop()
+    }
+
+    @Test func instantRepliesAreNeverLost() async throws {
+        // A reply can reach the session before the sending request resumes; it must wait for it, not be dropped.
+        let (device, host) = FakeDevice.start { request, index in [reply(request, .ok, u32(UInt32(index)))] }
+        let session = LightXSession(transport: host, options: .init(timeout: .seconds(2), retransmissions: 0))
+        for i in 0..<500 {
+            let r = try await session.request(AppSettings.batteryLevel.readRequest())
+            #expect(Array(r.buffer) == u32(UInt32(i)))
+        }
+        let stats = await session.statistics
+        #expect(stats.unexpectedReplies == 0 && stats.timeouts == 0)
+        await session.close()
+        await device.stop()
+    }
+
+    @Test func pendingStatusKeepsTheRequestWaitingForTheFinalReply() async throws {
+        let (device, host) = FakeDevice.start { request, _ in
+            // Pending, then (after longer than one timeout) the final reply.
+            try? await Task.sleep(for: .milliseconds(10))
+            let pending = reply(request, .pending)
+            return [pending, pending]
+        }
+        let session = LightXSession(transport: host, options: .init(timeout: .milliseconds(200), retransmissions: 2, pendingTimeout: .seconds(2)))
+        let request = try BootRequests.commit(sectors: 4)
+        Task {
+            try await Task.sleep(for: .milliseconds(350))
+            try await device.send(reply(request, .ok))
+        }
+        let r = try await session.request(request)
+        #expect(r.status == .ok)
+        #expect(device.requests.count == 1, "a Pending reply must not cause a retransmission")
+        await session.close()
+        await device.stop()
+    }
+
+    @Test func acceptedRequestThatNeverFinishesTimesOutWithoutRetransmission() async throws {
+        let (device, host) = FakeDevice.start { request, _ in [reply(request, .pending)] }
+        let session = LightXSession(transport: host, options: .init(timeout: .milliseconds(100), retransmissions: 2, pendingTimeout: .milliseconds(300)))
+        await #expect(throws: HeadsetError(.timeout, "")) { try await session.request(try BootRequests.commit(sectors: 1)) }
+        #expect(device.requests.count == 1)
+        await session.close()
+        await device.stop()
+    }
+
+    @Test func silentDeviceTimesOutAfterRetransmissions() async throws {
+        let (device, host) = FakeDevice.start { _, _ in [] }
+        let session = LightXSession(transport: host, options: fast)
+        let start = ContinuousClock.now
+        await #expect(throws: HeadsetError(.timeout, "")) {
+            try await session.request(AppSettings.batteryLevel.readRequest())
+        }
+        let elapsed = ContinuousClock.now - start
+        #expect(elapsed >= .milliseconds(450) && elapsed < .seconds(3))
+        #expect(device.requests.count == 3, "one send and two retransmissions")
+        let stats = await session.statistics
+        #expect(stats.timeouts == 3 && stats.retransmissions == 2)
+        await session.close()
+        await device.stop()
+    }
+
+    @Test func lostReplyIsRecoveredByRetransmission() async throws {
+        let (device, host) = FakeDevice.start { request, index in
+            index == 0 ? [] : [reply(request, .ok, u32(77))]
+        }
+        let session = LightXSession(transport: host, options: fast)
+        let r = try await session.request(AppSettings.batteryLevel.readRequest())
+        #expect(Array(r.buffer) == u32(77))
+        #expect(device.requests.count == 2)
+        await session.close()
+        await device.stop()
+    }
+
+    @Test func lateDuplicateAfterRetransmissionIsNotTakenForTheNextAnswer() async throws {
+        // Answers every request, but the first answer only after the host has retransmitted:
+        // the host then receives two answers to its first request (values 1 and 2).
+        let (device, host) = FakeDevice.start { request, index in
+            if index == 0 { try? await Task.sleep(for: .milliseconds(200)) }
+            return [reply(request, .ok, u32(UInt32(index + 1)))]
+        }
+        let session = LightXSession(transport: host, options: fast)
+        let first = try await session.request(AppSettings.batteryLevel.readRequest())
+        let second = try await session.request(AppSettings.batteryLevel.readRequest())
+        #expect(Array(first.buffer) == u32(1) || Array(first.buffer) == u32(2))
+        #expect(Array(second.buffer) == u32(3), "the second request must get its own answer, not the duplicate")
+        #expect(await session.statistics.unexpectedReplies == 1)
+        await session.close()
+        await device.stop()
+    }
+
+    @Test func pushesGoToSubscribersNotToWaiters() async throws {
+        let (device, host) = FakeDevice.start { request, _ in
+            [SPPFraming.encode(try! Packet.push(.appPushANCEnable, payload: u32(1))), reply(request, .ok, u32(0))]
+        }
+        let session = LightXSession(transport: host, options: fast)
+        let pushes = await session.pushes()
+        let r = try await session.request(AppSettings.ancEnabled.readRequest())
+        #expect(Array(r.buffer) == u32(0))
+        var iterator = pushes.makeAsyncIterator()
+        let push = await iterator.next()
+        #expect(push.map(HeadsetPush.init) == .ancEnabled(true))
+        await session.close()
+        #expect(await iterator.next() == nil, "the push stream finishes when the session closes")
+        await device.stop()
+    }
+
+    @Test func garbageAndCorruptFramesAroundRepliesAreSkipped() async throws {
+        let (device, host) = FakeDevice.start { request, _ in
+            var corrupt = reply(request, .ok, u32(5))
+            corrupt[20] ^= 0x40
+            return [[0x00, 0xFF, 0x5A, 0x13, 0xFF], corrupt, [0xAA, 0xBB], reply(request, .ok, u32(9))]
+        }
+        let session = LightXSession(transport: host, options: fast)
+        let r = try await session.request(AppSettings.batteryLevel.readRequest())
+        #expect(Array(r.buffer) == u32(9))
+        let stats = await session.statistics
+        #expect(stats.decoder.checksumErrors >= 1 && stats.decoder.discardedBytes > 0)
+        await session.close()
+        await device.stop()
+    }
+
+    @Test func packetsFromForeignModulesAreIgnored() async throws {
+        let (device, host) = FakeDevice.start { request, _ in
+            var foreign = try! Packet.reply(to: request, buffer: u32(1))
+            foreign.header.source = .dsp
+            return [SPPFraming.encode(foreign), reply(request, .ok, u32(2))]
+        }
+        let session = LightXSession(transport: host, options: fast)
+        let r = try await session.request(AppSettings.batteryLevel.readRequest())
+        #expect(Array(r.buffer) == u32(2))
+        #expect(await session.statistics.ignoredPackets == 1)
+        await session.close()
+        await device.stop()
+    }
+
+    @Test func disconnectFailsWaitingRequestsAndReportsAnEvent() async throws {
+        let (device, host) = FakeDevice.start { _, _ in [] }
+        let session = LightXSession(transport: host, options: .init(timeout: .seconds(10)))
+        let events = await session.events()
+        let r = Task { try await session.request(AppSettings.batteryLevel.readRequest()) }
+        try await Task.sleep(for: .milliseconds(50))
+        await device.stop()
+        await #expect(throws: HeadsetError(.disconnected, "")) { try await r.value }
+        var iterator = events.makeAsyncIterator()
+        if case let .disconnected(error)? = await iterator.next() {
+            #expect(error.code == .disconnected)
+        } else {
+            Issue.record("no disconnected event")
+        }
+        await #expect(throws: HeadsetError(.disconnected, "")) {
+            try await session.request(AppSettings.batteryLevel.readRequest())
+        }
+    }
+
+    @Test func closedSessionRefusesRequests() async throws {
+        let (device, host) = FakeDevice.start { request, _ in [reply(request)] }
+        let session = LightXSession(transport: host, options: fast)
+        await session.close()
+        await #expect(throws: HeadsetError(.deviceNotConnected, "")) {
+            try await session.request(AppSettings.batteryLevel.readRequest())
+        }
+        await device.stop()
+    }
+
+    @Test func cancellingARequestThrowsCancellation() async throws {
+        let (device, host) = FakeDevice.start { _, _ in [] }
+        let session = LightXSession(transport: host, options: .init(timeout: .seconds(10)))
+        let task = Task { try await session.request(AppSettings.batteryLevel.readRequest()) }
+        try await Task.sleep(for: .milliseconds(50))
+        task.cancel()
+        await #expect(throws: CancellationError.self) { try await task.value }
+        await session.close()
+        await device.stop()
+    }
+
+    @Test func usbFramingUsesRawPacketsAndUSBHeaderStyle() async throws {
+        let (device, host) = FakeDevice.start(framing: .packets) { request, _ in
+            [RawPacketCodec.encode(try! Packet.reply(to: request, buffer: u32(42), swapModules: false))]
+        }
+        let session = LightXSession(transport: host, options: fast)
+        #expect(session.style == .usb)
+        let r = try await session.request(AppSettings.batteryLevel.readRequest(.usb))
+        #expect(Array(r.buffer) == u32(42))
+        let sent = device.requests[0]
+        #expect(sent.header.source == .usb && sent.header.type == .nonblocking)
+        await session.close()
+        await device.stop()
+    }
+}
+
+actor HeldRequests {
+    private var items: [Packet] = []
+    func add(_ p: Packet) { items.append(p) }
+    func take() -> Packet? { items.isEmpty ? nil : items.removeFirst() }
+}
