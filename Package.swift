@@ -9,12 +9,14 @@ let package = Package(
     name: "Tuneup",
     platforms: [.macOS(.v15)],
     products: [
+        .executable(name: "tuneup", targets: ["tuneup"]),
         .library(name: "LightX", targets: ["LightX"]),
         .library(name: "Transport", targets: ["Transport"]),
         .library(name: "Headset", targets: ["Headset"]),
         .library(name: "Simulator", targets: ["Simulator"]),
     ],
     dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
     ],
     targets: [
@@ -37,6 +39,14 @@ let package = Package(
             name: "Simulator",
             dependencies: ["LightX", "Transport", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict),
+        .executableTarget(
+            name: "tuneup",
+            dependencies: [
+                "LightX", "Transport", "Headset", "Simulator",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict),
         // Benchmarks: `swift run -c release tuneup-bench --help`.
         .executableTarget(
             name: "tuneup-bench",
@@ -48,5 +58,6 @@ let package = Package(
         .testTarget(name: "TransportTests", dependencies: ["Transport", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "HeadsetTests", dependencies: ["Headset", "Simulator", "Transport", "LightX", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "SimulatorTests", dependencies: ["Simulator", "LightX", "Transport", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "TuneupTests", dependencies: ["tuneup", "LightX", "Transport"], swiftSettings: strict),
     ]
 )

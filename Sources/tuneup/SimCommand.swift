@@ -1,0 +1,150 @@
+import ArgumentParser
+import Dispatch
+import Foundation
+import Logging
+import Simulator
+import Transport
+
+struct SimCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "sim",
+        abstract: "Run simulated devices that other tools (or tuneup itself) can connect to.",
+        subcommands: [Headset.self])
+
+    struct Headset: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "headset",
+            abstract: "Simulate LightX headsets on TCP or on pseudo-terminals.",
+            discussion: """
+                Prints one address per device as the first lines of stdout (tcp:HOST:PORT, or serial:/dev/pts/N \
+                with --pty), then serves until Ctrl-C or 'quit'. Lines on stdin act on the devices:
+                  press anc [DEVICE]       press the ANC button (toggles ANC; the device pushes the change)
+                  press ambient [DEVICE]   press the ambient button (cycles the awareness preset)
+                  battery PERCENT [DEVICE] set the battery level
+                  quit                     stop
+                Examples:
+                  tuneup sim headset --listen tcp:127.0.0.1:0 --state /tmp/headset.json
+                  tuneup sim headset --pty --count 2
+                  tuneup sim headset --listen tcp:127.0.0.1:4100 --profile flaky:7
+                """)
+
+        @Option(help: ArgumentHelp("Listen on tcp:HOST:PORT (port 0 picks free ports; device k uses PORT+k otherwise).", valueName: "addr"))
+        var listen: String?
+
+        @Flag(help: "Serve on pseudo-terminals instead of TCP (usable as serial:PATH).")
+        var pty = false
+
+        @Option(help: ArgumentHelp("Number of devices, each with its own address and serial number.", valueName: "n"))
+        var count: Int = 1
+
+        @Option(help: ArgumentHelp("Keep the devices' settings in this file across restarts (default: in memory only).", valueName: "file"))
+        var state: String?
+
+        @Option(help: ArgumentHelp("Behaviour: normal, slow, flaky[:SEED], silent, stops-after:N.", valueName: "profile"))
+        var profile: String = "normal"
+
+        @Option(help: ArgumentHelp("Seconds per 1 % of battery drain; 0 disables it.", valueName: "seconds"))
+        var batteryDrain: Double = 60
+
+        @Flag(name: .shortAndLong, help: "Log every frame to stderr.")
+        var verbose = false
+
+        func validate() throws {
+            if listen != nil && pty { throw ValidationError("--listen and --pty cannot be combined") }
+            guard (1...SimulatorServer.maxDevices).contains(count) else {
+                throw ValidationError("--count must be 1...\(SimulatorServer.maxDevices)")
+            }
+            guard batteryDrain >= 0, batteryDrain.isFinite else { throw ValidationError("--battery-drain must be 0 or more seconds") }
+            _ = try listenAddress()
+            _ = try behaviour()
+        }
+
+        func listenAddress() throws -> (host: String, port: UInt16) {
+            let text = listen ?? "tcp:127.0.0.1:0"
+            guard case let .tcp(host, port)? = try? DeviceAddress(parsing: text) else {
+                throw ValidationError("--listen takes tcp:HOST:PORT, got '\(text)'")
+            }
+            return (host, port)
+        }
+
+        func behaviour() throws -> BehaviourProfile {
+            do {
+                return try BehaviourProfile(parsing: profile)
+            } catch {
+                throw ValidationError(error.message)
+            }
+        }
+
+        func run() async throws {
+            LoggingSetup.bootstrap()
+            var logger = Logger(label: "tuneup.sim")
+            logger.logLevel = verbose ? .trace : .warning
+            let options = SimulatorOptions(
+                profile: try behaviour(), drainInterval: .milliseconds(Int64(batteryDrain * 1000)), logger: logger)
+            let server: SimulatorServer
+            do {
+                if pty {
+                    server = try await SimulatorServer.listenPTY(count: count, statePath: state, options: options)
+                } else {
+                    let (host, port) = try listenAddress()
+                    server = try await SimulatorServer.listenTCP(host: host, port: port, count: count, statePath: state, options: options)
+                }
+            } catch {
+                throw failureExit(simulatorError(error))
+            }
+            for endpoint in server.endpoints {
+                Output.line(endpoint.hasPrefix("/") ? "serial:\(endpoint)" : endpoint)
+            }
+            printError("simulating \(count) headset\(count == 1 ? "" : "s") (\(options.profile)); stdin: \(SimulatorControl.usage); Ctrl-C to stop")
+
+            for await line in ControlInput.lines() {
+                do {
+                    if try await server.perform(try SimulatorControl.parse(line)) == false { break }
+                } catch {
+                    printError(error.message)
+                }
+            }
+            await server.shutdown()
+        }
+
+        private func simulatorError(_ error: Error) -> Error {
+            if let e = error as? SimulatorError { return CommandFailure(message: e.message, code: e.code == .invalidArgument ? Exit.usage : Exit.localIO) }
+            return error
+        }
+    }
+}
+
+/// Control lines from stdin and termination signals, merged: stdin is read on a dedicated thread (a blocking
+/// read must not hold a thread of the cooperative pool); SIGINT and SIGTERM end the stream. End of stdin does
+/// not stop the simulator (it may run in the background with stdin closed).
+enum ControlInput {
+    static func lines() -> AsyncStream<String> {
+        let (stream, continuation) = AsyncStream.makeStream(of: String.self)
+        let reader = Thread {
+            while let line = readLine(strippingNewline: true) {
+                let trimmed = line.trimmingCharacters(in: .whitespaces)
+                if !trimmed.isEmpty { continuation.yield(trimmed) }
+            }
+        }
+        reader.name = "tuneup-stdin"
+        reader.start()
+        let sources = SignalSources([SIGINT, SIGTERM].map { sig in
+            signal(sig, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
+            source.setEventHandler { continuation.finish() }
+            source.resume()
+            return source
+        })
+        // The sources live as long as the stream.
+        continuation.onTermination = { _ in sources.cancel() }
+        return stream
+    }
+}
+
+/// Signal sources, kept alive by the stream that owns them. Dispatch sources are thread-safe; they are only
+/// created, then cancelled once.
+struct SignalSources: @unchecked Sendable {
+    let sources: [DispatchSourceSignal]
+    init(_ sources: [DispatchSourceSignal]) { self.sources = sources }
+    func cancel() { sources.forEach { $0.cancel() } }
+}
