@@ -50,7 +50,7 @@ let package = Package(
         // Benchmarks: `swift run -c release tuneup-bench --help`.
         .executableTarget(
             name: "tuneup-bench",
-            dependencies: ["LightX"],
+            dependencies: ["LightX", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             swiftSettings: strict),
         // Helpers shared by the test targets.
         .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: strict),

@@ -52,6 +52,7 @@ public struct Header: Hashable, Sendable {
     }
 
     /// Decodes the 12 bytes at `offset`. The caller guarantees 12 bytes are there.
+    @inlinable
     init(unchecked bytes: UnsafeRawBufferPointer, at offset: Int) {
         source = ModuleID(rawValue: bytes[offset])
         destination = ModuleID(rawValue: bytes[offset + 1])

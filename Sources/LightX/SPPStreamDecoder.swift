@@ -19,22 +19,23 @@ public struct SPPStreamDecoder: Sendable {
         public var checksumErrors = 0
         /// Candidate frames rejected because their length field was outside 19...275.
         public var lengthErrors = 0
-        public init() {}
+        @inlinable public init() {}
     }
 
     /// Counters of decoded frames and dropped bytes.
-    public private(set) var statistics = Statistics()
+    public var statistics: Statistics { counters }
+    @usableFromInline var counters = Statistics()
 
     // Pending bytes are carry[carryIndex...] followed by chunk[chunkIndex...].
     // In carry mode, carry[0..<carryLimit] is a partial frame left from earlier chunks and the rest of carry is a
     // copy of up to 275 bytes taken from the front of the current chunk (already removed from it by chunkIndex).
     // Frame starts below carryLimit are decoded from carry; once the scan passes carryLimit, the copied bytes are
     // given back to the chunk and decoding continues in place.
-    private var carry: [UInt8] = []
-    private var carryIndex = 0
-    private var carryLimit = 0
-    private var chunk: ArraySlice<UInt8> = []
-    private var chunkIndex = 0
+    @usableFromInline var carry: [UInt8] = []
+    @usableFromInline var carryIndex = 0
+    @usableFromInline var carryLimit = 0
+    @usableFromInline var chunk: ArraySlice<UInt8> = []
+    @usableFromInline var chunkIndex = 0
 
     public init() {}
 
@@ -73,8 +74,8 @@ public struct SPPStreamDecoder: Sendable {
     /// Decodes the next frame that starts in the carry buffer (a frame split across chunks). Returns nil when the
     /// carry is empty, is waiting for more bytes (carry stays non-empty), or has been left for the chunk (carry
     /// becomes empty and the bytes it borrowed from the chunk are given back).
-    @inline(__always)
-    private mutating func nextInCarry(_ stats: inout Statistics) -> (start: Int, length: Int)? {
+    @inlinable @inline(__always)
+    mutating func nextInCarry(_ stats: inout Statistics) -> (start: Int, length: Int)? {
         guard !carry.isEmpty else { return nil }
         var i = carryIndex
         let found = carry.withUnsafeBytes { Self.scan($0, from: &i, startLimit: carryLimit, statistics: &stats) }
@@ -90,7 +91,8 @@ public struct SPPStreamDecoder: Sendable {
     }
 
     /// After the chunk has no further complete frame: keep its partial tail (< 275 bytes) and release it.
-    private mutating func finishChunk() {
+    @usableFromInline
+    mutating func finishChunk() {
         if chunkIndex < chunk.endIndex {
             carry.append(contentsOf: chunk[chunkIndex...])
             carryLimit = carry.count
@@ -102,8 +104,8 @@ public struct SPPStreamDecoder: Sendable {
     /// Returns the next complete, valid packet, or nil when more bytes are needed.
     /// The packet's buffer shares the received chunk (no copy).
     public mutating func next() -> Packet? {
-        var stats = statistics
-        defer { statistics = stats }
+        var stats = counters
+        defer { counters = stats }
         if let (start, length) = nextInCarry(&stats) {
             return Self.packet(in: carry[...], frameAt: start, length: length)
         }
@@ -122,9 +124,10 @@ public struct SPPStreamDecoder: Sendable {
     /// Calls `body` with the header and a borrowed view of the buffer of every complete frame available,
     /// without allocating or reference counting per frame. The view is valid only during the call; copy what
     /// must outlive it. This is the fastest way through a stream (captures, analysis, the benchmark).
+    @inlinable
     public mutating func forEachFrame(_ body: (Header, borrowing Span<UInt8>) throws -> Void) rethrows {
-        var stats = statistics
-        defer { statistics = stats }
+        var stats = counters
+        defer { counters = stats }
         while let (start, length) = nextInCarry(&stats) {
             try carry.withUnsafeBufferPointer { try Self.visit($0, start, length, body) }
         }
@@ -143,8 +146,8 @@ public struct SPPStreamDecoder: Sendable {
         }
     }
 
-    @inline(__always)
-    private static func visit(
+    @inlinable @inline(__always)
+    static func visit(
         _ bytes: UnsafeBufferPointer<UInt8>, _ start: Int, _ length: Int, _ body: (Header, borrowing Span<UInt8>) throws -> Void
     ) rethrows {
         let header = Header(unchecked: UnsafeRawBufferPointer(bytes), at: start + SPPFraming.transportHeaderSize)
@@ -173,7 +176,7 @@ public struct SPPStreamDecoder: Sendable {
         } else {
             return false
         }
-        statistics.discardedBytes += 1
+        counters.discardedBytes += 1
         return true
     }
 
@@ -186,62 +189,56 @@ public struct SPPStreamDecoder: Sendable {
     /// Finds the next valid frame starting at or after `index` and before `startLimit`; returns its offset and
     /// length and moves `index` past it. Returns nil with `index < startLimit` when a frame start is waiting
     /// for more bytes, or with `index == startLimit` when no start remains below the limit.
-    @inline(__always)
+    @inlinable @inline(__always)
     static func scan(_ b: UnsafeRawBufferPointer, from index: inout Int, startLimit: Int, statistics s: inout Statistics) -> (Int, Int)? {
         let end = b.count
         var i = index
         defer { index = i }
         while i < startLimit {
-            // Hunt for the first magic byte.
-            if b[i] != 0xFF {
-                var j = i + 1
-                while j < startLimit && b[j] != 0xFF { j += 1 }
-                s.discardedBytes += j - i
-                i = j
-                if i == startLimit { return nil }
-            }
             let available = end &- i
-            if available >= SPPFraming.transportHeaderSize {
-                // Fast path: magic and length in two loads.
-                guard b.loadUnaligned(fromByteOffset: i, as: UInt32.self) == SPPStreamDecoder.magicWord else {
+            if available >= SPPFraming.transportHeaderSize && b.loadUnaligned(fromByteOffset: i, as: UInt32.self) == magicWord {
+                // Fast path: a frame start with its length field.
+                let length = Int(UInt16(bigEndian: b.loadUnaligned(fromByteOffset: i &+ 4, as: UInt16.self)))
+                if length < SPPFraming.minFrameLength || length > SPPFraming.maxFrameLength {
+                    s.lengthErrors += 1
                     s.discardedBytes += 1
                     i &+= 1
                     continue
                 }
-            } else {
-                // Check as much of the magic as has arrived.
-                if available >= 2 && b[i + 1] != 0x5A || available >= 3 && b[i + 2] != 0 || available >= 4 && b[i + 3] != 0 {
+                if available < length { return nil }
+                if byteSum(b, from: i, count: length) != 0 {
+                    s.checksumErrors += 1
                     s.discardedBytes += 1
-                    i += 1
+                    i &+= 1
+                    continue
+                }
+                let start = i
+                i &+= length
+                s.frames &+= 1
+                return (start, length)
+            }
+            if b[i] == 0xFF {
+                // A start whose magic is wrong, or whose transport header has not fully arrived.
+                if available >= 2 && b[i + 1] != 0x5A || available >= 3 && b[i + 2] != 0 || available >= 4 && b[i + 3] != 0
+                    || available >= SPPFraming.transportHeaderSize {
+                    s.discardedBytes += 1
+                    i &+= 1
                     continue
                 }
                 return nil
             }
-            let length = Int(UInt16(bigEndian: b.loadUnaligned(fromByteOffset: i &+ 4, as: UInt16.self)))
-            if length < SPPFraming.minFrameLength || length > SPPFraming.maxFrameLength {
-                s.lengthErrors += 1
-                s.discardedBytes += 1
-                i += 1
-                continue
-            }
-            if available < length { return nil }
-            if byteSum(b, from: i, count: length) != 0 {
-                s.checksumErrors += 1
-                s.discardedBytes += 1
-                i += 1
-                continue
-            }
-            let start = i
-            i &+= length
-            s.frames &+= 1
-            return (start, length)
+            // Hunt for the next magic byte.
+            var j = i &+ 1
+            while j < startLimit && b[j] != 0xFF { j &+= 1 }
+            s.discardedBytes += j &- i
+            i = j
         }
         return nil
     }
 
     /// The wrapping sum of `count` (at least 16) bytes at `start`, sixteen lanes at a time.
     /// Index arithmetic wraps: `start + count <= b.count` is guaranteed by the caller.
-    @inline(__always)
+    @inlinable @inline(__always)
     static func byteSum(_ b: UnsafeRawBufferPointer, from start: Int, count: Int) -> UInt8 {
         var acc0 = SIMD16<UInt8>()
         var acc1 = SIMD16<UInt8>()
@@ -274,11 +271,11 @@ public struct SPPStreamDecoder: Sendable {
     }
 
     /// `FF 5A 00 00` read as a little-endian word.
-    static var magicWord: UInt32 { UInt32(littleEndian: 0x0000_5AFF) }
+    @inlinable static var magicWord: UInt32 { UInt32(littleEndian: 0x0000_5AFF) }
 
     /// A mask keeping the last `n` (1...15) lanes of sixteen.
-    @inline(__always)
-    private static func tailMask(_ n: Int) -> SIMD16<UInt8> {
+    @inlinable @inline(__always)
+    static func tailMask(_ n: Int) -> SIMD16<UInt8> {
         // Built from two 64-bit halves with shifts: no table, no generic SIMD comparison (slow in Swift).
         let bits = UInt64(truncatingIfNeeded: n) &<< 3
         let high: UInt64 = bits >= 64 ? ~0 : ~(~UInt64(0) &>> bits)

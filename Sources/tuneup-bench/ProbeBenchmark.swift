@@ -1,0 +1,94 @@
+import Foundation
+
+/// Starts `tuneup sim headset` on TCP and times whole `tuneup probe` processes against it.
+struct ProbeBenchmark {
+    struct Result {
+        var address: String
+        var requestsPerProbe: Int
+        var times: [Double]
+        var median: Double { times[times.count / 2] }
+        var p90: Double { times[Swift.min(times.count - 1, Int(Double(times.count) * 0.9))] }
+        var min: Double { times.first ?? 0 }
+        var max: Double { times.last ?? 0 }
+    }
+
+    var tuneup: String
+    var runs: Int
+
+    func run() throws -> Result {
+        let sim = Process()
+        sim.executableURL = URL(fileURLWithPath: tuneup)
+        sim.arguments = ["sim", "headset", "--listen", "tcp:127.0.0.1:0", "--battery-drain", "0"]
+        let out = Pipe(), input = Pipe()
+        sim.standardOutput = out
+        sim.standardInput = input
+        sim.standardError = FileHandle.nullDevice
+        try sim.run()
+        defer {
+            input.fileHandleForWriting.write(Data("quit\n".utf8))
+            sim.waitUntilExit()
+        }
+        let address = try firstLine(out.fileHandleForReading)
+        // One verbose run to count the requests a probe makes.
+        let requests = try probe(address, verbose: true).split(separator: "\n").filter { $0.contains("] → ") }.count
+        // Timed runs are spawned as a shell would (posix_spawn, output to /dev/null): Foundation's Process adds
+        // tens of milliseconds of its own per launch, which is not what a user of the CLI waits for.
+        var times: [Double] = []
+        for _ in 0..<runs {
+            let start = DispatchTime.now()
+            let status = try spawnAndWait(tuneup, ["probe", "--device", address])
+            times.append(Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9)
+            guard status == 0 else { throw BenchError("tuneup probe exited with \(status)") }
+        }
+        return Result(address: address, requestsPerProbe: requests, times: times.sorted())
+    }
+
+    private func probe(_ address: String, verbose: Bool) throws -> String {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: tuneup)
+        p.arguments = ["probe", "--device", address] + (verbose ? ["--verbose"] : [])
+        let err = Pipe()
+        p.standardOutput = FileHandle.nullDevice
+        p.standardError = err
+        try p.run()
+        let log = err.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        guard p.terminationStatus == 0 else {
+            throw BenchError("tuneup probe failed (\(p.terminationStatus)): \(String(decoding: log, as: UTF8.self))")
+        }
+        return String(decoding: log, as: UTF8.self)
+    }
+
+    private func firstLine(_ handle: FileHandle) throws -> String {
+        var data = Data()
+        while !data.contains(0x0A) {
+            let chunk = handle.availableData
+            if chunk.isEmpty { throw BenchError("the simulator exited before printing its address") }
+            data.append(chunk)
+        }
+        return String(decoding: data.prefix { $0 != 0x0A }, as: UTF8.self)
+    }
+}
+
+/// Runs `path ARGS` with stdin, stdout and stderr on /dev/null; returns the exit status.
+func spawnAndWait(_ path: String, _ args: [String]) throws -> Int32 {
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    for fd in [Int32(0), 1, 2] {
+        posix_spawn_file_actions_addopen(&actions, fd, "/dev/null", fd == 0 ? O_RDONLY : O_WRONLY, 0)
+    }
+    let argv = ([path] + args).map { strdup($0) } + [nil]
+    defer { argv.forEach { free($0) } }
+    var pid = pid_t()
+    let rc = posix_spawn(&pid, path, &actions, nil, argv, environ)
+    guard rc == 0 else { throw BenchError("cannot start \(path): \(String(cString: strerror(rc)))") }
+    var status: Int32 = 0
+    while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+    return (status & 0x7F) == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
+}
+
+struct BenchError: Error, CustomStringConvertible {
+    var description: String
+    init(_ d: String) { description = d }
+}
