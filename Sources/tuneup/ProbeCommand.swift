@@ -6,7 +6,7 @@ struct ProbeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "probe",
         abstract: "Read everything the headset reports: identity, firmware, battery, ANC, ambient, EQ, settings.",
-        discussion: "Features the device does not support are shown as 'not supported' (null in JSON).")
+        discussion: "Features the device does not support are shown as 'not supported' and left out of the JSON.")
 
     @OptionGroup var device: DeviceOptions
     @OptionGroup var output: OutputOptions

@@ -64,7 +64,9 @@ func withHeadset<T>(_ options: DeviceOptions, _ body: (Headset) async throws -> 
     logger.logLevel = options.verbose ? .trace : .warning
     let headset: Headset
     do {
-        headset = try await Headset.open(try options.address(), connector: makeConnector(), options: options.sessionOptions, logger: logger)
+        var connector = makeConnector()
+        if options.verbose { connector.logger = logger }
+        headset = try await Headset.open(try options.address(), connector: connector, options: options.sessionOptions, logger: logger)
     } catch {
         throw failureExit(error)
     }
