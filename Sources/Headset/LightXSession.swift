@@ -81,6 +81,8 @@ public actor LightXSession {
     /// that arrives before the sender gets to wait is kept in `result` instead of being lost.
     private struct Slot {
         let key: UInt32
+        /// The slot holds its param0's turn (submitted requests) and gives it back when it ends.
+        var holdsKey = false
         var continuation: CheckedContinuation<WaitResult, Never>?
         var result: WaitResult?
         var timer: Task<Void, Never>?
@@ -200,6 +202,69 @@ public actor LightXSession {
         }
     }
 
+    /// A submitted request whose reply can be awaited with `reply(to:)`.
+    public struct Ticket: Sendable, Hashable {
+        fileprivate let id: UInt64
+        /// The request's command.
+        public let command: Command
+        /// When the request was handed to the link.
+        public let sentAt: ContinuousClock.Instant
+    }
+
+    /// Sends `packet` now and returns at once with a ticket for its reply: for pipelines that must put requests
+    /// on the link in a fixed order and wait for many replies at a time. Calls are sent in call order. A request
+    /// whose param0 equals that of an unanswered submitted request waits for it first (the protocol cannot tell
+    /// their replies apart). There is no retransmission: the caller decides what to resend.
+    ///
+    /// - Throws: `HeadsetError` (`.disconnected`, `.deviceNotConnected`, `.writeFailed`), `CancellationError`.
+    public func submit(_ packet: Packet, timeout: Duration? = nil) async throws -> Ticket {
+        if let failure { throw failure }
+        let key = packet.header.param0
+        await acquire(key)
+        if let failure {
+            release(key)
+            throw failure
+        }
+        statistics.requests += 1
+        let id = openSlot(key, timeout: timeout ?? options.timeout)
+        slots[id]?.holdsKey = true
+        do {
+            logger.trace("→ \(packet)")
+            try await transport.send(encode(packet))
+        } catch {
+            closeSlot(id)
+            if let error = error as? TransportError {
+                let e: HeadsetError = error.code == .closed
+                    ? HeadsetError(.disconnected, "link to \(transport.peerDescription) closed while sending \(commandName(packet.command))")
+                    : HeadsetError(.writeFailed, "sending \(commandName(packet.command)) failed: \(error.message)")
+                fail(e)
+                throw e
+            }
+            throw error
+        }
+        return Ticket(id: id, command: packet.command, sentAt: .now)
+    }
+
+    /// Waits for the reply to a submitted request, whatever its status.
+    /// - Throws: `HeadsetError(.timeout)` when none came in the ticket's timeout (or, after Pending, the pending
+    ///   timeout), `.disconnected`/`.deviceNotConnected` when the session ends, `CancellationError`.
+    public func reply(to ticket: Ticket) async throws -> Packet {
+        switch await result(of: ticket.id) {
+        case let .reply(packet):
+            statistics.replies += 1
+            return packet
+        case let .timedOut(accepted):
+            statistics.timeouts += 1
+            if transport.framing == .byteStream, decoder.abandonPartialFrame() { drainDecoder() }
+            throw HeadsetError(.timeout, "device did not " + (accepted ? "finish " : "answer ") + commandName(ticket.command) + " in time",
+                               command: ticket.command)
+        case .cancelled:
+            throw CancellationError()
+        case let .failed(error):
+            throw error
+        }
+    }
+
     /// The request bytes as they travel on this link.
     private func encode(_ packet: Packet) -> [UInt8] {
         transport.framing == .packets ? RawPacketCodec.encode(packet) : SPPFraming.encode(packet)
@@ -223,6 +288,7 @@ public actor LightXSession {
     /// Forgets a slot whose request was never sent.
     private func closeSlot(_ id: UInt64) {
         guard let slot = slots.removeValue(forKey: id) else { return }
+        if slot.holdsKey { release(slot.key) }
         slot.timer?.cancel()
         waiting[slot.key]?.removeAll { $0 == id }
         if waiting[slot.key]?.isEmpty == true { waiting[slot.key] = nil }
@@ -268,6 +334,10 @@ public actor LightXSession {
         guard var slot = slots[id], slot.result == nil else { return }
         slot.timer?.cancel()
         slot.timer = nil
+        if slot.holdsKey {
+            slot.holdsKey = false
+            release(slot.key)
+        }
         waiting[slot.key]?.removeAll { $0 == id }
         if waiting[slot.key]?.isEmpty == true { waiting[slot.key] = nil }
         if let continuation = slot.continuation {

@@ -93,12 +93,18 @@ public enum BootRequests {
     /// Write BootJumpToApplication (0x2A) with the default buffer.
     public static func jumpToApplication(_ style: RequestStyle = .spp) -> Packet { try! style.request(.write, .bootJumpToApplication) }
 
-    /// Erase one sector (0x26 / 0x2D): u32 sector index, address field 0 (§6.4).
-    public static func eraseSector(_ region: FlashRegion, index: UInt32, _ style: RequestStyle = .spp) throws(LightXError) -> Packet {
+    /// Erase one sector (0x26 / 0x2D): u32 sector index, address field 0 (§6.4). With `addressed` (Tuneup
+    /// extension, only for devices whose capabilities say so) the address field carries the sector's offset,
+    /// index × 4096, which gives every erase a distinct param0 so several can be in flight and matched.
+    public static func eraseSector(_ region: FlashRegion, index: UInt32, addressed: Bool = false, _ style: RequestStyle = .spp) throws(LightXError) -> Packet {
         var w = ArgumentWriter()
         w.u32(index)
-        return try style.request(.write, region.eraseCommand, argument: w.bytes)
+        let address = addressed ? index &* UInt32(FlashRegion.sectorSize) : 0
+        return try style.request(.write, region.eraseCommand, argument: w.bytes, address: address)
     }
+
+    /// Read the bootloader's capabilities (0x3B, Tuneup extension).
+    public static func capabilities(_ style: RequestStyle = .spp) -> Packet { try! style.request(.read, .bootCapabilities) }
 
     /// Program one block (0x27 / 0x2E) at `offset` within the region (§6.5). The data is at most 256 bytes.
     public static func writeBlock(_ region: FlashRegion, offset: UInt32, data: [UInt8], _ style: RequestStyle = .spp) throws(LightXError) -> Packet {
@@ -168,5 +174,34 @@ public struct VerifyCRCArgument: Sendable, Hashable {
         } else {
             region = .application
         }
+    }
+}
+
+/// What a bootloader supports beyond the reference protocol (reply to 0x3B, Tuneup extension).
+public struct BootCapabilities: Sendable, Hashable {
+    /// Erase requests may carry the sector offset in their address field (distinct param0 per erase).
+    public var addressedErase: Bool
+    /// How many received requests the bootloader queues before answering NotReady; a host may keep this many
+    /// requests in flight.
+    public var queueDepth: Int
+
+    public init(addressedErase: Bool, queueDepth: Int) {
+        self.addressedErase = addressedErase
+        self.queueDepth = queueDepth
+    }
+
+    /// The 8-byte reply: u32 flags (bit 0 addressed erase), u32 queue depth.
+    public var encoded: [UInt8] {
+        var w = ArgumentWriter()
+        w.u32(addressedErase ? 1 : 0)
+        w.u32(UInt32(clamping: queueDepth))
+        return w.bytes
+    }
+
+    public init(decoding buffer: ArraySlice<UInt8>) throws(LightXError) {
+        var r = ArgumentReader(buffer, context: "boot capabilities reply")
+        let flags = try r.u32("flags")
+        addressedErase = flags & 1 != 0
+        queueDepth = Int(try r.u32("queue depth"))
     }
 }

@@ -60,6 +60,9 @@ public struct Command: LightXCode {
     public static let bootWriteRsrc2 = Command(rawValue: 0x31)
     public static let bootReadRsrc2 = Command(rawValue: 0x32)
     public static let bootReadVersionFile = Command(rawValue: 0x3A)
+    /// Tuneup extension (reserved in the reference protocol): read the bootloader's capabilities.
+    /// Reply: u32 flags (bit 0: addressed erase), u32 request queue depth. A device without it answers NotSupported.
+    public static let bootCapabilities = Command(rawValue: 0x3B)
 
     // MARK: App (0x7F-0xBF), §4.
     /// Asks the application to shut down before a jump to the bootloader (outside the 0x80 App range).
@@ -129,7 +132,7 @@ public struct Command: LightXCode {
         0x25: "BootJumpToBootloader", 0x26: "BootEraseImageSector", 0x27: "BootWriteImage",
         0x28: "BootReadImage", 0x29: "BootCommitImage", 0x2A: "BootJumpToApplication", 0x2C: "BootVerifyCRC",
         0x2D: "BootEraseRsrc1Sector", 0x2E: "BootWriteRsrc1", 0x2F: "BootReadRsrc1",
-        0x30: "BootEraseRsrc2Sector", 0x31: "BootWriteRsrc2", 0x32: "BootReadRsrc2", 0x3A: "BootReadVersionFile",
+        0x30: "BootEraseRsrc2Sector", 0x31: "BootWriteRsrc2", 0x32: "BootReadRsrc2", 0x3A: "BootReadVersionFile", 0x3B: "BootCapabilities (Tuneup extension)",
         0x7F: "AppShutdown", 0x80: "App_0x80", 0x81: "AppAudioEQPreset", 0x82: "AppMicEQ", 0x83: "AppSysState",
         0x84: "AppIsHeadsetOn", 0x85: "AppANCEnable", 0x86: "AppANCAwarenessPreset", 0x87: "AppFirmwareVersion",
         0x88: "AppANCLevel", 0x89: "AppAwarenessRawLeft", 0x8A: "AppAwarenessRawRight",

@@ -78,7 +78,8 @@ import Transport
             try await session.request(AppSettings.batteryLevel.readRequest())
         }
         let elapsed = ContinuousClock.now - start
-        #expect(elapsed >= .milliseconds(450) && elapsed < .seconds(3))
+        // Three timeouts at least; the ceiling only catches a hang (timers run late on a loaded machine).
+        #expect(elapsed >= .milliseconds(450) && elapsed < .seconds(20))
         #expect(device.requests.count == 3, "one send and two retransmissions")
         let stats = await session.statistics
         #expect(stats.timeouts == 3 && stats.retransmissions == 2)
