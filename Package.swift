@@ -9,15 +9,16 @@ let package = Package(
     name: "Tuneup",
     platforms: [.macOS(.v15)],
     products: [
-        .executable(name: "tuneup", targets: ["tuneup"]),
         .library(name: "LightX", targets: ["LightX"]),
         .library(name: "Transport", targets: ["Transport"]),
         .library(name: "Headset", targets: ["Headset"]),
         .library(name: "Simulator", targets: ["Simulator"]),
+        .library(name: "Firmware", targets: ["Firmware"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
     ],
     targets: [
         // Pure protocol values: frames, header, enums, typed commands, CRC. No I/O.
@@ -34,23 +35,27 @@ let package = Package(
             name: "Headset",
             dependencies: ["LightX", "Transport", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict),
-        // The simulated headset: application firmware model and its servers.
+        // Firmware images: MCUboot signed images, Intel HEX, raw; keys; the simulated application's manifest.
+        .target(
+            name: "Firmware",
+            dependencies: [
+                "LightX",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+            ],
+            swiftSettings: strict),
+        // The simulated headset: bootloader and application firmware on a modelled NOR flash, and its servers.
         .target(
             name: "Simulator",
-            dependencies: ["LightX", "Transport", .product(name: "Logging", package: "swift-log")],
-            swiftSettings: strict),
-        .executableTarget(
-            name: "tuneup",
-            dependencies: [
-                "LightX", "Transport", "Headset", "Simulator",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "Logging", package: "swift-log"),
-            ],
+            dependencies: ["LightX", "Transport", "Firmware", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict),
         // Benchmarks: `swift run -c release tuneup-bench --help`.
         .executableTarget(
             name: "tuneup-bench",
-            dependencies: ["LightX", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: [
+                "LightX",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
             swiftSettings: strict),
         // Helpers shared by the test targets.
         .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: strict),
@@ -58,6 +63,6 @@ let package = Package(
         .testTarget(name: "TransportTests", dependencies: ["Transport", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "HeadsetTests", dependencies: ["Headset", "Simulator", "Transport", "LightX", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "SimulatorTests", dependencies: ["Simulator", "LightX", "Transport", "TestSupport"], swiftSettings: strict),
-        .testTarget(name: "TuneupTests", dependencies: ["tuneup", "LightX", "Transport"], swiftSettings: strict),
+        .testTarget(name: "FirmwareTests", dependencies: ["Firmware", "LightX", "TestSupport"], swiftSettings: strict),
     ]
 )

@@ -13,3 +13,8 @@ if [ ${#missing[@]} -gt 0 ]; then
     $sudo apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
+# imgtool (MCUboot's image tool, PyPI) for the firmware-image interop tests (Tests/FirmwareTests).
+if ! command -v imgtool >/dev/null 2>&1; then
+    echo "== installing imgtool (pip)"
+    python3 -m pip install --quiet imgtool 2>/dev/null || python3 -m pip install --quiet --user --break-system-packages imgtool
+fi
