@@ -1,17 +1,24 @@
 import LightX
+import Transport
 
 extension ApplicationFirmware {
     /// The Config group (0x01-0x1F): identity strings, NUL-terminated and trimmed to each string's capacity by the
     /// `ConfigStrings` codecs. Config writes are not available (NotSupported), as in the reference host.
     func handleConfig(_ request: Packet) -> Outcome {
+        Self.configOutcome(request, identity: state.identity)
+    }
+
+    /// A config-string read answered from `identity` (shared with the bootloader).
+    static func configOutcome(_ request: Packet, identity: HeadsetIdentity) -> Outcome {
         guard let setting = ConfigStrings.setting(for: request.command),
-              let text = state.identity.string(for: request.command) else { return .notSupported }
+              let text = identity.string(for: request.command) else { return .notSupported }
         guard request.opcode == .read else { return .notSupported }
         return .ok(setting.encode(text))
     }
 
-    /// The Boot group (0x20-0x3F) as the application answers it: image type, authentication and the application's
-    /// version file. Jumps and flash commands need the bootloader, which this model does not have yet (NotSupported).
+    /// The Boot group (0x20-0x3F) as the application answers it: image type, authentication, the version files and
+    /// JumpToBootloader (0x25: Fail before authentication; else Ok, and the device resets into the bootloader —
+    /// `jumpToBootloaderRequested` tells the owner). Flash commands need the bootloader (NotSupported).
     mutating func handleBoot(_ request: Packet) -> Outcome {
         let isRead = request.opcode == .read
         switch request.command {
@@ -31,8 +38,16 @@ extension ApplicationFirmware {
             return isRead ? .ok([isAuthenticated ? 1 : 0]) : .notSupported
         case .bootReadVersionFile:
             guard isRead else { return .notSupported }
-            guard request.address == FlashRegion.application.versionFileAddress else { return .notFound }
-            return .ok(Array(state.firmwareVersion.description.utf8))
+            if request.address == FlashRegion.application.versionFileAddress {
+                return .ok(Array(state.firmwareVersion.description.utf8))
+            }
+            guard let text = versionFiles[request.address] else { return .notFound }
+            return .ok(Array(text.utf8))
+        case .bootJumpToBootloader:
+            guard !isRead else { return .notSupported }
+            guard isAuthenticated else { return .fail }
+            jumpToBootloaderRequested = true
+            return .ok()
         default:
             return .notSupported
         }
@@ -43,18 +58,24 @@ extension ApplicationFirmware {
     /// challenge is used up, so a response cannot be replayed.
     mutating func checkAuthenticationResponse(_ buffer: ArraySlice<UInt8>) -> Outcome {
         defer { challenge = nil }
+        isAuthenticated = Self.isValidResponse(buffer, to: challenge)
+        return isAuthenticated ? .ok() : .fail
+    }
+
+    /// Whether `buffer` starts with the right response to `challenge` (false without a challenge).
+    static func isValidResponse(_ buffer: ArraySlice<UInt8>, to challenge: [UInt8]?) -> Bool {
         guard let challenge, let expected = try? Authentication.response(to: challenge),
-              buffer.count >= Authentication.challengeLength,
-              Array(buffer.prefix(Authentication.challengeLength)) == expected else {
-            isAuthenticated = false
-            return .fail
-        }
-        isAuthenticated = true
-        return .ok()
+              buffer.count >= Authentication.challengeLength else { return false }
+        return Array(buffer.prefix(Authentication.challengeLength)) == expected
     }
 
     /// 16 bytes from the seeded generator.
     mutating func nextChallenge() -> [UInt8] {
+        Self.makeChallenge(from: &random)
+    }
+
+    /// 16 bytes from `random` (shared with the bootloader).
+    static func makeChallenge(from random: inout SeededRandom) -> [UInt8] {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(Authentication.challengeLength)
         while bytes.count < Authentication.challengeLength {

@@ -1,11 +1,12 @@
 import LightX
 import Transport
 
-/// Which image the simulated device is running. Requests are dispatched on it, so a later change can add a
-/// bootloader case (with its flash model) without touching the application's command handlers.
+/// Which image the simulated device's MCU is running (BootImageType: 0 bootloader, 1 application).
 public enum RunningImage: String, Sendable, Hashable, Codable {
     /// The application firmware: answers the App, Config and the app-mode subset of the Boot commands.
     case application
+    /// The bootloader: answers the Boot commands (flash update) and the Config strings.
+    case bootloader
 }
 
 /// The device-side request handler of the simulated headset's application firmware.
@@ -21,7 +22,7 @@ public enum RunningImage: String, Sendable, Hashable, Codable {
 public struct ApplicationFirmware: Sendable {
     /// The device state. Host writes and device events change it; the owner persists it.
     public internal(set) var state: HeadsetState
-    /// The image running now.
+    /// The image this firmware is: always `.application` (the device decides what runs; see `SimulatedHeadset`).
     public internal(set) var mode: RunningImage = .application
     /// How long the battery takes to drain by 1 %. Zero or negative disables the drain.
     public var drainInterval: Duration
@@ -29,6 +30,12 @@ public struct ApplicationFirmware: Sendable {
     public internal(set) var isAuthenticated = false
     /// Whether the host asked the application to shut down (0x7F), as it does before jumping to the bootloader.
     public internal(set) var shutdownRequested = false
+    /// Whether an authenticated host asked for the bootloader (0x25, acknowledged Ok): the device then resets into
+    /// the bootloader. A standalone firmware only sets the flag.
+    public internal(set) var jumpToBootloaderRequested = false
+    /// Version files the application reports besides its own (0x040000): bootloader (0x000000) and resource
+    /// (0x0C0000), set by the device from flash at boot. Empty for a standalone firmware (NotFound).
+    var versionFiles: [UInt32: String] = [:]
 
     /// The outstanding authentication challenge; consumed by the next 0x24 write, successful or not.
     var challenge: [UInt8]?
@@ -51,10 +58,7 @@ public struct ApplicationFirmware: Sendable {
     /// Handles one request and returns its reply. The array holds exactly one packet, the reply; host requests never
     /// cause pushes (the host knows what it changed), but the signature leaves room for replies that do.
     public mutating func handle(_ request: Packet) -> [Packet] {
-        switch mode {
-        case .application:
-            return [Self.reply(to: request, handleInApplication(request))]
-        }
+        [Self.reply(to: request, handleInApplication(request))]
     }
 
     /// The application's dispatch: destination, opcode, then the command group.
@@ -102,4 +106,5 @@ struct Outcome: Sendable, Hashable {
     static let notFound = Outcome(status: .notFound, buffer: [])
     static let notSupported = Outcome(status: .notSupported, buffer: [])
     static let exceededLimits = Outcome(status: .exceededLimits, buffer: [])
+    static let notReady = Outcome(status: .notReady, buffer: [])
 }

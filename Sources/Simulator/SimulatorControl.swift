@@ -3,6 +3,8 @@
 /// Grammar (words separated by spaces or tabs, case-insensitive; DEVICE is the 0-based device index, default 0):
 /// - `press anc [DEVICE]`, `press ambient [DEVICE]` — press a button on the device;
 /// - `battery PERCENT [DEVICE]` — set the battery level, 0...100;
+/// - `power-cut [DEVICE]` — cut the device's power: links drop, RAM is lost, it powers up again after a short delay;
+/// - `reboot [DEVICE]` — reset the device (like a power cut, without the time off);
 /// - `quit` — stop the simulator.
 public enum SimulatorControl {
     /// A parsed control line.
@@ -11,12 +13,16 @@ public enum SimulatorControl {
         case press(HeadsetButton, device: Int)
         /// Set device `device`'s battery to `percent`.
         case battery(percent: UInt32, device: Int)
+        /// Cut device `device`'s power (`SimulatedHeadset.powerCut()`).
+        case powerCut(device: Int)
+        /// Reset device `device` (`SimulatedHeadset.reboot()`).
+        case reboot(device: Int)
         /// Stop the simulator.
         case quit
     }
 
     /// A one-line summary of the grammar, for error messages and help texts.
-    public static let usage = "press anc|ambient [DEVICE], battery PERCENT [DEVICE], quit"
+    public static let usage = "press anc|ambient [DEVICE], battery PERCENT [DEVICE], power-cut [DEVICE], reboot [DEVICE], quit"
 
     /// Parses one line. Throws `SimulatorError(.invalidControlLine)` quoting the line and the accepted forms.
     public static func parse(_ line: String) throws(SimulatorError) -> Command {
@@ -47,6 +53,10 @@ public enum SimulatorControl {
                 throw bad("battery level '\(words[1])' is not a percentage 0...100")
             }
             return .battery(percent: percent, device: try device(2))
+        case "power-cut":
+            return .powerCut(device: try device(1))
+        case "reboot":
+            return .reboot(device: try device(1))
         case "quit":
             guard words.count == 1 else { throw bad("quit takes no argument") }
             return .quit

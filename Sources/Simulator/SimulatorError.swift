@@ -1,4 +1,4 @@
-/// An error from the simulator (state file, lock, profile or control-line parsing), with a stable code and a
+/// An error from the simulator (state file, lock, profile, fault-spec or control-line parsing), with a stable code and a
 /// one-line message that names the file or text at fault.
 public struct SimulatorError: Error, Sendable, Hashable, CustomStringConvertible {
     /// Stable classification.
@@ -17,6 +17,8 @@ public struct SimulatorError: Error, Sendable, Hashable, CustomStringConvertible
         case invalidControlLine = "invalid-control-line"
         /// A server argument is out of range (device count, port range).
         case invalidArgument = "invalid-argument"
+        /// A fault-injection spec (`FaultPlan`) could not be parsed.
+        case invalidFaults = "invalid-faults"
     }
 
     /// The failure class.

@@ -1,3 +1,4 @@
+import Firmware
 import LightX
 import Logging
 import Synchronization
@@ -16,16 +17,40 @@ public struct SimulatorOptions: Sendable {
     public var powerOn: Bool
     /// Where diagnostics go (nil: nowhere).
     public var logger: Logger?
+    /// Multiplies every modelled duration — flash erase/program/read, the readiness delay after a reset, the time
+    /// off after a power cut (`timing`). 1 is real time, 0 makes everything instant (tests). Default 1.
+    public var timeScale: Double
+    /// The timing model before `timeScale` (default `DeviceTiming.standard`: 45 ms erase, 0.7 ms page program,
+    /// 20 MB/s reads, 1.5 s readiness delay, 0.3 s off after a power cut).
+    public var timing: DeviceTiming
+    /// Faults to inject (the CLI's `--faults`, see `FaultPlan`). Flash-operation numbers count per device.
+    public var faults: FaultPlan
+    /// Secure boot: when set, the bootloader boots and commits only MCUboot images with a valid Ed25519 signature by
+    /// this key, and refuses to commit a version below the committed one. Nil (default): CRC checks only.
+    public var secureBootKey: VerificationKey?
+    /// Flow control: how many received requests may wait unprocessed (Q, reported by capabilities 0x3B; default 32).
+    public var queueDepth: Int
 
-    /// Creates options; the defaults are a normal device draining 1 % per minute and a 10 s lock wait.
+    /// Creates options; the defaults are a normal device draining 1 % per minute, a 10 s lock wait, real-time flash
+    /// timing, no faults, no secure boot and a queue depth of 32.
     public init(profile: BehaviourProfile = .normal, drainInterval: Duration = ApplicationFirmware.defaultDrainInterval,
-                lockTimeout: Duration = StateStore.defaultLockTimeout, powerOn: Bool = true, logger: Logger? = nil) {
+                lockTimeout: Duration = StateStore.defaultLockTimeout, powerOn: Bool = true, logger: Logger? = nil,
+                timeScale: Double = 1, timing: DeviceTiming = .standard, faults: FaultPlan = .none,
+                secureBootKey: VerificationKey? = nil, queueDepth: Int = SimulatorOptions.defaultQueueDepth) {
         self.profile = profile
         self.drainInterval = drainInterval
         self.lockTimeout = lockTimeout
         self.powerOn = powerOn
         self.logger = logger
+        self.timeScale = timeScale
+        self.timing = timing
+        self.faults = faults
+        self.secureBootKey = secureBootKey
+        self.queueDepth = queueDepth
     }
+
+    /// The default flow-control depth Q.
+    public static let defaultQueueDepth = 32
 }
 
 /// Serves N simulated headsets, one per endpoint (TCP listener or pseudo-terminal), until `shutdown()`.
@@ -117,6 +142,10 @@ public final class SimulatorServer: Sendable {
     /// Runs one simulated headset in this process (the `sim` device address): loads it from `statePath` (nil: a
     /// fresh factory device, not persisted), serves one end of an in-memory pair and returns the other end. Closing
     /// the returned transport stops the simulator and releases the state file's lock before `close()` returns.
+    ///
+    /// The device is one that stayed on (`options.powerOn` is ignored): it resumes the running image,
+    /// authentication and readiness delay the previous process left (see `SimulatedHeadset`). After a power cut the
+    /// returned link is closed; `InProcessSimulatorLink.connect()` opens a new link to the same device.
     public static func inProcess(statePath: String?, options: SimulatorOptions = SimulatorOptions()) async throws -> any Transport {
         try await inProcessLink(statePath: statePath, options: options)
     }
@@ -124,13 +153,12 @@ public final class SimulatorServer: Sendable {
     /// Like `inProcess(statePath:options:)`, with the concrete link type (which exposes the device).
     public static func inProcessLink(statePath: String?, options: SimulatorOptions = SimulatorOptions()) async throws -> InProcessSimulatorLink {
         // The in-process device is one that stayed on since the last command: no power cycle.
-        let device = try await SimulatedHeadset(
-            statePath: statePath, index: 0, profile: options.profile, drainInterval: options.drainInterval,
-            lockTimeout: options.lockTimeout, powerOn: false, logger: options.logger)
+        var stayedOn = options
+        stayedOn.powerOn = false
+        let device = try await SimulatedHeadset(statePath: statePath, index: 0, options: stayedOn)
         let (host, deviceEnd) = InMemoryTransport.pair(framing: .byteStream)
         let serving = Task {
             await device.serve(deviceEnd)
-            await device.shutdown()
         }
         return InProcessSimulatorLink(inner: host, device: device, serving: serving,
                                       peerDescription: DeviceAddress.simulator(statePath: statePath).description)
@@ -147,6 +175,10 @@ public final class SimulatorServer: Sendable {
             try await device(k).press(button)
         case .battery(let percent, let k):
             try await device(k).setBatteryLevel(percent)
+        case .powerCut(let k):
+            try await device(k).powerCut()
+        case .reboot(let k):
+            try await device(k).reboot()
         }
         return true
     }
@@ -190,10 +222,7 @@ public final class SimulatorServer: Sendable {
         -> (StateStore?, [SimulatedHeadset]) {
         var store: StateStore?
         if let statePath { store = try await StateStore.open(path: statePath, lockTimeout: options.lockTimeout) }
-        let devices = (0..<count).map { k in
-            SimulatedHeadset(sharedStore: store, index: k, profile: options.profile, drainInterval: options.drainInterval, powerOn: options.powerOn,
-                             logger: options.logger)
-        }
+        let devices = (0..<count).map { k in SimulatedHeadset(sharedStore: store, index: k, options: options) }
         return (store, devices)
     }
 
@@ -237,7 +266,7 @@ public final class InProcessSimulatorLink: Transport {
     public let peerDescription: String
     /// Always `.byteStream` (SPP framing).
     public var framing: LinkFraming { inner.framing }
-    /// The simulated device behind the link (for pressing buttons in tests).
+    /// The simulated device behind the link (for pressing buttons, power cuts and statistics in tests and tools).
     public let device: SimulatedHeadset
 
     private let inner: any Transport
@@ -255,9 +284,17 @@ public final class InProcessSimulatorLink: Transport {
     /// See `Transport.receive()`.
     public func receive() async throws -> [UInt8] { try await inner.receive() }
 
-    /// Closes the link, then waits until the simulator has stopped and released its state file. Idempotent.
+    /// Opens another link to the same running device (e.g. to reconnect after a power cut closed this one). Links
+    /// opened this way stay usable until they are closed, the device loses power, or this link is closed.
+    public func connect() async -> any Transport {
+        await device.connect()
+    }
+
+    /// Closes the link, then stops the device (storing its running state) and waits until it has released its state
+    /// file. Idempotent.
     public func close() async {
         await inner.close()
         await serving.value
+        await device.shutdown()
     }
 }

@@ -24,6 +24,13 @@ import Synchronization
 /// - **Off the cooperative pool.** Every file-system call (open, lock attempts, read, write, fsync, rename) runs on the
 ///   store's own serial dispatch queue; callers only suspend. Saves are written in the order they were enqueued.
 /// - A missing parent directory is created (mode 0700).
+///
+/// **Flash.** Each device's 2 MiB NOR flash and the running state of an in-process device that stayed on live in a
+/// second file, `PATH.flash` (see `FlashFile` for its fixed binary layout), covered by the same lock. Flash operations
+/// are persisted as they happen with one `pwrite` of the touched bytes each (`enqueueFlashWrite`), in order, on the
+/// same queue — never a rewrite of the whole 2 MiB. A device missing from it starts from the factory flash, which is
+/// written once in full; so a state file from before flash existed (version 1 JSON without `PATH.flash`) loads with
+/// its settings kept and a fresh factory flash.
 public final class StateStore: Sendable {
     /// The schema version this build reads and writes.
     public static let schemaVersion = 1
@@ -34,30 +41,39 @@ public final class StateStore: Sendable {
     public let path: String
     /// The lock file next to it (`PATH.lock`).
     public let lockPath: String
+    /// The flash container next to it (`PATH.flash`).
+    public let flashPath: String
 
     private struct Storage {
         var devices: [HeadsetState]
         var lockFD: Int32
+        var flashFD: Int32
+        var flash: [Int: [UInt8]]
+        var running: [Int: StoredRunningState]
         var closed = false
     }
 
     private let queue: DispatchQueue
     private let storage: Mutex<Storage>
+    private let flashBytes = Atomic<Int>(0)
     private static let tempCounter = Atomic<Int>(0)
 
-    private init(path: String, lockPath: String, queue: DispatchQueue, lockFD: Int32, devices: [HeadsetState]) {
+    private init(path: String, lockPath: String, queue: DispatchQueue, lockFD: Int32, devices: [HeadsetState],
+                 flash: FlashFile.Loaded) {
         self.path = path
         self.lockPath = lockPath
+        self.flashPath = path + ".flash"
         self.queue = queue
-        self.storage = Mutex(Storage(devices: devices, lockFD: lockFD))
+        self.storage = Mutex(Storage(devices: devices, lockFD: lockFD, flashFD: flash.fd, flash: flash.flash, running: flash.running))
     }
 
     deinit {
-        let fd = storage.withLock { s -> Int32 in
-            defer { s.lockFD = -1 }
-            return s.lockFD
+        let fds = storage.withLock { s -> (Int32, Int32) in
+            defer { s.lockFD = -1; s.flashFD = -1 }
+            return (s.flashFD, s.lockFD)
         }
-        if fd >= 0 { _ = Glibc.close(fd) }
+        if fds.0 >= 0 { _ = Glibc.close(fds.0) }
+        if fds.1 >= 0 { _ = Glibc.close(fds.1) }
     }
 
     /// Locks and loads the state file at `path` (a missing file means every device starts in its factory state).
@@ -87,7 +103,10 @@ public final class StateStore: Sendable {
                 guard let bytes = try FileIO.readFile(path) else { return [] }
                 return try decode(bytes, path: path)
             }
-            return StateStore(path: path, lockPath: lockPath, queue: queue, lockFD: fd, devices: devices)
+            let flash = try await run(on: queue) { () throws(SimulatorError) -> FlashFile.Loaded in
+                try FlashFile.open(path + ".flash")
+            }
+            return StateStore(path: path, lockPath: lockPath, queue: queue, lockFD: fd, devices: devices, flash: flash)
         } catch {
             _ = Glibc.close(fd)
             throw error
@@ -131,18 +150,81 @@ public final class StateStore: Sendable {
         }
     }
 
-    /// Waits for pending saves, then releases the lock. Later saves fail. Idempotent.
+    /// Waits for pending saves and flash writes, then releases the lock. Later saves fail. Idempotent.
     public func close() async {
-        let fd: Int32? = storage.withLock { s in
+        let fds: (Int32, Int32)? = storage.withLock { s in
             guard !s.closed else { return nil }
             s.closed = true
-            defer { s.lockFD = -1 }
-            return s.lockFD
+            defer { s.lockFD = -1; s.flashFD = -1 }
+            return (s.flashFD, s.lockFD)
         }
-        guard let fd else { return }
+        guard let fds else { return }
         // Runs after every save enqueued before `closed` was set.
         _ = try? await Self.run(on: queue) { () throws(SimulatorError) -> Void in
-            if fd >= 0 { _ = Glibc.close(fd) }
+            if fds.0 >= 0 { _ = Glibc.close(fds.0) }
+            if fds.1 >= 0 { _ = Glibc.close(fds.1) }
+        }
+    }
+
+    // MARK: - Flash
+
+    /// Device `index`'s stored flash (`FlashMap.size` bytes), handed over once: later calls return nil. Nil when the
+    /// container has none for it (the device then starts from the factory flash and calls `enqueueFlashInitialize`).
+    func takeFlash(forDevice index: Int) -> [UInt8]? {
+        storage.withLock { s in s.flash.removeValue(forKey: index) }
+    }
+
+    /// Device `index`'s stored running state, handed over once.
+    func takeRunningState(forDevice index: Int) -> StoredRunningState? {
+        storage.withLock { s in s.running.removeValue(forKey: index) }
+    }
+
+    /// Writes device `index`'s whole flash (its first write) and marks it valid.
+    func enqueueFlashInitialize(_ contents: [UInt8], forDevice index: Int,
+                                completion: @escaping @Sendable (Result<Void, SimulatorError>) -> Void = { _ in }) {
+        enqueueFlash(forDevice: index, completion: completion) { fd, path throws(SimulatorError) in
+            try FlashFile.initialize(fd, path, device: index, contents: contents)
+        }
+    }
+
+    /// Bytes written to the flash file by flash operations so far (`enqueueFlashWrite`; not the first full write of a
+    /// device), for checking that operations write only what they touch.
+    var flashBytesWritten: Int { flashBytes.load(ordering: .relaxed) }
+
+    /// Persists `bytes` at flash address `address` of device `index`; `completion` runs once they are written.
+    /// Writes happen in the order they were enqueued.
+    func enqueueFlashWrite(_ bytes: [UInt8], at address: Int, forDevice index: Int,
+                           completion: @escaping @Sendable (Result<Void, SimulatorError>) -> Void = { _ in }) {
+        flashBytes.add(bytes.count, ordering: .relaxed)
+        enqueueFlash(forDevice: index, completion: completion) { fd, path throws(SimulatorError) in
+            try FlashFile.write(fd, path, device: index, address: address, bytes: bytes)
+        }
+    }
+
+    /// Stores (nil: clears) the running state of device `index`.
+    func enqueueRunningState(_ state: StoredRunningState?, forDevice index: Int,
+                             completion: @escaping @Sendable (Result<Void, SimulatorError>) -> Void = { _ in }) {
+        enqueueFlash(forDevice: index, completion: completion) { fd, path throws(SimulatorError) in
+            try FlashFile.writeRunning(fd, path, device: index, state)
+        }
+    }
+
+    private func enqueueFlash(forDevice index: Int, completion: @escaping @Sendable (Result<Void, SimulatorError>) -> Void,
+                              _ body: @escaping @Sendable (Int32, String) throws(SimulatorError) -> Void) {
+        let fd: Int32? = storage.withLock { s in s.closed ? nil : s.flashFD }
+        guard let fd, fd >= 0 else {
+            completion(.failure(SimulatorError(.io, "cannot write the simulator flash file \(flashPath): it is closed")))
+            return
+        }
+        guard (0..<FlashFile.slots).contains(index) else {
+            completion(.failure(SimulatorError(.io, "cannot keep device \(index)'s flash in \(flashPath): it holds devices 0...\(FlashFile.slots - 1)")))
+            return
+        }
+        let path = flashPath
+        // Capturing self keeps the descriptor open (deinit closes it) until the write has run.
+        queue.async { [self] in
+            _ = self
+            completion(Result { () throws(SimulatorError) in try body(fd, path) })
         }
     }
 

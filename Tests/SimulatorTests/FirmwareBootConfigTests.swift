@@ -129,7 +129,8 @@ import Testing
     @Test func bootloaderCommandsAreNotSupportedInTheApplication() throws {
         var fw = ApplicationFirmware()
         let requests: [Packet] = [
-            BootRequests.jumpToBootloader(), BootRequests.jumpToApplication(),
+            BootRequests.jumpToApplication(), rawRequest(.read, .bootJumpToBootloader),
+            BootRequests.capabilities(),
             try BootRequests.eraseSector(.application, index: 0), try BootRequests.eraseSector(.resource, index: 0),
             try BootRequests.writeBlock(.application, offset: 0, data: [1, 2, 3]),
             try BootRequests.readBlock(.application, offset: 0, count: 16),
@@ -141,5 +142,17 @@ import Testing
             expectReply(fw.reply(request), to: request, .notSupported)
         }
         #expect(fw.mode == .application)
+        #expect(!fw.jumpToBootloaderRequested)
+    }
+
+    @Test func jumpToBootloaderNeedsAuthentication() throws {
+        var fw = ApplicationFirmware(randomSeed: 9)
+        let jump = BootRequests.jumpToBootloader()
+        expectReply(fw.reply(jump), to: jump, .fail)
+        #expect(!fw.jumpToBootloaderRequested)
+        let challenge = fw.reply(BootRequests.authChallenge())
+        _ = fw.reply(try BootRequests.authResponse(Authentication.response(to: challenge.buffer)))
+        expectReply(fw.reply(jump), to: jump)
+        #expect(fw.jumpToBootloaderRequested, "the device resets into the bootloader after the reply")
     }
 }

@@ -67,4 +67,59 @@ import Transport
             #expect(statuses[status, default: 0] > 100, "\(status) seen \(statuses[status, default: 0]) times")
         }
     }
+
+    static let bootCommands: [UInt8] = Array(0x20...0x3F) + [0x01, 0x06, 0x1E, 0x7F, 0x85]
+
+    /// A random request aimed at the bootloader: Boot commands with plausible sector indices, offsets and lengths.
+    static func randomBootPacket(_ rng: inout SeededRandom) -> Packet {
+        func pick<T>(_ choices: [T]) -> T { choices[Int(rng.next() % UInt64(choices.count))] }
+        func chance(_ percent: UInt64) -> Bool { rng.next() % 100 < percent }
+        guard chance(85) else { return randomPacket(&rng) }
+        let command = pick(bootCommands)
+        let address: UInt32 = chance(40) ? 0 : chance(30) ? UInt32(rng.next() % 4) * 4096 : chance(30) ? UInt32(rng.next() % 330) * 4096
+            : (chance(50) ? UInt32(rng.next() % (1 << 21)) : pick([0x04_0000, 0x0C_0000]))
+        let length = pick([0, 1, 3, 4, 8, 11, 12, 13, 256, Int(rng.next() % 257)])
+        var buffer = [UInt8](repeating: 0, count: length)
+        for k in 0..<length {
+            buffer[k] = k % 4 == 0 ? UInt8(truncatingIfNeeded: rng.next() % (chance(50) ? 4 : 200)) : (chance(80) ? 0 : UInt8(truncatingIfNeeded: rng.next()))
+        }
+        let header = Header(source: .bluetooth, destination: chance(95) ? .application : .usb,
+                            opcodeByte: chance(90) ? pick([0x81, 0x82]) : UInt8(truncatingIfNeeded: rng.next()), statusByte: 0,
+                            param0: UInt32(command) << 24 | address, param1: UInt32(length))
+        return try! Packet(header: header, buffer: buffer)
+    }
+
+    @Test func bootloaderAnswersRandomPacketsWithExactlyOneWellFormedReply() throws {
+        var rng = SeededRandom(seed: 0xB007)
+        var m = DeviceMachine.testDevice()
+        var statuses: [Status: Int] = [:]
+        var jumps = 0
+        for n in 0..<30_000 {
+            if m.state != .bootloader {
+                jumps += 1
+                try m.enterBootloaderForTest()
+            } else if n % 20 == 0 && !m.bootloader.isAuthenticated {
+                try m.authenticate()
+            }
+            let request = Self.randomBootPacket(&rng)
+            let step = m.handle(request, now: .now)
+            guard step.replies.count == 1, !step.powerCut else {
+                Issue.record("request \(n) (\(request)) got \(step.replies.count) packets")
+                return
+            }
+            let reply = step.replies[0]
+            if reply.header.param0 != request.header.param0 || reply.opcode != request.opcode
+                || reply.header.type != .result || reply.header.param1 != UInt32(reply.buffer.count) || !reply.status.isKnown {
+                Issue.record("request \(n) (\(request)) got a malformed reply \(reply)")
+                return
+            }
+            statuses[reply.status, default: 0] += 1
+        }
+        try m.settings.validate()
+        for status in [Status.ok, .fail, .notFound, .notSupported, .exceededLimits] {
+            #expect(statuses[status, default: 0] > 50, "\(status) seen \(statuses[status, default: 0]) times")
+        }
+        #expect(m.flash.statistics.erases > 50 && m.flash.statistics.programs > 100, "\(m.flash.statistics), \(statuses), \(jumps) jumps")
+        #expect(m.flash[FlashMap.bootloader] == FactoryFirmware.flashContents[FlashMap.bootloader], "the bootloader is never touched")
+    }
 }

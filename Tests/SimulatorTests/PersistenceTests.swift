@@ -179,7 +179,7 @@ import Transport
             #expect(outcome.failure == nil, "the state file did not parse mid-save")
             #expect(outcome.parsed > 0)
             await device.shutdown()
-            #expect(dir.entries() == ["atomic.json", "atomic.json.lock"])
+            #expect(dir.entries() == ["atomic.json", "atomic.json.flash", "atomic.json.lock"])
             let final = try #require(try await StateStore.read(path: path)?.first)
             #expect(final.ancLevel == Float(149) / 150)
         }
@@ -193,7 +193,7 @@ import Transport
             await device.press(.anc)
             await device.shutdown()
             #expect(try await StateStore.read(path: path)?.first?.ancEnabled == true)
-            unlink(path); unlink(path + ".lock"); rmdir(dir.path + "/a/b"); rmdir(dir.path + "/a")
+            unlink(path); unlink(path + ".lock"); unlink(path + ".flash"); rmdir(dir.path + "/a/b"); rmdir(dir.path + "/a")
         }
     }
 }
