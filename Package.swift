@@ -14,6 +14,7 @@ let package = Package(
         .library(name: "Headset", targets: ["Headset"]),
         .library(name: "Simulator", targets: ["Simulator"]),
         .library(name: "Firmware", targets: ["Firmware"]),
+        .library(name: "FirmwareUpdate", targets: ["FirmwareUpdate"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -44,6 +45,11 @@ let package = Package(
                 .product(name: "CryptoExtras", package: "swift-crypto"),
             ],
             swiftSettings: strict),
+        // The firmware updater: the update state machine and its progress stream.
+        .target(
+            name: "FirmwareUpdate",
+            dependencies: ["Firmware", "Headset", "LightX", "Transport", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strict),
         // The simulated headset: bootloader and application firmware on a modelled NOR flash, and its servers.
         .target(
             name: "Simulator",
@@ -64,5 +70,9 @@ let package = Package(
         .testTarget(name: "HeadsetTests", dependencies: ["Headset", "Simulator", "Transport", "LightX", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "SimulatorTests", dependencies: ["Simulator", "LightX", "Transport", "Firmware", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "FirmwareTests", dependencies: ["Firmware", "LightX", "TestSupport"], swiftSettings: strict),
+        .testTarget(
+            name: "FirmwareUpdateTests",
+            dependencies: ["FirmwareUpdate", "Firmware", "Simulator", "Headset", "Transport", "LightX", "TestSupport"],
+            swiftSettings: strict),
     ]
 )

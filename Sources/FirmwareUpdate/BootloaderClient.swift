@@ -1,0 +1,254 @@
+import Firmware
+import Foundation
+import Headset
+import LightX
+import Logging
+import Transport
+
+/// Bootloader operations on one device, surviving the resets they cause: the device may drop the link or
+/// re-enumerate when it jumps between application and bootloader, and is not ready for a while after each jump.
+///
+/// Used by `FirmwareUpdater` and by the `tuneup bootloader` and `tuneup firmware` commands.
+public final class BootloaderClient: Sendable {
+    /// What the device reports about its firmware.
+    public struct Status: Sendable, Hashable, Codable {
+        /// "bootloader" or "application".
+        public var mode: String
+        public var authenticated: Bool?
+        public var bootloaderVersion: String?
+        public var applicationVersion: String?
+        public var resourceVersion: String?
+        /// Tuneup bootloader extension: erases with distinct addresses.
+        public var addressedErase: Bool?
+        /// Tuneup bootloader extension: requests the bootloader queues (how many may be in flight).
+        public var queueDepth: Int?
+    }
+
+    let link: DeviceLink
+    let readyWait: Duration
+    private let logger: Logger
+
+    /// - Parameters:
+    ///   - wait: how long to wait for the device to become ready, and to come back after a lost link.
+    ///   - connect: opens a link to the device; called again to reconnect.
+    public init(sessionOptions: LightXSession.Options = .init(), wait: Duration = .seconds(30),
+                logger: Logger = Logger(label: "tuneup.bootloader"), connect: @escaping @Sendable () async throws -> any Transport) {
+        link = DeviceLink(connect: connect, sessionOptions: sessionOptions, reconnectWait: wait, logger: logger)
+        readyWait = wait
+        self.logger = logger
+    }
+
+    /// Closes the link.
+    public func close() async { await link.close() }
+
+    /// Whether the device runs its bootloader (waiting while it is not ready).
+    public func isInBootloader() async throws -> Bool {
+        try await link.imageType(wait: readyWait)
+    }
+
+    /// Mode, authentication, versions and capabilities. Versions the device does not report are nil.
+    public func status() async throws -> Status {
+        let inBootloader = try await isInBootloader()
+        return try await link.retrying { headset in
+            var status = Status(mode: inBootloader ? "bootloader" : "application")
+            let auth = try await headset.session.request(BootRequests.authStatus(headset.session.style))
+            if auth.status == .ok { status.authenticated = try? BootRequests.isAuthenticated(authStatusReply: auth.buffer) }
+            if inBootloader {
+                status.bootloaderVersion = try await self.versionFile(headset, address: 0)
+                status.applicationVersion = try await self.versionFile(headset, address: FlashRegion.application.versionFileAddress)
+                status.resourceVersion = try await self.versionFile(headset, address: FlashRegion.resource.versionFileAddress)
+                if let capabilities = try await self.capabilities(headset) {
+                    status.addressedErase = capabilities.addressedErase
+                    status.queueDepth = capabilities.queueDepth
+                }
+            } else {
+                status.applicationVersion = try await headset.readIfSupported(AppSettings.firmwareVersion)?.description
+            }
+            return status
+        }
+    }
+
+    /// Authenticates and jumps to the bootloader (if not there already), then waits until it is ready.
+    public func enter() async throws {
+        guard try await !isInBootloader() else { return }
+        try await authenticate()
+        try await jumpToBootloader()
+    }
+
+    /// Jumps to the application and waits until it runs. Throws `.bootFailed` when the device has no valid
+    /// application to start.
+    public func leave() async throws {
+        guard try await isInBootloader() else { return }
+        let headset = try await link.device()
+        try await ensureAuthenticated(headset)
+        try await startApplication()
+    }
+
+    /// Reads `length` bytes from the start of a region (the bootloader must be running: see `enter()`), several
+    /// requests in flight when the bootloader queues them. `progress` gets the bytes read so far.
+    public func read(_ region: FlashRegion, length: Int, progress: @Sendable (Int) -> Void = { _ in }) async throws -> [UInt8] {
+        guard (0...region.maxSize).contains(length) else {
+            throw UpdateError(.deviceRefused, "the \(region.rawValue) region holds \(region.maxSize) bytes; cannot read \(length)")
+        }
+        var out = [UInt8](repeating: 0, count: length)
+        var next = 0
+        while next < length {
+            do {
+                let headset = try await link.device()
+                let depth = try await capabilities(headset)?.queueDepth ?? 1
+                try await withThrowingTaskGroup(of: (Int, Packet).self) { group in
+                    var inFlight = 0
+                    var issued = next
+                    var done = [Bool](repeating: false, count: (length - next + FlashRegion.blockSize - 1) / FlashRegion.blockSize)
+                    let base = next
+                    while true {
+                        while inFlight < max(1, depth), issued < length {
+                            let count = min(FlashRegion.blockSize, length - issued)
+                            let request = try BootRequests.readBlock(region, offset: UInt32(issued), count: count, headset.session.style)
+                            let ticket = try await headset.session.submit(request)
+                            let offset = issued
+                            group.addTask { (offset, try await headset.session.reply(to: ticket)) }
+                            inFlight += 1
+                            issued += count
+                        }
+                        guard inFlight > 0, let (offset, reply) = try await group.next() else { break }
+                        inFlight -= 1
+                        guard reply.status == .ok else {
+                            throw UpdateError(.deviceRefused, "the device refuses to read the \(region.rawValue) region at 0x\(String(offset, radix: 16)) (\(reply.status))")
+                        }
+                        let count = min(FlashRegion.blockSize, length - offset)
+                        guard reply.buffer.count >= count else {
+                            throw UpdateError(.deviceRefused, "the device sent \(reply.buffer.count) bytes for a \(count)-byte read at 0x\(String(offset, radix: 16))")
+                        }
+                        out.replaceSubrange(offset..<(offset + count), with: reply.buffer.prefix(count))
+                        done[(offset - base) / FlashRegion.blockSize] = true
+                        // Everything before the first block not yet read is safe to skip after a reconnect.
+                        while next < length, done[(next - base) / FlashRegion.blockSize] { next += FlashRegion.blockSize }
+                        next = min(next, length)
+                        progress(next)
+                    }
+                }
+            } catch let error as HeadsetError where error.category == .connection {
+                logger.info("link lost while reading (\(error.message)); resuming at 0x\(String(next, radix: 16))")
+                await link.drop()
+            }
+        }
+        return out
+    }
+
+    /// The length of the MCUboot image at the start of `region` (header, payload and both TLV areas), or nil when
+    /// the region does not start with one. The bootloader must be running.
+    public func imageLength(in region: FlashRegion) async throws -> Int? {
+        let header = try await read(region, length: 32)
+        func u16(_ b: [UInt8], _ i: Int) -> Int { Int(b[i]) | Int(b[i + 1]) << 8 }
+        func u32(_ b: [UInt8], _ i: Int) -> Int { u16(b, i) | u16(b, i + 2) << 16 }
+        guard UInt32(u32(header, 0)) == MCUbootImage.magic else { return nil }
+        // Header: magic, load address, u16 header size, u16 protected-TLV size, u32 payload size.
+        let trailer = u16(header, 8) + u32(header, 12) + u16(header, 10)
+        guard trailer + 4 <= region.maxSize else { return nil }
+        let info = try await read(region, length: trailer + 4).suffix(4).map { $0 }
+        // Unprotected TLV info: u16 magic 0x6907, u16 total length (info included).
+        guard u16(info, 0) == 0x6907 else { return nil }
+        return min(region.maxSize, trailer + u16(info, 2))
+    }
+
+    // MARK: Steps shared with the updater
+
+    func authenticate() async throws {
+        try await link.retrying { headset in
+            do {
+                try await headset.authenticate()
+            } catch let error as HeadsetError where error.code == .deviceNotSupported && error.command == .bootAuthChallenge {
+                self.logger.info("the device does not ask for authentication")
+            } catch let error as HeadsetError where error.category == .device {
+                throw UpdateError(.authenticationFailed, error.message)
+            }
+        }
+    }
+
+    /// Authenticates again if the device forgot (after a power cycle).
+    func ensureAuthenticated(_ headset: Headset) async throws {
+        let reply = try await headset.session.request(BootRequests.authStatus(headset.session.style))
+        if reply.status == .ok, (try? BootRequests.isAuthenticated(authStatusReply: reply.buffer)) == true { return }
+        do {
+            try await headset.authenticate()
+        } catch let error as HeadsetError where error.code == .deviceNotSupported && error.command == .bootAuthChallenge {
+            return
+        } catch let error as HeadsetError where error.category == .device {
+            throw UpdateError(.authenticationFailed, error.message)
+        }
+    }
+
+    /// Shuts the application down and jumps to the bootloader, then waits until it is ready.
+    func jumpToBootloader() async throws {
+        try await switchMode(toBootloader: true) { headset in
+            // AppShutdown is a courtesy; some devices answer NotSupported.
+            _ = try await headset.session.request(BootRequests.appShutdown(headset.session.style))
+            let reply = try await headset.session.request(BootRequests.jumpToBootloader(headset.session.style), retransmissions: 0)
+            if reply.status != .ok && reply.status != .notReady {
+                throw UpdateError(.deviceRefused, "the device refuses to enter its bootloader (\(reply.status))")
+            }
+        }
+    }
+
+    /// The link to a ready, authenticated bootloader; re-enters it if the device came back in its application.
+    func readyBootloader() async throws -> Headset {
+        if try await link.imageType(wait: readyWait) == false {
+            try await authenticate()
+            try await jumpToBootloader()
+        }
+        let headset = try await link.device()
+        try await ensureAuthenticated(headset)
+        return headset
+    }
+
+    /// Jumps to the application and waits until it runs.
+    func startApplication() async throws {
+        do {
+            try await switchMode(toBootloader: false) { headset in
+                let reply = try await headset.session.request(BootRequests.jumpToApplication(headset.session.style), retransmissions: 0)
+                if reply.status != .ok && reply.status != .notReady {
+                    throw UpdateError(.bootFailed, "the bootloader refuses to start the application (\(reply.status)): no valid committed image")
+                }
+            }
+        } catch let error as UpdateError where error.code == .notReady {
+            throw UpdateError(.bootFailed, "the device did not start its application: \(error.message)")
+        }
+    }
+
+    /// Sends a jump and waits for the device to come up in the other mode. A device that answers in its old mode
+    /// once ready never got the jump (lost on the link), so it is sent again, up to five times. A jump that times
+    /// out is not an error: the device may reset before it answers.
+    private func switchMode(toBootloader wanted: Bool, jump: @Sendable (Headset) async throws -> Void) async throws {
+        let deadline = ContinuousClock.now + readyWait
+        for attempt in 1...5 {
+            try await link.retrying { headset in
+                do {
+                    try await jump(headset)
+                } catch let error as HeadsetError where error.code == .timeout {
+                    // It may have reset before answering: the mode tells.
+                }
+            }
+            let mode = try await link.imageType(wait: max(.zero, deadline - ContinuousClock.now))
+            if mode == wanted { return }
+            logger.debug("the device is still in its \(mode ? "bootloader" : "application") after jump \(attempt); jumping again")
+        }
+        let target = wanted ? "bootloader" : "application"
+        throw UpdateError(.notReady, "the device did not switch to its \(target) after 5 jumps")
+    }
+
+    /// Capabilities of a Tuneup-aware bootloader; nil for a device without the extension.
+    func capabilities(_ headset: Headset) async throws -> BootCapabilities? {
+        let reply = try await headset.session.request(BootRequests.capabilities(headset.session.style))
+        guard reply.status == .ok else { return nil }
+        return try? BootCapabilities(decoding: reply.buffer)
+    }
+
+    /// A version file's contents ("1.4.2"), or nil when the device has none.
+    func versionFile(_ headset: Headset, address: UInt32) async throws -> String? {
+        let reply = try await headset.session.request(try BootRequests.readVersionFile(address: address, headset.session.style))
+        guard reply.status == .ok else { return nil }
+        let text = String(decoding: reply.buffer.prefix { $0 != 0 }, as: UTF8.self)
+        return text.isEmpty ? nil : text
+    }
+}

@@ -1,0 +1,125 @@
+import Headset
+import LightX
+import Logging
+import Transport
+
+/// The updater's connection to the device. It reopens the link when it drops (a lost connection, a device that
+/// re-enumerates after jumping to its bootloader, a power cut) and retries idempotent steps on the new link.
+actor DeviceLink {
+    private let connect: @Sendable () async throws -> any Transport
+    private let sessionOptions: LightXSession.Options
+    private let reconnectWait: Duration
+    private let logger: Logger
+    private var headset: Headset?
+    /// Whether a link was ever open (so the next open is a reconnection).
+    private var everOpened = false
+    /// How many times the link was reopened.
+    private(set) var reconnects = 0
+    private(set) var retransmissions = 0
+
+    init(connect: @escaping @Sendable () async throws -> any Transport, sessionOptions: LightXSession.Options,
+         reconnectWait: Duration, logger: Logger) {
+        self.connect = connect
+        self.sessionOptions = sessionOptions
+        self.reconnectWait = reconnectWait
+        self.logger = logger
+    }
+
+    /// The open device, opening it (with retries up to the reconnect wait) when there is none.
+    func device() async throws -> Headset {
+        if let headset, await headset.session.isOpen { return headset }
+        if let old = headset {
+            retransmissions += await old.session.statistics.retransmissions
+            await old.close()
+            headset = nil
+        }
+        let deadline = ContinuousClock.now + reconnectWait
+        var delay: Duration = .milliseconds(50)
+        var lastError: Error?
+        while ContinuousClock.now < deadline {
+            try Task.checkCancellation()
+            do {
+                let transport = try await connect()
+                let opened = Headset(session: LightXSession(transport: transport, options: sessionOptions, logger: logger))
+                headset = opened
+                if everOpened { reconnects += 1 }
+                everOpened = true
+                return opened
+            } catch let error as CancellationError {
+                throw error
+            } catch {
+                lastError = error
+                logger.debug("reconnecting: \(error)")
+                try await Task.sleep(for: delay)
+                delay = min(delay * 2, .seconds(1))
+            }
+        }
+        let why = lastError.map { "\($0)" } ?? "no attempt finished"
+        throw UpdateError(.connectionLost, "the device did not come back within \(format(reconnectWait)): \(why)")
+    }
+
+    /// Closes the current link (the next `device()` reopens it).
+    func drop() async {
+        if let headset {
+            retransmissions += await headset.session.statistics.retransmissions
+            await headset.close()
+        }
+        headset = nil
+    }
+
+    /// Closes the link for good.
+    func close() async { await drop() }
+
+    /// Runs an idempotent step, reopening the link and running it again when the link fails under it.
+    func retrying<T: Sendable>(_ step: (Headset) async throws -> T) async throws -> T {
+        let deadline = ContinuousClock.now + reconnectWait
+        while true {
+            let headset = try await device()
+            do {
+                return try await step(headset)
+            } catch let error as HeadsetError where error.category == .connection && error.code != .timeout {
+                guard ContinuousClock.now < deadline else { throw UpdateError(.connectionLost, error.message) }
+                logger.debug("link lost (\(error.message)); reconnecting")
+                await drop()
+            }
+        }
+    }
+
+    /// Whether the device runs its bootloader, waiting while it answers NotReady or does not answer (after a jump
+    /// or a power cycle), reconnecting when the link drops. Throws `.notReady` after `wait`.
+    func imageType(wait: Duration, expecting wanted: Bool? = nil) async throws -> Bool {
+        let deadline = ContinuousClock.now + wait
+        var lastNews = "no answer"
+        while true {
+            try Task.checkCancellation()
+            do {
+                let headset = try await device()
+                let reply = try await headset.session.request(BootRequests.imageType(headset.session.style),
+                                                              timeout: .milliseconds(500), retransmissions: 0)
+                if reply.status == .ok, let isBootloader = try? BootRequests.isBootloader(imageTypeReply: reply.buffer) {
+                    if wanted == nil || wanted == isBootloader { return isBootloader }
+                    lastNews = isBootloader ? "still in the bootloader" : "still running the application"
+                } else if reply.status == .notReady {
+                    lastNews = "not ready"
+                } else {
+                    throw HeadsetError.deviceStatus(reply.status, command: .bootImageType)
+                }
+            } catch let error as HeadsetError where error.category == .connection {
+                lastNews = error.message
+                if error.code != .timeout { await drop() }
+            }
+            guard ContinuousClock.now < deadline else {
+                let what = wanted.map { $0 ? "the bootloader" : "the application" } ?? "the device"
+                throw UpdateError(.notReady, "\(what) did not become ready within \(format(wait)) (\(lastNews))")
+            }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+    }
+}
+
+/// "2 s", "500 ms".
+func format(_ d: Duration) -> String {
+    let ms = d.components.seconds * 1000 + d.components.attoseconds / 1_000_000_000_000_000
+    if ms % 1000 == 0 { return "\(ms / 1000) s" }
+    return ms >= 1000 ? "\(Double(ms) / 1000) s" : "\(ms) ms"
+}

@@ -1,0 +1,297 @@
+import Firmware
+import Headset
+import LightX
+import Logging
+import Transport
+
+/// How an update runs.
+public struct UpdateOptions: Sendable {
+    /// Requests in flight during the transfer: nil adapts between 1 and the device's queue depth; 1 is the
+    /// vendor's one-request-at-a-time behaviour (erase everything, then write).
+    public var window: Int?
+    /// Upper bound of the adaptive window.
+    public var maxWindow: Int
+    /// Allow an image older than the installed firmware.
+    public var allowDowngrade: Bool
+    /// When set, only images signed by this key are flashed.
+    public var verificationKey: VerificationKey?
+    /// Upper bound of the per-request timeout (the transfer adapts below it to the measured latency).
+    public var requestTimeout: Duration
+    /// How long to wait for the bootloader or the application to become ready after a jump or a power cycle.
+    public var readyWait: Duration
+    /// How long to keep trying to reopen a lost link before giving up.
+    public var reconnectWait: Duration
+    /// Skip the sectors the device verifiably holds already (CRC-checked), e.g. after an interrupted update.
+    public var resume: Bool
+    /// How many verify-and-repair rounds are allowed after the transfer.
+    public var maxRepairs: Int
+
+    public init(window: Int? = nil, maxWindow: Int = 64, allowDowngrade: Bool = false, verificationKey: VerificationKey? = nil,
+                requestTimeout: Duration = .seconds(2), readyWait: Duration = .seconds(30), reconnectWait: Duration = .seconds(30),
+                resume: Bool = true, maxRepairs: Int = 3) {
+        self.window = window
+        self.maxWindow = maxWindow
+        self.allowDowngrade = allowDowngrade
+        self.verificationKey = verificationKey
+        self.requestTimeout = requestTimeout
+        self.readyWait = readyWait
+        self.reconnectWait = reconnectWait
+        self.resume = resume
+        self.maxRepairs = maxRepairs
+    }
+}
+
+/// What an update did.
+public struct UpdateResult: Sendable, Hashable, Codable {
+    public var image: String
+    public var region: FlashRegion
+    public var previousVersion: String?
+    public var newVersion: String?
+    /// Image size in bytes.
+    public var imageBytes: Int
+    /// Sectors the image spans.
+    public var sectors: Int
+    /// Sectors found already correct on the device and not rewritten.
+    public var skippedSectors: Int
+    /// Bytes programmed (excluding blocks that are all 0xFF, which an erase leaves as they are).
+    public var bytesWritten: Int
+    public var seconds: Double
+    public var transferSeconds: Double
+    public var bytesPerSecond: Double
+    /// The most requests in flight at once.
+    public var maxWindow: Int
+    /// Requests sent again after a loss or a NotReady.
+    public var resent: Int
+    /// Sectors erased and written again after a failure.
+    public var redoneSectors: Int
+    /// Times the link was reopened.
+    public var reconnects: Int
+}
+
+/// Updates a headset's firmware over any transport, from start to confirmation.
+///
+/// The sequence: check the image (size, signature, model, version) before touching the device; identify;
+/// authenticate; shut the application down and jump to the bootloader, polling until it is ready; find what the
+/// device already holds (CRC of sector prefixes) and erase and write the rest, pipelined; verify the CRC and
+/// repair; commit; jump to the application and confirm its version. A lost link or a power cut is survived by
+/// reconnecting and resuming from what the device verifiably holds. Every failing status is an error; nothing is
+/// ever reported as success without the device confirming it.
+///
+/// Progress events arrive on `progress`, which finishes when `run()` returns.
+public final class FirmwareUpdater: Sendable {
+    public let image: FirmwareImage
+    public let options: UpdateOptions
+    /// Progress of the running update; finishes when `run()` returns or throws.
+    public let progress: AsyncStream<UpdateProgress>
+
+    private let reporter: ProgressReporter
+    private let connect: @Sendable () async throws -> any Transport
+    private let sessionOptions: LightXSession.Options
+    private let logger: Logger
+
+    /// - Parameter connect: opens a link to the device; called again to reconnect.
+    public init(image: FirmwareImage, options: UpdateOptions = .init(), sessionOptions: LightXSession.Options = .init(),
+                logger: Logger = Logger(label: "tuneup.update"), connect: @escaping @Sendable () async throws -> any Transport) {
+        self.image = image
+        self.options = options
+        self.sessionOptions = sessionOptions
+        self.logger = logger
+        self.connect = connect
+        let (stream, continuation) = AsyncStream.makeStream(of: UpdateProgress.self, bufferingPolicy: .bufferingNewest(1024))
+        progress = stream
+        reporter = ProgressReporter(continuation: continuation)
+    }
+
+    /// Runs the update. Throws `UpdateError` (refusals, device errors) or `HeadsetError`.
+    public func run() async throws -> UpdateResult {
+        var succeeded = false
+        defer { reporter.finish(done: succeeded) }
+        let start = ContinuousClock.now
+        try checkImage()
+
+        reporter.phase(.connect, message: "connecting")
+        let device = BootloaderClient(sessionOptions: sessionOptions, wait: options.readyWait, logger: logger, connect: connect)
+        do {
+            let result = try await update(device, start: start)
+            await device.close()
+            succeeded = true
+            return result
+        } catch {
+            await device.close()
+            throw error
+        }
+    }
+
+    // MARK: Steps
+
+    private func update(_ device: BootloaderClient, start: ContinuousClock.Instant) async throws -> UpdateResult {
+        let link = device.link
+        let region = image.region
+        let inBootloader = try await device.isInBootloader()
+        let previous = try await installedVersion(device, inBootloader: inBootloader)
+        try await checkCompatibility(link, installed: previous)
+
+        reporter.phase(.authenticate, message: "authenticating")
+        try await device.authenticate()
+        if !inBootloader {
+            reporter.phase(.enterBootloader, message: "entering the bootloader")
+            try await device.jumpToBootloader()
+        }
+
+        // Transfer, verify and repair, resuming after lost links and power cuts.
+        let sectors = FlashRegion.sectorCount(forLength: image.bytes.count)
+        var skipped: Int?
+        var written = 0
+        var stats = TransferPipeline.Statistics()
+        var transferSeconds = 0.0
+        var repairs = 0
+        while true {
+            do {
+                let headset = try await device.readyBootloader()
+                let capabilities = try await device.capabilities(headset)
+                let first = options.resume ? try await verifiedPrefix(headset) : 0
+                if skipped == nil { skipped = first }
+                var plan = TransferPlan(region: region, image: image.bytes, from: first)
+                if !plan.sectors.isEmpty {
+                    let limit = min(options.maxWindow, capabilities?.queueDepth ?? 1)
+                    var pipeline = TransferPipeline(
+                        session: headset.session, plan: plan, addressedErase: capabilities?.addressedErase ?? false,
+                        eraseFirst: options.window == 1, reporter: reporter, logger: logger,
+                        window: WindowControl(fixed: options.window ?? (capabilities == nil ? 1 : nil), limit: options.window ?? limit,
+                                              maxTimeout: options.requestTimeout))
+                    let t0 = ContinuousClock.now
+                    let s = try await pipeline.run()
+                    transferSeconds += (ContinuousClock.now - t0).seconds
+                    written += plan.bytesToWrite
+                    stats.resent += s.resent
+                    stats.redoneSectors += s.redoneSectors
+                    stats.maxWindow = max(stats.maxWindow, s.maxWindow)
+                }
+                reporter.phase(.verify, message: "verifying the CRC")
+                plan = TransferPlan(region: region, image: image.bytes, from: 0)
+                if try await verifies(headset, plan: plan, sectors: sectors) { break }
+                repairs += 1
+                guard repairs <= options.maxRepairs else {
+                    throw UpdateError(.verifyFailed, "the \(region.rawValue) region's CRC does not match after \(options.maxRepairs) repairs")
+                }
+                logger.warning("CRC mismatch after the transfer; repairing from the first bad sector")
+            } catch let error as HeadsetError where error.category == .connection {
+                logger.info("link lost during the update (\(error.message)); reconnecting to resume")
+                await link.drop()
+            }
+        }
+
+        if region == .application {
+            reporter.phase(.commit, message: "committing")
+            try await commit(device, sectors: sectors)
+        }
+        reporter.phase(.reboot, message: "starting the new firmware")
+        try await device.startApplication()
+        reporter.phase(.confirm, message: "confirming the version")
+        let newVersion = try await confirm(link)
+        let seconds = (ContinuousClock.now - start).seconds
+        return UpdateResult(
+            image: image.name, region: region, previousVersion: previous?.description, newVersion: newVersion,
+            imageBytes: image.bytes.count, sectors: sectors, skippedSectors: skipped ?? 0, bytesWritten: written,
+            seconds: seconds, transferSeconds: transferSeconds,
+            bytesPerSecond: transferSeconds > 0 ? Double(written) / transferSeconds : 0,
+            maxWindow: stats.maxWindow, resent: stats.resent + (await link.retransmissions), redoneSectors: stats.redoneSectors,
+            reconnects: await link.reconnects)
+    }
+
+    /// Refusals that need no device: signature, hash, size.
+    private func checkImage() throws {
+        if image.bytes.count > image.region.maxSize {
+            throw UpdateError(.tooLarge, "\(image.name) has \(image.bytes.count) bytes; the \(image.region.rawValue) region holds \(image.region.maxSize)")
+        }
+        if image.mcuboot != nil {
+            do {
+                try image.verify(with: options.verificationKey)
+            } catch {
+                throw UpdateError.image(error)
+            }
+        } else if options.verificationKey != nil {
+            throw UpdateError(.unsigned, "\(image.name) is not a signed image, and a verification key is configured")
+        }
+    }
+
+    /// Refusals that need to read the device: model, version.
+    private func checkCompatibility(_ link: DeviceLink, installed: FirmwareVersion?) async throws {
+        let deviceModel = try await link.retrying { try await $0.readIfSupported(ConfigStrings.identity[2]) }
+        if let wanted = image.model, let deviceModel, !deviceModel.isEmpty, wanted != deviceModel {
+            throw UpdateError(.wrongModel, "\(image.name) is for model \(wanted); the device is a \(deviceModel)")
+        }
+        if image.region == .application, let installed, let version = image.version, !options.allowDowngrade {
+            let new = (Int(version.major), Int(version.minor), Int(version.revision))
+            let old = (Int(installed.major), Int(installed.minor), Int(installed.revision))
+            if new < old {
+                throw UpdateError(.downgrade, "\(image.name) is version \(version), older than the installed \(installed); use --allow-downgrade to install it anyway")
+            }
+        }
+    }
+
+    /// The application version installed: from the application itself, or from the bootloader's version file.
+    private func installedVersion(_ device: BootloaderClient, inBootloader: Bool) async throws -> FirmwareVersion? {
+        try await device.link.retrying { headset in
+            if !inBootloader { return try await headset.readIfSupported(AppSettings.firmwareVersion) }
+            return try await device.versionFile(headset, address: FlashRegion.application.versionFileAddress).flatMap(FirmwareVersion.init)
+        }
+    }
+
+    /// The number of leading sectors whose CRC already matches the image, found by bisection with VerifyCRC.
+    private func verifiedPrefix(_ headset: Headset) async throws -> Int {
+        let plan = TransferPlan(region: image.region, image: image.bytes, from: 0)
+        let total = plan.sectorCount
+        if try await verifies(headset, plan: plan, sectors: total) { return total }
+        var good = 0, bad = total
+        while bad - good > 1 {
+            let mid = (good + bad) / 2
+            if try await verifies(headset, plan: plan, sectors: mid) { good = mid } else { bad = mid }
+        }
+        if good > 0 { logger.info("the device already holds \(good) of \(total) sectors; resuming after them") }
+        return good
+    }
+
+    private func verifies(_ headset: Headset, plan: TransferPlan, sectors: Int) async throws -> Bool {
+        let request: Packet
+        do {
+            request = try BootRequests.verifyCRC(plan.region, sectors: UInt32(sectors), crc: plan.crc(ofFirst: sectors), headset.session.style)
+        } catch {
+            throw UpdateError(.badImage, error.message)
+        }
+        let reply = try await headset.session.request(request, timeout: max(sessionOptions.timeout, .seconds(8)))
+        switch reply.status {
+        case .ok: return true
+        case .fail: return false
+        default: throw UpdateError(.deviceRefused, "the device refuses to verify the CRC (\(reply.status))")
+        }
+    }
+
+    private func commit(_ device: BootloaderClient, sectors: Int) async throws {
+        try await device.link.retrying { headset in
+            try await device.ensureAuthenticated(headset)
+            // The device only commits right after a matching verification: verify again on this link.
+            guard try await self.verifies(headset, plan: TransferPlan(region: .application, image: self.image.bytes, from: 0), sectors: sectors) else {
+                throw UpdateError(.verifyFailed, "the application region no longer matches the image")
+            }
+            let reply = try await headset.session.request(try BootRequests.commit(sectors: UInt32(sectors), headset.session.style),
+                                                          timeout: max(self.sessionOptions.timeout, .seconds(8)))
+            guard reply.status == .ok else {
+                throw UpdateError(.commitFailed, "the device refused to commit the image (\(reply.status))"
+                                  + (self.options.verificationKey == nil ? "; it may require a signed image or refuse a downgrade" : ""))
+            }
+        }
+    }
+
+    /// Reads the running version and checks it against the image's.
+    private func confirm(_ link: DeviceLink) async throws -> String? {
+        guard image.region == .application else { return image.version?.description }
+        let running = try await link.retrying { try await $0.readIfSupported(AppSettings.firmwareVersion) }
+        guard let running else { return nil }
+        if let expected = image.version,
+           (Int(expected.major), Int(expected.minor), Int(expected.revision)) != (Int(running.major), Int(running.minor), Int(running.revision)) {
+            throw UpdateError(.versionMismatch, "the device runs \(running) after the update; the image is \(expected)")
+        }
+        return running.description
+    }
+}

@@ -1,0 +1,290 @@
+import Headset
+import LightX
+import Logging
+
+/// What to write: the image padded to whole sectors, and which sectors of it to (re)write.
+struct TransferPlan: Sendable {
+    let region: FlashRegion
+    /// The image padded with 0xFF to a whole number of sectors (what the device's CRC covers).
+    let padded: [UInt8]
+    /// The sectors this transfer erases and writes.
+    let sectors: Range<Int>
+
+    init(region: FlashRegion, image: [UInt8], from firstSector: Int) {
+        self.region = region
+        let count = FlashRegion.sectorCount(forLength: image.count)
+        padded = image + [UInt8](repeating: 0xFF, count: count * FlashRegion.sectorSize - image.count)
+        sectors = min(firstSector, count)..<count
+    }
+
+    var sectorCount: Int { padded.count / FlashRegion.sectorSize }
+
+    /// Offsets of the blocks of `sector` that hold data. All-0xFF blocks are what an erase leaves: not written.
+    func blocks(in sector: Int) -> [Int] {
+        let first = sector * FlashRegion.sectorSize
+        return stride(from: first, to: first + FlashRegion.sectorSize, by: FlashRegion.blockSize).filter { offset in
+            padded[offset..<(offset + FlashRegion.blockSize)].contains { $0 != 0xFF }
+        }
+    }
+
+    /// Bytes this transfer programs.
+    var bytesToWrite: Int { sectors.reduce(0) { $0 + blocks(in: $1).count * FlashRegion.blockSize } }
+
+    /// CRC-32/JAMCRC of the first `sectors` sectors, as the device computes it for VerifyCRC.
+    func crc(ofFirst sectors: Int) -> UInt32 {
+        CRC32JAMCRC.checksum(padded[0..<(sectors * FlashRegion.sectorSize)])
+    }
+}
+
+/// How many requests may be in flight, and how long to wait for each.
+///
+/// Adaptive: additive increase by one request per acknowledgement up to `limit`, halved on every loss or
+/// NotReady. The timeout follows the measured latency (smoothed RTT + 4 × variation, as TCP does), between
+/// `minTimeout` and `maxTimeout`. A fixed window of 1 is the vendor's stop-and-wait.
+struct WindowControl: Sendable {
+    let adaptive: Bool
+    let limit: Int
+    private(set) var size: Int
+    private var srtt: Double?
+    private var rttvar = 0.0
+    let minTimeout: Double
+    let maxTimeout: Double
+
+    init(fixed: Int?, limit: Int, maxTimeout: Duration) {
+        self.limit = max(1, limit)
+        adaptive = fixed == nil
+        size = fixed.map { min(max(1, $0), max(1, limit)) } ?? min(8, max(1, limit))
+        minTimeout = 0.2
+        self.maxTimeout = max(minTimeout, maxTimeout.seconds)
+    }
+
+    mutating func acknowledged(after latency: Double) {
+        if let s = srtt {
+            rttvar = 0.75 * rttvar + 0.25 * abs(s - latency)
+            srtt = 0.875 * s + 0.125 * latency
+        } else {
+            srtt = latency
+            rttvar = latency / 2
+        }
+        if adaptive { size = min(limit, size + 1) }
+    }
+
+    mutating func lost() {
+        if adaptive { size = max(1, size / 2) }
+    }
+
+    var timeout: Duration {
+        guard let srtt else { return .milliseconds(Int64(maxTimeout * 1000)) }
+        let t = min(maxTimeout, max(minTimeout, srtt + 4 * rttvar))
+        return .milliseconds(Int64(t * 1000))
+    }
+}
+
+/// Erases and programs a plan's sectors with several requests in flight.
+///
+/// Requests go on the link strictly in plan order (the device executes them in arrival order, so a sector's
+/// erase always precedes its writes); their replies are awaited concurrently. A write that is lost or answered
+/// NotReady is sent again. A lost, refused or NotReady erase, or a write the device could not program, leaves the
+/// sector in an unknown state: the whole sector (erase and every block) is redone after what is queued. Replies
+/// to operations of a sector that has since been scheduled for a redo are ignored (per-sector generations).
+struct TransferPipeline {
+    let session: LightXSession
+    let plan: TransferPlan
+    let addressedErase: Bool
+    /// Erase everything first, then write (the vendor's order); otherwise erase and write are interleaved
+    /// sector by sector so neither the link nor the device waits for the other.
+    let eraseFirst: Bool
+    let reporter: ProgressReporter
+    let logger: Logger
+    var window: WindowControl
+
+    /// How often one sector may be redone before the update gives up.
+    static let maxRedos = 4
+
+    enum Operation: Sendable, Hashable {
+        case erase(sector: Int, generation: Int)
+        case write(offset: Int, generation: Int)
+    }
+
+    enum Outcome: Sendable {
+        case reply(Packet, latency: Double)
+        case lost
+    }
+
+    struct Completion: Sendable {
+        let operation: Operation
+        let outcome: Outcome
+    }
+
+    struct Statistics: Sendable {
+        var resent = 0
+        var redoneSectors = 0
+        var maxWindow = 0
+    }
+
+    /// Runs the transfer. Throws `HeadsetError` when the link fails (the caller reconnects and resumes) and
+    /// `UpdateError(.deviceRefused)` when the device keeps refusing an operation.
+    mutating func run() async throws -> Statistics {
+        var stats = Statistics()
+        var generation = [Int](repeating: 0, count: plan.sectorCount)
+        var redos = [Int](repeating: 0, count: plan.sectorCount)
+        var erased = Set<Int>()
+        var written = [Int](repeating: 0, count: plan.sectorCount)
+        var queue = OperationQueue()
+        var anyWriteDone = false
+
+        func ops(for sector: Int, _ gen: Int) -> [Operation] {
+            [.erase(sector: sector, generation: gen)] + plan.blocks(in: sector).map { .write(offset: $0, generation: gen) }
+        }
+        if eraseFirst {
+            for s in plan.sectors { queue.append(.erase(sector: s, generation: 0)) }
+            for s in plan.sectors { for o in plan.blocks(in: s) { queue.append(.write(offset: o, generation: 0)) } }
+        } else {
+            for s in plan.sectors { queue.append(contentsOf: ops(for: s, 0)) }
+        }
+        let totalWrite = plan.bytesToWrite
+        let eraseWeight = FlashRegion.sectorSize / 2
+        let totalWork = Double(plan.sectors.count * eraseWeight + totalWrite)
+        reporter.beginTransfer(bytes: totalWrite, sectors: plan.sectors.count, window: window.size)
+
+        func sector(of op: Operation) -> Int {
+            switch op {
+            case let .erase(s, _): return s
+            case let .write(o, _): return o / FlashRegion.sectorSize
+            }
+        }
+        func current(_ op: Operation) -> Bool {
+            switch op {
+            case let .erase(s, g): return generation[s] == g
+            case let .write(o, g): return generation[o / FlashRegion.sectorSize] == g
+            }
+        }
+        func redo(_ s: Int, because why: String) throws {
+            redos[s] += 1
+            guard redos[s] <= Self.maxRedos else {
+                throw UpdateError(.deviceRefused, "sector \(s) of the \(plan.region.rawValue) region keeps failing (\(why))")
+            }
+            logger.debug("redoing sector \(s): \(why)")
+            stats.redoneSectors += 1
+            generation[s] += 1
+            erased.remove(s)
+            written[s] = 0
+            queue.append(contentsOf: ops(for: s, generation[s]))
+        }
+        func report() {
+            let work = Double(erased.count * eraseWeight + written.reduce(0, +))
+            reporter.transfer(phase: anyWriteDone ? .write : .erase, bytesWritten: written.reduce(0, +),
+                              sectorsErased: erased.count, workFraction: totalWork > 0 ? work / totalWork : 1,
+                              window: window.size)
+        }
+
+        let session = self.session
+        try await withThrowingTaskGroup(of: Completion.self) { group in
+            var inFlight = 0
+            while true {
+                while inFlight < window.size, let op = queue.next() {
+                    guard current(op) else { continue }
+                    let ticket = try await session.submit(try packet(for: op), timeout: window.timeout)
+                    inFlight += 1
+                    stats.maxWindow = max(stats.maxWindow, inFlight)
+                    group.addTask {
+                        do {
+                            let reply = try await session.reply(to: ticket)
+                            return Completion(operation: op, outcome: .reply(reply, latency: (ContinuousClock.now - ticket.sentAt).seconds))
+                        } catch let error as HeadsetError where error.code == .timeout {
+                            return Completion(operation: op, outcome: .lost)
+                        }
+                    }
+                }
+                guard inFlight > 0, let done = try await group.next() else { break }
+                inFlight -= 1
+                let op = done.operation
+                let s = sector(of: op)
+                switch done.outcome {
+                case let .reply(reply, latency) where reply.status == .ok:
+                    window.acknowledged(after: latency)
+                    guard current(op) else { break }
+                    switch op {
+                    case .erase: erased.insert(s)
+                    case .write:
+                        written[s] += FlashRegion.blockSize
+                        anyWriteDone = true
+                    }
+                case let .reply(reply, _) where reply.status == .notReady:
+                    window.lost()
+                    stats.resent += 1
+                    guard current(op) else { break }
+                    if case .write = op { queue.prepend(op) } else { try redo(s, because: "erase answered NotReady") }
+                case let .reply(reply, _):
+                    guard current(op) else { break }
+                    if case .erase = op, reply.status == .exceededLimits {
+                        throw UpdateError(.deviceRefused, "the device refuses to erase sector \(s) of the \(plan.region.rawValue) region (\(reply.status))")
+                    }
+                    let what = op.isErase ? "erase" : "write at 0x" + String(op.offset, radix: 16)
+                    try redo(s, because: "\(what) answered \(reply.status)")
+                case .lost:
+                    window.lost()
+                    stats.resent += 1
+                    guard current(op) else { break }
+                    if case .write = op { queue.prepend(op) } else { try redo(s, because: "erase not answered") }
+                }
+                report()
+            }
+        }
+        return stats
+    }
+
+    private func packet(for op: Operation) throws -> Packet {
+        do {
+            switch op {
+            case let .erase(s, _):
+                return try BootRequests.eraseSector(plan.region, index: UInt32(s), addressed: addressedErase, session.style)
+            case let .write(offset, _):
+                return try BootRequests.writeBlock(plan.region, offset: UInt32(offset),
+                                                   data: Array(plan.padded[offset..<(offset + FlashRegion.blockSize)]), session.style)
+            }
+        } catch {
+            throw UpdateError(.badImage, "cannot encode a flash request: \(error.message)")
+        }
+    }
+}
+
+extension TransferPipeline.Operation {
+    var isErase: Bool { if case .erase = self { return true } else { return false } }
+    var offset: Int {
+        switch self {
+        case let .erase(s, _): return s * FlashRegion.sectorSize
+        case let .write(o, _): return o
+        }
+    }
+}
+
+/// A FIFO of operations that also takes urgent ones at the front.
+struct OperationQueue {
+    private var items: [TransferPipeline.Operation] = []
+    private var head = 0
+
+    mutating func append(_ op: TransferPipeline.Operation) { items.append(op) }
+    mutating func append(contentsOf ops: [TransferPipeline.Operation]) { items.append(contentsOf: ops) }
+
+    mutating func prepend(_ op: TransferPipeline.Operation) {
+        if head > 0 {
+            head -= 1
+            items[head] = op
+        } else {
+            items.insert(op, at: 0)
+        }
+    }
+
+    mutating func next() -> TransferPipeline.Operation? {
+        guard head < items.count else { return nil }
+        defer {
+            head += 1
+            if head > 4096, head * 2 > items.count {
+                items.removeFirst(head)
+                head = 0
+            }
+        }
+        return items[head]
+    }
+}

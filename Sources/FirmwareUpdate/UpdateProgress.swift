@@ -1,0 +1,137 @@
+import Foundation
+import Synchronization
+
+/// The steps of an update, in order.
+public enum UpdatePhase: String, Sendable, Hashable, Codable, CaseIterable {
+    case connect, authenticate
+    case enterBootloader = "enter-bootloader"
+    case erase, write, verify, commit, reboot, confirm, done
+
+    /// Where the phase starts and how much of the whole it weighs (erase and write share the transfer span).
+    var span: (start: Double, width: Double) {
+        switch self {
+        case .connect: return (0.00, 0.02)
+        case .authenticate: return (0.02, 0.02)
+        case .enterBootloader: return (0.04, 0.06)
+        case .erase, .write: return (0.10, 0.80)
+        case .verify: return (0.90, 0.04)
+        case .commit: return (0.94, 0.02)
+        case .reboot: return (0.96, 0.03)
+        case .confirm: return (0.99, 0.01)
+        case .done: return (1.00, 0.00)
+        }
+    }
+}
+
+/// One progress event. `fraction` never goes backwards within an update.
+public struct UpdateProgress: Sendable, Hashable, Codable {
+    public var phase: UpdatePhase
+    /// Overall completion, 0...1.
+    public var fraction: Double
+    /// Image bytes the device has acknowledged writing.
+    public var bytesWritten: Int
+    /// Image bytes to write in this update (excluding blocks already on the device).
+    public var bytesTotal: Int
+    public var sectorsErased: Int
+    public var sectorsTotal: Int
+    /// Acknowledged write rate since the transfer began.
+    public var bytesPerSecond: Double?
+    /// Estimated seconds to the end of the transfer.
+    public var etaSeconds: Double?
+    public var elapsedSeconds: Double
+    /// Requests allowed in flight now (pipelined transfers).
+    public var window: Int?
+    /// What is happening, for people.
+    public var message: String?
+}
+
+/// Collects progress, keeps the fraction monotonic, and hands events to the stream and an optional observer.
+final class ProgressReporter: Sendable {
+    private struct State {
+        var current: UpdateProgress
+        var transferStart: ContinuousClock.Instant?
+        var lastEmit: ContinuousClock.Instant?
+    }
+
+    private let state: Mutex<State>
+    private let start = ContinuousClock.now
+    private let continuation: AsyncStream<UpdateProgress>.Continuation
+
+    init(continuation: AsyncStream<UpdateProgress>.Continuation) {
+        self.continuation = continuation
+        state = Mutex(State(current: UpdateProgress(
+            phase: .connect, fraction: 0, bytesWritten: 0, bytesTotal: 0, sectorsErased: 0, sectorsTotal: 0,
+            bytesPerSecond: nil, etaSeconds: nil, elapsedSeconds: 0, window: nil, message: nil)))
+    }
+
+    /// Enters `phase` (at `phaseFraction` of it).
+    func phase(_ phase: UpdatePhase, _ phaseFraction: Double = 0, message: String? = nil) {
+        emit(force: true) { p in
+            p.phase = phase
+            p.message = message
+            p.fraction = Swift.max(p.fraction, phase.span.start + phase.span.width * Swift.min(1, Swift.max(0, phaseFraction)))
+        }
+    }
+
+    /// Sets up the transfer totals.
+    func beginTransfer(bytes: Int, sectors: Int, window: Int) {
+        state.withLock { s in
+            s.transferStart = .now
+            s.current.bytesTotal = bytes
+            s.current.sectorsTotal = sectors
+            s.current.bytesWritten = 0
+            s.current.sectorsErased = 0
+            s.current.window = window
+        }
+    }
+
+    /// Transfer progress: work done as a fraction of the transfer, plus counters. Events are rate-limited.
+    func transfer(phase: UpdatePhase, bytesWritten: Int, sectorsErased: Int, workFraction: Double, window: Int) {
+        emit(force: false) { p in
+            p.phase = phase
+            p.message = nil
+            p.bytesWritten = bytesWritten
+            p.sectorsErased = sectorsErased
+            p.window = window
+            p.fraction = Swift.max(p.fraction, phase.span.start + phase.span.width * Swift.min(1, Swift.max(0, workFraction)))
+        }
+    }
+
+    /// Ends the stream after a final event.
+    func finish(done: Bool) {
+        if done { phase(.done) }
+        continuation.finish()
+    }
+
+    /// The latest event.
+    var current: UpdateProgress { state.withLock { $0.current } }
+
+    private func emit(force: Bool, _ change: (inout UpdateProgress) -> Void) {
+        let event: UpdateProgress? = state.withLock { s in
+            let previousPhase = s.current.phase
+            change(&s.current)
+            let now = ContinuousClock.now
+            s.current.elapsedSeconds = (now - start).seconds
+            if let t0 = s.transferStart {
+                let elapsed = (now - t0).seconds
+                if elapsed > 0.05, s.current.bytesWritten > 0 {
+                    let rate = Double(s.current.bytesWritten) / elapsed
+                    s.current.bytesPerSecond = rate
+                    let span = UpdatePhase.write.span
+                    let done = Swift.max(0.001, (s.current.fraction - span.start) / span.width)
+                    s.current.etaSeconds = done < 1 ? elapsed * (1 - done) / done : 0
+                }
+            }
+            // At most 20 transfer events a second; phase changes always go out.
+            if !force, s.current.phase == previousPhase, let last = s.lastEmit, now - last < .milliseconds(50) { return nil }
+            s.lastEmit = now
+            return s.current
+        }
+        if let event { continuation.yield(event) }
+    }
+}
+
+extension Duration {
+    /// This duration in seconds.
+    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) * 1e-18 }
+}

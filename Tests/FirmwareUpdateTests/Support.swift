@@ -1,0 +1,63 @@
+import Firmware
+import FirmwareUpdate
+import Foundation
+import Headset
+import LightX
+import Simulator
+import Synchronization
+import Transport
+@_exported import TestSupport
+
+/// The repository's firmware-images/ folder.
+let imagesDirectory: String = {
+    var url = URL(fileURLWithPath: #filePath)
+    while url.path != "/" && !FileManager.default.fileExists(atPath: url.appendingPathComponent("firmware-images").path) {
+        url.deleteLastPathComponent()
+    }
+    return url.appendingPathComponent("firmware-images").path
+}()
+
+func sampleImage(_ name: String, region: FlashRegion? = nil) throws -> FirmwareImage {
+    try FirmwareImage.load(path: imagesDirectory + "/" + name, region: region)
+}
+
+/// A fresh simulated headset with instant flash timing (no state file).
+func makeDevice(_ options: SimulatorOptions = SimulatorOptions(timeScale: 0)) async throws -> SimulatedHeadset {
+    try await SimulatedHeadset(statePath: nil, options: options)
+}
+
+/// Fast updater options for tests.
+func testOptions(window: Int? = nil, wait: Duration = .seconds(10)) -> UpdateOptions {
+    UpdateOptions(window: window, requestTimeout: .milliseconds(500), readyWait: wait, reconnectWait: wait)
+}
+
+let fastSession = LightXSession.Options(timeout: .milliseconds(500), retransmissions: 2)
+
+/// Runs an update against `device`, collecting its progress events.
+func update(_ device: SimulatedHeadset, _ image: FirmwareImage, options: UpdateOptions = testOptions(),
+            connect: (@Sendable () async throws -> any Transport)? = nil) async throws -> (UpdateResult, [UpdateProgress]) {
+    let updater = FirmwareUpdater(image: image, options: options, sessionOptions: fastSession,
+                                  connect: connect ?? { await device.connect() })
+    let events = Task { var all: [UpdateProgress] = []; for await e in updater.progress { all.append(e) }; return all }
+    do {
+        let result = try await updater.run()
+        return (result, await events.value)
+    } catch {
+        _ = await events.value
+        throw error
+    }
+}
+
+/// The running application's version, read over a fresh link.
+func runningVersion(_ device: SimulatedHeadset) async throws -> FirmwareVersion {
+    let headset = Headset(session: LightXSession(transport: await device.connect(), options: fastSession))
+    defer { Task { await headset.close() } }
+    return try await headset.firmwareVersion()
+}
+
+/// A counter shared with closures.
+final class Counter: Sendable {
+    private let value = Mutex(0)
+    func next() -> Int { value.withLock { $0 += 1; return $0 } }
+    var count: Int { value.withLock { $0 } }
+}

@@ -1,0 +1,170 @@
+import Firmware
+import FirmwareUpdate
+import Foundation
+import Headset
+import LightX
+import Simulator
+import Testing
+import Transport
+
+@Suite struct UpdateTests {
+    @Test(arguments: ["app-1.5.0.img", "app-2.0.0.img", "app-1.4.3-small.img", "app-1.3.0.img"])
+    func everySampleApplicationImageInstallsInMemory(name: String) async throws {
+        let device = try await makeDevice()
+        let image = try sampleImage(name)
+        var options = testOptions()
+        options.allowDowngrade = true
+        let (result, events) = try await update(device, image, options: options)
+        let expected = try #require(image.version)
+        #expect(result.newVersion == "\(expected.major).\(expected.minor).\(expected.revision)")
+        let running = try await runningVersion(device)
+        #expect(running == FirmwareVersion(expected.major, expected.minor, UInt8(expected.revision)))
+        // The application region holds exactly the image.
+        let flash = await device.flashContents(of: .application)
+        #expect(Array(flash.prefix(image.bytes.count)) == image.bytes)
+        // Progress: phases in order, fraction never going back, ending at 1.
+        let fractions = events.map(\.fraction)
+        #expect(zip(fractions, fractions.dropFirst()).allSatisfy { $0 <= $1 }, "progress went backwards")
+        #expect(events.last?.phase == .done && events.last?.fraction == 1)
+        let order = UpdatePhase.allCases
+        let phases = events.map(\.phase)
+        #expect(zip(phases, phases.dropFirst()).allSatisfy { order.firstIndex(of: $0)! <= order.firstIndex(of: $1)! })
+        await device.shutdown()
+    }
+
+    @Test func newFirmwareChangesWhatTheDeviceReports() async throws {
+        let device = try await makeDevice()
+        _ = try await update(device, try sampleImage("app-2.0.0.img"))
+        let headset = Headset(session: LightXSession(transport: await device.connect(), options: fastSession))
+        let info = try await headset.graphicEQInfo()
+        #expect(info.bandCount == 8)
+        let snapshot = try await headset.snapshot()
+        #expect(snapshot.firmwareVersion == "2.0.0")
+        await headset.close()
+        await device.shutdown()
+    }
+
+    @Test func resourceImageInstalls() async throws {
+        let device = try await makeDevice()
+        let image = try sampleImage("resource-1.0.0.img")
+        let (result, _) = try await update(device, image)
+        #expect(result.region == .resource)
+        let flash = await device.flashContents(of: .resource)
+        #expect(Array(flash.prefix(image.bytes.count)) == image.bytes)
+        #expect(try await runningVersion(device) == FirmwareVersion(1, 4, 2), "the application keeps running")
+        await device.shutdown()
+    }
+
+    @Test func overTCP() async throws {
+        let server = try await SimulatorServer.listenTCP(count: 1, statePath: nil, options: SimulatorOptions(timeScale: 0))
+        guard case let .tcp(host, port) = try DeviceAddress(parsing: server.endpoints[0]) else { Issue.record("no TCP endpoint"); return }
+        let image = try sampleImage("app-1.5.0.img")
+        let updater = FirmwareUpdater(image: image, options: testOptions(), sessionOptions: fastSession) {
+            try await TCPTransport.connect(host: host, port: port)
+        }
+        let result = try await updater.run()
+        #expect(result.newVersion == "1.5.0")
+        #expect(result.maxWindow > 1, "a Tuneup bootloader is pipelined")
+        await server.shutdown()
+    }
+
+    @Test func overAPseudoTerminal() async throws {
+        let server = try await SimulatorServer.listenPTY(count: 1, statePath: nil, options: SimulatorOptions(timeScale: 0))
+        let path = server.endpoints[0]
+        let image = try sampleImage("app-1.4.3-small.img")
+        let updater = FirmwareUpdater(image: image, options: testOptions(), sessionOptions: fastSession) {
+            try await SerialTransport.open(path: path)
+        }
+        let result = try await updater.run()
+        #expect(result.newVersion == "1.4.3")
+        await server.shutdown()
+    }
+
+    @Test func windowOneIsStopAndWait() async throws {
+        let device = try await makeDevice()
+        let (result, events) = try await update(device, try sampleImage("app-1.4.3-small.img"), options: testOptions(window: 1))
+        #expect(result.maxWindow == 1)
+        // The vendor's order: every erase, then every write.
+        let transfer = events.filter { $0.phase == .erase || $0.phase == .write }
+        let firstWrite = transfer.firstIndex { $0.phase == .write } ?? transfer.endIndex
+        #expect(transfer[firstWrite...].allSatisfy { $0.sectorsErased == $0.sectorsTotal })
+        await device.shutdown()
+    }
+
+    @Test func flashingTheSameImageAgainSkipsEverything() async throws {
+        let device = try await makeDevice()
+        let image = try sampleImage("app-1.5.0.img")
+        _ = try await update(device, image)
+        let before = await device.flashStatistics
+        let (again, _) = try await update(device, image)
+        #expect(again.skippedSectors == again.sectors)
+        #expect(again.bytesWritten == 0)
+        let after = await device.flashStatistics
+        #expect(after.erases == before.erases, "nothing erased")
+        await device.shutdown()
+    }
+}
+
+@Suite struct RefusalTests {
+    func expectRefusal(_ code: UpdateError.Code, image: String, options: UpdateOptions = testOptions(),
+                       sourceLocation: SourceLocation = #_sourceLocation) async throws {
+        let device = try await makeDevice()
+        let before = await device.flashContents(0..<(2 << 20))
+        let operations = await device.flashStatistics.operations
+        do {
+            _ = try await update(device, try sampleImage(image), options: options)
+            Issue.record("\(image) was flashed", sourceLocation: sourceLocation)
+        } catch let error as UpdateError {
+            #expect(error.code == code, "\(error.message)", sourceLocation: sourceLocation)
+            #expect(!error.message.isEmpty && !error.message.contains("\n"), sourceLocation: sourceLocation)
+        }
+        #expect(await device.flashStatistics.operations == operations, "no flash operation", sourceLocation: sourceLocation)
+        #expect(await device.flashContents(0..<(2 << 20)) == before, "flash unchanged", sourceLocation: sourceLocation)
+        #expect(await device.runningImage == .application, sourceLocation: sourceLocation)
+        await device.shutdown()
+    }
+
+    @Test func wrongModel() async throws { try await expectRefusal(.wrongModel, image: "broken-other-model.img") }
+
+    @Test func downgrade() async throws { try await expectRefusal(.downgrade, image: "app-1.3.0.img") }
+
+    @Test func badHash() async throws { try await expectRefusal(.badSignature, image: "broken-bad-hash.img") }
+
+    @Test func signatureChecksWithAKey() async throws {
+        var options = testOptions()
+        options.verificationKey = try VerificationKey.load(path: imagesDirectory + "/dev-public.pem")
+        try await expectRefusal(.badSignature, image: "broken-bad-signature.img", options: options)
+        try await expectRefusal(.badSignature, image: "broken-other-key.img", options: options)
+        try await expectRefusal(.unsigned, image: "broken-unsigned.img", options: options)
+    }
+
+    @Test func tooLargeIsRefusedWhenLoading() throws {
+        #expect(throws: ImageError.self) { try sampleImage("broken-too-large.img") }
+    }
+
+    @Test func bootWritesBeforeAuthenticationAreRefusedByTheDevice() async throws {
+        let device = try await makeDevice()
+        let headset = Headset(session: LightXSession(transport: await device.connect(), options: fastSession))
+        // Straight into the bootloader's commands without authenticating: the device refuses.
+        let jump = try await headset.session.request(BootRequests.jumpToBootloader())
+        #expect(jump.status == .fail)
+        #expect(await device.runningImage == .application)
+        await headset.close()
+        await device.shutdown()
+    }
+
+    @Test func secureBootDeviceRefusesAnImageSignedByAnotherKey() async throws {
+        let key = try VerificationKey.load(path: imagesDirectory + "/dev-public.pem")
+        let device = try await makeDevice(SimulatorOptions(timeScale: 0, secureBootKey: key))
+        do {
+            _ = try await update(device, try sampleImage("broken-other-key.img"))
+            Issue.record("the device committed an image signed by another key")
+        } catch let error as UpdateError {
+            #expect(error.code == .commitFailed, "\(error.message)")
+        }
+        // Not bricked: a correctly signed image installs.
+        let (result, _) = try await update(device, try sampleImage("app-1.5.0.img"))
+        #expect(result.newVersion == "1.5.0")
+        await device.shutdown()
+    }
+}
