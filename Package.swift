@@ -9,6 +9,7 @@ let package = Package(
     name: "Tuneup",
     platforms: [.macOS(.v15)],
     products: [
+        .executable(name: "tuneup", targets: ["tuneup"]),
         .library(name: "LightX", targets: ["LightX"]),
         .library(name: "Transport", targets: ["Transport"]),
         .library(name: "Headset", targets: ["Headset"]),
@@ -55,11 +56,19 @@ let package = Package(
             name: "Simulator",
             dependencies: ["LightX", "Transport", "Firmware", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict),
+        .executableTarget(
+            name: "tuneup",
+            dependencies: [
+                "LightX", "Transport", "Headset", "Simulator", "Firmware", "FirmwareUpdate",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict),
         // Benchmarks: `swift run -c release tuneup-bench --help`.
         .executableTarget(
             name: "tuneup-bench",
             dependencies: [
-                "LightX",
+                "LightX", "Transport", "Headset", "Firmware", "FirmwareUpdate", "Simulator",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict),
@@ -74,5 +83,6 @@ let package = Package(
             name: "FirmwareUpdateTests",
             dependencies: ["FirmwareUpdate", "Firmware", "Simulator", "Headset", "Transport", "LightX", "TestSupport"],
             swiftSettings: strict),
+        .testTarget(name: "TuneupTests", dependencies: ["tuneup", "LightX", "Transport"], swiftSettings: strict),
     ]
 )

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Builds tuneup and runs it against the built-in simulated headset ('sim').
-# Safe to run again: the simulated headset keeps its settings in ~/.local/state/tuneup/.
+# The main job on the built-in simulated headset ('sim'): build tuneup, probe the headset, flash a newer signed
+# firmware image with a live progress bar (verified, committed, rebooted, confirmed), and probe it again.
+# Safe to run again: the simulated headset keeps its flash and settings in ~/.local/state/tuneup/, and a second
+# flash of the same image finds every sector already in place.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/install-deps.sh
@@ -9,7 +11,6 @@ swift build -c release --product tuneup
 tuneup=.build/release/tuneup
 set -x
 $tuneup probe
-$tuneup anc on
-$tuneup ambient set --left 5 --right 4
-$tuneup eq preset movie
-$tuneup probe --format json
+$tuneup flash firmware-images/app-1.5.0.img --key firmware-images/dev-public.pem
+$tuneup probe
+$tuneup eq info

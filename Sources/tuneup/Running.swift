@@ -1,4 +1,6 @@
 import ArgumentParser
+import Firmware
+import FirmwareUpdate
 import Foundation
 import Headset
 import LightX
@@ -40,6 +42,15 @@ func failureExit(_ error: Error) -> ExitCode {
     case let e as LightXError:
         printError(e.message)
         return ExitCode(Exit.device)
+    case let e as UpdateError:
+        printError(e.message)
+        switch e.code {
+        case .connectionLost, .notReady: return ExitCode(Exit.connection)
+        default: return ExitCode(Exit.device)
+        }
+    case let e as ImageError:
+        printError(e.message)
+        return ExitCode(e.code == .io ? Exit.localIO : Exit.device)
     case let e as CommandFailure:
         printError(e.message)
         return ExitCode(e.code)

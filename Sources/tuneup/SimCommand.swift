@@ -1,5 +1,6 @@
 import ArgumentParser
 import Dispatch
+import Firmware
 import Foundation
 import Logging
 import Simulator
@@ -21,11 +22,15 @@ struct SimCommand: AsyncParsableCommand {
                   press anc [DEVICE]       press the ANC button (toggles ANC; the device pushes the change)
                   press ambient [DEVICE]   press the ambient button (cycles the awareness preset)
                   battery PERCENT [DEVICE] set the battery level
+                  power-cut [DEVICE]       cut the power (the device comes back up by itself)
+                  reboot [DEVICE]          restart the device
                   quit                     stop
                 Examples:
                   tuneup sim headset --listen tcp:127.0.0.1:0 --state /tmp/headset.json
                   tuneup sim headset --pty --count 2
                   tuneup sim headset --listen tcp:127.0.0.1:4100 --profile flaky:7
+                  tuneup sim headset --faults 'cut@40;link:drop=0.01,seed=3' --time-scale 0.1
+                  tuneup sim headset --secure-boot firmware-images/dev-public.pem
                 """)
 
         @Option(help: ArgumentHelp("Listen on tcp:HOST:PORT (port 0 picks free ports; device k uses PORT+k otherwise).", valueName: "addr"))
@@ -46,6 +51,18 @@ struct SimCommand: AsyncParsableCommand {
         @Option(help: ArgumentHelp("Seconds per 1 % of battery drain; 0 disables it.", valueName: "seconds"))
         var batteryDrain: Double = 60
 
+        @Option(help: ArgumentHelp(
+            "Faults to inject: cut@N (power cut at flash operation N), fail@N, link:LINKSPEC, seed=N; ';'-separated.",
+            discussion: "LINKSPEC keys: bw=700k, latency=15ms, corrupt=P, drop=P, stall=P:DURATION, disconnect=BYTES, seed=N.",
+            valueName: "spec"))
+        var faults: String?
+
+        @Option(help: ArgumentHelp("Boot only application images signed by this Ed25519 public key (PEM); refuse rollback.", valueName: "pub.pem"))
+        var secureBoot: String?
+
+        @Option(help: ArgumentHelp("Multiply flash and boot timing (1 = like real parts: 45 ms per sector erase; 0 = instant).", valueName: "x"))
+        var timeScale: Double = 1
+
         @Flag(name: .shortAndLong, help: "Log every frame to stderr.")
         var verbose = false
 
@@ -55,8 +72,10 @@ struct SimCommand: AsyncParsableCommand {
                 throw ValidationError("--count must be 1...\(SimulatorServer.maxDevices)")
             }
             guard batteryDrain >= 0, batteryDrain.isFinite else { throw ValidationError("--battery-drain must be 0 or more seconds") }
+            guard timeScale >= 0, timeScale <= 1000, timeScale.isFinite else { throw ValidationError("--time-scale must be 0...1000") }
             _ = try listenAddress()
             _ = try behaviour()
+            _ = try faultPlan()
         }
 
         func listenAddress() throws -> (host: String, port: UInt16) {
@@ -75,12 +94,28 @@ struct SimCommand: AsyncParsableCommand {
             }
         }
 
+        func faultPlan() throws -> FaultPlan {
+            guard let faults else { return .none }
+            do {
+                return try FaultPlan(parsing: faults)
+            } catch {
+                throw ValidationError(error.message)
+            }
+        }
+
         func run() async throws {
             LoggingSetup.bootstrap()
             var logger = Logger(label: "tuneup.sim")
             logger.logLevel = verbose ? .trace : .warning
+            let key: VerificationKey?
+            do {
+                key = try secureBoot.map { try VerificationKey.load(path: $0) }
+            } catch {
+                throw failureExit(error)
+            }
             let options = SimulatorOptions(
-                profile: try behaviour(), drainInterval: .milliseconds(Int64(batteryDrain * 1000)), logger: logger)
+                profile: try behaviour(), drainInterval: .milliseconds(Int64(batteryDrain * 1000)), logger: logger,
+                timeScale: timeScale, faults: try faultPlan(), secureBootKey: key)
             let server: SimulatorServer
             do {
                 if pty {

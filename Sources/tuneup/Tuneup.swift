@@ -10,11 +10,13 @@ struct Tuneup: AsyncParsableCommand {
             headset 'sim'). Addresses: sim[:STATEFILE], tcp:HOST:PORT, serial:PATH, usb:VID:PID[:SERIAL], \
             bt:AA:BB:CC:DD:EE:FF[:CHANNEL].
 
-            Exit codes: 0 success, 64 bad arguments, 65 the device refused or answered with an error, \
-            69 the device could not be reached or stopped answering, 1 anything else.
+            Exit codes: 0 success, 64 bad arguments, 65 the device refused or answered with an error (or an \
+            image is invalid), 69 the device could not be reached or stopped answering, 74 a local file could \
+            not be read or written, 1 anything else.
 
             Examples:
               tuneup probe
+              tuneup flash firmware-images/app-1.5.0.img
               tuneup anc on
               tuneup ambient set --left 3 --right 3
               tuneup eq set --preset user -- 2 1 0 0 -1 -1 0 1 2 3
@@ -24,7 +26,8 @@ struct Tuneup: AsyncParsableCommand {
         version: TuneupVersion.string,
         subcommands: [
             ProbeCommand.self, ANCCommand.self, AmbientCommand.self, EQCommand.self, BatteryCommand.self,
-            SettingsCommand.self, MonitorCommand.self, SimCommand.self,
+            SettingsCommand.self, MonitorCommand.self, FlashCommand.self, BootloaderCommand.self, FirmwareCommand.self, ImageCommand.self,
+            SimCommand.self,
         ])
 }
 

@@ -1,0 +1,169 @@
+import ArgumentParser
+import Firmware
+import FirmwareUpdate
+import Foundation
+import Headset
+import LightX
+import Logging
+import Transport
+
+/// A bootloader client for the device options (reconnecting as the device resets).
+func bootloaderClient(_ device: DeviceOptions, wait: Double) throws -> BootloaderClient {
+    LoggingSetup.bootstrap()
+    var logger = Logger(label: "tuneup")
+    logger.logLevel = device.verbose ? .trace : .warning
+    let address = try device.address()
+    var configured = makeConnector()
+    if device.verbose { configured.logger = logger }
+    let connector = configured
+    return BootloaderClient(sessionOptions: device.sessionOptions, wait: .milliseconds(Int64(wait * 1000)), logger: logger) {
+        try await connector.open(address)
+    }
+}
+
+/// Runs `body` with a bootloader client; errors become one stderr line and an exit code.
+func withBootloader<T>(_ device: DeviceOptions, wait: Double, _ body: (BootloaderClient) async throws -> T) async throws -> T {
+    let client = try bootloaderClient(device, wait: wait)
+    do {
+        let value = try await body(client)
+        await client.close()
+        return value
+    } catch {
+        await client.close()
+        throw failureExit(error)
+    }
+}
+
+struct BootloaderCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "bootloader",
+        abstract: "Show the bootloader status, enter the bootloader, or leave it for the application.",
+        discussion: """
+            Examples:
+              tuneup bootloader status
+              tuneup bootloader enter      # authenticate, shut the application down, jump, wait until ready
+              tuneup bootloader leave      # start the committed application
+            """,
+        subcommands: [Status.self, Enter.self, Leave.self],
+        defaultSubcommand: Status.self)
+
+    struct WaitOption: ParsableArguments {
+        @Option(help: ArgumentHelp("Seconds to wait for the device to become ready after a jump.", valueName: "seconds"))
+        var wait: Double = 30
+        func validate() throws {
+            guard wait > 0, wait <= 3600 else { throw ValidationError("--wait must be between 0 and 3600 seconds") }
+        }
+    }
+
+    static func text(_ s: BootloaderClient.Status) -> String {
+        let na = "not reported"
+        var rows: [(String, String)] = [
+            ("Mode", s.mode),
+            ("Authenticated", s.authenticated.map { $0 ? "yes" : "no" } ?? na),
+            ("Application", s.applicationVersion ?? (s.mode == "bootloader" ? "none committed" : na)),
+        ]
+        if s.mode == "bootloader" {
+            rows.insert(("Bootloader", s.bootloaderVersion ?? na), at: 1)
+            rows.append(("Resource", s.resourceVersion ?? "none"))
+            rows.append(("Pipelining", s.queueDepth.map { "queue of \($0)" + (s.addressedErase == true ? ", addressed erase" : "") } ?? "no (one request at a time)"))
+        }
+        return Output.table(rows)
+    }
+
+    /// Runs `action` on the bootloader, then prints the device's status.
+    static func report(_ device: DeviceOptions, _ wait: WaitOption, _ output: OutputOptions,
+                       _ action: @escaping (BootloaderClient) async throws -> Void) async throws {
+        let status = try await withBootloader(device, wait: wait.wait) { client in
+            try await action(client)
+            return try await client.status()
+        }
+        try Output.emit(status, json: output.json) { text(status) }
+    }
+
+    struct Status: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Show whether the bootloader or the application runs, and the firmware versions.")
+        @OptionGroup var wait: WaitOption
+        @OptionGroup var device: DeviceOptions
+        @OptionGroup var output: OutputOptions
+        func run() async throws { try await report(device, wait, output) { _ in } }
+    }
+
+    struct Enter: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Authenticate and jump to the bootloader; wait until it is ready.")
+        @OptionGroup var wait: WaitOption
+        @OptionGroup var device: DeviceOptions
+        @OptionGroup var output: OutputOptions
+        func run() async throws { try await report(device, wait, output) { try await $0.enter() } }
+    }
+
+    struct Leave: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Start the committed application; wait until it runs.")
+        @OptionGroup var wait: WaitOption
+        @OptionGroup var device: DeviceOptions
+        @OptionGroup var output: OutputOptions
+        func run() async throws { try await report(device, wait, output) { try await $0.leave() } }
+    }
+}
+
+struct FirmwareCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "firmware",
+        abstract: "Read firmware back from the device.",
+        subcommands: [Read.self])
+
+    struct Read: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Read a flash region back into a file (through the bootloader).",
+            discussion: """
+                By default the length is that of the signed image at the start of the region (its header says so), \
+                else the whole region. The device is taken to its bootloader if needed and back to its application \
+                afterwards (unless --stay). The file is written only once the read is complete. Example:
+                  tuneup firmware read --region app -o app-readback.img
+                """)
+        @Option(help: ArgumentHelp("Region to read: app or resource.", valueName: "region"))
+        var region: FlashRegion = .application
+        @Option(name: .shortAndLong, help: ArgumentHelp("Output file.", valueName: "file"))
+        var output: String
+        @Option(help: ArgumentHelp("Bytes to read (default: the image's size, else the whole region).", valueName: "bytes"))
+        var length: Int?
+        @Flag(help: "Stay in the bootloader afterwards.")
+        var stay = false
+        @OptionGroup var wait: BootloaderCommand.WaitOption
+        @OptionGroup var device: DeviceOptions
+        @OptionGroup var format: OutputOptions
+
+        func validate() throws {
+            if let length, !(1...region.maxSize).contains(length) {
+                throw ValidationError("--length must be 1...\(region.maxSize) for the \(region.rawValue) region")
+            }
+        }
+
+        func run() async throws {
+            let region = self.region
+            let (bytes, wasInApplication) = try await withBootloader(device, wait: wait.wait) { client in
+                let inApplication = try await !client.isInBootloader()
+                try await client.enter()
+                let size: Int
+                if let length {
+                    size = length
+                } else {
+                    size = try await client.imageLength(in: region) ?? region.maxSize
+                }
+                let bytes = try await client.read(region, length: size)
+                if inApplication && !stay { try await client.leave() }
+                return (bytes, inApplication)
+            }
+            do {
+                try Data(bytes).write(to: URL(fileURLWithPath: output), options: .atomic)
+            } catch {
+                throw failureExit(CommandFailure(message: "cannot write \(output): \(error.localizedDescription)", code: Exit.localIO))
+            }
+            struct Report: Encodable { var region: String; var bytes: Int; var file: String; var crc: String; var returnedToApplication: Bool }
+            let report = Report(region: region.rawValue, bytes: bytes.count, file: output,
+                                crc: String(format: "%08x", CRC32JAMCRC.checksum(bytes)), returnedToApplication: wasInApplication && !stay)
+            try Output.emit(report, json: format.json) {
+                "Read \(bytes.count) bytes of the \(region.rawValue) region into \(output) (CRC-32/JAMCRC \(report.crc))"
+            }
+        }
+    }
+}

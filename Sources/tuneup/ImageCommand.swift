@@ -1,0 +1,483 @@
+import ArgumentParser
+import Firmware
+import Foundation
+import LightX
+
+/// `tuneup image ...`: create keys, sign, verify and inspect firmware images, and build simulated application
+/// payloads. A thin layer over the `Firmware` library; every failure is one stderr line and a distinct exit code.
+struct ImageCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "image",
+        abstract: "Create keys, sign, verify and inspect firmware images (MCUboot format, Intel HEX, raw).",
+        discussion: """
+            Signed images use MCUboot's format, so MCUboot's imgtool checks them (imgtool verify -k PUB.pem IMAGE) \
+            and tuneup checks imgtool's. Keys are Ed25519 PEM files as imgtool keygen -t ed25519 writes them.
+
+            Exit codes: 0 success, 64 bad arguments, 65 a bad image, key or manifest (corrupt, wrong key, \
+            too large, ...), 74 a file that cannot be read or written.
+
+            Examples:
+              tuneup image keygen -o my-key.pem --public-out my-pub.pem
+              tuneup image build-sim-app --manifest app.json --size 128KiB -o payload.bin
+              tuneup image sign payload.bin -o app.img --key my-key.pem --version 1.5.0
+              tuneup image verify app.img --key my-pub.pem
+              tuneup image inspect app.img --format json
+            """,
+        subcommands: [Keygen.self, Sign.self, Verify.self, Inspect.self, BuildSimApp.self])
+
+    // MARK: - Shared pieces
+
+    /// A flash region argument (`app` or `resource`).
+
+    /// Runs `body`; an `ImageError` becomes one stderr line and its exit code (74 for I/O, 65 otherwise).
+    static func run(_ body: () throws -> Void) throws {
+        do {
+            try body()
+        } catch let error as ImageError {
+            throw failureExit(CommandFailure(message: error.message, code: exitCode(error)))
+        } catch {
+            throw failureExit(error)
+        }
+    }
+
+    static func exitCode(_ error: ImageError) -> Int32 { error.code == .io ? Exit.localIO : Exit.device }
+
+    /// A warning on stderr (not a failure).
+    static func warn(_ message: String) { printError("warning: \(message)") }
+
+    /// A number: decimal or 0x hex, with an optional K/KiB or M/MiB suffix (binary units).
+    static func parseSize(_ text: String) -> Int? {
+        var t = Substring(text.trimmingCharacters(in: .whitespaces))
+        var unit = 1
+        for (suffix, factor) in [("KiB", 1024), ("MiB", 1024 * 1024), ("K", 1024), ("k", 1024), ("M", 1024 * 1024)] where t.hasSuffix(suffix) {
+            t = t.dropLast(suffix.count)
+            unit = factor
+            break
+        }
+        let value: Int?
+        if t.hasPrefix("0x") || t.hasPrefix("0X") { value = Int(t.dropFirst(2), radix: 16) } else { value = Int(t) }
+        guard let value, value >= 0, value <= Int(UInt32.max) / unit else { return nil }
+        return value * unit
+    }
+
+    /// Writes `bytes` to `path`: Intel HEX (at `hexBase`) when the name ends in .hex, else binary.
+    static func writeImage(_ bytes: [UInt8], to path: String, hexBase: UInt32, mode: UInt32 = 0o644) throws {
+        let data = path.lowercased().hasSuffix(".hex") ? Array(IntelHex.encode(bytes, base: hexBase).utf8) : bytes
+        try FileAccess.write(data, to: path, mode: mode)
+    }
+
+    static func short(_ bytes: [UInt8]) -> String { hex(bytes.prefix(8)) + "…" }
+    static func hex<C: Collection>(_ bytes: C) -> String where C.Element == UInt8 { bytes.map { String(format: "%02x", $0) }.joined() }
+
+    // MARK: - keygen
+
+    struct Keygen: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Generate an Ed25519 signing key (PKCS#8 PEM, readable by imgtool).",
+            discussion: "The private key file is created with mode 0600. Example: tuneup image keygen -o key.pem --public-out pub.pem")
+
+        @Option(name: .shortAndLong, help: ArgumentHelp("Private key file to write.", valueName: "key.pem"))
+        var output: String
+        @Option(help: ArgumentHelp("Also write the public key (SubjectPublicKeyInfo PEM) here.", valueName: "pub.pem"))
+        var publicOut: String?
+        @Flag(help: "Replace existing files.")
+        var force = false
+        @OptionGroup var format: OutputOptions
+
+        struct Report: Encodable {
+            var privateKey: String
+            var publicKey: String?
+            var keyHash: String
+        }
+
+        func run() throws {
+            try ImageCommand.run {
+                for path in [output, publicOut].compactMap({ $0 }) where !force && FileManager.default.fileExists(atPath: path) {
+                    throw CommandFailure(message: "\(path) exists; use --force to replace it", code: Exit.usage)
+                }
+                let key = SigningKey.generate()
+                try FileAccess.write(Array(key.pem.utf8), to: output, mode: 0o600)
+                if let publicOut { try FileAccess.write(Array(key.publicKey.pem.utf8), to: publicOut) }
+                let report = Report(privateKey: output, publicKey: publicOut, keyHash: ImageCommand.hex(key.publicKey.keyHash))
+                try Output.emit(report, json: format.json) {
+                    "wrote \(output) (Ed25519 private key)" + (publicOut.map { " and \($0) (public key)" } ?? "")
+                        + ", key hash \(report.keyHash)"
+                }
+            }
+        }
+    }
+
+    // MARK: - sign
+
+    struct Sign: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Sign a raw or Intel HEX payload into an MCUboot image.",
+            discussion: """
+                The result is what imgtool sign --pad-header --header-size SIZE --version V --custom-tlv 0xa0 MODEL \
+                --custom-tlv 0xa1 REGION writes. When the payload starts with a simulated-application manifest, \
+                --version, --model and --region default to its version, its model and 'app'. An output name ending \
+                in .hex is written as Intel HEX at the region's address (0x40000 app, 0xC0000 resource).
+                Example: tuneup image sign payload.bin -o app-1.5.0.img --key key.pem --version 1.5.0
+                """)
+
+        @Argument(help: ArgumentHelp("The payload: raw binary or Intel HEX.", valueName: "payload"))
+        var payload: String
+        @Option(name: .shortAndLong, help: ArgumentHelp("The image file to write.", valueName: "image"))
+        var output: String
+        @Option(help: ArgumentHelp("Ed25519 private key PEM to sign with.", valueName: "key.pem"))
+        var key: String?
+        @Flag(help: "Write an unsigned image (SHA-256 only) instead of giving --key.")
+        var unsigned = false
+        @Option(help: ArgumentHelp("Image version major.minor.revision[+build] (default: the payload manifest's).", valueName: "version"))
+        var version: String?
+        @Option(help: ArgumentHelp("Hardware model for the 0xA0 TLV (default: the payload manifest's).", valueName: "model"))
+        var model: String?
+        @Option(help: ArgumentHelp("Target region for the 0xA1 TLV: app or resource (default: app when the payload has a manifest).", valueName: "region"))
+        var region: FlashRegion?
+        @Option(help: ArgumentHelp("Header size, at least 32 (0x20); decimal or 0x hex.", valueName: "size"))
+        var headerSize: String = "0x200"
+        @OptionGroup var format: OutputOptions
+
+        func validate() throws {
+            if key == nil && !unsigned { throw ValidationError("give --key KEY.pem, or --unsigned for an image without a signature") }
+            if key != nil && unsigned { throw ValidationError("--key and --unsigned cannot be combined") }
+            guard let size = ImageCommand.parseSize(headerSize), (32...0xFFFF).contains(size) else {
+                throw ValidationError("--header-size must be 32...65535 (e.g. 0x200), got '\(headerSize)'")
+            }
+            if let version, ImageVersion(parsing: version) == nil {
+                throw ValidationError("--version must look like 1.5.0 or 1.5.0+3 (major, minor ≤ 255, revision ≤ 65535), got '\(version)'")
+            }
+            if let model, !(1...64).contains(model.utf8.count) { throw ValidationError("--model must be 1...64 bytes") }
+        }
+
+        func run() throws {
+            try ImageCommand.run {
+                let signingKey = try key.map { try SigningKey.load(path: $0) }
+                var bytes = try FileAccess.read(payload)
+                if !MCUbootImage.hasMagic(bytes) && IntelHex.looksLikeHex(bytes) {
+                    do throws(ImageError) {
+                        bytes = try IntelHex.decode(String(decoding: bytes, as: UTF8.self)).bytes
+                    } catch {
+                        throw error.naming(payload)
+                    }
+                }
+                if MCUbootImage.hasMagic(bytes) {
+                    throw ImageError(.badHeader, "\(payload): is already an MCUboot image; sign its payload instead")
+                }
+                let manifest = AppManifest.find(in: bytes)
+                guard let imageVersion = version.flatMap(ImageVersion.init(parsing:)) ?? manifest?.imageVersion else {
+                    throw CommandFailure(message: "\(payload) has no application manifest to take the version from; give --version", code: Exit.usage)
+                }
+                if let manifest, let mv = manifest.imageVersion, mv != imageVersion {
+                    ImageCommand.warn("--version \(imageVersion) differs from the payload manifest's version \(manifest.version)")
+                }
+                let imageModel = model ?? manifest?.model
+                if let manifest, let model, model != manifest.model {
+                    ImageCommand.warn("--model \(model) differs from the payload manifest's model \(manifest.model)")
+                }
+                let imageRegion = region ?? (manifest != nil ? .application : nil)
+                let image = MCUbootImage.sign(payload: bytes, version: imageVersion, model: imageModel, region: imageRegion,
+                                              key: signingKey, headerSize: ImageCommand.parseSize(headerSize) ?? 0x200)
+                if let imageRegion, image.bytes.count > imageRegion.maxSize {
+                    ImageCommand.warn("the \(image.bytes.count)-byte image does not fit the \(imageRegion.rawValue) region (\(imageRegion.maxSize) bytes); tuneup flash will refuse it")
+                }
+                if imageRegion == nil {
+                    ImageCommand.warn("no region TLV: flashing \(output) will need --region app|resource")
+                }
+                try ImageCommand.writeImage(image.bytes, to: output, hexBase: imageRegion?.versionFileAddress ?? 0)
+                let file = try ImageFile(bytes: image.bytes, name: output)
+                let report = InspectReport(file: file, region: imageRegion, key: signingKey?.publicKey)
+                try Output.emit(report, json: format.json) {
+                    "wrote \(output): MCUboot image \(imageVersion), model \(imageModel ?? "none"), region \(imageRegion?.rawValue ?? "none"), "
+                        + "\(image.payloadSize)-byte payload, \(image.bytes.count) bytes, "
+                        + (signingKey.map { "signed with key \(ImageCommand.short($0.publicKey.keyHash))" } ?? "unsigned")
+                }
+            }
+        }
+    }
+
+    // MARK: - verify
+
+    struct Verify: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Check an image: structure, SHA-256, signature (with --key), and that it fits its region.",
+            discussion: """
+                Without --key only the integrity hash is checked. Exits 65 with one line on stderr when the image \
+                is truncated, corrupted, unsigned (with --key), signed by another key, badly signed, or too large.
+                Example: tuneup image verify app.img --key dev-public.pem
+                """)
+
+        @Argument(help: ArgumentHelp("The image: MCUboot (binary or Intel HEX), or raw.", valueName: "image"))
+        var image: String
+        @Option(help: ArgumentHelp("Public (or private) key PEM the image must be signed with.", valueName: "pub.pem"))
+        var key: String?
+        @Option(help: ArgumentHelp("Region to check the size against (default: the image's region TLV).", valueName: "region"))
+        var region: FlashRegion?
+        @OptionGroup var format: OutputOptions
+
+        struct Report: Encodable {
+            var file: String
+            var ok: Bool
+            var format: ImageFormat
+            var version: ImageVersion?
+            var model: String?
+            var region: String?
+            var signed: Bool
+            var signatureChecked: Bool
+            var keyHash: String?
+        }
+
+        func run() throws {
+            try ImageCommand.run {
+                let verificationKey = try key.map { try VerificationKey.load(path: $0) }
+                let file = try ImageFile.load(path: image)
+                let resolved = region ?? file.mcuboot?.region
+                if let resolved {
+                    // Same region and size rules as tuneup flash.
+                    let firmware = try FirmwareImage(file: file, region: resolved)
+                    try firmware.verify(with: verificationKey)
+                } else if let mcuboot = file.mcuboot {
+                    do throws(ImageError) { try mcuboot.verify(with: verificationKey) } catch { throw error.naming(image) }
+                } else if verificationKey != nil {
+                    throw ImageError(.unsigned, "\(image): is \(file.format == .intelHex ? "an Intel HEX" : "a raw") image without a signature, but a key is required")
+                }
+                let m = file.mcuboot
+                let report = Report(file: image, ok: true, format: file.format, version: m?.version ?? file.manifest?.imageVersion,
+                                    model: m?.model ?? file.manifest?.model, region: resolved?.rawValue,
+                                    signed: m?.isSigned ?? false, signatureChecked: verificationKey != nil && m != nil,
+                                    keyHash: m?.keyHash.map(ImageCommand.hex))
+                try Output.emit(report, json: format.json) {
+                    guard let m else { return "\(image): OK: \(file.format == .intelHex ? "Intel HEX" : "raw") image without a signature (nothing to verify)" }
+                    var parts = ["MCUboot image \(m.version)", "model \(m.model ?? "none")", "region \(resolved?.rawValue ?? "none")", "SHA-256 ok"]
+                    if let verificationKey {
+                        parts.append("signature ok (key \(ImageCommand.short(verificationKey.keyHash)))")
+                    } else {
+                        parts.append(m.isSigned ? "signature not checked (no --key)" : "unsigned")
+                    }
+                    return "\(image): OK: " + parts.joined(separator: ", ")
+                }
+            }
+        }
+    }
+
+    // MARK: - inspect
+
+    struct Inspect: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Show what an image holds: format, region, size, version, model, signature, hash, manifest.",
+            discussion: """
+                A corrupted hash or signature is reported, not an error; only an image whose structure cannot be \
+                read exits 65. With --key the signature is checked against that key.
+                Example: tuneup image inspect app.img --format json
+                """)
+
+        @Argument(help: ArgumentHelp("The image: MCUboot (binary or Intel HEX), or raw.", valueName: "image"))
+        var image: String
+        @Option(help: ArgumentHelp("Check the signature against this public (or private) key PEM.", valueName: "pub.pem"))
+        var key: String?
+        @Option(help: ArgumentHelp("Region to assume for a raw image (default: the image's region TLV).", valueName: "region"))
+        var region: FlashRegion?
+        @OptionGroup var format: OutputOptions
+
+        func run() throws {
+            try ImageCommand.run {
+                let verificationKey = try key.map { try VerificationKey.load(path: $0) }
+                let file = try ImageFile.load(path: image)
+                let report = InspectReport(file: file, region: region ?? file.mcuboot?.region, key: verificationKey)
+                try Output.emit(report, json: format.json) { report.text }
+            }
+        }
+    }
+
+    /// What `inspect` (and `sign --format json`) prints.
+    struct InspectReport: Encodable {
+        struct TLV: Encodable {
+            var type: String
+            var name: String
+            var length: Int
+            var protected: Bool
+            var value: String
+        }
+
+        struct MCUboot: Encodable {
+            var headerSize: Int
+            var payloadSize: Int
+            var protectedTLVSize: Int
+            var loadAddress: String
+            var flags: String
+            var trailingBytes: Int
+            var tlvs: [TLV]
+        }
+
+        var file: String
+        var format: ImageFormat
+        var size: Int
+        var hexBase: String?
+        var region: String?
+        var regionMaxSize: Int?
+        var fitsRegion: Bool?
+        var sectors: Int
+        var flashCRC: String
+        var version: ImageVersion?
+        var model: String?
+        var signed: Bool
+        var hashOK: Bool?
+        var hashError: String?
+        var keyHash: String?
+        var signatureOK: Bool?
+        var signatureError: String?
+        var mcuboot: MCUboot?
+        var manifest: AppManifest?
+
+        init(file: ImageFile, region: FlashRegion?, key: VerificationKey?) {
+            let m = file.mcuboot
+            self.file = file.name
+            format = file.format
+            size = file.bytes.count
+            hexBase = file.hexBase.map { "0x" + String($0, radix: 16) }
+            self.region = region?.rawValue
+            regionMaxSize = region?.maxSize
+            fitsRegion = region.map { file.bytes.count <= $0.maxSize }
+            sectors = FlashRegion.sectorCount(forLength: file.bytes.count)
+            var crc = CRC32JAMCRC()
+            crc.update(file.bytes)
+            let pad = sectors * FlashRegion.sectorSize - file.bytes.count
+            if pad > 0 { crc.update([UInt8](repeating: 0xFF, count: pad)) }
+            flashCRC = String(format: "0x%08x", crc.value)
+            version = m?.version ?? file.manifest?.imageVersion
+            model = m?.model ?? file.manifest?.model
+            signed = m?.isSigned ?? false
+            keyHash = m?.keyHash.map(ImageCommand.hex)
+            manifest = file.manifest
+            if let m {
+                do {
+                    try m.verify(with: nil)
+                    hashOK = true
+                } catch {
+                    hashOK = false
+                    hashError = error.message
+                }
+                if let key {
+                    do {
+                        try m.verify(with: key)
+                        signatureOK = true
+                    } catch {
+                        signatureOK = false
+                        signatureError = error.message
+                    }
+                }
+                mcuboot = MCUboot(
+                    headerSize: m.headerSize, payloadSize: m.payloadSize, protectedTLVSize: m.protectedTLVSize,
+                    loadAddress: "0x" + String(m.loadAddress, radix: 16), flags: "0x" + String(m.flags, radix: 16),
+                    trailingBytes: m.trailingSize,
+                    tlvs: m.tlvs.map { t in
+                        TLV(type: "0x" + String(t.type, radix: 16), name: MCUbootImage.tlvName(t.type), length: t.value.count,
+                            protected: t.isProtected,
+                            value: [MCUbootImage.modelTLV, MCUbootImage.regionTLV].contains(t.type) && t.isProtected
+                                ? String(decoding: t.value, as: UTF8.self) : ImageCommand.hex(t.value.prefix(64)))
+                    })
+            }
+        }
+
+        var text: String {
+            var rows: [(String, String)] = [("File", file)]
+            let formatName: String
+            switch format {
+            case .mcuboot: formatName = "MCUboot image"
+            case .intelHex: formatName = "Intel HEX" + (mcuboot != nil ? " (MCUboot image)" : "") + (hexBase.map { " at \($0)" } ?? "")
+            case .raw: formatName = "raw"
+            }
+            rows.append(("Format", formatName))
+            rows.append(("Size", "\(size) bytes, \(sectors) sectors, flash CRC \(flashCRC)"))
+            if let region, let regionMaxSize {
+                rows.append(("Region", "\(region) (\(regionMaxSize) bytes): " + (fitsRegion == true ? "fits" : "TOO LARGE")))
+            } else {
+                rows.append(("Region", "none (give --region app|resource to flash it)"))
+            }
+            rows.append(("Version", version?.description ?? "unknown"))
+            rows.append(("Model", model ?? "none"))
+            if let mcuboot {
+                rows.append(("Header", "\(mcuboot.headerSize) bytes, load address \(mcuboot.loadAddress), flags \(mcuboot.flags)"))
+                rows.append(("Payload", "\(mcuboot.payloadSize) bytes" + (mcuboot.trailingBytes > 0 ? ", \(mcuboot.trailingBytes) bytes after the TLVs" : "")))
+                rows.append(("TLVs", mcuboot.tlvs.map { "\($0.name)\($0.protected ? "*" : "")" }.joined(separator: " ") + "  (* protected)"))
+                rows.append(("SHA-256", hashOK == true ? "ok" : "BAD: \(hashError ?? "")"))
+                rows.append(("Signed", signed ? "yes, Ed25519" + (keyHash.map { ", key hash \($0)" } ?? "") : "no"))
+                if let signatureOK { rows.append(("Signature", signatureOK ? "ok" : "BAD: \(signatureError ?? "")")) }
+            } else {
+                rows.append(("Signed", "no"))
+            }
+            if let manifest {
+                rows.append(("Manifest", "\(manifest.version) \(manifest.model)" + (manifest.product.map { " \"\($0)\"" } ?? "")))
+                rows.append(("  EQ", "\(manifest.bandFrequencies.count) bands \(manifest.bandFrequencies.map { Output.frequency(Int($0)) }.joined(separator: " ")), \(Output.signed(Int(manifest.minGain)))...\(Output.signed(Int(manifest.maxGain))) dB"))
+                rows.append(("  Presets", manifest.presets.map(\.name).joined(separator: ", ")))
+                rows.append(("  Ambient", "\(manifest.ambientSteps) steps"))
+            } else {
+                rows.append(("Manifest", "none"))
+            }
+            return Output.table(rows)
+        }
+    }
+
+    // MARK: - build-sim-app
+
+    struct BuildSimApp: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "build-sim-app",
+            abstract: "Write a simulated-headset application payload: a manifest, then seeded filler.",
+            discussion: """
+                The manifest is JSON with the fields version, model, product (optional), bandFrequencies, minGain, \
+                maxGain, presets [{name, gains}], ambientSteps; 'factory' stands for the factory application (1.4.2). \
+                The same manifest, size and seed always give the same bytes. Sign the result with 'tuneup image sign'.
+                Example: tuneup image build-sim-app --manifest app-1.5.0.json --size 128KiB --seed 150 -o payload.bin
+                """)
+
+        @Option(help: ArgumentHelp("Manifest JSON file, or 'factory'.", valueName: "manifest.json"))
+        var manifest: String
+        @Option(help: ArgumentHelp("Payload size in bytes (e.g. 131072, 128KiB, 0x20000).", valueName: "bytes"))
+        var size: String
+        @Option(help: ArgumentHelp("Seed for the filler bytes.", valueName: "n"))
+        var seed: UInt64 = 1
+        @Option(name: .shortAndLong, help: ArgumentHelp("Payload file to write (.hex: Intel HEX at 0x40000).", valueName: "payload.bin"))
+        var output: String
+        @OptionGroup var format: OutputOptions
+
+        struct Report: Encodable {
+            var file: String
+            var size: Int
+            var seed: UInt64
+            var manifest: AppManifest
+        }
+
+        func validate() throws {
+            guard let bytes = ImageCommand.parseSize(size), bytes <= 16 * 1024 * 1024 else {
+                throw ValidationError("--size must be a byte count up to 16 MiB (e.g. 131072, 128KiB, 0x20000), got '\(size)'")
+            }
+            _ = bytes
+        }
+
+        func run() throws {
+            try ImageCommand.run {
+                let app: AppManifest
+                if manifest == "factory" {
+                    app = .factory
+                } else {
+                    do throws(ImageError) {
+                        app = try AppManifest(json: try FileAccess.read(manifest, limit: AppManifest.maxJSONLength))
+                    } catch {
+                        throw error.naming(manifest)
+                    }
+                }
+                let bytes = AppManifest.buildPayload(app, size: ImageCommand.parseSize(size) ?? 0, seed: seed)
+                if bytes.count > (ImageCommand.parseSize(size) ?? 0) {
+                    ImageCommand.warn("the manifest alone is \(bytes.count) bytes, more than --size \(size)")
+                }
+                try ImageCommand.writeImage(bytes, to: output, hexBase: FlashRegion.application.versionFileAddress)
+                let report = Report(file: output, size: bytes.count, seed: seed, manifest: app)
+                try Output.emit(report, json: format.json) {
+                    "wrote \(output): \(bytes.count) bytes, manifest \(app.version) \(app.model)"
+                        + " (\(app.bandFrequencies.count) bands, \(app.presets.count) presets: \(app.presets.map(\.name).joined(separator: ", ")))"
+                }
+            }
+        }
+    }
+}
