@@ -9,8 +9,38 @@ struct Bench: AsyncParsableCommand {
         discussion: """
             swift run -c release tuneup-bench codec   # stream decoding vs a plain byte sum, same run
             swift run -c release tuneup-bench probe   # wall time of 'tuneup probe' against a TCP simulator
+            swift run -c release tuneup-bench flash   # 512 KiB over an SPP-like link: pipelined, --window 1, bound
             """,
-        subcommands: [Codec.self, Probe.self])
+        subcommands: [Codec.self, Probe.self, Flash.self])
+
+    struct Flash: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Flash 512 KiB over a 700 kbit/s, 30 ms round-trip link with the default flash timing.",
+            discussion: """
+                Measures the transfer (erase and write) of the pipelined updater and of --window 1, and the bound \
+                max(link time of all transfer frames, device busy time of all erases and programs), in one run. \
+                Goals: pipelined >= 8x faster than --window 1; pipelined <= 1.15x the bound.
+                """)
+        @Option(help: "Link speed in bits per second.") var bitsPerSecond = 700_000
+        @Option(help: "Round-trip time in milliseconds.") var roundTripMs = 30
+        @Flag(help: "Skip the slow --window 1 run.") var skipWindowOne = false
+
+        func run() async throws {
+            let bench = FlashBenchmark(bitsPerSecond: bitsPerSecond, roundTrip: .milliseconds(roundTripMs), skipWindowOne: skipWindowOne)
+            let r = try await bench.run { print($0) }
+            let p = r.pipelined
+            print("image: \(r.image.bytes.count) bytes, \(p.result.sectors) sectors; link \(bitsPerSecond / 1000) kbit/s, RTT \(roundTripMs) ms")
+            print(String(format: "bound: %.2f s  (link %.2f s, device busy %.2f s)", r.bound, r.linkSeconds, r.deviceSeconds))
+            print(String(format: "pipelined:  transfer %.2f s = %.3fx the bound   (whole update %.2f s, window up to %d, %.1f KiB/s)",
+                         p.result.transferSeconds, p.result.transferSeconds / r.bound, p.wall, p.result.maxWindow, p.result.bytesPerSecond / 1024))
+            if let w = r.windowOne {
+                print(String(format: "--window 1: transfer %.2f s   (whole update %.2f s, %.1f KiB/s)",
+                             w.result.transferSeconds, w.wall, w.result.bytesPerSecond / 1024))
+                print(String(format: "speed-up: %.1fx on the transfer, %.1fx on the whole update   (goals: >= 8x, <= 1.15x the bound)",
+                             w.result.transferSeconds / p.result.transferSeconds, w.wall / p.wall))
+            }
+        }
+    }
 
     struct Codec: ParsableCommand {
         static let configuration = CommandConfiguration(
