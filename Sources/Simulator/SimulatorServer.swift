@@ -61,7 +61,7 @@ public struct SimulatorOptions: Sendable {
 public final class SimulatorServer: Sendable {
     /// The devices, in endpoint order.
     public let devices: [SimulatedHeadset]
-    /// One endpoint per device, in device order: `tcp:HOST:PORT` addresses or pty slave paths (`/dev/pts/N`).
+    /// One endpoint per device, in device order, in address syntax: `tcp:HOST:PORT`, `serial:/dev/pts/N`, ...
     public let endpoints: [String]
 
     private let store: StateStore?
@@ -79,6 +79,29 @@ public final class SimulatorServer: Sendable {
     /// The most devices one server runs.
     public static let maxDevices = 64
 
+    /// Serves one device per listener (listener k serves device k; each accepted link is served concurrently),
+    /// all devices keeping their state in `statePath`. `endpoints` are the listeners' addresses, in order. The
+    /// listeners are closed by `shutdown()`, and also when this call fails.
+    ///
+    /// - Throws: `SimulatorError(.invalidArgument)` for no or too many listeners, or the state-file errors of
+    ///   `StateStore.open`.
+    public static func serve(_ listeners: [any TransportListener], statePath: String?,
+                             options: SimulatorOptions = SimulatorOptions()) async throws -> SimulatorServer {
+        do {
+            try checkCount(listeners.count)
+            let (store, devices) = try await makeDevices(count: listeners.count, statePath: statePath, options: options)
+            let server = SimulatorServer(devices: devices, endpoints: listeners.map(\.endpoint), store: store,
+                                         closers: listeners.map { listener in { listener.close() } })
+            for (listener, device) in zip(listeners, devices) {
+                server.startLoop { await accept(listener, device, logger: options.logger) }
+            }
+            return server
+        } catch {
+            listeners.forEach { $0.close() }
+            throw error
+        }
+    }
+
     /// Serves `count` devices on TCP. With `port` 0 every device gets its own ephemeral port; otherwise device k
     /// listens on `port + k`. `endpoints` holds the bound addresses (`tcp:127.0.0.1:43215`), to be printed first.
     ///
@@ -91,27 +114,19 @@ public final class SimulatorServer: Sendable {
         if port != 0, Int(port) + count - 1 > Int(UInt16.max) {
             throw SimulatorError(.invalidArgument, "ports \(port)...\(Int(port) + count - 1) do not fit below 65536")
         }
-        let (store, devices) = try await makeDevices(count: count, statePath: statePath, options: options)
-        var listeners: [TCPListener] = []
+        var listeners: [any TransportListener] = []
         do {
             for k in 0..<count {
                 listeners.append(try await TCPListener.bind(host: host, port: port == 0 ? 0 : port + UInt16(k), logger: options.logger))
             }
         } catch {
             listeners.forEach { $0.close() }
-            for d in devices { await d.shutdown() }
-            await store?.close()
             throw error
         }
-        let server = SimulatorServer(devices: devices, endpoints: listeners.map { $0.boundAddress.description }, store: store,
-                                     closers: listeners.map { listener in { listener.close() } })
-        for (listener, device) in zip(listeners, devices) {
-            server.startLoop { await acceptTCP(listener, device, logger: options.logger) }
-        }
-        return server
+        return try await serve(listeners, statePath: statePath, options: options)
     }
 
-    /// Serves `count` devices on pseudo-terminals; `endpoints` holds the slave paths for clients to open.
+    /// Serves `count` devices on pseudo-terminals; `endpoints` holds `serial:SLAVEPATH` addresses for clients.
     ///
     /// A pty cannot tell clients apart: if a new client opens the slave before the device has noticed the previous
     /// one leave, the new client's first bytes may be read by the old session and its reply lost. Clients that
@@ -121,22 +136,14 @@ public final class SimulatorServer: Sendable {
     ///   `TransportError` when no pty can be allocated.
     public static func listenPTY(count: Int = 1, statePath: String?, options: SimulatorOptions = SimulatorOptions()) async throws -> SimulatorServer {
         try checkCount(count)
-        let (store, devices) = try await makeDevices(count: count, statePath: statePath, options: options)
-        var ptys: [PseudoTerminal] = []
+        var listeners: [any TransportListener] = []
         do {
-            for _ in 0..<count { ptys.append(try PseudoTerminal.open(logger: options.logger)) }
+            for _ in 0..<count { listeners.append(try PseudoTerminal.open(logger: options.logger)) }
         } catch {
-            ptys.forEach { $0.close() }
-            for d in devices { await d.shutdown() }
-            await store?.close()
+            listeners.forEach { $0.close() }
             throw error
         }
-        let server = SimulatorServer(devices: devices, endpoints: ptys.map(\.slavePath), store: store,
-                                     closers: ptys.map { pty in { pty.close() } })
-        for (pty, device) in zip(ptys, devices) {
-            server.startLoop { await acceptPTY(pty, device, logger: options.logger) }
-        }
-        return server
+        return try await serve(listeners, statePath: statePath, options: options)
     }
 
     /// Runs one simulated headset in this process (the `sim` device address): loads it from `statePath` (nil: a
@@ -226,8 +233,8 @@ public final class SimulatorServer: Sendable {
         return (store, devices)
     }
 
-    /// Accepts TCP hosts until the listener closes; each is served concurrently.
-    private static func acceptTCP(_ listener: TCPListener, _ device: SimulatedHeadset, logger: Logger?) async {
+    /// Accepts links until the listener closes; each is served concurrently.
+    private static func accept(_ listener: any TransportListener, _ device: SimulatedHeadset, logger: Logger?) async {
         await withDiscardingTaskGroup { group in
             while true {
                 do {
@@ -240,21 +247,6 @@ public final class SimulatorServer: Sendable {
                 } catch {
                     return  // closed or cancelled
                 }
-            }
-        }
-    }
-
-    /// Serves pty client sessions one after the other until the pty closes.
-    private static func acceptPTY(_ pty: PseudoTerminal, _ device: SimulatedHeadset, logger: Logger?) async {
-        while !Task.isCancelled {
-            do {
-                let session = try await pty.accept()
-                await device.serve(session)
-            } catch let error as TransportError where error.code != .closed {
-                logger?.warning("\(error.message)")
-                do { try await Task.sleep(for: .milliseconds(100)) } catch { return }
-            } catch {
-                return
             }
         }
     }

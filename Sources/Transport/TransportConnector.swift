@@ -3,23 +3,33 @@ import Logging
 /// Opens a `Transport` for a `DeviceAddress` — the one place that knows which back end serves which address kind.
 ///
 /// Contract: `tcp:` → `TCPTransport.connect` (with `connectTimeout`); `serial:` → `SerialTransport.open` (115200
-/// baud on real ttys); `sim` → the `simulator` closure, which receives the state path (or `.unsupported` when there is
-/// none); `usb:` and `bt:` → `.unsupported` until those back ends exist. When `linkConditions` is set, the opened
-/// transport is wrapped in a `ConditionedTransport`. Errors are `TransportError`s with one-line messages.
+/// baud on real ttys); `sim` → the `simulator` closure, which receives the state path; `usb:` → the `usb` closure;
+/// `bt:` → the `bluetooth` closure. The USB and Bluetooth back ends live in their own targets (they link C
+/// libraries), so the caller plugs them in; an address whose opener is missing fails with `.unsupported`. When
+/// `linkConditions` is set, the opened transport is wrapped in a `ConditionedTransport`. Errors are
+/// `TransportError`s with one-line messages.
 public struct TransportConnector: Sendable {
     /// Limit for resolving and connecting TCP addresses.
     public var connectTimeout: Duration
     /// Starts the built-in simulator for `sim[:STATEFILE]` addresses and returns a transport connected to it.
     public var simulator: (@Sendable (String?) async throws -> any Transport)?
+    /// Opens `usb:` addresses (both forms).
+    public var usb: (@Sendable (DeviceAddress) async throws -> any Transport)?
+    /// Opens `bt:` addresses.
+    public var bluetooth: (@Sendable (DeviceAddress) async throws -> any Transport)?
     /// Passed to the back ends; chunks are traced in hex at `.trace`.
     public var logger: Logger?
     /// When set, every opened transport is wrapped in a `ConditionedTransport` with these conditions.
     public var linkConditions: LinkConditions?
 
-    /// Creates a connector. `simulator` serves `sim` addresses; without it they fail with `.unsupported`.
-    public init(connectTimeout: Duration = .seconds(5), simulator: (@Sendable (String?) async throws -> any Transport)? = nil) {
+    /// Creates a connector. Addresses whose opener is nil fail with `.unsupported`.
+    public init(connectTimeout: Duration = .seconds(5), simulator: (@Sendable (String?) async throws -> any Transport)? = nil,
+                usb: (@Sendable (DeviceAddress) async throws -> any Transport)? = nil,
+                bluetooth: (@Sendable (DeviceAddress) async throws -> any Transport)? = nil) {
         self.connectTimeout = connectTimeout
         self.simulator = simulator
+        self.usb = usb
+        self.bluetooth = bluetooth
     }
 
     /// Opens `address`. Throws `TransportError` (see the type's contract) or `CancellationError`.
@@ -41,9 +51,11 @@ public struct TransportConnector: Sendable {
             }
             return try await simulator(statePath)
         case .usb, .usbPort:
-            throw TransportError(.unsupported, "USB transport is not available in this build yet (\(address))")
+            guard let usb else { throw TransportError(.unsupported, "USB is not available here (\(address))") }
+            return try await usb(address)
         case .bluetooth:
-            throw TransportError(.unsupported, "Bluetooth transport is not available in this build yet (\(address))")
+            guard let bluetooth else { throw TransportError(.unsupported, "Bluetooth is not available here (\(address))") }
+            return try await bluetooth(address)
         }
     }
 }

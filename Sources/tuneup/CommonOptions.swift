@@ -20,9 +20,20 @@ struct DeviceOptions: ParsableArguments {
     @Flag(name: .shortAndLong, help: "Log every frame sent and received to stderr.")
     var verbose = false
 
+    @Option(help: ArgumentHelp(
+        "USB only: poll the device's reply report at this fixed interval (e.g. 50ms, as the vendor tools do).",
+        discussion: "Default: poll at once after a request, then back off.", valueName: "interval"))
+    var pollInterval: String?
+
+    /// `--poll-interval` as a duration (nil: adaptive polling).
+    var pollIntervalDuration: Duration? { pollInterval.flatMap(parseDuration) }
+
     func validate() throws {
         guard timeout > 0, timeout <= 3600 else { throw ValidationError("--timeout must be between 0 and 3600 seconds") }
         guard (0...20).contains(retries) else { throw ValidationError("--retries must be 0...20") }
+        if let pollInterval, parseDuration(pollInterval).map({ $0 > .zero && $0 <= .seconds(10) }) != true {
+            throw ValidationError("--poll-interval takes a duration like 50ms or 0.05s (up to 10 s), got '\(pollInterval)'")
+        }
         _ = try address()
     }
 
@@ -51,4 +62,15 @@ struct OutputOptions: ParsableArguments {
     var format: Format = .text
 
     var json: Bool { format == .json }
+}
+
+/// Parses "50ms", "0.5s", "2s", "250us" (a bare number is milliseconds).
+func parseDuration(_ text: String) -> Duration? {
+    let units: [(String, Double)] = [("us", 1e-6), ("ms", 1e-3), ("s", 1)]
+    for (suffix, scale) in units where text.hasSuffix(suffix) {
+        guard let value = Double(text.dropLast(suffix.count)), value.isFinite, value >= 0 else { return nil }
+        return .nanoseconds(Int64(value * scale * 1e9))
+    }
+    guard let value = Double(text), value.isFinite, value >= 0 else { return nil }
+    return .nanoseconds(Int64(value * 1e6))
 }

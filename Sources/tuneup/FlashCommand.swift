@@ -78,7 +78,7 @@ struct FlashCommand: AsyncParsableCommand {
             throw failureExit(CommandFailure(message: "cannot read \(key ?? imagePath): \(error.localizedDescription)", code: Exit.localIO))
         }
         let address = try device.address()
-        var configured = makeConnector()
+        var configured = makeConnector(device)
         if device.verbose { configured.logger = logger }
         let connector = configured
         let options = UpdateOptions(

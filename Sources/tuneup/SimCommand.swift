@@ -128,7 +128,7 @@ struct SimCommand: AsyncParsableCommand {
                 throw failureExit(simulatorError(error))
             }
             for endpoint in server.endpoints {
-                Output.line(endpoint.hasPrefix("/") ? "serial:\(endpoint)" : endpoint)
+                Output.line(endpoint)
             }
             printError("simulating \(count) headset\(count == 1 ? "" : "s") (\(options.profile)); stdin: \(SimulatorControl.usage); Ctrl-C to stop")
 

@@ -70,7 +70,7 @@ import Transport
 
     @Test func overAPseudoTerminal() async throws {
         let server = try await SimulatorServer.listenPTY(count: 1, statePath: nil, options: SimulatorOptions(timeScale: 0))
-        let path = server.endpoints[0]
+        let path = String(server.endpoints[0].dropFirst("serial:".count))
         let image = try sampleImage("app-1.4.3-small.img")
         let updater = FirmwareUpdater(image: image, options: testOptions(), sessionOptions: fastSession) {
             try await SerialTransport.open(path: path)

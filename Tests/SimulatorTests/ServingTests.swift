@@ -86,8 +86,8 @@ import Transport
     @Test func servesPseudoTerminalClientsOneAfterAnother() async throws {
         try await withTimeLimit {
             let server = try await SimulatorServer.listenPTY(count: 1, statePath: nil)
-            let path = server.endpoints[0]
-            #expect(path.hasPrefix("/dev/"))
+            #expect(server.endpoints[0].hasPrefix("serial:/dev/"))
+            let path = String(server.endpoints[0].dropFirst("serial:".count))
             for round in 0..<2 {
                 // The client path of `serial:PATH`, as the CLI opens it.
                 var host = TestHost(try await SerialTransport.open(path: path))

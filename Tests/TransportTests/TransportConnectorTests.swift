@@ -63,15 +63,31 @@ import Testing
     }
 
     @Test(arguments: [
-        ("usb:1d6b:0104", "USB transport is not available in this build yet (usb:1d6b:0104)"),
-        ("usb:1-2.3", "USB transport is not available in this build yet (usb:1-2.3)"),
-        ("bt:00:1A:7D:DA:71:13", "Bluetooth transport is not available in this build yet (bt:00:1A:7D:DA:71:13)"),
-        ("bt:00:1A:7D:DA:71:13:3", "Bluetooth transport is not available in this build yet (bt:00:1A:7D:DA:71:13:3)"),
+        ("usb:1d6b:0104", "USB is not available here (usb:1d6b:0104)"),
+        ("usb:1-2.3", "USB is not available here (usb:1-2.3)"),
+        ("bt:00:1A:7D:DA:71:13", "Bluetooth is not available here (bt:00:1A:7D:DA:71:13)"),
+        ("bt:00:1A:7D:DA:71:13:3", "Bluetooth is not available here (bt:00:1A:7D:DA:71:13:3)"),
     ])
-    func usbAndBluetoothAreNotYetSupported(text: String, message: String) async throws {
+    func usbAndBluetoothNeedTheirOpeners(text: String, message: String) async throws {
         let address = try DeviceAddress(parsing: text)
         let error = await expectTransportError(.unsupported) { _ = try await TransportConnector().open(address) }
         #expect(error?.message == message)
+    }
+
+    @Test func usbAndBluetoothOpenersReceiveTheirAddresses() async throws {
+        let (near, _) = InMemoryTransport.pair()
+        let connector = TransportConnector(
+            usb: { address in
+                guard case .usb(0x1209, 0x0001, "S1") = address else { throw TransportError(.notFound, "wrong address") }
+                return near
+            },
+            bluetooth: { address in
+                guard case .bluetooth(_, 3) = address else { throw TransportError(.notFound, "wrong address") }
+                return near
+            })
+        #expect(try await connector.open(DeviceAddress(parsing: "usb:1209:0001:S1")) === near)
+        #expect(try await connector.open(DeviceAddress(parsing: "bt:00:AA:01:00:00:00:3")) === near)
+        await expectTransportError(.notFound) { _ = try await connector.open(DeviceAddress(parsing: "usb:1209:0002")) }
     }
 
     @Test func wrapsInLinkConditionsWhenAsked() async throws {

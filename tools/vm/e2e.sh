@@ -28,6 +28,11 @@ while (($#)); do
   esac
 done
 
+# One VM at a time on this machine: runs queue on a lock (QEMU under TCG wants a whole core).
+mkdir -p "$CACHE"
+exec 9>"$CACHE/.vm.lock"
+flock 9
+
 "$HERE/fetch.sh"
 
 if [[ -x $scenario/prepare.sh ]]; then

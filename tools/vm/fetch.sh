@@ -4,8 +4,8 @@
 #  * Host tools (installed with apt-get): qemu-system-x86 (no recommends), kmod, cpio,
 #    plus gcc and the libusb/bluez headers used to build test fixtures.
 #  * Guest payload (downloaded with `apt-get download`, unpacked with `dpkg-deb -x`,
-#    never installed): the Debian kernel (the linux-image-6.1.*-amd64 package that
-#    linux-image-amd64 depends on), busybox-static, bluez-test-tools (btvirt),
+#    never installed): the Debian kernel (by default the package linux-image-6.12-amd64
+#    points to; see TUNEUP_VM_KERNEL below), busybox-static, bluez-test-tools (btvirt),
 #    bluez (hciconfig, sdptool, bluetoothd), dbus-daemon (for bluetoothd) and the
 #    shared libraries those need.
 #
@@ -81,7 +81,9 @@ fi
 # --- guest payload ---------------------------------------------------------
 # The stamp records which kernel was asked for, so changing TUNEUP_VM_KERNEL
 # refetches instead of silently reusing the other kernel.
-want_kernel=${TUNEUP_VM_KERNEL:-linux-image-amd64}
+# Default: bookworm's 6.12. Its 6.1.0-56 oopses in hci_chan_del after a failed Bluetooth connection, which would
+# hang every later Bluetooth step (see /tools/vm/README.md).
+want_kernel=${TUNEUP_VM_KERNEL:-linux-image-6.12-amd64}
 if [[ -e $CACHE/fetched.ok && $(cat "$CACHE/fetched.ok") == "$want_kernel" && -z ${TUNEUP_VM_REFRESH:-} ]]; then
   log "cache is complete: $CACHE ($want_kernel)"
   exit 0
