@@ -55,7 +55,7 @@ actor DeviceLink {
             }
         }
         let why = lastError.map { "\($0)" } ?? "no attempt finished"
-        throw UpdateError(.connectionLost, "the device did not come back within \(format(reconnectWait)): \(why)")
+        throw UpdateError(.connectionLost, "the device did not come back within \(reconnectWait.shortDescription): \(why)")
     }
 
     /// Closes the current link (the next `device()` reopens it).
@@ -110,16 +110,10 @@ actor DeviceLink {
             }
             guard ContinuousClock.now < deadline else {
                 let what = wanted.map { $0 ? "the bootloader" : "the application" } ?? "the device"
-                throw UpdateError(.notReady, "\(what) did not become ready within \(format(wait)) (\(lastNews))")
+                throw UpdateError(.notReady, "\(what) did not become ready within \(wait.shortDescription) (\(lastNews))")
             }
             try await Task.sleep(for: .milliseconds(50))
         }
     }
 }
 
-/// "2 s", "500 ms".
-func format(_ d: Duration) -> String {
-    let ms = d.components.seconds * 1000 + d.components.attoseconds / 1_000_000_000_000_000
-    if ms % 1000 == 0 { return "\(ms / 1000) s" }
-    return ms >= 1000 ? "\(Double(ms) / 1000) s" : "\(ms) ms"
-}

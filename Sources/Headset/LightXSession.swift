@@ -185,7 +185,7 @@ public actor LightXSession {
                     quietUntil[key] = .now + wait
                     throw HeadsetError(
                         .timeout,
-                        "device accepted \(commandName(packet.command)) but did not finish it within \(format(options.pendingTimeout))",
+                        "device accepted \(commandName(packet.command)) but did not finish it within \(options.pendingTimeout.shortDescription)",
                         command: packet.command)
                 }
                 // A corrupted length field may hold back frames already received; look behind it.
@@ -194,10 +194,10 @@ public actor LightXSession {
                     quietUntil[key] = .now + wait
                     throw HeadsetError(
                         .timeout,
-                        "device did not answer \(commandName(packet.command)) within \(format(wait))" + (sends > 1 ? " (\(sends) attempts)" : ""),
+                        "device did not answer \(commandName(packet.command)) within \(wait.shortDescription)" + (sends > 1 ? " (\(sends) attempts)" : ""),
                         command: packet.command)
                 }
-                logger.debug("no reply to \(commandName(packet.command)) in \(format(wait)); sending again")
+                logger.debug("no reply to \(commandName(packet.command)) in \(wait.shortDescription); sending again")
             }
         }
     }
@@ -482,12 +482,6 @@ public actor LightXSession {
     }
 }
 
-/// "2 s", "150 ms".
-func format(_ d: Duration) -> String {
-    let ms = d.components.seconds * 1000 + d.components.attoseconds / 1_000_000_000_000_000
-    if ms % 1000 == 0 { return "\(ms / 1000) s" }
-    return ms >= 1000 ? "\(Double(ms) / 1000) s" : "\(ms) ms"
-}
 
 /// The continuations of a broadcast stream's subscribers. Ids are unique across all registries.
 struct Subscribers<Element: Sendable> {

@@ -21,7 +21,7 @@ public enum TCPTransport {
         let display = DeviceAddress.tcp(host: host, port: port).description
         return try await Timeouts.run(
             limit: timeout,
-            timeoutError: TransportError(.timedOut, "cannot connect to \(display): timed out after \(Timeouts.format(timeout))"),
+            timeoutError: TransportError(.timedOut, "cannot connect to \(display): timed out after \(timeout.shortDescription)"),
             discard: { transport in await transport.close() }
         ) {
             let addresses: [SocketAddress]

@@ -1,10 +1,10 @@
-/// Time limits for async operations. Internal.
-enum Timeouts {
+/// Time limits for async operations.
+public enum Timeouts {
     /// Runs `operation`, throwing `timeoutError` if it has not finished after `timeout`.
     ///
     /// On timeout the operation is cancelled; if it nevertheless produced a value, `discard` receives it (so a
     /// connection that completed at the last moment is closed instead of leaked).
-    static func run<T: Sendable>(
+    public static func run<T: Sendable>(
         limit timeout: Duration,
         timeoutError: @autoclosure () -> TransportError,
         discard: @escaping @Sendable (T) async -> Void,
@@ -28,10 +28,13 @@ enum Timeouts {
         return outcome
     }
 
-    /// Formats a duration for messages: "5 s", "1.5 s", "250 ms".
-    static func format(_ duration: Duration) -> String {
-        let (seconds, attoseconds) = duration.components
-        if seconds >= 1 || duration == .zero {
+}
+
+extension Duration {
+    /// For messages: "5 s", "1.5 s", "250 ms", "40 µs".
+    public var shortDescription: String {
+        let (seconds, attoseconds) = components
+        if seconds >= 1 || self == .zero {
             let tenths = Int64(attoseconds / 100_000_000_000_000_000)
             return tenths == 0 ? "\(seconds) s" : "\(seconds).\(tenths) s"
         }
