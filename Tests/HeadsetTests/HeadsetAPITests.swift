@@ -9,7 +9,8 @@ import Transport
     /// A headset on a fresh in-memory simulator (no state file).
     func withSimulator(_ body: (Headset, InProcessSimulatorLink) async throws -> Void) async throws {
         let link = try await SimulatorServer.inProcessLink(statePath: nil)
-        let headset = Headset(session: LightXSession(transport: link, options: .init(timeout: .seconds(2))))
+        // Every reply here must come: wait long (a loaded machine is slow), so a slow reply is not taken for a lost one.
+        let headset = Headset(session: LightXSession(transport: link, options: .init(timeout: .seconds(10))))
         do {
             try await body(headset, link)
         } catch {

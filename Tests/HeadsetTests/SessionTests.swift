@@ -5,6 +5,9 @@ import Transport
 @testable import Headset
 
 @Suite struct SessionTests {
+    /// For replies that must arrive: a timeout no loaded machine exceeds (a lost reply still times out, just later).
+    let patient = LightXSession.Options(timeout: .seconds(10), retransmissions: 2)
+    /// For tests that need timeouts to happen (silence, retransmission): short, so the test stays quick.
     let fast = LightXSession.Options(timeout: .milliseconds(150), retransmissions: 2)
 
     @Test func repliesAreMatchedByParam0EvenOutOfOrder() async throws {
@@ -15,9 +18,10 @@ import Transport
             let first = await held.take()!
             return [reply(request, .ok, u32(2)), reply(first, .ok, u32(1))]
         }
-        let session = LightXSession(transport: host, options: fast)
+        let session = LightXSession(transport: host, options: patient)
         async let a = session.request(AppSettings.batteryLevel.readRequest())
-        try await Task.sleep(for: .milliseconds(20))
+        // The device must hold `a` before `b` is sent (a fixed sleep would not ensure that on a loaded machine).
+        try await waitUntil("the device received the first request") { device.requests.count == 1 }
         async let b = session.request(AppSettings.ancEnabled.readRequest())
         let (ra, rb) = try await (a, b)
         #expect(ra.command == .appBatteryLevel && Array(ra.buffer) == u32(1))
@@ -30,7 +34,8 @@ import Transport
     @Test func instantRepliesAreNeverLost() async throws {
         // A reply can reach the session before the sending request resumes; it must wait for it, not be dropped.
         let (device, host) = FakeDevice.start { request, index in [reply(request, .ok, u32(UInt32(index)))] }
-        let session = LightXSession(transport: host, options: .init(timeout: .seconds(2), retransmissions: 0))
+        // A lost reply would still end in a timeout; 10 s only keeps a slow, loaded machine from looking like one.
+        let session = LightXSession(transport: host, options: .init(timeout: .seconds(10), retransmissions: 0))
         for i in 0..<500 {
             let r = try await session.request(AppSettings.batteryLevel.readRequest())
             #expect(Array(r.buffer) == u32(UInt32(i)))
@@ -43,15 +48,18 @@ import Transport
 
     @Test func pendingStatusKeepsTheRequestWaitingForTheFinalReply() async throws {
         let (device, host) = FakeDevice.start { request, _ in
-            // Pending, then (after longer than one timeout) the final reply.
-            try? await Task.sleep(for: .milliseconds(10))
             let pending = reply(request, .pending)
             return [pending, pending]
         }
-        let session = LightXSession(transport: host, options: .init(timeout: .milliseconds(200), retransmissions: 2, pendingTimeout: .seconds(2)))
+        // Pending at once, then the final reply only after longer than one timeout (measured from the request reaching
+        // the device, so it is later still for the session). The timeout is long enough for the Pending reply to
+        // arrive in time on a loaded machine; the pending timeout is far beyond when the final reply comes.
+        let timeout = Duration.seconds(2)
+        let session = LightXSession(transport: host, options: .init(timeout: timeout, retransmissions: 2, pendingTimeout: .seconds(60)))
         let request = try BootRequests.commit(sectors: 4)
         Task {
-            try await Task.sleep(for: .milliseconds(350))
+            try await waitUntil("the device received the request") { !device.requests.isEmpty }
+            try await Task.sleep(for: timeout + .milliseconds(500))
             try await device.send(reply(request, .ok))
         }
         let r = try await session.request(request)
@@ -63,7 +71,8 @@ import Transport
 
     @Test func acceptedRequestThatNeverFinishesTimesOutWithoutRetransmission() async throws {
         let (device, host) = FakeDevice.start { request, _ in [reply(request, .pending)] }
-        let session = LightXSession(transport: host, options: .init(timeout: .milliseconds(100), retransmissions: 2, pendingTimeout: .milliseconds(300)))
+        // The Pending reply must beat the first timeout even on a loaded machine (100 ms did not always).
+        let session = LightXSession(transport: host, options: .init(timeout: .seconds(2), retransmissions: 2, pendingTimeout: .milliseconds(2500)))
         await #expect(throws: HeadsetError(.timeout, "")) { try await session.request(try BootRequests.commit(sectors: 1)) }
         #expect(device.requests.count == 1)
         await session.close()
@@ -91,7 +100,9 @@ import Transport
         let (device, host) = FakeDevice.start { request, index in
             index == 0 ? [] : [reply(request, .ok, u32(77))]
         }
-        let session = LightXSession(transport: host, options: fast)
+        // The first attempt must time out, and the reply to the retransmission must then come within one timeout:
+        // 2 s makes the test take 2 s but holds on a loaded machine (150 ms did not).
+        let session = LightXSession(transport: host, options: .init(timeout: .seconds(2), retransmissions: 2))
         let r = try await session.request(AppSettings.batteryLevel.readRequest())
         #expect(Array(r.buffer) == u32(77))
         #expect(device.requests.count == 2)
@@ -101,12 +112,17 @@ import Transport
 
     @Test func lateDuplicateAfterRetransmissionIsNotTakenForTheNextAnswer() async throws {
         // Answers every request, but the first answer only after the host has retransmitted:
-        // the host then receives two answers to its first request (values 1 and 2).
+        // the host then receives two answers to its first request (values 1 and 2). The device holds the first answer
+        // until the retransmission arrives (a fixed delay raced the host's timer on a loaded machine).
+        let held = HeldRequests()
         let (device, host) = FakeDevice.start { request, index in
-            if index == 0 { try? await Task.sleep(for: .milliseconds(200)) }
+            if index == 0 { await held.add(request); return [] }
+            if index == 1, let first = await held.take() { return [reply(first, .ok, u32(1)), reply(request, .ok, u32(2))] }
             return [reply(request, .ok, u32(UInt32(index + 1)))]
         }
-        let session = LightXSession(transport: host, options: fast)
+        // The first attempt must time out; every answer after that must come within one timeout, also on a loaded
+        // machine (else a further retransmission shifts the values).
+        let session = LightXSession(transport: host, options: .init(timeout: .seconds(2), retransmissions: 2))
         let first = try await session.request(AppSettings.batteryLevel.readRequest())
         let second = try await session.request(AppSettings.batteryLevel.readRequest())
         #expect(Array(first.buffer) == u32(1) || Array(first.buffer) == u32(2))
@@ -120,7 +136,7 @@ import Transport
         let (device, host) = FakeDevice.start { request, _ in
             [SPPFraming.encode(try! Packet.push(.appPushANCEnable, payload: u32(1))), reply(request, .ok, u32(0))]
         }
-        let session = LightXSession(transport: host, options: fast)
+        let session = LightXSession(transport: host, options: patient)
         let pushes = await session.pushes()
         let r = try await session.request(AppSettings.ancEnabled.readRequest())
         #expect(Array(r.buffer) == u32(0))
@@ -138,7 +154,7 @@ import Transport
             corrupt[20] ^= 0x40
             return [[0x00, 0xFF, 0x5A, 0x13, 0xFF], corrupt, [0xAA, 0xBB], reply(request, .ok, u32(9))]
         }
-        let session = LightXSession(transport: host, options: fast)
+        let session = LightXSession(transport: host, options: patient)
         let r = try await session.request(AppSettings.batteryLevel.readRequest())
         #expect(Array(r.buffer) == u32(9))
         let stats = await session.statistics
@@ -153,7 +169,7 @@ import Transport
             foreign.header.source = .dsp
             return [SPPFraming.encode(foreign), reply(request, .ok, u32(2))]
         }
-        let session = LightXSession(transport: host, options: fast)
+        let session = LightXSession(transport: host, options: patient)
         let r = try await session.request(AppSettings.batteryLevel.readRequest())
         #expect(Array(r.buffer) == u32(2))
         #expect(await session.statistics.ignoredPackets == 1)
@@ -166,7 +182,7 @@ import Transport
         let session = LightXSession(transport: host, options: .init(timeout: .seconds(10)))
         let events = await session.events()
         let r = Task { try await session.request(AppSettings.batteryLevel.readRequest()) }
-        try await Task.sleep(for: .milliseconds(50))
+        try await waitUntil("the request reached the device") { !device.requests.isEmpty }
         await device.stop()
         await #expect(throws: HeadsetError(.disconnected, "")) { try await r.value }
         var iterator = events.makeAsyncIterator()
@@ -194,7 +210,7 @@ import Transport
         let (device, host) = FakeDevice.start { _, _ in [] }
         let session = LightXSession(transport: host, options: .init(timeout: .seconds(10)))
         let task = Task { try await session.request(AppSettings.batteryLevel.readRequest()) }
-        try await Task.sleep(for: .milliseconds(50))
+        try await waitUntil("the request reached the device") { !device.requests.isEmpty }
         task.cancel()
         await #expect(throws: CancellationError.self) { try await task.value }
         await session.close()
@@ -205,7 +221,7 @@ import Transport
         let (device, host) = FakeDevice.start(framing: .packets) { request, _ in
             [RawPacketCodec.encode(try! Packet.reply(to: request, buffer: u32(42), swapModules: false))]
         }
-        let session = LightXSession(transport: host, options: fast)
+        let session = LightXSession(transport: host, options: patient)
         #expect(session.style == .usb)
         let r = try await session.request(AppSettings.batteryLevel.readRequest(.usb))
         #expect(Array(r.buffer) == u32(42))

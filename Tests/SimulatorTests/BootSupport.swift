@@ -121,8 +121,9 @@ extension TestHost {
         #expect(try await request(response).status == .ok, sourceLocation: sourceLocation)
     }
 
-    /// Polls BootImageType until it is answered (not NotReady); returns whether the bootloader runs.
-    mutating func waitForImageType(timeout: Duration = .seconds(5)) async throws -> Bool {
+    /// Polls BootImageType until it is answered (not NotReady); returns whether the bootloader runs. The timeout is a
+    /// hang guard (readiness delays in tests are at most a few seconds; a loaded machine adds to them).
+    mutating func waitForImageType(timeout: Duration = .seconds(30)) async throws -> Bool {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             let reply = try await request(BootRequests.imageType())

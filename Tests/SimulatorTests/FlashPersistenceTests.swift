@@ -31,7 +31,7 @@ import Transport
     @Test func flashSurvivesARestartWhichIsAPowerCycle() async throws {
         let dir = try TemporaryDirectory()
         let path = dir.path + "/state.json"
-        try await withTimeLimit(20) {
+        try await withTimeLimit {
             let first = try await SimulatedHeadset(statePath: path, options: Self.instant)
             var host = TestHost(await first.connect())
             try await enterBootloader(&host)
@@ -69,7 +69,7 @@ import Transport
     @Test func anInProcessReopenKeepsTheRunningDevice() async throws {
         let dir = try TemporaryDirectory()
         let path = dir.path + "/inproc.json"
-        try await withTimeLimit(20) {
+        try await withTimeLimit {
             let (sectors, crc) = TestImages.sectorsAndCRC(FactoryFirmware.image.bytes)
             let one = try await SimulatorServer.inProcessLink(statePath: path, options: Self.instant)
             var host = TestHost(one)
@@ -97,7 +97,7 @@ import Transport
     @Test func theReadinessDelayKeepsRunningBetweenProcesses() async throws {
         let dir = try TemporaryDirectory()
         let path = dir.path + "/ready.json"
-        try await withTimeLimit(20) {
+        try await withTimeLimit {
             var options = Self.stayedOn
             options.timeScale = 1
             options.timing = DeviceTiming(readyDelay: .seconds(30))
@@ -116,7 +116,7 @@ import Transport
     @Test func aKilledInProcessDeviceDoesNotResumeStaleRAM() async throws {
         let dir = try TemporaryDirectory()
         let path = dir.path + "/killed.json"
-        try await withTimeLimit(20) {
+        try await withTimeLimit {
             let one = try await SimulatorServer.inProcessLink(statePath: path, options: Self.instant)
             var host = TestHost(one)
             try await enterBootloader(&host)
@@ -146,7 +146,7 @@ import Transport
         old.identity.firmwareVersion = "1.3.0"
         try writeFile(path, String(decoding: try StateStore.encode([old]), as: UTF8.self))
         #expect(try readFile(path).contains("\"version\" : 1"))
-        try await withTimeLimit(20) {
+        try await withTimeLimit {
             let device = try await SimulatedHeadset(statePath: path, options: Self.instant)
             #expect(await device.runningImage == .application)
             let state = await device.state
@@ -183,7 +183,7 @@ import Transport
     @Test func devicesOfOneServerKeepSeparateFlash() async throws {
         let dir = try TemporaryDirectory()
         let path = dir.path + "/multi.json"
-        try await withTimeLimit(20) {
+        try await withTimeLimit {
             let store = try await StateStore.open(path: path)
             let a = SimulatedHeadset(sharedStore: store, index: 0, options: Self.instant)
             let b = SimulatedHeadset(sharedStore: store, index: 1, options: Self.instant)

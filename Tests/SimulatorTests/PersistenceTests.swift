@@ -1,5 +1,6 @@
 import Glibc
 import LightX
+import Synchronization
 import Testing
 import Transport
 @testable import Simulator
@@ -99,7 +100,8 @@ import Transport
             #expect(try readFile(path) == "{\"version\": 1, \"devices\": [tru")
             // The failed open released the lock: a fixed file opens at once.
             try writeFile(path, String(decoding: try StateStore.encode([.factory()]), as: UTF8.self))
-            let device = try await SimulatedHeadset(statePath: path, lockTimeout: .milliseconds(100))
+            // (A long lock timeout: the lock must be free, and a slow machine must not make it look taken.)
+            let device = try await SimulatedHeadset(statePath: path, lockTimeout: .seconds(10))
             await device.shutdown()
         }
     }
@@ -140,7 +142,7 @@ import Transport
         try await withTimeLimit {
             let owner = try await SimulatedHeadset(statePath: path)
             await owner.setBatteryLevel(12)
-            let waiter = Task { try await SimulatedHeadset(statePath: path, lockTimeout: .seconds(5)) }
+            let waiter = Task { try await SimulatedHeadset(statePath: path, lockTimeout: .seconds(30)) }
             try await Task.sleep(for: .milliseconds(150))
             await owner.shutdown()
             let second = try await waiter.value
@@ -153,23 +155,27 @@ import Transport
     @Test func savesAreAtomicAndLeaveNoTemporaryFiles() async throws {
         let dir = try TemporaryDirectory()
         let path = dir.path + "/atomic.json"
-        try await withTimeLimit(20) {
+        try await withTimeLimit {
             let device = try await SimulatedHeadset(statePath: path)
             var host = connect(device)
             _ = try await host.request(AppSettings.ancLevel.writeRequest(0))
             // A reader keeps parsing the file while the device saves after every write.
+            let progress = ParseProgress()
             let reader = Task.detached { () -> (parsed: Int, failure: String?) in
                 var parsed = 0
                 while !Task.isCancelled {
                     do {
                         guard try await StateStore.read(path: path) != nil else { continue }
                         parsed += 1
+                        progress.parsed()
                     } catch {
                         return (parsed, "\(error)")
                     }
                 }
                 return (parsed, nil)
             }
+            // The reader is running before the writes start (on a loaded machine it might otherwise only start after).
+            try await waitUntil("the reader parsed the file") { progress.count > 0 }
             for k in 0..<150 {
                 let request = try AppSettings.ancLevel.writeRequest(Float(k) / 150)
                 expectReply(try await host.request(request), to: request)
@@ -196,4 +202,11 @@ import Transport
             unlink(path); unlink(path + ".lock"); unlink(path + ".flash"); rmdir(dir.path + "/a/b"); rmdir(dir.path + "/a")
         }
     }
+}
+
+/// How often a background reader parsed the state file.
+final class ParseProgress: Sendable {
+    private let value = Mutex(0)
+    func parsed() { value.withLock { $0 += 1 } }
+    var count: Int { value.withLock { $0 } }
 }

@@ -135,13 +135,17 @@ import Transport
 
     @Test func batteryTimerDrainsAndPushes() async throws {
         try await withTimeLimit {
-            let device = try await SimulatedHeadset(statePath: nil, drainInterval: .milliseconds(40))
+            let start = ContinuousClock.now
+            let device = try await SimulatedHeadset(statePath: nil, drainInterval: .milliseconds(100))
             var host = serve(device)
-            // Drain follows measured time, so a late timer may drain more than 1 % at once: check the direction.
+            // Drain follows measured time, so a late timer (a loaded machine) may drain more than 1 % at once: check
+            // the direction, and that it drained no faster than the time that passed allows.
             let first = try #require(try await host.nextPush())
+            let elapsed = ContinuousClock.now - start
             #expect(first.command == .appPushBatteryLevel)
             let level1 = try AppSettings.batteryLevel.decode(first.buffer)
-            #expect((90...99).contains(level1))
+            let allowed = UInt32(min(95, elapsed / .milliseconds(100)))
+            #expect(level1 <= 99 && level1 >= 100 - allowed, "level \(level1) after \(elapsed)")
             let second = try #require(try await host.nextPush())
             let level2 = try AppSettings.batteryLevel.decode(second.buffer)
             #expect(level2 < level1)
@@ -175,8 +179,9 @@ import Transport
             var host = TestHost(link)
             expectReply(try await host.request(AppSettings.autoOff.writeRequest(false)), to: try AppSettings.autoOff.writeRequest(false))
             await link.close()
-            // Free again at once: a short lock timeout suffices.
-            let next = try await SimulatorServer.inProcess(statePath: path, options: SimulatorOptions(lockTimeout: .milliseconds(50)))
+            // Free again once closed. (The lock timeout only needs to be short where the lock must stay taken; here a
+            // long one keeps a slow machine from failing the test.)
+            let next = try await SimulatorServer.inProcess(statePath: path, options: SimulatorOptions(lockTimeout: .seconds(10)))
             var again = TestHost(next)
             #expect(try AppSettings.autoOff.decode(try await again.request(AppSettings.autoOff.readRequest()).buffer) == false)
             // While it is open, another owner cannot have the file.
@@ -226,7 +231,12 @@ import Transport
             // Whatever was buffered as a partial frame, a clean request after at most 275 junk-free bytes gets through.
             try await host.transport.send([UInt8](repeating: 0, count: 300))
             while try await host.next(timeout: .milliseconds(100)) != nil {}
-            let reply = try await host.request(AppSettings.batteryLevel.readRequest())
+            // Answers to frames found in the garbage may still be on their way on a slow machine: take the reply
+            // that answers this request.
+            let request = AppSettings.batteryLevel.readRequest()
+            try await host.send(request)
+            var reply = try #require(try await host.nextReply())
+            while reply.header.param0 != request.header.param0 { reply = try #require(try await host.nextReply()) }
             #expect(try AppSettings.batteryLevel.decode(reply.buffer) == 100)
             await device.shutdown()
         }

@@ -39,6 +39,9 @@ func rawRequest(_ opcode: Opcode, _ command: Command, _ argument: [UInt8]? = nil
 
 
 /// A host on a byte-stream link: frames requests, decodes everything that comes back, keeps pushes aside.
+///
+/// The default timeouts are for packets that must come: long, since a loaded machine can take seconds (a lost packet
+/// still fails the test, just later). Checks for silence pass a short timeout of their own.
 struct TestHost {
     let transport: any Transport
     var decoder = SPPStreamDecoder()
@@ -52,7 +55,7 @@ struct TestHost {
     }
 
     /// The next packet (reply or push), or nil when none arrives within `timeout` or the link closed.
-    mutating func next(timeout: Duration = .seconds(3)) async throws -> Packet? {
+    mutating func next(timeout: Duration = .seconds(30)) async throws -> Packet? {
         let deadline = ContinuousClock.now + timeout
         while true {
             if !ready.isEmpty { return ready.removeFirst() }
@@ -64,7 +67,7 @@ struct TestHost {
     }
 
     /// The next non-push packet; pushes met on the way are appended to `pushes`.
-    mutating func nextReply(timeout: Duration = .seconds(3)) async throws -> Packet? {
+    mutating func nextReply(timeout: Duration = .seconds(30)) async throws -> Packet? {
         let deadline = ContinuousClock.now + timeout
         while let p = try await next(timeout: deadline - ContinuousClock.now) {
             if p.isPush { pushes.append(p) } else { return p }
@@ -73,7 +76,7 @@ struct TestHost {
     }
 
     /// The next push; replies met on the way are kept for `next`.
-    mutating func nextPush(timeout: Duration = .seconds(3)) async throws -> Packet? {
+    mutating func nextPush(timeout: Duration = .seconds(30)) async throws -> Packet? {
         if let k = pushes.indices.first {
             return pushes.remove(at: k)
         }
@@ -88,7 +91,7 @@ struct TestHost {
     }
 
     /// Sends `request` and returns its reply.
-    mutating func request(_ request: Packet, timeout: Duration = .seconds(3),
+    mutating func request(_ request: Packet, timeout: Duration = .seconds(30),
                           sourceLocation: SourceLocation = #_sourceLocation) async throws -> Packet {
         try await send(request)
         guard let reply = try await nextReply(timeout: timeout) else {

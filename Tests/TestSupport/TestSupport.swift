@@ -1,3 +1,5 @@
+import Foundation
+
 // Helpers shared by the test targets.
 
 /// A test failure with a message.
@@ -7,9 +9,12 @@ public struct TestFailure: Error, CustomStringConvertible {
 }
 
 /// Fails (instead of hanging the whole run) when `body` takes longer than `seconds`.
+///
+/// This is a hang guard, not a performance bound: the whole suite runs in parallel on two cores, where a step that
+/// takes milliseconds alone can take several seconds, so the default is a generous 60 s.
 @discardableResult
 public func withTimeLimit<T: Sendable>(
-    _ seconds: Double = 10,
+    _ seconds: Double = 60,
     _ body: @escaping @Sendable () async throws -> T
 ) async throws -> T {
     try await withThrowingTaskGroup(of: T?.self) { group in
@@ -23,6 +28,43 @@ public func withTimeLimit<T: Sendable>(
             throw TestFailure("test step did not finish within \(seconds) s")
         }
         return value
+    }
+}
+
+/// Waits until `condition` holds, polling every few milliseconds; throws after `seconds` (a hang guard, so generous).
+/// Use this instead of a fixed sleep to "let the other side reach state X": it is as fast as the machine allows and
+/// does not go wrong when the machine is slow.
+public func waitUntil(
+    _ what: @autoclosure () -> String,
+    within seconds: Double = 30,
+    _ condition: () async throws -> Bool
+) async throws {
+    let deadline = ContinuousClock.now + .seconds(seconds)
+    while try await !condition() {
+        if ContinuousClock.now > deadline { throw TestFailure("\(what()) did not happen within \(seconds) s") }
+        try await Task.sleep(for: .milliseconds(2))
+    }
+}
+
+/// Polls `measure` until it is below `limit` or `seconds` passed; returns the last value, for the caller's check.
+/// For process-wide counts (open descriptors) that tests running in parallel push up for a moment: noise settles,
+/// a leak does not.
+public func settledValue(below limit: Int, within seconds: Double = 10, _ measure: () -> Int) async throws -> Int {
+    let deadline = ContinuousClock.now + .seconds(seconds)
+    var value = measure()
+    while value >= limit, ContinuousClock.now < deadline {
+        try await Task.sleep(for: .milliseconds(20))
+        value = measure()
+    }
+    return value
+}
+
+/// Runs blocking `body` (a subprocess wait, a blocking syscall) on a thread of its own, so that it does not hold one
+/// of the few threads of Swift's cooperative pool (one per core) that every other test in the run needs.
+public func offThePool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+        let thread = Thread { continuation.resume(with: Result { try body() }) }
+        thread.start()
     }
 }
 

@@ -1,4 +1,5 @@
 import Glibc
+import Synchronization
 import Testing
 @testable import Transport
 
@@ -20,7 +21,7 @@ import Testing
             let writeReg = try reactor.register(w)
             try await reactor.wait(.writable, on: writeReg) // an empty pipe is writable at once
             let waiting = Task { try await reactor.wait(.readable, on: readReg) }
-            try await Task.sleep(for: .milliseconds(30))
+            try await waitUntil("the waiter is registered") { reactor.hasWaiter(.readable, on: readReg) }
             var byte: UInt8 = 1
             #expect(write(w, &byte, 1) == 1)
             try await waiting.value
@@ -74,7 +75,7 @@ import Testing
             defer { close(r); close(w) }
             let reg = try reactor.register(r)
             let waiting = Task { try await reactor.wait(.readable, on: reg) }
-            try await Task.sleep(for: .milliseconds(20))
+            try await waitUntil("the waiter is registered") { reactor.hasWaiter(.readable, on: reg) }
             reactor.deregister(reg, failing: TransportError(.closed, "gone"))
             let error = await expectTransportError(.closed) { try await waiting.value }
             #expect(error?.message == "gone")
@@ -95,7 +96,7 @@ import Testing
             let fresh = try #require(reactor.wakeCount(of: reg))
             #expect(fresh == token + 1)
             let waiting = Task { try await reactor.wait(.readable, on: reg, unlessWokenSince: fresh) }
-            try await Task.sleep(for: .milliseconds(20))
+            try await waitUntil("the waiter is registered") { reactor.hasWaiter(.readable, on: reg) }
             reactor.wake(reg)
             try await waiting.value
         }
@@ -125,7 +126,7 @@ import Testing
             let regs = try pipes.map { try reactor.register($0.read) }
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for reg in regs { group.addTask { try await reactor.wait(.readable, on: reg) } }
-                try await Task.sleep(for: .milliseconds(20))
+                try await waitUntil("every waiter is registered") { regs.allSatisfy { reactor.hasWaiter(.readable, on: $0) } }
                 for p in pipes.reversed() {
                     var byte: UInt8 = 7
                     #expect(write(p.write, &byte, 1) == 1)
@@ -142,7 +143,7 @@ import Testing
             defer { close(r); close(w) }
             let reg = try reactor.register(r)
             let waiting = Task { try await reactor.wait(.readable, on: reg) }
-            try await Task.sleep(for: .milliseconds(20))
+            try await waitUntil("the waiter is registered") { reactor.hasWaiter(.readable, on: reg) }
             reactor.shutdown()
             await expectTransportError(.closed) { try await waiting.value }
             await expectTransportError(.closed) { _ = try reactor.register(r) }
@@ -152,30 +153,51 @@ import Testing
 
     @Test func dedicatedThreadRunsBlockingWorkOffThePool() async throws {
         try await withTimeLimit {
-            // Ten blocking 300 ms sleeps at once run in parallel on their own threads; on the cooperative pool
-            // (one thread per core) they would take 1.5 s or more.
-            let start = ContinuousClock.now
-            try await withThrowingTaskGroup(of: Int.self) { group in
-                for i in 0..<10 {
+            // Ten blocking calls at once run in parallel on their own threads: each blocks until all ten are blocked
+            // together, which cannot happen on the cooperative pool (one thread per core). (A wall-clock bound on ten
+            // parallel sleeps failed on a loaded machine; this barrier does not depend on timing.)
+            let blocked = Shared(0)
+            try await withThrowingTaskGroup(of: Bool.self) { group in
+                for _ in 0..<10 {
                     group.addTask {
-                        try await DedicatedThread.run(name: "test-block") { () -> Int in
-                            usleep(300_000)
-                            return i
+                        try await DedicatedThread.run(name: "test-block") { () -> Bool in
+                            blocked.withLock { $0 += 1 }
+                            let deadline = ContinuousClock.now + .seconds(20)
+                            while blocked.withLock({ $0 }) < 10 {
+                                if ContinuousClock.now > deadline { return false }
+                                usleep(1000)
+                            }
+                            return true
                         }
                     }
                 }
-                var seen: Set<Int> = []
-                for try await i in group { seen.insert(i) }
-                #expect(seen == Set(0..<10))
+                var together = 0
+                for try await met in group where met { together += 1 }
+                #expect(together == 10, "only \(blocked.withLock { $0 }) blocking calls ran at the same time")
             }
-            #expect(ContinuousClock.now - start < .milliseconds(1200))
-            // Cancellation returns promptly; the late result is discarded.
-            let slow = Task { try await DedicatedThread.run(name: "test-slow") { () -> Int in usleep(2_000_000); return 1 } }
+            // Cancellation returns while the blocking call still runs; the late result is discarded.
+            let finished = Shared(false)
+            let release = Shared(false)
+            let slow = Task {
+                try await DedicatedThread.run(name: "test-slow") { () -> Int in
+                    let deadline = ContinuousClock.now + .seconds(30)
+                    while !release.withLock({ $0 }), ContinuousClock.now < deadline { usleep(1000) }
+                    finished.withLock { $0 = true }
+                    return 1
+                }
+            }
             try await Task.sleep(for: .milliseconds(20))
-            let cancelledAt = ContinuousClock.now
             slow.cancel()
             await #expect(throws: CancellationError.self) { _ = try await slow.value }
-            #expect(ContinuousClock.now - cancelledAt < .milliseconds(1000))
+            #expect(!finished.withLock { $0 }, "cancellation waited for the blocking call")
+            release.withLock { $0 = true }
         }
     }
+}
+
+/// A value shared between a test and the threads it starts.
+final class Shared<Value: Sendable>: Sendable {
+    private let value: Mutex<Value>
+    init(_ value: Value) { self.value = Mutex(value) }
+    func withLock<R>(_ body: (inout Value) -> R) -> R { value.withLock { body(&$0) } }
 }

@@ -8,6 +8,30 @@ import Testing
         Double(d.components.seconds) + Double(d.components.attoseconds) * 1e-18
     }
 
+    /// Receives exactly `count` bytes; also returns when the first of them arrived.
+    func receiveExactlyNotingFirst(_ count: Int, from transport: any Transport) async throws -> ([UInt8], ContinuousClock.Instant) {
+        var out = try await transport.receive()
+        let first = clock.now
+        while out.count < count { out += try await transport.receive() }
+        #expect(out.count == count)
+        return (out, first)
+    }
+
+    /// Checks a lane's own schedule against the model, whatever the load on the machine. The lane ended at `end`
+    /// after carrying `wire` worth of data and idling `idle` (time when the loop feeding it was late — which is what
+    /// a loaded machine adds, and why wall-clock ceilings are only hang guards here). So it began carrying at
+    /// `end - idle - wire`, and that must lie between `start` (nothing was handed over earlier) and `firstArrival -
+    /// latency` (the first bytes arrived after they were carried). A wrong wire time or latency moves that instant out
+    /// of the window by about the error.
+    func expectSchedule(end: ContinuousClock.Instant, idle: Duration, wire: Duration, latency: Duration = .zero,
+                        start: ContinuousClock.Instant, firstArrival: ContinuousClock.Instant,
+                        sourceLocation: SourceLocation = #_sourceLocation) {
+        let began = end - idle - wire
+        #expect(began >= start, "the schedule began \(start - began) before the data was handed over", sourceLocation: sourceLocation)
+        #expect(began <= firstArrival - latency, "the first bytes arrived \(began - (firstArrival - latency)) too early for the schedule",
+                sourceLocation: sourceLocation)
+    }
+
     /// A conditioned end and the plain far end of an in-memory pair.
     func link(_ spec: String, framing: LinkFraming = .byteStream) throws -> (ConditionedTransport, any Transport) {
         let (near, far) = InMemoryTransport.pair(framing: framing, capacity: 256 * 1024)
@@ -19,13 +43,17 @@ import Testing
             let (conditioned, far) = try link("bw=700k")
             let payload = pattern(70_000)
             let start = clock.now
-            async let received = receiveExactly(payload.count, from: far)
+            async let received = receiveExactlyNotingFirst(payload.count, from: far)
             try await conditioned.send(payload)
             let sendTook = seconds(clock.now - start)
-            #expect(try await received == payload)
+            let (bytes, firstArrival) = try await received
+            #expect(bytes == payload)
             let took = seconds(clock.now - start)
-            // 70 000 bytes · 8 / 700 000 bit/s = 0.8 s.
-            #expect(took >= 0.78 && took < 3.0, "took \(took) s")
+            // 70 000 bytes · 8 / 700 000 bit/s = 0.8 s: never faster; slower only by the time the sender was late,
+            // which the link accounts as idle. (The ceiling is a hang guard: a loaded machine makes everything slow.)
+            #expect(took >= 0.78 && took < 30, "took \(took) s")
+            expectSchedule(end: conditioned.linkFreeAt.outgoing, idle: conditioned.statistics.outgoing.idleTime,
+                           wire: .milliseconds(800), start: start, firstArrival: firstArrival)
             // send() returns once the last piece is queued (4096 bytes before the end of the transfer).
             #expect(sendTook >= 0.7 && sendTook < took, "send took \(sendTook) s")
             #expect(conditioned.statistics.outgoing.bytes == 70_000)
@@ -39,9 +67,13 @@ import Testing
             let payload = pattern(70_000, seed: 2)
             let start = clock.now
             try await far.send(payload)
-            #expect(try await receiveExactly(payload.count, from: conditioned) == payload)
+            let (bytes, firstArrival) = try await receiveExactlyNotingFirst(payload.count, from: conditioned)
+            #expect(bytes == payload)
             let took = seconds(clock.now - start)
-            #expect(took >= 0.78 && took < 3.0, "took \(took) s")
+            // As above: the model is checked on the link's own schedule; the wall-clock ceiling is a hang guard.
+            #expect(took >= 0.78 && took < 30, "took \(took) s")
+            expectSchedule(end: conditioned.linkFreeAt.incoming, idle: conditioned.statistics.incoming.idleTime,
+                           wire: .milliseconds(800), start: start, firstArrival: firstArrival)
             #expect(conditioned.statistics.incoming.bytes == 70_000)
             await conditioned.close()
         }
@@ -49,14 +81,16 @@ import Testing
 
     @Test func manySmallSendsDoNotDrift() async throws {
         try await withTimeLimit {
-            // A 4 000-byte chunk fills the link buffer, then 200 × 100 bytes follow, each send waiting for room:
-            // 24 000 bytes at 160 kbit/s = 1.2 s. Sleep overshoot must not add up.
-            let (conditioned, far) = try link("bw=160k")
+            // A 16 000-byte chunk fills the link buffer, then 80 × 100 bytes follow, each send waiting for room:
+            // 24 000 bytes at 160 kbit/s = 1.2 s. Sleep overshoot must not add up. (The buffer holds 0.8 s of data, so
+            // a sender delayed by a loaded machine still keeps the link busy; with the 4096-byte default a delay of
+            // 0.2 s already counted as starvation.)
+            let (conditioned, far) = try link("bw=160k,buffer=16000")
             let start = clock.now
             async let received = receiveExactly(24_000, from: far)
-            try await conditioned.send([UInt8](repeating: 0xEE, count: 4000))
-            let firstStart = conditioned.linkFreeAt.outgoing - .milliseconds(200)
-            for i in 0..<200 { try await conditioned.send([UInt8](repeating: UInt8(i), count: 100)) }
+            try await conditioned.send([UInt8](repeating: 0xEE, count: 16_000))
+            let firstStart = conditioned.linkFreeAt.outgoing - .milliseconds(800)
+            for i in 0..<80 { try await conditioned.send([UInt8](repeating: UInt8(i), count: 100)) }
             // The link carried data for exactly 1.2 s, whatever the sleeps overshot. (If this process was so busy that
             // the sender fell more than a whole link buffer behind, the link idled; that time is accounted apart.)
             let busy = conditioned.linkFreeAt.outgoing - firstStart
@@ -66,24 +100,27 @@ import Testing
             let bytes = try await received
             #expect(bytes.count == 24_000)
             let took = seconds(clock.now - start)
-            #expect(took >= 1.19 && took < 3.0, "took \(took) s")
+            // Never faster than the model; the ceiling is a hang guard (the model is checked above).
+            #expect(took >= 1.19 && took < 30, "took \(took) s")
             await conditioned.close()
         }
     }
 
     @Test func latencyIsAddedInEachDirection() async throws {
         try await withTimeLimit {
-            let (conditioned, far) = try link("latency=150ms")
+            // A latency of a second, so that the upper bounds (send does not wait for it; it is added once, not
+            // twice) leave room for a loaded machine's delays, which were larger than 150 ms.
+            let (conditioned, far) = try link("latency=1s")
             let start = clock.now
             try await conditioned.send([1])
-            #expect(seconds(clock.now - start) < 0.149, "send must not wait for the latency")
+            #expect(seconds(clock.now - start) < 0.5, "send must not wait for the latency")
             #expect(try await far.receive() == [1])
             let oneWay = seconds(clock.now - start)
             try await far.send([2])
             #expect(try await conditioned.receive() == [2])
             let roundTrip = seconds(clock.now - start)
-            #expect(oneWay >= 0.149 && oneWay < 1.0, "one way \(oneWay) s")
-            #expect(roundTrip >= 0.299 && roundTrip < 1.5, "round trip \(roundTrip) s")
+            #expect(oneWay >= 0.999 && oneWay < 1.9, "one way \(oneWay) s")
+            #expect(roundTrip >= 1.999 && roundTrip < 3.5, "round trip \(roundTrip) s")
             await conditioned.close()
         }
     }
@@ -94,9 +131,12 @@ import Testing
             let (conditioned, far) = try link("bw=700k,latency=100ms")
             let start = clock.now
             try await conditioned.send(pattern(7000))
-            _ = try await receiveExactly(7000, from: far)
+            let (_, firstArrival) = try await receiveExactlyNotingFirst(7000, from: far)
             let took = seconds(clock.now - start)
-            #expect(took >= 0.179 && took < 1.2, "took \(took) s")
+            // The model on the link's schedule (latency included); the wall-clock ceiling is a hang guard.
+            #expect(took >= 0.179 && took < 30, "took \(took) s")
+            expectSchedule(end: conditioned.linkFreeAt.outgoing, idle: conditioned.statistics.outgoing.idleTime,
+                           wire: .milliseconds(80), latency: .milliseconds(100), start: start, firstArrival: firstArrival)
             await conditioned.close()
         }
     }
@@ -108,8 +148,13 @@ import Testing
             let drain = Task { try await receiveExactly(5000, from: far) }
             let start = clock.now
             try await conditioned.send(pattern(5000))
-            let took = seconds(clock.now - start)
-            #expect(took >= 0.38 && took < 2.0, "send took \(took) s")
+            let returned = clock.now
+            let took = seconds(returned - start)
+            // Never sooner than the model; the ceiling is a hang guard. The model on the link's schedule: the last
+            // 1000 bytes were queued once 4000 had gone out, so send() returned at least 0.4 s after the link began.
+            #expect(took >= 0.38 && took < 30, "send took \(took) s")
+            expectSchedule(end: conditioned.linkFreeAt.outgoing, idle: conditioned.statistics.outgoing.idleTime,
+                           wire: .milliseconds(500), start: start, firstArrival: returned - .milliseconds(400))
             #expect(try await drain.value == pattern(5000))
             await conditioned.close()
         }
@@ -207,8 +252,11 @@ import Testing
             let start = clock.now
             try await conditioned.send([1])
             #expect(try await far.receive() == [1])
-            let took = seconds(clock.now - start)
-            #expect(took >= 0.199 && took < 1.2, "took \(took) s")
+            let arrived = clock.now
+            let took = seconds(arrived - start)
+            // The stall on the link's schedule (it ends the carrying 200 ms after it began); the ceiling is a hang guard.
+            #expect(took >= 0.199 && took < 30, "took \(took) s")
+            expectSchedule(end: conditioned.linkFreeAt.outgoing, idle: .zero, wire: .milliseconds(200), start: start, firstArrival: arrived)
             #expect(conditioned.statistics.outgoing.stalls == 1)
             await conditioned.close()
         }
@@ -287,7 +335,8 @@ import Testing
 
     @Test func cancelledReceiveLosesNoBytes() async throws {
         try await withTimeLimit {
-            let (conditioned, far) = try link("latency=500ms")
+            // The receive must still be waiting when it is cancelled: 3 s of latency leaves room for a slow machine.
+            let (conditioned, far) = try link("latency=3s")
             try await far.send([1, 2, 3])
             let pending = Task { try await conditioned.receive() }
             try await Task.sleep(for: .milliseconds(20))

@@ -40,7 +40,7 @@ import Testing
     }
 
     @Test func echoesOneMebibyteBothWaysConcurrently() async throws {
-        try await withTimeLimit(20) {
+        try await withTimeLimit {
             let (listener, client, server) = try await connectedPair()
             defer { listener.close() }
             let up = pattern(1 << 20, seed: 11)
@@ -60,7 +60,7 @@ import Testing
     }
 
     @Test func echoServerReturnsOneMebibyteWhileTheClientIsStillSending() async throws {
-        try await withTimeLimit(20) {
+        try await withTimeLimit {
             let (listener, client, server) = try await connectedPair()
             defer { listener.close() }
             let echo = Task {
@@ -184,7 +184,8 @@ import Testing
         }
         #expect(timedOut.code == .timedOut)
         #expect(timedOut.message == "cannot connect to tcp:127.0.0.1:\(local.port): timed out after 300 ms")
-        #expect(ContinuousClock.now - start < .seconds(8))
+        // Without the timeout, connect waits out the kernel's SYN retries (over a minute); loose for a loaded machine.
+        #expect(ContinuousClock.now - start < .seconds(30))
     }
 
     @Test func peerCloseIsClosedAfterDrainingData() async throws {
@@ -213,7 +214,7 @@ import Testing
             let (listener, client, server) = try await connectedPair()
             defer { listener.close() }
             let pending = Task { try await client.receive() }
-            try await Task.sleep(for: .milliseconds(50))
+            try await eventually { (client as? FileDescriptorTransport)?.hasPendingReceive == true }
             pending.cancel()
             let result = await pending.result
             #expect(throws: CancellationError.self) { try result.get() }
@@ -244,7 +245,7 @@ import Testing
             let (listener, client, server) = try await connectedPair()
             defer { listener.close() }
             let pending = Task { try await client.receive() }
-            try await Task.sleep(for: .milliseconds(50))
+            try await eventually { (client as? FileDescriptorTransport)?.hasPendingReceive == true }
             await client.close()
             let result = await pending.result
             #expect(throws: TransportError(.closed, "")) { try result.get() }
@@ -321,7 +322,7 @@ import Testing
     }
 
     @Test func openingAndClosingManyConnectionsLeaksNoDescriptors() async throws {
-        try await withTimeLimit(20) {
+        try await withTimeLimit {
             let listener = try await TCPListener.bind()
             defer { listener.close() }
             guard case let .tcp(host, port) = listener.boundAddress else { return }
@@ -364,17 +365,14 @@ import Testing
             let spare = try await TCPListener.bind()
             guard case let .tcp(_, deadPort) = spare.boundAddress else { return }
             spare.close()
-            for _ in 0..<20 {
+            for _ in 0..<100 {
                 _ = try? await TCPTransport.connect(host: host, port: deadPort, timeout: .seconds(5))
             }
-            // The process-wide count is stable. Tests in other suites open and close descriptors concurrently,
-            // so allow them a moment to settle; a leak here would be hundreds of descriptors.
-            var after = openDescriptors()
-            for _ in 0..<40 where after > before {
-                try await Task.sleep(for: .milliseconds(50))
-                after = openDescriptors()
-            }
-            #expect(after <= before, "descriptors before: \(before), after: \(after)")
+            // The process-wide count is stable. Tests in other suites open and close descriptors concurrently, so
+            // allow them time to settle and some slack for the ones that stay open longer on a loaded machine; a leak
+            // here would be 100 descriptors (one per refused connect) or hundreds.
+            let after = try await settledValue(below: before + 1, within: 20) { openDescriptors() }
+            #expect(after - before < 50, "descriptors before: \(before), after: \(after)")
         }
     }
 }

@@ -60,9 +60,9 @@ func openDescriptors() -> Int {
     POSIX.openDescriptorCount() ?? -1
 }
 
-/// Polls `condition` every few milliseconds until it holds (or fails the test after `seconds`).
+/// Polls `condition` every few milliseconds until it holds (or fails the test after `seconds`, a hang guard).
 func eventually(
-    _ seconds: Double = 5,
+    _ seconds: Double = 30,
     sourceLocation: SourceLocation = #_sourceLocation,
     _ condition: () -> Bool
 ) async throws {
