@@ -10,6 +10,12 @@ import Transport
 /// Links and requests:
 /// - `serve(_:)` runs one host link until it closes; `connect()` opens a new in-memory link to this same running
 ///   device (several may be open at once). Pushes go to every connected host.
+/// - A link's `framing` decides the packet format on it: `.byteStream` links carry SPP frames (replies with the
+///   modules swapped); `.packets` links (USB HID) carry one raw LightX packet per message (`RawPacketCodec`), with
+///   replies echoing the request's modules (`Packet.reply(to:status:buffer:swapModules: false)`) and pushes as they
+///   are (from 0x40).
+/// - `modeChanges()` follows the running image (application, bootloader, nil = off), e.g. for a USB gadget that
+///   re-enumerates with another product id on every jump and leaves the bus while the device is off.
 /// - Requests from all links go through one queue and are processed strictly in arrival order, one at a time; each
 ///   request's reply goes back to its own link, in processing order. A request that changes flash takes the device
 ///   the modelled busy time (`DeviceTiming`, scaled by `timeScale`): the reply leaves after it, and requests
@@ -65,19 +71,29 @@ public actor SimulatedHeadset {
     private var busyUntil: ContinuousClock.Instant
     private var powerTask: Task<Void, Never>?
     private var powerLosses = 0
+    /// Observers of the running image.
+    private let modes: ModeBroadcaster
 
     /// Frames queued per host before further ones are dropped (a host that does not read its link).
     static let outboxLimit = 4096
 
     private enum Outbound: Sendable {
-        case reply([UInt8])
+        /// A reply; `after` runs once it was handed to the link (or could not be).
+        case reply([UInt8], after: (@Sendable () -> Void)?)
         case push([UInt8])
     }
 
     private struct Host {
         let link: any Transport
+        let framing: LinkFraming
         let outbox: AsyncStream<Outbound>.Continuation
         let writer: Task<Void, Never>
+
+        /// `packet` in this link's format: an SPP frame, or a raw packet whose reply header echoes the modules of
+        /// `request` (the USB convention).
+        func encode(_ packet: Packet, answering request: Packet?) -> [UInt8] {
+            SimulatedHeadset.encode(packet, framing: framing, answering: request)
+        }
     }
 
     private struct Pending {
@@ -152,6 +168,7 @@ public actor SimulatedHeadset {
         self.keepsRunningState = keeps
         self.logger = options.logger
         self.busyUntil = now
+        self.modes = ModeBroadcaster(initial: machine.runningImage)
         if let store {
             let logger = options.logger
             let report: @Sendable (Result<Void, SimulatorError>) -> Void = { result in
@@ -207,9 +224,11 @@ public actor SimulatedHeadset {
 
     // MARK: - Links
 
-    /// Serves one host link until it closes, the device loses power, or `shutdown()`: decodes SPP frames (skipping
-    /// garbage), queues each request, and sends replies and pushes. Closes the link when done. A link offered while
-    /// the device is off or shut down is closed at once. Never throws.
+    /// Serves one host link until it closes, the device loses power, or `shutdown()`: decodes the requests — SPP
+    /// frames on a `.byteStream` link (skipping garbage), one raw LightX packet per message on a `.packets` link
+    /// (skipping messages that do not decode) —, queues each request, and sends replies and pushes in the link's
+    /// format (see the type's description). Closes the link when done. A link offered while the device is off or shut
+    /// down is closed at once. Never throws.
     public func serve(_ transport: any Transport) async {
         guard let id = register(transport) else {
             await transport.close()
@@ -242,6 +261,15 @@ public actor SimulatedHeadset {
         await losePower(offFor: .zero)
     }
 
+    /// The running image as it changes: first the current one, then every change — nil when the device loses power
+    /// (power cut, reboot, injected cut), the image that boots when it powers up, `.bootloader`/`.application` on a
+    /// jump. A jump is reported once its reply has been handed to the requesting link (a USB gadget following this
+    /// stream re-enumerates only after the host can fetch that reply); a power loss at once. Consecutive equal
+    /// values are not repeated. The stream finishes at `shutdown()`. Any number of observers; each gets every change.
+    public nonisolated func modeChanges() -> AsyncStream<RunningImage?> {
+        modes.stream()
+    }
+
     /// Waits until the device is powered and ready, or `timeout` passes; returns whether it is.
     public func waitUntilReady(timeout: Duration = .seconds(10)) async -> Bool {
         let deadline = ContinuousClock.now + timeout
@@ -266,7 +294,7 @@ public actor SimulatedHeadset {
         let writer = Task.detached { [delay = profile.replyDelay, link] in
             await Self.write(stream, to: link, replyDelay: delay)
         }
-        hosts[id] = Host(link: link, outbox: outbox, writer: writer)
+        hosts[id] = Host(link: link, framing: link.framing, outbox: outbox, writer: writer)
         logger?.debug("device \(index): host connected on \(link.peerDescription)")
         return id
     }
@@ -275,12 +303,23 @@ public actor SimulatedHeadset {
         guard let host = hosts[id] else { return }
         let link = host.link
         var decoder = SPPStreamDecoder()
+        var undecodable = 0
         receiving: while !isShutDown, hosts[id] != nil {
             let chunk: [UInt8]
             do {
                 chunk = try await link.receive()
             } catch {
                 break
+            }
+            if host.framing == .packets {
+                // One message, one raw LightX packet.
+                guard let request = try? RawPacketCodec.decode(chunk) else {
+                    undecodable += 1
+                    logger?.debug("device \(index): skipped an undecodable \(chunk.count)-byte packet on \(link.peerDescription)")
+                    continue
+                }
+                await submit(request, from: id)
+                continue
             }
             decoder.append(chunk)
             while let request = decoder.next() {
@@ -300,8 +339,12 @@ public actor SimulatedHeadset {
         await host.writer.value
         watchdog.cancel()
         await link.close()
-        let stats = decoder.statistics
-        logger?.debug("device \(index): host on \(link.peerDescription) disconnected (\(stats.frames) frames, \(stats.discardedBytes) bytes skipped)")
+        if host.framing == .packets {
+            logger?.debug("device \(index): host on \(link.peerDescription) disconnected (\(undecodable) packets skipped)")
+        } else {
+            let stats = decoder.statistics
+            logger?.debug("device \(index): host on \(link.peerDescription) disconnected (\(stats.frames) frames, \(stats.discardedBytes) bytes skipped)")
+        }
     }
 
     // MARK: - The request queue
@@ -312,7 +355,9 @@ public actor SimulatedHeadset {
         if pending.count >= depth {
             if machine.runningImage == .bootloader {
                 requestsAnswered += 1
-                hosts[id]?.outbox.yield(.reply(SPPFraming.encode(ApplicationFirmware.reply(to: request, .notReady))))
+                if let host = hosts[id] {
+                    host.outbox.yield(.reply(host.encode(ApplicationFirmware.reply(to: request, .notReady), answering: request), after: nil))
+                }
                 return
             }
             while pending.count >= depth, !isShutDown, hosts[id] != nil {
@@ -341,7 +386,9 @@ public actor SimulatedHeadset {
     private func process(_ item: Pending) async {
         let started = epoch
         let now = ContinuousClock.now
+        let modeBefore = machine.runningImage
         let step = machine.handle(item.request, now: now)
+        let modeAfter = machine.runningImage
         let flashWrite = persistFlash(step.touched)
         let settingsSave = step.settingsChanged ? enqueueSettingsSave() : nil
         if step.powerCut {
@@ -352,10 +399,23 @@ public actor SimulatedHeadset {
         }
         if let flashWrite { record(await flashWrite.wait()) }
         if let settingsSave { record(await settingsSave.wait()) }
-        guard !step.powerCut, epoch == started, let host = hosts[item.host] else { return }
-        for reply in step.replies {
-            host.outbox.yield(.reply(SPPFraming.encode(reply)))
+        guard !step.powerCut, epoch == started else { return }
+        let modeChanged = modeAfter != modeBefore
+        guard let host = hosts[item.host] else {
+            if modeChanged { modes.publish(modeAfter) }
+            return
         }
+        // A jump is reported once its reply is on the link (see `modeChanges()`).
+        let after = modeChanged ? modes.schedule(modeAfter) : nil
+        for (k, reply) in step.replies.enumerated() {
+            let last = k == step.replies.count - 1
+            switch host.outbox.yield(.reply(host.encode(reply, answering: item.request), after: last ? after : nil)) {
+            case .enqueued: break
+            case .dropped, .terminated: if last { after?() }
+            @unknown default: if last { after?() }
+            }
+        }
+        if step.replies.isEmpty { after?() }
     }
 
     // MARK: - Power
@@ -365,6 +425,7 @@ public actor SimulatedHeadset {
         epoch += 1
         powerLosses += 1
         if machine.isPowered { machine.powerOff() }
+        modes.publish(nil)
         powerTask?.cancel()
         pending.removeAll()
         resumeSpaceWaiters()
@@ -398,6 +459,7 @@ public actor SimulatedHeadset {
         let before = machine.settings
         let now = ContinuousClock.now
         machine.powerOn(now: now, delayed: true)
+        modes.publish(machine.runningImage)
         busyUntil = now
         logger?.info("device \(index): powered up in the \(machine.runningImage?.rawValue ?? "?")")
         return machine.settings != before ? enqueueSettingsSave() : nil
@@ -446,6 +508,7 @@ public actor SimulatedHeadset {
         guard !isShutDown else { return }
         isShutDown = true
         epoch += 1
+        modes.finish()
         batteryTask?.cancel()
         batteryTask = nil
         powerTask?.cancel()
@@ -513,8 +576,12 @@ public actor SimulatedHeadset {
     private func broadcast(_ pushes: [Packet]) {
         guard !pushes.isEmpty, profile.answers(afterAnswering: requestsAnswered) else { return }
         for push in pushes {
-            let frame = SPPFraming.encode(push)
-            for host in hosts.values { host.outbox.yield(.push(frame)) }
+            var encoded: [LinkFraming: [UInt8]] = [:]
+            for host in hosts.values {
+                let frame = encoded[host.framing] ?? host.encode(push, answering: nil)
+                encoded[host.framing] = frame
+                host.outbox.yield(.push(frame))
+            }
         }
     }
 
@@ -538,23 +605,49 @@ public actor SimulatedHeadset {
         }
     }
 
-    /// Sends queued frames in order; replies wait `replyDelay` first. Stops (closing the link) when sending fails.
+    /// `packet` encoded for a link with `framing`: an SPP frame on a byte stream; on a packet link the raw packet,
+    /// a reply (`request` given) with the request's source and destination echoed.
+    static func encode(_ packet: Packet, framing: LinkFraming, answering request: Packet?) -> [UInt8] {
+        switch framing {
+        case .byteStream:
+            return SPPFraming.encode(packet)
+        case .packets:
+            var raw = packet
+            if let request {
+                // Same as Packet.reply(to:status:buffer:swapModules: false).
+                raw.header.source = request.header.source
+                raw.header.destination = request.header.destination
+            }
+            return RawPacketCodec.encode(raw)
+        }
+    }
+
+    /// Sends queued frames in order; replies wait `replyDelay` first, then run their `after`. Stops sending (closing
+    /// the link) when sending fails, still running the `after` of what is left.
     private static func write(_ stream: AsyncStream<Outbound>, to link: any Transport, replyDelay: Duration?) async {
+        var failed = false
         for await item in stream {
-            let frame: [UInt8]
             switch item {
-            case .reply(let bytes):
-                if let replyDelay { try? await Task.sleep(for: replyDelay) }
-                frame = bytes
+            case .reply(let bytes, let after):
+                if !failed {
+                    if let replyDelay { try? await Task.sleep(for: replyDelay) }
+                    failed = await send(bytes, on: link)
+                }
+                after?()
             case .push(let bytes):
-                frame = bytes
+                if !failed { failed = await send(bytes, on: link) }
             }
-            do {
-                try await link.send(frame)
-            } catch {
-                await link.close()
-                return
-            }
+        }
+    }
+
+    /// Sends `bytes`; on failure closes the link and returns true.
+    private static func send(_ bytes: [UInt8], on link: any Transport) async -> Bool {
+        do {
+            try await link.send(bytes)
+            return false
+        } catch {
+            await link.close()
+            return true
         }
     }
 }

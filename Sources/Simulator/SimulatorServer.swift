@@ -59,21 +59,42 @@ public struct SimulatorOptions: Sendable {
 /// reconnects: a TCP endpoint accepts any number of hosts at once (pushes go to all of them); a pty serves one client
 /// session at a time, then waits for the next.
 public final class SimulatorServer: Sendable {
-    /// The devices, in endpoint order.
+    /// The devices, in order.
     public let devices: [SimulatedHeadset]
-    /// One endpoint per device, in device order, in address syntax: `tcp:HOST:PORT`, `serial:/dev/pts/N`, ...
-    public let endpoints: [String]
+
+    /// The endpoints of the attached listeners, in device order (and attachment order for a device), in address
+    /// syntax: `tcp:HOST:PORT`, `serial:/dev/pts/N`, `usb:1209:0001:SERIAL`, `bt:ADDR:CHANNEL`.
+    public var endpoints: [String] {
+        listeners.withLock { $0.sorted { $0.device < $1.device }.map(\.listener.endpoint) }
+    }
 
     private let store: StateStore?
-    private let closers: [@Sendable () -> Void]
+    private let options: SimulatorOptions
+    private let listeners = Mutex<[(device: Int, listener: any TransportListener)]>([])
     private let loops: Mutex<[Task<Void, Never>]>
 
-    private init(devices: [SimulatedHeadset], endpoints: [String], store: StateStore?, closers: [@Sendable () -> Void]) {
+    private init(devices: [SimulatedHeadset], store: StateStore?, options: SimulatorOptions) {
         self.devices = devices
-        self.endpoints = endpoints
         self.store = store
-        self.closers = closers
+        self.options = options
         self.loops = Mutex([])
+    }
+
+    /// Creates `count` devices keeping their state in `statePath`, with no link yet: `attach` listeners to them.
+    ///
+    /// - Throws: `SimulatorError(.invalidArgument)` for a bad count, or the state-file errors of `StateStore.open`.
+    public static func start(count: Int, statePath: String?, options: SimulatorOptions = SimulatorOptions()) async throws -> SimulatorServer {
+        try checkCount(count)
+        let (store, devices) = try await makeDevices(count: count, statePath: statePath, options: options)
+        return SimulatorServer(devices: devices, store: store, options: options)
+    }
+
+    /// Serves device `index` on every link `listener` accepts (concurrently), until `shutdown()` closes it.
+    public func attach(_ listener: any TransportListener, toDevice index: Int) throws(SimulatorError) {
+        let device = try device(index)
+        listeners.withLock { $0.append((index, listener)) }
+        let logger = options.logger
+        startLoop { await Self.accept(listener, device, logger: logger) }
     }
 
     /// The most devices one server runs.
@@ -88,13 +109,8 @@ public final class SimulatorServer: Sendable {
     public static func serve(_ listeners: [any TransportListener], statePath: String?,
                              options: SimulatorOptions = SimulatorOptions()) async throws -> SimulatorServer {
         do {
-            try checkCount(listeners.count)
-            let (store, devices) = try await makeDevices(count: listeners.count, statePath: statePath, options: options)
-            let server = SimulatorServer(devices: devices, endpoints: listeners.map(\.endpoint), store: store,
-                                         closers: listeners.map { listener in { listener.close() } })
-            for (listener, device) in zip(listeners, devices) {
-                server.startLoop { await accept(listener, device, logger: options.logger) }
-            }
+            let server = try await start(count: listeners.count, statePath: statePath, options: options)
+            for (k, listener) in listeners.enumerated() { try server.attach(listener, toDevice: k) }
             return server
         } catch {
             listeners.forEach { $0.close() }
@@ -192,7 +208,7 @@ public final class SimulatorServer: Sendable {
 
     /// Stops listening, disconnects every host, stops the devices and releases the state file. Idempotent.
     public func shutdown() async {
-        closers.forEach { $0() }
+        listeners.withLock { $0 }.forEach { $0.listener.close() }
         for d in devices { await d.shutdown() }
         let running = loops.withLock { l in
             defer { l = [] }
