@@ -32,6 +32,13 @@ let package = Package(
             name: "Transport",
             dependencies: ["CShims", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict),
+        // libusb-1.0 and BlueZ's libbluetooth, found with pkg-config.
+        .systemLibrary(name: "CLibUSB", pkgConfig: "libusb-1.0", providers: [.apt(["libusb-1.0-0-dev"])]),
+        // USB host back end: LightX over HID feature reports (libusb).
+        .target(
+            name: "USBTransport",
+            dependencies: ["Transport", "LightX", "CLibUSB", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strict),
         // The client session and the typed device API.
         .target(
             name: "Headset",
@@ -83,6 +90,7 @@ let package = Package(
             name: "FirmwareUpdateTests",
             dependencies: ["FirmwareUpdate", "Firmware", "Simulator", "Headset", "Transport", "LightX", "TestSupport"],
             swiftSettings: strict),
+        .testTarget(name: "USBTransportTests", dependencies: ["USBTransport", "Transport", "LightX", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "TuneupTests", dependencies: ["tuneup", "LightX", "Transport"], swiftSettings: strict),
     ]
 )
