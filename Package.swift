@@ -39,6 +39,11 @@ let package = Package(
             name: "USBTransport",
             dependencies: ["Transport", "LightX", "CLibUSB", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict),
+        // USB device side: a FunctionFS HID gadget that presents the simulated headset to a real USB host.
+        .target(
+            name: "USBGadget",
+            dependencies: ["Transport", "LightX", "CShims", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strict),
         // The client session and the typed device API.
         .target(
             name: "Headset",
@@ -91,6 +96,7 @@ let package = Package(
             dependencies: ["FirmwareUpdate", "Firmware", "Simulator", "Headset", "Transport", "LightX", "TestSupport"],
             swiftSettings: strict),
         .testTarget(name: "USBTransportTests", dependencies: ["USBTransport", "Transport", "LightX", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "USBGadgetTests", dependencies: ["USBGadget", "Transport", "LightX", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "TuneupTests", dependencies: ["tuneup", "LightX", "Transport"], swiftSettings: strict),
     ]
 )
