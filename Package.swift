@@ -34,6 +34,7 @@ let package = Package(
             swiftSettings: strict),
         // libusb-1.0 and BlueZ's libbluetooth, found with pkg-config.
         .systemLibrary(name: "CLibUSB", pkgConfig: "libusb-1.0", providers: [.apt(["libusb-1.0-0-dev"])]),
+        .systemLibrary(name: "CBluetooth", pkgConfig: "bluez", providers: [.apt(["libbluetooth-dev"])]),
         // USB host back end: LightX over HID feature reports (libusb).
         .target(
             name: "USBTransport",
@@ -43,6 +44,11 @@ let package = Package(
         .target(
             name: "USBGadget",
             dependencies: ["Transport", "LightX", "CShims", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strict),
+        // Bluetooth back end: RFCOMM client and listener, SDP (BlueZ).
+        .target(
+            name: "BluetoothTransport",
+            dependencies: ["Transport", "CBluetooth", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict),
         // The client session and the typed device API.
         .target(
@@ -97,6 +103,7 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(name: "USBTransportTests", dependencies: ["USBTransport", "Transport", "LightX", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "USBGadgetTests", dependencies: ["USBGadget", "Transport", "LightX", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "BluetoothTransportTests", dependencies: ["BluetoothTransport", "Transport", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "TuneupTests", dependencies: ["tuneup", "LightX", "Transport"], swiftSettings: strict),
     ]
 )
