@@ -77,7 +77,8 @@ let package = Package(
         .executableTarget(
             name: "tuneup",
             dependencies: [
-                "LightX", "Transport", "Headset", "Simulator", "Firmware", "FirmwareUpdate",
+                "LightX", "Transport", "Headset", "Simulator", "Firmware", "FirmwareUpdate", "USBTransport", "USBGadget",
+                "BluetoothTransport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

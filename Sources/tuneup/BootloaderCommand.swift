@@ -13,9 +13,7 @@ func bootloaderClient(_ device: DeviceOptions, wait: Double) throws -> Bootloade
     var logger = Logger(label: "tuneup")
     logger.logLevel = device.verbose ? .trace : .warning
     let address = try device.address()
-    var configured = makeConnector(device)
-    if device.verbose { configured.logger = logger }
-    let connector = configured
+    let connector = makeConnector(device, logger: device.verbose ? logger : nil)
     return BootloaderClient(sessionOptions: device.sessionOptions, wait: .milliseconds(Int64(wait * 1000)), logger: logger) {
         try await connector.open(address)
     }

@@ -78,9 +78,7 @@ struct FlashCommand: AsyncParsableCommand {
             throw failureExit(CommandFailure(message: "cannot read \(key ?? imagePath): \(error.localizedDescription)", code: Exit.localIO))
         }
         let address = try device.address()
-        var configured = makeConnector(device)
-        if device.verbose { configured.logger = logger }
-        let connector = configured
+        let connector = makeConnector(device, logger: device.verbose ? logger : nil)
         let options = UpdateOptions(
             window: window, allowDowngrade: allowDowngrade, verificationKey: verificationKey,
             requestTimeout: device.sessionOptions.timeout, readyWait: .milliseconds(Int64(wait * 1000)),

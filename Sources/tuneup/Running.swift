@@ -75,8 +75,7 @@ func withHeadset<T>(_ options: DeviceOptions, _ body: (Headset) async throws -> 
     logger.logLevel = options.verbose ? .trace : .warning
     let headset: Headset
     do {
-        var connector = makeConnector(options)
-        if options.verbose { connector.logger = logger }
+        let connector = makeConnector(options, logger: options.verbose ? logger : nil)
         headset = try await Headset.open(try options.address(), connector: connector, options: options.sessionOptions, logger: logger)
     } catch {
         throw failureExit(error)
@@ -92,13 +91,15 @@ func withHeadset<T>(_ options: DeviceOptions, _ body: (Headset) async throws -> 
 }
 
 /// The connector for every address kind: the built-in simulator for `sim`, and the USB and Bluetooth back ends.
-func makeConnector(_ options: DeviceOptions) -> TransportConnector {
-    let usb = USBBridge(pollInterval: options.pollIntervalDuration)
-    return TransportConnector(
+func makeConnector(_ options: DeviceOptions, logger: Logger? = nil) -> TransportConnector {
+    let usb = USBBridge(pollInterval: options.pollIntervalDuration, logger: logger)
+    var connector = TransportConnector(
         connectTimeout: .seconds(5),
         simulator: { path in try await SimulatorBridge.openInProcess(statePath: path) },
         usb: { try await usb.open($0) },
-        bluetooth: { try await BluetoothBridge.open($0) })
+        bluetooth: { try await BluetoothBridge.open($0, logger: logger) })
+    connector.logger = logger
+    return connector
 }
 
 /// Logging to stderr; each logger's level is set where it is made.

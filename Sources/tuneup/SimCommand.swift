@@ -1,5 +1,6 @@
 import ArgumentParser
 import Dispatch
+import BluetoothTransport
 import Firmware
 import Foundation
 import Logging
@@ -31,6 +32,8 @@ struct SimCommand: AsyncParsableCommand {
                   tuneup sim headset --listen tcp:127.0.0.1:4100 --profile flaky:7
                   tuneup sim headset --faults 'cut@40;link:drop=0.01,seed=3' --time-scale 0.1
                   tuneup sim headset --secure-boot firmware-images/dev-public.pem
+                  tuneup sim headset --usb-gadget     # as root, with a UDC (e.g. modprobe dummy_hcd)
+                  tuneup sim headset --rfcomm 3 --adapter hci0
                 """)
 
         @Option(help: ArgumentHelp("Listen on tcp:HOST:PORT (port 0 picks free ports; device k uses PORT+k otherwise).", valueName: "addr"))
@@ -38,6 +41,19 @@ struct SimCommand: AsyncParsableCommand {
 
         @Flag(help: "Serve on pseudo-terminals instead of TCP (usable as serial:PATH).")
         var pty = false
+
+        @Option(help: ArgumentHelp(
+            "Listen for Bluetooth RFCOMM connections on this channel (1-30), registering an SPP record where an SDP server runs.",
+            valueName: "channel"))
+        var rfcomm: UInt8?
+
+        @Option(help: ArgumentHelp("The local Bluetooth adapter for --rfcomm: hciN or its address (default: the first one up).", valueName: "adapter"))
+        var adapter: String?
+
+        @Flag(help: ArgumentHelp(
+            "Present the headset as a real USB HID device (FunctionFS on the first free UDC, e.g. dummy_hcd; root).",
+            discussion: "It re-enumerates as 1209:0002 in its bootloader and back as 1209:0001, as a real device would."))
+        var usbGadget = false
 
         @Option(help: ArgumentHelp("Number of devices, each with its own address and serial number.", valueName: "n"))
         var count: Int = 1
@@ -67,7 +83,13 @@ struct SimCommand: AsyncParsableCommand {
         var verbose = false
 
         func validate() throws {
-            if listen != nil && pty { throw ValidationError("--listen and --pty cannot be combined") }
+            if [listen != nil, pty, usbGadget, rfcomm != nil].filter({ $0 }).count > 1 {
+                throw ValidationError("choose one of --listen, --pty, --usb-gadget and --rfcomm")
+            }
+            if let rfcomm, !(1...30).contains(rfcomm) { throw ValidationError("--rfcomm takes a channel 1...30") }
+            if adapter != nil && rfcomm == nil { throw ValidationError("--adapter goes with --rfcomm") }
+            if rfcomm != nil && count != 1 { throw ValidationError("--rfcomm serves one device per channel: use --count 1") }
+            if usbGadget && count != 1 { throw ValidationError("--usb-gadget presents one device (one USB device controller)") }
             guard (1...SimulatorServer.maxDevices).contains(count) else {
                 throw ValidationError("--count must be 1...\(SimulatorServer.maxDevices)")
             }
@@ -117,9 +139,21 @@ struct SimCommand: AsyncParsableCommand {
                 profile: try behaviour(), drainInterval: .milliseconds(Int64(batteryDrain * 1000)), logger: logger,
                 timeScale: timeScale, faults: try faultPlan(), secureBootKey: key)
             let server: SimulatorServer
+            var usb: USBGadgetPresence?
             do {
                 if pty {
                     server = try await SimulatorServer.listenPTY(count: count, statePath: state, options: options)
+                } else if let rfcomm {
+                    let listener = try await RFCOMMListener.bind(adapter: adapter, channel: rfcomm, logger: logger)
+                    server = try await SimulatorServer.serve([listener], statePath: state, options: options)
+                } else if usbGadget {
+                    server = try await SimulatorServer.start(count: 1, statePath: state, options: options)
+                    do {
+                        usb = try await USBGadgetPresence.start(on: server, device: 0, logger: logger)
+                    } catch {
+                        await server.shutdown()
+                        throw error
+                    }
                 } else {
                     let (host, port) = try listenAddress()
                     server = try await SimulatorServer.listenTCP(host: host, port: port, count: count, statePath: state, options: options)
@@ -139,6 +173,7 @@ struct SimCommand: AsyncParsableCommand {
                     printError(error.message)
                 }
             }
+            await usb?.shutdown()
             await server.shutdown()
         }
 

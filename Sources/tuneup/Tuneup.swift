@@ -8,7 +8,7 @@ struct Tuneup: AsyncParsableCommand {
         discussion: """
             Every device command takes --device ADDR (default: $TUNEUP_DEVICE, else the built-in simulated \
             headset 'sim'). Addresses: sim[:STATEFILE], tcp:HOST:PORT, serial:PATH, usb:VID:PID[:SERIAL], \
-            bt:AA:BB:CC:DD:EE:FF[:CHANNEL].
+            usb:BUS-PORT[.PORT], bt:AA:BB:CC:DD:EE:FF[:CHANNEL]. 'tuneup devices' lists USB headsets.
 
             Exit codes: 0 success, 64 bad arguments, 65 the device refused or answered with an error (or an \
             image is invalid), 69 the device could not be reached or stopped answering, 74 a local file could \
@@ -26,7 +26,7 @@ struct Tuneup: AsyncParsableCommand {
         version: TuneupVersion.string,
         subcommands: [
             ProbeCommand.self, ANCCommand.self, AmbientCommand.self, EQCommand.self, BatteryCommand.self,
-            SettingsCommand.self, MonitorCommand.self, FlashCommand.self, BootloaderCommand.self, FirmwareCommand.self, ImageCommand.self,
+            SettingsCommand.self, MonitorCommand.self, DevicesCommand.self, FlashCommand.self, BootloaderCommand.self, FirmwareCommand.self, ImageCommand.self,
             SimCommand.self,
         ])
 }

@@ -12,7 +12,7 @@ enum CLI {
         return dir.appendingPathComponent("tuneup")
     }
 
-    struct Result {
+    struct Result: Sendable {
         var status: Int32
         var stdout: String
         var stderr: String
@@ -20,7 +20,14 @@ enum CLI {
     }
 
     /// Runs `tuneup ARGS` to completion (at most `timeout` seconds) with a private state directory.
-    static func run(_ args: [String], state: String = Scratch.directory, stdin: String? = nil, timeout: Double = 30) throws -> Result {
+    ///
+    /// The wait happens on a thread of its own: a test that blocked a cooperative-pool thread (there is one per core)
+    /// for the whole run of a subprocess would stall every other test in the parallel run.
+    static func run(_ args: [String], state: String = Scratch.directory, stdin: String? = nil, timeout: Double = 60) async throws -> Result {
+        try await offThePool { try runBlocking(args, state: state, stdin: stdin, timeout: timeout) }
+    }
+
+    private static func runBlocking(_ args: [String], state: String, stdin: String?, timeout: Double) throws -> Result {
         let p = Process()
         p.executableURL = binary
         p.arguments = args
@@ -45,7 +52,7 @@ enum CLI {
             throw CLIError("tuneup \(args.joined(separator: " ")) did not finish in \(timeout) s")
         }
         p.waitUntilExit()
-        return Result(status: p.terminationStatus, stdout: outData.text(), stderr: errData.text())
+        return Result(status: p.terminationStatus, stdout: outData.textBlocking(), stderr: errData.textBlocking())
     }
 }
 
@@ -71,14 +78,24 @@ final class Collector: Sendable {
         thread.start()
     }
 
-    func text() -> String {
-        let deadline = Date().addingTimeInterval(5)
+    func textBlocking() -> String {
+        let deadline = Date().addingTimeInterval(30)
         while !done.withLock({ $0 }) && Date() < deadline { usleep(1000) }
         return data.withLock { String(decoding: $0, as: UTF8.self) }
     }
 
+    /// Waits (off the cooperative pool) until at least `count` lines arrived; returns them.
+    func lines(_ count: Int, timeout: Double = 30) async -> [String] {
+        (try? await offThePool { self.linesBlocking(count, timeout: timeout) }) ?? []
+    }
+
+    /// Everything collected once the pipe closed (waits for that off the cooperative pool).
+    func text() async -> String {
+        (try? await offThePool { self.textBlocking() }) ?? ""
+    }
+
     /// Waits until at least `count` lines arrived; returns them.
-    func lines(_ count: Int, timeout: Double = 10) -> [String] {
+    func linesBlocking(_ count: Int, timeout: Double = 30) -> [String] {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
             let lines = data.withLock { String(decoding: $0, as: UTF8.self) }.split(separator: "\n").map(String.init)
@@ -90,14 +107,20 @@ final class Collector: Sendable {
 }
 
 /// A long-running `tuneup sim headset ...` with its stdin open for control lines.
-final class RunningSimulator {
+/// (`@unchecked Sendable`: one test drives it at a time; only the waits move to other threads.)
+final class RunningSimulator: @unchecked Sendable {
     let process = Process()
     let input = Pipe()
     let output: Collector
     let errors: Collector
     let addresses: [String]
 
-    init(_ args: [String], count: Int = 1) throws {
+    /// Starts the simulator and waits (off the cooperative pool) for its `count` addresses.
+    static func start(_ args: [String], count: Int = 1) async throws -> RunningSimulator {
+        try await offThePool { try RunningSimulator(args, count: count) }
+    }
+
+    private init(_ args: [String], count: Int) throws {
         process.executableURL = CLI.binary
         process.arguments = ["sim", "headset"] + args
         let out = Pipe(), err = Pipe()
@@ -107,19 +130,23 @@ final class RunningSimulator {
         try process.run()
         output = Collector(out.fileHandleForReading)
         errors = Collector(err.fileHandleForReading)
-        addresses = output.lines(count)
+        addresses = output.linesBlocking(count)
         guard addresses.count >= count else {
             process.terminate()
-            throw CLIError("simulator printed no address; stderr: \(errors.text())")
+            throw CLIError("simulator printed no address; stderr: \(errors.textBlocking())")
         }
     }
 
     func send(_ line: String) { input.fileHandleForWriting.write(Data((line + "\n").utf8)) }
 
-    /// Sends `quit` and waits for the exit status.
-    func quit() -> Int32 {
+    /// Sends `quit` and waits (off the cooperative pool) for the exit status.
+    func quit() async -> Int32 {
+        (try? await offThePool { self.quitBlocking() }) ?? -1
+    }
+
+    private func quitBlocking() -> Int32 {
         send("quit")
-        let deadline = Date().addingTimeInterval(10)
+        let deadline = Date().addingTimeInterval(30)
         while process.isRunning && Date() < deadline { usleep(10_000) }
         if process.isRunning { process.terminate() }
         process.waitUntilExit()
@@ -127,6 +154,13 @@ final class RunningSimulator {
     }
 
     deinit { if process.isRunning { process.terminate() } }
+}
+
+/// Runs blocking `body` on a thread of its own and awaits its result, keeping the cooperative pool free.
+func offThePool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+        Thread { continuation.resume(with: Result { try body() }) }.start()
+    }
 }
 
 /// A fresh directory per test.
