@@ -38,9 +38,12 @@ struct TransferPlan: Sendable {
 
 /// How many requests may be in flight, and how long to wait for each.
 ///
-/// Adaptive: additive increase by one request per acknowledgement up to `limit`, halved on every loss or
-/// NotReady. The timeout follows the measured latency (smoothed RTT + 4 × variation, as TCP does), between
-/// `minTimeout` and `maxTimeout`. A fixed window of 1 is the vendor's stop-and-wait.
+/// Adaptive: the window grows by one request per acknowledgement while replies come back within the latency
+/// target, shrinks by one when they take longer (the requests are queueing: a slow device or a slowly polled link
+/// such as USB at a fixed 50 ms), and halves on every loss or NotReady, within 1...`limit`. Keeping the latency
+/// bounded keeps replies well inside the timeout, so a reply that is merely slow is not taken for a lost one: a
+/// "lost" erase costs a whole sector's redo. The timeout follows the measured latency (smoothed RTT + 4 × variation,
+/// as TCP does), at least one second, at most `maxTimeout`. A fixed window of 1 is the vendor's stop-and-wait.
 struct WindowControl: Sendable {
     let adaptive: Bool
     let limit: Int
@@ -49,13 +52,16 @@ struct WindowControl: Sendable {
     private var rttvar = 0.0
     let minTimeout: Double
     let maxTimeout: Double
+    /// Replies slower than this shrink the window.
+    let latencyTarget: Double
 
     init(fixed: Int?, limit: Int, maxTimeout: Duration) {
         self.limit = max(1, limit)
         adaptive = fixed == nil
         size = fixed.map { min(max(1, $0), max(1, limit)) } ?? min(8, max(1, limit))
-        minTimeout = 0.2
-        self.maxTimeout = max(minTimeout, maxTimeout.seconds)
+        self.maxTimeout = max(0.2, maxTimeout.seconds)
+        minTimeout = min(1.0, self.maxTimeout)
+        latencyTarget = self.maxTimeout / 4
     }
 
     mutating func acknowledged(after latency: Double) {
@@ -66,7 +72,12 @@ struct WindowControl: Sendable {
             srtt = latency
             rttvar = latency / 2
         }
-        if adaptive { size = min(limit, size + 1) }
+        guard adaptive else { return }
+        if latency > latencyTarget {
+            size = max(1, size - 1)
+        } else {
+            size = min(limit, size + 1)
+        }
     }
 
     mutating func lost() {

@@ -31,7 +31,13 @@ func testOptions(window: Int? = nil, wait: Duration = .seconds(10)) -> UpdateOpt
     UpdateOptions(window: window, requestTimeout: .milliseconds(500), readyWait: wait, reconnectWait: wait)
 }
 
-let fastSession = LightXSession.Options(timeout: .milliseconds(500), retransmissions: 2)
+/// The updater's session in tests. Its timeout is what a lost request costs on the faulty links, so it stays short; but
+/// a control request fails the update after three timeouts in a row, so it must outlast a loaded machine's stalls
+/// (500 ms did not always).
+let fastSession = LightXSession.Options(timeout: .seconds(2), retransmissions: 2)
+
+/// For reading the device after an update: every reply must come, so wait long (a slow reply is not a lost one).
+let checkSession = LightXSession.Options(timeout: .seconds(10), retransmissions: 2)
 
 /// Runs an update against `device`, collecting its progress events.
 func update(_ device: SimulatedHeadset, _ image: FirmwareImage, options: UpdateOptions = testOptions(),
@@ -50,7 +56,7 @@ func update(_ device: SimulatedHeadset, _ image: FirmwareImage, options: UpdateO
 
 /// The running application's version, read over a fresh link.
 func runningVersion(_ device: SimulatedHeadset) async throws -> FirmwareVersion {
-    let headset = Headset(session: LightXSession(transport: await device.connect(), options: fastSession))
+    let headset = Headset(session: LightXSession(transport: await device.connect(), options: checkSession))
     defer { Task { await headset.close() } }
     return try await headset.firmwareVersion()
 }
