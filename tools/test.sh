@@ -1,8 +1,14 @@
 #!/usr/bin/env bash
 # The project's test command: builds everything and runs the unit and integration tests.
-# With CI=true (as in .ci/run) it also fuzzes the LightX stream decoder for 60 seconds.
+# With CI=true (as in .ci/run), or with --vm, it also:
+#   - fuzzes the LightX stream decoder for 60 seconds (CI only);
+#   - boots a Debian kernel under QEMU and drives the simulated headset through the real Linux USB and Bluetooth
+#     stacks (tools/vm/e2e.sh tools/vm/tuneup; a few minutes, downloads cached in ~/.cache/tuneup-vm).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+vm=false
+[ "${CI:-}" = "true" ] && vm=true
+[ "${1:-}" = "--vm" ] && vm=true
 
 echo "== swift build (debug, with tests)"
 swift build --build-tests
@@ -12,5 +18,9 @@ swift test --skip-build --parallel
 if [ "${CI:-}" = "true" ]; then
     echo "== fuzzing the LightX stream decoder (60 s)"
     tools/fuzz/run.sh 60
+fi
+if $vm; then
+    echo "== USB and Bluetooth through a real kernel (QEMU)"
+    tools/vm/e2e.sh tools/vm/tuneup
 fi
 echo "== all tests passed"

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Host side of the tuneup end-to-end scenario: build tuneup with the Swift runtime linked in (the guest has no
+# Swift toolchain; libusb, libudev and libbluetooth come along through ldd) and list what goes into the guest.
+set -euo pipefail
+out=$1
+root=$(cd "$(dirname "$0")/../../.." && pwd)
+cd "$root"
+swift build -c release --static-swift-stdlib --product tuneup --scratch-path "$root/.build-static" >&2
+strip -o "$out/tuneup" "$root/.build-static/release/tuneup"
+echo "$out/tuneup:/usr/bin/tuneup"
+for f in app-1.5.0.img app-2.0.0.img dev-public.pem; do echo "$root/firmware-images/$f:/images/$f"; done

@@ -1,0 +1,103 @@
+# End-to-end proof through the real Linux USB and Bluetooth stacks (runs in the guest under busybox sh).
+#   USB: the simulated headset presented by `tuneup sim headset --usb-gadget` (FunctionFS on dummy_hcd), driven by
+#        `tuneup devices/probe/flash --device usb:...` through libusb, usbhid detach and re-enumeration.
+#   RFCOMM: `tuneup sim headset --rfcomm` on btvirt's hci0, `tuneup probe/flash --device bt:...` from hci1,
+#        with an explicit channel and through SDP.
+# Prints PASS/FAIL/INFO lines at the start of a line; exits 0 (run.sh's caller counts FAILs).
+failed=0
+fail() { echo "FAIL $1: $2"; failed=1; }
+now() { cut -d' ' -f1 /proc/uptime; }
+since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }
+export HOME=/root XDG_STATE_HOME=/tmp/state
+mkdir -p $HOME $XDG_STATE_HOME
+
+# Waits up to $2 seconds for a first line in file $1 and prints it.
+first_line() {
+  i=0
+  while [ ! -s "$1" ] && [ $i -lt $(($2 * 10)) ]; do sleep 0.1; i=$((i + 1)); done
+  head -1 "$1"
+}
+
+# check NAME COMMAND...: runs COMMAND (with a timeout), PASS if it exits 0, FAIL with its output otherwise.
+check() {
+  name=$1; shift
+  if timeout 300 "$@" >/tmp/$name.out 2>&1; then echo "PASS $name"; else fail $name "exit $?: $(tail -3 /tmp/$name.out | tr '\n' ' ')"; fi
+}
+
+# expect NAME FILE TEXT: PASS if FILE contains TEXT.
+expect() {
+  if grep -q "$3" "$2"; then echo "PASS $1"; else fail $1 "no '$3' in: $(head -5 "$2" | tr '\n' ' ')"; fi
+}
+
+# ---------------------------------------------------------------- USB ------
+tuneup sim headset --usb-gadget --battery-drain 0 --state /tmp/usb-sim.json </dev/null >/tmp/usb-sim.out 2>/tmp/usb-sim.err &
+usbsim=$!
+addr=$(first_line /tmp/usb-sim.out 30)
+case $addr in
+  usb:1209:0001:*) echo "PASS usb-sim-gadget"; echo "INFO simulated headset presented as $addr" ;;
+  *) fail usb-sim-gadget "no address ($(cat /tmp/usb-sim.err | tr '\n' ' '))" ;;
+esac
+sleep 1   # enumeration: usbhid binds, hidraw appears
+check usb-devices tuneup devices
+expect usb-devices-lists-headset /tmp/usb-devices.out "1209:0001"
+check usb-probe tuneup probe --device usb:1209:0001
+expect usb-probe-version /tmp/usb-probe.out "1.4.2"
+
+t=$(now)
+check usb-flash tuneup flash /images/app-1.5.0.img --device usb:1209:0001 --key /images/dev-public.pem --wait 60
+adaptive=$(since $t)
+check usb-probe-after-flash tuneup probe --device usb:1209:0001
+expect usb-probe-new-version /tmp/usb-probe-after-flash.out "1.5.0"
+t=$(now)
+check usb-flash-fixed-polling tuneup flash /images/app-1.5.0.img --device usb:1209:0001 --no-resume --poll-interval 50ms --wait 60
+fixed=$(since $t)
+echo "INFO usb flash of app-1.5.0.img (164515 bytes): adaptive polling ${adaptive} s, fixed 50 ms polling ${fixed} s, ratio $(awk -v a=$adaptive -v b=$fixed 'BEGIN { printf "%.1f", b / a }')x"
+grep -E "^Written|^Total" /tmp/usb-flash.out | sed 's/^/INFO usb adaptive: /'
+grep -E "^Written|^Total" /tmp/usb-flash-fixed-polling.out | sed 's/^/INFO usb fixed 50 ms: /'
+
+kill $usbsim; wait $usbsim
+if [ -e /sys/kernel/config/usb_gadget/tuneup ]; then fail usb-gadget-cleanup "gadget left in configfs"; else echo "PASS usb-gadget-cleanup"; fi
+[ $failed = 0 ] || { echo "--- usb simulator stderr"; tail -30 /tmp/usb-sim.err; }
+
+# ---------------------------------------------------------- Bluetooth ------
+btvirt -l2 >/tmp/btvirt.log 2>&1 &
+btpid=$!
+i=0
+while [ ! -e /sys/class/bluetooth/hci1 ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+hciconfig hci0 up piscan && hciconfig hci1 up || fail bt-controllers "$(cat /tmp/btvirt.log)"
+# An SDP server for the simulator's SPP record: bluetoothd --compat on a private D-Bus.
+mkdir -p /run/dbus /var/lib/bluetooth
+echo 0123456789abcdef0123456789abcdef >/etc/machine-id
+dbus-daemon --config-file=/scenario/dbus-system.conf --nofork --nopidfile >/tmp/dbus.log 2>&1 &
+i=0
+while [ ! -S /run/dbus/system_bus_socket ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+bluetoothd -n -C >/tmp/bluetoothd.log 2>&1 &
+i=0
+while [ ! -S /run/sdp ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+sleep 1
+hciconfig hci0 piscan   # bluetoothd turns page scan off; the headset must be connectable
+
+tuneup sim headset --rfcomm 3 --adapter hci0 --battery-drain 0 --state /tmp/bt-sim.json </dev/null >/tmp/bt-sim.out 2>/tmp/bt-sim.err &
+btsim=$!
+baddr=$(first_line /tmp/bt-sim.out 30)
+case $baddr in
+  bt:*:3) echo "PASS bt-sim-rfcomm"; echo "INFO simulated headset on $baddr" ;;
+  *) fail bt-sim-rfcomm "no address ($(cat /tmp/bt-sim.err | tr '\n' ' '))" ;;
+esac
+export TUNEUP_BT_ADAPTER=hci1
+check bt-probe tuneup probe --device "$baddr"
+expect bt-probe-version /tmp/bt-probe.out "1.4.2"
+check bt-probe-via-sdp tuneup probe --device "${baddr%:3}"
+t=$(now)
+check bt-flash tuneup flash /images/app-1.5.0.img --device "$baddr" --key /images/dev-public.pem --wait 60
+echo "INFO rfcomm flash of app-1.5.0.img (164515 bytes): $(since $t) s"
+grep -E "^Written|^Total" /tmp/bt-flash.out | sed 's/^/INFO rfcomm: /'
+check bt-probe-after-flash tuneup probe --device "$baddr"
+expect bt-probe-new-version /tmp/bt-probe-after-flash.out "1.5.0"
+kill $btsim; wait $btsim
+
+if [ $failed != 0 ]; then
+  echo "--- bluetooth simulator stderr"; tail -30 /tmp/bt-sim.err
+  echo "--- dmesg"; dmesg | tail -40
+fi
+exit 0
