@@ -28,12 +28,19 @@ enum CLI {
     }
 
     private static func runBlocking(_ args: [String], state: String, stdin: String?, timeout: Double) throws -> Result {
+        try runProcess(binary, args, environment: ["XDG_STATE_HOME": state, "TUNEUP_DEVICE": nil], stdin: stdin,
+                       timeout: timeout, name: "tuneup \(args.joined(separator: " "))")
+    }
+
+    /// Runs `executable ARGS` to completion, blocking the calling thread (at most `timeout` seconds, then it is
+    /// terminated and `name` is named in the error). `environment` overrides the test's own (nil removes a variable).
+    static func runProcess(_ executable: URL, _ args: [String], environment: [String: String?], stdin: String? = nil,
+                           timeout: Double, name: String) throws -> Result {
         let p = Process()
-        p.executableURL = binary
+        p.executableURL = executable
         p.arguments = args
         var env = ProcessInfo.processInfo.environment
-        env["XDG_STATE_HOME"] = state
-        env["TUNEUP_DEVICE"] = nil
+        for (key, value) in environment { env[key] = value }
         p.environment = env
         let out = Pipe(), err = Pipe(), input = Pipe()
         p.standardOutput = out
@@ -49,7 +56,7 @@ enum CLI {
         if p.isRunning {
             p.terminate()
             p.waitUntilExit()
-            throw CLIError("tuneup \(args.joined(separator: " ")) did not finish in \(timeout) s")
+            throw CLIError("\(name) did not finish in \(timeout) s; stderr: \(errData.textBlocking())")
         }
         p.waitUntilExit()
         return Result(status: p.terminationStatus, stdout: outData.textBlocking(), stderr: errData.textBlocking())

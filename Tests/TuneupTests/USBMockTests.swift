@@ -380,45 +380,25 @@ enum UMockdev {
             try pcap.write(to: URL(fileURLWithPath: file))
             umockArgs += ["--pcap", "\(first.sysfsPath)=\(file)"]
         }
-        let p = Process()
         var command = umockArgs + ["--", CLI.binary.path] + args
+        var executable = URL(fileURLWithPath: runPath)
         if denyNode, let first = devices.first {
             // As nobody, the testbed belongs to nobody; take the node's permissions away inside it.
             try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: dir)
             command = umockArgs + ["--", "/bin/sh", "-c", "chmod 000 \"$UMOCKDEV_DIR\(first.node)\" && exec \"$0\" \"$@\"", CLI.binary.path] + args
-            p.executableURL = URL(fileURLWithPath: findOnPath("setpriv") ?? "/usr/bin/setpriv")
-            p.arguments = ["--reuid=65534", "--regid=65534", "--clear-groups", "--", runPath] + command
-        } else {
-            p.executableURL = URL(fileURLWithPath: runPath)
-            p.arguments = command
+            executable = URL(fileURLWithPath: findOnPath("setpriv") ?? "/usr/bin/setpriv")
+            command = ["--reuid=65534", "--regid=65534", "--clear-groups", "--", runPath] + command
         }
-        var env = ProcessInfo.processInfo.environment
-        env["XDG_STATE_HOME"] = dir
-        env["TUNEUP_DEVICE"] = nil
-        env["TUNEUP_USB_IDS"] = nil
-        env["UMOCKDEV_DEBUG"] = nil
-        env["G_MESSAGES_DEBUG"] = nil
+        var env: [String: String?] = ["XDG_STATE_HOME": dir, "TUNEUP_DEVICE": nil, "TUNEUP_USB_IDS": nil,
+                                      "UMOCKDEV_DEBUG": nil, "G_MESSAGES_DEBUG": nil]
         for (key, value) in environment { env[key] = value }
-        p.environment = env
-        let out = Pipe(), err = Pipe()
-        p.standardOutput = out
-        p.standardError = err
-        p.standardInput = FileHandle.nullDevice
-        try p.run()
-        let outData = Collector(out.fileHandleForReading)
-        let errData = Collector(err.fileHandleForReading)
-        let deadline = Date().addingTimeInterval(timeout)
-        while p.isRunning && Date() < deadline { usleep(10_000) }
-        if p.isRunning {
-            p.terminate()
-            p.waitUntilExit()
-            throw CLIError("umockdev-run tuneup \(args.joined(separator: " ")) did not finish in \(timeout) s; stderr: \(errData.textBlocking())")
-        }
-        p.waitUntilExit()
+        var result = try CLI.runProcess(executable, command, environment: env, timeout: timeout,
+                                        name: "umockdev-run tuneup \(args.joined(separator: " "))")
         // umockdev's own diagnostics (GLib messages about the replay) are not tuneup's output.
-        let stderr = errData.textBlocking().split(separator: "\n", omittingEmptySubsequences: false)
+        let stderr = result.stderr.split(separator: "\n", omittingEmptySubsequences: false)
             .filter { !$0.hasPrefix("** ") && !$0.hasPrefix("(umockdev-run:") && !$0.contains("umockdev-") }
             .joined(separator: "\n")
-        return CLI.Result(status: p.terminationStatus, stdout: outData.textBlocking(), stderr: stderr.trimmingCharacters(in: .newlines).isEmpty ? "" : stderr)
+        result.stderr = stderr.trimmingCharacters(in: .newlines).isEmpty ? "" : stderr
+        return result
     }
 }
