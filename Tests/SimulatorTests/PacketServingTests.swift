@@ -191,6 +191,22 @@ struct PacketHost {
         }
     }
 
+    /// A device with the slow profile serving a packet link, its authenticated host, and its mode stream past the
+    /// initial `.application`.
+    func slowDeviceInTheApplication() async throws
+        -> (SimulatedHeadset, PacketHost, AsyncStream<RunningImage?>.AsyncIterator) {
+        var options = Self.instant
+        options.profile = .slow
+        let device = try await SimulatedHeadset(statePath: nil, options: options)
+        let (hostEnd, deviceEnd) = InMemoryTransport.pair(framing: .packets)
+        Task { await device.serve(deviceEnd) }
+        var host = PacketHost(hostEnd)
+        try await host.authenticate()
+        var modes = device.modeChanges().makeAsyncIterator()
+        #expect(await modes.next() == .some(.application))
+        return (device, host, modes)
+    }
+
     @Test func followsJumpsPowerAndShutdown() async throws {
         try await withTimeLimit {
             let device = try await SimulatedHeadset(statePath: nil, options: Self.instant)
@@ -229,15 +245,7 @@ struct PacketHost {
     /// change comes after the reply can be read.
     @Test func aJumpIsReportedAfterItsReplyWasSent() async throws {
         try await withTimeLimit {
-            var options = Self.instant
-            options.profile = .slow
-            let device = try await SimulatedHeadset(statePath: nil, options: options)
-            let (hostEnd, deviceEnd) = InMemoryTransport.pair(framing: .packets)
-            Task { await device.serve(deviceEnd) }
-            var host = PacketHost(hostEnd)
-            try await host.authenticate()
-            var modes = device.modeChanges().makeAsyncIterator()
-            #expect(await modes.next() == .some(.application))
+            var (device, host, modes) = try await slowDeviceInTheApplication()
             let sent = ContinuousClock.now
             try await host.send(BootRequests.jumpToBootloader())
             #expect(await modes.next() == .some(.bootloader))
@@ -254,15 +262,7 @@ struct PacketHost {
     /// A power cut overtakes a jump whose reply has not gone out: the jump is never reported.
     @Test func aPowerLossOvertakesAnUnsentJump() async throws {
         try await withTimeLimit {
-            var options = Self.instant
-            options.profile = .slow
-            let device = try await SimulatedHeadset(statePath: nil, options: options)
-            let (hostEnd, deviceEnd) = InMemoryTransport.pair(framing: .packets)
-            Task { await device.serve(deviceEnd) }
-            var host = PacketHost(hostEnd)
-            try await host.authenticate()
-            var modes = device.modeChanges().makeAsyncIterator()
-            #expect(await modes.next() == .some(.application))
+            var (device, host, modes) = try await slowDeviceInTheApplication()
             try await host.send(BootRequests.jumpToBootloader())
             while await device.runningImage != .bootloader { try await Task.sleep(for: .milliseconds(2)) }
             await device.powerCut()
