@@ -1,3 +1,5 @@
+import LightX
+
 /// A USB SETUP packet (`struct usb_ctrlrequest`, 8 bytes, multi-byte fields little-endian).
 public struct SetupPacket: Sendable, Hashable, CustomStringConvertible {
     /// bmRequestType: bit 7 direction (1 = IN, device to host), bits 5-6 type, bits 0-4 recipient.
@@ -46,26 +48,28 @@ public struct SetupPacket: Sendable, Hashable, CustomStringConvertible {
         return "SETUP \(h(UInt16(requestType), 2)) \(h(UInt16(request), 2)) \(h(value, 4)) \(h(index, 4)) \(h(length, 4))"
     }
 
-    /// HID class request codes and the standard GET_DESCRIPTOR.
+    /// HID class request codes (one definition, in `HIDReports.Request`) and the standard GET_DESCRIPTOR.
     public enum Code {
         /// HID GET_REPORT (class, interface, IN: bmRequestType 0xA1).
-        public static let getReport: UInt8 = 0x01
+        public static let getReport = HIDReports.Request.getReport
         /// HID SET_REPORT (class, interface, OUT: bmRequestType 0x21).
-        public static let setReport: UInt8 = 0x09
+        public static let setReport = HIDReports.Request.setReport
         /// HID SET_IDLE (class, interface, OUT, no data).
-        public static let setIdle: UInt8 = 0x0A
+        public static let setIdle = HIDReports.Request.setIdle
         /// Standard GET_DESCRIPTOR.
         public static let getDescriptor: UInt8 = 0x06
         /// bmRequestType of class requests to the interface, host → device.
-        public static let classInterfaceOut: UInt8 = 0x21
+        public static let classInterfaceOut = HIDReports.Request.classInterfaceOut
         /// bmRequestType of class requests to the interface, device → host.
-        public static let classInterfaceIn: UInt8 = 0xA1
+        public static let classInterfaceIn = HIDReports.Request.classInterfaceIn
         /// bmRequestType of standard requests to the interface, device → host.
         public static let standardInterfaceIn: UInt8 = 0x81
         /// The report type in wValue's high byte for feature reports.
-        public static let featureReport: UInt8 = 0x03
+        public static let featureReport = HIDReports.Request.featureReportType
         /// The descriptor type in wValue's high byte for the HID report descriptor.
         public static let reportDescriptorType: UInt8 = 0x22
+        /// The descriptor type in wValue's high byte for the HID class descriptor.
+        public static let hidDescriptorType: UInt8 = 0x21
     }
 }
 

@@ -1,4 +1,5 @@
 import Glibc
+import LightX
 import Logging
 import Transport
 
@@ -10,7 +11,7 @@ struct EP0Loop {
     var gadget: ConfigFSGadget
     let logger: Logger?
     private var eventBuffer = [UInt8](repeating: 0, count: 4 * FunctionFSEvent.recordSize)
-    private var dataBuffer = [UInt8](repeating: 0, count: HIDDescriptors.bufferReportLength)
+    private var dataBuffer = [UInt8](repeating: 0, count: HIDReports.bufferReportSize)
     private var lastErrorLog = ContinuousClock.now - .seconds(10)
 
     init(core: GadgetCore, gadget: ConfigFSGadget, logger: Logger?) {

@@ -1,16 +1,7 @@
 /// The bytes the gadget writes to FunctionFS and answers to GET_DESCRIPTOR: the LightX HID interface with vendor
-/// feature reports 0xF0 (13 data bytes) and 0xF1 (256 data bytes), exactly as measured in the VM rig
+/// feature reports 0xF0 (13 data bytes) and 0xF1 (256 data bytes; ids and sizes in `HIDReports`), exactly as measured in the VM rig
 /// (notes/vm-findings.md §1).
 public enum HIDDescriptors {
-    /// The header report: ID 0xF0, 13 data bytes (14 on the wire).
-    public static let headerReportID: UInt8 = 0xF0
-    /// The buffer report: ID 0xF1, 256 data bytes (257 on the wire).
-    public static let bufferReportID: UInt8 = 0xF1
-    /// Wire length of report 0xF0, ID byte included.
-    public static let headerReportLength = 14
-    /// Wire length of report 0xF1, ID byte included.
-    public static let bufferReportLength = 257
-
     /// The HID report descriptor (32 bytes): vendor page 0xFF00, application collection, feature reports 0xF0 × 13
     /// and 0xF1 × 256 bytes.
     public static let reportDescriptor: [UInt8] = [

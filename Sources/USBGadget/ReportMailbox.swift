@@ -1,4 +1,7 @@
-/// The device side of "LightX over HID feature reports" (notes/issue4-design.md): a pure state machine, no I/O.
+import LightX
+
+/// The device side of "LightX over HID feature reports" (`HIDReports`, docs/protocol.md §2.3): a pure state machine,
+/// no I/O.
 ///
 /// Host → device: SET_REPORT 0xF1 stores a buffer (`[0xF1, 256 bytes]`); SET_REPORT 0xF0 (`[0xF0, 0x00, header]`)
 /// completes a packet: the 12-byte header plus, when its buffer flag is set and param1 > 0, the first param1 bytes
@@ -79,18 +82,16 @@ public struct ReportMailbox: Sendable {
     /// The answer to GET_REPORT `reportID`; nil means stall (an unknown report, or 0xF1 with no announced head).
     public func answerGet(reportID: UInt8) -> Answer? {
         switch reportID {
-        case HIDDescriptors.headerReportID:
+        case HIDReports.headerReportID:
             guard let packet = headPacket, let serial = headSerial else {
-                return Answer(report: [0xF0, 0x00] + [UInt8](repeating: 0, count: 12), effect: .none)
+                return Answer(report: HIDReports.nothingReady, effect: .none)
             }
-            let header = Array(packet.prefix(12)) + [UInt8](repeating: 0, count: max(0, 12 - packet.count))
-            let effect: Effect = Self.hasBuffer(header: header) ? .announceHead(serial: serial) : .removeHead(serial: serial)
-            return Answer(report: [0xF0, 0x01] + header, effect: effect)
-        case HIDDescriptors.bufferReportID:
+            let report = HIDReports.headerReport(packet, flag: HIDReports.packetFlag)
+            let effect: Effect = Self.announcesBuffer(report.dropFirst(2)) ? .announceHead(serial: serial) : .removeHead(serial: serial)
+            return Answer(report: report, effect: effect)
+        case HIDReports.bufferReportID:
             guard isHeadAnnounced, let packet = headPacket, let serial = headSerial else { return nil }
-            let buffer = Array(packet.dropFirst(12).prefix(256))
-            return Answer(report: [0xF1] + buffer + [UInt8](repeating: 0, count: 256 - buffer.count),
-                          effect: .removeHead(serial: serial))
+            return Answer(report: HIDReports.bufferReport(packet.dropFirst(Header.size)), effect: .removeHead(serial: serial))
         default:
             return nil
         }
@@ -126,36 +127,26 @@ public struct ReportMailbox: Sendable {
     /// than 14 bytes, or a buffer flag with param1 > 256). Other IDs return nil.
     public mutating func receiveSet(reportID: UInt8, data: [UInt8]) -> [UInt8]? {
         switch reportID {
-        case HIDDescriptors.bufferReportID:
-            let payload = Array(data.dropFirst().prefix(256))
-            lastBuffer = payload + [UInt8](repeating: 0, count: 256 - payload.count)
+        case HIDReports.bufferReportID:
+            let payload = Array(data.dropFirst().prefix(HIDReports.maximumBuffer))
+            lastBuffer = payload + [UInt8](repeating: 0, count: HIDReports.maximumBuffer - payload.count)
             return nil
-        case HIDDescriptors.headerReportID:
-            guard data.count >= HIDDescriptors.headerReportLength else { return nil }
-            let header = Array(data[2..<14])
-            guard Self.hasBuffer(header: header) else { return header }
-            let length = Self.param1(header: header)
-            guard length <= 256 else { return nil }
+        case HIDReports.headerReportID:
+            guard data.count >= HIDReports.headerReportSize, let header = try? Header(decoding: data.dropFirst(2)) else { return nil }
+            let length = HIDReports.announcedBuffer(header)
+            guard length > 0 else { return header.encoded }
+            guard length <= HIDReports.maximumBuffer else { return nil }
             let buffer = lastBuffer ?? []
-            return header + buffer.prefix(Int(length))
+            return header.encoded + buffer.prefix(length)
         default:
             return nil
         }
     }
 
-    // MARK: - Header fields
-
-    /// Whether a 12-byte LightX header says a buffer follows: buffer flag (bit 7 of byte 2) set and param1 > 0.
-    public static func hasBuffer<C: Collection>(header: C) -> Bool where C.Element == UInt8, C.Index == Int {
-        guard header.count >= 12 else { return false }
-        return header[header.startIndex + 2] & 0x80 != 0 && param1(header: header) > 0
-    }
-
-    /// param1 (bytes 8-11, little-endian) of a 12-byte LightX header; 0 when shorter.
-    public static func param1<C: Collection>(header: C) -> UInt32 where C.Element == UInt8, C.Index == Int {
-        guard header.count >= 12 else { return 0 }
-        let s = header.startIndex
-        return UInt32(header[s + 8]) | UInt32(header[s + 9]) << 8 | UInt32(header[s + 10]) << 16 | UInt32(header[s + 11]) << 24
+    /// Whether the 12 header bytes at the start of `bytes` announce a buffer (`HIDReports.announcedBuffer` > 0).
+    private static func announcesBuffer<C: Collection>(_ bytes: C) -> Bool where C.Element == UInt8 {
+        guard let header = try? Header(decoding: bytes) else { return false }
+        return HIDReports.announcedBuffer(header) > 0
     }
 }
 
@@ -201,7 +192,7 @@ public enum EP0Responder {
             guard length > 0 else { return .stall }
             switch high {
             case C.reportDescriptorType: return .write(Array(HIDDescriptors.reportDescriptor.prefix(length)), effect: .none)
-            case 0x21: return .write(Array(HIDDescriptors.hidDescriptor.prefix(length)), effect: .none)
+            case C.hidDescriptorType: return .write(Array(HIDDescriptors.hidDescriptor.prefix(length)), effect: .none)
             default: return .stall
             }
         case (C.classInterfaceOut, C.setIdle):
@@ -209,11 +200,11 @@ public enum EP0Responder {
         case (C.classInterfaceOut, C.setReport):
             guard high == C.featureReport else { return .stall }
             switch id {
-            case HIDDescriptors.headerReportID:
-                guard length == HIDDescriptors.headerReportLength, canTakePacket else { return .stall }
+            case HIDReports.headerReportID:
+                guard length == HIDReports.headerReportSize, canTakePacket else { return .stall }
                 return .readReport(length: length, reportID: id)
-            case HIDDescriptors.bufferReportID:
-                guard (1...HIDDescriptors.bufferReportLength).contains(length) else { return .stall }
+            case HIDReports.bufferReportID:
+                guard (1...HIDReports.bufferReportSize).contains(length) else { return .stall }
                 return .readReport(length: length, reportID: id)
             default:
                 return .stall

@@ -1,11 +1,8 @@
 import LightX
 import Transport
 
-/// LightX over HID feature reports: the byte layout both USB sides implement (design contract, sheet §1.7).
+/// The host side of LightX over HID feature reports (the layout is `HIDReports`, sheet §1.7):
 ///
-/// - Report 0xF0 carries a header: 14 bytes on the wire = `[0xF0, flag, 12-byte header]`. Host → device the flag is
-///   0x00; device → host it is 0x00 for "nothing ready" (the rest zero) and 0x01 when a packet's header follows.
-/// - Report 0xF1 carries a buffer: 257 bytes = `[0xF1, up to 256 buffer bytes, zero padding]`.
 /// - Sending one raw packet (header + buffer, as `RawPacketCodec.encode` makes it): SET_REPORT 0xF1 first, only when
 ///   the header's buffer flag is set and param1 > 0; then SET_REPORT 0xF0.
 /// - Receiving: GET_REPORT 0xF0; when its header announces a buffer (flag set, param1 > 0), GET_REPORT 0xF1 and keep
@@ -13,17 +10,6 @@ import Transport
 ///
 /// Every function here is pure and total: malformed input is a `TransportError(.io)` naming what is wrong.
 public enum LightXReports {
-    /// The header report id.
-    public static let headerReportID: UInt8 = 0xF0
-    /// The buffer report id.
-    public static let bufferReportID: UInt8 = 0xF1
-    /// Wire size of report 0xF0, its id included.
-    public static let headerReportSize = 14
-    /// Wire size of report 0xF1, its id included.
-    public static let bufferReportSize = 257
-    /// The largest buffer one packet may carry.
-    public static let maximumBuffer = 256
-
     /// One feature report as it travels: `bytes[0]` is the report id.
     public struct Report: Sendable, Hashable {
         /// The report id (0xF0 or 0xF1).
@@ -46,8 +32,8 @@ public enum LightXReports {
             throw TransportError(.io, "cannot send the packet over USB: \(error)")
         }
         let extra = packet.count - Header.size
-        let announced = announcedBuffer(header)
-        guard announced <= maximumBuffer else {
+        let announced = HIDReports.announcedBuffer(header)
+        guard announced <= HIDReports.maximumBuffer else {
             throw TransportError(.io, "cannot send a packet with a \(header.param1)-byte buffer over USB: report 0xF1 holds at most 256 bytes")
         }
         guard extra == announced else {
@@ -56,20 +42,10 @@ public enum LightXReports {
         }
         var reports: [Report] = []
         if announced > 0 {
-            var f1 = [UInt8](repeating: 0, count: bufferReportSize)
-            f1[0] = bufferReportID
-            for i in 0..<announced { f1[1 + i] = packet[Header.size + i] }
-            reports.append(Report(id: bufferReportID, bytes: f1))
+            reports.append(Report(id: HIDReports.bufferReportID, bytes: HIDReports.bufferReport(packet.dropFirst(Header.size))))
         }
-        reports.append(Report(id: headerReportID, bytes: [headerReportID, 0x00] + packet.prefix(Header.size)))
+        reports.append(Report(id: HIDReports.headerReportID, bytes: HIDReports.headerReport(packet, flag: HIDReports.noPacketFlag)))
         return reports
-    }
-
-    /// The buffer length a header announces: param1 when the buffer flag is set, else 0.
-    /// Values beyond `Int.max` are clamped (and then rejected by the callers as over 256).
-    public static func announcedBuffer(_ header: Header) -> Int {
-        guard header.hasBuffer else { return 0 }
-        return Int(clamping: header.param1)
     }
 
     /// Decodes a GET_REPORT 0xF0 answer: nil for "nothing ready", else the announced header.
@@ -77,18 +53,18 @@ public enum LightXReports {
     /// - Throws: `TransportError(.io)` for a short report ("short report 0xF0: got 5 of 14 bytes"), a wrong report id,
     ///   or a header announcing more than 256 buffer bytes.
     public static func parseHeaderReport(_ report: [UInt8]) throws(TransportError) -> Header? {
-        guard report.count >= headerReportSize else {
-            throw TransportError(.io, "short report 0xF0: got \(report.count) of \(headerReportSize) bytes")
+        guard report.count >= HIDReports.headerReportSize else {
+            throw TransportError(.io, "short report 0xF0: got \(report.count) of \(HIDReports.headerReportSize) bytes")
         }
-        guard report[0] == headerReportID else {
+        guard report[0] == HIDReports.headerReportID else {
             throw TransportError(.io, "report 0xF0 came back with report id 0x\(usbHex2(report[0]))")
         }
-        guard report[1] != 0 else { return nil }
+        guard report[1] != HIDReports.noPacketFlag else { return nil }
         let header: Header
-        do { header = try Header(decoding: report[2..<headerReportSize]) } catch {
+        do { header = try Header(decoding: report[2..<HIDReports.headerReportSize]) } catch {
             throw TransportError(.io, "report 0xF0: \(error)")
         }
-        guard announcedBuffer(header) <= maximumBuffer else {
+        guard HIDReports.announcedBuffer(header) <= HIDReports.maximumBuffer else {
             throw TransportError(.io, "report 0xF0 announces a \(header.param1)-byte buffer; report 0xF1 holds at most 256")
         }
         return header
@@ -100,13 +76,13 @@ public enum LightXReports {
     /// - Throws: `TransportError(.io)` when the report is shorter than the id byte plus param1 ("short report 0xF1:
     ///   got 101 bytes, the header announced 200 buffer bytes"), or has a wrong report id.
     public static func packet(header: Header, bufferReport: [UInt8]) throws(TransportError) -> [UInt8] {
-        let announced = announcedBuffer(header)
+        let announced = HIDReports.announcedBuffer(header)
         var packet = header.encoded
         guard announced > 0 else { return packet }
         guard bufferReport.count >= 1 + announced else {
             throw TransportError(.io, "short report 0xF1: got \(bufferReport.count) bytes, the header announced \(announced) buffer bytes (\(1 + announced) with the report id)")
         }
-        guard bufferReport[0] == bufferReportID else {
+        guard bufferReport[0] == HIDReports.bufferReportID else {
             throw TransportError(.io, "report 0xF1 came back with report id 0x\(usbHex2(bufferReport[0]))")
         }
         packet += bufferReport[1...announced]

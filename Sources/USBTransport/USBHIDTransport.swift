@@ -196,7 +196,7 @@ public final class USBHIDTransport: Transport {
             if let header = state.withLock({ $0.announced }) {
                 let report: [UInt8]
                 do {
-                    report = try await transfer(.getReport(LightXReports.bufferReportID, length: LightXReports.bufferReportSize))
+                    report = try await transfer(.getReport(HIDReports.bufferReportID, length: HIDReports.bufferReportSize))
                 } catch let error as TransportError {
                     // The device no longer holds the announced head (it stalled, or timed out); drop it.
                     state.withLock { $0.announced = nil }
@@ -232,13 +232,13 @@ public final class USBHIDTransport: Transport {
                 try Task.checkCancellation()
             }
 
-            let report = try await transfer(.getReport(LightXReports.headerReportID, length: LightXReports.headerReportSize))
+            let report = try await transfer(.getReport(HIDReports.headerReportID, length: HIDReports.headerReportSize))
             guard let header = try withPeer({ () throws(TransportError) in try LightXReports.parseHeaderReport(report) }) else {
                 if outstanding { emptyPolls += 1 }
                 continue
             }
             emptyPolls = 0
-            if LightXReports.announcedBuffer(header) > 0 {
+            if HIDReports.announcedBuffer(header) > 0 {
                 state.withLock { $0.announced = header }
                 continue
             }

@@ -116,7 +116,7 @@ struct FakeHost {
     /// Sends one raw LightX packet: SET 0xF1 with the buffer (when the header has one), then SET 0xF0.
     func sendPacket(_ raw: [UInt8]) async throws {
         let header = Array(raw.prefix(12))
-        if ReportMailbox.hasBuffer(header: header) {
+        if HIDReports.announcedBuffer(try Header(decoding: header)) > 0 {
             let buffer = Array(raw.dropFirst(12))
             guard try await setReport(0xF1, [0xF1] + buffer + [UInt8](repeating: 0, count: 256 - buffer.count)) else {
                 throw TestFailure("SET_REPORT 0xF1 stalled")
@@ -131,9 +131,10 @@ struct FakeHost {
         guard f0.count == 14, f0[0] == 0xF0 else { throw TestFailure("bad 0xF0 report \(f0)") }
         guard f0[1] == 1 else { return nil }
         let header = Array(f0[2...])
-        guard ReportMailbox.hasBuffer(header: header) else { return header }
+        let announced = HIDReports.announcedBuffer(try Header(decoding: header))
+        guard announced > 0 else { return header }
         guard let f1 = try await getReport(0xF1, length: 257) else { throw TestFailure("GET_REPORT 0xF1 stalled") }
-        return header + f1.dropFirst().prefix(Int(ReportMailbox.param1(header: header)))
+        return header + f1.dropFirst().prefix(announced)
     }
 
     /// Polls until a packet is ready (or `timeout`, a hang guard).

@@ -130,7 +130,7 @@ import Testing
     @Test func assemblesHeaderAndBuffer() throws {
         var box = ReportMailbox()
         let header = Array(batteryRead.prefix(12))
-        #expect(ReportMailbox.hasBuffer(header: header) && ReportMailbox.param1(header: header) == 256)
+        #expect(HIDReports.announcedBuffer(try Header(decoding: header)) == 256)
         let buffer = Array(batteryRead.dropFirst(12))
         let r2 = box.receiveSet(reportID: 0xF1, data: [0xF1] + buffer)
         #expect(r2 == nil)
@@ -274,7 +274,7 @@ import Testing
                 if case .announceHead = a.effect {
                     let f1 = try #require(box.answerGet(reportID: 0xF1))
                     box.commit(f1.effect)
-                    packet += f1.report.dropFirst().prefix(Int(ReportMailbox.param1(header: packet)))
+                    packet += f1.report.dropFirst().prefix(HIDReports.announcedBuffer(try Header(decoding: packet)))
                 }
                 received.append(packet)
             }
@@ -285,7 +285,7 @@ import Testing
             if case .announceHead = a.effect {
                 let f1 = try #require(box.answerGet(reportID: 0xF1))
                 box.commit(f1.effect)
-                packet += f1.report.dropFirst().prefix(Int(ReportMailbox.param1(header: packet)))
+                packet += f1.report.dropFirst().prefix(HIDReports.announcedBuffer(try Header(decoding: packet)))
             }
             received.append(packet)
         }
