@@ -152,7 +152,8 @@ public final class Headset: Sendable {
             throw HeadsetError(.invalidArgument, "give a left or a right ambient level (or both)")
         }
         let steps = try await ambientSteps()
-        for (side, value) in [("left", left), ("right", right)] {
+        let sides = left == right ? [("left and right", left)] : [("left", left), ("right", right)]
+        for (side, value) in sides {
             if let value, !(0..<steps).contains(value) {
                 throw HeadsetError(.invalidArgument, "ambient \(side) level must be 0...\(steps - 1), got \(value)")
             }
@@ -361,6 +362,25 @@ public final class Headset: Sendable {
         }
     }
 
+    /// Which firmware runs, and in the bootloader which application is committed; nil when the device does not
+    /// answer BootImageType.
+    public func firmwareMode() async throws -> FirmwareMode? {
+        let reply = try await session.request(BootRequests.imageType(session.style))
+        guard reply.status == .ok else { return nil }
+        let inBootloader: Bool
+        do {
+            inBootloader = try BootRequests.isBootloader(imageTypeReply: reply.buffer)
+        } catch {
+            throw HeadsetError.malformed(error, command: .bootImageType)
+        }
+        guard inBootloader else { return FirmwareMode(running: .application) }
+        let file = try await session.request(try request { () throws(LightXError) in
+            try BootRequests.readVersionFile(address: FlashRegion.application.versionFileAddress, session.style)
+        })
+        let version = String(decoding: file.buffer.prefix { $0 != 0 }, as: UTF8.self)
+        return FirmwareMode(running: .bootloader, committedApplication: file.status == .ok && !version.isEmpty ? version : nil)
+    }
+
     // MARK: Pushes and snapshots
 
     /// Decoded device pushes from now on; the stream finishes when the session ends.
@@ -370,6 +390,7 @@ public final class Headset: Sendable {
 
     /// Reads everything readable. Features the device answers NotSupported (or NotFound) for are nil.
     public func snapshot() async throws -> HeadsetSnapshot {
+        let mode = try await firmwareMode()
         let identity = try await identity()
         let firmware = try await readIfSupported(AppSettings.firmwareVersion)
         let battery = try await readIfSupported(AppSettings.batteryLevel)
@@ -402,7 +423,7 @@ public final class Headset: Sendable {
             autoOff: try await readIfSupported(AppSettings.autoOff),
             voicePrompt: try await readIfSupported(AppSettings.voicePrompt))
         return HeadsetSnapshot(
-            identity: identity, firmwareVersion: firmware?.description, batteryPercent: battery.map(Int.init),
+            mode: mode, identity: identity, firmwareVersion: firmware?.description, batteryPercent: battery.map(Int.init),
             anc: anc, ambient: ambient == HeadsetSnapshot.Ambient() ? nil : ambient, eq: eq, settings: settings)
     }
 }

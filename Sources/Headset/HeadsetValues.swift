@@ -141,6 +141,8 @@ public struct HeadsetSnapshot: Sendable, Hashable, Codable {
         public var voicePrompt: Bool?
     }
 
+    /// Which firmware runs; nil when the device does not say (it answers BootImageType NotSupported).
+    public var mode: FirmwareMode?
     public var identity: DeviceIdentity
     public var firmwareVersion: String?
     public var batteryPercent: Int?
@@ -148,4 +150,20 @@ public struct HeadsetSnapshot: Sendable, Hashable, Codable {
     public var ambient: Ambient?
     public var eq: EQ
     public var settings: Settings
+}
+
+/// Which firmware a device runs: its application, or its bootloader (then no application command works).
+public struct FirmwareMode: Sendable, Hashable, Codable {
+    public enum Running: String, Sendable, Hashable, Codable {
+        case application, bootloader
+    }
+
+    public var running: Running
+    /// In the bootloader: the version of the committed application it would start, nil when there is none.
+    public var committedApplication: String?
+
+    public init(running: Running, committedApplication: String? = nil) {
+        self.running = running
+        self.committedApplication = committedApplication
+    }
 }

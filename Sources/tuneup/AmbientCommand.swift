@@ -42,9 +42,9 @@ struct AmbientCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Set the left and/or right ambient level.",
             discussion: "Levels run from 0 to the device's maximum (see 'tuneup ambient get'). Example: tuneup ambient set --left 4 --right 4")
-        @Option(help: ArgumentHelp("Left level.", valueName: "n")) var left: Int?
-        @Option(help: ArgumentHelp("Right level.", valueName: "n")) var right: Int?
-        @Option(help: ArgumentHelp("Set both sides to this level.", valueName: "n")) var both: Int?
+        @Option(parsing: .unconditional, help: ArgumentHelp("Left level.", valueName: "n")) var left: Int?
+        @Option(parsing: .unconditional, help: ArgumentHelp("Right level.", valueName: "n")) var right: Int?
+        @Option(parsing: .unconditional, help: ArgumentHelp("Set both sides to this level.", valueName: "n")) var both: Int?
         @OptionGroup var device: DeviceOptions
         @OptionGroup var output: OutputOptions
 

@@ -46,10 +46,10 @@ struct BootloaderCommand: AsyncParsableCommand {
         defaultSubcommand: Status.self)
 
     struct WaitOption: ParsableArguments {
-        @Option(help: ArgumentHelp("Seconds to wait for the device to become ready after a jump.", valueName: "seconds"))
+        @Option(parsing: .unconditional, help: ArgumentHelp("Seconds to wait for the device to become ready after a jump.", valueName: "seconds"))
         var wait: Double = 30
         func validate() throws {
-            guard wait > 0, wait <= 3600 else { throw ValidationError("--wait must be between 0 and 3600 seconds") }
+            try checkSeconds(wait, "--wait")
         }
     }
 
@@ -122,7 +122,7 @@ struct FirmwareCommand: AsyncParsableCommand {
         var region: FlashRegion = .application
         @Option(name: .shortAndLong, help: ArgumentHelp("Output file.", valueName: "file"))
         var output: String
-        @Option(help: ArgumentHelp("Bytes to read (default: the image's size, else the whole region).", valueName: "bytes"))
+        @Option(parsing: .unconditional, help: ArgumentHelp("Bytes to read (default: the image's size, else the whole region).", valueName: "bytes"))
         var length: Int?
         @Flag(help: "Stay in the bootloader afterwards.")
         var stay = false

@@ -11,10 +11,10 @@ struct DeviceOptions: ParsableArguments {
         valueName: "addr"))
     var device: String?
 
-    @Option(help: ArgumentHelp("Seconds to wait for each reply before sending the request again.", valueName: "seconds"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("Seconds to wait for each reply before sending the request again.", valueName: "seconds"))
     var timeout: Double = 2
 
-    @Option(help: ArgumentHelp("How many times to resend a request the device did not answer.", valueName: "n"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("How many times to resend a request the device did not answer.", valueName: "n"))
     var retries: Int = 2
 
     @Flag(name: .shortAndLong, help: "Log every frame sent and received to stderr.")
@@ -29,7 +29,7 @@ struct DeviceOptions: ParsableArguments {
     var pollIntervalDuration: Duration? { pollInterval.flatMap(parseDuration) }
 
     func validate() throws {
-        guard timeout > 0, timeout <= 3600 else { throw ValidationError("--timeout must be between 0 and 3600 seconds") }
+        try checkSeconds(timeout, "--timeout")
         guard (0...20).contains(retries) else { throw ValidationError("--retries must be 0...20") }
         if let pollInterval, parseDuration(pollInterval).map({ $0 > .zero && $0 <= .seconds(10) }) != true {
             throw ValidationError("--poll-interval takes a duration like 50ms or 0.05s (up to 10 s), got '\(pollInterval)'")
@@ -62,6 +62,13 @@ struct OutputOptions: ParsableArguments {
     var format: Format = .text
 
     var json: Bool { format == .json }
+}
+
+/// Refuses a number of seconds outside (0, 3600] (or not a number) with one line naming the option.
+func checkSeconds(_ value: Double, _ option: String) throws {
+    guard value.isFinite, value > 0, value <= 3600 else {
+        throw ValidationError("\(option) must be more than 0 and at most 3600 seconds, got \(value.formatted())")
+    }
 }
 
 /// Parses "50ms", "0.5s", "2s", "250us" (a bare number is milliseconds).

@@ -100,11 +100,11 @@ struct EQCommand: AsyncParsableCommand {
                 """)
         @Option(help: ArgumentHelp("Preset name or number; default: the current preset.", valueName: "preset"))
         var preset: String?
-        @Option(help: ArgumentHelp("Band index (0 = lowest frequency) to set alone, with --gain.", valueName: "band"))
+        @Option(parsing: .unconditional, help: ArgumentHelp("Band index (0 = lowest frequency) to set alone, with --gain.", valueName: "band"))
         var band: Int?
-        @Option(help: ArgumentHelp("Gain in dB for --band.", valueName: "db"))
+        @Option(parsing: .unconditional, help: ArgumentHelp("Gain in dB for --band.", valueName: "db"))
         var gain: Int?
-        @Option(help: ArgumentHelp("All gains, comma-separated.", valueName: "g1,g2,..."))
+        @Option(parsing: .unconditional, help: ArgumentHelp("All gains, comma-separated.", valueName: "g1,g2,..."))
         var gains: String?
         @Argument(help: ArgumentHelp("All gains in dB, one per band.", valueName: "gain"))
         var values: [Int] = []

@@ -26,9 +26,9 @@ struct FlashCommand: AsyncParsableCommand {
             ({"type":"progress",...} then {"type":"result",...}); --progress-file appends the progress events.
 
             Examples:
-              tuneup flash firmware-images/tuneup-sim-app-1.5.0.img
-              tuneup flash app.bin --region app --device tcp:127.0.0.1:4100 --window 1
-              tuneup flash signed.img --key dev-public.pem --format json --progress-file update.jsonl
+              tuneup flash firmware-images/app-1.5.0.img
+              tuneup flash firmware-images/raw-app-1.5.0-no-region.bin --region app --device tcp:127.0.0.1:4100 --window 1
+              tuneup flash firmware-images/app-1.5.0.img --key firmware-images/dev-public.pem --format json --progress-file update.jsonl
             """)
 
     @Argument(help: ArgumentHelp("The image file.", valueName: "image"))
@@ -37,7 +37,7 @@ struct FlashCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Target region for raw or Intel HEX images: app or resource.", valueName: "region"))
     var region: FlashRegion?
 
-    @Option(help: ArgumentHelp("Requests in flight (default: adaptive up to the device's queue; 1 = one at a time).", valueName: "n"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("Requests in flight (default: adaptive up to the device's queue; 1 = one at a time).", valueName: "n"))
     var window: Int?
 
     @Flag(help: "Allow installing an older version than the device runs.")
@@ -49,7 +49,7 @@ struct FlashCommand: AsyncParsableCommand {
     @Flag(help: "Rewrite everything instead of skipping sectors the device already holds.")
     var noResume = false
 
-    @Option(help: ArgumentHelp("Seconds to wait for the device to come back after a jump, reboot or lost link.", valueName: "seconds"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("Seconds to wait for the device to come back after a jump, reboot or lost link.", valueName: "seconds"))
     var wait: Double = 30
 
     @Option(help: ArgumentHelp("Append JSON Lines progress events to this file.", valueName: "file"))
@@ -60,7 +60,7 @@ struct FlashCommand: AsyncParsableCommand {
 
     func validate() throws {
         if let window, !(1...256).contains(window) { throw ValidationError("--window must be 1...256") }
-        guard wait > 0, wait <= 3600 else { throw ValidationError("--wait must be between 0 and 3600 seconds") }
+        try checkSeconds(wait, "--wait")
     }
 
     func run() async throws {
@@ -73,9 +73,9 @@ struct FlashCommand: AsyncParsableCommand {
             image = try FirmwareImage.load(path: imagePath, region: region)
             verificationKey = try key.map { try VerificationKey.load(path: $0) }
         } catch let error as ImageError {
-            throw failureExit(CommandFailure(message: error.message, code: error.code == .io ? Exit.localIO : Exit.device))
+            throw error
         } catch {
-            throw failureExit(CommandFailure(message: "cannot read \(key ?? imagePath): \(error.localizedDescription)", code: Exit.localIO))
+            throw CommandFailure(message: "cannot read \(key ?? imagePath): \(error.localizedDescription)", code: Exit.localIO)
         }
         let address = try device.address()
         let connector = makeConnector(device, logger: device.verbose ? logger : nil)
@@ -88,16 +88,48 @@ struct FlashCommand: AsyncParsableCommand {
         }
         let renderer = try ProgressRenderer(json: output.json, progressFile: progressFile, title: "\(image.name) → \(address)")
         let rendering = Task { await renderer.consume(updater.progress) }
+        let result: UpdateResult
         do {
-            let result = try await updater.run()
-            await rendering.value
-            renderer.finish()
-            try emitResult(result)
+            result = try await updater.run()
         } catch {
             await rendering.value
+            let signal = Interrupts.received
+            let (message, code) = signal.map { (Self.interrupted(by: $0, during: renderer.latest?.phase), Interrupts.exitCode($0)) }
+                ?? describeFailure(error)
+            renderer.emitError(message: message, code: signal != nil ? "interrupted" : Self.errorCode(error))
             renderer.finish()
-            if output.json { renderer.emitError(error) }
-            throw failureExit(error)
+            throw CommandFailure(message: message, code: code)
+        }
+        await rendering.value
+        let progressProblem = renderer.finish()
+        try emitResult(result)
+        // Output that could not be written does not undo the update; it is still a failure of the command.
+        if let problem = progressProblem ?? Console.outputFailure {
+            throw CommandFailure(message: "\(problem) (the update itself completed)", code: Exit.localIO)
+        }
+    }
+
+    /// The stable code of an update failure, for the JSON error event.
+    static func errorCode(_ error: Error) -> String? {
+        (error as? UpdateError)?.code.rawValue ?? (error as? HeadsetError)?.code.rawValue
+    }
+
+    /// What an update stopped by a signal leaves behind, by the phase it was in.
+    static func interrupted(by signal: Int32, during phase: UpdatePhase?) -> String {
+        let stopped = "stopped by \(Interrupts.name(signal))"
+        switch phase {
+        case nil, .connect?, .authenticate?:
+            return "\(stopped) before the update began; the device is unchanged"
+        case .enterBootloader?:
+            return "\(stopped) while entering the bootloader; the application is unchanged but the device may wait in "
+                + "its bootloader: run the same command again to update it, or 'tuneup bootloader leave'"
+        case .commit?:
+            return "\(stopped) while committing; the device is in its bootloader: run the same command again to verify and commit"
+        case .reboot?, .confirm?, .done?:
+            return "\(stopped) after the new image was committed; the device is starting it (check with 'tuneup probe')"
+        case let phase?:
+            return "\(stopped) during \(phase.rawValue); the device is in its bootloader with a partial image: "
+                + "run the same command again to resume"
         }
     }
 

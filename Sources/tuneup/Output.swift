@@ -20,9 +20,10 @@ enum Output {
         line(json ? try Output.json(value) : text())
     }
 
-    /// Writes one line to stdout at once (unbuffered, so pipes see it immediately).
+    /// Writes one line to stdout at once (unbuffered, so pipes see it immediately; a failure is kept for the
+    /// exit code: `Console`).
     static func line(_ text: String) {
-        FileHandle.standardOutput.write(Data((text + "\n").utf8))
+        Console.out(text + "\n")
     }
 
     /// Aligned "Label   value" lines.

@@ -6,7 +6,12 @@ struct ProbeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "probe",
         abstract: "Read everything the headset reports: identity, firmware, battery, ANC, ambient, EQ, settings.",
-        discussion: "Features the device does not support are shown as 'not supported' and left out of the JSON.")
+        discussion: """
+            Features the device does not support are shown as 'not supported' and left out of the JSON. Mode says \
+            whether the application runs or the device waits in its bootloader (after an interrupted update), and \
+            then which application it has committed (JSON: "mode": {"running": "bootloader", \
+            "committedApplication": "1.4.2"}).
+            """)
 
     @OptionGroup var device: DeviceOptions
     @OptionGroup var output: OutputOptions
@@ -36,9 +41,17 @@ struct ProbeReport: Encodable {
     static func text(address: String, _ s: HeadsetSnapshot) -> String {
         let na = "not supported"
         var rows: [(String, String)] = [("Device", address)]
+        let inBootloader = s.mode?.running == .bootloader
+        if let mode = s.mode {
+            rows.append(("Mode", inBootloader
+                ? "bootloader (" + (mode.committedApplication.map { "committed application \($0)" } ?? "no committed application")
+                    + "): 'tuneup flash IMAGE' installs one" + (mode.committedApplication != nil ? ", 'tuneup bootloader leave' starts it" : "")
+                : "application"))
+        }
         let id = s.identity
+        let firmware = inBootloader ? "bootloader running" : s.firmwareVersion ?? id.firmware ?? na
         rows += [("Product", id.product ?? na), ("Manufacturer", id.manufacturer ?? na), ("Model", id.model ?? na),
-                 ("Serial", id.serial ?? na), ("Hardware", id.hardware ?? na), ("Firmware", s.firmwareVersion ?? id.firmware ?? na),
+                 ("Serial", id.serial ?? na), ("Hardware", id.hardware ?? na), ("Firmware", firmware),
                  ("BT name", id.bluetoothName ?? na), ("Battery", s.batteryPercent.map { "\($0)%" } ?? na)]
         if let anc = s.anc {
             rows.append(("ANC", Output.onOff(anc.enabled) + (anc.level.map { String(format: " (level %.2f)", $0) } ?? "")))

@@ -8,7 +8,9 @@ import Synchronization
 final class ProgressRenderer: Sendable {
     private let json: Bool
     private let bar: Bool
-    private let file: FileHandle?
+    /// The progress file's descriptor (appending), if any.
+    private let file: Int32?
+    private let progressFile: String?
     private let title: String
     private let state = Mutex(State())
 
@@ -16,23 +18,21 @@ final class ProgressRenderer: Sendable {
         var lastPhase: UpdatePhase?
         var lastTenth = -1
         var barShown = false
+        /// The latest event seen (whatever the output mode): where an interrupted update stopped.
+        var latest: UpdateProgress?
     }
 
     init(json: Bool, progressFile: String?, title: String) throws {
         self.json = json
         self.title = title
+        self.progressFile = progressFile
         bar = isatty(STDERR_FILENO) == 1
         if let progressFile {
-            if !FileManager.default.fileExists(atPath: progressFile) {
-                guard FileManager.default.createFile(atPath: progressFile, contents: nil) else {
-                    throw CommandFailure(message: "cannot create the progress file \(progressFile)", code: Exit.localIO)
-                }
+            let fd = open(progressFile, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
+            guard fd >= 0 else {
+                throw CommandFailure(message: "cannot open the progress file \(progressFile) for writing: \(Console.errorText(errno))", code: Exit.localIO)
             }
-            guard let handle = FileHandle(forWritingAtPath: progressFile) else {
-                throw CommandFailure(message: "cannot open the progress file \(progressFile) for writing", code: Exit.localIO)
-            }
-            handle.seekToEndOfFile()
-            file = handle
+            file = fd
         } else {
             file = nil
         }
@@ -43,13 +43,13 @@ final class ProgressRenderer: Sendable {
     }
 
     private func show(_ e: UpdateProgress) {
+        state.withLock { $0.latest = e }
         if json || file != nil, let line = try? Output.jsonLine(Tagged(type: "progress", progress: e)) {
             if json { Output.line(line) }
-            file?.write(Data((line + "\n").utf8))
+            if let file { Console.write(line + "\n", to: file) }
         }
         if bar {
-            let text = "\r" + Self.barLine(e) + "\u{1B}[K"
-            FileHandle.standardError.write(Data(text.utf8))
+            Console.err("\r" + Self.barLine(e) + "\u{1B}[K")
             state.withLock { $0.barShown = true }
         } else if !json {
             // Plain lines: each phase change and every 10 % of the transfer.
@@ -59,20 +59,32 @@ final class ProgressRenderer: Sendable {
                 if e.phase != s.lastPhase || tenth > s.lastTenth { return Self.plainLine(e) }
                 return nil
             }
-            if let line { FileHandle.standardError.write(Data((line + "\n").utf8)) }
+            if let line { Console.err(line + "\n") }
         }
     }
 
-    func finish() {
-        if state.withLock({ $0.barShown }) { FileHandle.standardError.write(Data("\n".utf8)) }
-        try? file?.close()
+    /// Ends the bar and closes the progress file. Returns why the progress file could not be written, if it could
+    /// not (the update itself goes on regardless).
+    @discardableResult
+    func finish() -> String? {
+        if state.withLock({ $0.barShown }) { Console.err("\n") }
+        guard let file, let progressFile else { return nil }
+        let failure = Console.failure(file)
+        Console.forget(file)
+        let closed = close(file) == 0 ? nil : errno
+        if let e = failure ?? closed { return "cannot write the progress file \(progressFile): \(Console.errorText(e))" }
+        return nil
     }
 
-    /// With --format json, a failure also ends the stream as an event.
-    func emitError(_ error: Error) {
+    /// The latest progress event.
+    var latest: UpdateProgress? { state.withLock { $0.latest } }
+
+    /// With --format json, a failure also ends the stream as an event (and in the progress file).
+    func emitError(message: String, code: String?) {
         struct ErrorEvent: Encodable { var type = "error"; var message: String; var code: String? }
-        let code = (error as? UpdateError)?.code.rawValue ?? (error as? HeadsetError)?.code.rawValue
-        if let line = try? Output.jsonLine(ErrorEvent(message: "\(error)", code: code)) { Output.line(line) }
+        guard let line = try? Output.jsonLine(ErrorEvent(message: message, code: code)) else { return }
+        if json { Output.line(line) }
+        if let file { Console.write(line + "\n", to: file) }
     }
 
     static func barLine(_ e: UpdateProgress) -> String {

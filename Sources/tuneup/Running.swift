@@ -5,6 +5,7 @@ import Foundation
 import Headset
 import LightX
 import Logging
+import Simulator
 import Transport
 
 /// Exit codes: distinct classes of failure a script can branch on.
@@ -23,48 +24,57 @@ struct CommandFailure: Error {
 
 /// Prints one line to stderr.
 func printError(_ message: String) {
-    FileHandle.standardError.write(Data("tuneup: \(message)\n".utf8))
+    Console.err("tuneup: \(message)\n")
 }
 
-/// Maps any error to one stderr line and an exit code.
+/// Prints the one stderr line for `error` and returns its exit code (`ExitCode` values pass through silently:
+/// their line was printed already). A command stopped by a signal exits 128 + the signal.
 func failureExit(_ error: Error) -> ExitCode {
+    if let e = error as? ExitCode { return e }
+    let (message, code) = describeFailure(error)
+    if let signal = Interrupts.received {
+        printError(error is CancellationError || !(error is CommandFailure) ? "stopped by \(Interrupts.name(signal))" : message)
+        return ExitCode(Interrupts.exitCode(signal))
+    }
+    printError(message)
+    return ExitCode(code)
+}
+
+/// The one rule that maps every module's error to a message and an exit code: 64 usage (arguments, settings,
+/// environment variables), 65 the device refused or the image is invalid, 69 the device could not be reached or
+/// stopped answering, 74 a local file or directory could not be read or written.
+func describeFailure(_ error: Error) -> (String, Int32) {
     switch error {
     case let e as HeadsetError:
-        printError(e.message)
         switch e.category {
-        case .connection: return ExitCode(Exit.connection)
-        case .device: return ExitCode(Exit.device)
-        case .usage: return ExitCode(Exit.usage)
+        case .connection: return (e.message, Exit.connection)
+        case .device: return (e.message, Exit.device)
+        case .usage: return (e.message, Exit.usage)
         }
     case let e as TransportError:
-        printError(e.message)
-        return ExitCode(e.code == .invalidAddress ? Exit.usage : Exit.connection)
+        return (e.message, e.code == .invalidAddress ? Exit.usage : Exit.connection)
     case let e as LightXError:
-        printError(e.message)
-        return ExitCode(Exit.device)
+        return (e.message, Exit.device)
     case let e as UpdateError:
-        printError(e.message)
         switch e.code {
-        case .connectionLost, .notReady: return ExitCode(Exit.connection)
-        default: return ExitCode(Exit.device)
+        case .connectionLost, .notReady: return (e.message, Exit.connection)
+        default: return (e.message, Exit.device)
         }
     case let e as ImageError:
-        printError(e.message)
-        return ExitCode(e.code == .io ? Exit.localIO : Exit.device)
+        return (e.message, e.code == .io ? Exit.localIO : Exit.device)
+    case let e as SimulatorError:
+        switch e.code {
+        case .corruptState, .unsupportedStateVersion, .stateLocked, .io: return (e.message, Exit.localIO)
+        case .invalidProfile, .invalidControlLine, .invalidArgument, .invalidFaults: return (e.message, Exit.usage)
+        }
     case let e as CommandFailure:
-        printError(e.message)
-        return ExitCode(e.code)
-    case let e as ExitCode:
-        return e
+        return (e.message, e.code)
     case let e as ValidationError:
-        printError(e.message)
-        return ExitCode(Exit.usage)
+        return (e.message, Exit.usage)
     case is CancellationError:
-        printError("interrupted")
-        return ExitCode(130)
+        return ("interrupted", 130)
     default:
-        printError("\(error)")
-        return ExitCode.failure
+        return ("\(error)", 1)
     }
 }
 
@@ -84,6 +94,18 @@ func withHeadset<T>(_ options: DeviceOptions, _ body: (Headset) async throws -> 
         let result = try await body(headset)
         await headset.close()
         return result
+    } catch let error as HeadsetError where error.code == .deviceNotSupported || error.code == .deviceNotFound {
+        // An application command refused because no application runs: say so, and how to get one running.
+        let mode = try? await headset.firmwareMode()
+        await headset.close()
+        if let mode, mode.running == .bootloader {
+            throw failureExit(CommandFailure(
+                message: "the headset is in its bootloader, not running its application: "
+                    + (mode.committedApplication.map { "'tuneup bootloader leave' starts the committed \($0), or " } ?? "")
+                    + "'tuneup flash IMAGE' installs one",
+                code: Exit.device))
+        }
+        throw failureExit(error)
     } catch {
         await headset.close()
         throw failureExit(error)

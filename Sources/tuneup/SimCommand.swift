@@ -13,7 +13,7 @@ struct SimCommand: AsyncParsableCommand {
         abstract: "Run simulated devices that other tools (or tuneup itself) can connect to.",
         subcommands: [Headset.self])
 
-    struct Headset: AsyncParsableCommand {
+    struct Headset: AsyncParsableCommand, HandlesItsOwnSignals {
         static let configuration = CommandConfiguration(
             commandName: "headset",
             abstract: "Simulate LightX headsets on TCP or on pseudo-terminals.",
@@ -141,6 +141,7 @@ struct SimCommand: AsyncParsableCommand {
             let server: SimulatorServer
             var usb: USBGadgetPresence?
             do {
+                if let state { try SimulatorBridge.checkStatePath(state, createDirectory: false) }
                 if pty {
                     server = try await SimulatorServer.listenPTY(count: count, statePath: state, options: options)
                 } else if let rfcomm {
@@ -159,7 +160,7 @@ struct SimCommand: AsyncParsableCommand {
                     server = try await SimulatorServer.listenTCP(host: host, port: port, count: count, statePath: state, options: options)
                 }
             } catch {
-                throw failureExit(simulatorError(error))
+                throw failureExit(error)
             }
             for endpoint in server.endpoints {
                 Output.line(endpoint)
@@ -175,11 +176,6 @@ struct SimCommand: AsyncParsableCommand {
             }
             await usb?.shutdown()
             await server.shutdown()
-        }
-
-        private func simulatorError(_ error: Error) -> Error {
-            if let e = error as? SimulatorError { return CommandFailure(message: e.message, code: e.code == .invalidArgument ? Exit.usage : Exit.localIO) }
-            return error
         }
     }
 }

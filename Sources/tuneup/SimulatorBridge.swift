@@ -13,19 +13,30 @@ enum SimulatorBridge {
         return base + "/tuneup/sim-headset.json"
     }
 
-    /// An in-process simulated headset on the state file `statePath` (nil: the per-user default), as a transport.
+    /// An in-process simulated headset on the state file `statePath` (nil: the per-user default, whose directory
+    /// is created; a named file's directory must exist), as a transport. State-file problems are `SimulatorError`s
+    /// (exit 74), as they are for `tuneup sim headset --state`.
     static func openInProcess(statePath: String?) async throws -> any Transport {
         let path = statePath ?? defaultStatePath
-        do {
-            try FileManager.default.createDirectory(
-                atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-        } catch {
-            throw TransportError(.io, "cannot create the directory of the simulator state file \(path): \(error.localizedDescription)")
+        try checkStatePath(path, createDirectory: statePath == nil)
+        return try await SimulatorServer.inProcess(statePath: path)
+    }
+
+    /// Refuses a state path that is a directory, or whose directory is missing (created only for the default).
+    static func checkStatePath(_ path: String, createDirectory: Bool) throws {
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
+            throw SimulatorError(.io, "the simulator state file \(path) is a directory; name a file (sim:PATH/state.json)")
+        }
+        let directory = (path as NSString).deletingLastPathComponent
+        guard !directory.isEmpty, !FileManager.default.fileExists(atPath: directory) else { return }
+        guard createDirectory else {
+            throw SimulatorError(.io, "cannot use the simulator state file \(path): its directory \(directory) does not exist")
         }
         do {
-            return try await SimulatorServer.inProcess(statePath: path)
-        } catch let error as SimulatorError {
-            throw TransportError(.io, error.message)
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        } catch {
+            throw SimulatorError(.io, "cannot create the directory of the simulator state file \(path): \(error.localizedDescription)")
         }
     }
 }

@@ -1,4 +1,6 @@
 import ArgumentParser
+import Foundation
+import Glibc
 
 @main
 struct Tuneup: AsyncParsableCommand {
@@ -10,9 +12,10 @@ struct Tuneup: AsyncParsableCommand {
             headset 'sim'). Addresses: sim[:STATEFILE], tcp:HOST:PORT, serial:PATH, usb:VID:PID[:SERIAL], \
             usb:BUS-PORT[.PORT], bt:AA:BB:CC:DD:EE:FF[:CHANNEL]. 'tuneup devices' lists USB headsets.
 
-            Exit codes: 0 success, 64 bad arguments, 65 the device refused or answered with an error (or an \
-            image is invalid), 69 the device could not be reached or stopped answering, 74 a local file could \
-            not be read or written, 1 anything else.
+            Exit codes: 0 success, 64 bad arguments or settings, 65 the device refused or answered with an error \
+            (or an image is invalid), 69 the device could not be reached or stopped answering, 74 a local file \
+            (state, image, key, progress file, standard output) could not be read or written, 129/130/143 \
+            stopped by SIGHUP/SIGINT/SIGTERM, 1 anything else. Every failure prints one line on stderr.
 
             Examples:
               tuneup probe
@@ -29,6 +32,14 @@ struct Tuneup: AsyncParsableCommand {
             SettingsCommand.self, MonitorCommand.self, DevicesCommand.self, FlashCommand.self, BootloaderCommand.self, FirmwareCommand.self, ImageCommand.self,
             SimCommand.self,
         ])
+
+    /// Parses, runs, and maps every failure to one stderr line and an exit code (`CommandRunner`).
+    static func main() async {
+        Console.start()
+        let code = await CommandRunner.run(Array(CommandLine.arguments.dropFirst()))
+        Console.flush()
+        Glibc.exit(code)
+    }
 }
 
 enum TuneupVersion {

@@ -28,7 +28,13 @@ struct USBBridge: Sendable {
     }
 
     func open(_ address: DeviceAddress) async throws -> any Transport {
-        let known = try USBKnownDevices.fromEnvironment(ProcessInfo.processInfo.environment)
+        let known: USBKnownDevices
+        do {
+            known = try USBKnownDevices.fromEnvironment(ProcessInfo.processInfo.environment)
+        } catch {
+            // A setting, not a connection problem: exit 64, as for `tuneup devices`.
+            throw CommandFailure(message: error.message, code: Exit.usage)
+        }
         let again = opened.contains(address.description)
         let options = USBHIDTransport.Options(pollInterval: pollInterval, wait: again ? reconnectWait : .zero, knownDevices: known)
         let transport = try await USBHIDTransport.open(address, options: options, logger: logger)

@@ -188,6 +188,16 @@ import Testing
         let json = try await UMockdev.run(["devices", "--format", "json"], devices: [])
         #expect((try TuneupTests.json(json.stdout)["devices"] as? [Any])?.isEmpty == true)
     }
+
+    /// A machine without a USB subsystem is not "nothing attached": exit 69, as the help says.
+    @Test(.enabled(if: UMockdev.available, UMockdev.skipReason))
+    func devicesWithoutUSBSupport() async throws {
+        for args in [["devices"], ["devices", "--all", "--format", "json"]] {
+            let r = try await UMockdev.run(args, devices: [], usbSubsystem: false)
+            #expect(r.status == 69, "\(args): \(r.stderr)")
+            #expect(r.stdout.isEmpty && r.stderrLines.count == 1 && r.stderr.contains("no USB subsystem"), "\(r.stderr)")
+        }
+    }
 }
 
 /// The control transfers a test expects, in order (a usbmon capture for umockdev's pcap replay).
@@ -357,16 +367,19 @@ enum UMockdev {
     /// Runs `tuneup ARGS` in a testbed with `devices`; `script` is replayed for the first device.
     /// `denyNode`: run as nobody with the first device's node made unreadable (permission denied).
     /// The wait runs off the cooperative pool (see `CLI.run`).
+    /// `usbSubsystem: false` with no devices: a machine without USB at all (no /sys/bus/usb); otherwise the testbed
+    /// has the USB bus even when nothing is attached.
     static func run(_ args: [String], devices: [Device], script: [Script.Transfer]? = nil, denyNode: Bool = false,
-                    environment: [String: String] = [:], timeout: Double = 60) async throws -> CLI.Result {
+                    environment: [String: String] = [:], usbSubsystem: Bool = true, timeout: Double = 60) async throws -> CLI.Result {
         let transfers = script.map { Script.pcap($0) }
         return try await offThePool {
-            try runBlocking(args, devices: devices, pcap: transfers, denyNode: denyNode, environment: environment, timeout: timeout)
+            try runBlocking(args, devices: devices, pcap: transfers, denyNode: denyNode, environment: environment,
+                            usbSubsystem: usbSubsystem, timeout: timeout)
         }
     }
 
     private static func runBlocking(_ args: [String], devices: [Device], pcap: Data?, denyNode: Bool,
-                                    environment: [String: String], timeout: Double) throws -> CLI.Result {
+                                    environment: [String: String], usbSubsystem: Bool, timeout: Double) throws -> CLI.Result {
         guard let runPath else { throw CLIError(installHint) }
         let dir = Scratch.directory
         var umockArgs: [String] = []
@@ -381,6 +394,9 @@ enum UMockdev {
             umockArgs += ["--pcap", "\(first.sysfsPath)=\(file)"]
         }
         var command = umockArgs + ["--", CLI.binary.path] + args
+        if devices.isEmpty, usbSubsystem {
+            command = ["--", "/bin/sh", "-c", "mkdir -p \"$UMOCKDEV_DIR/sys/bus/usb/devices\" && exec \"$0\" \"$@\"", CLI.binary.path] + args
+        }
         var executable = URL(fileURLWithPath: runPath)
         if denyNode, let first = devices.first {
             // As nobody, the testbed belongs to nobody; take the node's permissions away inside it.

@@ -1,0 +1,179 @@
+import ArgumentParser
+import Dispatch
+import Foundation
+import Glibc
+import Synchronization
+
+/// The CLI's one way of running a command: parse (a usage error is one line and exit 64; `--help` prints help),
+/// run with SIGINT/SIGTERM/SIGHUP turned into cancellation, and turn any failure into one stderr line and an exit
+/// code (`failureExit`). A failed write to stdout or stderr turns a success into exit 74.
+enum CommandRunner {
+    static func run(_ arguments: [String]) async -> Int32 {
+        var command: ParsableCommand
+        do {
+            command = try parse(arguments)
+        } catch {
+            if Tuneup.exitCode(for: error) == .success {
+                // --help, --version, `tuneup help X`: the parser prints them.
+                Console.flush()
+                Tuneup.exit(withError: error)
+            }
+            printError(usageLine(error, arguments))
+            return Exit.usage
+        }
+
+        var code: Int32 = 0
+        if command is HandlesItsOwnSignals {
+            code = await execute(&command)
+        } else {
+            let box = CommandBox(command)
+            let task = Task { await execute(box) }
+            Interrupts.install { task.cancel() }
+            code = await task.value
+        }
+        if code == 0, let failure = Console.outputFailure {
+            printError(failure)
+            code = Exit.localIO
+        }
+        return code
+    }
+
+    private static func execute(_ box: CommandBox) async -> Int32 {
+        var command = box.command
+        return await execute(&command)
+    }
+
+    private static func execute(_ command: inout ParsableCommand) async -> Int32 {
+        do {
+            if var asyncCommand = command as? AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+            if let signal = Interrupts.received { return 128 + signal }
+            return 0
+        } catch {
+            if !(error is ExitCode), Tuneup.exitCode(for: error) == .success {
+                // `tuneup help COMMAND` ends its run this way: the parser prints the help.
+                Console.flush()
+                Tuneup.exit(withError: error)
+            }
+            return failureExit(error).rawValue
+        }
+    }
+
+    /// Parses `arguments` after moving a subcommand name written after its parent's options (`anc --format json
+    /// on`) in front of them, and refuses `tuneup help NAME` for a command that does not exist.
+    static func parse(_ arguments: [String]) throws -> ParsableCommand {
+        let arguments = reorderingSubcommands(arguments)
+        if arguments.first == "help" {
+            var type: ParsableCommand.Type = Tuneup.self
+            for name in arguments.dropFirst() where !name.hasPrefix("-") {
+                guard let sub = type.configuration.subcommands.first(where: { $0.configuration.commandName == name || $0._commandName == name }) else {
+                    throw ValidationError("unknown command '\(arguments.dropFirst().joined(separator: " "))'")
+                }
+                type = sub
+            }
+        }
+        return try Tuneup.parseAsRoot(arguments)
+    }
+
+    /// Options every command takes, with (true) or without (false) a value.
+    private static let sharedOptions: [String: Bool] = [
+        "--format": true, "--device": true, "-d": true, "--timeout": true, "--retries": true, "--poll-interval": true,
+        "--wait": true, "--verbose": false, "-v": false,
+    ]
+
+    static func reorderingSubcommands(_ arguments: [String]) -> [String] {
+        var type: ParsableCommand.Type = Tuneup.self
+        var result: [String] = []
+        var rest = arguments[...]
+        while let first = rest.first, !first.hasPrefix("-"),
+              let sub = type.configuration.subcommands.first(where: { $0._commandName == first }) {
+            result.append(first)
+            rest = rest.dropFirst()
+            type = sub
+            let names = Set(sub.configuration.subcommands.map { $0._commandName })
+            guard !names.isEmpty else { break }
+            // Skip shared options (and their values) to the first word; move it forward if it names a subcommand.
+            var i = rest.startIndex
+            while i < rest.endIndex, let takesValue = sharedOptions[rest[i]] { i += takesValue ? 2 : 1 }
+            if i > rest.startIndex, i < rest.endIndex, names.contains(rest[i]) {
+                let name = rest[i]
+                var moved = Array(rest)
+                moved.remove(at: i - rest.startIndex)
+                rest = ([name] + moved)[...]
+            }
+        }
+        return result + rest
+    }
+
+    /// One line for a parse error, naming the command's help.
+    static func usageLine(_ error: Error, _ arguments: [String]) -> String {
+        let message = Tuneup.message(for: error)
+            .split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }.first { !$0.isEmpty } ?? "bad arguments"
+        var path: [String] = []
+        var type: ParsableCommand.Type = Tuneup.self
+        for word in arguments {
+            guard let sub = type.configuration.subcommands.first(where: { $0._commandName == word }) else { break }
+            path.append(word)
+            type = sub
+        }
+        let help = (["tuneup"] + path + ["--help"]).joined(separator: " ")
+        let text = message.hasPrefix("Error: ") ? String(message.dropFirst(7)) : message
+        return "\(text) (see '\(help)')"
+    }
+}
+
+/// Commands that handle SIGINT/SIGTERM themselves (the simulator stops on them and exits 0).
+protocol HandlesItsOwnSignals {}
+
+/// Carries the parsed command into the task that runs it (it is only used there).
+private final class CommandBox: @unchecked Sendable {
+    let command: ParsableCommand
+    init(_ command: ParsableCommand) { self.command = command }
+}
+
+/// SIGINT, SIGTERM and SIGHUP while a command runs: the first cancels it (it stops at a safe point and says in
+/// what state it leaves the device); a second ends the process at once.
+enum Interrupts {
+    private static let state = Mutex<(signal: Int32?, sources: SignalSources?)>((nil, nil))
+
+    /// The first signal received, if any.
+    static var received: Int32? { state.withLock { $0.signal } }
+
+    /// The exit code for a command stopped by a signal.
+    static func exitCode(_ signal: Int32) -> Int32 { 128 + signal }
+
+    static func name(_ signal: Int32) -> String {
+        switch signal {
+        case SIGINT: return "SIGINT"
+        case SIGTERM: return "SIGTERM"
+        case SIGHUP: return "SIGHUP"
+        default: return "signal \(signal)"
+        }
+    }
+
+    static func install(cancel: @escaping @Sendable () -> Void) {
+        let sources = SignalSources([SIGINT, SIGTERM, SIGHUP].map { sig in
+            signal(sig, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
+            source.setEventHandler {
+                let first = state.withLock { s -> Bool in
+                    guard s.signal == nil else { return false }
+                    s.signal = sig
+                    return true
+                }
+                if first {
+                    cancel()
+                } else {
+                    Console.flush()
+                    exit(exitCode(sig))
+                }
+            }
+            source.resume()
+            return source
+        })
+        state.withLock { $0.sources = sources }
+    }
+}
