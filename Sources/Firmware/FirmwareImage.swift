@@ -48,7 +48,7 @@ public struct FirmwareImage: Sendable {
         case let (given?, _): resolved = given
         case let (nil, own?): resolved = own
         case (nil, nil):
-            let what = file.mcuboot == nil ? "a \(file.format == .intelHex ? "Intel HEX" : "raw") image" : "an MCUboot image without a region TLV"
+            let what = file.mcuboot == nil ? (file.format == .intelHex ? "an Intel HEX image" : "a raw image") : "an MCUboot image without a region TLV"
             throw ImageError(.noRegion, "\(file.name): is \(what), so its flash region is unknown; give --region app|resource")
         }
         guard file.bytes.count <= resolved.maxSize else {

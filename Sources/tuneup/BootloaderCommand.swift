@@ -122,22 +122,30 @@ struct FirmwareCommand: AsyncParsableCommand {
         var region: FlashRegion = .application
         @Option(name: .shortAndLong, help: ArgumentHelp("Output file.", valueName: "file"))
         var output: String
-        @Option(parsing: .unconditional, help: ArgumentHelp("Bytes to read (default: the image's size, else the whole region).", valueName: "bytes"))
-        var length: Int?
+        @Option(parsing: .unconditional, help: ArgumentHelp(
+            "Bytes to read, decimal or 0x hex, with K/KiB or M/MiB (default: the image's size, else the whole region).",
+            valueName: "bytes"))
+        var length: String?
         @Flag(help: "Stay in the bootloader afterwards.")
         var stay = false
         @OptionGroup var wait: BootloaderCommand.WaitOption
         @OptionGroup var device: DeviceOptions
         @OptionGroup var format: OutputOptions
 
-        func validate() throws {
-            if let length, !(1...region.maxSize).contains(length) {
-                throw ValidationError("--length must be 1...\(region.maxSize) for the \(region.rawValue) region")
+        func validate() throws { _ = try byteCount() }
+
+        /// --length in bytes (the same grammar as the image commands' sizes).
+        func byteCount() throws -> Int? {
+            guard let length else { return nil }
+            guard let bytes = ImageCommand.parseSize(length), (1...region.maxSize).contains(bytes) else {
+                throw ValidationError("--length must be 1...\(region.maxSize) bytes for the \(region.rawValue) region (e.g. 4096, 0x1000, 4KiB), got '\(length)'")
             }
+            return bytes
         }
 
         func run() async throws {
             let region = self.region
+            let length = try byteCount()
             let (bytes, wasInApplication) = try await withBootloader(device, wait: wait.wait) { client in
                 let inApplication = try await !client.isInBootloader()
                 try await client.enter()

@@ -18,7 +18,7 @@ struct ImageCommand: ParsableCommand {
 
             Examples:
               tuneup image keygen -o my-key.pem --public-out my-pub.pem
-              tuneup image build-sim-app --manifest app.json --size 128KiB -o payload.bin
+              tuneup image build-sim-app --manifest firmware-images/manifests/app-1.5.0.json --size 128KiB -o payload.bin
               tuneup image sign payload.bin -o app.img --key my-key.pem --version 1.5.0
               tuneup image verify app.img --key my-pub.pem
               tuneup image inspect app.img --format json
@@ -117,7 +117,7 @@ struct ImageCommand: ParsableCommand {
                 --custom-tlv 0xa1 REGION writes. When the payload starts with a simulated-application manifest, \
                 --version, --model and --region default to its version, its model and 'app'. An output name ending \
                 in .hex is written as Intel HEX at the region's address (0x40000 app, 0xC0000 resource).
-                Example: tuneup image sign payload.bin -o app-1.5.0.img --key key.pem --version 1.5.0
+                Example: tuneup image sign payload.bin -o app.img --key my-key.pem --version 1.5.0
                 """)
 
         @Argument(help: ArgumentHelp("The payload: raw binary or Intel HEX.", valueName: "payload"))
@@ -204,7 +204,7 @@ struct ImageCommand: ParsableCommand {
             discussion: """
                 Without --key only the integrity hash is checked. Exits 65 with one line on stderr when the image \
                 is truncated, corrupted, unsigned (with --key), signed by another key, badly signed, or too large.
-                Example: tuneup image verify app.img --key dev-public.pem
+                Example: tuneup image verify firmware-images/app-1.5.0.img --key firmware-images/dev-public.pem
                 """)
 
         @Argument(help: ArgumentHelp("The image: MCUboot (binary or Intel HEX), or raw.", valueName: "image"))
@@ -268,7 +268,7 @@ struct ImageCommand: ParsableCommand {
             discussion: """
                 A corrupted hash or signature is reported, not an error; only an image whose structure cannot be \
                 read exits 65. With --key the signature is checked against that key.
-                Example: tuneup image inspect app.img --format json
+                Example: tuneup image inspect firmware-images/app-1.5.0.img --format json
                 """)
 
         @Argument(help: ArgumentHelp("The image: MCUboot (binary or Intel HEX), or raw.", valueName: "image"))
@@ -428,7 +428,7 @@ struct ImageCommand: ParsableCommand {
                 The manifest is JSON with the fields version, model, product (optional), bandFrequencies, minGain, \
                 maxGain, presets [{name, gains}], ambientSteps; 'factory' stands for the factory application (1.4.2). \
                 The same manifest, size and seed always give the same bytes. Sign the result with 'tuneup image sign'.
-                Example: tuneup image build-sim-app --manifest app-1.5.0.json --size 128KiB --seed 150 -o payload.bin
+                Example: tuneup image build-sim-app --manifest firmware-images/manifests/app-1.5.0.json --size 128KiB --seed 150 -o payload.bin
                 """)
 
         @Option(help: ArgumentHelp("Manifest JSON file, or 'factory'.", valueName: "manifest.json"))

@@ -23,21 +23,23 @@ enum CLI {
     ///
     /// The wait happens on a thread of its own: a test that blocked a cooperative-pool thread (there is one per core)
     /// for the whole run of a subprocess would stall every other test in the parallel run.
-    static func run(_ args: [String], state: String = Scratch.directory, stdin: String? = nil, timeout: Double = 60) async throws -> Result {
-        try await offThePool { try runBlocking(args, state: state, stdin: stdin, timeout: timeout) }
+    static func run(_ args: [String], state: String = Scratch.directory, stdin: String? = nil, directory: String? = nil,
+                    timeout: Double = 60) async throws -> Result {
+        try await offThePool { try runBlocking(args, state: state, stdin: stdin, directory: directory, timeout: timeout) }
     }
 
-    private static func runBlocking(_ args: [String], state: String, stdin: String?, timeout: Double) throws -> Result {
+    private static func runBlocking(_ args: [String], state: String, stdin: String?, directory: String?, timeout: Double) throws -> Result {
         try runProcess(binary, args, environment: ["XDG_STATE_HOME": state, "TUNEUP_DEVICE": nil], stdin: stdin,
-                       timeout: timeout, name: "tuneup \(args.joined(separator: " "))")
+                       directory: directory, timeout: timeout, name: "tuneup \(args.joined(separator: " "))")
     }
 
     /// Runs `executable ARGS` to completion, blocking the calling thread (at most `timeout` seconds, then it is
     /// terminated and `name` is named in the error). `environment` overrides the test's own (nil removes a variable).
     static func runProcess(_ executable: URL, _ args: [String], environment: [String: String?], stdin: String? = nil,
-                           timeout: Double, name: String) throws -> Result {
+                           directory: String? = nil, timeout: Double, name: String) throws -> Result {
         let p = Process()
         p.executableURL = executable
+        if let directory { p.currentDirectoryURL = URL(fileURLWithPath: directory) }
         p.arguments = args
         var env = ProcessInfo.processInfo.environment
         for (key, value) in environment { env[key] = value }

@@ -1,0 +1,156 @@
+import Foundation
+import Glibc
+import Testing
+
+/// Every example in `tuneup --help` (all commands, from the parser's JSON dump) and in the README runs as written,
+/// in a scratch directory with the repository's firmware-images/ beside it and a private simulated headset.
+/// Only the parts that depend on the machine are substituted: the TCP port of a simulated headset, /tmp.
+@Suite(.serialized) struct ExampleTests {
+    /// The repository root: the nearest directory above the built binary with a Package.swift.
+    static var repository: URL {
+        var dir = CLI.binary.deletingLastPathComponent()
+        while !FileManager.default.fileExists(atPath: dir.appendingPathComponent("Package.swift").path), dir.path != "/" {
+            dir = dir.deletingLastPathComponent()
+        }
+        return dir
+    }
+
+    @Test func helpExamplesRun() async throws {
+        let dump = try await CLI.run(["--experimental-dump-help"])
+        #expect(dump.status == 0)
+        let root = try json(dump.stdout)
+        var examples: [String] = []
+        Self.collect(root["command"] as? [String: Any] ?? [:], into: &examples)
+        #expect(examples.count >= 45, "only \(examples.count) examples found: \(examples)")
+        try await run(examples)
+    }
+
+    @Test func readmeExamplesRun() async throws {
+        let readme = try String(contentsOf: Self.repository.appendingPathComponent("README.md"), encoding: .utf8)
+        let examples = readme.split(separator: "\n").compactMap { line -> String? in
+            line.hasPrefix("    tuneup ") ? String(line.dropFirst(4)) : nil
+        }
+        #expect(examples.count >= 9)
+        try await run(examples)
+    }
+
+    /// Examples in a command's discussion (lines that start with `tuneup`, or follow "Example(s):"), depth first.
+    static func collect(_ command: [String: Any], into examples: inout [String]) {
+        for line in (command["discussion"] as? String ?? "").split(separator: "\n") {
+            var text = line.trimmingCharacters(in: .whitespaces)
+            if let range = text.range(of: "Example: tuneup ") ?? text.range(of: "Examples: tuneup ") {
+                text = "tuneup " + text[range.upperBound...]
+            }
+            guard text.hasPrefix("tuneup ") else { continue }
+            for part in text.components(separatedBy: ";  tuneup ").enumerated() {
+                examples.append(part.offset == 0 ? part.element : "tuneup " + part.element)
+            }
+        }
+        for sub in command["subcommands"] as? [[String: Any]] ?? [] { collect(sub, into: &examples) }
+    }
+
+    /// Splits a shell line into words (single and double quotes; `#` starts a comment; a trailing `&` is dropped).
+    static func words(_ line: String) -> (words: [String], background: Bool) {
+        var words: [String] = [], word = "", quote: Character?, inWord = false
+        for c in line {
+            if let q = quote {
+                if c == q { quote = nil } else { word.append(c) }
+            } else if c == "'" || c == "\"" {
+                quote = c; inWord = true
+            } else if c == "#" && !inWord {
+                break
+            } else if c == " " {
+                if inWord { words.append(word); word = ""; inWord = false }
+            } else {
+                word.append(c); inWord = true
+            }
+        }
+        if inWord { words.append(word) }
+        let background = words.last == "&"
+        if background { words.removeLast() }
+        return (words, background)
+    }
+
+    private func run(_ examples: [String]) async throws {
+        let directory = Scratch.directory
+        try FileManager.default.createSymbolicLink(
+            atPath: directory + "/firmware-images", withDestinationPath: Self.repository.appendingPathComponent("firmware-images").path)
+        let state = Scratch.directory
+        let tcp = try await RunningSimulator.start(["--listen", "tcp:127.0.0.1:0", "--state", directory + "/tcp-headset.json"])
+        defer { _ = tcp }
+        var ran = 0
+        for example in examples {
+            var (words, background) = Self.words(example)
+            #expect(words.first == "tuneup", "\(example)")
+            words.removeFirst()
+            if words.contains("--usb-gadget") || words.contains("--rfcomm") { continue }   // tools/vm/e2e.sh runs these
+            words = words.map { word in
+                word.replacingOccurrences(of: "/tmp/", with: directory + "/")
+                    .replacingOccurrences(of: "tcp:127.0.0.1:PORT", with: tcp.addresses[0])
+            }
+            if let i = words.firstIndex(of: "--listen"), i + 1 < words.count { words[i + 1] = "tcp:127.0.0.1:0" }
+            words = words.map { $0 == "tcp:127.0.0.1:4100" ? tcp.addresses[0] : $0 }
+            if words.first == "sim" { background = true }
+            if background {
+                let status = try await Self.runServer(words, state: state, directory: directory)
+                #expect(status == 0, "\(example): exit \(status)")
+            } else if words.first == "monitor" {
+                let status = try await Self.runMonitor(words, pushingThrough: tcp, state: state, directory: directory)
+                #expect(status == (words.contains("--count") ? 0 : 130), "\(example): exit \(status)")
+            } else {
+                let r = try await CLI.run(words, state: state, directory: directory, timeout: 120)
+                #expect(r.status == 0, "\(example): exit \(r.status): \(r.stderr)")
+                if r.status != 0 { print("FAILED EXAMPLE \(example): \(r.stderr)") }
+            }
+            ran += 1
+        }
+        #expect(ran > 0)
+        #expect(await tcp.quit() == 0)
+    }
+
+    /// A server example: it must print its address, then stop cleanly on SIGTERM.
+    static func runServer(_ args: [String], state: String, directory: String) async throws -> Int32 {
+        try await offThePool {
+            let p = try start(args, state: state, directory: directory)
+            let lines = p.out.linesBlocking(1)
+            guard !lines.isEmpty else {
+                p.process.terminate()
+                throw CLIError("tuneup \(args.joined(separator: " ")) printed no address: \(p.err.textBlocking())")
+            }
+            kill(p.process.processIdentifier, SIGTERM)
+            p.process.waitUntilExit()
+            return p.process.terminationStatus
+        }
+    }
+
+    /// `monitor`: pushes are caused on the TCP headset until one is printed; without --count, SIGINT stops it.
+    static func runMonitor(_ args: [String], pushingThrough sim: RunningSimulator, state: String, directory: String) async throws -> Int32 {
+        try await offThePool {
+            let p = try start(args, state: state, directory: directory)
+            let deadline = Date().addingTimeInterval(30)
+            while p.out.linesBlocking(1, timeout: 0.2).isEmpty, p.process.isRunning, Date() < deadline { sim.send("press anc") }
+            if !args.contains("--count") { kill(p.process.processIdentifier, SIGINT) }
+            while p.process.isRunning, Date() < deadline { usleep(10_000) }
+            if p.process.isRunning { p.process.terminate() }
+            p.process.waitUntilExit()
+            return p.process.terminationStatus
+        }
+    }
+
+    private static func start(_ args: [String], state: String, directory: String) throws -> (process: Process, out: Collector, err: Collector) {
+        let process = Process()
+        process.executableURL = CLI.binary
+        process.arguments = args
+        process.currentDirectoryURL = URL(fileURLWithPath: directory)
+        var env = ProcessInfo.processInfo.environment
+        env["XDG_STATE_HOME"] = state
+        env["TUNEUP_DEVICE"] = nil
+        process.environment = env
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        process.standardInput = Pipe()
+        try process.run()
+        return (process, Collector(out.fileHandleForReading), Collector(err.fileHandleForReading))
+    }
+}
