@@ -1,0 +1,235 @@
+import Foundation
+import Glibc
+import Testing
+
+/// What a demanding user found (issue 7): output that cannot be written, signals, one exit-code rule, one-line
+/// argument errors, and a device waiting in its bootloader. Each test failed before the fix.
+@Suite(.serialized) struct HardeningTests {
+    /// `tuneup ARGS` with stdout and/or stderr sent to `path` (e.g. /dev/full) instead of a pipe.
+    static func run(_ args: [String], state: String, stdoutTo: String? = nil, stderrTo: String? = nil,
+                    environment: [String: String] = [:]) async throws -> CLI.Result {
+        try await offThePool {
+            let p = Process()
+            p.executableURL = CLI.binary
+            p.arguments = args
+            var env = ProcessInfo.processInfo.environment
+            env["XDG_STATE_HOME"] = state
+            env["TUNEUP_DEVICE"] = nil
+            for (k, v) in environment { env[k] = v }
+            p.environment = env
+            let out = Pipe(), err = Pipe()
+            if let stdoutTo { p.standardOutput = FileHandle(forWritingAtPath: stdoutTo) } else { p.standardOutput = out }
+            if let stderrTo { p.standardError = FileHandle(forWritingAtPath: stderrTo) } else { p.standardError = err }
+            p.standardInput = Pipe()
+            try p.run()
+            let o = stdoutTo == nil ? Collector(out.fileHandleForReading) : nil
+            let e = stderrTo == nil ? Collector(err.fileHandleForReading) : nil
+            p.waitUntilExit()
+            return CLI.Result(status: p.terminationStatus, stdout: o?.textBlocking() ?? "", stderr: e?.textBlocking() ?? "")
+        }
+    }
+
+    static func firmware(_ name: String) -> String { ExampleTests.repository.appendingPathComponent("firmware-images/\(name)").path }
+
+    static func installedVersion(_ state: String) async throws -> String? {
+        try await json(CLI.run(["probe", "--format", "json"], state: state).stdout)["firmwareVersion"] as? String
+    }
+
+    // MARK: 1. Output that cannot be written
+
+    @Test func fullStdoutIsExit74WithOneLine() async throws {
+        let r = try await Self.run(["probe", "--format", "json"], state: Scratch.directory, stdoutTo: "/dev/full")
+        #expect(r.status == 74)
+        #expect(r.stderrLines == ["tuneup: cannot write to standard output: No space left on device"], "\(r.stderr)")
+    }
+
+    @Test func fullProgressFileDoesNotStopTheUpdate() async throws {
+        let state = Scratch.directory
+        let r = try await CLI.run(["flash", Self.firmware("app-1.4.3-small.img"), "--progress-file", "/dev/full"], state: state)
+        #expect(r.status == 74)
+        #expect(r.stderr.contains("cannot write the progress file /dev/full") && r.stderr.contains("the update itself completed"), "\(r.stderr)")
+        #expect(!r.stderr.contains("Fatal error"))
+        #expect(try await Self.installedVersion(state) == "1.4.3")
+    }
+
+    @Test func fullStderrDoesNotStopTheUpdate() async throws {
+        let state = Scratch.directory
+        let r = try await Self.run(["flash", Self.firmware("app-1.4.3-small.img")], state: state, stderrTo: "/dev/full")
+        #expect(r.status == 74)
+        #expect(try await Self.installedVersion(state) == "1.4.3")
+    }
+
+    @Test func closedStdoutDoesNotAbandonTheUpdate() async throws {
+        let state = Scratch.directory
+        let status = try await offThePool {
+            let p = Process()
+            p.executableURL = CLI.binary
+            p.arguments = ["flash", Self.firmware("app-1.4.3-small.img"), "--format", "json"]
+            var env = ProcessInfo.processInfo.environment
+            env["XDG_STATE_HOME"] = state
+            p.environment = env
+            let out = Pipe()
+            p.standardOutput = out
+            p.standardError = Pipe()
+            try p.run()
+            // As `| head -1`: read one line, then close the pipe.
+            _ = Collector.firstLine(out.fileHandleForReading)
+            try out.fileHandleForReading.close()
+            p.waitUntilExit()
+            return (p.terminationReason == .exit ? p.terminationStatus : -p.terminationStatus)
+        }
+        #expect(status == 74, "exit \(status) (negative: killed by that signal)")
+        #expect(try await Self.installedVersion(state) == "1.4.3")
+    }
+
+    @Test func unwritableProgressFileIsOneLine74() async throws {
+        let r = try await CLI.run(["flash", Self.firmware("app-1.4.3-small.img"), "--progress-file", "/nonexistent/p.jsonl"])
+        #expect(r.status == 74)
+        #expect(r.stderrLines.count == 1 && r.stderr.hasPrefix("tuneup: cannot open the progress file"), "\(r.stderr)")
+    }
+
+    // MARK: 8. Signals during a flash
+
+    @Test(arguments: [(SIGINT, Int32(130)), (SIGTERM, Int32(143)), (SIGHUP, Int32(129))])
+    func signalDuringFlashStopsCleanlyAndResumes(signal: Int32, code: Int32) async throws {
+        let state = Scratch.directory
+        let (status, stdout, stderr) = try await offThePool { () -> (Int32, String, String) in
+            let p = Process()
+            p.executableURL = CLI.binary
+            p.arguments = ["flash", Self.firmware("app-1.5.0.img"), "--format", "json"]
+            var env = ProcessInfo.processInfo.environment
+            env["XDG_STATE_HOME"] = state
+            p.environment = env
+            let out = Pipe(), err = Pipe()
+            p.standardOutput = out
+            p.standardError = err
+            try p.run()
+            let lines = Collector(out.fileHandleForReading)
+            let errors = Collector(err.fileHandleForReading)
+            // Wait for the transfer to be under way.
+            let deadline = Date().addingTimeInterval(60)
+            while Date() < deadline, !lines.linesBlocking(1, timeout: 0.05).contains(where: { $0.contains("\"phase\":\"write\"") }) {}
+            kill(p.processIdentifier, signal)
+            p.waitUntilExit()
+            return (p.terminationStatus, lines.textBlocking(), errors.textBlocking())
+        }
+        #expect(status == code)
+        let stderrLines = stderr.split(separator: "\n")
+        #expect(stderrLines.count == 1 && stderr.contains("partial image") && stderr.contains("resume"), "\(stderr)")
+        let last = try json(String(stdout.split(separator: "\n").last ?? ""))
+        #expect(last["type"] as? String == "error" && last["code"] as? String == "interrupted")
+        // Running the same command again completes the update.
+        let again = try await CLI.run(["flash", Self.firmware("app-1.5.0.img"), "--format", "json"], state: state)
+        #expect(again.status == 0, "\(again.stderr)")
+        #expect(try await Self.installedVersion(state) == "1.5.0")
+    }
+
+    // MARK: 9. One exit-code rule
+
+    @Test func localFilesAreExit74() async throws {
+        let dir = Scratch.directory
+        try "not json".write(toFile: dir + "/corrupt.json", atomically: true, encoding: .utf8)
+        try #"{"version": 999, "devices": []}"#.write(toFile: dir + "/future.json", atomically: true, encoding: .utf8)
+        // A valid state whose flash container is then cut short.
+        #expect(try await CLI.run(["probe", "-d", "sim:\(dir)/cut.json"]).status == 0)
+        let flash = try FileHandle(forWritingTo: URL(fileURLWithPath: dir + "/cut.json.flash"))
+        try flash.truncate(atOffset: 1000)
+        try flash.close()
+        for address in ["sim:/tmp", "sim:\(dir)/corrupt.json", "sim:\(dir)/future.json", "sim:\(dir)/cut.json"] {
+            let r = try await CLI.run(["probe", "-d", address])
+            #expect(r.status == 74, "\(address): \(r.stderr)")
+            #expect(r.stderrLines.count == 1, "\(address): \(r.stderr)")
+        }
+        // A state file held by a running simulator.
+        let sim = try await RunningSimulator.start(["--listen", "tcp:127.0.0.1:0", "--state", dir + "/busy.json"])
+        let busy = try await CLI.run(["probe", "-d", "sim:\(dir)/busy.json"], timeout: 120)
+        #expect(busy.status == 74 && busy.stderrLines.count == 1, "\(busy.stderr)")
+        #expect(await sim.quit() == 0)
+    }
+
+    @Test func badUSBIDsAreExit64Everywhere() async throws {
+        for args in [["devices"], ["probe", "-d", "usb:1209:0001"]] {
+            let r = try await Self.run(args, state: Scratch.directory, environment: ["TUNEUP_USB_IDS": "0a12"])
+            #expect(r.status == 64, "\(args): \(r.stderr)")
+            #expect(r.stderrLines.count == 1 && r.stderr.contains("TUNEUP_USB_IDS"), "\(args): \(r.stderr)")
+        }
+    }
+
+    @Test func missingStateDirectoryIsNotCreated() async throws {
+        let dir = Scratch.directory + "/not/there"
+        let r = try await CLI.run(["probe", "-d", "sim:\(dir)/state.json"])
+        #expect(r.status == 74 && r.stderr.contains("does not exist"), "\(r.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: dir))
+    }
+
+    // MARK: 10 and 13. Arguments
+
+    @Test(arguments: [
+        (["anc", "level", "1.5"], "between 0.0 and 1.0"),
+        (["ambient", "preset", "loud"], "loud"),
+        (["eq", "audio", "disco"], "disco"),
+        (["ambient", "set", "--left", "-1"], "--left must be 0 or more"),
+        (["probe", "--timeout", "-1"], "--timeout must be more than 0"),
+        (["probe", "--timeout", "0"], "--timeout must be more than 0"),
+        (["help", "bogus"], "unknown command 'bogus'"),
+        (["firmware", "read", "-o", "x.bin", "--length", "3MiB"], "--length must be"),
+        (["flash"], "Missing expected argument"),
+        (["probe", "--bogus"], "Unknown option"),
+    ])
+    func badArgumentsAreOneLineAndExit64(args: [String], says: String) async throws {
+        let r = try await CLI.run(args)
+        #expect(r.status == 64, "\(args): \(r.stderr)")
+        #expect(r.stderrLines.count == 1 && r.stderr.hasPrefix("tuneup: ") && r.stderr.contains(says), "\(args): \(r.stderr)")
+        #expect(r.stdout.isEmpty)
+    }
+
+    @Test func negativeValuesParseWhereTheyAreValid() async throws {
+        let state = Scratch.directory
+        let r = try await CLI.run(["eq", "set", "--band", "0", "--gain", "-4", "--format", "json"], state: state)
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect((try json(r.stdout)["gains"] as? [Int])?.first == -4)
+        let both = try await CLI.run(["ambient", "set", "--both", "8"], state: state)
+        #expect(both.status == 64 && both.stderr.contains("left and right"), "\(both.stderr)")
+        let anc = try await CLI.run(["anc", "--format", "json", "on"], state: state)
+        #expect(anc.status == 0, "\(anc.stderr)")
+        #expect(try json(anc.stdout)["enabled"] as? Bool == true)
+    }
+
+    @Test func firmwareReadTakesSizesWithUnits() async throws {
+        let state = Scratch.directory
+        for (length, bytes) in [("0x100", 256), ("1KiB", 1024)] {
+            let file = state + "/read-\(bytes).bin"
+            let r = try await CLI.run(["firmware", "read", "--length", length, "-o", file], state: state)
+            #expect(r.status == 0, "\(length): \(r.stderr)")
+            #expect((try? Data(contentsOf: URL(fileURLWithPath: file)).count) == bytes)
+        }
+    }
+
+    // MARK: 5. A device in its bootloader
+
+    @Test func probeSaysTheDeviceIsInItsBootloader() async throws {
+        let state = Scratch.directory
+        #expect(try await json(CLI.run(["probe", "--format", "json"], state: state).stdout)["mode"] as? [String: String] == ["running": "application"])
+        #expect(try await CLI.run(["bootloader", "enter"], state: state).status == 0)
+        let o = try await json(CLI.run(["probe", "--format", "json"], state: state).stdout)
+        #expect(o["mode"] as? [String: String] == ["running": "bootloader", "committedApplication": "1.4.2"])
+        let text = try await CLI.run(["probe"], state: state)
+        #expect(text.status == 0 && text.stdout.contains("Mode          bootloader (committed application 1.4.2)"), "\(text.stdout)")
+        let anc = try await CLI.run(["anc", "on"], state: state)
+        #expect(anc.status == 65)
+        #expect(anc.stderrLines.count == 1 && anc.stderr.contains("in its bootloader") && anc.stderr.contains("bootloader leave"), "\(anc.stderr)")
+    }
+}
+
+extension Collector {
+    /// Reads (blocking) until the first newline or the end of the pipe; returns that line.
+    static func firstLine(_ handle: FileHandle) -> String {
+        var data = Data()
+        while !data.contains(0x0A) {
+            let chunk = handle.availableData
+            if chunk.isEmpty { break }
+            data.append(chunk)
+        }
+        return String(decoding: data.prefix { $0 != 0x0A }, as: UTF8.self)
+    }
+}
