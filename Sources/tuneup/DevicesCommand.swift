@@ -14,7 +14,7 @@ struct DevicesCommand: AsyncParsableCommand {
             address to pass to --device. Strings come from the kernel's copy (sysfs), else from the device; \
             "permission denied" means the udev rule from tools/udev/ is not installed.
 
-            Exit codes: 0 (also when nothing is attached), 64 bad $TUNEUP_USB_IDS, 69 no USB support here.
+            Exit codes: 0 (also when nothing is attached), 64 bad $TUNEUP_USB_IDS, 69 no USB subsystem here.
             """)
 
     @Flag(help: "List every USB device, not only known headsets.")
