@@ -25,7 +25,9 @@ actor DeviceLink {
         self.logger = logger
     }
 
-    /// The open device, opening it (with retries up to the reconnect wait) when there is none.
+    /// The open device, opening it when there is none. The first open is tried once and its error thrown as it is
+    /// (a device that was never there does not come back: the CLI maps the error's type to its exit code); a reopen
+    /// after a lost link is retried up to the reconnect wait.
     func device() async throws -> Headset {
         if let headset, await headset.session.isOpen { return headset }
         if let old = headset {
@@ -33,17 +35,19 @@ actor DeviceLink {
             await old.close()
             headset = nil
         }
+        guard everOpened else {
+            let opened = try await open()
+            everOpened = true
+            return opened
+        }
         let deadline = ContinuousClock.now + reconnectWait
         var delay: Duration = .milliseconds(50)
         var lastError: Error?
         while ContinuousClock.now < deadline {
             try Task.checkCancellation()
             do {
-                let transport = try await connect()
-                let opened = Headset(session: LightXSession(transport: transport, options: sessionOptions, logger: logger))
-                headset = opened
-                if everOpened { reconnects += 1 }
-                everOpened = true
+                let opened = try await open()
+                reconnects += 1
                 return opened
             } catch let error as CancellationError {
                 throw error
@@ -56,6 +60,13 @@ actor DeviceLink {
         }
         let why = lastError.map { "\($0)" } ?? "no attempt finished"
         throw UpdateError(.connectionLost, "the device did not come back within \(reconnectWait.shortDescription): \(why)")
+    }
+
+    private func open() async throws -> Headset {
+        let transport = try await connect()
+        let opened = Headset(session: LightXSession(transport: transport, options: sessionOptions, logger: logger))
+        headset = opened
+        return opened
     }
 
     /// Closes the current link (the next `device()` reopens it).
