@@ -16,6 +16,25 @@ actor DeviceLink {
     /// How many times the link was reopened.
     private(set) var reconnects = 0
     private(set) var retransmissions = 0
+    /// Why the last link was dropped, for the reconnect events.
+    private var lossReason: String?
+    /// Told about every attempt to reopen a lost link.
+    private var reconnectObserver: (@Sendable (ReconnectAttempt) -> Void)?
+
+    /// One attempt to reopen a lost link.
+    struct ReconnectAttempt: Sendable {
+        /// 1 for the first attempt after the loss.
+        var number: Int
+        /// Why the link was lost.
+        var reason: String
+        /// Why the previous attempt failed.
+        var lastError: String?
+
+        var message: String {
+            if number == 1 { return "link lost (\(reason)); reconnecting, attempt 1" }
+            return "reconnecting, attempt \(number) (last: \(lastError ?? reason))"
+        }
+    }
 
     init(connect: @escaping @Sendable () async throws -> any Transport, sessionOptions: LightXSession.Options,
          reconnectWait: Duration, logger: Logger) {
@@ -23,6 +42,11 @@ actor DeviceLink {
         self.sessionOptions = sessionOptions
         self.reconnectWait = reconnectWait
         self.logger = logger
+    }
+
+    /// Calls `observer` on every attempt to reopen a lost link (from the actor; keep it short).
+    func observeReconnects(_ observer: @escaping @Sendable (ReconnectAttempt) -> Void) {
+        reconnectObserver = observer
     }
 
     /// The open device, opening it when there is none. The first open is tried once and its error thrown as it is
@@ -43,11 +67,16 @@ actor DeviceLink {
         let deadline = ContinuousClock.now + reconnectWait
         var delay: Duration = .milliseconds(50)
         var lastError: Error?
+        let reason = lossReason ?? "the link closed"
+        var attempt = 0
         while ContinuousClock.now < deadline {
             try Task.checkCancellation()
+            attempt += 1
+            reconnectObserver?(ReconnectAttempt(number: attempt, reason: reason, lastError: lastError.map { "\($0)" }))
             do {
                 let opened = try await open()
                 reconnects += 1
+                lossReason = nil
                 return opened
             } catch let error as CancellationError {
                 throw error
@@ -69,8 +98,9 @@ actor DeviceLink {
         return opened
     }
 
-    /// Closes the current link (the next `device()` reopens it).
-    func drop() async {
+    /// Closes the current link (the next `device()` reopens it), after a failure `reason` when it was lost.
+    func drop(because reason: String? = nil) async {
+        if let reason { lossReason = reason }
         if let headset {
             retransmissions += await headset.session.statistics.retransmissions
             await headset.close()
@@ -91,7 +121,7 @@ actor DeviceLink {
             } catch let error as HeadsetError where error.category == .connection && error.code != .timeout {
                 guard ContinuousClock.now < deadline else { throw UpdateError(.connectionLost, error.message) }
                 logger.debug("link lost (\(error.message)); reconnecting")
-                await drop()
+                await drop(because: error.message)
             }
         }
     }
@@ -117,7 +147,7 @@ actor DeviceLink {
                 }
             } catch let error as HeadsetError where error.category == .connection {
                 lastNews = error.message
-                if error.code != .timeout { await drop() }
+                if error.code != .timeout { await drop(because: error.message) }
             }
             guard ContinuousClock.now < deadline else {
                 let what = wanted.map { $0 ? "the bootloader" : "the application" } ?? "the device"
