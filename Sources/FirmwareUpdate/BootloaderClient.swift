@@ -130,7 +130,7 @@ public final class BootloaderClient: Sendable {
                 }
             } catch let error as HeadsetError where error.category == .connection {
                 logger.info("link lost while reading (\(error.message)); resuming at 0x\(String(next, radix: 16))")
-                await link.drop()
+                await link.drop(because: error.message)
             }
         }
         return out

@@ -16,6 +16,25 @@ actor DeviceLink {
     /// How many times the link was reopened.
     private(set) var reconnects = 0
     private(set) var retransmissions = 0
+    /// Why the last link was dropped, for the reconnect events.
+    private var lossReason: String?
+    /// Told about every attempt to reopen a lost link.
+    private var reconnectObserver: (@Sendable (ReconnectAttempt) -> Void)?
+
+    /// One attempt to reopen a lost link.
+    struct ReconnectAttempt: Sendable {
+        /// 1 for the first attempt after the loss.
+        var number: Int
+        /// Why the link was lost.
+        var reason: String
+        /// Why the previous attempt failed.
+        var lastError: String?
+
+        var message: String {
+            if number == 1 { return "link lost (\(reason)); reconnecting, attempt 1" }
+            return "reconnecting, attempt \(number) (last: \(lastError ?? reason))"
+        }
+    }
 
     init(connect: @escaping @Sendable () async throws -> any Transport, sessionOptions: LightXSession.Options,
          reconnectWait: Duration, logger: Logger) {
@@ -25,7 +44,14 @@ actor DeviceLink {
         self.logger = logger
     }
 
-    /// The open device, opening it (with retries up to the reconnect wait) when there is none.
+    /// Calls `observer` on every attempt to reopen a lost link (from the actor; keep it short).
+    func observeReconnects(_ observer: @escaping @Sendable (ReconnectAttempt) -> Void) {
+        reconnectObserver = observer
+    }
+
+    /// The open device, opening it when there is none. The first open is tried once and its error thrown as it is
+    /// (a device that was never there does not come back: the CLI maps the error's type to its exit code); a reopen
+    /// after a lost link is retried up to the reconnect wait.
     func device() async throws -> Headset {
         if let headset, await headset.session.isOpen { return headset }
         if let old = headset {
@@ -33,17 +59,24 @@ actor DeviceLink {
             await old.close()
             headset = nil
         }
+        guard everOpened else {
+            let opened = try await open()
+            everOpened = true
+            return opened
+        }
         let deadline = ContinuousClock.now + reconnectWait
         var delay: Duration = .milliseconds(50)
         var lastError: Error?
+        let reason = lossReason ?? "the link closed"
+        var attempt = 0
         while ContinuousClock.now < deadline {
             try Task.checkCancellation()
+            attempt += 1
+            reconnectObserver?(ReconnectAttempt(number: attempt, reason: reason, lastError: lastError.map { "\($0)" }))
             do {
-                let transport = try await connect()
-                let opened = Headset(session: LightXSession(transport: transport, options: sessionOptions, logger: logger))
-                headset = opened
-                if everOpened { reconnects += 1 }
-                everOpened = true
+                let opened = try await open()
+                reconnects += 1
+                lossReason = nil
                 return opened
             } catch let error as CancellationError {
                 throw error
@@ -58,8 +91,16 @@ actor DeviceLink {
         throw UpdateError(.connectionLost, "the device did not come back within \(reconnectWait.shortDescription): \(why)")
     }
 
-    /// Closes the current link (the next `device()` reopens it).
-    func drop() async {
+    private func open() async throws -> Headset {
+        let transport = try await connect()
+        let opened = Headset(session: LightXSession(transport: transport, options: sessionOptions, logger: logger))
+        headset = opened
+        return opened
+    }
+
+    /// Closes the current link (the next `device()` reopens it), after a failure `reason` when it was lost.
+    func drop(because reason: String? = nil) async {
+        if let reason { lossReason = reason }
         if let headset {
             retransmissions += await headset.session.statistics.retransmissions
             await headset.close()
@@ -80,7 +121,7 @@ actor DeviceLink {
             } catch let error as HeadsetError where error.category == .connection && error.code != .timeout {
                 guard ContinuousClock.now < deadline else { throw UpdateError(.connectionLost, error.message) }
                 logger.debug("link lost (\(error.message)); reconnecting")
-                await drop()
+                await drop(because: error.message)
             }
         }
     }
@@ -106,7 +147,7 @@ actor DeviceLink {
                 }
             } catch let error as HeadsetError where error.category == .connection {
                 lastNews = error.message
-                if error.code != .timeout { await drop() }
+                if error.code != .timeout { await drop(because: error.message) }
             }
             guard ContinuousClock.now < deadline else {
                 let what = wanted.map { $0 ? "the bootloader" : "the application" } ?? "the device"

@@ -51,9 +51,11 @@ public struct UpdateResult: Sendable, Hashable, Codable {
     public var imageBytes: Int
     /// Sectors the image spans.
     public var sectors: Int
-    /// Sectors found already correct on the device and not rewritten.
+    /// Sectors found already correct on the device and not rewritten: the most any (re)start of the transfer
+    /// found in place, e.g. after a restarted tool or a power cut.
     public var skippedSectors: Int
-    /// Bytes programmed (excluding blocks that are all 0xFF, which an erase leaves as they are).
+    /// Bytes the device acknowledged programming in this run, over every connection (excluding blocks that are all
+    /// 0xFF, which an erase leaves as they are).
     public var bytesWritten: Int
     public var seconds: Double
     public var transferSeconds: Double
@@ -111,6 +113,7 @@ public final class FirmwareUpdater: Sendable {
 
         reporter.phase(.connect, message: "connecting")
         let device = BootloaderClient(sessionOptions: sessionOptions, wait: options.readyWait, logger: logger, connect: connect)
+        await device.link.observeReconnects { [reporter] attempt in reporter.phase(.reconnect, message: attempt.message) }
         do {
             let result = try await update(device, start: start)
             await device.close()
@@ -138,46 +141,57 @@ public final class FirmwareUpdater: Sendable {
             try await device.jumpToBootloader()
         }
 
-        // Transfer, verify and repair, resuming after lost links and power cuts.
-        let sectors = FlashRegion.sectorCount(forLength: image.bytes.count)
-        var skipped: Int?
-        var written = 0
-        var stats = TransferPipeline.Statistics()
+        // Transfer, verify and repair, resuming after lost links and power cuts with what this run wrote.
+        let plan = TransferPlan(region: region, image: image.bytes, from: 0)
+        let sectors = plan.sectorCount
+        var state = TransferState()
+        var skipped = 0
         var transferSeconds = 0.0
         var repairs = 0
+        var mismatch = false
+        var stalls = StallGuard(wait: options.reconnectWait)
+        // Kept across reconnects: a link that drops with requests in flight gets fewer next time, so that some of
+        // them are acknowledged before it drops again.
+        var window: WindowControl?
         while true {
             do {
                 let headset = try await device.readyBootloader()
                 let capabilities = try await device.capabilities(headset)
                 let first = options.resume ? try await verifiedPrefix(headset) : 0
-                if skipped == nil { skipped = first }
-                var plan = TransferPlan(region: region, image: image.bytes, from: first)
-                if !plan.sectors.isEmpty {
+                if mismatch {
+                    // What was remembered from the first bad sector on is wrong: redo it from the erase.
+                    state.forget(from: first)
+                    mismatch = false
+                }
+                skipped = max(skipped, first)
+                state.found(0..<first, of: plan)
+                if !plan.isComplete(state) {
                     let limit = min(options.maxWindow, capabilities?.queueDepth ?? 1)
                     var pipeline = TransferPipeline(
                         session: headset.session, plan: plan, addressedErase: capabilities?.addressedErase ?? false,
                         eraseFirst: options.window == 1, reporter: reporter, logger: logger,
-                        window: WindowControl(fixed: options.window ?? (capabilities == nil ? 1 : nil), limit: options.window ?? limit,
-                                              maxTimeout: options.requestTimeout))
+                        window: window ?? WindowControl(fixed: options.window ?? (capabilities == nil ? 1 : nil),
+                                                        limit: options.window ?? limit, maxTimeout: options.requestTimeout))
                     let t0 = ContinuousClock.now
-                    let s = try await pipeline.run()
-                    transferSeconds += (ContinuousClock.now - t0).seconds
-                    written += plan.bytesToWrite
-                    stats.resent += s.resent
-                    stats.redoneSectors += s.redoneSectors
-                    stats.maxWindow = max(stats.maxWindow, s.maxWindow)
+                    defer {
+                        transferSeconds += (ContinuousClock.now - t0).seconds
+                        window = pipeline.window
+                    }
+                    try await pipeline.run(&state)
                 }
                 reporter.phase(.verify, message: "verifying the CRC")
-                plan = TransferPlan(region: region, image: image.bytes, from: 0)
                 if try await verifies(headset, plan: plan, sectors: sectors) { break }
                 repairs += 1
                 guard repairs <= options.maxRepairs else {
                     throw UpdateError(.verifyFailed, "the \(region.rawValue) region's CRC does not match after \(options.maxRepairs) repairs")
                 }
+                mismatch = true
                 logger.warning("CRC mismatch after the transfer; repairing from the first bad sector")
             } catch let error as HeadsetError where error.category == .connection {
                 logger.info("link lost during the update (\(error.message)); reconnecting to resume")
-                await link.drop()
+                await link.drop(because: error.message)
+                window?.lost()
+                try stalls.lost(error, progress: state.acknowledgements)
             }
         }
 
@@ -192,11 +206,11 @@ public final class FirmwareUpdater: Sendable {
         let seconds = (ContinuousClock.now - start).seconds
         return UpdateResult(
             image: image.name, region: region, previousVersion: previous?.description, newVersion: newVersion,
-            imageBytes: image.bytes.count, sectors: sectors, skippedSectors: skipped ?? 0, bytesWritten: written,
+            imageBytes: image.bytes.count, sectors: sectors, skippedSectors: skipped, bytesWritten: state.bytesAcknowledged,
             seconds: seconds, transferSeconds: transferSeconds,
-            bytesPerSecond: transferSeconds > 0 ? Double(written) / transferSeconds : 0,
-            maxWindow: stats.maxWindow, resent: stats.resent + (await link.retransmissions), redoneSectors: stats.redoneSectors,
-            reconnects: await link.reconnects)
+            bytesPerSecond: transferSeconds > 0 ? Double(state.bytesAcknowledged) / transferSeconds : 0,
+            maxWindow: state.statistics.maxWindow, resent: state.statistics.resent + (await link.retransmissions),
+            redoneSectors: state.statistics.redoneSectors, reconnects: await link.reconnects)
     }
 
     /// Refusals that need no device: signature, hash, size.
@@ -293,5 +307,35 @@ public final class FirmwareUpdater: Sendable {
             throw UpdateError(.versionMismatch, "the device runs \(running) after the update; the image is \(expected)")
         }
         return running.description
+    }
+}
+
+/// Ends an update whose link keeps dropping without the transfer getting anywhere: after `limit` reopened links in a
+/// row that were lost again before the device acknowledged anything, or when nothing moved for the reconnect wait.
+struct StallGuard {
+    static let limit = 5
+    let wait: Duration
+    private var streak = 0
+    private var mark = 0
+    private var lastProgress = ContinuousClock.now
+
+    init(wait: Duration) { self.wait = wait }
+
+    /// The link was lost (`error`) with `progress` acknowledgements so far. Throws `.connectionLost` to stop.
+    mutating func lost(_ error: HeadsetError, progress: Int) throws {
+        if progress > mark {
+            // This link got somewhere.
+            mark = progress
+            streak = 0
+            lastProgress = .now
+            return
+        }
+        streak += 1
+        if streak >= Self.limit {
+            throw UpdateError(.connectionLost, "the link keeps dropping: \(streak) reconnects in a row without progress (last: \(error.message))")
+        }
+        if ContinuousClock.now - lastProgress >= wait {
+            throw UpdateError(.connectionLost, "the link keeps dropping: no progress within \(wait.shortDescription) (last: \(error.message))")
+        }
     }
 }

@@ -30,9 +30,77 @@ struct TransferPlan: Sendable {
     /// Bytes this transfer programs.
     var bytesToWrite: Int { sectors.reduce(0) { $0 + blocks(in: $1).count * FlashRegion.blockSize } }
 
+    /// The blocks of `sector` still to write, given what `state` says is on the device.
+    func remainingBlocks(in sector: Int, _ state: TransferState) -> [Int] {
+        let done = state.written(in: sector)
+        return blocks(in: sector).filter { !done.contains($0) }
+    }
+
+    /// Whether `state` has every sector of this plan erased and every block written.
+    func isComplete(_ state: TransferState) -> Bool {
+        sectors.allSatisfy { state.isErased($0) && remainingBlocks(in: $0, state).isEmpty }
+    }
+
     /// CRC-32/JAMCRC of the first `sectors` sectors, as the device computes it for VerifyCRC.
     func crc(ofFirst sectors: Int) -> UInt32 {
         CRC32JAMCRC.checksum(padded[0..<(sectors * FlashRegion.sectorSize)])
+    }
+}
+
+/// What an update run has put on the device, kept across reconnects: the sectors whose erase the device
+/// acknowledged (or that a resume found in place) and, for each, the blocks it acknowledged writing since.
+///
+/// A sector erased in this run continues with only its blocks not yet acknowledged after a reconnect, rather than
+/// being erased again: programming a NOR block with the data it already holds changes nothing, and the final
+/// VerifyCRC guards the result. After a mismatch the sectors from the first bad one are forgotten (`forget(from:)`)
+/// and redone from their erase.
+struct TransferState: Sendable {
+    private var sectors: [Int: Set<Int>] = [:]
+    /// Blocks recorded as written, over all sectors.
+    private(set) var blocksDone = 0
+    /// Bytes of every write the device acknowledged in the run (across connections and redos).
+    private(set) var bytesAcknowledged = 0
+    /// Erases and writes the device acknowledged in the run: grows with every step forward.
+    private(set) var acknowledgements = 0
+    var statistics = TransferPipeline.Statistics()
+
+    func isErased(_ sector: Int) -> Bool { sectors[sector] != nil }
+    func written(in sector: Int) -> Set<Int> { sectors[sector] ?? [] }
+    var sectorsErased: Int { sectors.count }
+
+    /// The device acknowledged erasing `sector`.
+    mutating func erased(_ sector: Int) {
+        forget(sector)
+        sectors[sector] = []
+        acknowledgements += 1
+    }
+
+    /// The device acknowledged writing the block at `offset`.
+    mutating func wrote(_ offset: Int) {
+        bytesAcknowledged += FlashRegion.blockSize
+        acknowledgements += 1
+        let sector = offset / FlashRegion.sectorSize
+        if sectors[sector]?.insert(offset).inserted == true { blocksDone += 1 }
+    }
+
+    /// The device holds `range` of `plan` already (its CRC matched).
+    mutating func found(_ range: Range<Int>, of plan: TransferPlan) {
+        for sector in range where sectors[sector]?.count != plan.blocks(in: sector).count {
+            forget(sector)
+            let blocks = Set(plan.blocks(in: sector))
+            sectors[sector] = blocks
+            blocksDone += blocks.count
+        }
+    }
+
+    /// Nothing is known of `sector` any more: it is redone from its erase.
+    mutating func forget(_ sector: Int) {
+        if let blocks = sectors.removeValue(forKey: sector) { blocksDone -= blocks.count }
+    }
+
+    /// Forgets every sector from `first` on.
+    mutating func forget(from first: Int) {
+        for sector in sectors.keys where sector >= first { forget(sector) }
     }
 }
 
@@ -91,7 +159,8 @@ struct WindowControl: Sendable {
     }
 }
 
-/// Erases and programs a plan's sectors with several requests in flight.
+/// Erases and programs a plan's sectors with several requests in flight, skipping what a `TransferState` says the
+/// device holds already (a sector erased in this run gets only its blocks not yet acknowledged).
 ///
 /// Requests go on the link strictly in plan order (the device executes them in arrival order, so a sector's
 /// erase always precedes its writes); their replies are awaited concurrently. A write that is lost or answered
@@ -133,30 +202,33 @@ struct TransferPipeline {
         var maxWindow = 0
     }
 
-    /// Runs the transfer. Throws `HeadsetError` when the link fails (the caller reconnects and resumes) and
+    /// Runs the transfer, recording every acknowledgement in `state` as it comes (so that it survives a throw).
+    /// Throws `HeadsetError` when the link fails (the caller reconnects and resumes) and
     /// `UpdateError(.deviceRefused)` when the device keeps refusing an operation.
-    mutating func run() async throws -> Statistics {
-        var stats = Statistics()
+    mutating func run(_ state: inout TransferState) async throws {
         var generation = [Int](repeating: 0, count: plan.sectorCount)
         var redos = [Int](repeating: 0, count: plan.sectorCount)
-        var erased = Set<Int>()
-        var written = [Int](repeating: 0, count: plan.sectorCount)
         var queue = OperationQueue()
-        var anyWriteDone = false
+        var anyWriteDone = state.blocksDone > 0
 
-        func ops(for sector: Int, _ gen: Int) -> [Operation] {
-            [.erase(sector: sector, generation: gen)] + plan.blocks(in: sector).map { .write(offset: $0, generation: gen) }
+        func erase(_ sector: Int, _ gen: Int) -> [Operation] {
+            state.isErased(sector) ? [] : [.erase(sector: sector, generation: gen)]
+        }
+        func writes(_ sector: Int, _ gen: Int) -> [Operation] {
+            plan.remainingBlocks(in: sector, state).map { .write(offset: $0, generation: gen) }
         }
         if eraseFirst {
-            for s in plan.sectors { queue.append(.erase(sector: s, generation: 0)) }
-            for s in plan.sectors { for o in plan.blocks(in: s) { queue.append(.write(offset: o, generation: 0)) } }
+            for s in plan.sectors { queue.append(contentsOf: erase(s, 0)) }
+            for s in plan.sectors { queue.append(contentsOf: writes(s, 0)) }
         } else {
-            for s in plan.sectors { queue.append(contentsOf: ops(for: s, 0)) }
+            for s in plan.sectors { queue.append(contentsOf: erase(s, 0) + writes(s, 0)) }
         }
+        // Progress counts the whole image: what the device holds already is done.
         let totalWrite = plan.bytesToWrite
         let eraseWeight = FlashRegion.sectorSize / 2
         let totalWork = Double(plan.sectors.count * eraseWeight + totalWrite)
-        reporter.beginTransfer(bytes: totalWrite, sectors: plan.sectors.count, window: window.size)
+        reporter.beginTransfer(bytes: totalWrite, sectors: plan.sectors.count, done: state.blocksDone * FlashRegion.blockSize,
+                               window: window.size)
 
         func sector(of op: Operation) -> Int {
             switch op {
@@ -176,16 +248,16 @@ struct TransferPipeline {
                 throw UpdateError(.deviceRefused, "sector \(s) of the \(plan.region.rawValue) region keeps failing (\(why))")
             }
             logger.debug("redoing sector \(s): \(why)")
-            stats.redoneSectors += 1
+            state.statistics.redoneSectors += 1
             generation[s] += 1
-            erased.remove(s)
-            written[s] = 0
-            queue.append(contentsOf: ops(for: s, generation[s]))
+            state.forget(s)
+            queue.append(contentsOf: erase(s, generation[s]) + writes(s, generation[s]))
         }
         func report() {
-            let work = Double(erased.count * eraseWeight + written.reduce(0, +))
-            reporter.transfer(phase: anyWriteDone ? .write : .erase, bytesWritten: written.reduce(0, +),
-                              sectorsErased: erased.count, workFraction: totalWork > 0 ? work / totalWork : 1,
+            let bytes = state.blocksDone * FlashRegion.blockSize
+            let work = Double(state.sectorsErased * eraseWeight + bytes)
+            reporter.transfer(phase: anyWriteDone ? .write : .erase, bytesWritten: bytes,
+                              sectorsErased: state.sectorsErased, workFraction: totalWork > 0 ? work / totalWork : 1,
                               window: window.size)
         }
 
@@ -197,7 +269,7 @@ struct TransferPipeline {
                     guard current(op) else { continue }
                     let ticket = try await session.submit(try packet(for: op), timeout: window.timeout)
                     inFlight += 1
-                    stats.maxWindow = max(stats.maxWindow, inFlight)
+                    state.statistics.maxWindow = max(state.statistics.maxWindow, inFlight)
                     group.addTask {
                         do {
                             let reply = try await session.reply(to: ticket)
@@ -216,14 +288,14 @@ struct TransferPipeline {
                     window.acknowledged(after: latency)
                     guard current(op) else { break }
                     switch op {
-                    case .erase: erased.insert(s)
-                    case .write:
-                        written[s] += FlashRegion.blockSize
+                    case .erase: state.erased(s)
+                    case let .write(offset, _):
+                        state.wrote(offset)
                         anyWriteDone = true
                     }
                 case let .reply(reply, _) where reply.status == .notReady:
                     window.lost()
-                    stats.resent += 1
+                    state.statistics.resent += 1
                     guard current(op) else { break }
                     if case .write = op { queue.prepend(op) } else { try redo(s, because: "erase answered NotReady") }
                 case let .reply(reply, _):
@@ -235,14 +307,13 @@ struct TransferPipeline {
                     try redo(s, because: "\(what) answered \(reply.status)")
                 case .lost:
                     window.lost()
-                    stats.resent += 1
+                    state.statistics.resent += 1
                     guard current(op) else { break }
                     if case .write = op { queue.prepend(op) } else { try redo(s, because: "erase not answered") }
                 }
                 report()
             }
         }
-        return stats
     }
 
     private func packet(for op: Operation) throws -> Packet {

@@ -5,7 +5,10 @@ import Synchronization
 public enum UpdatePhase: String, Sendable, Hashable, Codable, CaseIterable {
     case connect, authenticate
     case enterBootloader = "enter-bootloader"
-    case erase, write, verify, commit, reboot, confirm, done
+    case erase, write, verify, commit, reboot, confirm
+    /// The link was lost; reopening it (the update then continues where it was). Does not move the fraction.
+    case reconnect
+    case done
 
     /// Where the phase starts and how much of the whole it weighs (erase and write share the transfer span).
     var span: (start: Double, width: Double) {
@@ -18,6 +21,7 @@ public enum UpdatePhase: String, Sendable, Hashable, Codable, CaseIterable {
         case .commit: return (0.94, 0.02)
         case .reboot: return (0.96, 0.03)
         case .confirm: return (0.99, 0.01)
+        case .reconnect: return (0.00, 0.00)
         case .done: return (1.00, 0.00)
         }
     }
@@ -28,9 +32,10 @@ public struct UpdateProgress: Sendable, Hashable, Codable {
     public var phase: UpdatePhase
     /// Overall completion, 0...1.
     public var fraction: Double
-    /// Image bytes the device has acknowledged writing.
+    /// Image bytes on the device: acknowledged writes, and what it held already when the update (re)started.
+    /// Never more than `bytesTotal`.
     public var bytesWritten: Int
-    /// Image bytes to write in this update (excluding blocks already on the device).
+    /// Image bytes to program (all blocks that are not all 0xFF), the same for the whole update.
     public var bytesTotal: Int
     public var sectorsErased: Int
     public var sectorsTotal: Int
@@ -50,6 +55,8 @@ final class ProgressReporter: Sendable {
     private struct State {
         var current: UpdateProgress
         var transferStart: ContinuousClock.Instant?
+        /// Bytes already on the device when the transfer started (not counted in the rate).
+        var bytesAtStart = 0
         var lastEmit: ContinuousClock.Instant?
     }
 
@@ -73,14 +80,17 @@ final class ProgressReporter: Sendable {
         }
     }
 
-    /// Sets up the transfer totals.
-    func beginTransfer(bytes: Int, sectors: Int, window: Int) {
+    /// Sets up the transfer totals (the whole image's), `done` bytes being on the device already; the rate counts
+    /// from the first call of the update.
+    func beginTransfer(bytes: Int, sectors: Int, done: Int, window: Int) {
         state.withLock { s in
-            s.transferStart = .now
+            if s.transferStart == nil {
+                s.transferStart = .now
+                s.bytesAtStart = done
+            }
             s.current.bytesTotal = bytes
             s.current.sectorsTotal = sectors
-            s.current.bytesWritten = 0
-            s.current.sectorsErased = 0
+            s.current.bytesWritten = done
             s.current.window = window
         }
     }
@@ -114,8 +124,8 @@ final class ProgressReporter: Sendable {
             s.current.elapsedSeconds = (now - start).seconds
             if let t0 = s.transferStart {
                 let elapsed = (now - t0).seconds
-                if elapsed > 0.05, s.current.bytesWritten > 0 {
-                    let rate = Double(s.current.bytesWritten) / elapsed
+                if elapsed > 0.05, s.current.bytesWritten > s.bytesAtStart {
+                    let rate = Double(s.current.bytesWritten - s.bytesAtStart) / elapsed
                     s.current.bytesPerSecond = rate
                     let span = UpdatePhase.write.span
                     let done = Swift.max(0.001, (s.current.fraction - span.start) / span.width)
