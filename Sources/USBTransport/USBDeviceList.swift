@@ -1,4 +1,5 @@
 import CLibUSB
+import Glibc
 import Transport
 
 /// A USB device as `tuneup devices` shows it.
@@ -54,6 +55,10 @@ public enum USBDeviceList {
     ///   refused, `stringsProblem` says so. `access` reports whether the device node opens.
     /// - Throws: `TransportError(.unsupported)` when libusb cannot start, `.io` when the list fails,
     ///   `CancellationError`.
+    /// Whether this machine has a USB subsystem at all (`/sys/bus/usb`): without one, an empty scan does not mean
+    /// "nothing attached".
+    public static var hasUSBSubsystem: Bool { Glibc.access("/sys/bus/usb", Glibc.F_OK) == 0 }
+
     public static func scan(all: Bool, known: USBKnownDevices) async throws -> [USBDeviceInfo] {
         let result: Result<[USBDeviceInfo], TransportError> = try await DedicatedThread.run(name: "tuneup-usb-list") {
             Result { () throws(TransportError) -> [USBDeviceInfo] in

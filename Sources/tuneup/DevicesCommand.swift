@@ -28,6 +28,9 @@ struct DevicesCommand: AsyncParsableCommand {
         do {
             known = try USBKnownDevices.fromEnvironment(ProcessInfo.processInfo.environment)
             devices = try await USBDeviceList.scan(all: all, known: known)
+            if devices.isEmpty, !USBDeviceList.hasUSBSubsystem {
+                throw TransportError(.unsupported, "USB is not available on this system: there is no USB subsystem (/sys/bus/usb is missing: no USB controller, or a kernel without USB support)")
+            }
         } catch {
             throw failureExit(error)
         }
