@@ -69,7 +69,9 @@ public actor LightXSession {
     private var slots: [UInt64: Slot] = [:]
     private var waiting: [UInt32: [UInt64]] = [:]
     private var busyKeys: Set<UInt32> = []
-    private var keyQueues: [UInt32: [CheckedContinuation<Void, Never>]] = [:]
+    /// Requests waiting for a busy param0, in arrival order; resumed with false when cancelled.
+    private var keyQueues: [UInt32: [(id: UInt64, continuation: CheckedContinuation<Bool, Never>)]] = [:]
+    private var nextWaiter: UInt64 = 0
     private var quietUntil: [UInt32: ContinuousClock.Instant] = [:]
     private var nextWaiterID: UInt64 = 0
     private var pushSubscribers = Subscribers<Packet>()
@@ -142,7 +144,7 @@ public actor LightXSession {
     public func request(_ packet: Packet, timeout: Duration? = nil, retransmissions: Int? = nil) async throws -> Packet {
         if let failure { throw failure }
         let key = packet.header.param0
-        await acquire(key)
+        try await acquire(key)
         defer { release(key) }
         if let failure { throw failure }
         let frame = encode(packet)
@@ -220,7 +222,7 @@ public actor LightXSession {
     public func submit(_ packet: Packet, timeout: Duration? = nil) async throws -> Ticket {
         if let failure { throw failure }
         let key = packet.header.param0
-        await acquire(key)
+        try await acquire(key)
         if let failure {
             release(key)
             throw failure
@@ -349,24 +351,51 @@ public actor LightXSession {
         }
     }
 
-    /// Waits until no other request with this param0 is outstanding and its quiet period has passed.
-    private func acquire(_ key: UInt32) async {
+    /// Waits until no other request with this param0 is outstanding and its quiet period has passed. Both waits end
+    /// at once, without spinning, when the calling task is cancelled (`CancellationError`; the key is not taken).
+    private func acquire(_ key: UInt32) async throws {
+        try Task.checkCancellation()
         if busyKeys.contains(key) {
-            await withCheckedContinuation { keyQueues[key, default: []].append($0) }
+            nextWaiter += 1
+            let id = nextWaiter
+            let granted = await withTaskCancellationHandler {
+                await withCheckedContinuation { keyQueues[key, default: []].append((id, $0)) }
+            } onCancel: {
+                Task { await self.cancelWaiter(id, key) }
+            }
+            guard granted else { throw CancellationError() }
         }
         busyKeys.insert(key)
-        while let quiet = quietUntil[key], quiet > .now {
-            try? await Task.sleep(until: quiet, clock: .continuous)
-            if failure != nil { break }
+        while let quiet = quietUntil[key], quiet > .now, failure == nil {
+            do {
+                try await Task.sleep(until: quiet, clock: .continuous)
+            } catch {
+                release(key)
+                throw CancellationError()
+            }
         }
-        quietUntil[key] = nil
+        if failure == nil { quietUntil[key] = nil }
+    }
+
+    /// Requests waiting for a busy param0 (for tests and diagnostics).
+    var queuedRequests: Int { keyQueues.values.reduce(0) { $0 + $1.count } }
+
+    /// Keys in their quiet period with a request holding them (waiting it out).
+    var quietKeys: Int { quietUntil.keys.filter { busyKeys.contains($0) && quietUntil[$0]! > .now }.count }
+
+    /// A cancelled waiter leaves the queue at once (if it was not handed the key already).
+    private func cancelWaiter(_ id: UInt64, _ key: UInt32) {
+        guard var queue = keyQueues[key], let i = queue.firstIndex(where: { $0.id == id }) else { return }
+        let waiter = queue.remove(at: i)
+        keyQueues[key] = queue.isEmpty ? nil : queue
+        waiter.continuation.resume(returning: false)
     }
 
     private func release(_ key: UInt32) {
         if var queue = keyQueues[key], !queue.isEmpty {
             let next = queue.removeFirst()
             keyQueues[key] = queue.isEmpty ? nil : queue
-            next.resume()  // The key stays busy: ownership passes to the next request.
+            next.continuation.resume(returning: true)  // The key stays busy: ownership passes to the next request.
         } else {
             busyKeys.remove(key)
         }
@@ -472,7 +501,7 @@ public actor LightXSession {
         failure = error
         readerTask?.cancel()
         for id in Array(slots.keys) { finish(id, with: .failed(error)) }
-        for (_, queue) in keyQueues { queue.forEach { $0.resume() } }
+        for (_, queue) in keyQueues { queue.forEach { $0.continuation.resume(returning: true) } }
         keyQueues = [:]
         pushSubscribers.finish(last: nil)
         eventSubscribers.finish(last: .disconnected(error))

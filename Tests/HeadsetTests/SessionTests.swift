@@ -217,6 +217,35 @@ import Transport
         await device.stop()
     }
 
+    /// A request queued behind another with the same param0, and one waiting out the quiet period after a timeout,
+    /// end as soon as they are cancelled: they do not wait for the key or the quiet period (both 10 s here).
+    @Test func cancelledWaitsForTheSameParam0EndAtOnce() async throws {
+        let (device, host) = FakeDevice.start { _, _ in [] }
+        let session = LightXSession(transport: host, options: .init(timeout: .seconds(10), retransmissions: 0))
+        let first = Task { try await session.request(AppSettings.batteryLevel.readRequest()) }
+        try await waitUntil("the first request reached the device") { device.requests.count == 1 }
+        let queued = Task { try await session.request(AppSettings.batteryLevel.readRequest()) }
+        try await waitUntil("the second request is queued") { await session.queuedRequests == 1 }
+        var start = ContinuousClock.now
+        queued.cancel()
+        await #expect(throws: CancellationError.self) { try await queued.value }
+        #expect(ContinuousClock.now - start < .seconds(2), "waited for the key")
+        #expect(await session.queuedRequests == 0)
+
+        // The first one cancelled too: its param0 is now quiet for the timeout (10 s).
+        first.cancel()
+        await #expect(throws: CancellationError.self) { try await first.value }
+        let quiet = Task { try await session.request(AppSettings.batteryLevel.readRequest()) }
+        try await waitUntil("the third request waits out the quiet period") { await session.quietKeys == 1 }
+        start = ContinuousClock.now
+        quiet.cancel()
+        await #expect(throws: CancellationError.self) { try await quiet.value }
+        #expect(ContinuousClock.now - start < .seconds(2), "waited for the quiet period")
+        #expect(device.requests.count == 1, "nothing else was sent")
+        await session.close()
+        await device.stop()
+    }
+
     @Test func usbFramingUsesRawPacketsAndUSBHeaderStyle() async throws {
         let (device, host) = FakeDevice.start(framing: .packets) { request, _ in
             [RawPacketCodec.encode(try! Packet.reply(to: request, buffer: u32(42), swapModules: false))]

@@ -137,11 +137,18 @@ import Testing
         }
     }
 
-    private static func start(_ args: [String], state: String, directory: String) throws -> (process: Process, out: Collector, err: Collector) {
+    /// Starts `tuneup ARGS` with a private state directory, collecting stdout and stderr.
+    static func start(_ args: [String], state: String, directory: String?) throws -> (process: Process, out: Collector, err: Collector) {
+        let (process, out, err) = try start(args, state: state, directory: directory, keepPipe: true)
+        return (process, Collector(out), err)
+    }
+
+    /// The same, handing back stdout's read end itself (to read it, or close it, as the test likes).
+    static func start(_ args: [String], state: String, directory: String?, keepPipe: Bool) throws -> (process: Process, out: FileHandle, err: Collector) {
         let process = Process()
         process.executableURL = CLI.binary
         process.arguments = args
-        process.currentDirectoryURL = URL(fileURLWithPath: directory)
+        if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
         var env = ProcessInfo.processInfo.environment
         env["XDG_STATE_HOME"] = state
         env["TUNEUP_DEVICE"] = nil
@@ -151,6 +158,6 @@ import Testing
         process.standardError = err
         process.standardInput = Pipe()
         try process.run()
-        return (process, Collector(out.fileHandleForReading), Collector(err.fileHandleForReading))
+        return (process, out.fileHandleForReading, Collector(err.fileHandleForReading))
     }
 }

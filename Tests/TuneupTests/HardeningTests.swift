@@ -62,19 +62,11 @@ import Testing
     @Test func closedStdoutDoesNotAbandonTheUpdate() async throws {
         let state = Scratch.directory
         let status = try await offThePool {
-            let p = Process()
-            p.executableURL = CLI.binary
-            p.arguments = ["flash", Self.firmware("app-1.4.3-small.img"), "--format", "json"]
-            var env = ProcessInfo.processInfo.environment
-            env["XDG_STATE_HOME"] = state
-            p.environment = env
-            let out = Pipe()
-            p.standardOutput = out
-            p.standardError = Pipe()
-            try p.run()
+            let (p, out, _) = try ExampleTests.start(["flash", Self.firmware("app-1.4.3-small.img"), "--format", "json"],
+                                                     state: state, directory: nil, keepPipe: true)
             // As `| head -1`: read one line, then close the pipe.
-            _ = Collector.firstLine(out.fileHandleForReading)
-            try out.fileHandleForReading.close()
+            _ = Collector.firstLine(out)
+            try out.close()
             p.waitUntilExit()
             return (p.terminationReason == .exit ? p.terminationStatus : -p.terminationStatus)
         }
@@ -94,18 +86,8 @@ import Testing
     func signalDuringFlashStopsCleanlyAndResumes(signal: Int32, code: Int32) async throws {
         let state = Scratch.directory
         let (status, stdout, stderr) = try await offThePool { () -> (Int32, String, String) in
-            let p = Process()
-            p.executableURL = CLI.binary
-            p.arguments = ["flash", Self.firmware("app-1.5.0.img"), "--format", "json"]
-            var env = ProcessInfo.processInfo.environment
-            env["XDG_STATE_HOME"] = state
-            p.environment = env
-            let out = Pipe(), err = Pipe()
-            p.standardOutput = out
-            p.standardError = err
-            try p.run()
-            let lines = Collector(out.fileHandleForReading)
-            let errors = Collector(err.fileHandleForReading)
+            let (p, lines, errors) = try ExampleTests.start(["flash", Self.firmware("app-1.5.0.img"), "--format", "json"],
+                                                           state: state, directory: nil)
             // Wait for the transfer to be under way.
             let deadline = Date().addingTimeInterval(60)
             while Date() < deadline, !lines.linesBlocking(1, timeout: 0.05).contains(where: { $0.contains("\"phase\":\"write\"") }) {}
