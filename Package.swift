@@ -7,7 +7,6 @@ let strict: [SwiftSetting] = [
 
 let package = Package(
     name: "Tuneup",
-    platforms: [.macOS(.v15)],
     products: [
         .executable(name: "tuneup", targets: ["tuneup"]),
         .library(name: "LightX", targets: ["LightX"]),

@@ -276,7 +276,7 @@ public actor SimulatedHeadset {
         while !isShutDown {
             if isReady { return true }
             guard ContinuousClock.now < deadline else { return false }
-            try? await Task.sleep(for: .milliseconds(2))
+            do { try await Task.sleep(for: .milliseconds(2)) } catch { return isReady }  // cancelled: answer now
         }
         return false
     }

@@ -5,7 +5,7 @@ import Synchronization
 /// Used to serialise concurrent `send` calls so each call's bytes stay contiguous. Waiting is cancellation-aware:
 /// a cancelled waiter leaves the queue and throws `CancellationError`; ownership is handed directly to the next
 /// waiter on `unlock()`, so there is no thundering herd and no barging.
-public final class AsyncLock: Sendable {
+package final class AsyncLock: Sendable {
     private struct State {
         var locked = false
         var waiters: [(id: UInt64, continuation: CheckedContinuation<Void, any Error>)] = []
@@ -14,11 +14,11 @@ public final class AsyncLock: Sendable {
 
     private let state = Mutex(State())
 
-    public init() {}
+    package init() {}
 
     /// Acquires the lock, suspending while somebody else holds it. Throws `CancellationError` if cancelled while
     /// waiting (the lock is then not held).
-    public func lock() async throws {
+    package func lock() async throws {
         let id: UInt64? = state.withLock { s in
             if !s.locked {
                 s.locked = true
@@ -53,7 +53,7 @@ public final class AsyncLock: Sendable {
     }
 
     /// Releases the lock, handing it to the longest waiter if there is one.
-    public func unlock() {
+    package func unlock() {
         let next: CheckedContinuation<Void, any Error>? = state.withLock { s in
             if s.waiters.isEmpty {
                 s.locked = false
@@ -65,7 +65,7 @@ public final class AsyncLock: Sendable {
     }
 
     /// Runs `body` while holding the lock.
-    public func withLock<T>(_ body: () async throws -> T) async throws -> T {
+    package func withLock<T>(_ body: () async throws -> T) async throws -> T {
         try await lock()
         defer { unlock() }
         return try await body()

@@ -4,7 +4,7 @@ import Synchronization
 
 /// Threads outside Swift's cooperative pool, for event loops (the I/O reactor, libusb, FunctionFS) and for calls
 /// that can block (getaddrinfo, opening a device node, SDP). Every back end uses these rather than its own.
-public enum DedicatedThread {
+package enum DedicatedThread {
     private final class Body {
         let name: String
         let run: @Sendable () -> Void
@@ -15,7 +15,7 @@ public enum DedicatedThread {
     }
 
     /// Starts a detached thread named `name` running `body`. Throws `TransportError(.io)` if the system refuses.
-    public static func spawn(name: String, _ body: @escaping @Sendable () -> Void) throws(TransportError) {
+    package static func spawn(name: String, _ body: @escaping @Sendable () -> Void) throws(TransportError) {
         var attr = pthread_attr_t()
         pthread_attr_init(&attr)
         defer { pthread_attr_destroy(&attr) }
@@ -39,7 +39,7 @@ public enum DedicatedThread {
     ///
     /// Cancellation resumes the caller promptly with `CancellationError`; the thread still runs to completion and its
     /// result is then handed to `discard` (e.g. to close a descriptor that nobody will use).
-    public static func run<T: Sendable>(
+    package static func run<T: Sendable>(
         name: String,
         discard: @escaping @Sendable (T) -> Void = { _ in },
         _ body: @escaping @Sendable () -> T

@@ -80,12 +80,12 @@ public struct LinkConditions: Sendable, Hashable, CustomStringConvertible {
             switch key {
             case "bw":
                 if value == "unlimited" { bitsPerSecond = nil; continue }
-                guard let bps = Self.parseScaled(value, units: ["": 1, "k": 1_000, "M": 1_000_000, "G": 1_000_000_000]), bps > 0 else {
+                guard let bps = Quantities.parseCount(value, units: ["": 1, "k": 1_000, "M": 1_000_000, "G": 1_000_000_000]), bps > 0 else {
                     throw Self.bad(spec, "bad bandwidth '\(value)': expected bits per second like 9600, 700k or 2M")
                 }
                 bitsPerSecond = bps
             case "latency":
-                guard let d = Self.parseDuration(value) else {
+                guard let d = Quantities.parseDuration(value) else {
                     throw Self.bad(spec, "bad latency '\(value)': expected a duration like 15ms, 250us or 1s")
                 }
                 latency = d
@@ -95,13 +95,13 @@ public struct LinkConditions: Sendable, Hashable, CustomStringConvertible {
                 dropRate = try Self.parseProbability(value, key: key, spec: spec)
             case "stall":
                 let parts = value.split(separator: ":", omittingEmptySubsequences: false)
-                guard parts.count == 2, let d = Self.parseDuration(String(parts[1])) else {
+                guard parts.count == 2, let d = Quantities.parseDuration(String(parts[1])) else {
                     throw Self.bad(spec, "bad stall '\(value)': expected RATE:DURATION like 0.01:200ms")
                 }
                 stallRate = try Self.parseProbability(String(parts[0]), key: key, spec: spec)
                 stallDuration = d
             case "disconnect":
-                guard let n = Self.parseScaled(value, units: Self.byteUnits), n > 0 else {
+                guard let n = Quantities.parseCount(value), n > 0 else {
                     throw Self.bad(spec, "bad disconnect '\(value)': expected a byte count like 100000, 64KiB or 1M")
                 }
                 disconnectAfterBytes = n
@@ -112,7 +112,7 @@ public struct LinkConditions: Sendable, Hashable, CustomStringConvertible {
                 }
                 seed = s
             default: // "buffer"
-                guard let n = Self.parseScaled(value, units: Self.byteUnits), n > 0 else {
+                guard let n = Quantities.parseCount(value), n > 0 else {
                     throw Self.bad(spec, "bad buffer '\(value)': expected a byte count like 4096 or 4KiB")
                 }
                 linkBufferBytes = n
@@ -136,43 +136,8 @@ public struct LinkConditions: Sendable, Hashable, CustomStringConvertible {
 
     // MARK: - Parsing helpers
 
-    private static let byteUnits: [String: Int] = [
-        "": 1, "k": 1_000, "M": 1_000_000, "G": 1_000_000_000, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30,
-    ]
-
     private static func bad(_ spec: String, _ why: String) -> TransportError {
         TransportError(.invalidAddress, "bad link conditions '\(spec)': \(why)")
-    }
-
-    /// A decimal number (fraction allowed) followed by one of `units`; the result must be a whole number.
-    static func parseScaled(_ text: String, units: [String: Int]) -> Int? {
-        let numberEnd = text.firstIndex { !($0.isASCIIDigit || $0 == ".") } ?? text.endIndex
-        let number = text[..<numberEnd]
-        let unit = String(text[numberEnd...])
-        guard !number.isEmpty, let scale = units[unit] else { return nil }
-        if number.allSatisfy(\.isASCIIDigit) {
-            guard let n = Int(number) else { return nil }
-            let (product, overflow) = n.multipliedReportingOverflow(by: scale)
-            return overflow ? nil : product
-        }
-        guard let value = Double(number), value.isFinite else { return nil }
-        let scaled = (value * Double(scale)).rounded()
-        guard scaled < 9.0e18, abs(value * Double(scale) - scaled) < 1e-6 else { return nil }
-        return Int(scaled)
-    }
-
-    /// `15ms`, `250us`, `250µs`, `100ns`, `1.5s`, or `0`.
-    static func parseDuration(_ text: String) -> Duration? {
-        if text == "0" { return .zero }
-        let units: [(String, Double)] = [("ns", 1e-9), ("us", 1e-6), ("µs", 1e-6), ("ms", 1e-3), ("s", 1)]
-        for (suffix, scale) in units where text.hasSuffix(suffix) {
-            let number = text.dropLast(suffix.count)
-            guard !number.isEmpty, number.allSatisfy({ $0.isASCIIDigit || $0 == "." }),
-                  let value = Double(number), value.isFinite, value * scale < 1e9 else { return nil }
-            let nanoseconds = (value * scale * 1e9).rounded()
-            return .nanoseconds(Int64(nanoseconds))
-        }
-        return nil
     }
 
     private static func parseProbability(_ text: String, key: String, spec: String) throws -> Double {
@@ -205,10 +170,6 @@ public struct LinkConditions: Sendable, Hashable, CustomStringConvertible {
         }
         return "\(nanoseconds)ns"
     }
-}
-
-extension Character {
-    var isASCIIDigit: Bool { ("0"..."9").contains(self) }
 }
 
 extension String {

@@ -1,10 +1,10 @@
 import Glibc
 
 /// Helpers shared by the descriptor-based back ends.
-public enum POSIX {
+package enum POSIX {
     /// The text of `strerror(code)`, lower-cased at the start as it appears inside our messages
     /// ("connection refused", "no such file or directory").
-    public static func describe(_ code: Int32) -> String {
+    package static func describe(_ code: Int32) -> String {
         guard let text = strerror(code) else { return "error \(code)" }
         let s = String(cString: text)
         guard let first = s.first else { return "error \(code)" }
@@ -12,7 +12,7 @@ public enum POSIX {
     }
 
     /// Closes `fd`, ignoring EINTR (on Linux the descriptor is released even then).
-    public static func close(_ fd: Int32) {
+    package static func close(_ fd: Int32) {
         if fd >= 0 { _ = Glibc.close(fd) }
     }
 

@@ -329,7 +329,7 @@ final class GadgetCore: Sendable {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             if state.withLock({ $0.threadDone }) { return true }
-            try? await Task.sleep(for: .milliseconds(5))
+            do { try await Task.sleep(for: .milliseconds(5)) } catch { break }  // cancelled: answer now
         }
         return state.withLock { $0.threadDone }
     }

@@ -1,6 +1,6 @@
 /// The bytes the gadget writes to FunctionFS and answers to GET_DESCRIPTOR: the LightX HID interface with vendor
 /// feature reports 0xF0 (13 data bytes) and 0xF1 (256 data bytes; ids and sizes in `HIDReports`), exactly as measured in the VM rig
-/// (notes/vm-findings.md §1).
+/// (docs/protocol.md §2.3).
 public enum HIDDescriptors {
     /// The HID report descriptor (32 bytes): vendor page 0xFF00, application collection, feature reports 0xF0 × 13
     /// and 0xF1 × 256 bytes.

@@ -162,7 +162,7 @@ public enum EP0Action: Sendable, Hashable {
     case stall
 }
 
-/// The ep0 system call an action becomes (the answer-direction rules of notes/vm-findings.md §1).
+/// The ep0 system call an action becomes (the answer-direction rules of docs/protocol.md §2.3).
 public enum EP0Call: Sendable, Hashable {
     /// `write(ep0, data, count)`.
     case write(count: Int)

@@ -2,7 +2,7 @@ import Logging
 import Transport
 
 /// A USB device made with configfs + FunctionFS on this machine's USB device controller (UDC): one HID interface
-/// carrying LightX in feature reports 0xF0/0xF1 (notes/issue4-design.md, "LightX over HID feature reports"), served
+/// carrying LightX in feature reports 0xF0/0xF1 (docs/protocol.md §2.3, "USB: raw packets in HID feature reports"), served
 /// on a dedicated thread.
 ///
 /// Lifecycle:

@@ -261,7 +261,7 @@ final class USBConnection: @unchecked Sendable {
 }
 
 /// One submitted control transfer: the bridge between libusb's callback and the waiting task. Internal.
-final class ControlTransfer: @unchecked Sendable {
+final class ControlTransfer: Sendable {
     private struct State {
         var transfer: USBPointer<UnsafeMutablePointer<libusb_transfer>>?
         var submitted = false

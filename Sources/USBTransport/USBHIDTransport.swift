@@ -326,7 +326,7 @@ public final class USBHIDTransport: Transport {
         while true {
             if !USBStrings.isStillAttached(location, address: deviceNumber) { return true }
             guard ContinuousClock.now < deadline else { return false }
-            try? await Task.sleep(for: .milliseconds(10))
+            do { try await Task.sleep(for: .milliseconds(10)) } catch { return false }  // cancelled: unknown, say no
         }
     }
 

@@ -71,13 +71,5 @@ func checkSeconds(_ value: Double, _ option: String) throws {
     }
 }
 
-/// Parses "50ms", "0.5s", "2s", "250us" (a bare number is milliseconds).
-func parseDuration(_ text: String) -> Duration? {
-    let units: [(String, Double)] = [("us", 1e-6), ("ms", 1e-3), ("s", 1)]
-    for (suffix, scale) in units where text.hasSuffix(suffix) {
-        guard let value = Double(text.dropLast(suffix.count)), value.isFinite, value >= 0 else { return nil }
-        return .nanoseconds(Int64(value * scale * 1e9))
-    }
-    guard let value = Double(text), value.isFinite, value >= 0 else { return nil }
-    return .nanoseconds(Int64(value * 1e6))
-}
+/// A duration in the one grammar of `Quantities`: "50ms", "0.5s", "250us" (a bare number needs a unit).
+func parseDuration(_ text: String) -> Duration? { Quantities.parseDuration(text) }

@@ -2,6 +2,7 @@ import ArgumentParser
 import Firmware
 import Foundation
 import LightX
+import Transport
 
 /// `tuneup image ...`: create keys, sign, verify and inspect firmware images, and build simulated application
 /// payloads. A thin layer over the `Firmware` library; every failure is one stderr line and a distinct exit code.
@@ -45,19 +46,10 @@ struct ImageCommand: ParsableCommand {
     /// A warning on stderr (not a failure).
     static func warn(_ message: String) { printError("warning: \(message)") }
 
-    /// A number: decimal or 0x hex, with an optional K/KiB or M/MiB suffix (binary units).
+    /// A byte count in the one grammar of `Quantities` (decimal or 0x hex; k/M decimal, KiB/MiB binary), at most
+    /// 4 GiB - 1.
     static func parseSize(_ text: String) -> Int? {
-        var t = Substring(text.trimmingCharacters(in: .whitespaces))
-        var unit = 1
-        for (suffix, factor) in [("KiB", 1024), ("MiB", 1024 * 1024), ("K", 1024), ("k", 1024), ("M", 1024 * 1024)] where t.hasSuffix(suffix) {
-            t = t.dropLast(suffix.count)
-            unit = factor
-            break
-        }
-        let value: Int?
-        if t.hasPrefix("0x") || t.hasPrefix("0X") { value = Int(t.dropFirst(2), radix: 16) } else { value = Int(t) }
-        guard let value, value >= 0, value <= Int(UInt32.max) / unit else { return nil }
-        return value * unit
+        Quantities.parseCount(text).flatMap { $0 <= Int(UInt32.max) ? $0 : nil }
     }
 
     /// Writes `bytes` to `path`: Intel HEX (at `hexBase`) when the name ends in .hex, else binary.
