@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Transport
 
 @main
 struct Bench: AsyncParsableCommand {
@@ -10,8 +11,39 @@ struct Bench: AsyncParsableCommand {
             swift run -c release tuneup-bench codec   # stream decoding vs a plain byte sum, same run
             swift run -c release tuneup-bench probe   # wall time of 'tuneup probe' against a TCP simulator
             swift run -c release tuneup-bench flash   # 512 KiB over an SPP-like link: pipelined, --window 1, bound
+            swift run -c release tuneup-bench many    # 64 simulated headsets probed at once vs one, threads used
             """,
-        subcommands: [Codec.self, Probe.self, Flash.self])
+        subcommands: [Codec.self, Probe.self, Flash.self, Many.self])
+
+    struct Many: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Probe many simulated headsets concurrently from one process, against probing one.",
+            discussion: """
+                One 'tuneup sim headset --count N' server on TCP; N sessions in this process each read a full \
+                snapshot at once. Best of --rounds for each. Goals: wall ratio (N at once / one) <= 2, and the \
+                process's thread count <= 32 throughout. Each link has the latency of a USB headset polled \
+                adaptively (--link, default latency=2ms each way): with none, one probe is pure CPU work and 64 \
+                probes are 64 times the work on this machine's cores, which measures throughput, not concurrency; \
+                '--link none' prints that figure too.
+                """)
+        @Option(help: "Simulated headsets.") var devices = 64
+        @Option(help: "Link conditions of every session (Transport's grammar).") var link = "latency=2ms"
+        @Option(help: "Rounds; the best time of each counts.") var rounds = 5
+        @Option(help: "Path of the tuneup binary (default: next to tuneup-bench).") var tuneup: String?
+
+        func run() async throws {
+            let binary = tuneup ?? URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("tuneup").path
+            guard FileManager.default.isExecutableFile(atPath: binary) else {
+                throw ValidationError("no tuneup binary at \(binary); build it with: swift build -c release --product tuneup")
+            }
+            let conditions: LinkConditions
+            do { conditions = try LinkConditions(parsing: link) } catch let e as TransportError { throw ValidationError(e.message) }
+            let r = try await ManyBenchmark(tuneup: binary, devices: devices, rounds: rounds, link: conditions).run()
+            print("\(r.devices) simulated headsets on TCP, link \(conditions), \(r.requestsPerProbe) requests per probe, best of \(rounds)")
+            print(String(format: "one: %.1f ms   %d at once: %.1f ms   ratio %.2f (goal <= 2)   max threads %d (goal <= 32)",
+                         r.oneSeconds * 1000, r.devices, r.manySeconds * 1000, r.ratio, r.maxThreads))
+        }
+    }
 
     struct Flash: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
