@@ -22,6 +22,10 @@ public final class BootloaderClient: Sendable {
         public var addressedErase: Bool?
         /// Tuneup bootloader extension: requests the bootloader queues (how many may be in flight).
         public var queueDepth: Int?
+        /// Tuneup bootloader extension, secure boot: the SHA-256 (hex) of the key images must be signed with.
+        public var secureBootKeyHash: String?
+        /// Tuneup bootloader extension, secure boot: the lowest version the device commits.
+        public var rollbackFloor: String?
     }
 
     let link: DeviceLink
@@ -60,6 +64,8 @@ public final class BootloaderClient: Sendable {
                 if let capabilities = try await self.capabilities(headset) {
                     status.addressedErase = capabilities.addressedErase
                     status.queueDepth = capabilities.queueDepth
+                    status.secureBootKeyHash = capabilities.secureBoot.map { Hex.string($0.keyHash) }
+                    status.rollbackFloor = capabilities.secureBoot?.rollbackFloor.description
                 }
             } else {
                 status.applicationVersion = try await headset.readIfSupported(AppSettings.firmwareVersion)?.description

@@ -157,6 +157,11 @@ public final class FirmwareUpdater: Sendable {
             do {
                 let headset = try await device.readyBootloader()
                 let capabilities = try await device.capabilities(headset)
+                if let refusal = refusal(by: capabilities?.secureBoot) {
+                    // Nothing is erased yet: leave the device running the application it ran.
+                    if !inBootloader { await returnToApplication(device) }
+                    throw refusal
+                }
                 let first = options.resume ? try await verifiedPrefix(headset) : 0
                 if mismatch {
                     // What was remembered from the first bad sector on is wrong: redo it from the erase.
@@ -241,6 +246,37 @@ public final class FirmwareUpdater: Sendable {
             if new < old {
                 throw UpdateError(.downgrade, "\(image.name) is version \(version), older than the installed \(installed); use --allow-downgrade to install it anyway")
             }
+        }
+    }
+
+    /// Why a secure-boot device would refuse to commit the image (read from its capabilities), if it would: not
+    /// signed (or raw), signed by another key than the device's, or older than its rollback floor. Nil for a device
+    /// that does not say (no policy in its capabilities) and for the resource region (never committed).
+    private func refusal(by policy: SecureBootPolicy?) -> UpdateError? {
+        guard let policy, image.region == .application else { return nil }
+        let device = "the device accepts only images signed by key \(Hex.short(policy.keyHash))"
+        guard let mcuboot = image.mcuboot, mcuboot.isSigned else {
+            return UpdateError(.unsigned, "\(image.name) is \(image.mcuboot == nil ? "a raw image" : "not signed"); \(device) (secure boot)")
+        }
+        if let hash = mcuboot.keyHash, hash != policy.keyHash {
+            return UpdateError(.badSignature, "\(image.name) is signed by another key (key hash \(Hex.short(hash))); \(device)")
+        }
+        let v = mcuboot.version
+        let version = SecureBootPolicy.Version(major: v.major, minor: v.minor, revision: v.revision, build: v.build)
+        if version < policy.rollbackFloor {
+            return UpdateError(.downgrade, "\(image.name) is version \(version), below the device's rollback floor \(policy.rollbackFloor); "
+                               + "the device refuses it, and --allow-downgrade cannot override a device's floor")
+        }
+        return nil
+    }
+
+    /// Jumps back to the application after a refusal in the bootloader; a failure is only logged (the refusal is
+    /// what the caller reports).
+    private func returnToApplication(_ device: BootloaderClient) async {
+        do {
+            try await device.startApplication()
+        } catch {
+            logger.warning("could not start the application again after the refusal: \(error)")
         }
     }
 

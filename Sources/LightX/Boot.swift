@@ -178,30 +178,90 @@ public struct VerifyCRCArgument: Sendable, Hashable {
 }
 
 /// What a bootloader supports beyond the reference protocol (reply to 0x3B, Tuneup extension).
+///
+/// The reply: u32 flags, u32 queue depth; with flag bit 1 (secure boot) these are followed by the 32-byte SHA-256
+/// of the Ed25519 public key it checks signatures with (SubjectPublicKeyInfo DER, as MCUboot's KEYHASH TLV holds it)
+/// and its rollback floor as an MCUboot version (u8 major, u8 minor, u16 revision, u32 build): 48 bytes. Readers
+/// ignore flags and bytes they do not know, so the reply can grow.
 public struct BootCapabilities: Sendable, Hashable {
     /// Erase requests may carry the sector offset in their address field (distinct param0 per erase).
     public var addressedErase: Bool
     /// How many received requests the bootloader queues before answering NotReady; a host may keep this many
     /// requests in flight.
     public var queueDepth: Int
+    /// What a secure-boot bootloader commits; nil when it does not check signatures (or does not say).
+    public var secureBoot: SecureBootPolicy?
 
-    public init(addressedErase: Bool, queueDepth: Int) {
+    public init(addressedErase: Bool, queueDepth: Int, secureBoot: SecureBootPolicy? = nil) {
         self.addressedErase = addressedErase
         self.queueDepth = queueDepth
+        self.secureBoot = secureBoot
     }
 
-    /// The 8-byte reply: u32 flags (bit 0 addressed erase), u32 queue depth.
+    static let addressedEraseFlag: UInt32 = 1 << 0
+    static let secureBootFlag: UInt32 = 1 << 1
+
+    /// The reply: 8 bytes, 48 with secure boot.
     public var encoded: [UInt8] {
         var w = ArgumentWriter()
-        w.u32(addressedErase ? 1 : 0)
+        w.u32((addressedErase ? Self.addressedEraseFlag : 0) | (secureBoot != nil ? Self.secureBootFlag : 0))
         w.u32(UInt32(clamping: queueDepth))
+        if let secureBoot {
+            w.bytes(secureBoot.keyHash)
+            w.u8(secureBoot.rollbackFloor.major)
+            w.u8(secureBoot.rollbackFloor.minor)
+            w.u16(secureBoot.rollbackFloor.revision)
+            w.u32(secureBoot.rollbackFloor.build)
+        }
         return w.bytes
     }
 
     public init(decoding buffer: ArraySlice<UInt8>) throws(LightXError) {
         var r = ArgumentReader(buffer, context: "boot capabilities reply")
         let flags = try r.u32("flags")
-        addressedErase = flags & 1 != 0
+        addressedErase = flags & Self.addressedEraseFlag != 0
         queueDepth = Int(try r.u32("queue depth"))
+        secureBoot = nil
+        if flags & Self.secureBootFlag != 0 {
+            let hash = try r.bytes(SecureBootPolicy.keyHashLength, "key hash")
+            let floor = SecureBootPolicy.Version(major: try r.u8("floor major"), minor: try r.u8("floor minor"),
+                                                 revision: try r.u16("floor revision"), build: try r.u32("floor build"))
+            secureBoot = SecureBootPolicy(keyHash: hash, rollbackFloor: floor)
+        }
+    }
+}
+
+/// What a secure-boot bootloader accepts (capabilities flag bit 1): images signed by one key, not older than a floor.
+public struct SecureBootPolicy: Sendable, Hashable {
+    /// An MCUboot image version.
+    public struct Version: Sendable, Hashable, Comparable, CustomStringConvertible {
+        public var major: UInt8
+        public var minor: UInt8
+        public var revision: UInt16
+        public var build: UInt32
+
+        public init(major: UInt8, minor: UInt8, revision: UInt16, build: UInt32 = 0) {
+            self.major = major
+            self.minor = minor
+            self.revision = revision
+            self.build = build
+        }
+
+        public static func < (l: Version, r: Version) -> Bool {
+            (l.major, l.minor, l.revision, l.build) < (r.major, r.minor, r.revision, r.build)
+        }
+
+        public var description: String { "\(major).\(minor).\(revision)" + (build != 0 ? "+\(build)" : "") }
+    }
+
+    public static let keyHashLength = 32
+    /// SHA-256 of the public key's SubjectPublicKeyInfo DER (MCUboot's KEYHASH).
+    public var keyHash: [UInt8]
+    /// The lowest version it commits (a lower one is a rollback); 0.0.0 when there is none.
+    public var rollbackFloor: Version
+
+    public init(keyHash: [UInt8], rollbackFloor: Version) {
+        self.keyHash = keyHash
+        self.rollbackFloor = rollbackFloor
     }
 }
