@@ -310,6 +310,7 @@ public final class FirmwareUpdater: Sendable {
             throw UpdateError(.badImage, error.message)
         }
         let reply = try await headset.session.request(request, timeout: max(sessionOptions.timeout, .seconds(8)))
+        try UpdateError.checkBusy(reply)
         switch reply.status {
         case .ok: return true
         case .fail: return false
@@ -326,6 +327,7 @@ public final class FirmwareUpdater: Sendable {
             }
             let reply = try await headset.session.request(try BootRequests.commit(sectors: UInt32(sectors), headset.session.style),
                                                           timeout: max(self.sessionOptions.timeout, .seconds(8)))
+            try UpdateError.checkBusy(reply)
             guard reply.status == .ok else {
                 throw UpdateError(.commitFailed, "the device refused to commit the image (\(reply.status))"
                                   + (self.options.verificationKey == nil ? "; it may require a signed image or refuse a downgrade" : ""))

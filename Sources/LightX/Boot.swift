@@ -265,3 +265,23 @@ public struct SecureBootPolicy: Sendable, Hashable {
         self.rollbackFloor = rollbackFloor
     }
 }
+
+/// Why a Tuneup device refused a request, carried in the buffer of its Fail reply (extension; the reference
+/// protocol's Fail replies carry no buffer, so an older host just sees Fail).
+public enum BootRefusalReason: String, Sendable, Hashable, CaseIterable {
+    /// Another host's update owns the device: it authenticated and has sent boot commands within the last few
+    /// seconds, on a link that is still open. Buffer "BUSY" (42 55 53 59).
+    case busy = "BUSY"
+
+    /// The reply buffer.
+    public var encoded: [UInt8] { Array(rawValue.utf8) }
+
+    /// The reason a reply with `status` and `buffer` gives, if it is a Fail that gives one.
+    public init?(status: Status, buffer: ArraySlice<UInt8>) {
+        guard status == .fail, let reason = Self.allCases.first(where: { buffer.elementsEqual($0.encoded) }) else { return nil }
+        self = reason
+    }
+
+    /// The reason `reply` gives, if it is a Fail that gives one.
+    public init?(reply: Packet) { self.init(status: reply.status, buffer: reply.buffer) }
+}
