@@ -65,7 +65,7 @@ public final class BootloaderClient: Sendable {
                     status.addressedErase = capabilities.addressedErase
                     status.queueDepth = capabilities.queueDepth
                     status.secureBootKeyHash = capabilities.secureBoot.map { Hex.string($0.keyHash) }
-                    status.rollbackFloor = capabilities.secureBoot?.rollbackFloor.description
+                    status.rollbackFloor = capabilities.secureBoot.map { ImageVersion(packed: $0.rollbackFloor).description }
                 }
             } else {
                 status.applicationVersion = try await headset.readIfSupported(AppSettings.firmwareVersion)?.description

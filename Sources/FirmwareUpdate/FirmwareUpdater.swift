@@ -261,10 +261,9 @@ public final class FirmwareUpdater: Sendable {
         if let hash = mcuboot.keyHash, hash != policy.keyHash {
             return UpdateError(.badSignature, "\(image.name) is signed by another key (key hash \(Hex.short(hash))); \(device)")
         }
-        let v = mcuboot.version
-        let version = SecureBootPolicy.Version(major: v.major, minor: v.minor, revision: v.revision, build: v.build)
-        if version < policy.rollbackFloor {
-            return UpdateError(.downgrade, "\(image.name) is version \(version), below the device's rollback floor \(policy.rollbackFloor); "
+        if mcuboot.version.packed < policy.rollbackFloor {
+            let floor = ImageVersion(packed: policy.rollbackFloor)
+            return UpdateError(.downgrade, "\(image.name) is version \(mcuboot.version), below the device's rollback floor \(floor); "
                                + "the device refuses it, and --allow-downgrade cannot override a device's floor")
         }
         return nil

@@ -207,11 +207,12 @@ public struct BootCapabilities: Sendable, Hashable {
         w.u32((addressedErase ? Self.addressedEraseFlag : 0) | (secureBoot != nil ? Self.secureBootFlag : 0))
         w.u32(UInt32(clamping: queueDepth))
         if let secureBoot {
+            let floor = secureBoot.rollbackFloor
             w.bytes(secureBoot.keyHash)
-            w.u8(secureBoot.rollbackFloor.major)
-            w.u8(secureBoot.rollbackFloor.minor)
-            w.u16(secureBoot.rollbackFloor.revision)
-            w.u32(secureBoot.rollbackFloor.build)
+            w.u8(UInt8(truncatingIfNeeded: floor >> 56))
+            w.u8(UInt8(truncatingIfNeeded: floor >> 48))
+            w.u16(UInt16(truncatingIfNeeded: floor >> 32))
+            w.u32(UInt32(truncatingIfNeeded: floor))
         }
         return w.bytes
     }
@@ -224,8 +225,8 @@ public struct BootCapabilities: Sendable, Hashable {
         secureBoot = nil
         if flags & Self.secureBootFlag != 0 {
             let hash = try r.bytes(SecureBootPolicy.keyHashLength, "key hash")
-            let floor = SecureBootPolicy.Version(major: try r.u8("floor major"), minor: try r.u8("floor minor"),
-                                                 revision: try r.u16("floor revision"), build: try r.u32("floor build"))
+            let floor = UInt64(try r.u8("floor major")) << 56 | UInt64(try r.u8("floor minor")) << 48
+                | UInt64(try r.u16("floor revision")) << 32 | UInt64(try r.u32("floor build"))
             secureBoot = SecureBootPolicy(keyHash: hash, rollbackFloor: floor)
         }
     }
@@ -233,34 +234,15 @@ public struct BootCapabilities: Sendable, Hashable {
 
 /// What a secure-boot bootloader accepts (capabilities flag bit 1): images signed by one key, not older than a floor.
 public struct SecureBootPolicy: Sendable, Hashable {
-    /// An MCUboot image version.
-    public struct Version: Sendable, Hashable, Comparable, CustomStringConvertible {
-        public var major: UInt8
-        public var minor: UInt8
-        public var revision: UInt16
-        public var build: UInt32
-
-        public init(major: UInt8, minor: UInt8, revision: UInt16, build: UInt32 = 0) {
-            self.major = major
-            self.minor = minor
-            self.revision = revision
-            self.build = build
-        }
-
-        public static func < (l: Version, r: Version) -> Bool {
-            (l.major, l.minor, l.revision, l.build) < (r.major, r.minor, r.revision, r.build)
-        }
-
-        public var description: String { "\(major).\(minor).\(revision)" + (build != 0 ? "+\(build)" : "") }
-    }
-
     public static let keyHashLength = 32
     /// SHA-256 of the public key's SubjectPublicKeyInfo DER (MCUboot's KEYHASH).
     public var keyHash: [UInt8]
-    /// The lowest version it commits (a lower one is a rollback); 0.0.0 when there is none.
-    public var rollbackFloor: Version
+    /// The lowest version it commits (a lower one is a rollback), an MCUboot version packed as
+    /// major << 56 | minor << 48 | revision << 32 | build, so that versions compare as numbers
+    /// (`ImageVersion(packed:)` in Firmware); 0 when nothing was committed.
+    public var rollbackFloor: UInt64
 
-    public init(keyHash: [UInt8], rollbackFloor: Version) {
+    public init(keyHash: [UInt8], rollbackFloor: UInt64) {
         self.keyHash = keyHash
         self.rollbackFloor = rollbackFloor
     }

@@ -110,9 +110,7 @@ extension DeviceMachine {
     /// (the version of the last commit record: commit refuses anything older).
     var capabilities: BootCapabilities {
         let policy = config.secureBootKey.map { key in
-            let floor = CommitLog.latest(in: flash)?.record.version ?? ImageVersion(major: 0, minor: 0, revision: 0)
-            return SecureBootPolicy(keyHash: key.keyHash, rollbackFloor: SecureBootPolicy.Version(
-                major: floor.major, minor: floor.minor, revision: floor.revision, build: floor.build))
+            SecureBootPolicy(keyHash: key.keyHash, rollbackFloor: CommitLog.latest(in: flash)?.record.version.packed ?? 0)
         }
         return BootCapabilities(addressedErase: true, queueDepth: config.queueDepth, secureBoot: policy)
     }

@@ -54,21 +54,15 @@ import Transport
         await device.shutdown()
     }
 
-    @Test func unsignedImageIsRefusedBeforeErasing() async throws {
+    /// Unsigned, raw, or signed by another key than the device's.
+    @Test(arguments: [
+        ("broken-unsigned.img", UpdateError.Code.unsigned, "accepts only images signed by key"),
+        ("raw-app-1.4.3-small.hex", .unsigned, "raw image"),
+        ("broken-other-key.img", .badSignature, "signed by another key"),
+    ])
+    func imageTheDeviceWouldNotCommitIsRefusedBeforeErasing(name: String, code: UpdateError.Code, mentions: String) async throws {
         let device = try await secureDevice()
-        try await expectRefused(device, try sampleImage("broken-unsigned.img"), .unsigned, mentions: "accepts only images signed by key")
-        await device.shutdown()
-    }
-
-    @Test func rawImageIsRefusedBeforeErasing() async throws {
-        let device = try await secureDevice()
-        try await expectRefused(device, try sampleImage("raw-app-1.4.3-small.hex", region: .application), .unsigned, mentions: "raw image")
-        await device.shutdown()
-    }
-
-    @Test func imageSignedByAnotherKeyIsRefusedBeforeErasing() async throws {
-        let device = try await secureDevice()
-        try await expectRefused(device, try sampleImage("broken-other-key.img"), .badSignature, mentions: "signed by another key")
+        try await expectRefused(device, try sampleImage(name, region: .application), code, mentions: mentions)
         await device.shutdown()
     }
 

@@ -96,7 +96,7 @@ import Testing
         ("secure boot: development key, floor 1.5.0", BootCapabilities(
             addressedErase: true, queueDepth: 32,
             secureBoot: SecureBootPolicy(keyHash: bytes("b5490897895557c123561b22dbbd6dddb25e0071a058b8d4fb5a56871166a88e"),
-                                         rollbackFloor: .init(major: 1, minor: 5, revision: 0))),
+                                         rollbackFloor: 0x0105_0000_0000_0000)),
          "ff 5a 00 00 00 43 40 0f 81 00 00 00 00 3b 30 00 00 00 03 00 00 00 20 00 00 00 "
             + "b5 49 08 97 89 55 57 c1 23 56 1b 22 db bd 6d dd b2 5e 00 71 a0 58 b8 d4 fb 5a 56 87 11 66 a8 8e "
             + "01 05 00 00 00 00 00 00 f1"),
