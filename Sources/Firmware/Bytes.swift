@@ -23,9 +23,9 @@ enum LE {
 }
 
 /// Small formatting helpers for messages.
-enum Hex {
+public enum Hex {
     /// Lower-case hex of all bytes.
-    static func string<C: Collection>(_ bytes: C) -> String where C.Element == UInt8 {
+    public static func string<C: Collection>(_ bytes: C) -> String where C.Element == UInt8 {
         let digits = Array("0123456789abcdef".utf8)
         var out = [UInt8]()
         out.reserveCapacity(bytes.count * 2)
@@ -40,7 +40,7 @@ enum Hex {
     static func number<T: BinaryInteger>(_ v: T) -> String { "0x" + String(v, radix: 16) }
 
     /// The first `count` bytes in hex followed by "…" (for long digests in one-line messages).
-    static func short<C: Collection>(_ bytes: C, _ count: Int = 8) -> String where C.Element == UInt8 {
+    public static func short<C: Collection>(_ bytes: C, _ count: Int = 8) -> String where C.Element == UInt8 {
         string(bytes.prefix(count)) + (bytes.count > count ? "…" : "")
     }
 }

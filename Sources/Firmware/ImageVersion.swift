@@ -21,6 +21,15 @@ public struct ImageVersion: Sendable, Hashable, Comparable, Codable, CustomStrin
         self.build = build
     }
 
+    /// The version packed as major << 56 | minor << 48 | revision << 32 | build (ordered as the version is).
+    public var packed: UInt64 { UInt64(major) << 56 | UInt64(minor) << 48 | UInt64(revision) << 32 | UInt64(build) }
+
+    /// A version from its packed form (`packed`).
+    public init(packed: UInt64) {
+        self.init(major: UInt8(truncatingIfNeeded: packed >> 56), minor: UInt8(truncatingIfNeeded: packed >> 48),
+                  revision: UInt16(truncatingIfNeeded: packed >> 32), build: UInt32(truncatingIfNeeded: packed))
+    }
+
     /// Parses imgtool's version syntax: `major[.minor[.revision[+build]]]`, decimal without leading zeros, each
     /// part within its field's range ("1.5.0", "1.5.0+3", "2", "1.5"). Returns nil for anything else.
     public init?(parsing text: String) {

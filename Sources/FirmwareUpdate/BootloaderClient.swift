@@ -22,6 +22,10 @@ public final class BootloaderClient: Sendable {
         public var addressedErase: Bool?
         /// Tuneup bootloader extension: requests the bootloader queues (how many may be in flight).
         public var queueDepth: Int?
+        /// Tuneup bootloader extension, secure boot: the SHA-256 (hex) of the key images must be signed with.
+        public var secureBootKeyHash: String?
+        /// Tuneup bootloader extension, secure boot: the lowest version the device commits.
+        public var rollbackFloor: String?
     }
 
     let link: DeviceLink
@@ -60,6 +64,8 @@ public final class BootloaderClient: Sendable {
                 if let capabilities = try await self.capabilities(headset) {
                     status.addressedErase = capabilities.addressedErase
                     status.queueDepth = capabilities.queueDepth
+                    status.secureBootKeyHash = capabilities.secureBoot.map { Hex.string($0.keyHash) }
+                    status.rollbackFloor = capabilities.secureBoot.map { ImageVersion(packed: $0.rollbackFloor).description }
                 }
             } else {
                 status.applicationVersion = try await headset.readIfSupported(AppSettings.firmwareVersion)?.description
@@ -156,13 +162,7 @@ public final class BootloaderClient: Sendable {
 
     func authenticate() async throws {
         try await link.retrying { headset in
-            do {
-                try await headset.authenticate()
-            } catch let error as HeadsetError where error.code == .deviceNotSupported && error.command == .bootAuthChallenge {
-                self.logger.info("the device does not ask for authentication")
-            } catch let error as HeadsetError where error.category == .device {
-                throw UpdateError(.authenticationFailed, error.message)
-            }
+            if try await !self.authenticate(headset) { self.logger.info("the device does not ask for authentication") }
         }
     }
 
@@ -170,10 +170,19 @@ public final class BootloaderClient: Sendable {
     func ensureAuthenticated(_ headset: Headset) async throws {
         let reply = try await headset.session.request(BootRequests.authStatus(headset.session.style))
         if reply.status == .ok, (try? BootRequests.isAuthenticated(authStatusReply: reply.buffer)) == true { return }
+        _ = try await authenticate(headset)
+    }
+
+    /// Authenticates on `headset`; false when the device does not ask for authentication. Throws
+    /// `.authenticationFailed` when it refuses, `.deviceBusy` when another host's update owns it.
+    private func authenticate(_ headset: Headset) async throws -> Bool {
         do {
             try await headset.authenticate()
+            return true
         } catch let error as HeadsetError where error.code == .deviceNotSupported && error.command == .bootAuthChallenge {
-            return
+            return false
+        } catch let error as HeadsetError where error.reason == .busy {
+            throw UpdateError.busy
         } catch let error as HeadsetError where error.category == .device {
             throw UpdateError(.authenticationFailed, error.message)
         }
@@ -185,6 +194,7 @@ public final class BootloaderClient: Sendable {
             // AppShutdown is a courtesy; some devices answer NotSupported.
             _ = try await headset.session.request(BootRequests.appShutdown(headset.session.style))
             let reply = try await headset.session.request(BootRequests.jumpToBootloader(headset.session.style), retransmissions: 0)
+            try UpdateError.checkBusy(reply)
             if reply.status != .ok && reply.status != .notReady {
                 throw UpdateError(.deviceRefused, "the device refuses to enter its bootloader (\(reply.status))")
             }
@@ -207,6 +217,7 @@ public final class BootloaderClient: Sendable {
         do {
             try await switchMode(toBootloader: false) { headset in
                 let reply = try await headset.session.request(BootRequests.jumpToApplication(headset.session.style), retransmissions: 0)
+                try UpdateError.checkBusy(reply)
                 if reply.status != .ok && reply.status != .notReady {
                     throw UpdateError(.bootFailed, "the bootloader refuses to start the application (\(reply.status)): no valid committed image")
                 }

@@ -157,6 +157,11 @@ public final class FirmwareUpdater: Sendable {
             do {
                 let headset = try await device.readyBootloader()
                 let capabilities = try await device.capabilities(headset)
+                if let refusal = refusal(by: capabilities?.secureBoot) {
+                    // Nothing is erased yet: leave the device running the application it ran.
+                    if !inBootloader { await returnToApplication(device) }
+                    throw refusal
+                }
                 let first = options.resume ? try await verifiedPrefix(headset) : 0
                 if mismatch {
                     // What was remembered from the first bad sector on is wrong: redo it from the erase.
@@ -244,6 +249,36 @@ public final class FirmwareUpdater: Sendable {
         }
     }
 
+    /// Why a secure-boot device would refuse to commit the image (read from its capabilities), if it would: not
+    /// signed (or raw), signed by another key than the device's, or older than its rollback floor. Nil for a device
+    /// that does not say (no policy in its capabilities) and for the resource region (never committed).
+    private func refusal(by policy: SecureBootPolicy?) -> UpdateError? {
+        guard let policy, image.region == .application else { return nil }
+        let device = "the device accepts only images signed by key \(Hex.short(policy.keyHash))"
+        guard let mcuboot = image.mcuboot, mcuboot.isSigned else {
+            return UpdateError(.unsigned, "\(image.name) is \(image.mcuboot == nil ? "a raw image" : "not signed"); \(device) (secure boot)")
+        }
+        if let hash = mcuboot.keyHash, hash != policy.keyHash {
+            return UpdateError(.badSignature, "\(image.name) is signed by another key (key hash \(Hex.short(hash))); \(device)")
+        }
+        if mcuboot.version.packed < policy.rollbackFloor {
+            let floor = ImageVersion(packed: policy.rollbackFloor)
+            return UpdateError(.downgrade, "\(image.name) is version \(mcuboot.version), below the device's rollback floor \(floor); "
+                               + "the device refuses it, and --allow-downgrade cannot override a device's floor")
+        }
+        return nil
+    }
+
+    /// Jumps back to the application after a refusal in the bootloader; a failure is only logged (the refusal is
+    /// what the caller reports).
+    private func returnToApplication(_ device: BootloaderClient) async {
+        do {
+            try await device.startApplication()
+        } catch {
+            logger.warning("could not start the application again after the refusal: \(error)")
+        }
+    }
+
     /// The application version installed: from the application itself, or from the bootloader's version file.
     private func installedVersion(_ device: BootloaderClient, inBootloader: Bool) async throws -> FirmwareVersion? {
         try await device.link.retrying { headset in
@@ -274,6 +309,7 @@ public final class FirmwareUpdater: Sendable {
             throw UpdateError(.badImage, error.message)
         }
         let reply = try await headset.session.request(request, timeout: max(sessionOptions.timeout, .seconds(8)))
+        try UpdateError.checkBusy(reply)
         switch reply.status {
         case .ok: return true
         case .fail: return false
@@ -290,6 +326,7 @@ public final class FirmwareUpdater: Sendable {
             }
             let reply = try await headset.session.request(try BootRequests.commit(sectors: UInt32(sectors), headset.session.style),
                                                           timeout: max(self.sessionOptions.timeout, .seconds(8)))
+            try UpdateError.checkBusy(reply)
             guard reply.status == .ok else {
                 throw UpdateError(.commitFailed, "the device refused to commit the image (\(reply.status))"
                                   + (self.options.verificationKey == nil ? "; it may require a signed image or refuse a downgrade" : ""))

@@ -299,6 +299,7 @@ struct TransferPipeline {
                     guard current(op) else { break }
                     if case .write = op { queue.prepend(op) } else { try redo(s, because: "erase answered NotReady") }
                 case let .reply(reply, _):
+                    try UpdateError.checkBusy(reply)
                     guard current(op) else { break }
                     if case .erase = op, reply.status == .exceededLimits {
                         throw UpdateError(.deviceRefused, "the device refuses to erase sector \(s) of the \(plan.region.rawValue) region (\(reply.status))")

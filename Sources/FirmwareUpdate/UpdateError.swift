@@ -33,8 +33,10 @@ public struct UpdateError: Error, Sendable, Hashable, CustomStringConvertible {
         case bootFailed = "boot-failed"
         /// The device started but reports another version than the image's.
         case versionMismatch = "version-mismatch"
-        /// The link could not be re-established within the wait.
+        /// The link could not be re-established within the wait, or keeps dropping without progress.
         case connectionLost = "connection-lost"
+        /// Another host is updating the device (its bootloader answered Fail with the reason "BUSY").
+        case deviceBusy = "device-busy"
 
         /// Whether the device was left untouched.
         public var refusedBeforeWriting: Bool {
@@ -56,6 +58,14 @@ public struct UpdateError: Error, Sendable, Hashable, CustomStringConvertible {
     public var description: String { message }
     public static func == (lhs: UpdateError, rhs: UpdateError) -> Bool { lhs.code == rhs.code }
     public func hash(into hasher: inout Hasher) { hasher.combine(code) }
+
+    /// The device is being updated by another host.
+    static let busy = UpdateError(.deviceBusy, "another host is updating this device; wait for it to finish (or power-cycle the device)")
+
+    /// Throws `.deviceBusy` when `reply` says another host's update owns the device.
+    static func checkBusy(_ reply: Packet) throws {
+        if BootRefusalReason(reply: reply) == .busy { throw busy }
+    }
 
     /// The refusal for an image error found before touching the device.
     static func image(_ error: ImageError) -> UpdateError {

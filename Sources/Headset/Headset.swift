@@ -46,7 +46,7 @@ public final class Headset: Sendable {
     /// Sends `request`; returns the reply if its status is Ok, throws the device's status otherwise.
     public func exchange(_ request: Packet, timeout: Duration? = nil, retransmissions: Int? = nil) async throws -> Packet {
         let reply = try await session.request(request, timeout: timeout, retransmissions: retransmissions)
-        guard reply.status == .ok else { throw HeadsetError.deviceStatus(reply.status, command: request.command) }
+        guard reply.status == .ok else { throw HeadsetError.deviceStatus(reply.status, command: request.command, buffer: reply.buffer) }
         return reply
     }
 
@@ -344,7 +344,9 @@ public final class Headset: Sendable {
         do {
             _ = try await exchange(try request { () throws(LightXError) in try BootRequests.authResponse(response, session.style) })
         } catch let error as HeadsetError where error.category == .device {
-            throw HeadsetError(.authenticationFailed, "the device refused the authentication response (\(error.message))", command: .bootAuthResponse)
+            var refused = HeadsetError(.authenticationFailed, "the device refused the authentication response (\(error.message))", command: .bootAuthResponse)
+            refused.reason = error.reason
+            throw refused
         }
         let status = try await exchange(BootRequests.authStatus(session.style))
         guard (try? BootRequests.isAuthenticated(authStatusReply: status.buffer)) == true else {

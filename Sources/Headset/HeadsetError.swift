@@ -84,6 +84,8 @@ public struct HeadsetError: Error, Sendable, Hashable, CustomStringConvertible {
     public var status: Status?
     /// The command concerned, when there is one.
     public var command: Command?
+    /// Why the device failed the request, when it said (Tuneup extension: e.g. `.busy`, another host is updating it).
+    public var reason: BootRefusalReason?
 
     public init(_ code: Code, _ message: String, status: Status? = nil, command: Command? = nil) {
         self.code = code
@@ -100,8 +102,8 @@ public struct HeadsetError: Error, Sendable, Hashable, CustomStringConvertible {
     public static func == (lhs: HeadsetError, rhs: HeadsetError) -> Bool { lhs.code == rhs.code }
     public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 
-    /// The error for a reply with a failing `status` to `command`.
-    public static func deviceStatus(_ status: Status, command: Command) -> HeadsetError {
+    /// The error for a reply with a failing `status` to `command`; `buffer` is the reply's, which may give a reason.
+    public static func deviceStatus(_ status: Status, command: Command, buffer: ArraySlice<UInt8> = []) -> HeadsetError {
         let code: Code
         let meaning: String
         switch status {
@@ -113,7 +115,10 @@ public struct HeadsetError: Error, Sendable, Hashable, CustomStringConvertible {
         case .commFailure: code = .deviceCommFailure; meaning = "device communication failure"
         default: code = .deviceUnknownStatus; meaning = "unknown status 0x" + String(status.rawValue, radix: 16)
         }
-        return HeadsetError(code, "\(commandName(command)): \(meaning)", status: status, command: command)
+        var error = HeadsetError(code, "\(commandName(command)): \(meaning)", status: status, command: command)
+        error.reason = BootRefusalReason(status: status, buffer: buffer)
+        if error.reason == .busy { error.message += " (another host is updating this device)" }
+        return error
     }
 
     /// Wraps a transport error that happened while opening or using the link.

@@ -27,6 +27,16 @@ public struct ArgumentReader: Sendable {
         try take(1, field).first!
     }
 
+    public mutating func u16(_ field: String) throws(LightXError) -> UInt16 {
+        let s = try take(2, field)
+        return UInt16(s[s.startIndex]) | UInt16(s[s.startIndex + 1]) << 8
+    }
+
+    /// `n` raw bytes.
+    public mutating func bytes(_ n: Int, _ field: String) throws(LightXError) -> [UInt8] {
+        Array(try take(n, field))
+    }
+
     public mutating func u32(_ field: String) throws(LightXError) -> UInt32 {
         let s = try take(4, field)
         var v: UInt32 = 0
@@ -58,6 +68,8 @@ public struct ArgumentWriter: Sendable {
 
     public init() {}
 
+    public mutating func u8(_ v: UInt8) { bytes.append(v) }
+    public mutating func u16(_ v: UInt16) { bytes += [UInt8(truncatingIfNeeded: v), UInt8(truncatingIfNeeded: v >> 8)] }
     public mutating func u32(_ v: UInt32) { appendLittleEndian(v, to: &bytes) }
     public mutating func i32(_ v: Int32) { u32(UInt32(bitPattern: v)) }
     public mutating func f32(_ v: Float) { u32(v.bitPattern) }

@@ -178,30 +178,92 @@ public struct VerifyCRCArgument: Sendable, Hashable {
 }
 
 /// What a bootloader supports beyond the reference protocol (reply to 0x3B, Tuneup extension).
+///
+/// The reply: u32 flags, u32 queue depth; with flag bit 1 (secure boot) these are followed by the 32-byte SHA-256
+/// of the Ed25519 public key it checks signatures with (SubjectPublicKeyInfo DER, as MCUboot's KEYHASH TLV holds it)
+/// and its rollback floor as an MCUboot version (u8 major, u8 minor, u16 revision, u32 build): 48 bytes. Readers
+/// ignore flags and bytes they do not know, so the reply can grow.
 public struct BootCapabilities: Sendable, Hashable {
     /// Erase requests may carry the sector offset in their address field (distinct param0 per erase).
     public var addressedErase: Bool
     /// How many received requests the bootloader queues before answering NotReady; a host may keep this many
     /// requests in flight.
     public var queueDepth: Int
+    /// What a secure-boot bootloader commits; nil when it does not check signatures (or does not say).
+    public var secureBoot: SecureBootPolicy?
 
-    public init(addressedErase: Bool, queueDepth: Int) {
+    public init(addressedErase: Bool, queueDepth: Int, secureBoot: SecureBootPolicy? = nil) {
         self.addressedErase = addressedErase
         self.queueDepth = queueDepth
+        self.secureBoot = secureBoot
     }
 
-    /// The 8-byte reply: u32 flags (bit 0 addressed erase), u32 queue depth.
+    static let addressedEraseFlag: UInt32 = 1 << 0
+    static let secureBootFlag: UInt32 = 1 << 1
+
+    /// The reply: 8 bytes, 48 with secure boot.
     public var encoded: [UInt8] {
         var w = ArgumentWriter()
-        w.u32(addressedErase ? 1 : 0)
+        w.u32((addressedErase ? Self.addressedEraseFlag : 0) | (secureBoot != nil ? Self.secureBootFlag : 0))
         w.u32(UInt32(clamping: queueDepth))
+        if let secureBoot {
+            let floor = secureBoot.rollbackFloor
+            w.bytes(secureBoot.keyHash)
+            w.u8(UInt8(truncatingIfNeeded: floor >> 56))
+            w.u8(UInt8(truncatingIfNeeded: floor >> 48))
+            w.u16(UInt16(truncatingIfNeeded: floor >> 32))
+            w.u32(UInt32(truncatingIfNeeded: floor))
+        }
         return w.bytes
     }
 
     public init(decoding buffer: ArraySlice<UInt8>) throws(LightXError) {
         var r = ArgumentReader(buffer, context: "boot capabilities reply")
         let flags = try r.u32("flags")
-        addressedErase = flags & 1 != 0
+        addressedErase = flags & Self.addressedEraseFlag != 0
         queueDepth = Int(try r.u32("queue depth"))
+        secureBoot = nil
+        if flags & Self.secureBootFlag != 0 {
+            let hash = try r.bytes(SecureBootPolicy.keyHashLength, "key hash")
+            let floor = UInt64(try r.u8("floor major")) << 56 | UInt64(try r.u8("floor minor")) << 48
+                | UInt64(try r.u16("floor revision")) << 32 | UInt64(try r.u32("floor build"))
+            secureBoot = SecureBootPolicy(keyHash: hash, rollbackFloor: floor)
+        }
     }
+}
+
+/// What a secure-boot bootloader accepts (capabilities flag bit 1): images signed by one key, not older than a floor.
+public struct SecureBootPolicy: Sendable, Hashable {
+    public static let keyHashLength = 32
+    /// SHA-256 of the public key's SubjectPublicKeyInfo DER (MCUboot's KEYHASH).
+    public var keyHash: [UInt8]
+    /// The lowest version it commits (a lower one is a rollback), an MCUboot version packed as
+    /// major << 56 | minor << 48 | revision << 32 | build, so that versions compare as numbers
+    /// (`ImageVersion(packed:)` in Firmware); 0 when nothing was committed.
+    public var rollbackFloor: UInt64
+
+    public init(keyHash: [UInt8], rollbackFloor: UInt64) {
+        self.keyHash = keyHash
+        self.rollbackFloor = rollbackFloor
+    }
+}
+
+/// Why a Tuneup device refused a request, carried in the buffer of its Fail reply (extension; the reference
+/// protocol's Fail replies carry no buffer, so an older host just sees Fail).
+public enum BootRefusalReason: String, Sendable, Hashable, CaseIterable {
+    /// Another host's update owns the device: it authenticated and has sent boot commands within the last few
+    /// seconds, on a link that is still open. Buffer "BUSY" (42 55 53 59).
+    case busy = "BUSY"
+
+    /// The reply buffer.
+    public var encoded: [UInt8] { Array(rawValue.utf8) }
+
+    /// The reason a reply with `status` and `buffer` gives, if it is a Fail that gives one.
+    public init?(status: Status, buffer: ArraySlice<UInt8>) {
+        guard status == .fail, let reason = Self.allCases.first(where: { buffer.elementsEqual($0.encoded) }) else { return nil }
+        self = reason
+    }
+
+    /// The reason `reply` gives, if it is a Fail that gives one.
+    public init?(reply: Packet) { self.init(status: reply.status, buffer: reply.buffer) }
 }

@@ -107,4 +107,6 @@ struct Outcome: Sendable, Hashable {
     static let notSupported = Outcome(status: .notSupported, buffer: [])
     static let exceededLimits = Outcome(status: .exceededLimits, buffer: [])
     static let notReady = Outcome(status: .notReady, buffer: [])
+    /// Fail, because another host's update owns the device (Tuneup extension, `BootRefusalReason.busy`).
+    static let busy = Outcome(status: .fail, buffer: BootRefusalReason.busy.encoded)
 }

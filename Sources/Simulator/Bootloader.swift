@@ -46,7 +46,9 @@ struct Bootloader: Sendable, Hashable {
 /// - 0x2A jump to application: Fail without a bootable committed application; else Ok and the device resets into it.
 /// - 0x3A version file: 0x000000 the bootloader's version, 0x040000 the bootable committed application's, 0x0C0000
 ///   the resource image's MCUboot version; otherwise, or when there is none, NotFound.
-/// - 0x3B capabilities (Tuneup extension, read) → u32 flags (bit 0: addressed erase), u32 queue depth.
+/// - 0x3B capabilities (Tuneup extension, read) → u32 flags (bit 0: addressed erase, bit 1: secure boot), u32 queue
+///   depth; with secure boot also the key's 32-byte hash (MCUboot KEYHASH) and the rollback floor (the last commit
+///   record's version; u8 major, u8 minor, u16 revision, u32 build).
 extension DeviceMachine {
     mutating func handleInBootloader(_ request: Packet, now: ContinuousClock.Instant, step: inout Step) -> Outcome {
         guard request.header.destination == .application else { return .notFound }
@@ -98,10 +100,19 @@ extension DeviceMachine {
             return versionFile(request.address, step: &step)
         case .bootCapabilities:
             guard isRead else { return .notSupported }
-            return .ok(BootCapabilities(addressedErase: true, queueDepth: config.queueDepth).encoded)
+            return .ok(capabilities.encoded)
         default:
             return .notSupported
         }
+    }
+
+    /// The 0x3B reply: addressed erase, the queue depth and, with secure boot, the key's hash and the rollback floor
+    /// (the version of the last commit record: commit refuses anything older).
+    var capabilities: BootCapabilities {
+        let policy = config.secureBootKey.map { key in
+            SecureBootPolicy(keyHash: key.keyHash, rollbackFloor: CommitLog.latest(in: flash)?.record.version.packed ?? 0)
+        }
+        return BootCapabilities(addressedErase: true, queueDepth: config.queueDepth, secureBoot: policy)
     }
 
     // MARK: - Flash commands

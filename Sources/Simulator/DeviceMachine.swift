@@ -91,6 +91,8 @@ struct DeviceMachine: Sendable {
     var random: SeededRandom
     /// Battery drain time carried while the application is not running.
     var drainElapsed: Duration = .zero
+    /// The link whose update owns the device, and when it last sent a request (see `UpdateOwner`).
+    private(set) var updateOwner: UpdateOwner?
     /// The committed application, once evaluated; `.none` until then and after every change to the application region
     /// or the commit log.
     private var committedCache: CommittedApplication??
@@ -142,6 +144,7 @@ struct DeviceMachine: Sendable {
         }
         application = nil
         bootloader = Bootloader()
+        updateOwner = nil
         state = .off
     }
 
@@ -181,12 +184,17 @@ struct DeviceMachine: Sendable {
 
     // MARK: - Requests
 
-    /// Handles one host request (see the state table).
-    mutating func handle(_ request: Packet, now: ContinuousClock.Instant) -> Step {
+    /// Handles one host request from link `link` (see the state table); nil for a request still queued from a link
+    /// that has closed since (it runs, but cannot claim an update: see `UpdateOwner`).
+    mutating func handle(_ request: Packet, now: ContinuousClock.Instant, from link: UInt64? = 0) -> Step {
         var step = Step()
         guard state != .off else { return step }
         if now < readyAt {
             step.replies = [ApplicationFirmware.reply(to: request, .notReady)]
+            return step
+        }
+        if !UpdateOwner.admits(request, from: link, owner: &updateOwner, now: now) {
+            step.replies = [ApplicationFirmware.reply(to: request, .busy)]
             return step
         }
         let before = settings
@@ -218,6 +226,11 @@ struct DeviceMachine: Sendable {
         } else {
             application = app
         }
+    }
+
+    /// A host link closed: an update it owned is free to be taken over (e.g. by the same host reconnecting).
+    mutating func linkClosed(_ link: UInt64) {
+        if updateOwner?.link == link { updateOwner = nil }
     }
 
     // MARK: - Device events
@@ -265,6 +278,7 @@ struct DeviceMachine: Sendable {
         settings = s
         application = app
         bootloader = Bootloader()
+        updateOwner = nil
         state = .application
         readyAt = delayed ? now + config.timing.readyDelay : now
     }
@@ -307,6 +321,45 @@ struct DeviceMachine: Sendable {
             try image.verify(with: key)
             return true
         } catch {
+            return false
+        }
+    }
+}
+
+/// Who is updating the device (Tuneup rule, docs/protocol.md §6.2). A link claims the update with the first boot
+/// command that belongs to one — authentication (0x23, 0x24), jump to bootloader, erase, write, verify, commit, jump
+/// to application — and owns it while it is *active*: its link is open and it sent a request within
+/// `quietPeriod`. Meanwhile such commands from any other link are answered Fail with the reason "BUSY" and not
+/// executed (reads — image type, authentication status, flash, version files, capabilities — are served to all).
+/// The claim ends when the owner's link closes (so the same host reconnecting takes it again), after the quiet
+/// period, and with the RAM (power loss, start of the application).
+struct UpdateOwner: Sendable, Hashable {
+    /// How long an owner may stay silent before another link may take over (wall time, not scaled).
+    static let quietPeriod: Duration = .seconds(5)
+
+    var link: UInt64
+    var lastSeen: ContinuousClock.Instant
+
+    /// Whether `request` from `link` (nil: a link closed since it sent it) may run; records the claim or the
+    /// owner's activity in `owner`.
+    static func admits(_ request: Packet, from link: UInt64?, owner: inout UpdateOwner?, now: ContinuousClock.Instant) -> Bool {
+        if let current = owner, current.link == link {
+            owner?.lastSeen = now
+            return true
+        }
+        guard claims(request.command) else { return true }
+        if let current = owner, now - current.lastSeen < quietPeriod { return false }
+        owner = link.map { UpdateOwner(link: $0, lastSeen: now) }
+        return true
+    }
+
+    /// The boot commands that belong to an update (they change authentication, flash, verification or the image).
+    static func claims(_ command: Command) -> Bool {
+        switch command {
+        case .bootAuthChallenge, .bootAuthResponse, .bootJumpToBootloader, .bootEraseImageSector, .bootEraseRsrc1Sector,
+             .bootWriteImage, .bootWriteRsrc1, .bootVerifyCRC, .bootCommitImage, .bootJumpToApplication:
+            return true
+        default:
             return false
         }
     }

@@ -328,6 +328,7 @@ public actor SimulatedHeadset {
             }
         }
         hosts[id] = nil
+        machine.linkClosed(id)
         host.outbox.finish()
         // Let queued replies drain (a host may half-close and still read), but never wait on a stuck link for long.
         let watchdog = Task.detached {
@@ -387,7 +388,7 @@ public actor SimulatedHeadset {
         let started = epoch
         let now = ContinuousClock.now
         let modeBefore = machine.runningImage
-        let step = machine.handle(item.request, now: now)
+        let step = machine.handle(item.request, now: now, from: hosts[item.host] != nil ? item.host : nil)
         let modeAfter = machine.runningImage
         let flashWrite = persistFlash(step.touched)
         let settingsSave = step.settingsChanged ? enqueueSettingsSave() : nil

@@ -5,6 +5,7 @@ import Headset
 import LightX
 import Simulator
 import Synchronization
+import Testing
 import Transport
 @_exported import TestSupport
 
@@ -66,4 +67,19 @@ final class Counter: Sendable {
     private let value = Mutex(0)
     func next() -> Int { value.withLock { $0 += 1; return $0 } }
     var count: Int { value.withLock { $0 } }
+}
+
+/// Starts an update of `image` whose link dies after `bytes` and that cannot reconnect: it stops at once, like a
+/// killed tool (cancellation ends its reconnect loop; a short ready wait could end it before `bytes` on a loaded
+/// machine). Records an issue if the update survives.
+func abandonedUpdate(_ device: SimulatedHeadset, _ image: FirmwareImage, afterBytes bytes: Int,
+                     sourceLocation: SourceLocation = #_sourceLocation) async {
+    let opened = Counter()
+    do {
+        _ = try await update(device, image) {
+            guard opened.next() == 1 else { throw CancellationError() }
+            return ConditionedTransport(wrapping: await device.connect(), conditions: LinkConditions(disconnectAfterBytes: bytes))
+        }
+        Issue.record("the update survived a link that always breaks", sourceLocation: sourceLocation)
+    } catch {}
 }

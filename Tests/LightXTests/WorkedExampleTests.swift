@@ -87,4 +87,39 @@ import Testing
         #expect(try Authentication.response(to: challenge) == bytes("fa ac 84 77 df 95 85 a3 1e 10 c5 08 d1 bf ee 1a"))
         #expect(throws: LightXError(.truncated, "")) { try Authentication.response(to: Array(challenge.prefix(15))) }
     }
+
+    /// The capabilities replies shown in docs/protocol.md §6.3, as the code encodes them: the page's frames are
+    /// these, and a change to the encoding fails here, printing the frame to copy to the page.
+    static let capabilityExamples: [(name: String, capabilities: BootCapabilities, hex: String)] = [
+        ("addressed erase, queue of 32", BootCapabilities(addressedErase: true, queueDepth: 32),
+         "ff 5a 00 00 00 1b 40 0f 81 00 00 00 00 3b 08 00 00 00 01 00 00 00 20 00 00 00 58"),
+        ("secure boot: development key, floor 1.5.0", BootCapabilities(
+            addressedErase: true, queueDepth: 32,
+            secureBoot: SecureBootPolicy(keyHash: bytes("b5490897895557c123561b22dbbd6dddb25e0071a058b8d4fb5a56871166a88e"),
+                                         rollbackFloor: 0x0105_0000_0000_0000)),
+         "ff 5a 00 00 00 43 40 0f 81 00 00 00 00 3b 30 00 00 00 03 00 00 00 20 00 00 00 "
+            + "b5 49 08 97 89 55 57 c1 23 56 1b 22 db bd 6d dd b2 5e 00 71 a0 58 b8 d4 fb 5a 56 87 11 66 a8 8e "
+            + "01 05 00 00 00 00 00 00 f1"),
+    ]
+
+    static func capabilityFrame(_ capabilities: BootCapabilities) throws -> [UInt8] {
+        SPPFraming.encode(try Packet.reply(to: BootRequests.capabilities(), status: .ok, buffer: capabilities.encoded, swapModules: true))
+    }
+
+    @Test(arguments: capabilityExamples.indices)
+    func capabilitiesReplyAsDocumented(index: Int) throws {
+        let (name, capabilities, hex) = Self.capabilityExamples[index]
+        let frame = try Self.capabilityFrame(capabilities)
+        #expect(frame == bytes(hex), "\(name): \(frame.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined(separator: " "))")
+        let decoded = try BootCapabilities(decoding: try SPPFraming.decodeFrame(frame).buffer)
+        #expect(decoded == capabilities, "\(name)")
+    }
+
+    /// An older bootloader's 8-byte reply says nothing about secure boot, whatever flags it may grow later.
+    @Test func olderCapabilitiesReplyHasNoSecureBoot() throws {
+        let caps = try BootCapabilities(decoding: bytes("01 00 00 00 20 00 00 00")[...])
+        #expect(caps == BootCapabilities(addressedErase: true, queueDepth: 32))
+        #expect(caps.secureBoot == nil)
+        #expect(throws: LightXError.self) { try BootCapabilities(decoding: bytes("03 00 00 00 20 00 00 00")[...]) }
+    }
 }

@@ -407,3 +407,45 @@ import Transport
         #expect(m.state == .bootloader)
     }
 }
+
+/// The update-ownership rule (docs/protocol.md §6.2): one host's update at a time.
+@Suite struct UpdateOwnershipTests {
+    let busy = BootRefusalReason.busy.encoded
+
+    @Test func anotherLinkIsToldTheDeviceIsBusy() throws {
+        let t0 = ContinuousClock.now
+        var m = DeviceMachine.testDevice(now: t0)
+        try m.enterBootloaderForTest(at: t0)  // link 0 owns the update
+        let erase = try BootRequests.eraseSector(.application, index: 3, addressed: true)
+        for request in [BootRequests.authChallenge(), erase, try BootRequests.verifyCRC(.application, sectors: 1, crc: 0),
+                        try BootRequests.commit(sectors: 1), BootRequests.jumpToApplication()] {
+            let reply = m.handle(request, now: t0 + .seconds(1), from: 7).replies[0]
+            #expect(reply.status == .fail && Array(reply.buffer) == busy, "\(request.command)")
+            #expect(BootRefusalReason(reply: reply) == .busy)
+        }
+        #expect(m.flash.statistics.erases == 0, "nothing executed")
+        // Reads are served to everyone; the owner goes on.
+        #expect(m.handle(BootRequests.imageType(), now: t0 + .seconds(1), from: 7).replies[0].status == .ok)
+        #expect(m.handle(BootRequests.capabilities(), now: t0 + .seconds(1), from: 7).replies[0].status == .ok)
+        #expect(m.handle(erase, now: t0 + .seconds(2), from: 0).replies[0].status == .ok)
+        // Quiet for the whole period: another link may take over.
+        let later = t0 + .seconds(2) + UpdateOwner.quietPeriod
+        #expect(m.handle(BootRequests.authChallenge(), now: later, from: 7).replies[0].status == .ok)
+        #expect(m.handle(erase, now: later, from: 0).replies[0].buffer.elementsEqual(busy), "the first owner lost it")
+    }
+
+    @Test func closingTheOwnersLinkFreesTheDevice() throws {
+        let t0 = ContinuousClock.now
+        var m = DeviceMachine.testDevice(now: t0)
+        try m.enterBootloaderForTest(at: t0)
+        #expect(m.handle(BootRequests.authChallenge(), now: t0, from: 7).replies[0].status == .fail)
+        m.linkClosed(0)
+        // A request still queued from the closed link runs but does not claim the update.
+        let erase = try BootRequests.eraseSector(.application, index: 3, addressed: true)
+        #expect(m.handle(erase, now: t0, from: nil).replies[0].status == .ok)
+        #expect(m.updateOwner == nil)
+        // The same host reconnecting (a new link) takes it.
+        #expect(m.handle(erase, now: t0, from: 8).replies[0].status == .ok)
+        #expect(m.updateOwner?.link == 8)
+    }
+}

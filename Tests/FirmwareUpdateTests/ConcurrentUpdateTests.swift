@@ -1,0 +1,52 @@
+import Firmware
+import FirmwareUpdate
+import Foundation
+import Headset
+import LightX
+import Simulator
+import Testing
+import Transport
+
+/// issue 7 item 6: two hosts flashing one device at once.
+@Suite struct ConcurrentUpdateTests {
+    /// Each host has its own links into the same simulated device: one update wins, the other is told the device
+    /// is busy (not that its image was refused), and the device ends up with the winner's image.
+    @Test func secondHostIsToldAnotherHostIsUpdating() async throws {
+        let device = try await makeDevice()
+        let image = try sampleImage("app-2.0.0.img")
+        async let first = outcome(device, image)
+        async let second = outcome(device, image)
+        let outcomes = await [first, second]
+        #expect(outcomes.filter { $0 == "ok" }.count == 1, "\(outcomes)")
+        #expect(outcomes.filter { $0 == UpdateError.Code.deviceBusy.rawValue }.count == 1, "\(outcomes)")
+        #expect(try await runningVersion(device) == FirmwareVersion(2, 0, 0))
+        let flash = await device.flashContents(of: .application)
+        #expect(Array(flash.prefix(image.bytes.count)) == image.bytes)
+        await device.shutdown()
+    }
+
+    /// "ok", or the code of the update's error.
+    func outcome(_ device: SimulatedHeadset, _ image: FirmwareImage) async -> String {
+        do {
+            _ = try await update(device, image)
+            return "ok"
+        } catch let error as UpdateError {
+            if error.code == .deviceBusy { #expect(error.message.contains("another host is updating this device")) }
+            return error.code.rawValue
+        } catch {
+            return "\(error)"
+        }
+    }
+
+    /// A host that gave up mid-update (its link closed) does not lock the device: another update takes over.
+    @Test func anAbandonedUpdateDoesNotLockTheDevice() async throws {
+        let device = try await makeDevice()
+        let image = try sampleImage("app-1.5.0.img")
+        await abandonedUpdate(device, image, afterBytes: 60_000)
+        try await waitUntil("the device saw the first host leave") { await device.connectedHosts == 0 }
+        let (result, _) = try await update(device, image)
+        #expect(result.newVersion == "1.5.0")
+        #expect(result.skippedSectors > 0, "resumed")
+        await device.shutdown()
+    }
+}
