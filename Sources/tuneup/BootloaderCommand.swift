@@ -64,6 +64,7 @@ struct BootloaderCommand: AsyncParsableCommand {
             rows.insert(("Bootloader", s.bootloaderVersion ?? na), at: 1)
             rows.append(("Resource", s.resourceVersion ?? "none"))
             rows.append(("Pipelining", s.queueDepth.map { "queue of \($0)" + (s.addressedErase == true ? ", addressed erase" : "") } ?? "no (one request at a time)"))
+            rows.append(("Secure boot", s.secureBootKeyHash.map { "images signed by key \($0.prefix(16))…" + (s.rollbackFloor.map { ", version \($0) or newer" } ?? "") } ?? "not reported"))
         }
         return Output.table(rows)
     }

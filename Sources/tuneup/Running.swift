@@ -57,7 +57,7 @@ func describeFailure(_ error: Error) -> (String, Int32) {
         return (e.message, Exit.device)
     case let e as UpdateError:
         switch e.code {
-        case .connectionLost, .notReady: return (e.message, Exit.connection)
+        case .connectionLost, .notReady, .deviceBusy: return (e.message, Exit.connection)
         default: return (e.message, Exit.device)
         }
     case let e as ImageError:

@@ -29,6 +29,19 @@ import Testing
         }
     }
 
+    /// Waits (off the pool) until a `--format json` flash has printed a write-phase progress event.
+    static func waitForWritePhase(_ lines: Collector) async throws -> Bool {
+        try await offThePool { writePhaseBlocking(lines) }
+    }
+
+    static func writePhaseBlocking(_ lines: Collector) -> Bool {
+        let deadline = Date().addingTimeInterval(60)
+        while Date() < deadline {
+            if lines.linesBlocking(1, timeout: 0.05).contains(where: { $0.contains("\"phase\":\"write\"") }) { return true }
+        }
+        return false
+    }
+
     static func firmware(_ name: String) -> String { ExampleTests.repository.appendingPathComponent("firmware-images/\(name)").path }
 
     static func installedVersion(_ state: String) async throws -> String? {
@@ -89,8 +102,7 @@ import Testing
             let (p, lines, errors) = try ExampleTests.start(["flash", Self.firmware("app-1.5.0.img"), "--format", "json"],
                                                            state: state, directory: nil)
             // Wait for the transfer to be under way.
-            let deadline = Date().addingTimeInterval(60)
-            while Date() < deadline, !lines.linesBlocking(1, timeout: 0.05).contains(where: { $0.contains("\"phase\":\"write\"") }) {}
+            _ = Self.writePhaseBlocking(lines)
             kill(p.processIdentifier, signal)
             p.waitUntilExit()
             return (p.terminationStatus, lines.textBlocking(), errors.textBlocking())
@@ -104,6 +116,25 @@ import Testing
         let again = try await CLI.run(["flash", Self.firmware("app-1.5.0.img"), "--format", "json"], state: state)
         #expect(again.status == 0, "\(again.stderr)")
         #expect(try await Self.installedVersion(state) == "1.5.0")
+    }
+
+    // MARK: 6. Two hosts
+
+    @Test func secondHostIsToldAnotherHostIsUpdating() async throws {
+        let dir = Scratch.directory
+        let sim = try await RunningSimulator.start(["--listen", "tcp:127.0.0.1:0", "--state", dir + "/sim.json"])
+        let image = Self.firmware("app-1.5.0.img")
+        let (first, lines, _) = try ExampleTests.start(["flash", image, "--device", sim.addresses[0], "--format", "json"],
+                                                      state: dir, directory: nil)
+        #expect(try await Self.waitForWritePhase(lines), "the first host never reached the write phase")
+        let second = try await CLI.run(["flash", image, "--device", sim.addresses[0]], state: dir)
+        #expect(second.status == 69, "\(second.stderr)")
+        // Progress lines come first on stderr (not a terminal); the failure is the one "tuneup:" line, last.
+        #expect(second.stderrLines.filter { $0.hasPrefix("tuneup:") }.count == 1, "\(second.stderr)")
+        #expect(second.stderrLines.last?.contains("another host is updating this device") == true, "\(second.stderr)")
+        let status = try await offThePool { first.waitUntilExit(); return first.terminationStatus }
+        #expect(status == 0)
+        #expect(await sim.quit() == 0)
     }
 
     // MARK: 9. One exit-code rule
