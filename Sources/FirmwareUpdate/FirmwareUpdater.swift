@@ -25,10 +25,13 @@ public struct UpdateOptions: Sendable {
     public var resume: Bool
     /// How many verify-and-repair rounds are allowed after the transfer.
     public var maxRepairs: Int
+    /// Flash an application image even when the device already runs its version (otherwise nothing is done).
+    public var force: Bool
 
     public init(window: Int? = nil, maxWindow: Int = 64, allowDowngrade: Bool = false, verificationKey: VerificationKey? = nil,
                 requestTimeout: Duration = .seconds(2), readyWait: Duration = .seconds(30), reconnectWait: Duration = .seconds(30),
-                resume: Bool = true, maxRepairs: Int = 3) {
+                resume: Bool = true, maxRepairs: Int = 3, force: Bool = false) {
+        self.force = force
         self.window = window
         self.maxWindow = maxWindow
         self.allowDowngrade = allowDowngrade
@@ -68,6 +71,8 @@ public struct UpdateResult: Sendable, Hashable, Codable {
     public var redoneSectors: Int
     /// Times the link was reopened.
     public var reconnects: Int
+    /// The device already ran the image's version: nothing was written, committed or restarted.
+    public var alreadyInstalled: Bool = false
 }
 
 /// Updates a headset's firmware over any transport, from start to confirmation.
@@ -133,6 +138,16 @@ public final class FirmwareUpdater: Sendable {
         let inBootloader = try await device.isInBootloader()
         let previous = try await installedVersion(device, inBootloader: inBootloader)
         try await checkCompatibility(link, installed: previous)
+        if region == .application, !inBootloader, !options.force, let previous, let version = image.version,
+           release(version) == release(previous) {
+            logger.info("the device already runs \(previous); nothing to do")
+            let sectors = FlashRegion.sectorCount(forLength: image.bytes.count)
+            return UpdateResult(
+                image: image.name, region: region, previousVersion: previous.description, newVersion: previous.description,
+                imageBytes: image.bytes.count, sectors: sectors, skippedSectors: sectors, bytesWritten: 0,
+                seconds: (ContinuousClock.now - start).seconds, transferSeconds: 0, bytesPerSecond: 0, maxWindow: 0,
+                resent: 0, redoneSectors: 0, reconnects: 0, alreadyInstalled: true)
+        }
 
         reporter.phase(.authenticate, message: "authenticating")
         try await device.authenticate()
@@ -241,8 +256,8 @@ public final class FirmwareUpdater: Sendable {
             throw UpdateError(.wrongModel, "\(image.name) is for model \(wanted); the device is a \(deviceModel)")
         }
         if image.region == .application, let installed, let version = image.version, !options.allowDowngrade {
-            let new = (Int(version.major), Int(version.minor), Int(version.revision))
-            let old = (Int(installed.major), Int(installed.minor), Int(installed.revision))
+            let new = release(version)
+            let old = release(installed)
             if new < old {
                 throw UpdateError(.downgrade, "\(image.name) is version \(version), older than the installed \(installed); use --allow-downgrade to install it anyway")
             }
@@ -340,7 +355,7 @@ public final class FirmwareUpdater: Sendable {
         let running = try await link.retrying { try await $0.readIfSupported(AppSettings.firmwareVersion) }
         guard let running else { return nil }
         if let expected = image.version,
-           (Int(expected.major), Int(expected.minor), Int(expected.revision)) != (Int(running.major), Int(running.minor), Int(running.revision)) {
+           release(expected) != release(running) {
             throw UpdateError(.versionMismatch, "the device runs \(running) after the update; the image is \(expected)")
         }
         return running.description
@@ -376,3 +391,7 @@ struct StallGuard {
         }
     }
 }
+
+/// major.minor.revision of an image's or a device's version, for comparing the two (build numbers aside).
+private func release(_ v: ImageVersion) -> (Int, Int, Int) { (Int(v.major), Int(v.minor), Int(v.revision)) }
+private func release(_ v: FirmwareVersion) -> (Int, Int, Int) { (Int(v.major), Int(v.minor), Int(v.revision)) }

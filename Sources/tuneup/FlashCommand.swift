@@ -49,6 +49,9 @@ struct FlashCommand: AsyncParsableCommand {
     @Flag(help: "Rewrite everything instead of skipping sectors the device already holds.")
     var noResume = false
 
+    @Flag(help: "Flash even when the device already runs the image's version.")
+    var force = false
+
     @Option(parsing: .unconditional, help: ArgumentHelp("Seconds to wait for the device to come back after a jump, reboot or lost link.", valueName: "seconds"))
     var wait: Double = 30
 
@@ -82,7 +85,7 @@ struct FlashCommand: AsyncParsableCommand {
         let options = UpdateOptions(
             window: window, allowDowngrade: allowDowngrade, verificationKey: verificationKey,
             requestTimeout: device.sessionOptions.timeout, readyWait: .milliseconds(Int64(wait * 1000)),
-            reconnectWait: .milliseconds(Int64(wait * 1000)), resume: !noResume)
+            reconnectWait: .milliseconds(Int64(wait * 1000)), resume: !noResume, force: force)
         let updater = FirmwareUpdater(image: image, options: options, sessionOptions: device.sessionOptions, logger: logger) {
             try await connector.open(address)
         }
@@ -136,6 +139,10 @@ struct FlashCommand: AsyncParsableCommand {
     private func emitResult(_ r: UpdateResult) throws {
         if output.json {
             Output.line(try Output.jsonLine(TaggedResult(type: "result", result: r)))
+            return
+        }
+        if r.alreadyInstalled {
+            Output.line("Already installed: the device runs \(r.newVersion ?? "this version"); nothing was written (--force flashes it again).")
             return
         }
         var rows: [(String, String)] = [

@@ -218,6 +218,22 @@ import Testing
         }
     }
 
+    // MARK: 13. The version already installed
+
+    @Test func flashingTheInstalledVersionDoesNothingUnlessForced() async throws {
+        let state = Scratch.directory
+        let same = try await CLI.run(["flash", Self.firmware("app-1.4.2.img")], state: state)
+        #expect(same.status == 0, "\(same.stderr)")
+        #expect(same.stdout.hasPrefix("Already installed: the device runs 1.4.2; nothing was written"), "\(same.stdout)")
+        #expect(!same.stderr.contains("enter-bootloader"), "it entered the bootloader: \(same.stderr)")
+        let json = try await jsonLines(CLI.run(["flash", Self.firmware("app-1.4.2.img"), "--format", "json"], state: state).stdout)
+        #expect(json.last?["alreadyInstalled"] as? Bool == true && json.last?["bytesWritten"] as? Int == 0)
+        let forced = try await jsonLines(CLI.run(["flash", Self.firmware("app-1.4.2.img"), "--force", "--no-resume", "--format", "json"], state: state).stdout)
+        #expect(forced.last?["alreadyInstalled"] as? Bool == false)
+        #expect((forced.last?["bytesWritten"] as? Int ?? 0) > 0)
+        #expect(forced.contains { $0["phase"] as? String == "commit" })
+    }
+
     // MARK: 5. A device in its bootloader
 
     @Test func probeSaysTheDeviceIsInItsBootloader() async throws {
