@@ -62,8 +62,7 @@ import Testing
             let slave = open(path, O_RDWR | O_NOCTTY)
             #expect(slave >= 0)
             let transport = try FileDescriptorTransport(adopting: master, peerDescription: "pty")
-            let pending = Task { try await transport.receive() }
-            try await Task.sleep(for: .milliseconds(20))
+            let pending = try await receiveThatWaits(on: transport) { transport.hasPendingReceive }
             close(slave)
             let error = await expectTransportError(.closed) { _ = try await pending.value }
             #expect(error?.message == "pty: the other end hung up")

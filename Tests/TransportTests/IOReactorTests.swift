@@ -104,16 +104,34 @@ import Testing
 
     @Test func hungUpDescriptorsWakeWaitersWithoutSpinning() async throws {
         try await withTimeLimit {
-            let reactor = try IOReactor(name: "test-io")
+            let name = "test-io-hup" // unique among the reactors tests start, so its thread can be found by name
+            let reactor = try IOReactor(name: name)
             defer { reactor.shutdown() }
             let (r, w) = pipePair()
             defer { close(r) }
             let reg = try reactor.register(r)
             close(w) // read end now reports EPOLLHUP forever
             try await reactor.wait(.readable, on: reg)
-            // With no waiter the descriptor is not re-armed; a later waiter is still woken.
-            try await Task.sleep(for: .milliseconds(20))
+            // With no waiter the descriptor is not re-armed, so the reactor thread sleeps in epoll_wait. Watch its
+            // CPU time over a window in which nothing should happen (the window is what is measured, not a wait
+            // for another side): a thread that kept being handed EPOLLHUP would spin and burn CPU for all of it.
+            var thread: Int32?
+            try await waitUntil("the reactor thread is named") {
+                thread = threadID(named: name)
+                return thread != nil
+            }
+            let tid = try #require(thread)
+            let cpuBefore = try #require(threadCPUTime(tid))
+            let wallBefore = ContinuousClock.now
+            try await Task.sleep(for: .seconds(1))
+            let cpu = try #require(threadCPUTime(tid)) - cpuBefore
+            let wall = ContinuousClock.now - wallBefore
+            // Idle, the thread uses microseconds. A spinning one gets its fair share of a core: even with fifty busy
+            // threads on two cores that is 4% of the wall time, so 2% separates the two on a loaded CI machine.
+            #expect(cpu < wall / 50, "reactor thread used \(cpu) of CPU in \(wall) with nothing to do")
+            // A later waiter is still woken.
             try await reactor.wait(.readable, on: reg)
+            reactor.deregister(reg, failing: CancellationError())
         }
     }
 
@@ -193,6 +211,46 @@ import Testing
             release.withLock { $0 = true }
         }
     }
+}
+
+/// The kernel's id of this process's thread named `name` (as `/proc/self/task/*/comm` shows it), if there is one.
+func threadID(named name: String) -> Int32? {
+    guard let dir = opendir("/proc/self/task") else { return nil }
+    defer { closedir(dir) }
+    while let entry = readdir(dir) {
+        let tid = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        guard let id = Int32(tid) else { continue }
+        if readSmallFile("/proc/self/task/\(id)/comm")?.trimmingSuffixNewline() == name { return id }
+    }
+    return nil
+}
+
+/// CPU time the thread `tid` of this process has used so far: the first field of `/proc/self/task/TID/schedstat`
+/// (nanoseconds on a CPU), or utime + stime from `/proc/self/task/TID/stat` (clock ticks) where schedstat is absent.
+func threadCPUTime(_ tid: Int32) -> Duration? {
+    if let text = readSmallFile("/proc/self/task/\(tid)/schedstat"),
+       let first = text.split(separator: " ").first, let ns = Int64(first) {
+        return .nanoseconds(ns)
+    }
+    // stat: "tid (comm) state ..." where comm may hold spaces; utime and stime are fields 14 and 15.
+    guard let text = readSmallFile("/proc/self/task/\(tid)/stat"), let close = text.lastIndex(of: ")") else { return nil }
+    let fields = text[text.index(after: close)...].split(separator: " ")
+    guard fields.count > 13, let user = Int64(fields[11]), let system = Int64(fields[12]) else { return nil }
+    return .seconds(Double(user + system) / Double(sysconf(Int32(_SC_CLK_TCK))))
+}
+
+/// The contents of a small text file (a /proc entry), or nil if it cannot be read.
+func readSmallFile(_ path: String) -> String? {
+    let fd = open(path, O_RDONLY | O_CLOEXEC)
+    guard fd >= 0 else { return nil }
+    defer { close(fd) }
+    var buffer = [UInt8](repeating: 0, count: 4096)
+    let n = read(fd, &buffer, buffer.count)
+    return n >= 0 ? String(decoding: buffer.prefix(n), as: UTF8.self) : nil
+}
+
+extension String {
+    func trimmingSuffixNewline() -> String { hasSuffix("\n") ? String(dropLast()) : self }
 }
 
 /// A value shared between a test and the threads it starts.

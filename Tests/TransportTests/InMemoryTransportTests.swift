@@ -37,14 +37,19 @@ import Testing
         try await withTimeLimit {
             let (a, b) = InMemoryTransport.pair(capacity: 1000)
             let payload = pattern(5000, seed: 5)
-            let sender = Task { try await a.send(payload) }
-            try await Task.sleep(for: .milliseconds(50))
-            // Only `capacity` bytes could be buffered; the sender is still waiting.
+            let sent = Shared(false)
+            let sender = Task {
+                try await a.send(payload)
+                sent.withLock { $0 = true }
+            }
+            // Only `capacity` bytes could be buffered: the first receive gets exactly those (so the sender has run),
+            // and the send cannot have returned while more than `capacity` bytes of it are still unread.
             let first = try await b.receive()
             #expect(first.count == 1000)
             #expect(first == Array(payload.prefix(1000)))
             var rest: [UInt8] = []
             while rest.count < 4000 {
+                #expect(!sent.withLock { $0 }, "send returned with \(4000 - rest.count) bytes not yet read")
                 let chunk = try await b.receive()
                 #expect(chunk.count <= 1000)
                 rest += chunk
@@ -59,6 +64,8 @@ import Testing
             let (a, b) = InMemoryTransport.pair(capacity: 10)
             try await a.send(pattern(10))
             let blocked = Task { try await a.send([1, 2, 3]) }
+            // Lets the send park: InMemoryTransport has no "a send is waiting" flag (hasPendingReceive only), so there
+            // is no condition to await. If the cancel lands first the send still throws CancellationError.
             try await Task.sleep(for: .milliseconds(30))
             blocked.cancel()
             await #expect(throws: CancellationError.self) { try await blocked.value }
@@ -92,8 +99,8 @@ import Testing
             #expect(try await receiving.value == [1, 2, 3, 4])
             try await b.send([5, 6, 7, 8])
             let blockedSend = Task { try await b.send([9]) }
-            let pendingReceive = Task { try await b.receive() }
-            try await Task.sleep(for: .milliseconds(30))
+            let end = try #require(b as? InMemoryTransport)
+            let pendingReceive = try await receiveThatWaits(on: b) { end.hasPendingReceive }
             await a.close()
             await expectTransportError(.closed) { try await blockedSend.value }
             await expectTransportError(.closed) { _ = try await pendingReceive.value }
@@ -113,8 +120,8 @@ import Testing
     @Test func cancelledReceiveThenDataArrivesGoesToTheNextReceive() async throws {
         try await withTimeLimit {
             let (a, b) = InMemoryTransport.pair()
-            let pending = Task { try await b.receive() }
-            try await Task.sleep(for: .milliseconds(20))
+            let end = try #require(b as? InMemoryTransport)
+            let pending = try await receiveThatWaits(on: b) { end.hasPendingReceive }
             pending.cancel()
             await #expect(throws: CancellationError.self) { _ = try await pending.value }
             try await a.send([1, 2])
@@ -146,11 +153,19 @@ import Testing
             // A message larger than the capacity waits for an empty buffer, then goes whole.
             try await a.send([7])
             let big = pattern(300, seed: 2)
-            let sender = Task { try await a.send(big) }
+            let sent = Shared(false)
+            let sender = Task {
+                try await a.send(big)
+                sent.withLock { $0 = true }
+            }
+            // An observation window, not synchronisation: InMemoryTransport has no "a send is waiting" flag to await,
+            // so give the sender time to deliver the big message wrongly; it must still be waiting for [7] to go.
             try await Task.sleep(for: .milliseconds(20))
+            #expect(!sent.withLock { $0 }, "a message larger than the free space was sent while [7] was unread")
             #expect(try await b.receive() == [7])
             #expect(try await b.receive() == big)
             try await sender.value
+            #expect(sent.withLock { $0 })
         }
     }
 

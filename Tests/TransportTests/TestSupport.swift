@@ -75,3 +75,21 @@ func eventually(
         try await Task.sleep(for: .milliseconds(2))
     }
 }
+
+/// Starts `transport.receive()` and returns once it is demonstrably waiting: `isPending` (the transport's own
+/// "a receive is in progress" flag) holds and the receive has not finished. A receive that returns or throws with
+/// nothing to receive (end of stream reported on an idle tty, say) fails here instead of being mistaken for a wait.
+func receiveThatWaits(on transport: any Transport, isPending: () -> Bool) async throws -> Task<[UInt8], any Error> {
+    let finished = Shared(false)
+    let task = Task {
+        defer { finished.withLock { $0 = true } }
+        return try await transport.receive()
+    }
+    try await waitUntil("the receive is waiting") {
+        if finished.withLock({ $0 }) {
+            throw TestFailure("receive() finished with nothing to receive: \(await task.result)")
+        }
+        return isPending()
+    }
+    return task
+}
