@@ -40,6 +40,25 @@ enum FileIO {
         return fd
     }
 
+    /// The lock file's marker, once the lock is held: whether the previous owner ended without closing the store
+    /// (its marker "open" is still there: it was killed), then marks the file "open" for this owner.
+    /// `clearOpenMarker` ends this owner's claim at a clean close.
+    static func claimOpenMarker(_ fd: Int32, lockPath: String) throws(SimulatorError) -> Bool {
+        var previous = [UInt8](repeating: 0, count: 4)
+        let n = pread(fd, &previous, previous.count, 0)
+        guard n >= 0 else { throw error("read the lock file", lockPath, errno) }
+        let marker = Array("open".utf8)
+        guard ftruncate(fd, 0) == 0, pwrite(fd, marker, marker.count, 0) == marker.count else {
+            throw error("write the lock file", lockPath, errno)
+        }
+        return n == marker.count && previous == marker
+    }
+
+    /// Empties the lock file (a clean close); errors are ignored: the next owner then takes the RAM state as lost.
+    static func clearOpenMarker(_ fd: Int32) {
+        _ = ftruncate(fd, 0)
+    }
+
     /// One non-blocking attempt at the exclusive lock: true when taken, false when another owner holds it.
     static func tryLock(_ fd: Int32, lockPath: String) throws(SimulatorError) -> Bool {
         while true {

@@ -55,6 +55,9 @@ public actor SimulatedHeadset {
     nonisolated let store: StateStore?
     private let ownsStore: Bool
     private let keepsRunningState: Bool
+    /// The RAM state resumed from the flash file while it is still what the file says (then nothing needs to be
+    /// written: a command that changes nothing, such as a probe, leaves the file untouched). Nil once it changed.
+    private var resumedRunningState: StoredRunningState?
     private let logger: Logger?
     private var hosts: [UInt64: Host] = [:]
     private var nextHostID: UInt64 = 0
@@ -175,11 +178,15 @@ public actor SimulatedHeadset {
                 if case .failure(let error) = result { logger?.error("device \(index): \(error.message)") }
             }
             if storedFlash == nil { store.enqueueFlashInitialize(machine.flash.bytes, forDevice: index, completion: report) }
-            // Stored RAM is used once: a process killed before its close must not resume stale RAM.
-            if running != nil { store.enqueueRunningState(nil, forDevice: index, completion: report) }
+            // Stored RAM must not outlive a change: it is cleared as soon as the RAM differs
+            // (`forgetResumedRAMIfChanged`), when the store closes without this device having shut down, and by the
+            // next owner of a store whose owner was killed, not at open: a command that changes nothing writes
+            // nothing.
+            if running != nil, !keeps { store.enqueueRunningState(nil, forDevice: index, completion: report) }
             if machine.settings != stored { store.enqueueSave(machine.settings, forDevice: index, completion: report) }
         }
         self.machine = machine
+        self.resumedRunningState = keeps ? running : nil
     }
 
     // MARK: - Inspection
@@ -389,6 +396,7 @@ public actor SimulatedHeadset {
         let now = ContinuousClock.now
         let modeBefore = machine.runningImage
         let step = machine.handle(item.request, now: now, from: hosts[item.host] != nil ? item.host : nil)
+        forgetResumedRAMIfChanged()
         let modeAfter = machine.runningImage
         let flashWrite = persistFlash(step.touched)
         let settingsSave = step.settingsChanged ? enqueueSettingsSave() : nil
@@ -426,6 +434,7 @@ public actor SimulatedHeadset {
         epoch += 1
         powerLosses += 1
         if machine.isPowered { machine.powerOff() }
+        forgetResumedRAMIfChanged()
         modes.publish(nil)
         powerTask?.cancel()
         pending.removeAll()
@@ -520,9 +529,14 @@ public actor SimulatedHeadset {
             await processor.value
         }
         if keepsRunningState, let store {
-            let completion = WriteCompletion()
-            store.enqueueRunningState(storedRunningState(), forDevice: index) { completion.complete($0) }
-            record(await completion.wait())
+            let current = storedRunningState()
+            if current != resumedRunningState {
+                let completion = WriteCompletion()
+                store.enqueueRunningState(current, forDevice: index) { completion.complete($0) }
+                record(await completion.wait())
+            } else {
+                store.releaseRunningState(forDevice: index)
+            }
         }
         let current = Array(hosts.values)
         hosts = [:]
@@ -534,6 +548,15 @@ public actor SimulatedHeadset {
     }
 
     // MARK: - Internals
+
+    /// Clears the stored RAM state once the RAM no longer matches it (see `resumedRunningState`).
+    private func forgetResumedRAMIfChanged() {
+        guard let resumed = resumedRunningState, storedRunningState() != resumed else { return }
+        resumedRunningState = nil
+        store?.enqueueRunningState(nil, forDevice: index) { [logger = options.logger, index] result in
+            if case .failure(let error) = result { logger?.error("device \(index): \(error.message)") }
+        }
+    }
 
     private func storedRunningState() -> StoredRunningState? {
         let now = ContinuousClock.now

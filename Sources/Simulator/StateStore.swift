@@ -50,6 +50,9 @@ public final class StateStore: Sendable {
         var flashFD: Int32
         var flash: [Int: [UInt8]]
         var running: [Int: StoredRunningState]
+        /// Devices that took their stored RAM state and have not written or released it yet: at close, their
+        /// stored state is cleared (as a power loss would clear RAM).
+        var runningTaken: Set<Int> = []
         var closed = false
     }
 
@@ -103,9 +106,14 @@ public final class StateStore: Sendable {
                 guard let bytes = try FileIO.readFile(path) else { return [] }
                 return try decode(bytes, path: path)
             }
-            let flash = try await run(on: queue) { () throws(SimulatorError) -> FlashFile.Loaded in
+            let ownerDied = try await run(on: queue) { () throws(SimulatorError) -> Bool in
+                try FileIO.claimOpenMarker(fd, lockPath: lockPath)
+            }
+            var flash = try await run(on: queue) { () throws(SimulatorError) -> FlashFile.Loaded in
                 try FlashFile.open(path + ".flash")
             }
+            // A previous owner that was killed may have changed the RAM after storing it: nothing of it is kept.
+            if ownerDied { flash.running = [:] }
             return StateStore(path: path, lockPath: lockPath, queue: queue, lockFD: fd, devices: devices, flash: flash)
         } catch {
             _ = Glibc.close(fd)
@@ -152,17 +160,24 @@ public final class StateStore: Sendable {
 
     /// Waits for pending saves and flash writes, then releases the lock. Later saves fail. Idempotent.
     public func close() async {
-        let fds: (Int32, Int32)? = storage.withLock { s in
+        let closing: (flash: Int32, lock: Int32, taken: Set<Int>)? = storage.withLock { s in
             guard !s.closed else { return nil }
             s.closed = true
-            defer { s.lockFD = -1; s.flashFD = -1 }
-            return (s.flashFD, s.lockFD)
+            defer { s.lockFD = -1; s.flashFD = -1; s.runningTaken = [] }
+            return (s.flashFD, s.lockFD, s.runningTaken)
         }
-        guard let fds else { return }
+        guard let closing else { return }
+        let flashPath = self.flashPath
         // Runs after every save enqueued before `closed` was set.
         _ = try? await Self.run(on: queue) { () throws(SimulatorError) -> Void in
-            if fds.0 >= 0 { _ = Glibc.close(fds.0) }
-            if fds.1 >= 0 { _ = Glibc.close(fds.1) }
+            if closing.flash >= 0 {
+                for index in closing.taken { try? FlashFile.writeRunning(closing.flash, flashPath, device: index, nil) }
+                _ = Glibc.close(closing.flash)
+            }
+            if closing.lock >= 0 {
+                FileIO.clearOpenMarker(closing.lock)
+                _ = Glibc.close(closing.lock)
+            }
         }
     }
 
@@ -175,8 +190,19 @@ public final class StateStore: Sendable {
     }
 
     /// Device `index`'s stored running state, handed over once.
+    /// Until the device writes its state again (`enqueueRunningState`) or releases it unchanged
+    /// (`releaseRunningState`), the stored state is cleared when the store closes.
     func takeRunningState(forDevice index: Int) -> StoredRunningState? {
-        storage.withLock { s in s.running.removeValue(forKey: index) }
+        storage.withLock { s in
+            let state = s.running.removeValue(forKey: index)
+            if state != nil { s.runningTaken.insert(index) }
+            return state
+        }
+    }
+
+    /// The device's RAM state is still what the file holds: nothing to write at close.
+    func releaseRunningState(forDevice index: Int) {
+        _ = storage.withLock { s in s.runningTaken.remove(index) }
     }
 
     /// Writes device `index`'s whole flash (its first write) and marks it valid.
@@ -204,6 +230,7 @@ public final class StateStore: Sendable {
     /// Stores (nil: clears) the running state of device `index`.
     func enqueueRunningState(_ state: StoredRunningState?, forDevice index: Int,
                              completion: @escaping @Sendable (Result<Void, SimulatorError>) -> Void = { _ in }) {
+        _ = storage.withLock { s in s.runningTaken.remove(index) }
         enqueueFlash(forDevice: index, completion: completion) { fd, path throws(SimulatorError) in
             try FlashFile.writeRunning(fd, path, device: index, state)
         }

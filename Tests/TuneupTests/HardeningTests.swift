@@ -234,6 +234,49 @@ import Testing
         #expect(forced.contains { $0["phase"] as? String == "commit" })
     }
 
+    @Test func readingCommandsLeaveTheStateFilesUntouched() async throws {
+        let state = Scratch.directory
+        #expect(try await CLI.run(["anc", "on"], state: state).status == 0)
+        #expect(try await CLI.run(["bootloader", "enter"], state: state).status == 0)
+        #expect(try await CLI.run(["bootloader", "leave"], state: state).status == 0)
+        let dir = state + "/tuneup"
+        func snapshot() throws -> [String: (Date, Data)] {
+            var result: [String: (Date, Data)] = [:]
+            for name in try FileManager.default.contentsOfDirectory(atPath: dir) where !name.hasSuffix(".lock") {
+                let attributes = try FileManager.default.attributesOfItem(atPath: dir + "/" + name)
+                result[name] = (attributes[.modificationDate] as? Date ?? .distantPast, try Data(contentsOf: URL(fileURLWithPath: dir + "/" + name)))
+            }
+            return result
+        }
+        let before = try snapshot()
+        #expect(before.keys.sorted() == ["sim-headset.json", "sim-headset.json.flash"])
+        for args in [["probe"], ["battery"], ["anc"], ["eq", "info"], ["bootloader", "status"]] {
+            let r = try await CLI.run(args, state: state)
+            #expect(r.status == 0, "\(args): \(r.stderr)")
+        }
+        let after = try snapshot()
+        for (name, (date, data)) in before {
+            #expect(after[name]?.0 == date, "\(name) was written")
+            #expect(after[name]?.1 == data, "\(name) changed")
+        }
+        // A change is still saved.
+        #expect(try await CLI.run(["anc", "off"], state: state).status == 0)
+        #expect(try await json(CLI.run(["anc", "--format", "json"], state: state).stdout)["enabled"] as? Bool == false)
+    }
+
+    /// A process killed while it held the built-in device is a power loss: the next command finds the device
+    /// powered up afresh (in its committed application), not the bootloader RAM state stored before.
+    @Test func aKilledCommandIsAPowerLoss() async throws {
+        let state = Scratch.directory
+        #expect(try await CLI.run(["bootloader", "enter"], state: state).status == 0)
+        let (monitor, _, errors) = try ExampleTests.start(["monitor"], state: state, directory: nil)
+        #expect(await errors.lines(1).first?.contains("monitoring") == true)
+        kill(monitor.processIdentifier, SIGKILL)
+        _ = try await offThePool { monitor.waitUntilExit() }
+        let o = try await json(CLI.run(["probe", "--format", "json"], state: state).stdout)
+        #expect(o["mode"] as? [String: String] == ["running": "application"], "\(o)")
+    }
+
     // MARK: 5. A device in its bootloader
 
     @Test func probeSaysTheDeviceIsInItsBootloader() async throws {
