@@ -13,6 +13,9 @@ actor DeviceLink {
     private var headset: Headset?
     /// Whether a link was ever open (so the next open is a reconnection).
     private var everOpened = false
+    /// Whether the device ever answered. Until it has, a lost or silent link is not waited for: a device that was
+    /// never there does not come back (`--wait` is for one that restarts).
+    private var everAnswered = false
     /// How many times the link was reopened.
     private(set) var reconnects = 0
     private(set) var retransmissions = 0
@@ -117,8 +120,11 @@ actor DeviceLink {
         while true {
             let headset = try await device()
             do {
-                return try await step(headset)
+                let value = try await step(headset)
+                everAnswered = true
+                return value
             } catch let error as HeadsetError where error.category == .connection && error.code != .timeout {
+                guard everAnswered else { throw error }
                 guard ContinuousClock.now < deadline else { throw UpdateError(.connectionLost, error.message) }
                 logger.debug("link lost (\(error.message)); reconnecting")
                 await drop(because: error.message)
@@ -135,8 +141,11 @@ actor DeviceLink {
             try Task.checkCancellation()
             do {
                 let headset = try await device()
+                // Before the device ever answered, one request with the session's own timeout and retries decides.
                 let reply = try await headset.session.request(BootRequests.imageType(headset.session.style),
-                                                              timeout: .milliseconds(500), retransmissions: 0)
+                                                              timeout: everAnswered ? .milliseconds(500) : nil,
+                                                              retransmissions: everAnswered ? 0 : nil)
+                everAnswered = true
                 if reply.status == .ok, let isBootloader = try? BootRequests.isBootloader(imageTypeReply: reply.buffer) {
                     if wanted == nil || wanted == isBootloader { return isBootloader }
                     lastNews = isBootloader ? "still in the bootloader" : "still running the application"
@@ -146,6 +155,7 @@ actor DeviceLink {
                     throw HeadsetError.deviceStatus(reply.status, command: .bootImageType)
                 }
             } catch let error as HeadsetError where error.category == .connection {
+                guard everAnswered else { throw error }
                 lastNews = error.message
                 if error.code != .timeout { await drop(because: error.message) }
             }

@@ -149,4 +149,33 @@ extension ConnectionTests {
         #expect(events.last?.phase == .done)
         await device.shutdown()
     }
+
+    /// A link that opens but on which the device never answers (a wrong tty such as /dev/null, a port that accepts and
+    /// hangs up, a silent device) fails with its first error too, not after the reconnect wait.
+    @Test(arguments: [true, false])
+    func aDeviceThatNeverAnsweredIsNotWaitedFor(hangsUp: Bool) async throws {
+        let image = try sampleImage("app-1.4.3-small.img")
+        let attempts = Counter()
+        let connect: @Sendable () async throws -> any Transport = {
+            _ = attempts.next()
+            let (host, device) = InMemoryTransport.pair()
+            if hangsUp { await device.close() } else { Task { _ = device; try? await Task.sleep(for: .seconds(60)) } }
+            return host
+        }
+        let started = ContinuousClock.now
+        let updater = FirmwareUpdater(image: image, options: testOptions(wait: .seconds(30)), sessionOptions: fastSession, connect: connect)
+        do {
+            _ = try await updater.run()
+            Issue.record("the update succeeded without a device")
+        } catch let error as HeadsetError {
+            #expect(error.category == .connection, "\(error)")
+        }
+        #expect(ContinuousClock.now - started < .seconds(10), "failed with its first error, not after the 30 s wait")
+        #expect(attempts.count == 1)
+        let client = BootloaderClient(sessionOptions: fastSession, wait: .seconds(30), connect: connect)
+        let again = ContinuousClock.now
+        await #expect(throws: HeadsetError.self) { _ = try await client.status() }
+        #expect(ContinuousClock.now - again < .seconds(10))
+        await client.close()
+    }
 }
