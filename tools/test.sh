@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The project's test command: builds everything and runs the unit and integration tests.
+# The project's test command: builds everything and runs the unit and integration tests, then the bad-input sweep
+# (about 200 wrong arguments, files, environments and devices against the built tuneup).
 # With CI=true (as in .ci/run), or with --vm, it also:
 #   - fuzzes the LightX stream decoder for 60 seconds (CI only);
 #   - boots a Debian kernel under QEMU and drives the simulated headset through the real Linux USB and Bluetooth
@@ -14,6 +15,8 @@ echo "== swift build (debug, with tests)"
 swift build --build-tests
 echo "== swift test"
 swift test --skip-build --parallel
+echo "== bad-input sweep (tools/bad-input-sweep.py)"
+python3 tools/bad-input-sweep.py .build/debug/tuneup
 
 if [ "${CI:-}" = "true" ]; then
     echo "== fuzzing the LightX stream decoder (60 s)"
