@@ -83,10 +83,13 @@ public struct FirmwareImage: Sendable {
 
     /// CRC-32/JAMCRC of the image padded with 0xFF to whole sectors: what the bootloader computes over
     /// `sectorCount` freshly erased and programmed sectors (BootVerifyCRC, commit record).
-    public var flashCRC: UInt32 {
+    public var flashCRC: UInt32 { Self.flashCRC(of: bytes) }
+
+    /// The flash CRC of any image bytes (also of files that are not loaded as a `FirmwareImage`).
+    public static func flashCRC(of bytes: [UInt8]) -> UInt32 {
         var crc = CRC32JAMCRC()
         crc.update(bytes)
-        let pad = sectorCount * FlashRegion.sectorSize - bytes.count
+        let pad = FlashRegion.sectorCount(forLength: bytes.count) * FlashRegion.sectorSize - bytes.count
         if pad > 0 { crc.update([UInt8](repeating: 0xFF, count: pad)) }
         return crc.value
     }

@@ -90,11 +90,12 @@ public final class BootloaderClient: Sendable {
         try await startApplication()
     }
 
-    /// Reads `length` bytes from the start of a region (the bootloader must be running: see `enter()`), several
+    /// Reads `length` bytes of a region from offset `start` (the bootloader must be running: see `enter()`), several
     /// requests in flight when the bootloader queues them. `progress` gets the bytes read so far.
-    public func read(_ region: FlashRegion, length: Int, progress: @Sendable (Int) -> Void = { _ in }) async throws -> [UInt8] {
-        guard (0...region.maxSize).contains(length) else {
-            throw UpdateError(.deviceRefused, "the \(region.rawValue) region holds \(region.maxSize) bytes; cannot read \(length)")
+    public func read(_ region: FlashRegion, from start: Int = 0, length: Int,
+                     progress: @Sendable (Int) -> Void = { _ in }) async throws -> [UInt8] {
+        guard start >= 0, length >= 0, start + length <= region.maxSize else {
+            throw UpdateError(.deviceRefused, "the \(region.rawValue) region holds \(region.maxSize) bytes; cannot read \(length) from \(start)")
         }
         var out = [UInt8](repeating: 0, count: length)
         var next = 0
@@ -110,7 +111,7 @@ public final class BootloaderClient: Sendable {
                     while true {
                         while inFlight < max(1, depth), issued < length {
                             let count = min(FlashRegion.blockSize, length - issued)
-                            let request = try BootRequests.readBlock(region, offset: UInt32(issued), count: count, headset.session.style)
+                            let request = try BootRequests.readBlock(region, offset: UInt32(start + issued), count: count, headset.session.style)
                             let ticket = try await headset.session.submit(request)
                             let offset = issued
                             group.addTask { (offset, try await headset.session.reply(to: ticket)) }
@@ -120,11 +121,11 @@ public final class BootloaderClient: Sendable {
                         guard inFlight > 0, let (offset, reply) = try await group.next() else { break }
                         inFlight -= 1
                         guard reply.status == .ok else {
-                            throw UpdateError(.deviceRefused, "the device refuses to read the \(region.rawValue) region at 0x\(String(offset, radix: 16)) (\(reply.status))")
+                            throw UpdateError(.deviceRefused, "the device refuses to read the \(region.rawValue) region at 0x\(String(start + offset, radix: 16)) (\(reply.status))")
                         }
                         let count = min(FlashRegion.blockSize, length - offset)
                         guard reply.buffer.count >= count else {
-                            throw UpdateError(.deviceRefused, "the device sent \(reply.buffer.count) bytes for a \(count)-byte read at 0x\(String(offset, radix: 16))")
+                            throw UpdateError(.deviceRefused, "the device sent \(reply.buffer.count) bytes for a \(count)-byte read at 0x\(String(start + offset, radix: 16))")
                         }
                         out.replaceSubrange(offset..<(offset + count), with: reply.buffer.prefix(count))
                         done[(offset - base) / FlashRegion.blockSize] = true
@@ -143,7 +144,8 @@ public final class BootloaderClient: Sendable {
     }
 
     /// The length of the MCUboot image at the start of `region` (header, payload and both TLV areas), or nil when
-    /// the region does not start with one. The bootloader must be running.
+    /// the region does not start with one: 36 bytes are read (the header, and the TLV info after the protected
+    /// TLVs). The bootloader must be running.
     public func imageLength(in region: FlashRegion) async throws -> Int? {
         let header = try await read(region, length: 32)
         func u16(_ b: [UInt8], _ i: Int) -> Int { Int(b[i]) | Int(b[i + 1]) << 8 }
@@ -152,7 +154,7 @@ public final class BootloaderClient: Sendable {
         // Header: magic, load address, u16 header size, u16 protected-TLV size, u32 payload size.
         let trailer = u16(header, 8) + u32(header, 12) + u16(header, 10)
         guard trailer + 4 <= region.maxSize else { return nil }
-        let info = try await read(region, length: trailer + 4).suffix(4).map { $0 }
+        let info = try await read(region, from: trailer, length: 4)
         // Unprotected TLV info: u16 magic 0x6907, u16 total length (info included).
         guard u16(info, 0) == 0x6907 else { return nil }
         return min(region.maxSize, trailer + u16(info, 2))

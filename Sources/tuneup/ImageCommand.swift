@@ -331,11 +331,7 @@ struct ImageCommand: ParsableCommand {
             regionMaxSize = region?.maxSize
             fitsRegion = region.map { file.bytes.count <= $0.maxSize }
             sectors = FlashRegion.sectorCount(forLength: file.bytes.count)
-            var crc = CRC32JAMCRC()
-            crc.update(file.bytes)
-            let pad = sectors * FlashRegion.sectorSize - file.bytes.count
-            if pad > 0 { crc.update([UInt8](repeating: 0xFF, count: pad)) }
-            flashCRC = String(format: "0x%08x", crc.value)
+            flashCRC = String(format: "0x%08x", FirmwareImage.flashCRC(of: file.bytes))
             version = m?.version ?? file.manifest?.imageVersion
             model = m?.model ?? file.manifest?.model
             signed = m?.isSigned ?? false

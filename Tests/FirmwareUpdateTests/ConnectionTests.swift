@@ -1,6 +1,7 @@
 import Firmware
 import FirmwareUpdate
 import Foundation
+import Synchronization
 import Headset
 import LightX
 import Simulator
@@ -177,5 +178,27 @@ extension ConnectionTests {
         await #expect(throws: HeadsetError.self) { _ = try await client.status() }
         #expect(ContinuousClock.now - again < .seconds(10))
         await client.close()
+    }
+}
+
+/// `imageLength(in:)` needs the header and the TLV info: it reads 36 bytes, not the whole image.
+@Suite struct ImageLengthTests {
+    @Test func readsOnlyTheHeaderAndTheTLVInfo() async throws {
+        let device = try await makeDevice()
+        let image = try sampleImage("app-1.5.0.img")
+        _ = try await update(device, image)
+        let links = Mutex<[ConditionedTransport]>([])
+        let client = BootloaderClient(sessionOptions: fastSession, wait: .seconds(10)) {
+            let link = ConditionedTransport(wrapping: await device.connect(), conditions: LinkConditions())
+            links.withLock { $0.append(link) }
+            return link
+        }
+        try await client.enter()
+        let before = links.withLock { $0.reduce(0) { $0 + $1.statistics.incoming.bytes } }
+        #expect(try await client.imageLength(in: .application) == image.bytes.count)
+        let read = links.withLock { $0.reduce(0) { $0 + $1.statistics.incoming.bytes } } - before
+        #expect(read < 2_000, "\(read) bytes came back for a \(image.bytes.count)-byte image")
+        await client.close()
+        await device.shutdown()
     }
 }

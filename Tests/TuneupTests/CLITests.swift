@@ -62,7 +62,7 @@ import Transport
     func badArgumentsExit64WithOneLine(args: [String]) async throws {
         let r = try await CLI.run(args)
         #expect(r.status == 64, "\(args): \(r.stderr)")
-        #expect(!r.stderr.isEmpty)
+        #expect(r.stderrLines.count == 1 && r.stderr.hasPrefix("tuneup: "), "\(args): \(r.stderr)")
         #expect(!r.stderr.contains("Fatal error") && !r.stderr.contains("Stack dump"))
     }
 
