@@ -84,12 +84,13 @@ public struct UpdateResult: Sendable, Hashable, Codable {
 /// reconnecting and resuming from what the device verifiably holds. Every failing status is an error; nothing is
 /// ever reported as success without the device confirming it.
 ///
-/// Progress events arrive on `progress`, which finishes when `run()` returns.
+/// Progress events arrive on `progress` (any number of consumers), which finishes when `run()` returns.
 public final class FirmwareUpdater: Sendable {
     public let image: FirmwareImage
     public let options: UpdateOptions
-    /// Progress of the running update; finishes when `run()` returns or throws.
-    public let progress: AsyncStream<UpdateProgress>
+    /// Progress of the update, for any number of consumers: each access is a new subscription that starts with the
+    /// events sent so far (the newest 1024) and ends when `run()` returns or throws.
+    public var progress: AsyncStream<UpdateProgress> { reporter.subscribe() }
 
     private let reporter: ProgressReporter
     private let connect: @Sendable () async throws -> any Transport
@@ -104,9 +105,7 @@ public final class FirmwareUpdater: Sendable {
         self.sessionOptions = sessionOptions
         self.logger = logger
         self.connect = connect
-        let (stream, continuation) = AsyncStream.makeStream(of: UpdateProgress.self, bufferingPolicy: .bufferingNewest(1024))
-        progress = stream
-        reporter = ProgressReporter(continuation: continuation)
+        reporter = ProgressReporter()
     }
 
     /// Runs the update. Throws `UpdateError` (refusals, device errors) or `HeadsetError`.

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import Transport
 
 /// The steps of an update, in order.
 public enum UpdatePhase: String, Sendable, Hashable, Codable, CaseIterable {
@@ -58,14 +59,15 @@ final class ProgressReporter: Sendable {
         /// Bytes already on the device when the transfer started (not counted in the rate).
         var bytesAtStart = 0
         var lastEmit: ContinuousClock.Instant?
+        /// The events sent so far (the newest 1024), replayed to consumers that subscribe later.
+        var sent: [UpdateProgress] = []
     }
 
     private let state: Mutex<State>
     private let start = ContinuousClock.now
-    private let continuation: AsyncStream<UpdateProgress>.Continuation
+    private let broadcast = Broadcast<UpdateProgress>()
 
-    init(continuation: AsyncStream<UpdateProgress>.Continuation) {
-        self.continuation = continuation
+    init() {
         state = Mutex(State(current: UpdateProgress(
             phase: .connect, fraction: 0, bytesWritten: 0, bytesTotal: 0, sectorsErased: 0, sectorsTotal: 0,
             bytesPerSecond: nil, etaSeconds: nil, elapsedSeconds: 0, window: nil, message: nil)))
@@ -107,17 +109,23 @@ final class ProgressReporter: Sendable {
         }
     }
 
-    /// Ends the stream after a final event.
+    /// A new consumer: the events sent so far (the newest 1024), then every later one; it ends with the update.
+    /// Up to 1024 undelivered events are kept per consumer (the newest).
+    func subscribe() -> AsyncStream<UpdateProgress> {
+        state.withLock { s in broadcast.subscribe(bufferingPolicy: .bufferingNewest(1024), replay: s.sent) }
+    }
+
+    /// Ends every consumer's stream after a final event.
     func finish(done: Bool) {
         if done { phase(.done) }
-        continuation.finish()
+        state.withLock { _ in broadcast.finish() }
     }
 
     /// The latest event.
     var current: UpdateProgress { state.withLock { $0.current } }
 
     private func emit(force: Bool, _ change: (inout UpdateProgress) -> Void) {
-        let event: UpdateProgress? = state.withLock { s in
+        state.withLock { s in
             let previousPhase = s.current.phase
             change(&s.current)
             let now = ContinuousClock.now
@@ -133,11 +141,13 @@ final class ProgressReporter: Sendable {
                 }
             }
             // At most 20 transfer events a second; phase changes always go out.
-            if !force, s.current.phase == previousPhase, let last = s.lastEmit, now - last < .milliseconds(50) { return nil }
+            if !force, s.current.phase == previousPhase, let last = s.lastEmit, now - last < .milliseconds(50) { return }
             s.lastEmit = now
-            return s.current
+            s.sent.append(s.current)
+            if s.sent.count > 1024 { s.sent.removeFirst(s.sent.count - 1024) }
+            // Sent under the lock: every consumer sees the events in one order, and a new one starts at the latest.
+            broadcast.yield(s.current)
         }
-        if let event { continuation.yield(event) }
     }
 }
 

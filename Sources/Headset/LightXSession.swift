@@ -74,8 +74,8 @@ public actor LightXSession {
     private var nextWaiter: UInt64 = 0
     private var quietUntil: [UInt32: ContinuousClock.Instant] = [:]
     private var nextWaiterID: UInt64 = 0
-    private var pushSubscribers = Subscribers<Packet>()
-    private var eventSubscribers = Subscribers<Event>()
+    private let pushBroadcast = Broadcast<Packet>()
+    private let eventBroadcast = Broadcast<Event>()
     private var readerTask: Task<Void, Never>?
     private var failure: HeadsetError?
 
@@ -434,7 +434,7 @@ public actor LightXSession {
         }
         if packet.isPush {
             statistics.pushes += 1
-            pushSubscribers.yield(packet)
+            pushBroadcast.yield(packet)
             return
         }
         let key = packet.header.param0
@@ -459,32 +459,12 @@ public actor LightXSession {
     /// A stream of every push the device sends from now on (command 0xC0-0xFF). It finishes when the session ends.
     /// Up to 256 undelivered pushes are kept; older ones are dropped if the consumer falls behind.
     public func pushes() -> AsyncStream<Packet> {
-        let (stream, continuation) = AsyncStream.makeStream(of: Packet.self, bufferingPolicy: .bufferingNewest(256))
-        subscribe(continuation, to: &pushSubscribers, last: nil)
-        return stream
+        pushBroadcast.subscribe(bufferingPolicy: .bufferingNewest(256))
     }
 
     /// A stream of session events; it finishes after `.disconnected`.
     public func events() -> AsyncStream<Event> {
-        let (stream, continuation) = AsyncStream.makeStream(of: Event.self)
-        subscribe(continuation, to: &eventSubscribers, last: failure.map { .disconnected($0) })
-        return stream
-    }
-
-    /// Adds a subscriber, or, once the session has ended, gives it `last` and finishes it at once.
-    private func subscribe<E>(_ continuation: AsyncStream<E>.Continuation, to subscribers: inout Subscribers<E>, last: E?) {
-        guard failure == nil else {
-            if let last { continuation.yield(last) }
-            continuation.finish()
-            return
-        }
-        let id = subscribers.add(continuation)
-        continuation.onTermination = { _ in Task { await self.unsubscribe(id) } }
-    }
-
-    private func unsubscribe(_ id: UInt64) {
-        pushSubscribers.remove(id)
-        eventSubscribers.remove(id)
+        eventBroadcast.subscribe()
     }
 
     /// Whether the session can still carry requests.
@@ -503,41 +483,10 @@ public actor LightXSession {
         for id in Array(slots.keys) { finish(id, with: .failed(error)) }
         for (_, queue) in keyQueues { queue.forEach { $0.continuation.resume(returning: true) } }
         keyQueues = [:]
-        pushSubscribers.finish(last: nil)
-        eventSubscribers.finish(last: .disconnected(error))
+        pushBroadcast.finish()
+        eventBroadcast.finish(last: .disconnected(error))
         if error.code != .deviceNotConnected {
             Task { [transport] in await transport.close() }
         }
     }
-}
-
-
-/// The continuations of a broadcast stream's subscribers. Ids are unique across all registries.
-struct Subscribers<Element: Sendable> {
-    private var continuations: [UInt64: AsyncStream<Element>.Continuation] = [:]
-    mutating func add(_ continuation: AsyncStream<Element>.Continuation) -> UInt64 {
-        let id = SubscriberIDs.next()
-        continuations[id] = continuation
-        return id
-    }
-
-    mutating func remove(_ id: UInt64) { continuations[id] = nil }
-
-    func yield(_ element: Element) {
-        for continuation in continuations.values { continuation.yield(element) }
-    }
-
-    /// Sends `last` (if any) to everyone and finishes every stream.
-    mutating func finish(last: Element?) {
-        for continuation in continuations.values {
-            if let last { continuation.yield(last) }
-            continuation.finish()
-        }
-        continuations = [:]
-    }
-}
-
-enum SubscriberIDs {
-    private static let counter = Atomic<UInt64>(0)
-    static func next() -> UInt64 { counter.add(1, ordering: .relaxed).newValue }
 }

@@ -1,4 +1,5 @@
 import Synchronization
+import Transport
 
 /// Fans the running image of a `SimulatedHeadset` out to `modeChanges()` observers. Internal.
 ///
@@ -10,13 +11,14 @@ import Synchronization
 final class ModeBroadcaster: Sendable {
     private struct State {
         var published: RunningImage?
-        var observers: [UInt64: AsyncStream<RunningImage?>.Continuation] = [:]
         var scheduled: [(token: UInt64, image: RunningImage?)] = []
-        var nextID: UInt64 = 0
+        var nextToken: UInt64 = 0
         var finished = false
     }
 
     private let state: Mutex<State>
+    /// The observers (taken under `state`'s lock, so the image a new observer starts with and later changes agree).
+    private let observers = Broadcast<RunningImage?>()
 
     init(initial: RunningImage?) {
         state = Mutex(State(published: initial))
@@ -27,29 +29,22 @@ final class ModeBroadcaster: Sendable {
 
     /// A new observer: the published image first, then every change; finishes at `finish()`.
     func stream() -> AsyncStream<RunningImage?> {
-        let (stream, continuation) = AsyncStream.makeStream(of: RunningImage?.self, bufferingPolicy: .unbounded)
-        let id: UInt64? = state.withLock { s in
-            continuation.yield(s.published)
-            guard !s.finished else { return nil }
-            s.nextID += 1
-            s.observers[s.nextID] = continuation
-            return s.nextID
+        state.withLock { s in
+            guard !s.finished else {
+                let (stream, continuation) = AsyncStream.makeStream(of: RunningImage?.self)
+                continuation.yield(s.published)
+                continuation.finish()
+                return stream
+            }
+            return observers.subscribe(replay: [s.published])
         }
-        guard let id else {
-            continuation.finish()
-            return stream
-        }
-        continuation.onTermination = { [weak self] _ in
-            _ = self?.state.withLock { $0.observers.removeValue(forKey: id) }
-        }
-        return stream
     }
 
     /// Publishes `image` now, dropping scheduled changes.
     func publish(_ image: RunningImage?) {
         state.withLock { s in
             s.scheduled = []
-            Self.yield(image, in: &s)
+            publish(image, in: &s)
         }
     }
 
@@ -57,15 +52,16 @@ final class ModeBroadcaster: Sendable {
     /// again, or after a `publish`, does nothing.
     func schedule(_ image: RunningImage?) -> @Sendable () -> Void {
         let token: UInt64 = state.withLock { s in
-            s.nextID += 1
-            s.scheduled.append((s.nextID, image))
-            return s.nextID
+            s.nextToken += 1
+            s.scheduled.append((s.nextToken, image))
+            return s.nextToken
         }
         return { [weak self] in
-            self?.state.withLock { s in
+            guard let self else { return }
+            state.withLock { s in
                 while let first = s.scheduled.first, first.token <= token {
                     s.scheduled.removeFirst()
-                    Self.yield(first.image, in: &s)
+                    publish(first.image, in: &s)
                 }
             }
         }
@@ -73,18 +69,16 @@ final class ModeBroadcaster: Sendable {
 
     /// Ends every observer's stream; later observers get the last image and an immediate end.
     func finish() {
-        let observers = state.withLock { s in
+        state.withLock { s in
             s.finished = true
             s.scheduled = []
-            defer { s.observers = [:] }
-            return Array(s.observers.values)
         }
-        for o in observers { o.finish() }
+        observers.finish()
     }
 
-    private static func yield(_ image: RunningImage?, in s: inout State) {
+    private func publish(_ image: RunningImage?, in s: inout State) {
         guard image != s.published, !s.finished else { return }
         s.published = image
-        for o in s.observers.values { o.yield(image) }
+        observers.yield(image)
     }
 }

@@ -23,19 +23,9 @@ struct ManyBenchmark {
     var link: LinkConditions
 
     func run() async throws -> Result {
-        let sim = Process()
-        sim.executableURL = URL(fileURLWithPath: tuneup)
-        sim.arguments = ["sim", "headset", "--listen", "tcp:127.0.0.1:0", "--count", "\(devices)", "--battery-drain", "0"]
-        let out = Pipe(), input = Pipe()
-        sim.standardOutput = out
-        sim.standardInput = input
-        sim.standardError = FileHandle.nullDevice
-        try sim.run()
-        defer {
-            input.fileHandleForWriting.write(Data("quit\n".utf8))
-            sim.waitUntilExit()
-        }
-        let addresses = try lines(devices, from: out.fileHandleForReading).map { try DeviceAddress(parsing: $0) }
+        let sim = try SimulatorProcess(tuneup: tuneup, count: devices)
+        defer { sim.quit() }
+        let addresses = try sim.addresses.map { try DeviceAddress(parsing: $0) }
 
         // Warm up every connection path once, and count a probe's requests.
         let requests = try await probe(addresses[0])
@@ -74,16 +64,6 @@ struct ManyBenchmark {
         try await body()
         let d = ContinuousClock.now - start
         return Double(d.components.seconds) + Double(d.components.attoseconds) * 1e-18
-    }
-
-    private func lines(_ count: Int, from handle: FileHandle) throws -> [String] {
-        var data = Data()
-        while data.filter({ $0 == 0x0A }).count < count {
-            let chunk = handle.availableData
-            if chunk.isEmpty { throw BenchError("the simulator exited before printing \(count) addresses") }
-            data.append(chunk)
-        }
-        return String(decoding: data, as: UTF8.self).split(separator: "\n").prefix(count).map(String.init)
     }
 }
 

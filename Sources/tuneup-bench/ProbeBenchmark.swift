@@ -16,19 +16,9 @@ struct ProbeBenchmark {
     var runs: Int
 
     func run() throws -> Result {
-        let sim = Process()
-        sim.executableURL = URL(fileURLWithPath: tuneup)
-        sim.arguments = ["sim", "headset", "--listen", "tcp:127.0.0.1:0", "--battery-drain", "0"]
-        let out = Pipe(), input = Pipe()
-        sim.standardOutput = out
-        sim.standardInput = input
-        sim.standardError = FileHandle.nullDevice
-        try sim.run()
-        defer {
-            input.fileHandleForWriting.write(Data("quit\n".utf8))
-            sim.waitUntilExit()
-        }
-        let address = try firstLine(out.fileHandleForReading)
+        let sim = try SimulatorProcess(tuneup: tuneup, count: 1)
+        defer { sim.quit() }
+        let address = sim.addresses[0]
         // One verbose run to count the requests a probe makes.
         let requests = try probe(address, verbose: true).split(separator: "\n").filter { $0.contains("] → ") }.count
         // Timed runs are spawned as a shell would (posix_spawn, output to /dev/null): Foundation's Process adds
@@ -58,15 +48,35 @@ struct ProbeBenchmark {
         }
         return String(decoding: log, as: UTF8.self)
     }
+}
 
-    private func firstLine(_ handle: FileHandle) throws -> String {
+/// `tuneup sim headset --listen tcp:127.0.0.1:0 --count N` in a process of its own, with its N addresses.
+final class SimulatorProcess {
+    let addresses: [String]
+    private let process = Process()
+    private let input = Pipe()
+
+    init(tuneup: String, count: Int) throws {
+        process.executableURL = URL(fileURLWithPath: tuneup)
+        process.arguments = ["sim", "headset", "--listen", "tcp:127.0.0.1:0", "--count", "\(count)", "--battery-drain", "0"]
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardInput = input
+        process.standardError = FileHandle.nullDevice
+        try process.run()
         var data = Data()
-        while !data.contains(0x0A) {
-            let chunk = handle.availableData
-            if chunk.isEmpty { throw BenchError("the simulator exited before printing its address") }
+        while data.filter({ $0 == 0x0A }).count < count {
+            let chunk = out.fileHandleForReading.availableData
+            if chunk.isEmpty { throw BenchError("the simulator exited before printing \(count) addresses") }
             data.append(chunk)
         }
-        return String(decoding: data.prefix { $0 != 0x0A }, as: UTF8.self)
+        addresses = String(decoding: data, as: UTF8.self).split(separator: "\n").prefix(count).map(String.init)
+    }
+
+    /// Stops the simulator and waits for it.
+    func quit() {
+        input.fileHandleForWriting.write(Data("quit\n".utf8))
+        process.waitUntilExit()
     }
 }
 

@@ -202,3 +202,28 @@ extension ConnectionTests {
         await device.shutdown()
     }
 }
+
+/// Progress for many consumers: one that subscribed before the update and one that came in the middle see the same
+/// events (the late one gets those already sent first), each with a fraction that never goes back.
+@Suite struct ProgressConsumersTests {
+    @Test func lateAndEarlyConsumersSeeTheSameEvents() async throws {
+        let device = try await makeDevice()
+        let image = try sampleImage("app-1.4.3-small.img")
+        let updater = FirmwareUpdater(image: image, options: testOptions(), sessionOptions: fastSession) { await device.connect() }
+        let early = updater.progress
+        let collectEarly = Task { var all: [UpdateProgress] = []; for await e in early { all.append(e) }; return all }
+        let late = Task { () -> [UpdateProgress] in
+            var all: [UpdateProgress] = []
+            // Subscribe once the transfer has begun.
+            for await e in updater.progress where e.phase == .write { break }
+            for await e in updater.progress { all.append(e) }
+            return all
+        }
+        _ = try await updater.run()
+        let a = await collectEarly.value, b = await late.value
+        #expect(a.count > 5 && a == b, "\(a.count) early events, \(b.count) late")
+        #expect(zip(a, a.dropFirst()).allSatisfy { $0.fraction <= $1.fraction })
+        #expect(a.last?.phase == .done && a.last?.fraction == 1)
+        await device.shutdown()
+    }
+}
