@@ -22,14 +22,16 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
     ],
     targets: [
+        // The one error shape of every module: stable codes, a failure category, one line (no dependencies).
+        .target(name: "Failure", swiftSettings: strict),
         // Pure protocol values: frames, header, enums, typed commands, CRC. No I/O.
-        .target(name: "LightX", swiftSettings: strict),
+        .target(name: "LightX", dependencies: ["Failure"], swiftSettings: strict),
         // Small C helpers for libc calls Swift cannot import directly (pty allocation, eventfd).
         .target(name: "CShims"),
         // The transport abstraction, device addresses and the byte-stream back ends.
         .target(
             name: "Transport",
-            dependencies: ["CShims", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["CShims", "Failure", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict),
         // libusb-1.0 and BlueZ's libbluetooth, found with pkg-config.
         .systemLibrary(name: "CLibUSB", pkgConfig: "libusb-1.0", providers: [.apt(["libusb-1.0-0-dev"])]),
@@ -52,13 +54,13 @@ let package = Package(
         // The client session and the typed device API.
         .target(
             name: "Headset",
-            dependencies: ["LightX", "Transport", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["Failure", "LightX", "Transport", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict),
         // Firmware images: MCUboot signed images, Intel HEX, raw; keys; the simulated application's manifest.
         .target(
             name: "Firmware",
             dependencies: [
-                "LightX",
+                "Failure", "LightX",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
             ],
@@ -66,17 +68,17 @@ let package = Package(
         // The firmware updater: the update state machine and its progress stream.
         .target(
             name: "FirmwareUpdate",
-            dependencies: ["Firmware", "Headset", "LightX", "Transport", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["Failure", "Firmware", "Headset", "LightX", "Transport", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict),
         // The simulated headset: bootloader and application firmware on a modelled NOR flash, and its servers.
         .target(
             name: "Simulator",
-            dependencies: ["LightX", "Transport", "Firmware", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["Failure", "LightX", "Transport", "Firmware", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict),
         .executableTarget(
             name: "tuneup",
             dependencies: [
-                "LightX", "Transport", "Headset", "Simulator", "Firmware", "FirmwareUpdate", "USBTransport", "USBGadget",
+                "Failure", "LightX", "Transport", "Headset", "Simulator", "Firmware", "FirmwareUpdate", "USBTransport", "USBGadget",
                 "BluetoothTransport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -99,7 +101,7 @@ let package = Package(
         .testTarget(name: "FirmwareTests", dependencies: ["Firmware", "LightX", "TestSupport"], swiftSettings: strict),
         .testTarget(
             name: "FirmwareUpdateTests",
-            dependencies: ["FirmwareUpdate", "Firmware", "Simulator", "Headset", "Transport", "LightX", "TestSupport"],
+            dependencies: ["FirmwareUpdate", "Firmware", "Simulator", "Headset", "Transport", "LightX", "Failure", "TestSupport"],
             swiftSettings: strict),
         .testTarget(name: "USBTransportTests", dependencies: ["USBTransport", "Transport", "LightX", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "USBGadgetTests", dependencies: ["USBGadget", "Transport", "LightX", "TestSupport"], swiftSettings: strict),

@@ -1,39 +1,46 @@
+import Failure
 /// An error reading, checking or building a firmware image, key or manifest.
 ///
 /// Contract: `code` is a stable classification scripts and tests can rely on; `message` is one line that names
 /// the file (when there is one) and says what is wrong. Errors compare and hash by `code` only, so tests can
 /// write `#expect(throws: ImageError(.badHash))`.
-public struct ImageError: Error, Sendable, Hashable, CustomStringConvertible {
+public struct ImageError: CodedError, Hashable {
     /// Stable classification of image errors; the raw values appear in JSON output and logs.
-    public enum Code: String, Sendable, Hashable, CaseIterable, Codable {
+    public struct Code: ErrorCode {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+
         /// A file could not be read or written.
-        case io
+        public static let io = Code(rawValue: "io")
         /// The data ends before a structure it announces (header, payload, TLV area, record).
-        case truncated
+        public static let truncated = Code(rawValue: "truncated")
         /// An MCUboot image without the 0x96f3b83d magic.
-        case badMagic = "bad-magic"
+        public static let badMagic = Code(rawValue: "bad-magic")
         /// An MCUboot header with impossible or unsupported fields (header size, flags).
-        case badHeader = "bad-header"
+        public static let badHeader = Code(rawValue: "bad-header")
         /// A malformed TLV area: wrong info magic, inconsistent sizes, bad record lengths, duplicates, bad values.
-        case badTLV = "bad-tlv"
+        public static let badTLV = Code(rawValue: "bad-tlv")
         /// The SHA-256 TLV is missing or does not match the image contents.
-        case badHash = "bad-hash"
+        public static let badHash = Code(rawValue: "bad-hash")
         /// A key is required but the image carries no Ed25519 signature.
-        case unsigned
+        public static let unsigned = Code(rawValue: "unsigned")
         /// The Ed25519 signature does not verify with the key.
-        case badSignature = "bad-signature"
+        public static let badSignature = Code(rawValue: "bad-signature")
         /// The image says (through its KEYHASH or PUBKEY TLV) that another key signed it.
-        case wrongKey = "wrong-key"
+        public static let wrongKey = Code(rawValue: "wrong-key")
         /// The image does not fit its flash region.
-        case tooLarge = "too-large"
+        public static let tooLarge = Code(rawValue: "too-large")
         /// The target region is unknown (raw or Intel HEX without `--region`), or contradicts the image's own.
-        case noRegion = "no-region"
+        public static let noRegion = Code(rawValue: "no-region")
         /// Malformed Intel HEX text.
-        case badHex = "bad-hex"
+        public static let badHex = Code(rawValue: "bad-hex")
         /// A key that cannot be used: not PEM, not Ed25519, encrypted, or public where a private key is needed.
-        case badKey = "bad-key"
+        public static let badKey = Code(rawValue: "bad-key")
         /// A simulated-application manifest that is missing, malformed or out of range.
-        case badManifest = "bad-manifest"
+        public static let badManifest = Code(rawValue: "bad-manifest")
+
+        /// The codes this version knows (others may come from newer modules).
+        public static let allCases: [Code] = [.io, .truncated, .badMagic, .badHeader, .badTLV, .badHash, .unsigned, .badSignature, .wrongKey, .tooLarge, .noRegion, .badHex, .badKey, .badManifest]
     }
 
     /// What kind of problem this is.
@@ -54,6 +61,9 @@ public struct ImageError: Error, Sendable, Hashable, CustomStringConvertible {
 
     /// The message.
     public var description: String { message }
+
+    /// A file that cannot be read or written is local; a bad image, key or manifest is refused like a device.
+    public var category: FailureCategory { code == .io ? .localFile : .device }
 
     /// The same error with `name: ` in front of the message, unless the message already starts with it.
     public func naming(_ name: String) -> ImageError {

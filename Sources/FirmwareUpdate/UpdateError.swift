@@ -1,42 +1,46 @@
+import Failure
 import Firmware
 import Headset
 import LightX
 
 /// Why an update did not complete: a stable code and a one-line message.
-public struct UpdateError: Error, Sendable, Hashable, CustomStringConvertible {
-    public enum Code: String, Sendable, Hashable, CaseIterable {
+public struct UpdateError: CodedError, Hashable {
+    public struct Code: ErrorCode {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+
         // Refused before anything was written to the device.
         /// The image is for another hardware model.
-        case wrongModel = "wrong-model"
+        public static let wrongModel = Code(rawValue: "wrong-model")
         /// The image does not fit its region.
-        case tooLarge = "too-large"
+        public static let tooLarge = Code(rawValue: "too-large")
         /// The image is older than what the device runs (use --allow-downgrade).
-        case downgrade
+        public static let downgrade = Code(rawValue: "downgrade")
         /// A key is configured but the image is not signed.
-        case unsigned
+        public static let unsigned = Code(rawValue: "unsigned")
         /// The image's signature or hash does not check out, or it was signed by another key.
-        case badSignature = "bad-signature"
+        public static let badSignature = Code(rawValue: "bad-signature")
         /// The image file is unusable.
-        case badImage = "bad-image"
+        public static let badImage = Code(rawValue: "bad-image")
         // During the update.
         /// The device never became ready (bootloader or application) within the wait.
-        case notReady = "not-ready"
+        public static let notReady = Code(rawValue: "not-ready")
         /// The device refused the authentication.
-        case authenticationFailed = "authentication-failed"
+        public static let authenticationFailed = Code(rawValue: "authentication-failed")
         /// The device answered a boot command with a failing status.
-        case deviceRefused = "device-refused"
+        public static let deviceRefused = Code(rawValue: "device-refused")
         /// The written image's CRC did not match, even after repairs.
-        case verifyFailed = "verify-failed"
+        public static let verifyFailed = Code(rawValue: "verify-failed")
         /// The device refused to commit the image.
-        case commitFailed = "commit-failed"
+        public static let commitFailed = Code(rawValue: "commit-failed")
         /// The device did not start the new image.
-        case bootFailed = "boot-failed"
+        public static let bootFailed = Code(rawValue: "boot-failed")
         /// The device started but reports another version than the image's.
-        case versionMismatch = "version-mismatch"
+        public static let versionMismatch = Code(rawValue: "version-mismatch")
         /// The link could not be re-established within the wait, or keeps dropping without progress.
-        case connectionLost = "connection-lost"
+        public static let connectionLost = Code(rawValue: "connection-lost")
         /// Another host is updating the device (its bootloader answered Fail with the reason "BUSY").
-        case deviceBusy = "device-busy"
+        public static let deviceBusy = Code(rawValue: "device-busy")
 
         /// Whether the device was left untouched.
         public var refusedBeforeWriting: Bool {
@@ -45,6 +49,9 @@ public struct UpdateError: Error, Sendable, Hashable, CustomStringConvertible {
             default: return false
             }
         }
+
+        /// The codes this version knows (others may come from newer modules).
+        public static let allCases: [Code] = [.wrongModel, .tooLarge, .downgrade, .unsigned, .badSignature, .badImage, .notReady, .authenticationFailed, .deviceRefused, .verifyFailed, .commitFailed, .bootFailed, .versionMismatch, .connectionLost, .deviceBusy]
     }
 
     public var code: Code
@@ -56,6 +63,15 @@ public struct UpdateError: Error, Sendable, Hashable, CustomStringConvertible {
     }
 
     public var description: String { message }
+
+    /// A device that cannot be used now (lost, not ready, busy) is a connection failure; everything else the device's
+    /// or the image's.
+    public var category: FailureCategory {
+        switch code {
+        case .connectionLost, .notReady, .deviceBusy: return .connection
+        default: return .device
+        }
+    }
     public static func == (lhs: UpdateError, rhs: UpdateError) -> Bool { lhs.code == rhs.code }
     public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 

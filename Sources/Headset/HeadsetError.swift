@@ -1,3 +1,4 @@
+import Failure
 import LightX
 import Transport
 
@@ -6,53 +7,56 @@ import Transport
 /// The codes cover the vendor SDK's error list (device not connected, no raw data, challenge length, more than
 /// 10 bands, no bands, wrong number of bands, connection failures, writing failed) and every status a device
 /// can answer with. Errors compare by code only.
-public struct HeadsetError: Error, Sendable, Hashable, CustomStringConvertible {
+public struct HeadsetError: CodedError, Hashable {
     /// Stable error codes. Raw values are part of the JSON output and never change meaning.
-    public enum Code: String, Sendable, Hashable, CaseIterable {
+    public struct Code: ErrorCode {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+
         // Connection (SDK: CONNECTION_PROCESS_FAILED_*, DEVICE_NOT_CONNECTED, WRITING_PROCESS_IN_AVNERA_FAILED).
         /// The device could not be opened or connected to.
-        case connectionFailed = "connection-failed"
+        public static let connectionFailed = Code(rawValue: "connection-failed")
         /// The device address or link kind does not exist on this host.
-        case deviceNotAvailable = "device-not-available"
+        public static let deviceNotAvailable = Code(rawValue: "device-not-available")
         /// A session is already open on this device.
-        case alreadyConnected = "already-connected"
+        public static let alreadyConnected = Code(rawValue: "already-connected")
         /// The session is closed or was never connected.
-        case deviceNotConnected = "device-not-connected"
+        public static let deviceNotConnected = Code(rawValue: "device-not-connected")
         /// The link went down while waiting for the device.
-        case disconnected
+        public static let disconnected = Code(rawValue: "disconnected")
         /// Sending a request failed.
-        case writeFailed = "write-failed"
+        public static let writeFailed = Code(rawValue: "write-failed")
         /// The device did not answer in time (after the configured retransmissions).
-        case timeout
+        public static let timeout = Code(rawValue: "timeout")
 
         // Data (SDK: NO_ROW_DATA_ERROR, CHALLENGE_LENGTH_NOT_16_BYTES_AS_EXPECTED, band errors).
         /// The device answered without the data the request needs.
-        case noData = "no-data"
+        public static let noData = Code(rawValue: "no-data")
         /// A reply did not fit its layout.
-        case malformedReply = "malformed-reply"
+        public static let malformedReply = Code(rawValue: "malformed-reply")
         /// The authentication challenge was not 16 bytes.
-        case challengeLength = "challenge-length"
+        public static let challengeLength = Code(rawValue: "challenge-length")
         /// The device refused the authentication response.
-        case authenticationFailed = "authentication-failed"
+        public static let authenticationFailed = Code(rawValue: "authentication-failed")
         /// The device reports more than 10 graphic-EQ bands.
-        case tooManyBands = "too-many-bands"
+        public static let tooManyBands = Code(rawValue: "too-many-bands")
         /// The device reports no graphic-EQ bands.
-        case noBands = "no-bands"
+        public static let noBands = Code(rawValue: "no-bands")
         /// A reply or an argument has a different number of bands than the device reports.
-        case wrongNumberOfBands = "wrong-number-of-bands"
+        public static let wrongNumberOfBands = Code(rawValue: "wrong-number-of-bands")
 
         // Arguments, checked before anything is sent.
         /// A value outside the range the device accepts.
-        case invalidArgument = "invalid-argument"
+        public static let invalidArgument = Code(rawValue: "invalid-argument")
 
         // Device status codes (sheet §2.3) other than Ok and Pending.
-        case deviceFailed = "device-failed"
-        case deviceNotFound = "device-not-found"
-        case deviceNotSupported = "device-not-supported"
-        case deviceExceededLimits = "device-exceeded-limits"
-        case deviceNotReady = "device-not-ready"
-        case deviceCommFailure = "device-comm-failure"
-        case deviceUnknownStatus = "device-unknown-status"
+        public static let deviceFailed = Code(rawValue: "device-failed")
+        public static let deviceNotFound = Code(rawValue: "device-not-found")
+        public static let deviceNotSupported = Code(rawValue: "device-not-supported")
+        public static let deviceExceededLimits = Code(rawValue: "device-exceeded-limits")
+        public static let deviceNotReady = Code(rawValue: "device-not-ready")
+        public static let deviceCommFailure = Code(rawValue: "device-comm-failure")
+        public static let deviceUnknownStatus = Code(rawValue: "device-unknown-status")
 
         /// The broad class of the failure, used for exit codes.
         public var category: Category {
@@ -66,17 +70,13 @@ public struct HeadsetError: Error, Sendable, Hashable, CustomStringConvertible {
                 return .device
             }
         }
+
+        /// The codes this version knows (others may come from newer modules).
+        public static let allCases: [Code] = [.connectionFailed, .deviceNotAvailable, .alreadyConnected, .deviceNotConnected, .disconnected, .writeFailed, .timeout, .noData, .malformedReply, .challengeLength, .authenticationFailed, .tooManyBands, .noBands, .wrongNumberOfBands, .invalidArgument, .deviceFailed, .deviceNotFound, .deviceNotSupported, .deviceExceededLimits, .deviceNotReady, .deviceCommFailure, .deviceUnknownStatus]
     }
 
-    /// Broad classes of failure.
-    public enum Category: String, Sendable, Hashable {
-        /// The link to the device failed or the device did not answer.
-        case connection
-        /// The device answered with an error, or with something unusable.
-        case device
-        /// The caller asked for something invalid; nothing was sent.
-        case usage
-    }
+    /// Broad classes of failure (the one `FailureCategory` of every module).
+    public typealias Category = FailureCategory
 
     public var code: Code
     public var message: String

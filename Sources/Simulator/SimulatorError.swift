@@ -1,24 +1,31 @@
+import Failure
 /// An error from the simulator (state file, lock, profile, fault-spec or control-line parsing), with a stable code and a
 /// one-line message that names the file or text at fault.
-public struct SimulatorError: Error, Sendable, Hashable, CustomStringConvertible {
+public struct SimulatorError: CodedError, Hashable {
     /// Stable classification.
-    public enum Code: String, Sendable, Hashable, CaseIterable {
+    public struct Code: ErrorCode {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+
         /// The state file exists but is not valid JSON of the expected shape, or holds values out of range.
-        case corruptState = "corrupt-state"
+        public static let corruptState = Code(rawValue: "corrupt-state")
         /// The state file was written by a different (newer or older) schema version.
-        case unsupportedStateVersion = "unsupported-state-version"
+        public static let unsupportedStateVersion = Code(rawValue: "unsupported-state-version")
         /// Another owner held the state file's lock for longer than the lock timeout.
-        case stateLocked = "state-locked"
+        public static let stateLocked = Code(rawValue: "state-locked")
         /// Reading, writing or locking the state file failed at the operating-system level.
-        case io
+        public static let io = Code(rawValue: "io")
         /// A behaviour-profile string could not be parsed.
-        case invalidProfile = "invalid-profile"
+        public static let invalidProfile = Code(rawValue: "invalid-profile")
         /// A control line could not be parsed.
-        case invalidControlLine = "invalid-control-line"
+        public static let invalidControlLine = Code(rawValue: "invalid-control-line")
         /// A server argument is out of range (device count, port range).
-        case invalidArgument = "invalid-argument"
+        public static let invalidArgument = Code(rawValue: "invalid-argument")
         /// A fault-injection spec (`FaultPlan`) could not be parsed.
-        case invalidFaults = "invalid-faults"
+        public static let invalidFaults = Code(rawValue: "invalid-faults")
+
+        /// The codes this version knows (others may come from newer modules).
+        public static let allCases: [Code] = [.corruptState, .unsupportedStateVersion, .stateLocked, .io, .invalidProfile, .invalidControlLine, .invalidArgument, .invalidFaults]
     }
 
     /// The failure class.
@@ -34,6 +41,14 @@ public struct SimulatorError: Error, Sendable, Hashable, CustomStringConvertible
 
     /// The message.
     public var description: String { message }
+
+    /// State-file problems are local files; bad profiles, fault specs, control lines and arguments are usage.
+    public var category: FailureCategory {
+        switch code {
+        case .corruptState, .unsupportedStateVersion, .stateLocked, .io: return .localFile
+        default: return .usage
+        }
+    }
 
     /// Errors compare by code only.
     public static func == (lhs: SimulatorError, rhs: SimulatorError) -> Bool { lhs.code == rhs.code }

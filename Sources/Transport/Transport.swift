@@ -1,3 +1,4 @@
+import Failure
 /// How the peer on a link delimits protocol packets.
 public enum LinkFraming: Sendable, Hashable {
     /// An unstructured byte stream (TCP, serial/tty, pty, RFCOMM, in-memory stream pairs).
@@ -33,27 +34,33 @@ public protocol Transport: AnyObject, Sendable {
 }
 
 /// An error from a transport, with a stable code for programs and a one-line message for people.
-public struct TransportError: Error, Sendable, Hashable, CustomStringConvertible {
+public struct TransportError: CodedError, Hashable {
     /// Stable classification of a transport failure.
-    public enum Code: String, Sendable, Hashable, CaseIterable {
+    public struct Code: ErrorCode {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+
         /// The address text (or another link specification, such as `LinkConditions` text) could not be parsed.
-        case invalidAddress = "invalid-address"
+        public static let invalidAddress = Code(rawValue: "invalid-address")
         /// The named device, file or host does not exist.
-        case notFound = "not-found"
+        public static let notFound = Code(rawValue: "not-found")
         /// The peer refused the connection.
-        case connectionRefused = "connection-refused"
+        public static let connectionRefused = Code(rawValue: "connection-refused")
         /// The operating system denied access (permissions).
-        case permissionDenied = "permission-denied"
+        public static let permissionDenied = Code(rawValue: "permission-denied")
         /// The device is held by another process.
-        case busy = "busy"
+        public static let busy = Code(rawValue: "busy")
         /// Opening or connecting did not finish in time.
-        case timedOut = "timed-out"
+        public static let timedOut = Code(rawValue: "timed-out")
         /// The link was closed locally or ended by the peer.
-        case closed = "closed"
+        public static let closed = Code(rawValue: "closed")
         /// This kind of link is not available on this host or in this build.
-        case unsupported = "unsupported"
+        public static let unsupported = Code(rawValue: "unsupported")
         /// Any other operating-system error.
-        case io = "io"
+        public static let io = Code(rawValue: "io")
+
+        /// The codes this version knows (others may come from newer modules).
+        public static let allCases: [Code] = [.invalidAddress, .notFound, .connectionRefused, .permissionDenied, .busy, .timedOut, .closed, .unsupported, .io]
     }
 
     /// The failure class.
@@ -72,6 +79,9 @@ public struct TransportError: Error, Sendable, Hashable, CustomStringConvertible
 
     /// The message.
     public var description: String { message }
+
+    /// A malformed address or link specification is a usage error; everything else is the link's.
+    public var category: FailureCategory { code == .invalidAddress ? .usage : .connection }
 
     /// Errors compare by code only, so tests and callers can match on the class.
     public static func == (lhs: TransportError, rhs: TransportError) -> Bool { lhs.code == rhs.code }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Failure
 import Firmware
 import FirmwareUpdate
 import Foundation
@@ -14,6 +15,16 @@ enum Exit {
     static let device: Int32 = 65
     static let connection: Int32 = 69
     static let localIO: Int32 = 74
+
+    /// The exit code of every module's failure category.
+    static func code(for category: FailureCategory) -> Int32 {
+        switch category {
+        case .usage: return usage
+        case .device: return device
+        case .connection: return connection
+        case .localFile: return localIO
+        }
+    }
 }
 
 /// A failure already explained to the user, carrying its exit code.
@@ -45,28 +56,8 @@ func failureExit(_ error: Error) -> ExitCode {
 /// stopped answering, 74 a local file or directory could not be read or written.
 func describeFailure(_ error: Error) -> (String, Int32) {
     switch error {
-    case let e as HeadsetError:
-        switch e.category {
-        case .connection: return (e.message, Exit.connection)
-        case .device: return (e.message, Exit.device)
-        case .usage: return (e.message, Exit.usage)
-        }
-    case let e as TransportError:
-        return (e.message, e.code == .invalidAddress ? Exit.usage : Exit.connection)
-    case let e as LightXError:
-        return (e.message, Exit.device)
-    case let e as UpdateError:
-        switch e.code {
-        case .connectionLost, .notReady, .deviceBusy: return (e.message, Exit.connection)
-        default: return (e.message, Exit.device)
-        }
-    case let e as ImageError:
-        return (e.message, e.code == .io ? Exit.localIO : Exit.device)
-    case let e as SimulatorError:
-        switch e.code {
-        case .corruptState, .unsupportedStateVersion, .stateLocked, .io: return (e.message, Exit.localIO)
-        case .invalidProfile, .invalidControlLine, .invalidArgument, .invalidFaults: return (e.message, Exit.usage)
-        }
+    case let e as any CodedError:
+        return (e.message, Exit.code(for: e.category))
     case let e as CommandFailure:
         return (e.message, e.code)
     case let e as ValidationError:

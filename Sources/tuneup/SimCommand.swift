@@ -162,12 +162,14 @@ struct SimCommand: AsyncParsableCommand {
             } catch {
                 throw failureExit(error)
             }
+            // Signals are handled before the addresses go out: whoever reads them may stop the simulator at once.
+            let control = ControlInput.lines()
             for endpoint in server.endpoints {
                 Output.line(endpoint)
             }
             printError("simulating \(count) headset\(count == 1 ? "" : "s") (\(options.profile)); stdin: \(SimulatorControl.usage); Ctrl-C to stop")
 
-            for await line in ControlInput.lines() {
+            for await line in control {
                 do {
                     if try await server.perform(try SimulatorControl.parse(line)) == false { break }
                 } catch {

@@ -118,7 +118,13 @@ import Testing
                 throw CLIError("tuneup \(args.joined(separator: " ")) printed no address: \(p.err.textBlocking())")
             }
             kill(p.process.processIdentifier, SIGTERM)
-            p.process.waitUntilExit()
+            let deadline = Date().addingTimeInterval(30)
+            while p.process.isRunning, Date() < deadline { usleep(10_000) }
+            if p.process.isRunning {
+                p.process.terminate()
+                kill(p.process.processIdentifier, SIGKILL)
+                throw CLIError("tuneup \(args.joined(separator: " ")) did not stop on SIGTERM within 30 s")
+            }
             return p.process.terminationStatus
         }
     }

@@ -1,0 +1,42 @@
+/// One shape for the errors of every Tuneup module: a stable, extensible code for programs, a category that says
+/// what kind of failure it is (and so the CLI's exit code), and one line for people.
+///
+/// Codes are open sets of named constants (`ErrorCode`), not enums: a newer module may add codes without breaking a
+/// caller's `switch`, which matches the codes it handles and has a `default`. Their raw values are kebab-case strings,
+/// part of the JSON output, and never change meaning.
+public protocol CodedError: Error, Sendable, CustomStringConvertible {
+    associatedtype Code: ErrorCode
+    /// The stable code.
+    var code: Code { get }
+    /// What kind of failure this is.
+    var category: FailureCategory { get }
+    /// One line, naming what failed and why.
+    var message: String { get }
+}
+
+extension CodedError {
+    public var description: String { message }
+    /// The code's raw value (the same for every module's errors: "connection-refused", "bad-signature", ...).
+    public var codeName: String { code.rawValue }
+}
+
+/// A stable error code: a named string constant (see `CodedError`).
+public protocol ErrorCode: RawRepresentable, Sendable, Hashable, Codable, CustomStringConvertible where RawValue == String {
+    init(rawValue: String)
+}
+
+extension ErrorCode {
+    public var description: String { rawValue }
+}
+
+/// What a failure means for the caller; the CLI's exit code follows from it (docs/cli.md).
+public enum FailureCategory: String, Sendable, Hashable, Codable, CaseIterable {
+    /// The request or its arguments are wrong; nothing was sent (exit 64).
+    case usage
+    /// The device refused or answered with something unusable, or an image or key is invalid (exit 65).
+    case device
+    /// The device could not be reached, stopped answering, or is busy; it may work later (exit 69).
+    case connection
+    /// A local file or directory could not be read or written (exit 74).
+    case localFile = "local-file"
+}
