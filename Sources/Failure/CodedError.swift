@@ -40,3 +40,10 @@ public enum FailureCategory: String, Sendable, Hashable, Codable, CaseIterable {
     /// A local file or directory could not be read or written (exit 74).
     case localFile = "local-file"
 }
+
+/// The code type of every module's errors: `Domain` (the error type) only keeps the sets apart; each module
+/// declares its codes as static members in `extension ErrorCodeIn where Domain == TheError`.
+public struct ErrorCodeIn<Domain>: ErrorCode {
+    public let rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+}

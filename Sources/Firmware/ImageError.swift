@@ -6,42 +6,7 @@ import Failure
 /// write `#expect(throws: ImageError(.badHash))`.
 public struct ImageError: CodedError, Hashable {
     /// Stable classification of image errors; the raw values appear in JSON output and logs.
-    public struct Code: ErrorCode {
-        public let rawValue: String
-        public init(rawValue: String) { self.rawValue = rawValue }
-
-        /// A file could not be read or written.
-        public static let io = Code(rawValue: "io")
-        /// The data ends before a structure it announces (header, payload, TLV area, record).
-        public static let truncated = Code(rawValue: "truncated")
-        /// An MCUboot image without the 0x96f3b83d magic.
-        public static let badMagic = Code(rawValue: "bad-magic")
-        /// An MCUboot header with impossible or unsupported fields (header size, flags).
-        public static let badHeader = Code(rawValue: "bad-header")
-        /// A malformed TLV area: wrong info magic, inconsistent sizes, bad record lengths, duplicates, bad values.
-        public static let badTLV = Code(rawValue: "bad-tlv")
-        /// The SHA-256 TLV is missing or does not match the image contents.
-        public static let badHash = Code(rawValue: "bad-hash")
-        /// A key is required but the image carries no Ed25519 signature.
-        public static let unsigned = Code(rawValue: "unsigned")
-        /// The Ed25519 signature does not verify with the key.
-        public static let badSignature = Code(rawValue: "bad-signature")
-        /// The image says (through its KEYHASH or PUBKEY TLV) that another key signed it.
-        public static let wrongKey = Code(rawValue: "wrong-key")
-        /// The image does not fit its flash region.
-        public static let tooLarge = Code(rawValue: "too-large")
-        /// The target region is unknown (raw or Intel HEX without `--region`), or contradicts the image's own.
-        public static let noRegion = Code(rawValue: "no-region")
-        /// Malformed Intel HEX text.
-        public static let badHex = Code(rawValue: "bad-hex")
-        /// A key that cannot be used: not PEM, not Ed25519, encrypted, or public where a private key is needed.
-        public static let badKey = Code(rawValue: "bad-key")
-        /// A simulated-application manifest that is missing, malformed or out of range.
-        public static let badManifest = Code(rawValue: "bad-manifest")
-
-        /// The codes this version knows (others may come from newer modules).
-        public static let allCases: [Code] = [.io, .truncated, .badMagic, .badHeader, .badTLV, .badHash, .unsigned, .badSignature, .wrongKey, .tooLarge, .noRegion, .badHex, .badKey, .badManifest]
-    }
+    public typealias Code = ErrorCodeIn<ImageError>
 
     /// What kind of problem this is.
     public var code: Code
@@ -75,4 +40,39 @@ public struct ImageError: CodedError, Hashable {
     public static func == (lhs: ImageError, rhs: ImageError) -> Bool { lhs.code == rhs.code }
     /// Hashes the code only, consistent with `==`.
     public func hash(into hasher: inout Hasher) { hasher.combine(code) }
+}
+
+extension ErrorCodeIn where Domain == ImageError {
+
+    /// A file could not be read or written.
+    public static var io: Self { Self(rawValue: "io") }
+    /// The data ends before a structure it announces (header, payload, TLV area, record).
+    public static var truncated: Self { Self(rawValue: "truncated") }
+    /// An MCUboot image without the 0x96f3b83d magic.
+    public static var badMagic: Self { Self(rawValue: "bad-magic") }
+    /// An MCUboot header with impossible or unsupported fields (header size, flags).
+    public static var badHeader: Self { Self(rawValue: "bad-header") }
+    /// A malformed TLV area: wrong info magic, inconsistent sizes, bad record lengths, duplicates, bad values.
+    public static var badTLV: Self { Self(rawValue: "bad-tlv") }
+    /// The SHA-256 TLV is missing or does not match the image contents.
+    public static var badHash: Self { Self(rawValue: "bad-hash") }
+    /// A key is required but the image carries no Ed25519 signature.
+    public static var unsigned: Self { Self(rawValue: "unsigned") }
+    /// The Ed25519 signature does not verify with the key.
+    public static var badSignature: Self { Self(rawValue: "bad-signature") }
+    /// The image says (through its KEYHASH or PUBKEY TLV) that another key signed it.
+    public static var wrongKey: Self { Self(rawValue: "wrong-key") }
+    /// The image does not fit its flash region.
+    public static var tooLarge: Self { Self(rawValue: "too-large") }
+    /// The target region is unknown (raw or Intel HEX without `--region`), or contradicts the image's own.
+    public static var noRegion: Self { Self(rawValue: "no-region") }
+    /// Malformed Intel HEX text.
+    public static var badHex: Self { Self(rawValue: "bad-hex") }
+    /// A key that cannot be used: not PEM, not Ed25519, encrypted, or public where a private key is needed.
+    public static var badKey: Self { Self(rawValue: "bad-key") }
+    /// A simulated-application manifest that is missing, malformed or out of range.
+    public static var badManifest: Self { Self(rawValue: "bad-manifest") }
+
+    /// The codes this version knows (others may come from newer modules).
+    public static var allCases: [Self] { [.io, .truncated, .badMagic, .badHeader, .badTLV, .badHash, .unsigned, .badSignature, .wrongKey, .tooLarge, .noRegion, .badHex, .badKey, .badManifest] }
 }

@@ -9,71 +9,7 @@ import Transport
 /// can answer with. Errors compare by code only.
 public struct HeadsetError: CodedError, Hashable {
     /// Stable error codes. Raw values are part of the JSON output and never change meaning.
-    public struct Code: ErrorCode {
-        public let rawValue: String
-        public init(rawValue: String) { self.rawValue = rawValue }
-
-        // Connection (SDK: CONNECTION_PROCESS_FAILED_*, DEVICE_NOT_CONNECTED, WRITING_PROCESS_IN_AVNERA_FAILED).
-        /// The device could not be opened or connected to.
-        public static let connectionFailed = Code(rawValue: "connection-failed")
-        /// The device address or link kind does not exist on this host.
-        public static let deviceNotAvailable = Code(rawValue: "device-not-available")
-        /// A session is already open on this device.
-        public static let alreadyConnected = Code(rawValue: "already-connected")
-        /// The session is closed or was never connected.
-        public static let deviceNotConnected = Code(rawValue: "device-not-connected")
-        /// The link went down while waiting for the device.
-        public static let disconnected = Code(rawValue: "disconnected")
-        /// Sending a request failed.
-        public static let writeFailed = Code(rawValue: "write-failed")
-        /// The device did not answer in time (after the configured retransmissions).
-        public static let timeout = Code(rawValue: "timeout")
-
-        // Data (SDK: NO_ROW_DATA_ERROR, CHALLENGE_LENGTH_NOT_16_BYTES_AS_EXPECTED, band errors).
-        /// The device answered without the data the request needs.
-        public static let noData = Code(rawValue: "no-data")
-        /// A reply did not fit its layout.
-        public static let malformedReply = Code(rawValue: "malformed-reply")
-        /// The authentication challenge was not 16 bytes.
-        public static let challengeLength = Code(rawValue: "challenge-length")
-        /// The device refused the authentication response.
-        public static let authenticationFailed = Code(rawValue: "authentication-failed")
-        /// The device reports more than 10 graphic-EQ bands.
-        public static let tooManyBands = Code(rawValue: "too-many-bands")
-        /// The device reports no graphic-EQ bands.
-        public static let noBands = Code(rawValue: "no-bands")
-        /// A reply or an argument has a different number of bands than the device reports.
-        public static let wrongNumberOfBands = Code(rawValue: "wrong-number-of-bands")
-
-        // Arguments, checked before anything is sent.
-        /// A value outside the range the device accepts.
-        public static let invalidArgument = Code(rawValue: "invalid-argument")
-
-        // Device status codes (sheet §2.3) other than Ok and Pending.
-        public static let deviceFailed = Code(rawValue: "device-failed")
-        public static let deviceNotFound = Code(rawValue: "device-not-found")
-        public static let deviceNotSupported = Code(rawValue: "device-not-supported")
-        public static let deviceExceededLimits = Code(rawValue: "device-exceeded-limits")
-        public static let deviceNotReady = Code(rawValue: "device-not-ready")
-        public static let deviceCommFailure = Code(rawValue: "device-comm-failure")
-        public static let deviceUnknownStatus = Code(rawValue: "device-unknown-status")
-
-        /// The broad class of the failure, used for exit codes.
-        public var category: Category {
-            switch self {
-            case .connectionFailed, .deviceNotAvailable, .alreadyConnected, .deviceNotConnected, .disconnected,
-                 .writeFailed, .timeout:
-                return .connection
-            case .invalidArgument:
-                return .usage
-            default:
-                return .device
-            }
-        }
-
-        /// The codes this version knows (others may come from newer modules).
-        public static let allCases: [Code] = [.connectionFailed, .deviceNotAvailable, .alreadyConnected, .deviceNotConnected, .disconnected, .writeFailed, .timeout, .noData, .malformedReply, .challengeLength, .authenticationFailed, .tooManyBands, .noBands, .wrongNumberOfBands, .invalidArgument, .deviceFailed, .deviceNotFound, .deviceNotSupported, .deviceExceededLimits, .deviceNotReady, .deviceCommFailure, .deviceUnknownStatus]
-    }
+    public typealias Code = ErrorCodeIn<HeadsetError>
 
     /// Broad classes of failure (the one `FailureCategory` of every module).
     public typealias Category = FailureCategory
@@ -143,4 +79,68 @@ public struct HeadsetError: CodedError, Hashable {
 /// "AppANCEnable" for known commands, "command 0xNN" otherwise.
 func commandName(_ command: Command) -> String {
     command.name ?? "command 0x" + String(command.rawValue, radix: 16)
+}
+
+extension ErrorCodeIn where Domain == HeadsetError {
+
+    // Connection (SDK: CONNECTION_PROCESS_FAILED_*, DEVICE_NOT_CONNECTED, WRITING_PROCESS_IN_AVNERA_FAILED).
+    /// The device could not be opened or connected to.
+    public static var connectionFailed: Self { Self(rawValue: "connection-failed") }
+    /// The device address or link kind does not exist on this host.
+    public static var deviceNotAvailable: Self { Self(rawValue: "device-not-available") }
+    /// A session is already open on this device.
+    public static var alreadyConnected: Self { Self(rawValue: "already-connected") }
+    /// The session is closed or was never connected.
+    public static var deviceNotConnected: Self { Self(rawValue: "device-not-connected") }
+    /// The link went down while waiting for the device.
+    public static var disconnected: Self { Self(rawValue: "disconnected") }
+    /// Sending a request failed.
+    public static var writeFailed: Self { Self(rawValue: "write-failed") }
+    /// The device did not answer in time (after the configured retransmissions).
+    public static var timeout: Self { Self(rawValue: "timeout") }
+
+    // Data (SDK: NO_ROW_DATA_ERROR, CHALLENGE_LENGTH_NOT_16_BYTES_AS_EXPECTED, band errors).
+    /// The device answered without the data the request needs.
+    public static var noData: Self { Self(rawValue: "no-data") }
+    /// A reply did not fit its layout.
+    public static var malformedReply: Self { Self(rawValue: "malformed-reply") }
+    /// The authentication challenge was not 16 bytes.
+    public static var challengeLength: Self { Self(rawValue: "challenge-length") }
+    /// The device refused the authentication response.
+    public static var authenticationFailed: Self { Self(rawValue: "authentication-failed") }
+    /// The device reports more than 10 graphic-EQ bands.
+    public static var tooManyBands: Self { Self(rawValue: "too-many-bands") }
+    /// The device reports no graphic-EQ bands.
+    public static var noBands: Self { Self(rawValue: "no-bands") }
+    /// A reply or an argument has a different number of bands than the device reports.
+    public static var wrongNumberOfBands: Self { Self(rawValue: "wrong-number-of-bands") }
+
+    // Arguments, checked before anything is sent.
+    /// A value outside the range the device accepts.
+    public static var invalidArgument: Self { Self(rawValue: "invalid-argument") }
+
+    // Device status codes (sheet §2.3) other than Ok and Pending.
+    public static var deviceFailed: Self { Self(rawValue: "device-failed") }
+    public static var deviceNotFound: Self { Self(rawValue: "device-not-found") }
+    public static var deviceNotSupported: Self { Self(rawValue: "device-not-supported") }
+    public static var deviceExceededLimits: Self { Self(rawValue: "device-exceeded-limits") }
+    public static var deviceNotReady: Self { Self(rawValue: "device-not-ready") }
+    public static var deviceCommFailure: Self { Self(rawValue: "device-comm-failure") }
+    public static var deviceUnknownStatus: Self { Self(rawValue: "device-unknown-status") }
+
+    /// The broad class of the failure, used for exit codes.
+    public var category: FailureCategory {
+        switch self {
+        case .connectionFailed, .deviceNotAvailable, .alreadyConnected, .deviceNotConnected, .disconnected,
+             .writeFailed, .timeout:
+            return .connection
+        case .invalidArgument:
+            return .usage
+        default:
+            return .device
+        }
+    }
+
+    /// The codes this version knows (others may come from newer modules).
+    public static var allCases: [Self] { [.connectionFailed, .deviceNotAvailable, .alreadyConnected, .deviceNotConnected, .disconnected, .writeFailed, .timeout, .noData, .malformedReply, .challengeLength, .authenticationFailed, .tooManyBands, .noBands, .wrongNumberOfBands, .invalidArgument, .deviceFailed, .deviceNotFound, .deviceNotSupported, .deviceExceededLimits, .deviceNotReady, .deviceCommFailure, .deviceUnknownStatus] }
 }

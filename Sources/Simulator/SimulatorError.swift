@@ -3,30 +3,7 @@ import Failure
 /// one-line message that names the file or text at fault.
 public struct SimulatorError: CodedError, Hashable {
     /// Stable classification.
-    public struct Code: ErrorCode {
-        public let rawValue: String
-        public init(rawValue: String) { self.rawValue = rawValue }
-
-        /// The state file exists but is not valid JSON of the expected shape, or holds values out of range.
-        public static let corruptState = Code(rawValue: "corrupt-state")
-        /// The state file was written by a different (newer or older) schema version.
-        public static let unsupportedStateVersion = Code(rawValue: "unsupported-state-version")
-        /// Another owner held the state file's lock for longer than the lock timeout.
-        public static let stateLocked = Code(rawValue: "state-locked")
-        /// Reading, writing or locking the state file failed at the operating-system level.
-        public static let io = Code(rawValue: "io")
-        /// A behaviour-profile string could not be parsed.
-        public static let invalidProfile = Code(rawValue: "invalid-profile")
-        /// A control line could not be parsed.
-        public static let invalidControlLine = Code(rawValue: "invalid-control-line")
-        /// A server argument is out of range (device count, port range).
-        public static let invalidArgument = Code(rawValue: "invalid-argument")
-        /// A fault-injection spec (`FaultPlan`) could not be parsed.
-        public static let invalidFaults = Code(rawValue: "invalid-faults")
-
-        /// The codes this version knows (others may come from newer modules).
-        public static let allCases: [Code] = [.corruptState, .unsupportedStateVersion, .stateLocked, .io, .invalidProfile, .invalidControlLine, .invalidArgument, .invalidFaults]
-    }
+    public typealias Code = ErrorCodeIn<SimulatorError>
 
     /// The failure class.
     public var code: Code
@@ -54,4 +31,27 @@ public struct SimulatorError: CodedError, Hashable {
     public static func == (lhs: SimulatorError, rhs: SimulatorError) -> Bool { lhs.code == rhs.code }
     /// Hashes the code only.
     public func hash(into hasher: inout Hasher) { hasher.combine(code) }
+}
+
+extension ErrorCodeIn where Domain == SimulatorError {
+
+    /// The state file exists but is not valid JSON of the expected shape, or holds values out of range.
+    public static var corruptState: Self { Self(rawValue: "corrupt-state") }
+    /// The state file was written by a different (newer or older) schema version.
+    public static var unsupportedStateVersion: Self { Self(rawValue: "unsupported-state-version") }
+    /// Another owner held the state file's lock for longer than the lock timeout.
+    public static var stateLocked: Self { Self(rawValue: "state-locked") }
+    /// Reading, writing or locking the state file failed at the operating-system level.
+    public static var io: Self { Self(rawValue: "io") }
+    /// A behaviour-profile string could not be parsed.
+    public static var invalidProfile: Self { Self(rawValue: "invalid-profile") }
+    /// A control line could not be parsed.
+    public static var invalidControlLine: Self { Self(rawValue: "invalid-control-line") }
+    /// A server argument is out of range (device count, port range).
+    public static var invalidArgument: Self { Self(rawValue: "invalid-argument") }
+    /// A fault-injection spec (`FaultPlan`) could not be parsed.
+    public static var invalidFaults: Self { Self(rawValue: "invalid-faults") }
+
+    /// The codes this version knows (others may come from newer modules).
+    public static var allCases: [Self] { [.corruptState, .unsupportedStateVersion, .stateLocked, .io, .invalidProfile, .invalidControlLine, .invalidArgument, .invalidFaults] }
 }

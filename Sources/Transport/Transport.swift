@@ -36,32 +36,7 @@ public protocol Transport: AnyObject, Sendable {
 /// An error from a transport, with a stable code for programs and a one-line message for people.
 public struct TransportError: CodedError, Hashable {
     /// Stable classification of a transport failure.
-    public struct Code: ErrorCode {
-        public let rawValue: String
-        public init(rawValue: String) { self.rawValue = rawValue }
-
-        /// The address text (or another link specification, such as `LinkConditions` text) could not be parsed.
-        public static let invalidAddress = Code(rawValue: "invalid-address")
-        /// The named device, file or host does not exist.
-        public static let notFound = Code(rawValue: "not-found")
-        /// The peer refused the connection.
-        public static let connectionRefused = Code(rawValue: "connection-refused")
-        /// The operating system denied access (permissions).
-        public static let permissionDenied = Code(rawValue: "permission-denied")
-        /// The device is held by another process.
-        public static let busy = Code(rawValue: "busy")
-        /// Opening or connecting did not finish in time.
-        public static let timedOut = Code(rawValue: "timed-out")
-        /// The link was closed locally or ended by the peer.
-        public static let closed = Code(rawValue: "closed")
-        /// This kind of link is not available on this host or in this build.
-        public static let unsupported = Code(rawValue: "unsupported")
-        /// Any other operating-system error.
-        public static let io = Code(rawValue: "io")
-
-        /// The codes this version knows (others may come from newer modules).
-        public static let allCases: [Code] = [.invalidAddress, .notFound, .connectionRefused, .permissionDenied, .busy, .timedOut, .closed, .unsupported, .io]
-    }
+    public typealias Code = ErrorCodeIn<TransportError>
 
     /// The failure class.
     public var code: Code
@@ -87,4 +62,29 @@ public struct TransportError: CodedError, Hashable {
     public static func == (lhs: TransportError, rhs: TransportError) -> Bool { lhs.code == rhs.code }
     /// Hashes the code only, consistent with `==`.
     public func hash(into hasher: inout Hasher) { hasher.combine(code) }
+}
+
+extension ErrorCodeIn where Domain == TransportError {
+
+    /// The address text (or another link specification, such as `LinkConditions` text) could not be parsed.
+    public static var invalidAddress: Self { Self(rawValue: "invalid-address") }
+    /// The named device, file or host does not exist.
+    public static var notFound: Self { Self(rawValue: "not-found") }
+    /// The peer refused the connection.
+    public static var connectionRefused: Self { Self(rawValue: "connection-refused") }
+    /// The operating system denied access (permissions).
+    public static var permissionDenied: Self { Self(rawValue: "permission-denied") }
+    /// The device is held by another process.
+    public static var busy: Self { Self(rawValue: "busy") }
+    /// Opening or connecting did not finish in time.
+    public static var timedOut: Self { Self(rawValue: "timed-out") }
+    /// The link was closed locally or ended by the peer.
+    public static var closed: Self { Self(rawValue: "closed") }
+    /// This kind of link is not available on this host or in this build.
+    public static var unsupported: Self { Self(rawValue: "unsupported") }
+    /// Any other operating-system error.
+    public static var io: Self { Self(rawValue: "io") }
+
+    /// The codes this version knows (others may come from newer modules).
+    public static var allCases: [Self] { [.invalidAddress, .notFound, .connectionRefused, .permissionDenied, .busy, .timedOut, .closed, .unsupported, .io] }
 }
