@@ -1,4 +1,6 @@
-import Failure
+#if canImport(Failure)
+import Failure  // tools/fuzz/run.sh compiles LightX and Failure as one module
+#endif
 /// An error from encoding or decoding LightX values, with a stable code and a one-line message.
 public struct LightXError: CodedError, Hashable {
     /// Stable classification.

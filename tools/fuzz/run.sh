@@ -10,7 +10,8 @@ seconds=${1:-60}
 binary="$here/fuzz-lightx"
 
 swiftc -O -sanitize=fuzzer,address -parse-as-library -module-name LightXFuzz \
-    "$root"/Sources/LightX/*.swift "$root/Tests/LightXTests/DecoderReplay.swift" "$here/FuzzStreamDecoder.swift" \
+    "$root"/Sources/Failure/*.swift "$root"/Sources/LightX/*.swift "$root/Tests/LightXTests/DecoderReplay.swift" \
+    "$here/FuzzStreamDecoder.swift" \
     -o "$binary"
 
 mkdir -p "$here/corpus"
