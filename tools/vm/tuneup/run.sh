@@ -49,7 +49,7 @@ adaptive=$(since $t)
 check usb-probe-after-flash tuneup probe --device usb:1209:0001
 expect usb-probe-new-version /tmp/usb-probe-after-flash.out "1.5.0"
 t=$(now)
-check usb-flash-fixed-polling tuneup flash /images/app-1.5.0.img --device usb:1209:0001 --no-resume --poll-interval 50ms --wait 60
+check usb-flash-fixed-polling tuneup flash /images/app-1.5.0.img --device usb:1209:0001 --no-resume --force --poll-interval 50ms --wait 60
 fixed=$(since $t)
 echo "INFO usb flash of app-1.5.0.img (164515 bytes): adaptive polling ${adaptive} s, fixed 50 ms polling ${fixed} s, ratio $(awk -v a=$adaptive -v b=$fixed 'BEGIN { printf "%.1f", b / a }')x"
 grep -E "^Written|^Total" /tmp/usb-flash.out | sed 's/^/INFO usb adaptive: /'
