@@ -15,9 +15,17 @@ public protocol CodedError: Error, Sendable, CustomStringConvertible {
 }
 
 extension CodedError {
+    /// The message.
     public var description: String { message }
     /// The code's raw value (the same for every module's errors: "connection-refused", "bad-signature", ...).
     public var codeName: String { code.rawValue }
+}
+
+/// Errors compare and hash by code only, so tests and callers can match on the class of a failure whatever its
+/// message or details.
+extension CodedError where Self: Hashable {
+    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
+    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 }
 
 /// A stable error code: a named string constant (see `CodedError`).

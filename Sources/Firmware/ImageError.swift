@@ -24,9 +24,6 @@ public struct ImageError: CodedError, Hashable {
         self.init(code, code.rawValue)
     }
 
-    /// The message.
-    public var description: String { message }
-
     /// A file that cannot be read or written is local; a bad image, key or manifest is refused like a device.
     public var category: FailureCategory { code == .io ? .localFile : .device }
 
@@ -36,10 +33,6 @@ public struct ImageError: CodedError, Hashable {
         return ImageError(code, "\(name): \(message)")
     }
 
-    /// Errors compare by code only.
-    public static func == (lhs: ImageError, rhs: ImageError) -> Bool { lhs.code == rhs.code }
-    /// Hashes the code only, consistent with `==`.
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 }
 
 extension ErrorCodeIn where Domain == ImageError {

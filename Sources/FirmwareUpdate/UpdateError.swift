@@ -15,8 +15,6 @@ public struct UpdateError: CodedError, Hashable {
         self.message = message
     }
 
-    public var description: String { message }
-
     /// A device that cannot be used now (lost, not ready, busy) is a connection failure; everything else the device's
     /// or the image's.
     public var category: FailureCategory {
@@ -25,8 +23,6 @@ public struct UpdateError: CodedError, Hashable {
         default: return .device
         }
     }
-    public static func == (lhs: UpdateError, rhs: UpdateError) -> Bool { lhs.code == rhs.code }
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 
     /// The device is being updated by another host.
     static let busy = UpdateError(.deviceBusy, "another host is updating this device; wait for it to finish (or power-cycle the device)")

@@ -30,13 +30,8 @@ public struct HeadsetError: CodedError, Hashable {
         self.command = command
     }
 
-    public var description: String { message }
-
     /// The broad class of this error.
     public var category: Category { code.category }
-
-    public static func == (lhs: HeadsetError, rhs: HeadsetError) -> Bool { lhs.code == rhs.code }
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 
     /// The error for a reply with a failing `status` to `command`; `buffer` is the reply's, which may give a reason.
     public static func deviceStatus(_ status: Status, command: Command, buffer: ArraySlice<UInt8> = []) -> HeadsetError {

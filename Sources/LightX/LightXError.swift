@@ -14,14 +14,9 @@ public struct LightXError: CodedError, Hashable {
         self.message = message
     }
 
-    public var description: String { message }
-
     /// Bytes that do not fit the protocol: the device's (or the image's) fault.
     public var category: FailureCategory { .device }
 
-    /// Errors compare by code only.
-    public static func == (lhs: LightXError, rhs: LightXError) -> Bool { lhs.code == rhs.code }
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 }
 
 extension ErrorCodeIn where Domain == LightXError {

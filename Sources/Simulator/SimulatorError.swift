@@ -16,9 +16,6 @@ public struct SimulatorError: CodedError, Hashable {
         self.message = message
     }
 
-    /// The message.
-    public var description: String { message }
-
     /// State-file problems are local files; bad profiles, fault specs, control lines and arguments are usage.
     public var category: FailureCategory {
         switch code {
@@ -27,10 +24,6 @@ public struct SimulatorError: CodedError, Hashable {
         }
     }
 
-    /// Errors compare by code only.
-    public static func == (lhs: SimulatorError, rhs: SimulatorError) -> Bool { lhs.code == rhs.code }
-    /// Hashes the code only.
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 }
 
 extension ErrorCodeIn where Domain == SimulatorError {

@@ -52,16 +52,9 @@ public struct TransportError: CodedError, Hashable {
         self.errno = errno
     }
 
-    /// The message.
-    public var description: String { message }
-
     /// A malformed address or link specification is a usage error; everything else is the link's.
     public var category: FailureCategory { code == .invalidAddress ? .usage : .connection }
 
-    /// Errors compare by code only, so tests and callers can match on the class.
-    public static func == (lhs: TransportError, rhs: TransportError) -> Bool { lhs.code == rhs.code }
-    /// Hashes the code only, consistent with `==`.
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 }
 
 extension ErrorCodeIn where Domain == TransportError {

@@ -33,6 +33,17 @@ import Transport
         }
     }
 
+    /// Errors compare and hash by code only (messages and details differ from one occurrence to the next).
+    @Test func errorsCompareByCode() {
+        #expect(HeadsetError(.timeout, "a", command: .appBatteryLevel) == HeadsetError(.timeout, "b"))
+        #expect(HeadsetError(.timeout, "a") != HeadsetError(.disconnected, "a"))
+        #expect(Set([TransportError(.closed, "x", errno: 9), TransportError(.closed, "y")]).count == 1)
+        #expect(LightXError(.truncated, "a") == LightXError(.truncated, "b"))
+        #expect(UpdateError(.deviceBusy, "a") == UpdateError(.deviceBusy, "b"))
+        #expect(ImageError(.io, "a") == ImageError(.io, "b") && ImageError(.io, "a") != ImageError(.badHash, "a"))
+        #expect(SimulatorError(.io, "a").hashValue == SimulatorError(.io, "b").hashValue)
+    }
+
     /// A code this version does not know (from a newer module, or JSON) is a value like any other: it compares,
     /// round-trips through JSON, and a caller's `switch` takes its `default`.
     @Test func codesAreOpen() throws {

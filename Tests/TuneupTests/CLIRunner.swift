@@ -35,8 +35,10 @@ enum CLI {
 
     /// Runs `executable ARGS` to completion, blocking the calling thread (at most `timeout` seconds, then it is
     /// terminated and `name` is named in the error). `environment` overrides the test's own (nil removes a variable).
+    /// `stdoutTo`/`stderrTo`: a file (e.g. /dev/full) instead of a pipe; the result's text is then empty.
     static func runProcess(_ executable: URL, _ args: [String], environment: [String: String?], stdin: String? = nil,
-                           directory: String? = nil, timeout: Double, name: String) throws -> Result {
+                           directory: String? = nil, stdoutTo: String? = nil, stderrTo: String? = nil,
+                           timeout: Double, name: String) throws -> Result {
         let p = Process()
         p.executableURL = executable
         if let directory { p.currentDirectoryURL = URL(fileURLWithPath: directory) }
@@ -45,23 +47,24 @@ enum CLI {
         for (key, value) in environment { env[key] = value }
         p.environment = env
         let out = Pipe(), err = Pipe(), input = Pipe()
-        p.standardOutput = out
-        p.standardError = err
+        p.standardOutput = stdoutTo.flatMap { FileHandle(forWritingAtPath: $0) } ?? out
+        p.standardError = stderrTo.flatMap { FileHandle(forWritingAtPath: $0) } ?? err
         p.standardInput = input
         try p.run()
         if let stdin { input.fileHandleForWriting.write(Data(stdin.utf8)) }
         try input.fileHandleForWriting.close()
-        let outData = Collector(out.fileHandleForReading)
-        let errData = Collector(err.fileHandleForReading)
+        // A pipe not handed to the process never ends: collect only those that were.
+        let outData = stdoutTo == nil ? Collector(out.fileHandleForReading) : nil
+        let errData = stderrTo == nil ? Collector(err.fileHandleForReading) : nil
         let deadline = Date().addingTimeInterval(timeout)
         while p.isRunning && Date() < deadline { usleep(10_000) }
         if p.isRunning {
             p.terminate()
             p.waitUntilExit()
-            throw CLIError("\(name) did not finish in \(timeout) s; stderr: \(errData.textBlocking())")
+            throw CLIError("\(name) did not finish in \(timeout) s; stderr: \(errData?.textBlocking() ?? "")")
         }
         p.waitUntilExit()
-        return Result(status: p.terminationStatus, stdout: outData.textBlocking(), stderr: errData.textBlocking())
+        return Result(status: p.terminationStatus, stdout: outData?.textBlocking() ?? "", stderr: errData?.textBlocking() ?? "")
     }
 }
 

@@ -8,24 +8,12 @@ import Testing
     /// `tuneup ARGS` with stdout and/or stderr sent to `path` (e.g. /dev/full) instead of a pipe.
     static func run(_ args: [String], state: String, stdoutTo: String? = nil, stderrTo: String? = nil,
                     environment: [String: String] = [:]) async throws -> CLI.Result {
-        try await offThePool {
-            let p = Process()
-            p.executableURL = CLI.binary
-            p.arguments = args
-            var env = ProcessInfo.processInfo.environment
-            env["XDG_STATE_HOME"] = state
-            env["TUNEUP_DEVICE"] = nil
-            for (k, v) in environment { env[k] = v }
-            p.environment = env
-            let out = Pipe(), err = Pipe()
-            if let stdoutTo { p.standardOutput = FileHandle(forWritingAtPath: stdoutTo) } else { p.standardOutput = out }
-            if let stderrTo { p.standardError = FileHandle(forWritingAtPath: stderrTo) } else { p.standardError = err }
-            p.standardInput = Pipe()
-            try p.run()
-            let o = stdoutTo == nil ? Collector(out.fileHandleForReading) : nil
-            let e = stderrTo == nil ? Collector(err.fileHandleForReading) : nil
-            p.waitUntilExit()
-            return CLI.Result(status: p.terminationStatus, stdout: o?.textBlocking() ?? "", stderr: e?.textBlocking() ?? "")
+        var env: [String: String?] = ["XDG_STATE_HOME": state, "TUNEUP_DEVICE": nil]
+        for (k, v) in environment { env[k] = v }
+        let overrides = env
+        return try await offThePool {
+            try CLI.runProcess(CLI.binary, args, environment: overrides, stdoutTo: stdoutTo, stderrTo: stderrTo, timeout: 120,
+                               name: "tuneup \(args.joined(separator: " "))")
         }
     }
 
