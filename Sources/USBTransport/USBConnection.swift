@@ -41,8 +41,7 @@ struct ControlRequest: Sendable {
     }
 }
 
-/// An open, claimed device with its own libusb context and the one thread that handles that context's events.
-/// Internal.
+/// An open, claimed device, served by the process's one libusb context and event thread (`USBEventLoop`). Internal.
 ///
 /// - Control transfers are submitted asynchronously (`libusb_submit_transfer`) from any thread; their callbacks run
 ///   on the event thread and resume the waiting task. Each transfer's buffer (setup packet + data) is allocated when
@@ -50,14 +49,17 @@ struct ControlRequest: Sendable {
 /// - A transfer in flight is never freed before its callback. Task cancellation does not unlink a transfer in flight
 ///   (see `perform`); `shutdown()` does, and waits for the callbacks.
 /// - `shutdown()` refuses new transfers, cancels the ones in flight, and lets the event thread finish them; then, on
-///   that thread, it releases interface 0, re-attaches the kernel driver it detached, closes the handle and exits
-///   the context. `shutdownAndWait()` waits for exactly that.
-final class USBConnection: @unchecked Sendable {
-    let context: OpaquePointer
+///   that thread, it releases interface 0, re-attaches the kernel driver it detached and closes the handle and the
+///   device node. `shutdownAndWait()` waits for exactly that.
+final class USBConnection: USBEventLoop.Client, @unchecked Sendable {
     let handle: OpaquePointer
+    /// The device node the handle wraps (`libusb_wrap_sys_device`), closed after the handle; -1 when libusb opened
+    /// the device itself.
+    let node: Int32
     let detachedKernelDriver: Bool
     let peer: String
     private let logger: Logger?
+    private let loop: USBEventLoop
 
     private struct State {
         var stopping = false
@@ -68,19 +70,19 @@ final class USBConnection: @unchecked Sendable {
 
     private let state = Mutex(State())
 
-    /// Takes ownership of an opened context and claimed handle and starts the event thread. On failure everything
-    /// is released (the driver re-attached) before the error is thrown.
-    init(context: OpaquePointer, handle: OpaquePointer, detachedKernelDriver: Bool, peer: String, logger: Logger?) throws(TransportError) {
-        self.context = context
-        self.handle = handle
-        self.detachedKernelDriver = detachedKernelDriver
+    /// Takes ownership of an opened, claimed device and registers it with the shared event loop. On failure
+    /// everything is released (the driver re-attached) before the error is thrown.
+    init(_ opened: USBOpen.Opened, peer: String, logger: Logger?) throws(TransportError) {
+        self.handle = opened.handle
+        self.node = opened.node
+        self.detachedKernelDriver = opened.detachedKernelDriver
+        self.loop = opened.loop
         self.peer = peer
         self.logger = logger
-        let events = USBPointer(raw: self)
         do {
-            try DedicatedThread.spawn(name: "tuneup-usb") { events.raw.runEvents() }
+            try loop.register(self)
         } catch {
-            Self.release(context: context, handle: handle, detached: detachedKernelDriver, peer: peer, logger: logger)
+            opened.discard(peer: peer, logger: logger)
             throw error
         }
     }
@@ -88,35 +90,23 @@ final class USBConnection: @unchecked Sendable {
     /// Whether `shutdown()` was called.
     var isStopping: Bool { state.withLock { $0.stopping } }
 
-    // MARK: Event thread
+    /// Stopped with no transfer in flight: the event loop may tear the connection down.
+    var isReadyForTeardown: Bool { state.withLock { $0.stopping && $0.inFlight.isEmpty } }
 
-    private func runEvents() {
-        // The thread keeps the connection alive until teardown is complete.
-        let retained = self
-        logger?.trace("\(peer): libusb event thread started")
-        while true {
-            let done = state.withLock { $0.stopping && $0.inFlight.isEmpty }
-            if done { break }
-            var timeout = timeval(tv_sec: 0, tv_usec: 100_000)
-            let rc = libusb_handle_events_timeout_completed(context, &timeout, nil)
-            if rc != 0 && rc != LIBUSB_ERROR_INTERRUPTED.rawValue {
-                logger?.debug("\(peer): libusb_handle_events: \(LibUSBErrors.name(rc))")
-                usleep(10_000)
-            }
-        }
-        Self.release(context: context, handle: handle, detached: detachedKernelDriver, peer: peer, logger: logger)
+    /// Releases the device and wakes `shutdownAndWait()`. Called once, on the event thread.
+    func tearDown() {
+        Self.release(handle: handle, node: node, detached: detachedKernelDriver, peer: peer, logger: logger)
         let waiters = state.withLock { s -> [CheckedContinuation<Void, Never>] in
             s.finished = true
             defer { s.finishWaiters.removeAll() }
             return s.finishWaiters
         }
         for waiter in waiters { waiter.resume() }
-        withExtendedLifetime(retained) {}
     }
 
     /// Releases interface 0, gives the interface back to the kernel driver if it was detached, closes the handle and
-    /// exits the context. Blocking: runs on the event thread (or the opening thread on failure).
-    static func release(context: OpaquePointer, handle: OpaquePointer, detached: Bool, peer: String, logger: Logger?) {
+    /// then the device node. Blocking: runs on the event thread (or the opening thread on failure).
+    static func release(handle: OpaquePointer, node: Int32, detached: Bool, peer: String, logger: Logger?) {
         let released = libusb_release_interface(handle, 0)
         if released != 0 { logger?.debug("\(peer): release interface 0: \(LibUSBErrors.name(released))") }
         if detached {
@@ -128,7 +118,7 @@ final class USBConnection: @unchecked Sendable {
             }
         }
         libusb_close(handle)
-        libusb_exit(context)
+        if node >= 0 { Glibc.close(node) }
         logger?.trace("\(peer): closed")
     }
 
@@ -144,10 +134,10 @@ final class USBConnection: @unchecked Sendable {
         }
         guard let transfers else { return }
         for transfer in transfers { transfer.cancel() }
-        libusb_interrupt_event_handler(context)
+        loop.wake()
     }
 
-    /// `shutdown()`, then waits until the device is released and the context is gone.
+    /// `shutdown()`, then waits until the device is released and its node closed.
     func shutdownAndWait() async {
         shutdown()
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
@@ -256,7 +246,7 @@ final class USBConnection: @unchecked Sendable {
             s.inFlight[ObjectIdentifier(box)] = nil
             return s.stopping && s.inFlight.isEmpty
         }
-        if wake { libusb_interrupt_event_handler(context) }
+        if wake { loop.wake() }
     }
 }
 

@@ -16,8 +16,8 @@ import Transport
 ///   `PollSchedule` while requests are outstanding (counted from `send`, one fewer per reply that is not a push and
 ///   not Pending), and every `Options.idlePollInterval` otherwise, for pushes. A count that sees no reply for 10 s
 ///   is dropped (the device lost those requests; the session's own timeouts report them).
-/// - All control transfers are asynchronous libusb transfers whose events are handled on the connection's own
-///   thread; nothing blocks Swift's cooperative pool.
+/// - All control transfers are asynchronous libusb transfers in the process's one libusb context, whose events one
+///   thread handles for every open device; nothing blocks Swift's cooperative pool.
 /// - Cancellation: a `receive()` sleeping between polls throws `CancellationError` at once. A control transfer already
 ///   in flight is allowed to finish (normally 1-5 ms, at most `controlTimeout`) instead of being unlinked halfway,
 ///   which would tear the request or lose a reply the device has already dequeued; then the call throws
@@ -137,9 +137,7 @@ public final class USBHIDTransport: Transport {
             }
             switch attempt {
             case .opened(let opened):
-                let connection = try USBConnection(
-                    context: opened.context, handle: opened.handle, detachedKernelDriver: opened.detachedKernelDriver,
-                    peer: peer, logger: logger)
+                let connection = try USBConnection(opened, peer: peer, logger: logger)
                 return USBHIDTransport(connection: connection, location: opened.location, deviceNumber: opened.address, peer: peer,
                                        options: options, logger: logger)
             case .notFound(let seen):

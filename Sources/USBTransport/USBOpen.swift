@@ -1,14 +1,18 @@
 import CLibUSB
+import Glibc
 import Logging
 import Transport
 
-/// Finding and opening a device: one scan with a fresh context, matching, libusb_open, detaching the kernel HID
-/// driver and claiming interface 0. Blocking: runs on a dedicated thread. Internal.
+/// Finding and opening a device: one scan with a fresh context, matching, opening the device node and wrapping it in
+/// the shared context (`USBEventLoop`), detaching the kernel HID driver and claiming interface 0. Blocking: runs on a
+/// thread of the blocking pool. Internal.
 enum USBOpen {
-    /// An opened, claimed device whose context and handle are owned by whoever holds this value.
+    /// An opened, claimed device whose handle and node are owned by whoever holds this value.
     struct Opened: @unchecked Sendable {
-        let context: OpaquePointer
+        let loop: USBEventLoop
         let handle: OpaquePointer
+        /// The device node, which the handle wraps.
+        let node: Int32
         let detachedKernelDriver: Bool
         let location: USBDeviceLocation
         /// The device number on its bus (changes when the device re-enumerates).
@@ -16,7 +20,7 @@ enum USBOpen {
 
         /// Releases everything (used when nobody takes the device, e.g. the opener was cancelled).
         func discard(peer: String, logger: Logger?) {
-            USBConnection.release(context: context, handle: handle, detached: detachedKernelDriver, peer: peer, logger: logger)
+            USBConnection.release(handle: handle, node: node, detached: detachedKernelDriver, peer: peer, logger: logger)
         }
     }
 
@@ -36,8 +40,14 @@ enum USBOpen {
     /// One attempt. `retryAccess`: whether a permission error may be transient (while waiting for a device to come
     /// back, udev may not have applied its rule to the new node yet).
     static func attempt(filter: USBDeviceFilter, peer: String, retryAccess: Bool, logger: Logger?) -> Attempt {
+        let loop: USBEventLoop
         let scan: USBScan
-        do { scan = try USBScan() } catch { return .failed(error) }
+        do {
+            loop = try USBEventLoop.shared.get()
+            scan = try USBScan()
+        } catch {
+            return .failed(error)
+        }
         defer { scan.finish() }
 
         var matches = scan.devices.indices.filter { filter.matches(scan.devices[$0].location) }
@@ -83,12 +93,16 @@ enum USBOpen {
         if let problem = interfaceProblem(device) {
             return .failed(TransportError(.unsupported, "\(location) is not a LightX USB headset: \(problem)"))
         }
-        var handleOut: OpaquePointer?
-        var rc = libusb_open(device, &handleOut)
+        let (handleOut, fd, rc0) = open(bus: location.bus, address: address, node: node, in: loop)
+        var rc = rc0
         guard rc == 0, let handle = handleOut else {
             let error = LibUSBErrors.openError(rc, "cannot open \(peer) (\(location), \(node))")
             let transient = LibUSBErrors.isTransientOpenError(rc) && (rc != LIBUSB_ERROR_ACCESS.rawValue || retryAccess)
             return transient ? .retry(error) : .failed(error)
+        }
+        func giveUp() {
+            libusb_close(handle)
+            if fd >= 0 { Glibc.close(fd) }
         }
         var detached = false
         if libusb_kernel_driver_active(handle, 0) == 1 {
@@ -97,7 +111,7 @@ enum USBOpen {
                 detached = true
                 logger?.debug("\(peer): detached the kernel HID driver from \(location)")
             } else if rc != LIBUSB_ERROR_NOT_FOUND.rawValue {
-                libusb_close(handle)
+                giveUp()
                 let error = LibUSBErrors.openError(rc, "cannot detach the kernel HID driver from \(peer) (\(location))")
                 return LibUSBErrors.isTransientOpenError(rc) && rc != LIBUSB_ERROR_ACCESS.rawValue ? .retry(error) : .failed(error)
             }
@@ -105,14 +119,52 @@ enum USBOpen {
         rc = libusb_claim_interface(handle, 0)
         guard rc == 0 else {
             if detached { _ = libusb_attach_kernel_driver(handle, 0) }
-            libusb_close(handle)
+            giveUp()
             let error = LibUSBErrors.openError(rc, "cannot claim interface 0 of \(peer) (\(location))")
             let transient = rc == LIBUSB_ERROR_NO_DEVICE.rawValue || rc == LIBUSB_ERROR_NOT_FOUND.rawValue
             return transient ? .retry(error) : .failed(error)
         }
-        scan.keepContext()
         logger?.debug("\(peer): opened \(location) at \(node), interface 0 claimed")
-        return .opened(Opened(context: scan.context, handle: handle, detachedKernelDriver: detached, location: location, address: address))
+        return .opened(Opened(loop: loop, handle: handle, node: fd, detachedKernelDriver: detached, location: location, address: address))
+    }
+
+    /// Opens the device at `bus`/`address` in the shared context. Returns the handle and the device node it wraps
+    /// (-1 when none), or a libusb error code.
+    ///
+    /// The shared context's own device list is used when it knows the device (udevd keeps it current on a normal
+    /// system, and so does umockdev's fake udev). A device it has not seen — without udevd, as in the test VM, a
+    /// context never learns of devices that appear after it started — joins through its node
+    /// (`libusb_wrap_sys_device`).
+    private static func open(bus: UInt8, address: UInt8, node: String, in loop: USBEventLoop) -> (OpaquePointer?, Int32, Int32) {
+        if let device = loop.device(bus: bus, address: address) {
+            defer { libusb_unref_device(device) }
+            var handle: OpaquePointer?
+            let rc = libusb_open(device, &handle)
+            if rc == 0, let handle { return (handle, -1, 0) }
+            guard rc == LIBUSB_ERROR_NO_DEVICE.rawValue || rc == LIBUSB_ERROR_NOT_FOUND.rawValue else { return (nil, -1, rc) }
+        }
+        return wrap(node: node, in: loop)
+    }
+
+    /// Opens the device node `path` and wraps it in the shared context. Returns the handle and the node, or a
+    /// libusb error code (an errno from opening the node is mapped to the libusb code that means the same).
+    private static func wrap(node path: String, in loop: USBEventLoop) -> (OpaquePointer?, Int32, Int32) {
+        let fd = Glibc.open(path, O_RDWR | O_CLOEXEC)
+        guard fd >= 0 else {
+            switch errno {
+            case EACCES, EPERM: return (nil, -1, LIBUSB_ERROR_ACCESS.rawValue)
+            case ENOENT, ENODEV, ENXIO: return (nil, -1, LIBUSB_ERROR_NO_DEVICE.rawValue)
+            case EBUSY: return (nil, -1, LIBUSB_ERROR_BUSY.rawValue)
+            default: return (nil, -1, LIBUSB_ERROR_IO.rawValue)
+            }
+        }
+        var handle: OpaquePointer?
+        let rc = libusb_wrap_sys_device(loop.context, Int(fd), &handle)
+        guard rc == 0, handle != nil else {
+            Glibc.close(fd)
+            return (nil, -1, rc == 0 ? LIBUSB_ERROR_OTHER.rawValue : rc)
+        }
+        return (handle, fd, 0)
     }
 
     /// Why the device's interface 0 cannot carry LightX reports (it must be HID, class 3), or nil when it can — or

@@ -11,7 +11,7 @@ final class USBScan {
     private(set) var devices: [(device: OpaquePointer, location: USBDeviceLocation, address: UInt8)] = []
     /// Descriptors of the devices, by position in `devices`.
     private(set) var descriptors: [libusb_device_descriptor] = []
-    private var contextHandedOver = false
+    private var contextExited = false
 
     /// Initialises a context and lists the devices.
     ///
@@ -47,20 +47,17 @@ final class USBScan {
     /// Devices other than root hubs.
     var attachedCount: Int { devices.filter { !$0.location.ports.isEmpty }.count }
 
-    /// Frees the list and, unless `keepContext()` was called, exits the context. Idempotent.
+    /// Frees the list and exits the context. Idempotent.
     func finish() {
         if let list {
             libusb_free_device_list(list, 1)
             self.list = nil
         }
-        if !contextHandedOver {
-            contextHandedOver = true
+        if !contextExited {
+            contextExited = true
             libusb_exit(context)
         }
     }
-
-    /// Hands the context to an opened connection: `finish()` no longer exits it.
-    func keepContext() { contextHandedOver = true }
 
     deinit { finish() }
 
