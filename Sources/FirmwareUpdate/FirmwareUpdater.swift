@@ -189,9 +189,8 @@ public final class FirmwareUpdater: Sendable {
                 // What was remembered from the first bad sector on after a mismatch is wrong: redone from the erase.
                 machine?.resume(verifiedPrefix: first, afterMismatch: mismatch)
                 mismatch = false
-                if let m = machine, !m.isComplete {
-                    // Progress counts the whole image: what the device holds already is done.
-                    reporter.beginTransfer(bytes: m.bytesTotal, sectors: m.sectorsTotal, done: m.bytesDone, window: m.window.size)
+                if machine?.isComplete == false {
+                    reporter.beginTransfer(machine!)
                     let t0 = ContinuousClock.now
                     defer { transferSeconds += (ContinuousClock.now - t0).seconds }
                     try await TransferPipeline.run(&machine!, on: bootloader) { [reporter] in reporter.transfer($0) }

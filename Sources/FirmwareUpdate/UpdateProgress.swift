@@ -111,6 +111,12 @@ final class ProgressReporter: Sendable {
         }
     }
 
+    /// The transfer (re)starts as `machine` has it. Progress counts the whole image: what the device holds already
+    /// is done.
+    func beginTransfer(_ machine: TransferMachine) {
+        beginTransfer(bytes: machine.bytesTotal, sectors: machine.sectorsTotal, done: machine.bytesDone, window: machine.window.size)
+    }
+
     /// Transfer progress: work done as a fraction of the transfer, plus counters. Events are rate-limited.
     func transfer(phase: UpdatePhase, bytesWritten: Int, sectorsErased: Int, workFraction: Double, window: Int) {
         emit(force: false) { s in
