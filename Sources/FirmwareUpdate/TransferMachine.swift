@@ -328,7 +328,9 @@ struct TransferMachine: Sendable {
         case let .erase(s, _):
             return .erase(region, sector: s, addressed: addressedErase)
         case let .write(offset, _):
-            return .write(region, offset: offset, data: Array((plan?.padded ?? [])[offset..<(offset + FlashRegion.blockSize)]))
+            let padded = plan?.padded ?? []
+            let end = min(padded.count, offset + FlashRegion.blockSize)
+            return .write(region, offset: offset, data: offset < end ? Array(padded[offset..<end]) : [])
         case let .read(offset, count):
             return .read(region, offset: readStart + offset, count: count)
         }
