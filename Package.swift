@@ -15,6 +15,7 @@ let package = Package(
         .library(name: "Simulator", targets: ["Simulator"]),
         .library(name: "Firmware", targets: ["Firmware"]),
         .library(name: "FirmwareUpdate", targets: ["FirmwareUpdate"]),
+        .library(name: "Progress", targets: ["Progress"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -65,10 +66,12 @@ let package = Package(
                 .product(name: "CryptoExtras", package: "swift-crypto"),
             ],
             swiftSettings: strict),
+        // Weighted, nested progress phases whose overall fraction never goes back, for any number of consumers.
+        .target(name: "Progress", dependencies: ["Failure", "Transport"], swiftSettings: strict),
         // The firmware updater: the update state machine and its progress stream.
         .target(
             name: "FirmwareUpdate",
-            dependencies: ["Failure", "Firmware", "Headset", "LightX", "Transport", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["Failure", "Firmware", "Headset", "LightX", "Progress", "Transport", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict),
         // The simulated headset: bootloader and application firmware on a modelled NOR flash, and its servers.
         .target(
@@ -101,11 +104,12 @@ let package = Package(
         .testTarget(name: "FirmwareTests", dependencies: ["Firmware", "LightX", "TestSupport"], swiftSettings: strict),
         .testTarget(
             name: "FirmwareUpdateTests",
-            dependencies: ["FirmwareUpdate", "Firmware", "Simulator", "Headset", "Transport", "LightX", "Failure", "TestSupport"],
+            dependencies: ["FirmwareUpdate", "Firmware", "Simulator", "Headset", "Transport", "LightX", "Failure", "Progress", "TestSupport"],
             swiftSettings: strict),
         .testTarget(name: "USBTransportTests", dependencies: ["USBTransport", "Transport", "LightX", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "USBGadgetTests", dependencies: ["USBGadget", "Transport", "LightX", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "BluetoothTransportTests", dependencies: ["BluetoothTransport", "Transport", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "ProgressTests", dependencies: ["Progress", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "TuneupTests", dependencies: ["tuneup", "LightX", "Transport"], swiftSettings: strict),
     ]
 )

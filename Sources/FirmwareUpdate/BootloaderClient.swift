@@ -55,13 +55,13 @@ public final class BootloaderClient: Sendable {
         let inBootloader = try await isInBootloader()
         return try await link.retrying { headset in
             var status = Status(mode: inBootloader ? "bootloader" : "application")
-            let auth = try await headset.session.request(BootRequests.authStatus(headset.session.style))
-            if auth.status == .ok { status.authenticated = try? BootRequests.isAuthenticated(authStatusReply: auth.buffer) }
+            let bootloader = headset.bootloader
+            status.authenticated = try await bootloader.isAuthenticated()
             if inBootloader {
-                status.bootloaderVersion = try await self.versionFile(headset, address: 0)
-                status.applicationVersion = try await self.versionFile(headset, address: FlashRegion.application.versionFileAddress)
-                status.resourceVersion = try await self.versionFile(headset, address: FlashRegion.resource.versionFileAddress)
-                if let capabilities = try await self.capabilities(headset) {
+                status.bootloaderVersion = try await bootloader.versionFile(at: 0)
+                status.applicationVersion = try await bootloader.versionFile(of: .application)
+                status.resourceVersion = try await bootloader.versionFile(of: .resource)
+                if let capabilities = try await bootloader.capabilities() {
                     status.addressedErase = capabilities.addressedErase
                     status.queueDepth = capabilities.queueDepth
                     status.secureBootKeyHash = capabilities.secureBoot.map { Hex.string($0.keyHash) }
@@ -97,50 +97,27 @@ public final class BootloaderClient: Sendable {
         guard start >= 0, length >= 0, start + length <= region.maxSize else {
             throw UpdateError(.deviceRefused, "the \(region.rawValue) region holds \(region.maxSize) bytes; cannot read \(length) from \(start)")
         }
-        var out = [UInt8](repeating: 0, count: length)
-        var next = 0
-        while next < length {
+        guard length > 0 else { return [] }
+        // Kept across reconnects: a resume reads only the blocks not read yet.
+        var machine: TransferMachine?
+        while true {
             do {
-                let headset = try await link.device()
-                let depth = try await capabilities(headset)?.queueDepth ?? 1
-                try await withThrowingTaskGroup(of: (Int, Packet).self) { group in
-                    var inFlight = 0
-                    var issued = next
-                    var done = [Bool](repeating: false, count: (length - next + FlashRegion.blockSize - 1) / FlashRegion.blockSize)
-                    let base = next
-                    while true {
-                        while inFlight < max(1, depth), issued < length {
-                            let count = min(FlashRegion.blockSize, length - issued)
-                            let request = try BootRequests.readBlock(region, offset: UInt32(start + issued), count: count, headset.session.style)
-                            let ticket = try await headset.session.submit(request)
-                            let offset = issued
-                            group.addTask { (offset, try await headset.session.reply(to: ticket)) }
-                            inFlight += 1
-                            issued += count
-                        }
-                        guard inFlight > 0, let (offset, reply) = try await group.next() else { break }
-                        inFlight -= 1
-                        guard reply.status == .ok else {
-                            throw UpdateError(.deviceRefused, "the device refuses to read the \(region.rawValue) region at 0x\(String(start + offset, radix: 16)) (\(reply.status))")
-                        }
-                        let count = min(FlashRegion.blockSize, length - offset)
-                        guard reply.buffer.count >= count else {
-                            throw UpdateError(.deviceRefused, "the device sent \(reply.buffer.count) bytes for a \(count)-byte read at 0x\(String(start + offset, radix: 16))")
-                        }
-                        out.replaceSubrange(offset..<(offset + count), with: reply.buffer.prefix(count))
-                        done[(offset - base) / FlashRegion.blockSize] = true
-                        // Everything before the first block not yet read is safe to skip after a reconnect.
-                        while next < length, done[(next - base) / FlashRegion.blockSize] { next += FlashRegion.blockSize }
-                        next = min(next, length)
-                        progress(next)
-                    }
+                let bootloader = try await link.device().bootloader
+                if machine == nil {
+                    let depth = max(1, try await bootloader.capabilities()?.queueDepth ?? 1)
+                    machine = TransferMachine(readBack: region, from: start, length: length,
+                                              window: WindowControl(fixed: depth, limit: depth, maxTimeout: link.sessionOptions.timeout))
                 }
+                machine?.resume()
+                try await TransferPipeline.run(&machine!, on: bootloader) { progress($0.readPrefix) }
+                if let machine, machine.isComplete { return machine.readBytes }
             } catch let error as HeadsetError where error.category == .connection {
-                logger.info("link lost while reading (\(error.message)); resuming at 0x\(String(next, radix: 16))")
+                let next = machine?.readPrefix ?? 0
+                logger.info("link lost while reading (\(error.message)); resuming at 0x\(String(start + next, radix: 16))")
+                machine?.linkLost()
                 await link.drop(because: error.message)
             }
         }
-        return out
     }
 
     /// The length of the MCUboot image at the start of `region` (header, payload and both TLV areas), or nil when
@@ -170,8 +147,7 @@ public final class BootloaderClient: Sendable {
 
     /// Authenticates again if the device forgot (after a power cycle).
     func ensureAuthenticated(_ headset: Headset) async throws {
-        let reply = try await headset.session.request(BootRequests.authStatus(headset.session.style))
-        if reply.status == .ok, (try? BootRequests.isAuthenticated(authStatusReply: reply.buffer)) == true { return }
+        if try await headset.bootloader.isAuthenticated() == true { return }
         _ = try await authenticate(headset)
     }
 
@@ -194,11 +170,11 @@ public final class BootloaderClient: Sendable {
     func jumpToBootloader() async throws {
         try await switchMode(toBootloader: true) { headset in
             // AppShutdown is a courtesy; some devices answer NotSupported.
-            _ = try await headset.session.request(BootRequests.appShutdown(headset.session.style))
-            let reply = try await headset.session.request(BootRequests.jumpToBootloader(headset.session.style), retransmissions: 0)
-            try UpdateError.checkBusy(reply)
-            if reply.status != .ok && reply.status != .notReady {
-                throw UpdateError(.deviceRefused, "the device refuses to enter its bootloader (\(reply.status))")
+            try await headset.bootloader.shutDownApplication()
+            let answer = try await headset.bootloader.jumpToBootloader()
+            if answer.isBusy { throw UpdateError.busy }
+            if answer.status != .ok && answer.status != .notReady {
+                throw UpdateError(.deviceRefused, "the device refuses to enter its bootloader (\(answer.status))")
             }
         }
     }
@@ -218,10 +194,10 @@ public final class BootloaderClient: Sendable {
     func startApplication() async throws {
         do {
             try await switchMode(toBootloader: false) { headset in
-                let reply = try await headset.session.request(BootRequests.jumpToApplication(headset.session.style), retransmissions: 0)
-                try UpdateError.checkBusy(reply)
-                if reply.status != .ok && reply.status != .notReady {
-                    throw UpdateError(.bootFailed, "the bootloader refuses to start the application (\(reply.status)): no valid committed image")
+                let answer = try await headset.bootloader.jumpToApplication()
+                if answer.isBusy { throw UpdateError.busy }
+                if answer.status != .ok && answer.status != .notReady {
+                    throw UpdateError(.bootFailed, "the bootloader refuses to start the application (\(answer.status)): no valid committed image")
                 }
             }
         } catch let error as UpdateError where error.code == .notReady {
@@ -248,20 +224,5 @@ public final class BootloaderClient: Sendable {
         }
         let target = wanted ? "bootloader" : "application"
         throw UpdateError(.notReady, "the device did not switch to its \(target) after 5 jumps")
-    }
-
-    /// Capabilities of a Tuneup-aware bootloader; nil for a device without the extension.
-    func capabilities(_ headset: Headset) async throws -> BootCapabilities? {
-        let reply = try await headset.session.request(BootRequests.capabilities(headset.session.style))
-        guard reply.status == .ok else { return nil }
-        return try? BootCapabilities(decoding: reply.buffer)
-    }
-
-    /// A version file's contents ("1.4.2"), or nil when the device has none.
-    func versionFile(_ headset: Headset, address: UInt32) async throws -> String? {
-        let reply = try await headset.session.request(try BootRequests.readVersionFile(address: address, headset.session.style))
-        guard reply.status == .ok else { return nil }
-        let text = String(decoding: reply.buffer.prefix { $0 != 0 }, as: UTF8.self)
-        return text.isEmpty ? nil : text
     }
 }

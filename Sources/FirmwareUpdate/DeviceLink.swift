@@ -7,7 +7,7 @@ import Transport
 /// re-enumerates after jumping to its bootloader, a power cut) and retries idempotent steps on the new link.
 actor DeviceLink {
     private let connect: @Sendable () async throws -> any Transport
-    private let sessionOptions: LightXSession.Options
+    let sessionOptions: LightXSession.Options
     private let reconnectWait: Duration
     private let logger: Logger
     private var headset: Headset?
@@ -142,17 +142,16 @@ actor DeviceLink {
             do {
                 let headset = try await device()
                 // Before the device ever answered, one request with the session's own timeout and retries decides.
-                let reply = try await headset.session.request(BootRequests.imageType(headset.session.style),
-                                                              timeout: everAnswered ? .milliseconds(500) : nil,
-                                                              retransmissions: everAnswered ? 0 : nil)
+                let type = try await headset.bootloader.imageType(timeout: everAnswered ? .milliseconds(500) : nil,
+                                                                  retransmissions: everAnswered ? 0 : nil)
                 everAnswered = true
-                if reply.status == .ok, let isBootloader = try? BootRequests.isBootloader(imageTypeReply: reply.buffer) {
+                switch type {
+                case .bootloader, .application:
+                    let isBootloader = type == .bootloader
                     if wanted == nil || wanted == isBootloader { return isBootloader }
                     lastNews = isBootloader ? "still in the bootloader" : "still running the application"
-                } else if reply.status == .notReady {
+                case .notReady:
                     lastNews = "not ready"
-                } else {
-                    throw HeadsetError.deviceStatus(reply.status, command: .bootImageType)
                 }
             } catch let error as HeadsetError where error.category == .connection {
                 guard everAnswered else { throw error }

@@ -158,48 +158,45 @@ public final class FirmwareUpdater: Sendable {
         // Transfer, verify and repair, resuming after lost links and power cuts with what this run wrote.
         let plan = TransferPlan(region: region, image: image.bytes, from: 0)
         let sectors = plan.sectorCount
-        var state = TransferState()
         var skipped = 0
         var transferSeconds = 0.0
         var repairs = 0
         var mismatch = false
         var stalls = StallGuard(wait: options.reconnectWait)
-        // Kept across reconnects: a link that drops with requests in flight gets fewer next time, so that some of
-        // them are acknowledged before it drops again.
-        var window: WindowControl?
+        // Created on the first link (its window follows the device's queue depth) and kept across reconnects: what
+        // the device acknowledged, and a window that a link dropping with requests in flight leaves smaller, so that
+        // some of them are acknowledged before it drops again.
+        var machine: TransferMachine?
         while true {
             do {
                 let headset = try await device.readyBootloader()
-                let capabilities = try await device.capabilities(headset)
+                let bootloader = headset.bootloader
+                let capabilities = try await bootloader.capabilities()
                 if let refusal = refusal(by: capabilities?.secureBoot) {
                     // Nothing is erased yet: leave the device running the application it ran.
                     if !inBootloader { await returnToApplication(device) }
                     throw refusal
                 }
-                let first = options.resume ? try await verifiedPrefix(headset) : 0
-                if mismatch {
-                    // What was remembered from the first bad sector on is wrong: redo it from the erase.
-                    state.forget(from: first)
-                    mismatch = false
-                }
+                let first = options.resume ? try await verifiedPrefix(bootloader, plan: plan) : 0
                 skipped = max(skipped, first)
-                state.found(0..<first, of: plan)
-                if !plan.isComplete(state) {
+                if machine == nil {
                     let limit = min(options.maxWindow, capabilities?.queueDepth ?? 1)
-                    var pipeline = TransferPipeline(
-                        session: headset.session, plan: plan, addressedErase: capabilities?.addressedErase ?? false,
-                        eraseFirst: options.window == 1, reporter: reporter, logger: logger,
-                        window: window ?? WindowControl(fixed: options.window ?? (capabilities == nil ? 1 : nil),
-                                                        limit: options.window ?? limit, maxTimeout: options.requestTimeout))
+                    machine = TransferMachine(
+                        program: plan, addressedErase: capabilities?.addressedErase ?? false, eraseFirst: options.window == 1,
+                        window: WindowControl(fixed: options.window ?? (capabilities == nil ? 1 : nil),
+                                              limit: options.window ?? limit, maxTimeout: options.requestTimeout))
+                }
+                // What was remembered from the first bad sector on after a mismatch is wrong: redone from the erase.
+                machine?.resume(verifiedPrefix: first, afterMismatch: mismatch)
+                mismatch = false
+                if machine?.isComplete == false {
+                    reporter.beginTransfer(machine!)
                     let t0 = ContinuousClock.now
-                    defer {
-                        transferSeconds += (ContinuousClock.now - t0).seconds
-                        window = pipeline.window
-                    }
-                    try await pipeline.run(&state)
+                    defer { transferSeconds += (ContinuousClock.now - t0).seconds }
+                    try await TransferPipeline.run(&machine!, on: bootloader) { [reporter] in reporter.transfer($0) }
                 }
                 reporter.phase(.verify, message: "verifying the CRC")
-                if try await verifies(headset, plan: plan, sectors: sectors) { break }
+                if try await verifies(bootloader, plan: plan, sectors: sectors) { break }
                 repairs += 1
                 guard repairs <= options.maxRepairs else {
                     throw UpdateError(.verifyFailed, "the \(region.rawValue) region's CRC does not match after \(options.maxRepairs) repairs")
@@ -209,10 +206,11 @@ public final class FirmwareUpdater: Sendable {
             } catch let error as HeadsetError where error.category == .connection {
                 logger.info("link lost during the update (\(error.message)); reconnecting to resume")
                 await link.drop(because: error.message)
-                window?.lost()
-                try stalls.lost(error, progress: state.acknowledgements)
+                machine?.linkLost()
+                try stalls.lost(error, progress: machine?.state.acknowledgements ?? 0)
             }
         }
+        let state = machine?.state ?? TransferState()
 
         if region == .application {
             reporter.phase(.commit, message: "committing")
@@ -297,37 +295,36 @@ public final class FirmwareUpdater: Sendable {
     private func installedVersion(_ device: BootloaderClient, inBootloader: Bool) async throws -> FirmwareVersion? {
         try await device.link.retrying { headset in
             if !inBootloader { return try await headset.readIfSupported(AppSettings.firmwareVersion) }
-            return try await device.versionFile(headset, address: FlashRegion.application.versionFileAddress).flatMap(FirmwareVersion.init)
+            return try await headset.bootloader.versionFile(of: .application).flatMap(FirmwareVersion.init)
         }
     }
 
     /// The number of leading sectors whose CRC already matches the image, found by bisection with VerifyCRC.
-    private func verifiedPrefix(_ headset: Headset) async throws -> Int {
-        let plan = TransferPlan(region: image.region, image: image.bytes, from: 0)
+    private func verifiedPrefix(_ bootloader: Bootloader, plan: TransferPlan) async throws -> Int {
         let total = plan.sectorCount
-        if try await verifies(headset, plan: plan, sectors: total) { return total }
+        if try await verifies(bootloader, plan: plan, sectors: total) { return total }
         var good = 0, bad = total
         while bad - good > 1 {
             let mid = (good + bad) / 2
-            if try await verifies(headset, plan: plan, sectors: mid) { good = mid } else { bad = mid }
+            if try await verifies(bootloader, plan: plan, sectors: mid) { good = mid } else { bad = mid }
         }
         if good > 0 { logger.info("the device already holds \(good) of \(total) sectors; resuming after them") }
         return good
     }
 
-    private func verifies(_ headset: Headset, plan: TransferPlan, sectors: Int) async throws -> Bool {
-        let request: Packet
+    private func verifies(_ bootloader: Bootloader, plan: TransferPlan, sectors: Int) async throws -> Bool {
+        let answer: BootAnswer
         do {
-            request = try BootRequests.verifyCRC(plan.region, sectors: UInt32(sectors), crc: plan.crc(ofFirst: sectors), headset.session.style)
-        } catch {
+            answer = try await bootloader.verifyCRC(plan.region, sectors: sectors, crc: plan.crc(ofFirst: sectors),
+                                                    timeout: max(sessionOptions.timeout, .seconds(8)))
+        } catch let error as HeadsetError where error.code == .invalidArgument {
             throw UpdateError(.badImage, error.message)
         }
-        let reply = try await headset.session.request(request, timeout: max(sessionOptions.timeout, .seconds(8)))
-        try UpdateError.checkBusy(reply)
-        switch reply.status {
+        if answer.isBusy { throw UpdateError.busy }
+        switch answer.status {
         case .ok: return true
         case .fail: return false
-        default: throw UpdateError(.deviceRefused, "the device refuses to verify the CRC (\(reply.status))")
+        default: throw UpdateError(.deviceRefused, "the device refuses to verify the CRC (\(answer.status))")
         }
     }
 
@@ -335,14 +332,13 @@ public final class FirmwareUpdater: Sendable {
         try await device.link.retrying { headset in
             try await device.ensureAuthenticated(headset)
             // The device only commits right after a matching verification: verify again on this link.
-            guard try await self.verifies(headset, plan: TransferPlan(region: .application, image: self.image.bytes, from: 0), sectors: sectors) else {
+            guard try await self.verifies(headset.bootloader, plan: TransferPlan(region: .application, image: self.image.bytes), sectors: sectors) else {
                 throw UpdateError(.verifyFailed, "the application region no longer matches the image")
             }
-            let reply = try await headset.session.request(try BootRequests.commit(sectors: UInt32(sectors), headset.session.style),
-                                                          timeout: max(self.sessionOptions.timeout, .seconds(8)))
-            try UpdateError.checkBusy(reply)
-            guard reply.status == .ok else {
-                throw UpdateError(.commitFailed, "the device refused to commit the image (\(reply.status))"
+            let answer = try await headset.bootloader.commit(sectors: sectors, timeout: max(self.sessionOptions.timeout, .seconds(8)))
+            if answer.isBusy { throw UpdateError.busy }
+            guard answer.isOK else {
+                throw UpdateError(.commitFailed, "the device refused to commit the image (\(answer.status))"
                                   + (self.options.verificationKey == nil ? "; it may require a signed image or refuse a downgrade" : ""))
             }
         }

@@ -27,11 +27,6 @@ public struct UpdateError: CodedError, Hashable {
     /// The device is being updated by another host.
     static let busy = UpdateError(.deviceBusy, "another host is updating this device; wait for it to finish (or power-cycle the device)")
 
-    /// Throws `.deviceBusy` when `reply` says another host's update owns the device.
-    static func checkBusy(_ reply: Packet) throws {
-        if BootRefusalReason(reply: reply) == .busy { throw busy }
-    }
-
     /// The refusal for an image error found before touching the device.
     static func image(_ error: ImageError) -> UpdateError {
         switch error.code {

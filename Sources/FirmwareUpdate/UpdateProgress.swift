@@ -1,4 +1,5 @@
 import Foundation
+import Progress
 import Synchronization
 import Transport
 
@@ -11,21 +12,24 @@ public enum UpdatePhase: String, Sendable, Hashable, Codable, CaseIterable {
     case reconnect
     case done
 
-    /// Where the phase starts and how much of the whole it weighs (erase and write share the transfer span).
-    var span: (start: Double, width: Double) {
+    /// The phase's place in `UpdatePhase.tree`: erase and write share the transfer; nil for `reconnect` (which
+    /// does not move the fraction) and `done` (the end).
+    var path: [String]? {
         switch self {
-        case .connect: return (0.00, 0.02)
-        case .authenticate: return (0.02, 0.02)
-        case .enterBootloader: return (0.04, 0.06)
-        case .erase, .write: return (0.10, 0.80)
-        case .verify: return (0.90, 0.04)
-        case .commit: return (0.94, 0.02)
-        case .reboot: return (0.96, 0.03)
-        case .confirm: return (0.99, 0.01)
-        case .reconnect: return (0.00, 0.00)
-        case .done: return (1.00, 0.00)
+        case .erase, .write: return ["transfer"]
+        case .reconnect, .done: return nil
+        default: return [rawValue]
         }
     }
+
+    /// The weighted phases of an update, in percent of the whole. A job that nests an update (a station flashing
+    /// many units) can nest these under its own phase.
+    public static let tree: [ProgressPhase] = [
+        ProgressPhase("connect", weight: 2), ProgressPhase("authenticate", weight: 2),
+        ProgressPhase("enter-bootloader", weight: 6), ProgressPhase("transfer", weight: 80),
+        ProgressPhase("verify", weight: 4), ProgressPhase("commit", weight: 2), ProgressPhase("reboot", weight: 3),
+        ProgressPhase("confirm", weight: 1),
+    ]
 }
 
 /// One progress event. `fraction` never goes backwards within an update.
@@ -51,21 +55,31 @@ public struct UpdateProgress: Sendable, Hashable, Codable {
     public var message: String?
 }
 
-/// Collects progress, keeps the fraction monotonic, and hands events to the stream and an optional observer.
+/// Collects progress: the update's place in its weighted phases (`ProgressTracker`, so the fraction never goes
+/// back), the transfer's counters and rate, and hands events to any number of consumers (`ProgressFeed`).
 final class ProgressReporter: Sendable {
     private struct State {
         var current: UpdateProgress
+        var tracker = ProgressTracker(UpdatePhase.tree)
         var transferStart: ContinuousClock.Instant?
         /// Bytes already on the device when the transfer started (not counted in the rate).
         var bytesAtStart = 0
         var lastEmit: ContinuousClock.Instant?
-        /// The events sent so far (the newest 1024), replayed to consumers that subscribe later.
-        var sent: [UpdateProgress] = []
+
+        /// Moves the tracker to `fraction` of `phase` and takes its overall fraction.
+        mutating func advance(_ phase: UpdatePhase, _ fraction: Double) {
+            if let path = phase.path {
+                current.fraction = (try? tracker.advance(path, to: fraction)) ?? tracker.overall
+            } else if phase == .done {
+                tracker.finish()
+                current.fraction = tracker.overall
+            }
+        }
     }
 
     private let state: Mutex<State>
     private let start = ContinuousClock.now
-    private let broadcast = Broadcast<UpdateProgress>()
+    private let feed = ProgressFeed<UpdateProgress>(replayLimit: 1024)
 
     init() {
         state = Mutex(State(current: UpdateProgress(
@@ -75,10 +89,10 @@ final class ProgressReporter: Sendable {
 
     /// Enters `phase` (at `phaseFraction` of it).
     func phase(_ phase: UpdatePhase, _ phaseFraction: Double = 0, message: String? = nil) {
-        emit(force: true) { p in
-            p.phase = phase
-            p.message = message
-            p.fraction = Swift.max(p.fraction, phase.span.start + phase.span.width * Swift.min(1, Swift.max(0, phaseFraction)))
+        emit(force: true) { s in
+            s.current.phase = phase
+            s.current.message = message
+            s.advance(phase, phaseFraction)
         }
     }
 
@@ -97,45 +111,54 @@ final class ProgressReporter: Sendable {
         }
     }
 
+    /// The transfer (re)starts as `machine` has it. Progress counts the whole image: what the device holds already
+    /// is done.
+    func beginTransfer(_ machine: TransferMachine) {
+        beginTransfer(bytes: machine.bytesTotal, sectors: machine.sectorsTotal, done: machine.bytesDone, window: machine.window.size)
+    }
+
     /// Transfer progress: work done as a fraction of the transfer, plus counters. Events are rate-limited.
     func transfer(phase: UpdatePhase, bytesWritten: Int, sectorsErased: Int, workFraction: Double, window: Int) {
-        emit(force: false) { p in
-            p.phase = phase
-            p.message = nil
-            p.bytesWritten = bytesWritten
-            p.sectorsErased = sectorsErased
-            p.window = window
-            p.fraction = Swift.max(p.fraction, phase.span.start + phase.span.width * Swift.min(1, Swift.max(0, workFraction)))
+        emit(force: false) { s in
+            s.current.phase = phase
+            s.current.message = nil
+            s.current.bytesWritten = bytesWritten
+            s.current.sectorsErased = sectorsErased
+            s.current.window = window
+            s.advance(phase, workFraction)
         }
+    }
+
+    /// The transfer's progress as `machine` has it.
+    func transfer(_ machine: TransferMachine) {
+        transfer(phase: machine.anyWriteDone ? .write : .erase, bytesWritten: machine.bytesDone,
+                 sectorsErased: machine.state.sectorsErased, workFraction: machine.workFraction, window: machine.window.size)
     }
 
     /// A new consumer: the events sent so far (the newest 1024), then every later one; it ends with the update.
     /// Up to 1024 undelivered events are kept per consumer (the newest).
-    func subscribe() -> AsyncStream<UpdateProgress> {
-        state.withLock { s in broadcast.subscribe(bufferingPolicy: .bufferingNewest(1024), replay: s.sent) }
-    }
+    func subscribe() -> AsyncStream<UpdateProgress> { feed.subscribe() }
 
     /// Ends every consumer's stream after a final event.
     func finish(done: Bool) {
         if done { phase(.done) }
-        state.withLock { _ in broadcast.finish() }
+        feed.finish()
     }
 
     /// The latest event.
     var current: UpdateProgress { state.withLock { $0.current } }
 
-    private func emit(force: Bool, _ change: (inout UpdateProgress) -> Void) {
+    private func emit(force: Bool, _ change: (inout State) -> Void) {
         state.withLock { s in
             let previousPhase = s.current.phase
-            change(&s.current)
+            change(&s)
             let now = ContinuousClock.now
             s.current.elapsedSeconds = (now - start).seconds
-            if let t0 = s.transferStart {
+            if let t0 = s.transferStart, let span = s.tracker.span(of: ["transfer"]) {
                 let elapsed = (now - t0).seconds
                 if elapsed > 0.05, s.current.bytesWritten > s.bytesAtStart {
                     let rate = Double(s.current.bytesWritten - s.bytesAtStart) / elapsed
                     s.current.bytesPerSecond = rate
-                    let span = UpdatePhase.write.span
                     let done = Swift.max(0.001, (s.current.fraction - span.start) / span.width)
                     s.current.etaSeconds = done < 1 ? elapsed * (1 - done) / done : 0
                 }
@@ -143,10 +166,7 @@ final class ProgressReporter: Sendable {
             // At most 20 transfer events a second; phase changes always go out.
             if !force, s.current.phase == previousPhase, let last = s.lastEmit, now - last < .milliseconds(50) { return }
             s.lastEmit = now
-            s.sent.append(s.current)
-            if s.sent.count > 1024 { s.sent.removeFirst(s.sent.count - 1024) }
-            // Sent under the lock: every consumer sees the events in one order, and a new one starts at the latest.
-            broadcast.yield(s.current)
+            feed.publish(s.current)
         }
     }
 }
