@@ -50,60 +50,36 @@ public actor SimulatedHeadset {
     /// The options it was created with.
     public nonisolated let options: SimulatorOptions
 
-    private var machine: DeviceMachine
+    /// The hardware: flash, settings, power, the image running (pure; this actor does its I/O and waiting).
+    var machine: DeviceMachine
     /// The state store (shared or owned), nil when the device is in memory only.
     nonisolated let store: StateStore?
-    private let ownsStore: Bool
-    private let keepsRunningState: Bool
-    /// The RAM state resumed from the flash file while it is still what the file says (then nothing needs to be
-    /// written: a command that changes nothing, such as a probe, leaves the file untouched). Nil once it changed.
-    private var resumedRunningState: StoredRunningState?
-    private let logger: Logger?
-    private var hosts: [UInt64: Host] = [:]
-    private var nextHostID: UInt64 = 0
-    private var requestsAnswered = 0
-    private var batteryTask: Task<Void, Never>?
-    private var isShutDown = false
-    private var saveError: SimulatorError?
-    private var pending: [Pending] = []
-    private var processor: Task<Void, Never>?
-    private var spaceWaiters: [CheckedContinuation<Void, Never>] = []
+    /// What is written to the store, and when.
+    var persistence: HeadsetPersistence
+    let logger: Logger?
+    /// The hosts connected now.
+    var hosts = HostTable()
+    /// How links are shaped (behaviour profile, injected link faults).
+    let shaping: LinkShaping
+    /// Requests waiting to be processed, from every link, in arrival order.
+    var requests: RequestQueue
+    var processor: Task<Void, Never>?
+    var requestsAnswered = 0
+    var batteryTask: Task<Void, Never>?
+    var isShutDown = false
     /// Incremented by every power loss: work begun before it must not reply after it.
-    private var epoch: UInt64 = 0
+    var epoch: UInt64 = 0
     /// When the flash finishes its current operation (absolute, so sleep overshoot does not accumulate).
-    private var busyUntil: ContinuousClock.Instant
-    private var powerTask: Task<Void, Never>?
-    private var powerLosses = 0
+    var busyUntil: ContinuousClock.Instant
+    var powerTask: Task<Void, Never>?
+    var powerLosses = 0
     /// Observers of the running image.
-    private let modes: ModeBroadcaster
-
-    /// Frames queued per host before further ones are dropped (a host that does not read its link).
-    static let outboxLimit = 4096
-
-    private enum Outbound: Sendable {
-        /// A reply; `after` runs once it was handed to the link (or could not be).
-        case reply([UInt8], after: (@Sendable () -> Void)?)
-        case push([UInt8])
-    }
-
-    private struct Host {
-        let link: any Transport
-        let framing: LinkFraming
-        let outbox: AsyncStream<Outbound>.Continuation
-        let writer: Task<Void, Never>
-
-        /// `packet` in this link's format: an SPP frame, or a raw packet whose reply header echoes the modules of
-        /// `request` (the USB convention).
-        func encode(_ packet: Packet, answering request: Packet?) -> [UInt8] {
-            SimulatedHeadset.encode(packet, framing: framing, answering: request)
-        }
-    }
-
-    private struct Pending {
-        let host: UInt64
-        let request: Packet
-        let arrived: ContinuousClock.Instant
-    }
+    let modes: ModeBroadcaster
+    /// Links waiting for room in the request queue.
+    var roomWaiters = WaiterList()
+    /// Callers of `waitUntilReady` waiting for the power to come back or the readiness delay to end.
+    var readinessWaiters = WaiterList()
+    var nextWaiterID: UInt64 = 0
 
     /// Creates device `index`, owning the state file at `statePath` (nil: state in memory only, starting from the
     /// factory state and flash). Waits up to `lockTimeout` for another owner of the file.
@@ -167,26 +143,18 @@ public actor SimulatedHeadset {
         self.profile = options.profile
         self.options = options
         self.store = store
-        self.ownsStore = ownsStore
-        self.keepsRunningState = keeps
         self.logger = options.logger
         self.busyUntil = now
         self.modes = ModeBroadcaster(initial: machine.runningImage)
-        if let store {
-            let logger = options.logger
-            let report: @Sendable (Result<Void, SimulatorError>) -> Void = { result in
-                if case .failure(let error) = result { logger?.error("device \(index): \(error.message)") }
-            }
-            if storedFlash == nil { store.enqueueFlashInitialize(machine.flash.bytes, forDevice: index, completion: report) }
-            // Stored RAM must not outlive a change: it is cleared as soon as the RAM differs
-            // (`forgetResumedRAMIfChanged`), when the store closes without this device having shut down, and by the
-            // next owner of a store whose owner was killed, not at open: a command that changes nothing writes
-            // nothing.
-            if running != nil, !keeps { store.enqueueRunningState(nil, forDevice: index, completion: report) }
-            if machine.settings != stored { store.enqueueSave(machine.settings, forDevice: index, completion: report) }
-        }
+        self.requests = RequestQueue(depth: machine.config.queueDepth)
+        self.shaping = LinkShaping(profile: options.profile, faults: options.faults, logger: options.logger)
+        let persistence = HeadsetPersistence(store: store, ownsStore: ownsStore, index: index, keepsRunningState: keeps,
+                                             resumed: running, logger: options.logger)
+        persistence.initialWrites(flash: storedFlash == nil ? machine.flash.bytes : nil,
+                                  discardStoredRunningState: running != nil && !keeps,
+                                  settings: machine.settings != stored ? machine.settings : nil)
+        self.persistence = persistence
         self.machine = machine
-        self.resumedRunningState = keeps ? running : nil
     }
 
     // MARK: - Inspection
@@ -225,483 +193,12 @@ public actor SimulatedHeadset {
     /// The requests answered so far (what `.stopsAnswering(after:)` counts).
     public var answeredRequests: Int { requestsAnswered }
     /// The last failure to save the state or a flash write, if any (saving continues with the next change).
-    public var lastSaveError: SimulatorError? { saveError }
+    public var lastSaveError: SimulatorError? { persistence.lastError }
     /// Whether `shutdown()` has run.
     public var hasShutDown: Bool { isShutDown }
-
-    // MARK: - Links
-
-    /// Serves one host link until it closes, the device loses power, or `shutdown()`: decodes the requests — SPP
-    /// frames on a `.byteStream` link (skipping garbage), one raw LightX packet per message on a `.packets` link
-    /// (skipping messages that do not decode) —, queues each request, and sends replies and pushes in the link's
-    /// format (see the type's description). Closes the link when done. A link offered while the device is off or shut
-    /// down is closed at once. Never throws.
-    public func serve(_ transport: any Transport) async {
-        guard let id = register(transport) else {
-            await transport.close()
-            return
-        }
-        await run(id)
-    }
-
-    /// Opens a new in-memory link (SPP byte stream) to this running device and serves it; returns the host's end.
-    /// While the device is off or shut down the link is closed at once (the host's `receive` throws `.closed`).
-    public func connect() -> any Transport {
-        let (host, deviceEnd) = InMemoryTransport.pair(framing: .byteStream)
-        if let id = register(deviceEnd) {
-            Task { await self.run(id) }
-        } else {
-            Task { await deviceEnd.close() }
-        }
-        return host
-    }
-
-    /// Cuts the power now (as an injected `cut@N` does, but between flash operations: an operation in progress
-    /// completes, its reply is lost). Every host link closes, queued requests are dropped, RAM is lost; the device
-    /// powers up after `powerUpDelay` — at once when that is zero (time scale 0), before this returns.
-    public func powerCut() async {
-        await losePower(offFor: machine.config.timing.powerUpDelay)
-    }
-
-    /// Resets the device: like `powerCut()` without the time off (it powers up before this returns).
-    public func reboot() async {
-        await losePower(offFor: .zero)
-    }
-
-    /// The running image as it changes: first the current one, then every change — nil when the device loses power
-    /// (power cut, reboot, injected cut), the image that boots when it powers up, `.bootloader`/`.application` on a
-    /// jump. A jump is reported once its reply has been handed to the requesting link (a USB gadget following this
-    /// stream re-enumerates only after the host can fetch that reply); a power loss at once. Consecutive equal
-    /// values are not repeated. The stream finishes at `shutdown()`. Any number of observers; each gets every change.
-    public nonisolated func modeChanges() -> AsyncStream<RunningImage?> {
-        modes.stream()
-    }
-
-    /// Waits until the device is powered and ready, or `timeout` passes; returns whether it is.
-    public func waitUntilReady(timeout: Duration = .seconds(10)) async -> Bool {
-        let deadline = ContinuousClock.now + timeout
-        while !isShutDown {
-            if isReady { return true }
-            guard ContinuousClock.now < deadline else { return false }
-            do { try await Task.sleep(for: .milliseconds(2)) } catch { return isReady }  // cancelled: answer now
-        }
-        return false
-    }
-
-    private func register(_ transport: any Transport) -> UInt64? {
-        guard !isShutDown, machine.isPowered else { return nil }
-        let id = nextHostID
-        nextHostID += 1
-        var link = profile.link(for: transport)
-        if let conditions = options.faults.linkConditions(forLink: id) {
-            link = ConditionedTransport(wrapping: link, conditions: conditions, logger: logger)
-        }
-        startBatteryTimer()
-        let (stream, outbox) = AsyncStream.makeStream(of: Outbound.self, bufferingPolicy: .bufferingOldest(Self.outboxLimit))
-        let writer = Task.detached { [delay = profile.replyDelay, link] in
-            await Self.write(stream, to: link, replyDelay: delay)
-        }
-        hosts[id] = Host(link: link, framing: link.framing, outbox: outbox, writer: writer)
-        logger?.debug("device \(index): host connected on \(link.peerDescription)")
-        return id
-    }
-
-    private func run(_ id: UInt64) async {
-        guard let host = hosts[id] else { return }
-        let link = host.link
-        var decoder = SPPStreamDecoder()
-        var undecodable = 0
-        receiving: while !isShutDown, hosts[id] != nil {
-            let chunk: [UInt8]
-            do {
-                chunk = try await link.receive()
-            } catch {
-                break
-            }
-            if host.framing == .packets {
-                // One message, one raw LightX packet.
-                guard let request = try? RawPacketCodec.decode(chunk) else {
-                    undecodable += 1
-                    logger?.debug("device \(index): skipped an undecodable \(chunk.count)-byte packet on \(link.peerDescription)")
-                    continue
-                }
-                await submit(request, from: id)
-                continue
-            }
-            decoder.append(chunk)
-            while let request = decoder.next() {
-                await submit(request, from: id)
-                if hosts[id] == nil { break receiving }
-            }
-        }
-        hosts[id] = nil
-        machine.linkClosed(id)
-        host.outbox.finish()
-        // Let queued replies drain (a host may half-close and still read), but never wait on a stuck link for long.
-        let watchdog = Task.detached {
-            do {
-                try await Task.sleep(for: .seconds(2))
-                await link.close()
-            } catch {}
-        }
-        await host.writer.value
-        watchdog.cancel()
-        await link.close()
-        if host.framing == .packets {
-            logger?.debug("device \(index): host on \(link.peerDescription) disconnected (\(undecodable) packets skipped)")
-        } else {
-            let stats = decoder.statistics
-            logger?.debug("device \(index): host on \(link.peerDescription) disconnected (\(stats.frames) frames, \(stats.discardedBytes) bytes skipped)")
-        }
-    }
-
-    // MARK: - The request queue
-
-    private func submit(_ request: Packet, from id: UInt64) async {
-        guard !isShutDown, machine.isPowered, profile.answers(afterAnswering: requestsAnswered) else { return }
-        let depth = machine.config.queueDepth
-        if pending.count >= depth {
-            if machine.runningImage == .bootloader {
-                requestsAnswered += 1
-                if let host = hosts[id] {
-                    host.outbox.yield(.reply(host.encode(ApplicationFirmware.reply(to: request, .notReady), answering: request), after: nil))
-                }
-                return
-            }
-            while pending.count >= depth, !isShutDown, hosts[id] != nil {
-                await withCheckedContinuation { spaceWaiters.append($0) }
-            }
-            guard !isShutDown, machine.isPowered, hosts[id] != nil else { return }
-        }
-        requestsAnswered += 1
-        pending.append(Pending(host: id, request: request, arrived: .now))
-        if processor == nil {
-            processor = Task { await self.drainQueue() }
-        }
-    }
-
-    private func drainQueue() async {
-        while !isShutDown, !pending.isEmpty {
-            let item = pending.removeFirst()
-            if !spaceWaiters.isEmpty { spaceWaiters.removeFirst().resume() }
-            await process(item)
-        }
-        processor = nil
-    }
-
-    /// Handles one request: the machine acts at once; persistence runs while the device is busy for the modelled
-    /// time; then the reply goes out, unless the power was lost meanwhile.
-    private func process(_ item: Pending) async {
-        let started = epoch
-        let now = ContinuousClock.now
-        let modeBefore = machine.runningImage
-        let step = machine.handle(item.request, now: now, from: hosts[item.host] != nil ? item.host : nil)
-        forgetResumedRAMIfChanged()
-        let modeAfter = machine.runningImage
-        let flashWrite = persistFlash(step.touched)
-        let settingsSave = step.settingsChanged ? enqueueSettingsSave() : nil
-        if step.powerCut {
-            await losePower(offFor: machine.config.timing.powerUpDelay)
-        } else if step.busy > .zero {
-            busyUntil = max(busyUntil, item.arrived) + step.busy
-            try? await Task.sleep(until: busyUntil, tolerance: .zero, clock: .continuous)
-        }
-        if let flashWrite { record(await flashWrite.wait()) }
-        if let settingsSave { record(await settingsSave.wait()) }
-        guard !step.powerCut, epoch == started else { return }
-        let modeChanged = modeAfter != modeBefore
-        guard let host = hosts[item.host] else {
-            if modeChanged { modes.publish(modeAfter) }
-            return
-        }
-        // A jump is reported once its reply is on the link (see `modeChanges()`).
-        let after = modeChanged ? modes.schedule(modeAfter) : nil
-        for (k, reply) in step.replies.enumerated() {
-            let last = k == step.replies.count - 1
-            switch host.outbox.yield(.reply(host.encode(reply, answering: item.request), after: last ? after : nil)) {
-            case .enqueued: break
-            case .dropped, .terminated: if last { after?() }
-            @unknown default: if last { after?() }
-            }
-        }
-        if step.replies.isEmpty { after?() }
-    }
-
-    // MARK: - Power
-
-    private func losePower(offFor delay: Duration) async {
-        guard !isShutDown else { return }
-        epoch += 1
-        powerLosses += 1
-        if machine.isPowered { machine.powerOff() }
-        forgetResumedRAMIfChanged()
-        modes.publish(nil)
-        powerTask?.cancel()
-        pending.removeAll()
-        resumeSpaceWaiters()
-        let links = hosts.values.map(\.link)
-        for host in hosts.values { host.outbox.finish() }
-        hosts = [:]
-        logger?.info("device \(index): power lost; up again in \(delay)")
-        let expected = epoch
-        var saving: WriteCompletion?
-        if delay > .zero {
-            powerTask = Task { [weak self] in
-                do { try await Task.sleep(for: delay) } catch { return }
-                await self?.powerUpAndSave(expecting: expected)
-            }
-        } else {
-            // Up again before the links are seen to close, so a host that sees its link drop finds the device on.
-            saving = powerUp(expecting: expected)
-        }
-        for link in links { await Self.closeAbruptly(link) }
-        if let saving { record(await saving.wait()) }
-    }
-
-    private func powerUpAndSave(expecting expected: UInt64) async {
-        if let saving = powerUp(expecting: expected) { record(await saving.wait()) }
-    }
-
-    /// Powers the device up (unless another power loss or a shutdown came in between); returns the save of the
-    /// settings the power-on changed, if any.
-    private func powerUp(expecting expected: UInt64) -> WriteCompletion? {
-        guard !isShutDown, epoch == expected, !machine.isPowered else { return nil }
-        let before = machine.settings
-        let now = ContinuousClock.now
-        machine.powerOn(now: now, delayed: true)
-        modes.publish(machine.runningImage)
-        busyUntil = now
-        logger?.info("device \(index): powered up in the \(machine.runningImage?.rawValue ?? "?")")
-        return machine.settings != before ? enqueueSettingsSave() : nil
-    }
-
-    /// Closes a link at once: a conditioned link's inner transport first, so queued traffic is not delivered.
-    private static func closeAbruptly(_ link: any Transport) async {
-        if let conditioned = link as? ConditionedTransport { await closeAbruptly(conditioned.inner) }
-        await link.close()
-    }
-
-    // MARK: - Device events
-
-    /// Presses a button on the device; returns (and sends to every host) the resulting push. Buttons only act while
-    /// the application runs.
-    @discardableResult
-    public func press(_ button: HeadsetButton) async -> [Packet] {
-        await deviceEvent(applicationOnly: true) { $0.pressButton(button) }
-    }
-
-    /// Sets the battery level from the device side (e.g. the `battery N` control line); returns (and sends) the push
-    /// when the level changed and the application runs.
-    @discardableResult
-    public func setBatteryLevel(_ percent: UInt32) async -> [Packet] {
-        await deviceEvent(applicationOnly: false) { $0.setBatteryLevel(percent) }
-    }
-
-    /// Lets device time pass (the battery timer calls this with the measured elapsed time; tests may call it
-    /// directly). Returns (and sends) the battery push when the level changed and the application runs.
-    @discardableResult
-    public func advanceTime(by elapsed: Duration) async -> [Packet] {
-        await deviceEvent(applicationOnly: false) { $0.advanceTime(by: elapsed) }
-    }
-
-    private func deviceEvent(applicationOnly: Bool, _ event: (inout ApplicationFirmware) -> [Packet]) async -> [Packet] {
-        let (pushes, changed) = machine.deviceEvent(applicationOnly: applicationOnly, event)
-        if changed, let save = enqueueSettingsSave() { record(await save.wait()) }
-        broadcast(pushes)
-        return pushes
-    }
-
-    /// Stops the device: cancels its timers, closes every host link (ending their `serve` calls), stores the running
-    /// state of an in-process device, and — when this device owns its state file — waits for pending writes and
-    /// releases the file's lock. Idempotent.
-    public func shutdown() async {
-        guard !isShutDown else { return }
-        isShutDown = true
-        epoch += 1
-        modes.finish()
-        batteryTask?.cancel()
-        batteryTask = nil
-        powerTask?.cancel()
-        pending.removeAll()
-        resumeSpaceWaiters()
-        if let processor {
-            processor.cancel()
-            await processor.value
-        }
-        if keepsRunningState, let store {
-            let current = storedRunningState()
-            if current != resumedRunningState {
-                let completion = WriteCompletion()
-                store.enqueueRunningState(current, forDevice: index) { completion.complete($0) }
-                record(await completion.wait())
-            } else {
-                store.releaseRunningState(forDevice: index)
-            }
-        }
-        let current = Array(hosts.values)
-        hosts = [:]
-        for host in current {
-            host.outbox.finish()
-            await host.link.close()
-        }
-        if ownsStore { await store?.close() }
-    }
-
-    // MARK: - Internals
-
-    /// Clears the stored RAM state once the RAM no longer matches it (see `resumedRunningState`).
-    private func forgetResumedRAMIfChanged() {
-        guard let resumed = resumedRunningState, storedRunningState() != resumed else { return }
-        resumedRunningState = nil
-        store?.enqueueRunningState(nil, forDevice: index) { [logger = options.logger, index] result in
-            if case .failure(let error) = result { logger?.error("device \(index): \(error.message)") }
-        }
-    }
-
-    private func storedRunningState() -> StoredRunningState? {
-        let now = ContinuousClock.now
-        guard let snapshot = machine.snapshot(now: now) else { return nil }
-        let left = ApplicationFirmware.nanoseconds(snapshot.remainingReadyDelay)
-        return StoredRunningState(image: snapshot.image, authenticated: snapshot.authenticated, verified: snapshot.verified,
-                                  readyAtWallClock: left > 0 ? StoredRunningState.wallClockNow() + left : 0)
-    }
-
-    /// Enqueues the write of the flash bytes `ranges` cover (as one range) in operation order.
-    private func persistFlash(_ ranges: [Range<Int>]) -> WriteCompletion? {
-        guard let store, let first = ranges.first else { return nil }
-        let lower = ranges.reduce(first.lowerBound) { min($0, $1.lowerBound) }
-        let upper = ranges.reduce(first.upperBound) { max($0, $1.upperBound) }
-        let completion = WriteCompletion()
-        store.enqueueFlashWrite(flashContents(lower..<upper), at: lower, forDevice: index) { completion.complete($0) }
-        return completion
-    }
-
-    private func enqueueSettingsSave() -> WriteCompletion? {
-        guard let store else { return nil }
-        let completion = WriteCompletion()
-        // Enqueued synchronously on this actor, so saves hit the disk in the order the changes happened.
-        store.enqueueSave(machine.settings, forDevice: index) { completion.complete($0) }
-        return completion
-    }
-
-    private func record(_ result: Result<Void, SimulatorError>) {
-        if case .failure(let error) = result {
-            saveError = error
-            logger?.error("device \(index): \(error.message)")
-        }
-    }
-
-    private func resumeSpaceWaiters() {
-        let waiters = spaceWaiters
-        spaceWaiters = []
-        for waiter in waiters { waiter.resume() }
-    }
-
-    private func broadcast(_ pushes: [Packet]) {
-        guard !pushes.isEmpty, profile.answers(afterAnswering: requestsAnswered) else { return }
-        for push in pushes {
-            var encoded: [LinkFraming: [UInt8]] = [:]
-            for host in hosts.values {
-                let frame = encoded[host.framing] ?? host.encode(push, answering: nil)
-                encoded[host.framing] = frame
-                host.outbox.yield(.push(frame))
-            }
-        }
-    }
-
-    private func startBatteryTimer() {
-        guard batteryTask == nil, !isShutDown, machine.config.drainInterval > .zero else { return }
-        let interval = machine.config.drainInterval
-        batteryTask = Task { [weak self] in
-            let clock = ContinuousClock()
-            var last = clock.now
-            while !Task.isCancelled {
-                do {
-                    try await Task.sleep(for: interval)
-                } catch {
-                    return
-                }
-                let now = clock.now
-                guard let self else { return }
-                await self.advanceTime(by: now - last)
-                last = now
-            }
-        }
-    }
-
-    /// `packet` encoded for a link with `framing`: an SPP frame on a byte stream; on a packet link the raw packet,
-    /// a reply (`request` given) with the request's source and destination echoed.
-    static func encode(_ packet: Packet, framing: LinkFraming, answering request: Packet?) -> [UInt8] {
-        switch framing {
-        case .byteStream:
-            return SPPFraming.encode(packet)
-        case .packets:
-            var raw = packet
-            if let request {
-                // Same as Packet.reply(to:status:buffer:swapModules: false).
-                raw.header.source = request.header.source
-                raw.header.destination = request.header.destination
-            }
-            return RawPacketCodec.encode(raw)
-        }
-    }
-
-    /// Sends queued frames in order; replies wait `replyDelay` first, then run their `after`. Stops sending (closing
-    /// the link) when sending fails, still running the `after` of what is left.
-    private static func write(_ stream: AsyncStream<Outbound>, to link: any Transport, replyDelay: Duration?) async {
-        var failed = false
-        for await item in stream {
-            switch item {
-            case .reply(let bytes, let after):
-                if !failed {
-                    if let replyDelay { try? await Task.sleep(for: replyDelay) }
-                    failed = await send(bytes, on: link)
-                }
-                after?()
-            case .push(let bytes):
-                if !failed { failed = await send(bytes, on: link) }
-            }
-        }
-    }
-
-    /// Sends `bytes`; on failure closes the link and returns true.
-    private static func send(_ bytes: [UInt8], on link: any Transport) async -> Bool {
-        do {
-            try await link.send(bytes)
-            return false
-        } catch {
-            await link.close()
-            return true
-        }
-    }
 }
 
-/// A one-shot completion a store callback fills and an actor awaits later.
-final class WriteCompletion: Sendable {
-    private struct State {
-        var result: Result<Void, SimulatorError>?
-        var waiter: CheckedContinuation<Result<Void, SimulatorError>, Never>?
-    }
-
-    private let state = Mutex(State())
-
-    func complete(_ result: Result<Void, SimulatorError>) {
-        let waiter = state.withLock { s -> CheckedContinuation<Result<Void, SimulatorError>, Never>? in
-            s.result = result
-            defer { s.waiter = nil }
-            return s.waiter
-        }
-        waiter?.resume(returning: result)
-    }
-
-    func wait() async -> Result<Void, SimulatorError> {
-        await withCheckedContinuation { continuation in
-            let ready = state.withLock { s -> Result<Void, SimulatorError>? in
-                if let r = s.result { return r }
-                s.waiter = continuation
-                return nil
-            }
-            if let ready { continuation.resume(returning: ready) }
-        }
-    }
+extension SimulatedHeadset: SimulatedDevice {
+    /// `headset N`.
+    public nonisolated var deviceDescription: String { "headset \(index)" }
 }
