@@ -51,9 +51,27 @@ public struct Bootloader: Sendable {
         return try? BootRequests.isAuthenticated(authStatusReply: reply.buffer)
     }
 
-    /// Authenticates the host (challenge, response, status): see `Headset.authenticate()`, whose errors it throws.
+    /// Authenticates the host (sheet §5): challenge, response = challenge XOR 0x5D, status.
+    /// Throws `.challengeLength` for a challenge shorter than 16 bytes and `.authenticationFailed` when refused.
     public func authenticate() async throws {
-        try await Headset(session: session).authenticate()
+        let challenge = try await session.exchange(BootRequests.authChallenge(session.style))
+        let response: [UInt8]
+        do {
+            response = try Authentication.response(to: challenge.buffer)
+        } catch {
+            throw HeadsetError(.challengeLength, "the device's authentication challenge has \(challenge.buffer.count) bytes, expected 16", command: .bootAuthChallenge)
+        }
+        do {
+            _ = try await session.exchange(try Self.encode { () throws(LightXError) in try BootRequests.authResponse(response, session.style) })
+        } catch let error as HeadsetError where error.category == .device {
+            var refused = HeadsetError(.authenticationFailed, "the device refused the authentication response (\(error.message))", command: .bootAuthResponse)
+            refused.reason = error.reason
+            throw refused
+        }
+        let status = try await session.exchange(BootRequests.authStatus(session.style))
+        guard (try? BootRequests.isAuthenticated(authStatusReply: status.buffer)) == true else {
+            throw HeadsetError(.authenticationFailed, "the device reports the host as not authenticated", command: .bootAuthStatus)
+        }
     }
 
     /// What a Tuneup-aware bootloader supports (0x3B), including its secure-boot policy; nil for a device without
@@ -151,11 +169,7 @@ public struct Bootloader: Sendable {
     }
 
     private static func encode(_ build: () throws(LightXError) -> Packet) throws -> Packet {
-        do {
-            return try build()
-        } catch {
-            throw HeadsetError(.invalidArgument, error.message)
-        }
+        try encodeRequest(build)
     }
 }
 

@@ -45,9 +45,7 @@ public final class Headset: Sendable {
 
     /// Sends `request`; returns the reply if its status is Ok, throws the device's status otherwise.
     public func exchange(_ request: Packet, timeout: Duration? = nil, retransmissions: Int? = nil) async throws -> Packet {
-        let reply = try await session.request(request, timeout: timeout, retransmissions: retransmissions)
-        guard reply.status == .ok else { throw HeadsetError.deviceStatus(reply.status, command: request.command, buffer: reply.buffer) }
-        return reply
+        try await session.exchange(request, timeout: timeout, retransmissions: retransmissions)
     }
 
     /// Reads a setting.
@@ -70,11 +68,7 @@ public final class Headset: Sendable {
     }
 
     private func request(_ build: () throws(LightXError) -> Packet) throws -> Packet {
-        do {
-            return try build()
-        } catch {
-            throw HeadsetError(.invalidArgument, error.message)
-        }
+        try encodeRequest(build)
     }
 
     /// Reads `setting`, or nil when the device answers NotSupported or NotFound.
@@ -334,24 +328,7 @@ public final class Headset: Sendable {
     /// Authenticates the host (sheet §5): challenge, response = challenge XOR 0x5D, status.
     /// Throws `.challengeLength` for a challenge shorter than 16 bytes and `.authenticationFailed` when refused.
     public func authenticate() async throws {
-        let challenge = try await exchange(BootRequests.authChallenge(session.style))
-        let response: [UInt8]
-        do {
-            response = try Authentication.response(to: challenge.buffer)
-        } catch {
-            throw HeadsetError(.challengeLength, "the device's authentication challenge has \(challenge.buffer.count) bytes, expected 16", command: .bootAuthChallenge)
-        }
-        do {
-            _ = try await exchange(try request { () throws(LightXError) in try BootRequests.authResponse(response, session.style) })
-        } catch let error as HeadsetError where error.category == .device {
-            var refused = HeadsetError(.authenticationFailed, "the device refused the authentication response (\(error.message))", command: .bootAuthResponse)
-            refused.reason = error.reason
-            throw refused
-        }
-        let status = try await exchange(BootRequests.authStatus(session.style))
-        guard (try? BootRequests.isAuthenticated(authStatusReply: status.buffer)) == true else {
-            throw HeadsetError(.authenticationFailed, "the device reports the host as not authenticated", command: .bootAuthStatus)
-        }
+        try await bootloader.authenticate()
     }
 
     /// Whether the device is running its bootloader (BootImageType byte 0 = 0).
@@ -376,11 +353,7 @@ public final class Headset: Sendable {
             throw HeadsetError.malformed(error, command: .bootImageType)
         }
         guard inBootloader else { return FirmwareMode(running: .application) }
-        let file = try await session.request(try request { () throws(LightXError) in
-            try BootRequests.readVersionFile(address: FlashRegion.application.versionFileAddress, session.style)
-        })
-        let version = String(decoding: file.buffer.prefix { $0 != 0 }, as: UTF8.self)
-        return FirmwareMode(running: .bootloader, committedApplication: file.status == .ok && !version.isEmpty ? version : nil)
+        return FirmwareMode(running: .bootloader, committedApplication: try await bootloader.versionFile(of: .application))
     }
 
     // MARK: Pushes and snapshots
