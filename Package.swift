@@ -15,6 +15,7 @@ let package = Package(
         .library(name: "Simulator", targets: ["Simulator"]),
         .library(name: "Firmware", targets: ["Firmware"]),
         .library(name: "FirmwareUpdate", targets: ["FirmwareUpdate"]),
+        .library(name: "TuneupKit", targets: ["TuneupKit"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -75,11 +76,20 @@ let package = Package(
             name: "Simulator",
             dependencies: ["Failure", "LightX", "Transport", "Firmware", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict),
+        // Everything composed for the tools: address schemes, the connector with every back end, USB re-open policy
+        // and gadget glue, image inspection, opening a device by address.
+        .target(
+            name: "TuneupKit",
+            dependencies: [
+                "Failure", "LightX", "Transport", "Headset", "Simulator", "Firmware", "USBTransport", "USBGadget",
+                "BluetoothTransport", .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict),
         .executableTarget(
             name: "tuneup",
             dependencies: [
                 "Failure", "LightX", "Transport", "Headset", "Simulator", "Firmware", "FirmwareUpdate", "USBTransport", "USBGadget",
-                "BluetoothTransport",
+                "BluetoothTransport", "TuneupKit",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -88,7 +98,7 @@ let package = Package(
         .executableTarget(
             name: "tuneup-bench",
             dependencies: [
-                "LightX", "Transport", "Headset", "Firmware", "FirmwareUpdate", "Simulator",
+                "LightX", "Transport", "Headset", "Firmware", "FirmwareUpdate", "Simulator", "TuneupKit",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict),
@@ -106,6 +116,10 @@ let package = Package(
         .testTarget(name: "USBTransportTests", dependencies: ["USBTransport", "Transport", "LightX", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "USBGadgetTests", dependencies: ["USBGadget", "Transport", "LightX", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "BluetoothTransportTests", dependencies: ["BluetoothTransport", "Transport", "TestSupport"], swiftSettings: strict),
-        .testTarget(name: "TuneupTests", dependencies: ["tuneup", "LightX", "Transport"], swiftSettings: strict),
+        .testTarget(
+            name: "TuneupKitTests",
+            dependencies: ["TuneupKit", "Transport", "Headset", "Firmware", "Failure", "TestSupport"],
+            swiftSettings: strict),
+        .testTarget(name: "TuneupTests", dependencies: ["tuneup", "LightX", "Transport", "TuneupKit"], swiftSettings: strict),
     ]
 )
