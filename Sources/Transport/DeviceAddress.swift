@@ -76,6 +76,11 @@ public enum DeviceAddress: Sendable, Hashable, CustomStringConvertible {
         return .serial(path: rest)
     }
 
+    /// `sim:STATEFILE` or `sim:headset:STATEFILE` (an empty file name: the per-user default).
+    static func parseSimulator(_ rest: String, original text: String) -> DeviceAddress {
+        .simulator(statePath: rest.isEmpty ? nil : rest)
+    }
+
     static func parseTCP(_ rest: String, original: String) throws(TransportError) -> DeviceAddress {
         let host: String
         let portText: Substring

@@ -72,21 +72,9 @@ public struct ImageInspection: Encodable, Sendable {
         keyHash = m?.keyHash.map(hexString)
         manifest = file.manifest
         if let m {
-            do {
-                try m.verify(with: nil)
-                hashOK = true
-            } catch {
-                hashOK = false
-                hashError = error.message
-            }
+            (hashOK, hashError) = Self.outcome { () throws(ImageError) in try m.verify(with: nil) }
             if let key {
-                do {
-                    try m.verify(with: key)
-                    signatureOK = true
-                } catch {
-                    signatureOK = false
-                    signatureError = error.message
-                }
+                (signatureOK, signatureError) = Self.outcome { () throws(ImageError) in try m.verify(with: key) }
             }
             mcuboot = MCUboot(
                 headerSize: m.headerSize, payloadSize: m.payloadSize, protectedTLVSize: m.protectedTLVSize,
@@ -98,6 +86,18 @@ public struct ImageInspection: Encodable, Sendable {
                         value: [MCUbootImage.modelTLV, MCUbootImage.regionTLV].contains(t.type) && t.isProtected
                             ? String(decoding: t.value, as: UTF8.self) : hexString(t.value.prefix(64)))
                 })
+        }
+    }
+}
+
+extension ImageInspection {
+    /// Whether `check` passed, and why not.
+    fileprivate static func outcome(_ check: () throws(ImageError) -> Void) -> (Bool, String?) {
+        do {
+            try check()
+            return (true, nil)
+        } catch {
+            return (false, error.message)
         }
     }
 }

@@ -1,23 +1,23 @@
 import Failure
 
-/// A setting outside the command line is wrong: an environment variable such as `TUNEUP_USB_IDS`. Nothing was sent
-/// to any device; the CLI exits 64, as for a bad argument.
+/// An environment variable the tools read (`TUNEUP_USB_IDS`) holds a value that cannot be used. It is the caller's
+/// setting, not the device's or the link's fault: its category is usage (the CLI exits 64), and nothing was sent.
 public struct SettingError: CodedError, Hashable {
     public typealias Code = ErrorCodeIn<SettingError>
 
-    /// The failure class.
-    public var code: Code
-    /// One line naming the setting, the bad value and the expected form.
-    public var message: String
+    /// The variable at fault.
+    public let variable: String
+    /// One line naming the variable, the bad value and the expected form.
+    public let message: String
 
-    /// Creates an error; `message` should be one line.
-    public init(_ code: Code, _ message: String) {
-        self.code = code
+    public var code: Code { .badEnvironment }
+    public var category: FailureCategory { .usage }
+
+    /// `variable` is wrong, as `message` (one line) says.
+    public init(variable: String, message: String) {
+        self.variable = variable
         self.message = message
     }
-
-    /// Always a usage error.
-    public var category: FailureCategory { .usage }
 }
 
 extension ErrorCodeIn where Domain == SettingError {

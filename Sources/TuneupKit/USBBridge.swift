@@ -27,8 +27,8 @@ public struct USBBridge: Sendable {
         self.logger = logger
     }
 
-    /// Opens `address` (a `usb:` address). Throws `SettingError` for a malformed `TUNEUP_USB_IDS`, else
-    /// `TransportError`.
+    /// Opens `address` (a `usb:` address). Throws `SettingError` for a malformed `TUNEUP_USB_IDS` (a usage
+    /// error: exit 64 in the CLI, not a connection failure), `TransportError` otherwise.
     public func open(_ address: DeviceAddress) async throws -> any Transport {
         let known = try Self.knownDevices()
         let again = opened.contains(address.description)
@@ -39,14 +39,14 @@ public struct USBBridge: Sendable {
     }
 
     /// The known headsets: the standard table plus `TUNEUP_USB_IDS`. A malformed variable is a `SettingError`
-    /// (a setting, not a connection problem: exit 64 in the CLI) naming the bad entry.
+    /// naming the bad entry.
     public static func knownDevices(
         environment: [String: String] = ProcessInfo.processInfo.environment
     ) throws(SettingError) -> USBKnownDevices {
         do {
             return try USBKnownDevices.fromEnvironment(environment)
         } catch {
-            throw SettingError(.badEnvironment, error.message)
+            throw SettingError(variable: USBKnownDevices.environmentVariable, message: error.message)
         }
     }
 

@@ -55,6 +55,7 @@ func scratchDirectory() throws -> String {
             Issue.record("a malformed TUNEUP_USB_IDS was accepted")
         } catch {
             #expect(error.code == .badEnvironment)
+            #expect(error.variable == "TUNEUP_USB_IDS")
             #expect(error.category == .usage)
             #expect(error.message == "bad TUNEUP_USB_IDS entry '0a12': expected VVVV:PPPP[/BBBB] in hex, e.g. 1209:0001/0002")
         }
