@@ -45,7 +45,7 @@ public enum DeviceAddress: Sendable, Hashable, CustomStringConvertible {
 
     /// The canonical text form, which `init(parsing:)` (or the registry that parsed it) accepts and maps back to an
     /// equal address (IPv6 hosts in brackets, USB ids as four lowercase hex digits, Bluetooth bytes in uppercase; a
-    /// simulator state file that is a bare word, which could name a device kind, is spelled `sim:headset:WORD`).
+    /// simulator state file is `sim:PATH`, or `sim:headset:PATH` when PATH would read as the explicit form itself).
     public var description: String {
         switch self {
         case let .tcp(host, port):
@@ -53,7 +53,7 @@ public enum DeviceAddress: Sendable, Hashable, CustomStringConvertible {
         case let .serial(path): return "serial:\(path)"
         case let .simulator(path):
             guard let path else { return "sim" }
-            return path.contains("/") || path.contains(".") ? "sim:\(path)" : "sim:headset:\(path)"
+            return path == "headset" || path.hasPrefix("headset:") ? "sim:headset:\(path)" : "sim:\(path)"
         case let .usb(vid, pid, serial):
             let ids = "usb:\(hex4(vid)):\(hex4(pid))"
             return serial.map { "\(ids):\($0)" } ?? ids

@@ -133,9 +133,12 @@ import Testing
         ("sim:headset", DeviceAddress.simulator(statePath: nil), "sim"),
         ("sim:headset:", .simulator(statePath: nil), "sim"),
         ("sim:headset:/tmp/h.json", .simulator(statePath: "/tmp/h.json"), "sim:/tmp/h.json"),
-        ("sim:headset:state", .simulator(statePath: "state"), "sim:headset:state"),
-        ("sim:state", .simulator(statePath: "state"), "sim:headset:state"),
-        ("sim:headset:a:b", .simulator(statePath: "a:b"), "sim:headset:a:b"),
+        ("sim:headset:state", .simulator(statePath: "state"), "sim:state"),
+        ("sim:state", .simulator(statePath: "state"), "sim:state"),
+        ("sim:headset:a:b", .simulator(statePath: "a:b"), "sim:a:b"),
+        ("sim:headset:headset", .simulator(statePath: "headset"), "sim:headset:headset"),
+        ("sim:headset:headset:x", .simulator(statePath: "headset:x"), "sim:headset:headset:x"),
+        ("sim:./headset", .simulator(statePath: "./headset"), "sim:./headset"),
     ])
     func headsetForms(text: String, expected: DeviceAddress, canonical: String) throws {
         let parsed = try DeviceAddress(parsing: text)
