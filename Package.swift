@@ -16,6 +16,7 @@ let package = Package(
         .library(name: "Firmware", targets: ["Firmware"]),
         .library(name: "FirmwareUpdate", targets: ["FirmwareUpdate"]),
         .library(name: "Progress", targets: ["Progress"]),
+        .library(name: "TuneupKit", targets: ["TuneupKit"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -78,11 +79,20 @@ let package = Package(
             name: "Simulator",
             dependencies: ["Failure", "LightX", "Transport", "Firmware", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict),
+        // Everything composed for the tools: address schemes, the connector with every back end, USB re-open policy
+        // and gadget glue, image inspection, opening a device by address.
+        .target(
+            name: "TuneupKit",
+            dependencies: [
+                "Failure", "LightX", "Transport", "Headset", "Simulator", "Firmware", "USBTransport", "USBGadget",
+                "BluetoothTransport", .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict),
         .executableTarget(
             name: "tuneup",
             dependencies: [
                 "Failure", "LightX", "Transport", "Headset", "Simulator", "Firmware", "FirmwareUpdate", "USBTransport", "USBGadget",
-                "BluetoothTransport",
+                "BluetoothTransport", "TuneupKit",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -91,7 +101,7 @@ let package = Package(
         .executableTarget(
             name: "tuneup-bench",
             dependencies: [
-                "LightX", "Transport", "Headset", "Firmware", "FirmwareUpdate", "Simulator",
+                "LightX", "Transport", "Headset", "Firmware", "FirmwareUpdate", "Simulator", "TuneupKit",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict),
@@ -110,6 +120,10 @@ let package = Package(
         .testTarget(name: "USBGadgetTests", dependencies: ["USBGadget", "Transport", "LightX", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "BluetoothTransportTests", dependencies: ["BluetoothTransport", "Transport", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "ProgressTests", dependencies: ["Progress", "TestSupport"], swiftSettings: strict),
-        .testTarget(name: "TuneupTests", dependencies: ["tuneup", "LightX", "Transport"], swiftSettings: strict),
+        .testTarget(
+            name: "TuneupKitTests",
+            dependencies: ["TuneupKit", "Transport", "Headset", "Firmware", "Failure", "TestSupport"],
+            swiftSettings: strict),
+        .testTarget(name: "TuneupTests", dependencies: ["tuneup", "LightX", "Transport", "TuneupKit"], swiftSettings: strict),
     ]
 )

@@ -1,13 +1,19 @@
 /// Where a device is, as typed on the command line.
 ///
-/// Forms: `tcp:HOST:PORT` (IPv6 hosts in brackets), `serial:PATH`, `sim` or `sim:PATH`,
-/// `usb:VID:PID[:SERIAL]` (hex ids), `usb:BUS-PORT[.PORT...]` (a physical port), `bt:AA:BB:CC:DD:EE:FF[:CHANNEL]`.
+/// Built-in forms: `tcp:HOST:PORT` (IPv6 hosts in brackets), `serial:PATH`, `sim`, `sim:headset[:STATEFILE]` or
+/// `sim:STATEFILE`, `usb:VID:PID[:SERIAL]` (hex ids), `usb:BUS-PORT[.PORT...]` (a physical port),
+/// `bt:AA:BB:CC:DD:EE:FF[:CHANNEL]`. Other modules add schemes (`AddressScheme`) whose addresses are `.registered`;
+/// which scheme a text belongs to is decided by `AddressSchemes` (the resolution rule is documented there).
+///
+/// The built-in schemes keep typed cases so that existing code matches them as before; a registered scheme needs
+/// no case here, so adding one needs no edit to this module.
 public enum DeviceAddress: Sendable, Hashable, CustomStringConvertible {
     /// A TCP peer.
     case tcp(host: String, port: UInt16)
     /// A serial line, tty or pty (also `/dev/rfcommN`).
     case serial(path: String)
-    /// The built-in simulated headset, keeping its state in `statePath` (nil: the per-user default file).
+    /// The built-in simulated headset (`sim:headset`), keeping its state in `statePath` (nil: the per-user default
+    /// file).
     case simulator(statePath: String?)
     /// A USB device by vendor and product id, optionally narrowed by its serial-number string.
     case usb(vendorID: UInt16, productID: UInt16, serial: String?)
@@ -15,44 +21,39 @@ public enum DeviceAddress: Sendable, Hashable, CustomStringConvertible {
     case usbPort(bus: UInt8, ports: [UInt8])
     /// A Bluetooth device: RFCOMM on `channel`, or the SPP service found through SDP when nil.
     case bluetooth(address: BluetoothAddress, channel: UInt8?)
+    /// An address of a scheme registered outside this module (e.g. `sim:speaker`), parsed by its `AddressScheme`.
+    case registered(RegisteredAddress)
 
-    /// Parses an address. Throws `TransportError` with code `.invalidAddress` and a message naming the expected form.
+    /// Parses an address of a built-in scheme (`AddressSchemes.builtIn`). Throws `TransportError` with code
+    /// `.invalidAddress` and a one-line message naming the expected form.
     public init(parsing text: String) throws {
-        guard let colon = text.firstIndex(of: ":") else {
-            switch text {
-            case "sim": self = .simulator(statePath: nil); return
-            case "tcp", "serial", "usb", "bt":
-                throw Self.invalid(text, "'\(text)' needs more: expected \(Self.forms[text] ?? "\(text):...")")
-            default:
-                throw Self.invalid(text, "unknown device address '\(text)'; expected one of \(Self.forms.values.sorted().joined(separator: ", "))")
-            }
-        }
-        let scheme = String(text[..<colon])
-        let rest = String(text[text.index(after: colon)...])
-        switch scheme {
-        case "tcp": self = try Self.parseTCP(rest, original: text)
-        case "serial":
-            guard !rest.isEmpty else {
-                throw Self.invalid(text, "serial address needs a path: expected serial:PATH, e.g. serial:/dev/ttyUSB0")
-            }
-            self = .serial(path: rest)
-        case "sim":
-            self = .simulator(statePath: rest.isEmpty ? nil : rest)
-        case "usb": self = try Self.parseUSB(rest, original: text)
-        case "bt": self = try Self.parseBluetooth(rest, original: text)
-        default:
-            throw Self.invalid(text, "unknown address scheme '\(scheme)'; expected tcp:, serial:, sim, usb: or bt:")
+        self = try AddressSchemes.builtIn.parse(text)
+    }
+
+    /// The name of the scheme this address belongs to, under which its opener is registered with a
+    /// `TransportConnector`: `tcp`, `serial`, `sim:headset`, `usb` (both forms), `bt`, or a registered scheme's name.
+    public var scheme: String {
+        switch self {
+        case .tcp: return "tcp"
+        case .serial: return "serial"
+        case .simulator: return "sim:headset"
+        case .usb, .usbPort: return "usb"
+        case .bluetooth: return "bt"
+        case let .registered(address): return address.scheme
         }
     }
 
-    /// The canonical text form, which `init(parsing:)` accepts and maps back to an equal address
-    /// (IPv6 hosts in brackets, USB ids as four lowercase hex digits, Bluetooth bytes in uppercase).
+    /// The canonical text form, which `init(parsing:)` (or the registry that parsed it) accepts and maps back to an
+    /// equal address (IPv6 hosts in brackets, USB ids as four lowercase hex digits, Bluetooth bytes in uppercase; a
+    /// simulator state file is `sim:PATH`, or `sim:headset:PATH` when PATH would read as the explicit form itself).
     public var description: String {
         switch self {
         case let .tcp(host, port):
             return host.contains(":") ? "tcp:[\(host)]:\(port)" : "tcp:\(host):\(port)"
         case let .serial(path): return "serial:\(path)"
-        case let .simulator(path): return path.map { "sim:\($0)" } ?? "sim"
+        case let .simulator(path):
+            guard let path else { return "sim" }
+            return path == "headset" || path.hasPrefix("headset:") ? "sim:headset:\(path)" : "sim:\(path)"
         case let .usb(vid, pid, serial):
             let ids = "usb:\(hex4(vid)):\(hex4(pid))"
             return serial.map { "\(ids):\($0)" } ?? ids
@@ -60,22 +61,27 @@ public enum DeviceAddress: Sendable, Hashable, CustomStringConvertible {
             return "usb:\(bus)-" + ports.map(String.init).joined(separator: ".")
         case let .bluetooth(address, channel):
             return channel.map { "bt:\(address):\($0)" } ?? "bt:\(address)"
+        case let .registered(address): return address.text
         }
     }
 
-    private static let forms: [String: String] = [
-        "tcp": "tcp:HOST:PORT",
-        "serial": "serial:PATH",
-        "sim": "sim[:STATEFILE]",
-        "usb": "usb:VID:PID[:SERIAL] or usb:BUS-PORT[.PORT]",
-        "bt": "bt:AA:BB:CC:DD:EE:FF[:CHANNEL]",
-    ]
-
-    private static func invalid(_ text: String, _ why: String) -> TransportError {
+    static func invalid(_ text: String, _ why: String) -> TransportError {
         TransportError(.invalidAddress, why)
     }
 
-    private static func parseTCP(_ rest: String, original: String) throws -> DeviceAddress {
+    static func parseSerial(_ rest: String, original text: String) throws(TransportError) -> DeviceAddress {
+        guard !rest.isEmpty else {
+            throw invalid(text, "serial address needs a path: expected serial:PATH, e.g. serial:/dev/ttyUSB0")
+        }
+        return .serial(path: rest)
+    }
+
+    /// `sim:STATEFILE` or `sim:headset:STATEFILE` (an empty file name: the per-user default).
+    static func parseSimulator(_ rest: String, original text: String) -> DeviceAddress {
+        .simulator(statePath: rest.isEmpty ? nil : rest)
+    }
+
+    static func parseTCP(_ rest: String, original: String) throws(TransportError) -> DeviceAddress {
         let host: String
         let portText: Substring
         if rest.hasPrefix("[") {
@@ -100,7 +106,7 @@ public enum DeviceAddress: Sendable, Hashable, CustomStringConvertible {
         return .tcp(host: host, port: port)
     }
 
-    private static func parseUSB(_ rest: String, original: String) throws -> DeviceAddress {
+    static func parseUSB(_ rest: String, original: String) throws(TransportError) -> DeviceAddress {
         if let dash = rest.firstIndex(of: "-"), !rest.contains(":") {
             guard isDecimal(rest[..<dash]), let bus = UInt8(rest[..<dash]) else {
                 throw invalid(original, "bad USB bus in '\(original)': expected usb:BUS-PORT[.PORT...]")
@@ -124,7 +130,7 @@ public enum DeviceAddress: Sendable, Hashable, CustomStringConvertible {
         return .usb(vendorID: vid, productID: pid, serial: serial)
     }
 
-    private static func parseBluetooth(_ rest: String, original: String) throws -> DeviceAddress {
+    static func parseBluetooth(_ rest: String, original: String) throws(TransportError) -> DeviceAddress {
         let parts = rest.split(separator: ":", omittingEmptySubsequences: false)
         guard parts.count == 6 || parts.count == 7,
               let address = BluetoothAddress(parts[0..<6].joined(separator: ":")) else {

@@ -2,6 +2,7 @@ import Foundation
 import Headset
 import Synchronization
 import Transport
+import TuneupKit
 
 /// Probes many simulated headsets at once from one process: one `tuneup sim headset --count N` server on TCP, N
 /// concurrent sessions each reading a full snapshot, against probing one of them alone. The process's thread count
@@ -25,7 +26,7 @@ struct ManyBenchmark {
     func run() async throws -> Result {
         let sim = try SimulatorProcess(tuneup: tuneup, count: devices)
         defer { sim.quit() }
-        let addresses = try sim.addresses.map { try DeviceAddress(parsing: $0) }
+        let addresses = try sim.addresses.map { try Devices.parseAddress($0) }
 
         // Warm up every connection path once, and count a probe's requests.
         let requests = try await probe(addresses[0])
@@ -45,9 +46,7 @@ struct ManyBenchmark {
 
     /// Opens the headset, reads a full snapshot (what `tuneup probe` reads), closes; returns the request count.
     private func probe(_ address: DeviceAddress) async throws -> Int {
-        var connector = TransportConnector()
-        connector.linkConditions = link
-        let headset = try await Headset.open(address, connector: connector)
+        let headset = try await Devices.openHeadset(address, options: ConnectionOptions(linkConditions: link))
         do {
             _ = try await headset.snapshot()
             let requests = await headset.session.statistics.requests

@@ -1,7 +1,9 @@
 import ArgumentParser
 import Foundation
 import Headset
+import Logging
 import Transport
+import TuneupKit
 
 /// Where the device is and how patiently to talk to it. Shared by every device command.
 struct DeviceOptions: ParsableArguments {
@@ -37,18 +39,23 @@ struct DeviceOptions: ParsableArguments {
         _ = try address()
     }
 
-    /// The parsed address (option, environment, or the simulator).
+    /// The parsed address (option, environment, or the simulator), of any scheme in `Devices.addressSchemes`.
     func address() throws -> DeviceAddress {
         let text = device ?? ProcessInfo.processInfo.environment["TUNEUP_DEVICE"].flatMap { $0.isEmpty ? nil : $0 } ?? "sim"
         do {
-            return try DeviceAddress(parsing: text)
-        } catch let error as TransportError {
+            return try Devices.parseAddress(text)
+        } catch {
             throw ValidationError(error.message)
         }
     }
 
     var sessionOptions: LightXSession.Options {
         LightXSession.Options(timeout: .milliseconds(Int64(timeout * 1000)), retransmissions: retries)
+    }
+
+    /// How to open and talk to the device; `transportLogger` traces the link (with --verbose).
+    func connectionOptions(transportLogger: Logger?) -> ConnectionOptions {
+        ConnectionOptions(session: sessionOptions, pollInterval: pollIntervalDuration, transportLogger: transportLogger)
     }
 }
 

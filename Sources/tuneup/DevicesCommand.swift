@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Transport
+import TuneupKit
 import USBTransport
 
 /// `tuneup devices`: the USB headsets attached to this machine, with their identity strings.
@@ -26,7 +27,7 @@ struct DevicesCommand: AsyncParsableCommand {
         let known: USBKnownDevices
         let devices: [USBDeviceInfo]
         do {
-            known = try USBKnownDevices.fromEnvironment(ProcessInfo.processInfo.environment)
+            known = try USBBridge.knownDevices()
             devices = try await USBDeviceList.scan(all: all, known: known)
             if devices.isEmpty, !USBDeviceList.hasUSBSubsystem {
                 throw TransportError(.unsupported, "USB is not available on this system: there is no USB subsystem (/sys/bus/usb is missing: no USB controller, or a kernel without USB support)")

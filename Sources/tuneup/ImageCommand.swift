@@ -3,6 +3,7 @@ import Firmware
 import Foundation
 import LightX
 import Transport
+import TuneupKit
 
 /// `tuneup image ...`: create keys, sign, verify and inspect firmware images, and build simulated application
 /// payloads. A thin layer over the `Firmware` library; every failure is one stderr line and a distinct exit code.
@@ -178,7 +179,7 @@ struct ImageCommand: ParsableCommand {
                 }
                 try ImageCommand.writeImage(image.bytes, to: output, hexBase: imageRegion?.versionFileAddress ?? 0)
                 let file = try ImageFile(bytes: image.bytes, name: output)
-                let report = InspectReport(file: file, region: imageRegion, key: signingKey?.publicKey)
+                let report = ImageInspection(file: file, region: imageRegion, key: signingKey?.publicKey)
                 try Output.emit(report, json: format.json) {
                     "wrote \(output): MCUboot image \(imageVersion), model \(imageModel ?? "none"), region \(imageRegion?.rawValue ?? "none"), "
                         + "\(image.payloadSize)-byte payload, \(image.bytes.count) bytes, "
@@ -273,136 +274,9 @@ struct ImageCommand: ParsableCommand {
 
         func run() throws {
             try ImageCommand.run {
-                let verificationKey = try key.map { try VerificationKey.load(path: $0) }
-                let file = try ImageFile.load(path: image)
-                let report = InspectReport(file: file, region: region ?? file.mcuboot?.region, key: verificationKey)
+                let report = try ImageInspection.inspect(path: image, keyPath: key, region: region)
                 try Output.emit(report, json: format.json) { report.text }
             }
-        }
-    }
-
-    /// What `inspect` (and `sign --format json`) prints.
-    struct InspectReport: Encodable {
-        struct TLV: Encodable {
-            var type: String
-            var name: String
-            var length: Int
-            var protected: Bool
-            var value: String
-        }
-
-        struct MCUboot: Encodable {
-            var headerSize: Int
-            var payloadSize: Int
-            var protectedTLVSize: Int
-            var loadAddress: String
-            var flags: String
-            var trailingBytes: Int
-            var tlvs: [TLV]
-        }
-
-        var file: String
-        var format: ImageFormat
-        var size: Int
-        var hexBase: String?
-        var region: String?
-        var regionMaxSize: Int?
-        var fitsRegion: Bool?
-        var sectors: Int
-        var flashCRC: String
-        var version: ImageVersion?
-        var model: String?
-        var signed: Bool
-        var hashOK: Bool?
-        var hashError: String?
-        var keyHash: String?
-        var signatureOK: Bool?
-        var signatureError: String?
-        var mcuboot: MCUboot?
-        var manifest: AppManifest?
-
-        init(file: ImageFile, region: FlashRegion?, key: VerificationKey?) {
-            let m = file.mcuboot
-            self.file = file.name
-            format = file.format
-            size = file.bytes.count
-            hexBase = file.hexBase.map { "0x" + String($0, radix: 16) }
-            self.region = region?.rawValue
-            regionMaxSize = region?.maxSize
-            fitsRegion = region.map { file.bytes.count <= $0.maxSize }
-            sectors = FlashRegion.sectorCount(forLength: file.bytes.count)
-            flashCRC = String(format: "0x%08x", FirmwareImage.flashCRC(of: file.bytes))
-            version = m?.version ?? file.manifest?.imageVersion
-            model = m?.model ?? file.manifest?.model
-            signed = m?.isSigned ?? false
-            keyHash = m?.keyHash.map(ImageCommand.hex)
-            manifest = file.manifest
-            if let m {
-                do {
-                    try m.verify(with: nil)
-                    hashOK = true
-                } catch {
-                    hashOK = false
-                    hashError = error.message
-                }
-                if let key {
-                    do {
-                        try m.verify(with: key)
-                        signatureOK = true
-                    } catch {
-                        signatureOK = false
-                        signatureError = error.message
-                    }
-                }
-                mcuboot = MCUboot(
-                    headerSize: m.headerSize, payloadSize: m.payloadSize, protectedTLVSize: m.protectedTLVSize,
-                    loadAddress: "0x" + String(m.loadAddress, radix: 16), flags: "0x" + String(m.flags, radix: 16),
-                    trailingBytes: m.trailingSize,
-                    tlvs: m.tlvs.map { t in
-                        TLV(type: "0x" + String(t.type, radix: 16), name: MCUbootImage.tlvName(t.type), length: t.value.count,
-                            protected: t.isProtected,
-                            value: [MCUbootImage.modelTLV, MCUbootImage.regionTLV].contains(t.type) && t.isProtected
-                                ? String(decoding: t.value, as: UTF8.self) : ImageCommand.hex(t.value.prefix(64)))
-                    })
-            }
-        }
-
-        var text: String {
-            var rows: [(String, String)] = [("File", file)]
-            let formatName: String
-            switch format {
-            case .mcuboot: formatName = "MCUboot image"
-            case .intelHex: formatName = "Intel HEX" + (mcuboot != nil ? " (MCUboot image)" : "") + (hexBase.map { " at \($0)" } ?? "")
-            case .raw: formatName = "raw"
-            }
-            rows.append(("Format", formatName))
-            rows.append(("Size", "\(size) bytes, \(sectors) sectors, flash CRC \(flashCRC)"))
-            if let region, let regionMaxSize {
-                rows.append(("Region", "\(region) (\(regionMaxSize) bytes): " + (fitsRegion == true ? "fits" : "TOO LARGE")))
-            } else {
-                rows.append(("Region", "none (give --region app|resource to flash it)"))
-            }
-            rows.append(("Version", version?.description ?? "unknown"))
-            rows.append(("Model", model ?? "none"))
-            if let mcuboot {
-                rows.append(("Header", "\(mcuboot.headerSize) bytes, load address \(mcuboot.loadAddress), flags \(mcuboot.flags)"))
-                rows.append(("Payload", "\(mcuboot.payloadSize) bytes" + (mcuboot.trailingBytes > 0 ? ", \(mcuboot.trailingBytes) bytes after the TLVs" : "")))
-                rows.append(("TLVs", mcuboot.tlvs.map { "\($0.name)\($0.protected ? "*" : "")" }.joined(separator: " ") + "  (* protected)"))
-                rows.append(("SHA-256", hashOK == true ? "ok" : "BAD: \(hashError ?? "")"))
-                rows.append(("Signed", signed ? "yes, Ed25519" + (keyHash.map { ", key hash \($0)" } ?? "") : "no"))
-                if let signatureOK { rows.append(("Signature", signatureOK ? "ok" : "BAD: \(signatureError ?? "")")) }
-            } else {
-                rows.append(("Signed", "no"))
-            }
-            if let manifest {
-                rows.append(("Manifest", "\(manifest.version) \(manifest.model)" + (manifest.product.map { " \"\($0)\"" } ?? "")))
-                rows.append(("  EQ", "\(manifest.bandFrequencies.count) bands \(manifest.bandFrequencies.map { Output.frequency(Int($0)) }.joined(separator: " ")), \(Output.signed(Int(manifest.minGain)))...\(Output.signed(Int(manifest.maxGain))) dB"))
-                rows.append(("  Presets", manifest.presets.map(\.name).joined(separator: ", ")))
-                rows.append(("  Ambient", "\(manifest.ambientSteps) steps"))
-            } else {
-                rows.append(("Manifest", "none"))
-            }
-            return Output.table(rows)
         }
     }
 
@@ -467,5 +341,46 @@ struct ImageCommand: ParsableCommand {
                 }
             }
         }
+    }
+}
+
+/// The text `image inspect` prints.
+extension ImageInspection {
+    var text: String {
+        var rows: [(String, String)] = [("File", file)]
+        let formatName: String
+        switch format {
+        case .mcuboot: formatName = "MCUboot image"
+        case .intelHex: formatName = "Intel HEX" + (mcuboot != nil ? " (MCUboot image)" : "") + (hexBase.map { " at \($0)" } ?? "")
+        case .raw: formatName = "raw"
+        }
+        rows.append(("Format", formatName))
+        rows.append(("Size", "\(size) bytes, \(sectors) sectors, flash CRC \(flashCRC)"))
+        if let region, let regionMaxSize {
+            rows.append(("Region", "\(region) (\(regionMaxSize) bytes): " + (fitsRegion == true ? "fits" : "TOO LARGE")))
+        } else {
+            rows.append(("Region", "none (give --region app|resource to flash it)"))
+        }
+        rows.append(("Version", version?.description ?? "unknown"))
+        rows.append(("Model", model ?? "none"))
+        if let mcuboot {
+            rows.append(("Header", "\(mcuboot.headerSize) bytes, load address \(mcuboot.loadAddress), flags \(mcuboot.flags)"))
+            rows.append(("Payload", "\(mcuboot.payloadSize) bytes" + (mcuboot.trailingBytes > 0 ? ", \(mcuboot.trailingBytes) bytes after the TLVs" : "")))
+            rows.append(("TLVs", mcuboot.tlvs.map { "\($0.name)\($0.protected ? "*" : "")" }.joined(separator: " ") + "  (* protected)"))
+            rows.append(("SHA-256", hashOK == true ? "ok" : "BAD: \(hashError ?? "")"))
+            rows.append(("Signed", signed ? "yes, Ed25519" + (keyHash.map { ", key hash \($0)" } ?? "") : "no"))
+            if let signatureOK { rows.append(("Signature", signatureOK ? "ok" : "BAD: \(signatureError ?? "")")) }
+        } else {
+            rows.append(("Signed", "no"))
+        }
+        if let manifest {
+            rows.append(("Manifest", "\(manifest.version) \(manifest.model)" + (manifest.product.map { " \"\($0)\"" } ?? "")))
+            rows.append(("  EQ", "\(manifest.bandFrequencies.count) bands \(manifest.bandFrequencies.map { Output.frequency(Int($0)) }.joined(separator: " ")), \(Output.signed(Int(manifest.minGain)))...\(Output.signed(Int(manifest.maxGain))) dB"))
+            rows.append(("  Presets", manifest.presets.map(\.name).joined(separator: ", ")))
+            rows.append(("  Ambient", "\(manifest.ambientSteps) steps"))
+        } else {
+            rows.append(("Manifest", "none"))
+        }
+        return Output.table(rows)
     }
 }

@@ -8,6 +8,7 @@ import LightX
 import Logging
 import Simulator
 import Transport
+import TuneupKit
 
 /// Exit codes: distinct classes of failure a script can branch on.
 enum Exit {
@@ -76,8 +77,8 @@ func withHeadset<T>(_ options: DeviceOptions, _ body: (Headset) async throws -> 
     logger.logLevel = options.verbose ? .trace : .warning
     let headset: Headset
     do {
-        let connector = makeConnector(options, logger: options.verbose ? logger : nil)
-        headset = try await Headset.open(try options.address(), connector: connector, options: options.sessionOptions, logger: logger)
+        headset = try await Devices.openHeadset(
+            try options.address(), options: options.connectionOptions(transportLogger: options.verbose ? logger : nil), logger: logger)
     } catch {
         throw failureExit(error)
     }
@@ -103,16 +104,9 @@ func withHeadset<T>(_ options: DeviceOptions, _ body: (Headset) async throws -> 
     }
 }
 
-/// The connector for every address kind: the built-in simulator for `sim`, and the USB and Bluetooth back ends.
+/// The connector for every address scheme (`Devices.connector`) with the device options; `logger` traces the links.
 func makeConnector(_ options: DeviceOptions, logger: Logger? = nil) -> TransportConnector {
-    let usb = USBBridge(pollInterval: options.pollIntervalDuration, logger: logger)
-    var connector = TransportConnector(
-        connectTimeout: .seconds(5),
-        simulator: { path in try await SimulatorBridge.openInProcess(statePath: path) },
-        usb: { try await usb.open($0) },
-        bluetooth: { try await BluetoothBridge.open($0, logger: logger) })
-    connector.logger = logger
-    return connector
+    Devices.connector(options.connectionOptions(transportLogger: logger))
 }
 
 /// Logging to stderr; each logger's level is set where it is made.

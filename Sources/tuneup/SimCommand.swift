@@ -6,6 +6,7 @@ import Foundation
 import Logging
 import Simulator
 import Transport
+import TuneupKit
 
 struct SimCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Glibc
+import TuneupKit
 
 @main
 struct Tuneup: AsyncParsableCommand {
@@ -9,8 +10,8 @@ struct Tuneup: AsyncParsableCommand {
         abstract: "Probe, configure and simulate LightX headsets over USB, Bluetooth, serial or TCP.",
         discussion: """
             Every device command takes --device ADDR (default: $TUNEUP_DEVICE, else the built-in simulated \
-            headset 'sim'). Addresses: sim[:STATEFILE], tcp:HOST:PORT, serial:PATH, usb:VID:PID[:SERIAL], \
-            usb:BUS-PORT[.PORT], bt:AA:BB:CC:DD:EE:FF[:CHANNEL]. 'tuneup devices' lists USB headsets.
+            headset 'sim'). 'tuneup devices' lists USB headsets. Addresses:
+            \(Devices.schemeLines().joined(separator: "\n"))
 
             Exit codes: 0 success, 64 bad arguments or settings, 65 the device refused or answered with an error \
             (or an image is invalid), 69 the device could not be reached or stopped answering, 74 a local file \

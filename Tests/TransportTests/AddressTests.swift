@@ -126,3 +126,76 @@ import Testing
         #expect(TransportError.Code.allCases.map(\.rawValue).contains("connection-refused"))
     }
 }
+
+/// The explicit form of the built-in headset, and how a text finds its scheme.
+@Suite struct AddressSchemeTests {
+    @Test(arguments: [
+        ("sim:headset", DeviceAddress.simulator(statePath: nil), "sim"),
+        ("sim:headset:", .simulator(statePath: nil), "sim"),
+        ("sim:headset:/tmp/h.json", .simulator(statePath: "/tmp/h.json"), "sim:/tmp/h.json"),
+        ("sim:headset:state", .simulator(statePath: "state"), "sim:state"),
+        ("sim:state", .simulator(statePath: "state"), "sim:state"),
+        ("sim:headset:a:b", .simulator(statePath: "a:b"), "sim:a:b"),
+        ("sim:headset:headset", .simulator(statePath: "headset"), "sim:headset:headset"),
+        ("sim:headset:headset:x", .simulator(statePath: "headset:x"), "sim:headset:headset:x"),
+        ("sim:./headset", .simulator(statePath: "./headset"), "sim:./headset"),
+    ])
+    func headsetForms(text: String, expected: DeviceAddress, canonical: String) throws {
+        let parsed = try DeviceAddress(parsing: text)
+        #expect(parsed == expected)
+        #expect(parsed.description == canonical)
+        #expect(try DeviceAddress(parsing: canonical) == parsed)
+        #expect(parsed.scheme == "sim:headset")
+    }
+
+    @Test func builtInSchemesAreRegisteredInOrder() {
+        #expect(AddressSchemes.builtIn.schemes.map(\.name) == ["tcp", "serial", "sim", "sim:headset", "usb", "bt"])
+        #expect(AddressSchemes.builtIn.scheme(named: "usb")?.form == "usb:VID:PID[:SERIAL] or usb:BUS-PORT[.PORT]")
+    }
+
+    /// The longest registered name wins: a `sim:speaker` scheme takes `sim:speaker...`, `sim:PATH` stays the headset.
+    @Test func theLongestRegisteredNameWins() throws {
+        let speaker = AddressScheme(name: "sim:speaker", form: "sim:speaker[:STATEFILE]", summary: "a speaker", standsAlone: true) { rest, _ in
+            .registered(RegisteredAddress(scheme: "sim:speaker", text: rest.isEmpty ? "sim:speaker" : "sim:speaker:\(rest)", value: rest))
+        }
+        let schemes = AddressSchemes.builtIn.registering(speaker)
+        let bare = try schemes.parse("sim:speaker")
+        #expect(bare.scheme == "sim:speaker" && bare.description == "sim:speaker")
+        let withFile = try schemes.parse("sim:speaker:/tmp/s.json")
+        guard case let .registered(registered) = withFile else { Issue.record("not a registered address"); return }
+        #expect(registered.value(as: String.self) == "/tmp/s.json")
+        #expect(registered.value(as: Int.self) == nil)
+        #expect(try schemes.parse("sim:/tmp/h.json") == .simulator(statePath: "/tmp/h.json"))
+        #expect(try schemes.parse("sim:speakers") == .simulator(statePath: "speakers"))
+        #expect(try schemes.parse("sim") == .simulator(statePath: nil))
+        // Before it is registered, the same text is the headset with a state file of that name.
+        #expect(try DeviceAddress(parsing: "sim:speaker") == .simulator(statePath: "speaker"))
+    }
+
+    @Test func unknownAndIncompleteTextsNameTheRegisteredForms() async {
+        let schemes = AddressSchemes([
+            AddressScheme(name: "echo", form: "echo:NAME", summary: "an echo") { rest, _ in
+                .registered(RegisteredAddress(scheme: "echo", text: "echo:\(rest)"))
+            },
+            AddressScheme(name: "loop", form: "loop", summary: "a loop", standsAlone: true) { _, _ in
+                .registered(RegisteredAddress(scheme: "loop", text: "loop"))
+            },
+        ])
+        let unknown = await expectTransportError(.invalidAddress) { _ = try schemes.parse("ftp:x") }
+        #expect(unknown?.message == "unknown address scheme 'ftp'; expected echo: or loop")
+        let bare = await expectTransportError(.invalidAddress) { _ = try schemes.parse("nothing") }
+        #expect(bare?.message == "unknown device address 'nothing'; expected one of echo:NAME, loop")
+        let incomplete = await expectTransportError(.invalidAddress) { _ = try schemes.parse("echo") }
+        #expect(incomplete?.message == "'echo' needs more: expected echo:NAME")
+        let empty = await expectTransportError(.invalidAddress) { _ = try AddressSchemes().parse("tcp:h:1") }
+        #expect(empty?.message == "unknown address scheme 'tcp'; expected no address at all (no scheme is registered)")
+    }
+
+    @Test func aLaterRegistrationReplacesTheSameName() throws {
+        let other = AddressScheme(name: "serial", form: "serial:NAME", summary: "named lines") { rest, _ in .serial(path: "/dev/" + rest) }
+        let schemes = AddressSchemes.builtIn.registering(other)
+        #expect(schemes.schemes.map(\.name) == AddressSchemes.builtIn.schemes.map(\.name))
+        #expect(try schemes.parse("serial:ttyS0") == .serial(path: "/dev/ttyS0"))
+        #expect(schemes.scheme(named: "serial")?.summary == "named lines")
+    }
+}

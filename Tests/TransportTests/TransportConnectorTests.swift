@@ -107,4 +107,55 @@ import Testing
         #expect(TransportConnector().connectTimeout == .seconds(5))
         #expect(TransportConnector(connectTimeout: .milliseconds(250)).connectTimeout == .milliseconds(250))
     }
+
+    /// A scheme made up here, in a test module: its parser and opener are registered, Transport is not edited.
+    struct EchoEndpoint: Sendable, Equatable {
+        var name: String
+        var copies: Int
+    }
+
+    static let echoScheme = AddressScheme(name: "echo", form: "echo:NAME[*COPIES]", summary: "an in-memory echo") { rest, text throws(TransportError) in
+        let parts = rest.split(separator: "*", omittingEmptySubsequences: false)
+        guard let name = parts.first, !name.isEmpty, parts.count <= 2, let copies = parts.count == 2 ? Int(parts[1]) : 1, copies > 0 else {
+            throw TransportError(.invalidAddress, "bad echo address '\(text)': expected echo:NAME[*COPIES]")
+        }
+        return .registered(RegisteredAddress(scheme: "echo", text: copies == 1 ? "echo:\(name)" : "echo:\(name)*\(copies)",
+                                             value: EchoEndpoint(name: String(name), copies: copies)))
+    }
+
+    @Test func aSchemeRegisteredOutsideTransportParsesAndOpens() async throws {
+        let schemes = AddressSchemes.builtIn.registering(Self.echoScheme)
+        let address = try schemes.parse("echo:bell*2")
+        #expect(address.scheme == "echo")
+        #expect(address.description == "echo:bell*2")
+        #expect(try schemes.parse(address.description) == address)
+        #expect(try schemes.parse("echo:bell*1") == schemes.parse("echo:bell"))
+        #expect(try schemes.parse("tcp:127.0.0.1:4000") == .tcp(host: "127.0.0.1", port: 4000))
+        let bad = await expectTransportError(.invalidAddress) { _ = try schemes.parse("echo:*3") }
+        #expect(bad?.message == "bad echo address 'echo:*3': expected echo:NAME[*COPIES]")
+
+        let (near, far) = InMemoryTransport.pair()
+        let connector = TransportConnector().registering("echo") { address, context in
+            guard case let .registered(registered) = address, let endpoint = registered.value(as: EchoEndpoint.self) else {
+                throw TransportError(.invalidAddress, "not an echo address")
+            }
+            #expect(endpoint == EchoEndpoint(name: "bell", copies: 2))
+            #expect(context.connectTimeout == .seconds(5))
+            return near
+        }
+        #expect(connector.canOpen("echo") && connector.canOpen("tcp") && !connector.canOpen("usb"))
+        let transport = try await connector.open(address)
+        #expect(transport === near)
+        try await transport.send([7])
+        #expect(try await far.receive() == [7])
+
+        let unsupported = await expectTransportError(.unsupported) { _ = try await TransportConnector().open(address) }
+        #expect(unsupported?.message == "'echo' addresses cannot be opened here (echo:bell*2)")
+    }
+
+    @Test func aRegisteredOpenerReplacesABuiltInOne() async throws {
+        let (near, _) = InMemoryTransport.pair()
+        let connector = TransportConnector().registering("tcp") { _, _ in near }
+        #expect(try await connector.open(.tcp(host: "192.0.2.1", port: 9)) === near)
+    }
 }

@@ -8,15 +8,15 @@ import Transport
 ///
 /// The local adapter is `TUNEUP_BT_ADAPTER` (`hciN` or the adapter's address) when set and not empty; otherwise the
 /// kernel picks the route. Connecting (SDP included) is limited to `connectTimeout`.
-enum BluetoothBridge {
+public enum BluetoothBridge {
     /// Limit for the SDP lookup plus the connection: paging a device that is asleep or far away takes seconds.
-    static let connectTimeout: Duration = .seconds(10)
+    public static let connectTimeout: Duration = .seconds(10)
 
     /// The environment variable naming the local adapter.
-    static let adapterVariable = "TUNEUP_BT_ADAPTER"
+    public static let adapterVariable = "TUNEUP_BT_ADAPTER"
 
     /// Opens `address` (which must be a `bt:` address). Throws `TransportError` with a one-line message.
-    static func open(_ address: DeviceAddress, logger: Logger? = nil) async throws -> any Transport {
+    public static func open(_ address: DeviceAddress, logger: Logger? = nil) async throws -> any Transport {
         guard case let .bluetooth(device, channel) = address else {
             throw TransportError(.invalidAddress, "\(address) is not a Bluetooth address (expected bt:AA:BB:CC:DD:EE:FF[:CHANNEL])")
         }
@@ -31,7 +31,7 @@ enum BluetoothBridge {
     }
 
     /// `TUNEUP_BT_ADAPTER`, or nil when unset or empty.
-    static func adapterFromEnvironment() -> String? {
+    public static func adapterFromEnvironment() -> String? {
         guard let raw = getenv(adapterVariable) else { return nil }
         let value = String(cString: raw)
         return value.isEmpty ? nil : value

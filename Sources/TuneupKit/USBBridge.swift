@@ -12,34 +12,42 @@ import USBTransport
 ///   this bridge has opened before waits up to `reconnectWait` for it to reappear, rescanning every 50 ms: that is
 ///   the updater reconnecting to a device that re-enumerates after a jump to its bootloader or a reboot.
 /// - `pollInterval` is `--poll-interval` (nil: adaptive polling).
-struct USBBridge: Sendable {
+public struct USBBridge: Sendable {
     /// Fixed reply-poll interval (nil: adaptive).
-    var pollInterval: Duration?
+    public var pollInterval: Duration?
     /// Passed to the transport (open/close at debug, every packet at trace).
-    var logger: Logger?
+    public var logger: Logger?
     /// How long a re-open of an address waits for the device to come back.
-    var reconnectWait: Duration = .seconds(5)
+    public var reconnectWait: Duration = .seconds(5)
 
     private let opened = OpenedAddresses()
 
-    init(pollInterval: Duration?, logger: Logger? = nil) {
+    public init(pollInterval: Duration?, logger: Logger? = nil) {
         self.pollInterval = pollInterval
         self.logger = logger
     }
 
-    func open(_ address: DeviceAddress) async throws -> any Transport {
-        let known: USBKnownDevices
-        do {
-            known = try USBKnownDevices.fromEnvironment(ProcessInfo.processInfo.environment)
-        } catch {
-            // A setting, not a connection problem: exit 64, as for `tuneup devices`.
-            throw CommandFailure(message: error.message, code: Exit.usage)
-        }
+    /// Opens `address` (a `usb:` address). Throws `SettingError` for a malformed `TUNEUP_USB_IDS` (a usage
+    /// error: exit 64 in the CLI, not a connection failure), `TransportError` otherwise.
+    public func open(_ address: DeviceAddress) async throws -> any Transport {
+        let known = try Self.knownDevices()
         let again = opened.contains(address.description)
         let options = USBHIDTransport.Options(pollInterval: pollInterval, wait: again ? reconnectWait : .zero, knownDevices: known)
         let transport = try await USBHIDTransport.open(address, options: options, logger: logger)
         opened.insert(address.description)
         return transport
+    }
+
+    /// The known headsets: the standard table plus `TUNEUP_USB_IDS`. A malformed variable is a `SettingError`
+    /// naming the bad entry.
+    public static func knownDevices(
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws(SettingError) -> USBKnownDevices {
+        do {
+            return try USBKnownDevices.fromEnvironment(environment)
+        } catch {
+            throw SettingError(variable: USBKnownDevices.environmentVariable, message: error.message)
+        }
     }
 
     /// The addresses opened so far (shared by copies of the bridge).

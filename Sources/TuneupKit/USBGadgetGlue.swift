@@ -5,12 +5,13 @@ import USBGadget
 
 /// Presents a simulated headset as a real USB device and keeps the gadget in step with it: a jump to the
 /// bootloader or back re-enumerates with the other product id, a power cut detaches until power returns.
-struct USBGadgetPresence {
-    let gadget: USBGadget
+public struct USBGadgetPresence: Sendable {
+    /// The gadget presenting the device.
+    public let gadget: USBGadget
     private let following: Task<Void, Never>
 
     /// Starts the gadget for device `index` of `server` (one UDC: one device).
-    static func start(on server: SimulatorServer, device index: Int, logger: Logger) async throws -> USBGadgetPresence {
+    public static func start(on server: SimulatorServer, device index: Int, logger: Logger) async throws -> USBGadgetPresence {
         let device = server.devices[index]
         let serial = await device.state.identity.serialNumber
         let gadget = try await USBGadget.start(.simulatedHeadset(serialNumber: serial), logger: logger)
@@ -39,7 +40,7 @@ struct USBGadgetPresence {
     }
 
     /// Stops following and tears the gadget down (it must not outlive the process in configfs).
-    func shutdown() async {
+    public func shutdown() async {
         following.cancel()
         await gadget.shutdown()
     }

@@ -3,10 +3,10 @@ import Simulator
 import Transport
 
 /// Connects the CLI to the built-in simulated headset.
-enum SimulatorBridge {
+public enum SimulatorBridge {
     /// The per-user state file of the `sim` device: $XDG_STATE_HOME/tuneup/sim-headset.json
     /// (default ~/.local/state/tuneup/sim-headset.json).
-    static var defaultStatePath: String {
+    public static var defaultStatePath: String {
         let env = ProcessInfo.processInfo.environment
         let base = env["XDG_STATE_HOME"].flatMap { $0.isEmpty ? nil : $0 }
             ?? (env["HOME"] ?? NSHomeDirectory()) + "/.local/state"
@@ -16,14 +16,14 @@ enum SimulatorBridge {
     /// An in-process simulated headset on the state file `statePath` (nil: the per-user default, whose directory
     /// is created; a named file's directory must exist), as a transport. State-file problems are `SimulatorError`s
     /// (exit 74), as they are for `tuneup sim headset --state`.
-    static func openInProcess(statePath: String?) async throws -> any Transport {
+    public static func openInProcess(statePath: String?) async throws -> any Transport {
         let path = statePath ?? defaultStatePath
         try checkStatePath(path, createDirectory: statePath == nil)
         return try await SimulatorServer.inProcess(statePath: path)
     }
 
     /// Refuses a state path that is a directory, or whose directory is missing (created only for the default).
-    static func checkStatePath(_ path: String, createDirectory: Bool) throws {
+    public static func checkStatePath(_ path: String, createDirectory: Bool) throws {
         var isDirectory: ObjCBool = false
         if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
             throw SimulatorError(.io, "the simulator state file \(path) is a directory; name a file (sim:PATH/state.json)")

@@ -1,0 +1,110 @@
+import BluetoothTransport
+import Foundation
+import Headset
+import Logging
+import Transport
+
+/// How the tools open a device and talk to it: what `--timeout`, `--retries`, `--poll-interval`, `--verbose` and a
+/// benchmark's link conditions say.
+public struct ConnectionOptions: Sendable {
+    /// Reply timeout, retransmissions and the rest of the session's behaviour.
+    public var session: LightXSession.Options
+    /// USB only: poll for replies at this fixed interval (nil: adaptive polling).
+    public var pollInterval: Duration?
+    /// When set, every opened link is wrapped in a `ConditionedTransport` with these conditions.
+    public var linkConditions: LinkConditions?
+    /// Limit for resolving and connecting TCP addresses.
+    public var connectTimeout: Duration
+    /// Where the back ends log opening, closing and (at trace) every chunk; nil: they stay quiet.
+    public var transportLogger: Logger?
+
+    public init(session: LightXSession.Options = .init(), pollInterval: Duration? = nil, linkConditions: LinkConditions? = nil,
+                connectTimeout: Duration = .seconds(5), transportLogger: Logger? = nil) {
+        self.session = session
+        self.pollInterval = pollInterval
+        self.linkConditions = linkConditions
+        self.connectTimeout = connectTimeout
+        self.transportLogger = transportLogger
+    }
+}
+
+/// Every kind of device the tools reach, composed once: the address schemes, the connector with every back end
+/// plugged in, and opening a device by address. The CLI, the benchmarks and the provisioning station use these.
+///
+/// A new kind of device is one scheme in `addressSchemes` (its parser) and one opener in `connector(_:)`.
+public enum Devices {
+    /// Every address scheme the tools accept, in the order help lists them (built-in ones: `AddressSchemes.builtIn`,
+    /// with what each means here).
+    public static let addressSchemes: AddressSchemes = {
+        let builtIn = AddressSchemes.builtIn
+        // One line each (at most `summaryWidth` characters): help prints them under the forms.
+        let summaries: [(String, String)] = [
+            ("sim", "the built-in simulated headset, in process; STATEFILE: where it is kept"),
+            ("sim:headset", "the same headset, named explicitly (sim:headset:FILE is sim:FILE)"),
+            ("tcp", "a LightX device (or a 'sim headset' server) on TCP; IPv6: tcp:[::1]:PORT"),
+            ("serial", "a serial line, pty or /dev/rfcommN (raw mode, SPP framing)"),
+            ("usb", "USB HID through libusb; TUNEUP_USB_IDS=VVVV:PPPP/BBBB,... adds models"),
+            ("bt", "Bluetooth RFCOMM (no CHANNEL: SDP finds it); adapter: \(BluetoothBridge.adapterVariable)"),
+        ]
+        var schemes = AddressSchemes()
+        for (name, summary) in summaries {
+            if let scheme = builtIn.scheme(named: name) { schemes.register(scheme.summarized(summary)) }
+        }
+        for scheme in builtIn.schemes where schemes.scheme(named: scheme.name) == nil { schemes.register(scheme) }
+        return schemes
+    }()
+
+    /// Parses an address of any scheme in `addressSchemes`. Throws `TransportError(.invalidAddress)` (one line).
+    public static func parseAddress(_ text: String) throws(TransportError) -> DeviceAddress {
+        try addressSchemes.parse(text)
+    }
+
+    /// The connector for every scheme in `addressSchemes`: TCP and serial, the in-process simulated headset, USB
+    /// (`USBBridge`: the known-device table, a first open that fails at once, re-opens that wait for the device to
+    /// re-enumerate; shared by copies of the connector) and Bluetooth (`BluetoothBridge`, `TUNEUP_BT_ADAPTER`).
+    public static func connector(_ options: ConnectionOptions = .init()) -> TransportConnector {
+        let usb = USBBridge(pollInterval: options.pollInterval, logger: options.transportLogger)
+        var connector = TransportConnector(connectTimeout: options.connectTimeout)
+        connector.register("sim:headset") { address, _ in
+            guard case let .simulator(statePath) = address else {
+                throw TransportError(.invalidAddress, "\(address) is not a simulated headset's address")
+            }
+            return try await SimulatorBridge.openInProcess(statePath: statePath)
+        }
+        connector.register("usb") { address, _ in try await usb.open(address) }
+        connector.register("bt") { address, context in try await BluetoothBridge.open(address, logger: context.logger) }
+        connector.logger = options.transportLogger
+        connector.linkConditions = options.linkConditions
+        return connector
+    }
+
+    /// Opens the device at `address` and starts a typed session on it. Throws `HeadsetError` (a link failure is
+    /// `HeadsetError.transport`), `SettingError` (a bad `TUNEUP_USB_IDS`), `SimulatorError` (a bad state file).
+    public static func openHeadset(
+        _ address: DeviceAddress, options: ConnectionOptions = .init(), logger: Logger = Logger(label: "tuneup.session")
+    ) async throws -> Headset {
+        try await Headset.open(address, connector: connector(options), options: options.session, logger: logger)
+    }
+
+    /// Opens the device at `address` and starts a LightX session on it, errors as for `openHeadset`.
+    public static func openSession(
+        _ address: DeviceAddress, options: ConnectionOptions = .init(), logger: Logger = Logger(label: "tuneup.session")
+    ) async throws -> LightXSession {
+        try await openHeadset(address, options: options, logger: logger).session
+    }
+
+    /// The longest summary that fits a help line (80 columns) after its indent.
+    public static let summaryWidth = 74
+
+    /// The address schemes for help texts: each scheme's form, then its summary indented on the next line.
+    public static func schemeLines(indent: String = "  ") -> [String] {
+        addressSchemes.schemes.flatMap { scheme in [indent + scheme.form, indent + "    " + scheme.summary] }
+    }
+
+    /// The address schemes as the Markdown table of docs/cli.md.
+    public static var schemeTable: String {
+        (["| address | link |", "|---|---|"] + addressSchemes.schemes.map { scheme in
+            "| " + scheme.form.components(separatedBy: " or ").map { "`\($0)`" }.joined(separator: ", ") + " | \(scheme.summary) |"
+        }).joined(separator: "\n")
+    }
+}
