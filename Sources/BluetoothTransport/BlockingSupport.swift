@@ -41,6 +41,8 @@ enum BluetoothThread {
 
     /// poll(2) on `fd` and the wake pipe until something happens; runs on the dedicated thread.
     private static func pollLoop(fd: Int32, events: Int16, wake: WakeSignal, deadline: ContinuousClock.Instant?) -> WaitOutcome {
+        wake.noteWatched(true)
+        defer { wake.noteWatched(false) }
         while true {
             var timeoutMs: Int32 = -1
             if let deadline {
@@ -75,6 +77,7 @@ final class WakeSignal: Sendable {
         var writeFD: Int32
         var fired = false
         var closed = false
+        var watchers = 0
     }
 
     private let state: Mutex<State>
@@ -110,6 +113,15 @@ final class WakeSignal: Sendable {
 
     /// Whether `fire()` was called.
     var hasFired: Bool { state.withLock { $0.fired } }
+
+    /// Whether a dedicated thread is polling on this signal now, i.e. a `BluetoothThread.wait` is under way on its
+    /// thread (for tests and diagnostics).
+    var isWatched: Bool { state.withLock { $0.watchers > 0 } }
+
+    /// Called by the polling thread as it starts and stops watching.
+    fileprivate func noteWatched(_ watching: Bool) {
+        state.withLock { $0.watchers += watching ? 1 : -1 }
+    }
 
     /// Closes both ends. Idempotent.
     func close() {

@@ -191,6 +191,12 @@ public final class RFCOMMListener: TransportListener, Sendable {
         TransportError(.closed, "the listener on \(endpoint) is closed")
     }
 
+    /// The number of `accept()` calls waiting for a connection on their dedicated threads now (for tests and
+    /// diagnostics).
+    var pendingAccepts: Int {
+        state.withLock { s in s.waiters.values.filter { $0.isWatched }.count }
+    }
+
     /// Waits for the next connection. Throws `.closed` after `close()`, `CancellationError` when cancelled, `.io` for
     /// resource exhaustion.
     public func accept() async throws -> any Transport {

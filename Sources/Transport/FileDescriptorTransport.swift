@@ -173,9 +173,10 @@ public final class FileDescriptorTransport: Transport {
         logger?.trace("\(peerDescription) sent \(bytes.count) bytes: \(hexDump(bytes))")
     }
 
-    /// Whether a `receive()` is in progress (diagnostics and tests).
+    /// Whether a `receive()` is parked waiting for data: in progress and suspended on the reactor, not merely
+    /// started (for tests and diagnostics).
     var hasPendingReceive: Bool {
-        state.withLock { $0.receiving }
+        state.withLock { $0.receiving } && reactor.hasWaiter(.readable, on: registration)
     }
 
     /// The descriptor while open (nil after `close()`); for diagnostics and tests. Do not close it yourself.

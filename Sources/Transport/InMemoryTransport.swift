@@ -65,8 +65,11 @@ public final class InMemoryTransport: Transport {
         try await incoming.read(peer: peerDescription)
     }
 
-    /// Whether a `receive()` is in progress on this end (diagnostics and tests).
-    var hasPendingReceive: Bool { incoming.hasPendingReceive }
+    /// Whether a `receive()` on this end is parked waiting for data (for tests and diagnostics).
+    var hasPendingReceive: Bool { incoming.hasParkedReader }
+
+    /// Whether a `send(_:)` on this end is parked waiting for the peer to make room (for tests and diagnostics).
+    var hasPendingSend: Bool { outgoing.hasParkedWriter }
 
     /// See `Transport.close()`.
     public func close() async {
@@ -189,7 +192,11 @@ final class MemoryPipe: Sendable {
         return result
     }
 
-    var hasPendingReceive: Bool { state.withLock { $0.receiving } }
+    /// Whether a read is suspended waiting for data (for tests and diagnostics).
+    var hasParkedReader: Bool { state.withLock { $0.receiving && $0.reader != nil } }
+
+    /// Whether a write is suspended waiting for room (for tests and diagnostics).
+    var hasParkedWriter: Bool { state.withLock { $0.writer != nil } }
 
     /// The receiving end went away.
     func closeReader() {

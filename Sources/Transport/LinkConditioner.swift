@@ -101,6 +101,12 @@ public final class ConditionedTransport: Transport {
     /// When each direction's link finishes carrying what is queued so far (for diagnostics and tests).
     var linkFreeAt: (outgoing: ContinuousClock.Instant, incoming: ContinuousClock.Instant) { core.linkFreeAt }
 
+    /// Whether a `receive()` is parked waiting for data (for tests and diagnostics).
+    var hasPendingReceive: Bool { core.isParked(.receiver) }
+
+    /// Whether a `send(_:)` is parked waiting for room on the link (for tests and diagnostics).
+    var hasPendingSend: Bool { core.isParked(.sender) }
+
     /// See `Transport.send(_:)` and the model above.
     public func send(_ bytes: [UInt8]) async throws {
         try await core.send(bytes)
@@ -192,7 +198,7 @@ final class ConditionerCore: Sendable {
 
     private enum Lanes { case outgoing, incoming }
 
-    private enum Slot: Hashable { case receiver, sender, delivery, reader, closer }
+    enum Slot: Hashable { case receiver, sender, delivery, reader, closer }
 
     private struct Waiter {
         let id: UInt64
@@ -280,6 +286,11 @@ final class ConditionerCore: Sendable {
     /// When each direction's link finishes carrying what is queued (diagnostics and tests).
     var linkFreeAt: (outgoing: Instant, incoming: Instant) {
         state.withLock { ($0.outgoing.linkFreeAt, $0.incoming.linkFreeAt) }
+    }
+
+    /// Whether a call or loop is parked in `slot` (for tests and diagnostics).
+    func isParked(_ slot: Slot) -> Bool {
+        state.withLock { $0.waiters[slot] != nil }
     }
 
     /// Serialisation time of `n` bytes.

@@ -57,6 +57,9 @@ public final class PseudoTerminal: Sendable {
     /// The number of client descriptions that have the slave open now (as far as inotify reports).
     public var attachedClients: Int { core.attachedClients }
 
+    /// Whether an `accept()` is parked waiting for a client (for tests and diagnostics).
+    var hasPendingAccept: Bool { core.hasPendingAccept }
+
     /// Ends any session, fails a pending `accept()`, and closes the pty. Idempotent.
     public func close() {
         core.close()
@@ -190,6 +193,14 @@ final class PTYCore: Sendable {
     }
 
     var attachedClients: Int { state.withLock { $0.clients } }
+
+    /// Whether an `accept()` is parked waiting for a client (for tests and diagnostics).
+    var hasPendingAccept: Bool { state.withLock { $0.acceptWaiter != nil } }
+
+    /// Whether session `id` has a `receive()` parked on the reactor waiting for data (for tests and diagnostics).
+    func hasPendingReceive(session id: UInt64) -> Bool {
+        state.withLock { $0.receivingSession == id } && reactor.hasWaiter(.readable, on: masterRegistration)
+    }
 
     private var closedError: TransportError {
         TransportError(.closed, "the pseudo-terminal \(slavePath) is closed")
@@ -468,6 +479,9 @@ final class PTYSession: Transport {
     }
 
     deinit { core.closeSession(id) }
+
+    /// Whether a `receive()` is parked waiting for data (for tests and diagnostics).
+    var hasPendingReceive: Bool { core.hasPendingReceive(session: id) }
 
     func send(_ bytes: [UInt8]) async throws {
         try await sendLock.withLock {

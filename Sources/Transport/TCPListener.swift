@@ -127,6 +127,11 @@ public final class TCPListener: Sendable {
         }
     }
 
+    /// Whether an `accept()` is parked on the reactor waiting for a connection (for tests and diagnostics).
+    var hasPendingAccept: Bool {
+        reactor.hasWaiter(.readable, on: registration)
+    }
+
     /// Stops listening and releases the socket. Idempotent.
     public func close() {
         let fd: Int32? = state.withLock { s in

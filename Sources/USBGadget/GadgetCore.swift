@@ -52,6 +52,8 @@ final class GadgetCore: Sendable {
         var commands: [PendingCommand] = []
         var stopRequested = false
         var threadDone = false
+        /// `reenumerate` calls waiting for the host to fetch the queued packets.
+        var draining = 0
         var productID: UInt16
         var product: String
         var isBound = false
@@ -233,6 +235,20 @@ final class GadgetCore: Sendable {
 
     /// Whether the host has fetched every queued packet (or there is no attachment).
     var isDrained: Bool { state.withLock { $0.mailbox.isDrained } }
+
+    /// Sends parked until the FIFO has room (for tests and diagnostics).
+    var pendingSends: Int { state.withLock { $0.sendWaiters.count } }
+
+    /// Whether an `accept()` is parked waiting for an attachment (for tests and diagnostics).
+    var hasPendingAccept: Bool { state.withLock { $0.acceptWaiter != nil } }
+
+    /// Whether a `reenumerate` is waiting for the host to fetch what is queued (for tests and diagnostics).
+    var isWaitingForDrain: Bool { state.withLock { $0.draining > 0 } }
+
+    /// Counts a `reenumerate` entering (+1) or leaving (-1) its wait for the drain.
+    func noteDraining(_ delta: Int) {
+        state.withLock { $0.draining += delta }
+    }
 
     // MARK: - Accept
 

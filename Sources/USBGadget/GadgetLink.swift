@@ -130,6 +130,9 @@ public final class GadgetLink: Transport, Sendable {
     /// Whether the device side closed this link.
     var isClosed: Bool { state.withLock { $0.closed } }
 
+    /// Whether a `receive()` is parked waiting for a packet from the host (for tests and diagnostics).
+    var hasPendingReceive: Bool { state.withLock { $0.receiver != nil } }
+
     /// Hands a packet from the host to the device; false when it was discarded (closed or ended link).
     @discardableResult
     func deliver(_ packet: [UInt8]) -> Bool {

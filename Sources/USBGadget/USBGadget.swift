@@ -102,6 +102,12 @@ public final class USBGadget: TransportListener, Sendable {
     public var statistics: USBGadgetStatistics { core.state.withLock { $0.statistics } }
     /// Whether `close()` or `shutdown()` was called.
     public var isClosed: Bool { core.isStopRequested }
+    /// Sends parked until the FIFO has room (for tests and diagnostics).
+    var pendingSends: Int { core.pendingSends }
+    /// Whether an `accept()` is parked waiting for an attachment (for tests and diagnostics).
+    var hasPendingAccept: Bool { core.hasPendingAccept }
+    /// Whether a `reenumerate` is waiting for the host to fetch what is queued (for tests and diagnostics).
+    var isWaitingForDrain: Bool { core.isWaitingForDrain }
 
     // MARK: - TransportListener
 
@@ -155,8 +161,12 @@ public final class USBGadget: TransportListener, Sendable {
         check.product = product
         try check.validate()
         let deadline = ContinuousClock.now + drainTimeout
-        while !core.isDrained, ContinuousClock.now < deadline, !core.isStopRequested {
-            try await Task.sleep(for: .milliseconds(2))
+        do {
+            core.noteDraining(1)
+            defer { core.noteDraining(-1) }
+            while !core.isDrained, ContinuousClock.now < deadline, !core.isStopRequested {
+                try await Task.sleep(for: .milliseconds(2))
+            }
         }
         if settle > .zero { try await Task.sleep(for: settle) }
         return try await core.perform(.reenumerate(productID: productID, product: product))

@@ -22,7 +22,7 @@ import Transport
             let wake = try WakeSignal()
             defer { wake.close() }
             async let outcome = BluetoothThread.wait(for: Int16(POLLIN), on: r, wake: wake, name: "t-wait")
-            try await Task.sleep(for: .milliseconds(20))
+            try await waitUntil("the wait polls on its thread") { wake.isWatched }
             var byte: UInt8 = 7
             #expect(write(w, &byte, 1) == 1)
             let result = try await outcome
@@ -51,12 +51,12 @@ import Transport
             defer { close(r); close(w) }
             let before = openDescriptors()
             for _ in 0..<50 {
+                let wake = try WakeSignal()
+                defer { wake.close() }  // after the wait returned: its thread no longer polls the signal
                 let task = Task { () throws -> BluetoothThread.WaitOutcome in
-                    let wake = try WakeSignal()
-                    defer { wake.close() }
-                    return try await BluetoothThread.wait(for: Int16(POLLIN), on: r, wake: wake, name: "t-cancel")
+                    try await BluetoothThread.wait(for: Int16(POLLIN), on: r, wake: wake, name: "t-cancel")
                 }
-                try await Task.sleep(for: .milliseconds(2))
+                try await waitUntil("the wait polls on its thread") { wake.isWatched }
                 let start = ContinuousClock.now
                 task.cancel()
                 let result = try await task.value
@@ -119,7 +119,7 @@ import Transport
             await #expect(throws: TransportError(.timedOut, "")) {
                 _ = try await Timeouts.run(limit: .milliseconds(100), timeoutError: TransportError(.timedOut, "too slow"),
                                                   discard: { (_: Int) in }) {
-                    try await Task.sleep(for: .seconds(60))
+                    try await Task.sleep(for: .seconds(60))  // the slow operation the deadline must cut short
                     return 1
                 }
             }
@@ -156,7 +156,7 @@ import Transport
             #expect(listener.endpoint == "bt:00:AA:01:00:00:00:5")
             #expect(!listener.isServiceRecordRegistered)
             async let accepted = listener.accept()
-            try await Task.sleep(for: .milliseconds(20))  // accept() is now waiting on its thread
+            try await waitUntil("accept() waits on its thread") { listener.pendingAccepts == 1 }
             let client = try FileDescriptorTransport(adopting: try connect(), peerDescription: "client")
             let server = try await accepted
             #expect(server.peerDescription == "bt:unknown")  // not an RFCOMM peer
@@ -177,7 +177,7 @@ import Transport
             let (listener, _) = try listener()
             let pending = Task { try await listener.accept() }
             let second = Task { try await listener.accept() }
-            try await Task.sleep(for: .milliseconds(50))
+            try await waitUntil("both accepts wait on their threads") { listener.pendingAccepts == 2 }
             let start = ContinuousClock.now
             listener.close()
             // An accept that close() does not wake is cancelled by the watchdog and fails the check below.
@@ -196,7 +196,7 @@ import Transport
             let (listener, connect) = try listener()
             defer { listener.close() }
             let waiting = Task { try await listener.accept() }
-            try await Task.sleep(for: .milliseconds(50))
+            try await waitUntil("accept() waits on its thread") { listener.pendingAccepts == 1 }
             waiting.cancel()
             await #expect(throws: CancellationError.self) { _ = try await value(of: waiting, cancellingAfter: .seconds(30)) }
             let client = try FileDescriptorTransport(adopting: try connect(), peerDescription: "client")
@@ -220,7 +220,7 @@ import Transport
                 let listener = RFCOMMListener(adoptingListeningSocket: fd, endpoint: "bt:00:AA:01:00:00:00:5", channel: 5,
                                               registration: nil, logger: nil)
                 let waiting = Task { try await listener.accept() }
-                try await Task.sleep(for: .milliseconds(2))
+                try await waitUntil("accept() waits on its thread") { listener.pendingAccepts == 1 }
                 listener.close()
                 _ = try? await value(of: waiting, cancellingAfter: .seconds(30))
             }

@@ -16,7 +16,7 @@ import Testing
                         do {
                             try pool.submit(name: "test-blocking") {
                                 counts.state.withLock { $0.running += 1; $0.peak = max($0.peak, $0.running) }
-                                usleep(5_000)
+                                usleep(5_000)  // the blocking call itself: it must hold its thread for a while
                                 counts.state.withLock { $0.running -= 1; $0.done += 1 }
                                 c.resume()
                             }
@@ -39,6 +39,7 @@ import Testing
     @Test func dedicatedThreadRunUsesTheSharedPool() async throws {
         let before = BlockingPool.shared.peakThreads
         let results = try await withThrowingTaskGroup(of: Int.self) { group in
+            // Each call blocks its thread for 2 ms (the workload, not a wait), so the calls overlap on the pool.
             for i in 0..<32 { group.addTask { try await DedicatedThread.run(name: "test") { usleep(2_000); return i } } }
             return try await group.reduce(0, +)
         }

@@ -39,12 +39,14 @@ import Testing
             let reg = try reactor.register(r)
             for _ in 0..<20 {
                 let waiting = Task { try await reactor.wait(.readable, on: reg) }
-                try await Task.sleep(for: .milliseconds(2))
+                try await waitUntil("the waiter is registered") { reactor.hasWaiter(.readable, on: reg) }
                 waiting.cancel()
                 await #expect(throws: CancellationError.self) { try await waiting.value }
+                #expect(!reactor.hasWaiter(.readable, on: reg), "the cancelled waiter still holds the slot")
             }
             // The slot is free again: a new waiter gets the next event.
             let waiting = Task { try await reactor.wait(.readable, on: reg) }
+            try await waitUntil("the new waiter is registered") { reactor.hasWaiter(.readable, on: reg) }
             var byte: UInt8 = 1
             #expect(write(w, &byte, 1) == 1)
             try await waiting.value
@@ -194,17 +196,21 @@ import Testing
                 #expect(together == 10, "only \(blocked.withLock { $0 }) blocking calls ran at the same time")
             }
             // Cancellation returns while the blocking call still runs; the late result is discarded.
+            let started = Shared(false)
             let finished = Shared(false)
             let release = Shared(false)
             let slow = Task {
                 try await DedicatedThread.run(name: "test-slow") { () -> Int in
+                    started.withLock { $0 = true }
+                    // Stands for a blocking call that runs until released (the usleep is its work, not a wait in
+                    // the test).
                     let deadline = ContinuousClock.now + .seconds(30)
                     while !release.withLock({ $0 }), ContinuousClock.now < deadline { usleep(1000) }
                     finished.withLock { $0 = true }
                     return 1
                 }
             }
-            try await Task.sleep(for: .milliseconds(20))
+            try await waitUntil("the blocking call runs") { started.withLock { $0 } }
             slow.cancel()
             await #expect(throws: CancellationError.self) { _ = try await slow.value }
             #expect(!finished.withLock { $0 }, "cancellation waited for the blocking call")

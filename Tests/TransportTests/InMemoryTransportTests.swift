@@ -64,9 +64,8 @@ import Testing
             let (a, b) = InMemoryTransport.pair(capacity: 10)
             try await a.send(pattern(10))
             let blocked = Task { try await a.send([1, 2, 3]) }
-            // Lets the send park: InMemoryTransport has no "a send is waiting" flag (hasPendingReceive only), so there
-            // is no condition to await. If the cancel lands first the send still throws CancellationError.
-            try await Task.sleep(for: .milliseconds(30))
+            let end = try #require(a as? InMemoryTransport)
+            try await waitUntil("the send is parked on the full buffer") { end.hasPendingSend }
             blocked.cancel()
             await #expect(throws: CancellationError.self) { try await blocked.value }
             #expect(try await b.receive() == pattern(10))
@@ -100,6 +99,7 @@ import Testing
             try await b.send([5, 6, 7, 8])
             let blockedSend = Task { try await b.send([9]) }
             let end = try #require(b as? InMemoryTransport)
+            try await waitUntil("the send is parked on the full buffer") { end.hasPendingSend }
             let pendingReceive = try await receiveThatWaits(on: b) { end.hasPendingReceive }
             await a.close()
             await expectTransportError(.closed) { try await blockedSend.value }
@@ -158,9 +158,9 @@ import Testing
                 try await a.send(big)
                 sent.withLock { $0 = true }
             }
-            // An observation window, not synchronisation: InMemoryTransport has no "a send is waiting" flag to await,
-            // so give the sender time to deliver the big message wrongly; it must still be waiting for [7] to go.
-            try await Task.sleep(for: .milliseconds(20))
+            // The send either parks (right: it must wait for [7] to go) or completes (wrong); wait for one of them.
+            let end = try #require(a as? InMemoryTransport)
+            try await waitUntil("the big send parked or finished") { end.hasPendingSend || sent.withLock { $0 } }
             #expect(!sent.withLock { $0 }, "a message larger than the free space was sent while [7] was unread")
             #expect(try await b.receive() == [7])
             #expect(try await b.receive() == big)

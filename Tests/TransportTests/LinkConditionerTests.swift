@@ -313,7 +313,7 @@ import Testing
         try await withTimeLimit {
             let (conditioned, _) = try link("latency=10ms")
             let pending = Task { try await conditioned.receive() }
-            try await Task.sleep(for: .milliseconds(30))
+            try await waitUntil("the receive is waiting") { conditioned.hasPendingReceive }
             await conditioned.close()
             await expectTransportError(.closed) { _ = try await pending.value }
         }
@@ -335,11 +335,14 @@ import Testing
 
     @Test func cancelledReceiveLosesNoBytes() async throws {
         try await withTimeLimit {
-            // The receive must still be waiting when it is cancelled: 3 s of latency leaves room for a slow machine.
+            // The receive must still be waiting when it is cancelled, with the bytes on the link: 3 s of latency
+            // leaves room for a slow machine between seeing that and the cancel.
             let (conditioned, far) = try link("latency=3s")
             try await far.send([1, 2, 3])
             let pending = Task { try await conditioned.receive() }
-            try await Task.sleep(for: .milliseconds(20))
+            try await waitUntil("the bytes are in flight and the receive waits for them") {
+                conditioned.statistics.incoming.bytes == 3 && conditioned.hasPendingReceive
+            }
             pending.cancel()
             await #expect(throws: CancellationError.self) { _ = try await pending.value }
             #expect(try await conditioned.receive() == [1, 2, 3])

@@ -78,9 +78,9 @@ import Testing
             let client = try await SerialTransport.open(path: pty.slavePath)
             let session = try await accepted
             await client.close()
-            // Wait until the terminal has noticed.
-            while pty.attachedClients > 0 { try await Task.sleep(for: .milliseconds(5)) }
-            try await Task.sleep(for: .milliseconds(20))
+            // Wait until the terminal has noticed (the client count drops to 0 in the same step that marks the
+            // session's client gone).
+            try await waitUntil("the terminal saw the client leave") { pty.attachedClients == 0 }
             await expectTransportError(.closed) { try await session.send([1, 2, 3]) }
             await expectTransportError(.closed) { _ = try await session.receive() }
         }
@@ -93,8 +93,12 @@ import Testing
             async let accepted1 = pty.accept()
             let first = try rawClient(pty.slavePath)
             let session1 = try await accepted1
-            try await session1.send(Array("stale reply".utf8))
-            try await Task.sleep(for: .milliseconds(20))
+            let stale = Array("stale reply".utf8)
+            try await session1.send(stale)
+            // The kernel moves what the master wrote to the slave's input queue asynchronously: wait until all of it
+            // is there, unread, so that it really is left behind when the client goes.
+            let slave = try #require((first as? FileDescriptorTransport)?.descriptor)
+            try await waitUntil("the reply reached the client's input queue") { unreadBytes(slave) == stale.count }
             await first.close() // never read it
             let (_, error) = await receiveUntilError(session1)
             #expect((error as? TransportError)?.code == .closed)
@@ -138,14 +142,14 @@ import Testing
             let pty = try PseudoTerminal.open()
             defer { pty.close() }
             let waiting = Task { try await pty.accept() }
-            try await Task.sleep(for: .milliseconds(50))
+            try await waitUntil("accept() is waiting for a client") { pty.hasPendingAccept }
             waiting.cancel()
             await #expect(throws: CancellationError.self) { _ = try await waiting.value }
             // A client that opened and already left still gets its session, which drains then ends.
             let quick = try rawClient(pty.slavePath)
             try await quick.send([7, 7])
             await quick.close()
-            while pty.attachedClients > 0 { try await Task.sleep(for: .milliseconds(5)) }
+            try await waitUntil("the terminal saw the client leave") { pty.attachedClients == 0 }
             let session = try await pty.accept()
             let (bytes, error) = await receiveUntilError(session)
             #expect(bytes == [7, 7])
@@ -160,7 +164,8 @@ import Testing
             let client = try await SerialTransport.open(path: pty.slavePath)
             let session = try await accepted
             let receiving = Task { try await session.receive() }
-            try await Task.sleep(for: .milliseconds(30))
+            let live = try #require(session as? PTYSession)
+            try await waitUntil("the session's receive is waiting") { live.hasPendingReceive }
             pty.close()
             let error = await expectTransportError(.closed) { _ = try await receiving.value }
             #expect(error?.message == "the pseudo-terminal \(pty.slavePath) is closed")
@@ -187,4 +192,10 @@ import Testing
         }
         #expect(gone)
     }
+}
+
+/// Bytes waiting unread in a tty's input queue (FIONREAD), or -1 when the descriptor cannot tell.
+private func unreadBytes(_ fd: Int32) -> Int {
+    var count: Int32 = 0
+    return ioctl(fd, UInt(FIONREAD), &count) == 0 ? Int(count) : -1
 }

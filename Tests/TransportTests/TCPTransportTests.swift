@@ -197,12 +197,14 @@ import Testing
             let (bytes, error) = await receiveUntilError(client)
             #expect(bytes == [1, 2, 3])
             #expect((error as? TransportError)?.code == .closed)
-            // Still closed on the next call, and sending eventually fails with .closed too.
+            // Still closed on the next call, and sending eventually fails with .closed too: the first send after the
+            // peer's close only provokes its reset, so keep sending until the reset is seen (a hang guard bounds it).
             await expectTransportError(.closed) { _ = try await client.receive() }
             await expectTransportError(.closed) {
-                for _ in 0..<100 {
+                let deadline = ContinuousClock.now + .seconds(30)
+                while ContinuousClock.now < deadline {
                     try await client.send([UInt8](repeating: 0, count: 65536))
-                    try await Task.sleep(for: .milliseconds(5))
+                    try await Task.sleep(for: .milliseconds(2))
                 }
             }
             await client.close()
@@ -223,9 +225,18 @@ import Testing
             // Repeatedly race cancellation against arriving data: every byte is received exactly once.
             var expected: [UInt8] = []
             var received: [UInt8] = []
+            let fd = try #require(client as? FileDescriptorTransport)
             for i in 0..<50 {
-                let task = Task { try await client.receive() }
-                if i % 2 == 0 { try await Task.sleep(for: .microseconds(200)) }
+                let finished = Shared(false)
+                let task = Task {
+                    defer { finished.withLock { $0 = true } }
+                    return try await client.receive()
+                }
+                // Every other round the receive gets to its end before the data comes — parked, or returned at once
+                // with a byte a cancelled round left behind —; the other rounds race its very start.
+                if i % 2 == 0 {
+                    try await waitUntil("receive \(i) parked or returned") { fd.hasPendingReceive || finished.withLock { $0 } }
+                }
                 try await server.send([UInt8(i)])
                 expected.append(UInt8(i))
                 task.cancel()
@@ -277,7 +288,7 @@ import Testing
         try await withTimeLimit {
             let listener = try await TCPListener.bind()
             let pending = Task { try await listener.accept() }
-            try await Task.sleep(for: .milliseconds(30))
+            try await waitUntil("accept() is parked") { listener.hasPendingAccept }
             pending.cancel()
             await #expect(throws: CancellationError.self) { try await pending.value }
             // A connection made afterwards is still accepted.
@@ -287,7 +298,7 @@ import Testing
             try await client.send([5])
             #expect(try await server.receive() == [5])
             let waiting = Task { try await listener.accept() }
-            try await Task.sleep(for: .milliseconds(30))
+            try await waitUntil("accept() is parked") { listener.hasPendingAccept }
             listener.close()
             let error = await expectTransportError(.closed) { _ = try await waiting.value }
             #expect(error?.message == "the listener on \(listener.boundAddress) is closed")

@@ -42,8 +42,8 @@ struct FakeHost {
         guard n == bytes.count else { throw TestFailure("send to the fake ep0 failed: errno \(errno)") }
     }
 
-    /// The next message from the gadget, or nil after `timeout` (long by default: it is for answers that must come,
-    /// and the gadget's thread can be slow to run on a loaded machine; `expectSilence` is the short look).
+    /// The next message from the gadget, or nil after `timeout` (a hang guard: it is for answers that must come, and
+    /// the gadget's thread can be slow to run on a loaded machine).
     func nextMessage(timeout: Duration = .seconds(30)) async throws -> [UInt8]? {
         let deadline = ContinuousClock.now + timeout
         var buffer = [UInt8](repeating: 0, count: 1024)
@@ -73,9 +73,14 @@ struct FakeHost {
         }
     }
 
-    /// Nothing from the gadget within `timeout`.
-    func expectSilence(_ timeout: Duration = .milliseconds(50)) async throws -> Bool {
-        try await nextMessage(timeout: timeout) == nil
+    /// Whether the gadget sent nothing since its last answer: the answer to a GET_DESCRIPTOR(report) sent now must be
+    /// the very next message (ep0 answers come in order, one per SETUP), so a stray message shows up in front of it.
+    /// The round trip also means the gadget has handled everything sent before it.
+    func nothingElseAnswered() async throws -> Bool {
+        let getReportDescriptor = SetupPacket(requestType: 0x81, request: 0x06, value: 0x2200, index: 0,
+                                              length: UInt16(HIDDescriptors.reportDescriptor.count))
+        try event(Self.setupType, getReportDescriptor)
+        return try await nextMessage() == [UInt8(ascii: "W")] + HIDDescriptors.reportDescriptor
     }
 
     // MARK: - HID requests

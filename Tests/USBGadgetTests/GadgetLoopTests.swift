@@ -131,7 +131,7 @@ import Transport
             await #expect(throws: TransportError(.closed, "")) { try await link.receive() }
             #expect(try await rig.host.poll() == nil)
             try await rig.host.sendPacket([UInt8](repeating: 2, count: 12))
-            #expect(try await rig.host.expectSilence())
+            #expect(try await rig.host.nothingElseAnswered())
             #expect(rig.gadget.statistics.packetsDiscarded == 1)
             try rig.host.event(FakeHost.enable)
             let next = try await rig.gadget.accept()
@@ -150,9 +150,13 @@ import Transport
             try await link.send(reply)
             rig.fs.clearLog()
             let gadget = rig.gadget
-            let reset = Task { try await gadget.reenumerate(productID: 0x0002, product: "Tuneup Sim Headset (bootloader)") }
-            try await Task.sleep(for: .milliseconds(60))
-            #expect(!rig.fs.log.contains { $0.hasSuffix("/UDC=\n") }, "no unbind before the host fetched the reply")
+            // A generous drain timeout: the host below fetches as soon as the reset waits, however slow the machine.
+            let reset = Task {
+                try await gadget.reenumerate(productID: 0x0002, product: "Tuneup Sim Headset (bootloader)", drainTimeout: .seconds(30))
+            }
+            let unbound = { rig.fs.log.contains { $0.hasSuffix("/UDC=\n") } }
+            try await waitUntil("the reset waits for the host (or unbinds at once)") { gadget.isWaitingForDrain || unbound() }
+            #expect(!unbound(), "no unbind before the host fetched the reply")
             #expect(try await rig.host.receivePacket() == reply)
             let took = try await reset.value
             // Unbind, identity, rebind on the fake configfs take microseconds; the bound only catches a wait (it is
@@ -208,12 +212,12 @@ import Transport
             let packet = [UInt8](repeating: 0, count: 12)
             for _ in 0..<256 { try await link.send(packet) }
             let blocked = Task { try await link.send([7] + [UInt8](repeating: 0, count: 11)) }
-            try await Task.sleep(for: .milliseconds(30))
+            try await waitUntil("the send waits for room") { rig.gadget.pendingSends == 1 }
             #expect(try await rig.host.receivePacket() == packet)
             try await blocked.value
             // A waiting send is released with .closed when the attachment ends.
             let again = Task { try await link.send(packet) }
-            try await Task.sleep(for: .milliseconds(20))
+            try await waitUntil("the send waits for room") { rig.gadget.pendingSends == 1 }
             try rig.host.event(FakeHost.disable)
             await #expect(throws: TransportError(.closed, "")) { try await again.value }
             // ... and a cancelled one with CancellationError.
@@ -221,7 +225,7 @@ import Transport
             let next = try await rig.gadget.accept()
             for _ in 0..<256 { try await next.send(packet) }
             let cancelled = Task { try await next.send(packet) }
-            try await Task.sleep(for: .milliseconds(20))
+            try await waitUntil("the send waits for room") { rig.gadget.pendingSends == 1 }
             cancelled.cancel()
             await #expect(throws: CancellationError.self) { try await cancelled.value }
             await rig.gadget.shutdown()
@@ -233,7 +237,8 @@ import Transport
             let rig = try await start()
             let link = try await attach(rig)
             let waiting = Task { try await link.receive() }
-            try await Task.sleep(for: .milliseconds(20))
+            let gadgetLink = try #require(link as? GadgetLink)
+            try await waitUntil("the receive waits for a packet") { gadgetLink.hasPendingReceive }
             waiting.cancel()
             await #expect(throws: CancellationError.self) { try await waiting.value }
             try await rig.host.sendPacket([UInt8](repeating: 5, count: 12))
@@ -248,7 +253,7 @@ import Transport
             let link = try await attach(rig)
             let gadget = rig.gadget
             let accepting = Task { try await gadget.accept() }
-            try await Task.sleep(for: .milliseconds(20))
+            try await waitUntil("accept() waits for an attachment") { gadget.hasPendingAccept }
             rig.fs.clearLog()
             await gadget.shutdown()
             await #expect(throws: TransportError(.closed, "")) { try await accepting.value }
@@ -271,10 +276,7 @@ import Transport
             do {
                 _ = try await USBGadget.start(.fake(), system: fs, logger: nil)
             }
-            let deadline = ContinuousClock.now + .seconds(30)  // a hang guard; the teardown is quick when it happens
-            while fs.exists("/cfg/usb_gadget/tuneup"), ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(5))
-            }
+            try await waitUntil("the dropped gadget is torn down") { !fs.exists("/cfg/usb_gadget/tuneup") }
             #expect(!fs.exists("/cfg/usb_gadget/tuneup"))
         }
     }
