@@ -8,8 +8,8 @@ import TuneupKit
 /// Where the device is and how patiently to talk to it. Shared by every device command.
 struct DeviceOptions: ParsableArguments {
     @Option(name: .shortAndLong, help: ArgumentHelp(
-        "Device address: sim[:STATEFILE], tcp:HOST:PORT, serial:PATH, usb:VID:PID[:SERIAL], bt:ADDR[:CHANNEL].",
-        discussion: "Defaults to $TUNEUP_DEVICE, else 'sim' (the built-in simulated headset).",
+        "Device address: " + Devices.addressSchemes.forms.joined(separator: ", ") + ".",
+        discussion: "Defaults to $TUNEUP_DEVICE, else 'sim' (the built-in simulated headset). 'tuneup --help' says what each form means.",
         valueName: "addr"))
     var device: String?
 
