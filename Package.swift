@@ -84,7 +84,7 @@ let package = Package(
         .target(
             name: "TuneupKit",
             dependencies: [
-                "Failure", "LightX", "Transport", "Headset", "Simulator", "Firmware", "USBTransport", "USBGadget",
+                "Failure", "LightX", "Transport", "Headset", "Simulator", "Firmware", "FirmwareUpdate", "USBTransport", "USBGadget",
                 "BluetoothTransport", .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict),

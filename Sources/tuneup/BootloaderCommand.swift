@@ -6,6 +6,7 @@ import Headset
 import LightX
 import Logging
 import Transport
+import TuneupKit
 
 /// A bootloader client for the device options (reconnecting as the device resets).
 func bootloaderClient(_ device: DeviceOptions, wait: Double) throws -> BootloaderClient {
@@ -13,10 +14,9 @@ func bootloaderClient(_ device: DeviceOptions, wait: Double) throws -> Bootloade
     var logger = Logger(label: "tuneup")
     logger.logLevel = device.verbose ? .trace : .warning
     let address = try device.address()
-    let connector = makeConnector(device, logger: device.verbose ? logger : nil)
-    return BootloaderClient(sessionOptions: device.sessionOptions, wait: .milliseconds(Int64(wait * 1000)), logger: logger) {
-        try await connector.open(address)
-    }
+    return Devices.bootloaderClient(
+        address: address, wait: .milliseconds(Int64(wait * 1000)),
+        connection: device.connectionOptions(transportLogger: device.verbose ? logger : nil), logger: logger)
 }
 
 /// Runs `body` with a bootloader client; errors become one stderr line and an exit code.

@@ -6,6 +6,7 @@ import Headset
 import LightX
 import Logging
 import Transport
+import TuneupKit
 
 struct FlashCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -81,14 +82,13 @@ struct FlashCommand: AsyncParsableCommand {
             throw CommandFailure(message: "cannot read \(key ?? imagePath): \(error.localizedDescription)", code: Exit.localIO)
         }
         let address = try device.address()
-        let connector = makeConnector(device, logger: device.verbose ? logger : nil)
         let options = UpdateOptions(
             window: window, allowDowngrade: allowDowngrade, verificationKey: verificationKey,
             requestTimeout: device.sessionOptions.timeout, readyWait: .milliseconds(Int64(wait * 1000)),
             reconnectWait: .milliseconds(Int64(wait * 1000)), resume: !noResume, force: force)
-        let updater = FirmwareUpdater(image: image, options: options, sessionOptions: device.sessionOptions, logger: logger) {
-            try await connector.open(address)
-        }
+        let updater = Devices.updater(
+            image: image, address: address, options: options,
+            connection: device.connectionOptions(transportLogger: device.verbose ? logger : nil), logger: logger)
         let renderer = try ProgressRenderer(json: output.json, progressFile: progressFile, title: "\(image.name) → \(address)")
         let rendering = Task { await renderer.consume(updater.progress) }
         let result: UpdateResult

@@ -104,11 +104,6 @@ func withHeadset<T>(_ options: DeviceOptions, _ body: (Headset) async throws -> 
     }
 }
 
-/// The connector for every address scheme (`Devices.connector`) with the device options; `logger` traces the links.
-func makeConnector(_ options: DeviceOptions, logger: Logger? = nil) -> TransportConnector {
-    Devices.connector(options.connectionOptions(transportLogger: logger))
-}
-
 /// Logging to stderr; each logger's level is set where it is made.
 enum LoggingSetup {
     private static let done: Void = {
