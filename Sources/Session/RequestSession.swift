@@ -25,17 +25,15 @@ public actor RequestSession<P: SessionProtocol> {
 
     /// Counters, for diagnostics and tests.
     public struct Statistics: Sendable, Hashable {
-        /// Requests given to `request` or `submit` (a retransmission is not a new request).
-        public var requests = 0
-        /// Replies handed to a caller.
-        public var replies = 0
-        public var retransmissions = 0
-        public var timeouts = 0
+        /// Requests given to `request` or `submit` (a retransmission is not a new request), and replies handed to a
+        /// caller.
+        public var requests = 0, replies = 0
+        /// Sends repeated after a timeout, and timeouts (one per send that got no answer in time).
+        public var retransmissions = 0, timeouts = 0
         /// Replies that matched no waiting request (late duplicates, or answers to abandoned requests).
         public var unexpectedReplies = 0
-        /// Packets the protocol said are not for this session, and input the deframer rejected as a whole.
-        public var ignoredPackets = 0
-        public var pushes = 0
+        /// Packets the protocol said are not for this session, and input the deframer rejected as a whole; pushes.
+        public var ignoredPackets = 0, pushes = 0
         /// What the deframer skipped (garbage, bad checksums).
         public var decoder: P.Deframer.Statistics
     }
@@ -293,13 +291,8 @@ public actor RequestSession<P: SessionProtocol> {
                     continuation.resume(returning: .failed(failure ?? definition.error(.notOpen)))
                     return
                 }
-                if let result = slot.result {
-                    slots[id] = nil
-                    continuation.resume(returning: result)
-                } else {
-                    slot.continuation = continuation
-                    slots[id] = slot
-                }
+                slot.continuation = continuation
+                meet(id, slot)
             }
         } onCancel: {
             Task { await self.finish(id, with: .cancelled) }
@@ -333,11 +326,16 @@ public actor RequestSession<P: SessionProtocol> {
         }
         waiting[slot.key]?.removeAll { $0 == id }
         if waiting[slot.key]?.isEmpty == true { waiting[slot.key] = nil }
-        if let continuation = slot.continuation {
+        slot.result = result
+        meet(id, slot)
+    }
+
+    /// Hands the slot's result to its waiter once both are there (the slot is then gone); keeps the slot otherwise.
+    private func meet(_ id: UInt64, _ slot: Slot) {
+        if let result = slot.result, let continuation = slot.continuation {
             slots[id] = nil
             continuation.resume(returning: result)
         } else {
-            slot.result = result
             slots[id] = slot
         }
     }
