@@ -74,6 +74,8 @@ public actor RequestSession<P: SessionProtocol> {
     private var nextWaiter: UInt64 = 0
     /// Per key, the session-clock time before which no request with that key is sent.
     private var quietUntil: [P.Key: Duration] = [:]
+    /// Requests waiting out a quiet period (ended when the session fails).
+    private var quietWaits: [UInt64: Task<Void, any Error>] = [:]
     private var nextSlotID: UInt64 = 0
     private let pushBroadcast = Broadcast<P.Packet>()
     private let eventBroadcast = Broadcast<Event>()
@@ -341,7 +343,8 @@ public actor RequestSession<P: SessionProtocol> {
     }
 
     /// Waits until no other request with this key is outstanding and its quiet period has passed. Both waits end
-    /// at once, without spinning, when the calling task is cancelled (`CancellationError`; the key is not taken).
+    /// at once, without spinning, when the calling task is cancelled (`CancellationError`; the key is not taken) or
+    /// the session fails (its error).
     private func acquire(_ key: P.Key) async throws {
         try Task.checkCancellation()
         if busyKeys.contains(key) {
@@ -356,10 +359,17 @@ public actor RequestSession<P: SessionProtocol> {
         }
         busyKeys.insert(key)
         while let quiet = quietUntil[key], quiet > clock.now(), failure == nil {
+            nextWaiter += 1
+            let id = nextWaiter
+            let sleep = clock.sleep
+            let wait = Task { try await sleep(quiet) }
+            quietWaits[id] = wait
+            defer { quietWaits[id] = nil }
             do {
-                try await clock.sleep(quiet)
+                try await withTaskCancellationHandler { try await wait.value } onCancel: { wait.cancel() }
             } catch {
                 release(key)
+                if let failure { throw failure }
                 throw CancellationError()
             }
         }
@@ -479,6 +489,7 @@ public actor RequestSession<P: SessionProtocol> {
         for id in Array(slots.keys) { finish(id, with: .failed(error)) }
         for (_, queue) in keyQueues { queue.forEach { $0.continuation.resume(returning: true) } }
         keyQueues = [:]
+        quietWaits.values.forEach { $0.cancel() }
         pushBroadcast.finish()
         eventBroadcast.finish(last: .disconnected(error))
         if closeTransport {

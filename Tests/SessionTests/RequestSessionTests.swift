@@ -203,22 +203,31 @@ import Transport
     @Test func aLostLinkFailsEveryWaiterAndReportsOneEvent() async throws {
         try await withSession { f in
             let events = await f.session.events()
+            // Key 4 is quiet after an abandoned request; the next request with it waits.
+            let abandoned = Task { try await f.session.request(.request(4)) }
+            try await waitUntil("the abandoned request reached the peer") { f.peer.requests.count == 1 }
+            abandoned.cancel()
+            await #expect(throws: CancellationError.self) { try await abandoned.value }
+            let quiet = Task { try await f.session.request(.request(4)) }
+            try await waitUntil("a request waits out the quiet period") { await f.session.quietKeys == 1 }
+
             let inFlight = Task { try await f.session.request(.request(1)) }
-            try await waitUntil("the request reached the peer") { f.peer.requests.count == 1 }
+            try await waitUntil("the request reached the peer") { f.peer.requests.count == 2 }
             let queued = Task { try await f.session.request(.request(1)) }
             try await waitUntil("the second request is queued") { await f.session.queuedRequests == 1 }
             let ticket = try await f.session.submit(.request(2))
-            try await waitUntil("the submitted request reached the peer") { f.peer.requests.count == 2 }
+            try await waitUntil("the submitted request reached the peer") { f.peer.requests.count == 3 }
             await f.peer.stop()
 
             let lost = TinyError(failure: .linkLost(peer: f.host.peerDescription, cause: TransportError(.closed, "")))
             await #expect(throws: lost) { try await inFlight.value }
             await #expect(throws: lost) { try await queued.value }
+            await #expect(throws: lost) { try await quiet.value }
             await #expect(throws: lost) { try await f.session.reply(to: ticket) }
             #expect(await collect(events) == [.disconnected(lost)])
             #expect(await !f.session.isOpen)
             await #expect(throws: lost) { try await f.session.request(.request(3)) }
-            #expect(f.peer.requests.count == 2, "the queued request was never sent")
+            #expect(f.peer.requests.map(\.key) == [4, 1, 2], "the queued and the quiet request were never sent")
             #expect(f.clock.now == .init(offset: .zero))
         }
     }
