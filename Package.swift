@@ -11,6 +11,7 @@ let package = Package(
         .executable(name: "tuneup", targets: ["tuneup"]),
         .library(name: "LightX", targets: ["LightX"]),
         .library(name: "Transport", targets: ["Transport"]),
+        .library(name: "Session", targets: ["Session"]),
         .library(name: "Headset", targets: ["Headset"]),
         .library(name: "Simulator", targets: ["Simulator"]),
         .library(name: "Firmware", targets: ["Firmware"]),
@@ -53,10 +54,15 @@ let package = Package(
             name: "BluetoothTransport",
             dependencies: ["Transport", "CBluetooth", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict),
+        // The protocol-neutral request/response core: matching, timeouts, retransmission, pushes, events.
+        .target(
+            name: "Session",
+            dependencies: ["Failure", "Transport", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strict),
         // The client session and the typed device API.
         .target(
             name: "Headset",
-            dependencies: ["Failure", "LightX", "Transport", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["Failure", "LightX", "Session", "Transport", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict),
         // Firmware images: MCUboot signed images, Intel HEX, raw; keys; the simulated application's manifest.
         .target(
@@ -109,6 +115,7 @@ let package = Package(
         .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: strict),
         .testTarget(name: "LightXTests", dependencies: ["LightX", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "TransportTests", dependencies: ["Transport", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "SessionTests", dependencies: ["Session", "Transport", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "HeadsetTests", dependencies: ["Headset", "Simulator", "Transport", "LightX", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "SimulatorTests", dependencies: ["Simulator", "LightX", "Transport", "Firmware", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "FirmwareTests", dependencies: ["Firmware", "LightX", "TestSupport"], swiftSettings: strict),

@@ -1,0 +1,499 @@
+import Logging
+import Transport
+
+/// A request/response conversation with one device over any `Transport`, for any protocol `P` describes.
+///
+/// - Frames requests for the link and cuts what comes back into packets with the protocol's deframer.
+/// - Matches a reply to the oldest outstanding request with the same key. Requests with different keys may be in
+///   flight together; requests with the same key are sent one after another (first come, first served), and after
+///   a retransmission or an abandoned request the next request with that key waits one timeout (its quiet period),
+///   so that a late duplicate reply cannot be taken for its answer.
+/// - A request's slot exists before it is sent, so a reply that arrives before the sender waits is kept.
+/// - Times out and retransmits per `Options`. A Pending reply keeps the request waiting for the final reply (up to
+///   the pending timeout) and stops retransmission: the device accepted it.
+/// - Delivers pushes to every `pushes()` subscriber and reports a lost link as an `Event` after failing every
+///   waiting request with the protocol's error.
+/// - Every timer and wait runs on the clock given at init (`ContinuousClock` by default).
+///
+/// Errors are the protocol's (`P.Failure`, built by `P.error(_:)`) or `CancellationError`. Cancelling a waiting
+/// call ends it at once, wherever it waits (for its key, its quiet period, its reply).
+///
+/// Call `close()` when done: the session's reader task keeps the transport open until then.
+public actor RequestSession<P: SessionProtocol> {
+    /// Timing of requests (and whatever else the protocol keeps in its options).
+    public typealias Options = P.Options
+
+    /// Counters, for diagnostics and tests.
+    public struct Statistics: Sendable, Hashable {
+        /// Requests given to `request` or `submit` (a retransmission is not a new request), and replies handed to a
+        /// caller.
+        public var requests = 0, replies = 0
+        /// Sends repeated after a timeout, and timeouts (one per send that got no answer in time).
+        public var retransmissions = 0, timeouts = 0
+        /// Replies that matched no waiting request (late duplicates, or answers to abandoned requests).
+        public var unexpectedReplies = 0
+        /// Packets the protocol said are not for this session, and input the deframer rejected as a whole; pushes.
+        public var ignoredPackets = 0, pushes = 0
+        /// What the deframer skipped (garbage, bad checksums).
+        public var decoder: P.Deframer.Statistics
+    }
+
+    /// Something that happened to the session as a whole.
+    public enum Event: Sendable, Hashable {
+        /// The session ended (link lost, or closed); every waiting request failed with the error.
+        case disconnected(P.Failure)
+    }
+
+    /// A submitted request whose reply can be awaited with `reply(to:)`.
+    public struct Ticket: Sendable, Hashable {
+        let id: UInt64
+        /// The request's command.
+        public let command: P.Command
+        /// When the request was handed to the link (wall time, for latency measurements; timers use the session's
+        /// clock).
+        public let sentAt: ContinuousClock.Instant
+    }
+
+    /// The link; the session owns it.
+    public let transport: any Transport
+    /// Timing of requests.
+    public nonisolated let options: Options
+    /// The protocol description in use.
+    public nonisolated let definition: P
+    public private(set) var statistics: Statistics
+
+    private let logger: Logger
+    private let clock: SessionClock
+    private var deframer: P.Deframer
+    /// Outstanding requests by slot id, and per key the ids still waiting for a reply, oldest first.
+    private var slots: [UInt64: Slot] = [:]
+    private var waiting: [P.Key: [UInt64]] = [:]
+    private var busyKeys: Set<P.Key> = []
+    /// Requests waiting for a busy key, in arrival order; resumed with false when cancelled.
+    private var keyQueues: [P.Key: [(id: UInt64, continuation: CheckedContinuation<Bool, Never>)]] = [:]
+    private var nextWaiter: UInt64 = 0
+    /// Per key, the session-clock time before which no request with that key is sent.
+    private var quietUntil: [P.Key: Duration] = [:]
+    /// Requests waiting out a quiet period (ended when the session fails).
+    private var quietWaits: [UInt64: Task<Void, any Error>] = [:]
+    private var nextSlotID: UInt64 = 0
+    private let pushBroadcast = Broadcast<P.Packet>()
+    private let eventBroadcast = Broadcast<Event>()
+    private var readerTask: Task<Void, Never>?
+    private var failure: P.Failure?
+
+    /// One transmission of a request waiting for its reply. A slot exists before the request is sent, so a reply
+    /// that arrives before the sender gets to wait is kept in `result` instead of being lost.
+    private struct Slot {
+        let key: P.Key
+        /// The slot holds its key's turn (submitted requests) and gives it back when it ends.
+        var holdsKey = false
+        var continuation: CheckedContinuation<WaitResult, Never>?
+        var result: WaitResult?
+        var timer: Task<Void, Never>?
+        /// The device answered Pending: it accepted the request and the final reply follows.
+        var accepted = false
+    }
+
+    private enum WaitResult {
+        case reply(P.Packet)
+        case timedOut(accepted: Bool)
+        case cancelled
+        case failed(P.Failure)
+    }
+
+    /// Starts a session on an open transport. The session owns the transport from now on.
+    ///
+    /// - Parameters:
+    ///   - definition: the protocol, as it applies to this link.
+    ///   - clock: runs every timer and wait of the session (tests pass a clock they advance themselves).
+    public init(transport: any Transport, definition: P, options: Options, clock: any Clock<Duration> = ContinuousClock(),
+                logger: Logger = Logger(label: "tuneup.session")) {
+        self.transport = transport
+        self.definition = definition
+        self.options = options
+        self.clock = SessionClock(clock)
+        self.logger = logger
+        let deframer = definition.makeDeframer(for: transport.framing)
+        self.deframer = deframer
+        self.statistics = Statistics(decoder: deframer.statistics)
+        Task { await self.startReader() }
+    }
+
+    private func startReader() {
+        guard readerTask == nil, failure == nil else { return }
+        let transport = self.transport
+        let definition = self.definition
+        readerTask = Task { [weak self] in
+            while !Task.isCancelled {
+                do {
+                    let chunk = try await transport.receive()
+                    guard let self else { return }
+                    await self.ingest(chunk)
+                } catch {
+                    guard let self else { return }
+                    await self.fail(definition.error(.linkLost(peer: transport.peerDescription, cause: error as? TransportError)))
+                    return
+                }
+            }
+        }
+    }
+
+    // MARK: Requests
+
+    /// Sends `packet` and returns the device's reply, whatever it says.
+    ///
+    /// - Parameters:
+    ///   - timeout: overrides `options.timeout` for this request.
+    ///   - retransmissions: overrides `options.retransmissions` (use 0 for requests that must not be repeated).
+    /// - Throws: the protocol's error for no answer, an unfinished accepted request, a lost or closed link or a
+    ///   failed write; `CancellationError` when the calling task is cancelled (a reply arriving later is dropped).
+    public func request(_ packet: P.Packet, timeout: Duration? = nil, retransmissions: Int? = nil) async throws -> P.Packet {
+        if let failure { throw failure }
+        let key = definition.key(of: packet)
+        try await acquire(key)
+        defer { release(key) }
+        if let failure { throw failure }
+        let command = definition.command(of: packet)
+        let frame = definition.encode(packet, for: transport.framing)
+        let wait = timeout ?? options.timeout
+        let limit = max(0, retransmissions ?? options.retransmissions)
+        statistics.requests += 1
+        var sends = 0
+        while true {
+            try Task.checkCancellation()
+            sends += 1
+            if sends > 1 { statistics.retransmissions += 1 }
+            let slot = openSlot(key, timeout: wait)
+            try await transmit(frame, packet, command, slot: slot)
+            switch await result(of: slot) {
+            case let .reply(reply):
+                statistics.replies += 1
+                if sends > 1 { beginQuiet(key, wait) }
+                return reply
+            case let .failed(error):
+                throw error
+            case .cancelled:
+                beginQuiet(key, wait)
+                throw CancellationError()
+            case let .timedOut(accepted):
+                statistics.timeouts += 1
+                if accepted {
+                    beginQuiet(key, wait)
+                    throw definition.error(.notFinished(command: command, pendingTimeout: options.pendingTimeout))
+                }
+                lookBehindPartialFrame()
+                if sends > limit {
+                    beginQuiet(key, wait)
+                    throw definition.error(.noAnswer(command: command, waited: wait, attempts: sends))
+                }
+                logger.debug("no reply to \(definition.describe(command)) in \(wait.shortDescription); sending again")
+            }
+        }
+    }
+
+    /// Sends `packet` now and returns at once with a ticket for its reply: for pipelines that must put requests
+    /// on the link in a fixed order and wait for many replies at a time. Calls are sent in call order. A request
+    /// whose key equals that of an unanswered submitted request waits for it first (the protocol cannot tell
+    /// their replies apart). There is no retransmission: the caller decides what to resend.
+    ///
+    /// - Throws: the protocol's error for a lost or closed link or a failed write; `CancellationError`.
+    public func submit(_ packet: P.Packet, timeout: Duration? = nil) async throws -> Ticket {
+        if let failure { throw failure }
+        let key = definition.key(of: packet)
+        try await acquire(key)
+        if let failure {
+            release(key)
+            throw failure
+        }
+        statistics.requests += 1
+        let command = definition.command(of: packet)
+        let id = openSlot(key, timeout: timeout ?? options.timeout)
+        slots[id]?.holdsKey = true
+        try await transmit(definition.encode(packet, for: transport.framing), packet, command, slot: id)
+        return Ticket(id: id, command: command, sentAt: .now)
+    }
+
+    /// Waits for the reply to a submitted request, whatever it says.
+    /// - Throws: the protocol's error when none came within the ticket's timeout (or, after Pending, the pending
+    ///   timeout) or when the session ends; `CancellationError`.
+    public func reply(to ticket: Ticket) async throws -> P.Packet {
+        switch await result(of: ticket.id) {
+        case let .reply(packet):
+            statistics.replies += 1
+            return packet
+        case let .timedOut(accepted):
+            statistics.timeouts += 1
+            lookBehindPartialFrame()
+            throw definition.error(.ticketTimedOut(command: ticket.command, accepted: accepted))
+        case .cancelled:
+            throw CancellationError()
+        case let .failed(error):
+            throw error
+        }
+    }
+
+    /// Puts one request on the link; a failed write ends the session (and forgets the slot).
+    private func transmit(_ frame: [UInt8], _ packet: P.Packet, _ command: P.Command, slot: UInt64) async throws {
+        do {
+            logger.trace("→ \(packet)")
+            try await transport.send(frame)
+        } catch let error as TransportError {
+            closeSlot(slot)
+            let e = definition.error(error.code == .closed
+                ? .linkClosedWhileSending(command: command, peer: transport.peerDescription)
+                : .writeFailed(command: command, cause: error))
+            fail(e)
+            throw e
+        } catch {
+            closeSlot(slot)
+            throw error
+        }
+    }
+
+    /// After a timeout: a corrupted length field may hold back packets already received; look behind it.
+    private func lookBehindPartialFrame() {
+        if deframer.abandonPartialFrame() { drain() }
+    }
+
+    /// No request with `key` goes out for `wait` from now: a late reply to the last one is not taken for its answer.
+    private func beginQuiet(_ key: P.Key, _ wait: Duration) {
+        quietUntil[key] = clock.now() + wait
+    }
+
+    /// Registers a slot for the next reply with this key and starts its timer. Call before sending.
+    private func openSlot(_ key: P.Key, timeout: Duration) -> UInt64 {
+        nextSlotID += 1
+        let id = nextSlotID
+        var slot = Slot(key: key)
+        if let failure {
+            slot.result = .failed(failure)
+        } else {
+            slot.timer = startTimer(id: id, after: timeout)
+            waiting[key, default: []].append(id)
+        }
+        slots[id] = slot
+        return id
+    }
+
+    /// Forgets a slot whose request was never sent.
+    private func closeSlot(_ id: UInt64) {
+        guard let slot = slots.removeValue(forKey: id) else { return }
+        if slot.holdsKey { release(slot.key) }
+        slot.timer?.cancel()
+        waiting[slot.key]?.removeAll { $0 == id }
+        if waiting[slot.key]?.isEmpty == true { waiting[slot.key] = nil }
+    }
+
+    /// Waits for the slot's outcome (which may already be there).
+    private func result(of id: UInt64) async -> WaitResult {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<WaitResult, Never>) in
+                guard var slot = slots[id] else {
+                    continuation.resume(returning: .failed(failure ?? definition.error(.notOpen)))
+                    return
+                }
+                slot.continuation = continuation
+                meet(id, slot)
+            }
+        } onCancel: {
+            Task { await self.finish(id, with: .cancelled) }
+        }
+    }
+
+    private func startTimer(id: UInt64, after timeout: Duration) -> Task<Void, Never> {
+        let deadline = clock.now() + timeout
+        let sleep = clock.sleep
+        return Task { [weak self] in
+            do { try await sleep(deadline) } catch { return }
+            guard !Task.isCancelled else { return }
+            await self?.expireTimer(id)
+        }
+    }
+
+    private func expireTimer(_ id: UInt64) {
+        guard let slot = slots[id], slot.result == nil else { return }
+        finish(id, with: .timedOut(accepted: slot.accepted))
+    }
+
+    /// Ends a slot with `result`: takes it out of the reply queue and hands the result to the waiting request
+    /// (or keeps it there until the request comes to wait).
+    private func finish(_ id: UInt64, with result: WaitResult) {
+        guard var slot = slots[id], slot.result == nil else { return }
+        slot.timer?.cancel()
+        slot.timer = nil
+        if slot.holdsKey {
+            slot.holdsKey = false
+            release(slot.key)
+        }
+        waiting[slot.key]?.removeAll { $0 == id }
+        if waiting[slot.key]?.isEmpty == true { waiting[slot.key] = nil }
+        slot.result = result
+        meet(id, slot)
+    }
+
+    /// Hands the slot's result to its waiter once both are there (the slot is then gone); keeps the slot otherwise.
+    private func meet(_ id: UInt64, _ slot: Slot) {
+        if let result = slot.result, let continuation = slot.continuation {
+            slots[id] = nil
+            continuation.resume(returning: result)
+        } else {
+            slots[id] = slot
+        }
+    }
+
+    /// Waits until no other request with this key is outstanding and its quiet period has passed. Both waits end
+    /// at once, without spinning, when the calling task is cancelled (`CancellationError`; the key is not taken) or
+    /// the session fails (its error).
+    private func acquire(_ key: P.Key) async throws {
+        try Task.checkCancellation()
+        if busyKeys.contains(key) {
+            nextWaiter += 1
+            let id = nextWaiter
+            let granted = await withTaskCancellationHandler {
+                await withCheckedContinuation { keyQueues[key, default: []].append((id, $0)) }
+            } onCancel: {
+                Task { await self.cancelWaiter(id, key) }
+            }
+            guard granted else { throw CancellationError() }
+        }
+        busyKeys.insert(key)
+        while let quiet = quietUntil[key], quiet > clock.now(), failure == nil {
+            nextWaiter += 1
+            let id = nextWaiter
+            let sleep = clock.sleep
+            let wait = Task { try await sleep(quiet) }
+            quietWaits[id] = wait
+            defer { quietWaits[id] = nil }
+            do {
+                try await withTaskCancellationHandler { try await wait.value } onCancel: { wait.cancel() }
+            } catch {
+                release(key)
+                if let failure { throw failure }
+                throw CancellationError()
+            }
+        }
+        if failure == nil { quietUntil[key] = nil }
+    }
+
+    /// Requests waiting for a busy key (for tests and diagnostics).
+    package var queuedRequests: Int { keyQueues.values.reduce(0) { $0 + $1.count } }
+
+    /// Keys in their quiet period with a request holding them (waiting it out).
+    package var quietKeys: Int {
+        let now = clock.now()
+        return quietUntil.filter { busyKeys.contains($0.key) && $0.value > now }.count
+    }
+
+    /// A cancelled waiter leaves the queue at once (if it was not handed the key already).
+    private func cancelWaiter(_ id: UInt64, _ key: P.Key) {
+        guard var queue = keyQueues[key], let i = queue.firstIndex(where: { $0.id == id }) else { return }
+        let waiter = queue.remove(at: i)
+        keyQueues[key] = queue.isEmpty ? nil : queue
+        waiter.continuation.resume(returning: false)
+    }
+
+    private func release(_ key: P.Key) {
+        if var queue = keyQueues[key], !queue.isEmpty {
+            let next = queue.removeFirst()
+            keyQueues[key] = queue.isEmpty ? nil : queue
+            next.continuation.resume(returning: true)  // The key stays busy: ownership passes to the next request.
+        } else {
+            busyKeys.remove(key)
+        }
+    }
+
+    // MARK: Receiving
+
+    private func ingest(_ chunk: [UInt8]) {
+        deframer.append(chunk)
+        drain()
+    }
+
+    private func drain() {
+        while let item = deframer.next() {
+            switch item {
+            case let .packet(packet):
+                deliver(packet)
+            case let .rejected(reason):
+                statistics.ignoredPackets += 1
+                logger.debug("ignoring input from \(transport.peerDescription): \(reason)")
+            }
+        }
+        statistics.decoder = deframer.statistics
+    }
+
+    private func deliver(_ packet: P.Packet) {
+        logger.trace("← \(packet)")
+        let key: P.Key
+        let accepted: Bool
+        switch definition.classify(packet) {
+        case let .ignore(reason):
+            statistics.ignoredPackets += 1
+            logger.debug("ignoring \(reason): \(packet)")
+            return
+        case .push:
+            statistics.pushes += 1
+            pushBroadcast.yield(packet)
+            return
+        case let .reply(k):
+            key = k
+            accepted = false
+        case let .pending(k):
+            key = k
+            accepted = true
+        }
+        guard let id = waiting[key]?.first, var slot = slots[id] else {
+            statistics.unexpectedReplies += 1
+            logger.debug("reply matches no request: \(packet)")
+            return
+        }
+        if accepted {
+            // The final reply follows. Wait for it as long as a long operation may take.
+            slot.timer?.cancel()
+            slot.timer = startTimer(id: id, after: max(options.pendingTimeout, options.timeout))
+            slot.accepted = true
+            slots[id] = slot
+            return
+        }
+        finish(id, with: .reply(packet))
+    }
+
+    // MARK: Pushes, events, closing
+
+    /// A stream of every push the device sends from now on. It finishes when the session ends.
+    /// Up to 256 undelivered pushes are kept; older ones are dropped if the consumer falls behind.
+    public func pushes() -> AsyncStream<P.Packet> {
+        pushBroadcast.subscribe(bufferingPolicy: .bufferingNewest(256))
+    }
+
+    /// A stream of session events; it finishes after `.disconnected`.
+    public func events() -> AsyncStream<Event> {
+        eventBroadcast.subscribe()
+    }
+
+    /// Whether the session can still carry requests.
+    public var isOpen: Bool { failure == nil }
+
+    /// Ends the session: fails waiting requests with the protocol's `closed` error, finishes the streams, closes
+    /// the transport.
+    public func close() async {
+        fail(definition.error(.closed(peer: transport.peerDescription)), closeTransport: false)
+        await transport.close()
+    }
+
+    private func fail(_ error: P.Failure, closeTransport: Bool = true) {
+        guard failure == nil else { return }
+        failure = error
+        readerTask?.cancel()
+        for id in Array(slots.keys) { finish(id, with: .failed(error)) }
+        for (_, queue) in keyQueues { queue.forEach { $0.continuation.resume(returning: true) } }
+        keyQueues = [:]
+        quietWaits.values.forEach { $0.cancel() }
+        pushBroadcast.finish()
+        eventBroadcast.finish(last: .disconnected(error))
+        if closeTransport {
+            Task { [transport] in await transport.close() }
+        }
+    }
+}
