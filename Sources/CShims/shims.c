@@ -1,5 +1,8 @@
 #define _GNU_SOURCE
+#include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,3 +44,44 @@ int tuneup_epoll_wait(int epfd, tuneup_epoll_event *events, int maxevents, int t
     }
     return n;
 }
+
+static volatile int tuneup_signal_fd = -1;
+
+static void tuneup_forward_signal(int sig) {
+    int saved = errno;
+    unsigned char byte = (unsigned char)sig;
+    if (tuneup_signal_fd >= 0) {
+        ssize_t ignored = write(tuneup_signal_fd, &byte, 1);
+        (void)ignored;
+    }
+    errno = saved;
+}
+
+int tuneup_forward_signals(const int *signals, int count, int fd) {
+    tuneup_signal_fd = fd;
+    for (int i = 0; i < count; i++) {
+        struct sigaction action;
+        memset(&action, 0, sizeof action);
+        action.sa_handler = tuneup_forward_signal;
+        action.sa_flags = SA_RESTART;
+        sigemptyset(&action.sa_mask);
+        if (sigaction(signals[i], &action, NULL) != 0) return -1;
+    }
+    return 0;
+}
+
+void tuneup_block_termination_signals(void *old) {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGHUP);
+    sigaddset(&set, SIGQUIT);
+    pthread_sigmask(SIG_BLOCK, &set, (sigset_t *)old);
+}
+
+void tuneup_restore_signal_mask(const void *old) {
+    pthread_sigmask(SIG_SETMASK, (const sigset_t *)old, NULL);
+}
+
+size_t tuneup_sigset_size(void) { return sizeof(sigset_t); }

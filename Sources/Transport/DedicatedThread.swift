@@ -26,6 +26,8 @@ package enum DedicatedThread {
         let rc = pthread_create(&thread, &attr, { raw in
             guard let raw else { return nil }
             let body = Unmanaged<Body>.fromOpaque(raw).takeRetainedValue()
+            // Termination signals are for the threads that wait for them (`TerminationSignals`), not event loops.
+            tuneup_block_termination_signals(nil)
             body.name.withCString { tuneup_set_thread_name($0) }
             body.run()
             return nil

@@ -3,6 +3,7 @@ import Dispatch
 import Foundation
 import Glibc
 import Synchronization
+import Transport
 
 /// The CLI's one way of running a command: parse (a usage error is one line and exit 64; `--help` prints help),
 /// run with SIGINT/SIGTERM/SIGHUP turned into cancellation, and turn any failure into one stderr line and an exit
@@ -137,10 +138,10 @@ private final class CommandBox: @unchecked Sendable {
 /// SIGINT, SIGTERM and SIGHUP while a command runs: the first cancels it (it stops at a safe point and says in
 /// what state it leaves the device); a second ends the process at once.
 enum Interrupts {
-    private static let state = Mutex<(signal: Int32?, sources: SignalSources?)>((nil, nil))
+    private static let state = Mutex<Int32?>(nil)
 
     /// The first signal received, if any.
-    static var received: Int32? { state.withLock { $0.signal } }
+    static var received: Int32? { state.withLock { $0 } }
 
     /// The exit code for a command stopped by a signal.
     static func exitCode(_ signal: Int32) -> Int32 { 128 + signal }
@@ -155,13 +156,18 @@ enum Interrupts {
     }
 
     static func install(cancel: @escaping @Sendable () -> Void) {
-        let sources = SignalSources([SIGINT, SIGTERM, SIGHUP].map { sig in
-            signal(sig, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
-            source.setEventHandler {
-                let first = state.withLock { s -> Bool in
-                    guard s.signal == nil else { return false }
-                    s.signal = sig
+        let signals: AsyncStream<Int32>
+        do {
+            signals = try TerminationSignals.subscribe()
+        } catch {
+            printError("signals will not stop this command: \(error.message)")
+            return
+        }
+        Task.detached {
+            for await sig in signals {
+                let first = state.withLock { received -> Bool in
+                    guard received == nil else { return false }
+                    received = sig
                     return true
                 }
                 if first {
@@ -171,9 +177,6 @@ enum Interrupts {
                     exit(exitCode(sig))
                 }
             }
-            source.resume()
-            return source
-        })
-        state.withLock { $0.sources = sources }
+        }
     }
 }

@@ -184,8 +184,8 @@ struct SimCommand: AsyncParsableCommand {
 }
 
 /// Control lines from stdin and termination signals, merged: stdin is read on a dedicated thread (a blocking
-/// read must not hold a thread of the cooperative pool); SIGINT and SIGTERM end the stream. End of stdin does
-/// not stop the simulator (it may run in the background with stdin closed).
+/// read must not hold a thread of the cooperative pool); SIGINT and SIGTERM end the stream (`TerminationSignals`:
+/// none is lost). End of stdin does not stop the simulator (it may run in the background with stdin closed).
 enum ControlInput {
     static func lines() -> AsyncStream<String> {
         let (stream, continuation) = AsyncStream.makeStream(of: String.self)
@@ -197,23 +197,18 @@ enum ControlInput {
         }
         reader.name = "tuneup-stdin"
         reader.start()
-        let sources = SignalSources([SIGINT, SIGTERM].map { sig in
-            signal(sig, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
-            source.setEventHandler { continuation.finish() }
-            source.resume()
-            return source
-        })
-        // The sources live as long as the stream.
-        continuation.onTermination = { _ in sources.cancel() }
+        do {
+            let signals = try TerminationSignals.subscribe()
+            let watcher = Task.detached {
+                for await sig in signals where sig == SIGINT || sig == SIGTERM {
+                    continuation.finish()
+                    return
+                }
+            }
+            continuation.onTermination = { _ in watcher.cancel() }
+        } catch {
+            printError("signals will not stop the simulator (use 'quit' on stdin): \(error.message)")
+        }
         return stream
     }
-}
-
-/// Signal sources, kept alive by the stream that owns them. Dispatch sources are thread-safe; they are only
-/// created, then cancelled once.
-struct SignalSources: @unchecked Sendable {
-    let sources: [DispatchSourceSignal]
-    init(_ sources: [DispatchSourceSignal]) { self.sources = sources }
-    func cancel() { sources.forEach { $0.cancel() } }
 }

@@ -31,4 +31,17 @@ typedef struct {
 int tuneup_epoll_ctl(int epfd, int op, int fd, uint32_t events, uint64_t data);
 int tuneup_epoll_wait(int epfd, tuneup_epoll_event *events, int maxevents, int timeout_ms);
 
+/* Termination signals without losses: installs, for each of `signals`, a handler that writes the signal number (one
+ * byte) to `fd` (async-signal-safe; errno preserved; SA_RESTART). A signal handled this way reaches whichever thread
+ * the kernel picks and is never dropped, unlike SIG_IGN plus a signalfd-based source, where a thread that does not
+ * block the signal can take it first and discard it. Returns 0, or -1 with errno. */
+int tuneup_forward_signals(const int *signals, int count, int fd);
+
+/* Blocks the termination signals (SIGINT, SIGTERM, SIGHUP, SIGQUIT) in the calling thread, so that threads it creates
+ * afterwards inherit a mask that leaves those signals to the threads that expect them. Returns the old mask in
+ * `old` (a sigset_t) for tuneup_restore_signal_mask. */
+void tuneup_block_termination_signals(void *old);
+void tuneup_restore_signal_mask(const void *old);
+size_t tuneup_sigset_size(void);
+
 #endif
