@@ -48,6 +48,8 @@ package enum TerminationSignals {
     /// Every one of `signals` the process receives from now on, in order (the handlers are installed first).
     package static func subscribe(_ signals: Set<Int32> = [SIGINT, SIGTERM, SIGHUP]) throws(TransportError) -> AsyncStream<Int32> {
         let writeEnd = try started.get()
+        // Subscribe before the handlers exist: a signal that arrives right after installing must find us listening.
+        let all = broadcast.subscribe()
         try installed.withLock { (installed: inout Set<Int32>) throws(TransportError) in
             let missing = Array(signals.subtracting(installed))
             guard !missing.isEmpty else { return }
@@ -57,7 +59,6 @@ package enum TerminationSignals {
             }
             installed.formUnion(missing)
         }
-        let all = broadcast.subscribe()
         let (stream, continuation) = AsyncStream.makeStream(of: Int32.self)
         let forwarding = Task {
             for await signal in all where signals.contains(signal) { continuation.yield(signal) }
