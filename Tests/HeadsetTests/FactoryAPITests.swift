@@ -30,15 +30,11 @@ import Transport
         let server = try await SimulatorServer.start(count: 1, statePath: nil, options: Self.options(blank: blank))
         let device = server.devices[0]
         let boot = Bootloader(session: Self.session(await device.connect()))
-        do {
-            try await body(boot.factory, boot, device)
-        } catch {
-            await boot.close()
-            await server.shutdown()
-            throw error
-        }
+        var failure: (any Error)?
+        do { try await body(boot.factory, boot, device) } catch { failure = error }
         await boot.close()
         await server.shutdown()
+        if let failure { throw failure }
     }
 
     @Test func provisionRebootAndReadBack() async throws {
