@@ -3,6 +3,7 @@ import Dispatch
 import BluetoothTransport
 import Firmware
 import Foundation
+import LightX
 import Logging
 import Simulator
 import Transport
@@ -35,6 +36,7 @@ struct SimCommand: AsyncParsableCommand {
                   tuneup sim headset --secure-boot firmware-images/dev-public.pem
                   tuneup sim headset --usb-gadget     # as root, with a UDC (e.g. modprobe dummy_hcd)
                   tuneup sim headset --rfcomm 3 --adapter hci0
+                  tuneup sim headset --count 8 --blank --seed 7 --fail-share 0.1   # a production line
                 """)
 
         @Option(help: ArgumentHelp("Listen on tcp:HOST:PORT (port 0 picks free ports; device k uses PORT+k otherwise).", valueName: "addr"))
@@ -80,6 +82,19 @@ struct SimCommand: AsyncParsableCommand {
         @Option(help: ArgumentHelp("Multiply flash and boot timing (1 = like real parts: 45 ms per sector erase; 0 = instant).", valueName: "x"))
         var timeScale: Double = 1
 
+        /// Each unit's microphone spread depends only on --seed and its index (docs/protocol.md §7).
+        @Flag(help: "Units fresh from assembly: unique chip uid, no serial, default Bluetooth name, no calibration, factory commands open.")
+        var blank = false
+
+        @Option(help: ArgumentHelp("With --blank: the line's seed (uids and spreads).", valueName: "n"))
+        var seed: UInt64 = 1
+
+        @Option(help: ArgumentHelp("With --blank: the share 0...1 of units whose ANC calibration exceeds the limit.", valueName: "share"))
+        var failShare: Double = 0
+
+        @Option(help: ArgumentHelp("With --blank: the factory unlock key, 32 hex digits (default: the development key).", valueName: "hex"))
+        var factoryKey: String?
+
         @Flag(name: .shortAndLong, help: "Log every frame to stderr.")
         var verbose = false
 
@@ -99,6 +114,19 @@ struct SimCommand: AsyncParsableCommand {
             _ = try listenAddress()
             _ = try behaviour()
             _ = try faultPlan()
+            if !blank && (failShare != 0 || factoryKey != nil) { throw ValidationError("--fail-share and --factory-key go with --blank") }
+            guard failShare.isFinite, (0...1).contains(failShare) else { throw ValidationError("--fail-share must be 0...1") }
+            _ = try productionLine()
+        }
+
+        func productionLine() throws -> ProductionLine? {
+            guard blank else { return nil }
+            var key = FactoryKey.development
+            if let factoryKey {
+                guard let parsed = FactoryKey(hex: factoryKey) else { throw ValidationError("--factory-key takes 32 hex digits") }
+                key = parsed
+            }
+            return ProductionLine(seed: seed, failShare: failShare, factoryKey: key)
         }
 
         func listenAddress() throws -> (host: String, port: UInt16) {
@@ -136,9 +164,10 @@ struct SimCommand: AsyncParsableCommand {
             } catch {
                 throw failureExit(error)
             }
-            let options = SimulatorOptions(
+            var options = SimulatorOptions(
                 profile: try behaviour(), drainInterval: .milliseconds(Int64(batteryDrain * 1000)), logger: logger,
                 timeScale: timeScale, faults: try faultPlan(), secureBootKey: key)
+            options.production = try productionLine()
             let server: SimulatorServer
             var usb: USBGadgetPresence?
             do {

@@ -15,6 +15,8 @@ struct Bootloader: Sendable, Hashable {
     var challenge: [UInt8]?
     /// Cleared for a region by every erase or write to it and by a failed verification of it.
     var verified: [FlashRegion: Verification] = [:]
+    /// A factory unit's ANC calibration measured (0x71) and not yet stored (0x72).
+    var measuredCalibration: AncCalibration?
 
     init(isAuthenticated: Bool = false, verified: [FlashRegion: Verification] = [:]) {
         self.isAuthenticated = isAuthenticated
@@ -54,6 +56,7 @@ extension DeviceMachine {
         guard request.header.destination == .application else { return .notFound }
         guard request.opcode == .read || request.opcode == .write else { return .notSupported }
         let isRead = request.opcode == .read
+        if let outcome = factoryOutcome(request, inBootloader: true, step: &step) { return outcome }
         switch request.command.group {
         case .config: return ApplicationFirmware.configOutcome(request, identity: settings.identity)
         case .boot: break

@@ -107,24 +107,43 @@ enum CommitLog {
 
     /// Where to append after `latest` (see the type's description).
     static func plan(after latest: Entry?, in flash: NORFlash) -> AppendPlan {
-        var slot = latest.map { ($0.slot + 1) % slotCount } ?? 0
+        ring.plan(afterSlot: latest?.slot, in: flash)
+    }
+
+    static let ring = RecordRing(area: area, recordSize: CommitRecord.size)
+}
+
+/// An append-only ring of fixed-size records over whole flash sectors (the commit log, the factory data): records
+/// fill a sector slot by slot, skipping slots left dirty by a torn write, and only when a sector is full is the next
+/// sector of the ring — holding the oldest records — erased, so the newest record is never erased.
+struct RecordRing: Sendable, Hashable {
+    var area: Range<Int>
+    var recordSize: Int
+    var slotCount: Int { area.count / recordSize }
+    var slotsPerSector: Int { FlashMap.sectorSize / recordSize }
+
+    func address(ofSlot slot: Int) -> Int { area.lowerBound + slot * recordSize }
+
+    /// Where the record after the one in `slot` (nil: none yet) goes, and the sector to erase first (if any).
+    func plan(afterSlot latest: Int?, in flash: NORFlash) -> CommitLog.AppendPlan {
+        var slot = latest.map { ($0 + 1) % slotCount } ?? 0
         for _ in 0..<slotCount {
             if slot % slotsPerSector == 0 {
                 // Entering a sector: it holds the oldest records (or is blank).
                 let sector = address(ofSlot: slot)..<(address(ofSlot: slot) + FlashMap.sectorSize)
                 if !flash[sector].allSatisfy({ $0 == 0xFF }) {
-                    return AppendPlan(eraseSectorAt: sector.lowerBound, address: sector.lowerBound)
+                    return CommitLog.AppendPlan(eraseSectorAt: sector.lowerBound, address: sector.lowerBound)
                 }
-                return AppendPlan(eraseSectorAt: nil, address: sector.lowerBound)
+                return CommitLog.AppendPlan(eraseSectorAt: nil, address: sector.lowerBound)
             }
             let a = address(ofSlot: slot)
-            if flash[a..<(a + CommitRecord.size)].allSatisfy({ $0 == 0xFF }) {
-                return AppendPlan(eraseSectorAt: nil, address: a)
+            if flash[a..<(a + recordSize)].allSatisfy({ $0 == 0xFF }) {
+                return CommitLog.AppendPlan(eraseSectorAt: nil, address: a)
             }
             slot = (slot + 1) % slotCount   // a slot dirtied by a torn write
         }
-        // Unreachable in practice (the loop reaches a sector start within 128 slots); erase the first sector.
-        return AppendPlan(eraseSectorAt: area.lowerBound, address: area.lowerBound)
+        // Unreachable in practice (the loop reaches a sector start within one sector of slots); erase the first sector.
+        return CommitLog.AppendPlan(eraseSectorAt: area.lowerBound, address: area.lowerBound)
     }
 }
 

@@ -14,6 +14,8 @@ struct DeviceConfiguration: Sendable {
     var queueDepth: Int
     /// Battery drain period of the application.
     var drainInterval: Duration
+    /// A unit of a production line (`--blank`): its uid, spread and factory commands; nil for the classic headset.
+    var factory: FactoryUnit? = nil
 }
 
 /// The application the commit log points at, when it is bootable: its record's CRC matches the application region
@@ -217,6 +219,10 @@ struct DeviceMachine: Sendable {
 
     private mutating func handleInApplication(_ request: Packet, now: ContinuousClock.Instant, step: inout Step) {
         guard var app = application else { return }
+        if let outcome = factoryOutcome(request, inBootloader: false, step: &step) {
+            step.replies = [ApplicationFirmware.reply(to: request, outcome)]
+            return
+        }
         step.replies = app.handle(request)
         settings = app.state
         if app.jumpToBootloaderRequested {

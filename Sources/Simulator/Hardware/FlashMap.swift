@@ -7,7 +7,8 @@ import LightX
 /// |---|---|
 /// | 0x000000-0x01FFFF | bootloader (write-protected) |
 /// | 0x020000-0x02FFFF | boot data: the commit-record log (`CommitLog`) |
-/// | 0x030000-0x03FFFF | reserved (settings NVM; the simulator keeps settings in the JSON state file) |
+/// | 0x030000-0x031FFF | factory data: identity, calibration, lock of a production-line unit (`FactoryRecord`) |
+/// | 0x032000-0x03FFFF | reserved (settings NVM; the simulator keeps settings in the JSON state file) |
 /// | 0x040000-0x0BFFFF | application region, 512 KiB |
 /// | 0x0C0000-0x1FFFFF | resource region, 1280 KiB |
 public enum FlashMap {
@@ -21,7 +22,9 @@ public enum FlashMap {
     public static let bootloader = 0x00_0000..<0x02_0000
     /// The commit-record log.
     public static let bootData = 0x02_0000..<0x03_0000
-    /// Reserved for settings.
+    /// The factory-data ring (two sectors), inside the settings area.
+    public static let factoryData = 0x03_0000..<0x03_2000
+    /// Reserved for settings (its first two sectors hold the factory data).
     public static let settings = 0x03_0000..<0x04_0000
     /// The application image.
     public static let application = 0x04_0000..<0x0C_0000
@@ -53,23 +56,26 @@ public struct DeviceTiming: Sendable, Hashable {
     public var readyDelay: Duration
     /// How long the device stays off after a power cut before it powers up again.
     public var powerUpDelay: Duration
+    /// One ANC calibration measurement (0x71) of a production-line unit.
+    public var ancCalibration: Duration
 
     /// Creates a timing model; the defaults are `standard`'s.
     public init(sectorErase: Duration = .milliseconds(45), pageProgram: Duration = .microseconds(700),
                 readBytesPerSecond: Double = 20_000_000, readyDelay: Duration = .milliseconds(1500),
-                powerUpDelay: Duration = .milliseconds(300)) {
+                powerUpDelay: Duration = .milliseconds(300), ancCalibration: Duration = .milliseconds(800)) {
         self.sectorErase = sectorErase
         self.pageProgram = pageProgram
         self.readBytesPerSecond = readBytesPerSecond
         self.readyDelay = readyDelay
         self.powerUpDelay = powerUpDelay
+        self.ancCalibration = ancCalibration
     }
 
     /// The default model (see the type's description).
     public static let standard = DeviceTiming()
     /// Everything instant: what `scaled(by: 0)` gives.
     public static let instant = DeviceTiming(sectorErase: .zero, pageProgram: .zero, readBytesPerSecond: .infinity,
-                                             readyDelay: .zero, powerUpDelay: .zero)
+                                             readyDelay: .zero, powerUpDelay: .zero, ancCalibration: .zero)
 
     /// Every duration multiplied by `factor` (reads `factor` times slower). A factor of 0, below 0 or NaN gives
     /// `instant`; an infinite factor is treated as 1.
@@ -79,7 +85,7 @@ public struct DeviceTiming: Sendable, Hashable {
         return DeviceTiming(
             sectorErase: Self.scale(sectorErase, factor), pageProgram: Self.scale(pageProgram, factor),
             readBytesPerSecond: readBytesPerSecond / factor, readyDelay: Self.scale(readyDelay, factor),
-            powerUpDelay: Self.scale(powerUpDelay, factor))
+            powerUpDelay: Self.scale(powerUpDelay, factor), ancCalibration: Self.scale(ancCalibration, factor))
     }
 
     /// The time to read `count` bytes.

@@ -127,7 +127,8 @@ public actor SimulatedHeadset {
         let now = ContinuousClock.now
         let config = DeviceConfiguration(
             index: index, timing: options.timing.scaled(by: options.timeScale), secureBootKey: options.secureBootKey,
-            queueDepth: max(1, options.queueDepth), drainInterval: options.drainInterval)
+            queueDepth: max(1, options.queueDepth), drainInterval: options.drainInterval,
+            factory: options.production?.unit(index))
         var machine = DeviceMachine(
             config: config, flash: storedFlash, settings: stored,
             randomSeed: randomSeed ?? (0x5EED_0000 &+ UInt64(truncatingIfNeeded: index)), faults: options.faults.flashFaults, now: now)

@@ -27,6 +27,10 @@ public struct SimulatorOptions: Sendable {
     public var secureBootKey: VerificationKey?
     /// Flow control: how many received requests may wait unprocessed (Q, reported by capabilities 0x3B; default 32).
     public var queueDepth: Int
+    /// Units fresh from assembly (`--blank`): each device k is unit k of this line — a unique chip uid, no serial
+    /// number, the default Bluetooth name, no calibration, its own microphone spread — and answers the factory
+    /// commands (docs/protocol.md §7). Nil (default): the classic headset, which answers none of them.
+    public var production: ProductionLine?
 
     /// Creates options; the defaults are a normal device draining 1 % per minute, a 10 s lock wait, real-time flash
     /// timing, no faults, no secure boot and a queue depth of 32.
@@ -44,6 +48,7 @@ public struct SimulatorOptions: Sendable {
         self.faults = faults
         self.secureBootKey = secureBootKey
         self.queueDepth = queueDepth
+        self.production = nil
     }
 
     /// The default flow-control depth Q.

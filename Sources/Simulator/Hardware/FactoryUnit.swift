@@ -1,0 +1,71 @@
+import LightX
+import Transport
+
+/// A simulated production line: units fresh from assembly (`--blank`). Each unit has a unique chip uid and its own
+/// microphone spread, both derived from `seed` and the unit's index only, so a line run is reproducible and has a
+/// real yield.
+public struct ProductionLine: Sendable, Hashable {
+    /// Seed of the line: uids and spreads are functions of (seed, index).
+    public var seed: UInt64
+    /// The share (0...1) of units with a microphone so far off that its calibration correction exceeds
+    /// `ProductionLine.correctionLimitDB`.
+    public var failShare: Double
+    /// The key 0x6A (factory unlock) takes.
+    public var factoryKey: FactoryKey
+
+    /// Creates a line; failShare is clamped to 0...1 (NaN is 0).
+    public init(seed: UInt64 = 1, failShare: Double = 0, factoryKey: FactoryKey = .development) {
+        self.seed = seed
+        self.failShare = failShare.isNaN ? 0 : min(1, max(0, failShare))
+        self.factoryKey = factoryKey
+    }
+
+    /// A good unit's corrections stay within ±3 dB; a failing unit has one microphone 6...9 dB off. A test limit
+    /// between the two (e.g. 4 dB) separates them.
+    public static let correctionLimitDB = 4.0
+
+    /// Unit `index` of this line.
+    public func unit(_ index: Int) -> FactoryUnit { FactoryUnit(line: self, index: index) }
+}
+
+/// One unit of a `ProductionLine`: what the chip and the assembly fixed.
+public struct FactoryUnit: Sendable, Hashable {
+    /// The chip uid: 24-bit lot and 8-bit wafer from the seed, then a bijective scramble of the index, so two units
+    /// of one line never share a uid.
+    public let hardwareID: HardwareID
+    /// Microphone sensitivity offsets in hundredths of a dB (feedforward L, R, feedback L, R).
+    public let microphoneOffsets: [Int16]
+    /// Whether the spread puts this unit outside the calibration limit.
+    public let failsLimit: Bool
+    /// The line's unlock key.
+    public let factoryKey: FactoryKey
+
+    init(line: ProductionLine, index: Int) {
+        var lineRandom = SeededRandom(seed: line.seed)
+        let lotAndWafer = lineRandom.next() & 0xFFFF_FFFF_0000_0000
+        // Multiplying by an odd constant is a bijection modulo 2^32, so distinct indices give distinct uids.
+        let position = (UInt32(truncatingIfNeeded: index) &* 0x9E37_79B1) ^ 0x5A5A_5A5A
+        hardwareID = HardwareID(lotAndWafer | UInt64(position))
+        var random = SeededRandom(seed: line.seed ^ (0xFAC7_0000_0000_0000 &+ UInt64(truncatingIfNeeded: index)))
+        func uniform() -> Double { Double(random.next() >> 11) / Double(1 << 53) }
+        failsLimit = uniform() < line.failShare
+        var offsets = (0..<4).map { _ -> Int16 in
+            // Roughly normal (sum of three uniforms), σ ≈ 1 dB, clipped to ±3 dB.
+            let x = (uniform() + uniform() + uniform() - 1.5) * 2
+            return Int16(max(-300, min(300, (x * 100).rounded())))
+        }
+        if failsLimit {
+            let mic = Int(random.next() % 4)
+            let size = 600 + Int16(random.next() % 301)
+            offsets[mic] = random.next() & 1 == 0 ? size : -size
+        }
+        microphoneOffsets = offsets
+        factoryKey = line.factoryKey
+    }
+
+    /// What the ANC calibration measures: the correction of each microphone (minus its offset).
+    public var calibration: AncCalibration {
+        let g = microphoneOffsets.map { -$0 }
+        return AncCalibration(feedforwardLeft: g[0], feedforwardRight: g[1], feedbackLeft: g[2], feedbackRight: g[3])
+    }
+}
