@@ -44,7 +44,7 @@ public struct FactoryAccess: Sendable {
     }
 
     /// The Bluetooth address (0x75); nil while none was written (NotFound).
-    public func readBluetoothAddress() async throws -> BluetoothAddress? {
+    public func readBluetoothAddress() async throws -> BDAddress? {
         try await readUnlessNotFound(FactorySettings.bluetoothAddress)
     }
 
@@ -71,7 +71,7 @@ public struct FactoryAccess: Sendable {
     }
 
     /// Writes the Bluetooth address (0x75).
-    public func writeBluetoothAddress(_ address: BluetoothAddress) async throws {
+    public func writeBluetoothAddress(_ address: BDAddress) async throws {
         try await write(try encodeRequest { () throws(LightXError) in try FactorySettings.bluetoothAddress.writeRequest(address, session.style) })
     }
 

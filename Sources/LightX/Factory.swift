@@ -57,7 +57,7 @@ public struct HardwareID: Sendable, Hashable, CustomStringConvertible {
 
 /// A Bluetooth device address. On the wire 6 bytes least significant first (as HCI); written `AA:BB:CC:DD:EE:FF`
 /// most significant first.
-public struct BluetoothAddress: Sendable, Hashable, CustomStringConvertible {
+public struct BDAddress: Sendable, Hashable, CustomStringConvertible {
     public static let length = 6
     /// Most significant first (display order).
     public let bytes: [UInt8]
@@ -81,11 +81,11 @@ public struct BluetoothAddress: Sendable, Hashable, CustomStringConvertible {
 
     public var description: String { bytes.map { hex2($0).uppercased() }.joined(separator: ":") }
 
-    public static let codec = ValueCodec<BluetoothAddress>(
+    public static let codec = ValueCodec<BDAddress>(
         encode: { $0.bytes.reversed() },
         decode: { (b: ArraySlice<UInt8>) throws(LightXError) in
-            try exactly(b, BluetoothAddress.length, "Bluetooth address")
-            return BluetoothAddress(bytes: b.reversed())!
+            try exactly(b, BDAddress.length, "Bluetooth address")
+            return BDAddress(bytes: b.reversed())!
         })
 }
 
@@ -242,7 +242,7 @@ public struct FactoryKey: Sendable, Hashable {
 /// The typed factory settings and requests.
 public enum FactorySettings {
     public static let hardwareID = Setting("hardware id", .factoryHardwareID, .readOnly, HardwareID.codec)
-    public static let bluetoothAddress = Setting("Bluetooth address", .diagBDAddr, .readWrite, BluetoothAddress.codec)
+    public static let bluetoothAddress = Setting("Bluetooth address", .diagBDAddr, .readWrite, BDAddress.codec)
     public static let calibrationStatus = Setting("calibration status", .diagAncStartCalibration, .readWrite, CalibrationStatus.codec)
     public static let storedCalibration = Setting("stored calibration", .diagAncStoreCalibrationData, .readWrite, AncCalibration.codec)
     /// u32 0 unlocked, 1 locked (strict: 4 bytes).

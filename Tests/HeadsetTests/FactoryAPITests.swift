@@ -48,7 +48,7 @@ import Transport
             #expect(try await factory.isLocked() == false)
 
             try await Self.enterBootloader(boot)
-            let address = BluetoothAddress(parsing: "00:1B:66:00:00:2A")!
+            let address = BDAddress(parsing: "00:1B:66:00:00:2A")!
             try await factory.writeSerialNumber("TS1-000042")
             try await factory.writeBluetoothName("Tuneup TS1-42")
             try await factory.writeBluetoothAddress(address)

@@ -15,7 +15,7 @@ import Testing
         return [
             ("write serial", SPPFraming.encode(try FactorySettings.writeString("TS1-000042", .configSerialNumber)),
              "ff 5a 00 00 00 1e 0f 40 82 00 00 00 00 04 0b 00 00 00 54 53 31 2d 30 30 30 30 34 32 00 7e"),
-            ("write address", SPPFraming.encode(try FactorySettings.bluetoothAddress.writeRequest(BluetoothAddress(parsing: "00:1B:66:A1:B2:C3")!)),
+            ("write address", SPPFraming.encode(try FactorySettings.bluetoothAddress.writeRequest(BDAddress(parsing: "00:1B:66:A1:B2:C3")!)),
              "ff 5a 00 00 00 19 0f 40 82 00 00 00 00 75 06 00 00 00 c3 b2 a1 66 1b 00 ab"),
             ("start calibration", SPPFraming.encode(FactorySettings.startCalibration()),
              "ff 5a 00 00 00 17 0f 40 82 00 00 00 00 71 04 00 00 00 00 00 00 00 4a"),
@@ -44,10 +44,10 @@ import Testing
         let id = HardwareID(0x0102_0304_0506_0708)
         #expect(try HardwareID.codec.decode(HardwareID.codec.encode(id)) == id)
         #expect(id.description == "0102030405060708")
-        let address = try #require(BluetoothAddress(parsing: "aa:BB:0c:dd:ee:0F"))
+        let address = try #require(BDAddress(parsing: "aa:BB:0c:dd:ee:0F"))
         #expect(address.description == "AA:BB:0C:DD:EE:0F")
-        #expect(BluetoothAddress.codec.encode(address) == [0x0F, 0xEE, 0xDD, 0x0C, 0xBB, 0xAA])
-        #expect(try BluetoothAddress.codec.decode(BluetoothAddress.codec.encode(address)) == address)
+        #expect(BDAddress.codec.encode(address) == [0x0F, 0xEE, 0xDD, 0x0C, 0xBB, 0xAA])
+        #expect(try BDAddress.codec.decode(BDAddress.codec.encode(address)) == address)
         let c = AncCalibration(feedforwardLeft: .min, feedforwardRight: -1, feedbackLeft: 0, feedbackRight: .max)
         #expect(try AncCalibration.codec.decode(AncCalibration.codec.encode(c)) == c)
         for status in [CalibrationStatus.none, .measured(c), .stored(c)] {
@@ -73,8 +73,8 @@ import Testing
         #expect(code { _ = try HardwareID.codec.decode([1, 2, 3]) } == .truncated)
         #expect(code { _ = try HardwareID.codec.decode([UInt8](repeating: 1, count: 9)) } == .malformed)
         #expect(code { _ = try HardwareID.codec.decode([UInt8](repeating: 0, count: 256)) } == .malformed)
-        #expect(code { _ = try BluetoothAddress.codec.decode([1, 2, 3, 4, 5]) } == .truncated)
-        #expect(code { _ = try BluetoothAddress.codec.decode([1, 2, 3, 4, 5, 6, 7]) } == .malformed)
+        #expect(code { _ = try BDAddress.codec.decode([1, 2, 3, 4, 5]) } == .truncated)
+        #expect(code { _ = try BDAddress.codec.decode([1, 2, 3, 4, 5, 6, 7]) } == .malformed)
         #expect(code { _ = try AncCalibration.codec.decode([1, 2, 3, 4, 5, 6, 7]) } == .truncated)
         #expect(code { _ = try AncCalibration.codec.decode([UInt8](repeating: 0, count: 12)) } == .malformed)
         #expect(code { _ = try CalibrationStatus.codec.decode([]) } == .truncated)
@@ -88,9 +88,9 @@ import Testing
         #expect(code { _ = try FactoryKey.codec.decode([UInt8](repeating: 0, count: 17)) } == .malformed)
         #expect(FactoryKey(hex: "54554e4555502d464143544f52592d3") == nil)
         #expect(FactoryKey(hex: "zz554e4555502d464143544f52592d30") == nil)
-        #expect(BluetoothAddress(parsing: "AA:BB:CC:DD:EE") == nil)
-        #expect(BluetoothAddress(parsing: "AA:BB:CC:DD:EE:FG") == nil)
-        #expect(BluetoothAddress(parsing: "AAA:BB:CC:DD:EE:FF") == nil)
+        #expect(BDAddress(parsing: "AA:BB:CC:DD:EE") == nil)
+        #expect(BDAddress(parsing: "AA:BB:CC:DD:EE:FG") == nil)
+        #expect(BDAddress(parsing: "AAA:BB:CC:DD:EE:FF") == nil)
         // Identity strings: empty, too long, not printable, no NUL, over capacity, not UTF-8.
         let serial = Command.configSerialNumber
         #expect(code { _ = try FactorySettings.writeString("", serial) } == .valueOutOfRange)

@@ -85,7 +85,7 @@ extension DeviceMachine {
 
     @Test func identityWritesPersistInFlashAcrossPowerCycles() throws {
         var m = try DeviceMachine.blankUnit()
-        let address = BluetoothAddress(parsing: "00:1B:66:A1:B2:C3")!
+        let address = BDAddress(parsing: "00:1B:66:A1:B2:C3")!
         #expect(m.status(try FactorySettings.writeString("TS1-000042", .configSerialNumber)) == .ok)
         #expect(m.status(try FactorySettings.writeString("Tuneup TS1-42", .configBTDisplayName)) == .ok)
         #expect(m.status(try FactorySettings.bluetoothAddress.writeRequest(address)) == .ok)
@@ -161,7 +161,7 @@ extension DeviceMachine {
         #expect(try m.decode(FactorySettings.lock, m.reply(FactorySettings.lock.readRequest())) == true)
         for request in [try FactorySettings.writeString("OTHER-1", .configSerialNumber),
                         try FactorySettings.writeString("Other", .configBTDisplayName),
-                        try FactorySettings.bluetoothAddress.writeRequest(BluetoothAddress(parsing: "00:00:00:00:00:01")!),
+                        try FactorySettings.bluetoothAddress.writeRequest(BDAddress(parsing: "00:00:00:00:00:01")!),
                         FactorySettings.startCalibration(), FactorySettings.calibrationStatus.readRequest(),
                         FactorySettings.storeCalibration(), try FactorySettings.lock.writeRequest(true)] {
             #expect(m.status(request) == .notSupported, "\(request.command) while locked")

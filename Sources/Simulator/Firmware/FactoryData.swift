@@ -22,7 +22,7 @@ struct FactoryRecord: Sendable, Hashable {
     var locked = false
     var serialNumber: String?
     var bluetoothName: String?
-    var bluetoothAddress: BluetoothAddress?
+    var bluetoothAddress: BDAddress?
     var calibration: AncCalibration?
 
     static let size = 128
@@ -43,7 +43,7 @@ struct FactoryRecord: Sendable, Hashable {
             let utf8 = Array((text ?? "").utf8.prefix(FactoryStrings.capacity - 1))
             w.bytes(utf8 + [UInt8](repeating: 0, count: FactoryStrings.capacity - utf8.count))
         }
-        w.bytes(bluetoothAddress.map { BluetoothAddress.codec.encode($0) } ?? [UInt8](repeating: 0xFF, count: 6))
+        w.bytes(bluetoothAddress.map { BDAddress.codec.encode($0) } ?? [UInt8](repeating: 0xFF, count: 6))
         w.bytes([0xFF, 0xFF])
         w.bytes(calibration.map { AncCalibration.codec.encode($0) } ?? [UInt8](repeating: 0xFF, count: 8))
         w.bytes([UInt8](repeating: 0xFF, count: 124 - w.bytes.count))
@@ -69,7 +69,7 @@ struct FactoryRecord: Sendable, Hashable {
         locked = flags & 1 != 0
         serialNumber = flags & 2 != 0 ? text(serial) : nil
         bluetoothName = flags & 4 != 0 ? text(name) : nil
-        bluetoothAddress = flags & 8 != 0 ? try? BluetoothAddress.codec.decode(address.prefix(6)) : nil
+        bluetoothAddress = flags & 8 != 0 ? try? BDAddress.codec.decode(address.prefix(6)) : nil
         self.calibration = flags & 16 != 0 ? try? AncCalibration.codec.decode(calibration) : nil
     }
 
@@ -138,9 +138,9 @@ extension DeviceMachine {
             unlocked.locked = false
             return append(unlocked, step: &step)
         case .diagBDAddr:
-            if isRead { return record.bluetoothAddress.map { Outcome.ok(BluetoothAddress.codec.encode($0)) } ?? .notFound }
+            if isRead { return record.bluetoothAddress.map { Outcome.ok(BDAddress.codec.encode($0)) } ?? .notFound }
             return factoryWrite(request, inBootloader: inBootloader, record: record, step: &step) { (r: inout FactoryRecord) throws(LightXError) in
-                r.bluetoothAddress = try BluetoothAddress.codec.decode(request.buffer)
+                r.bluetoothAddress = try BDAddress.codec.decode(request.buffer)
             }
         case .diagAncStoreCalibrationData:
             if isRead { return record.calibration.map { Outcome.ok(AncCalibration.codec.encode($0)) } ?? .notFound }
