@@ -75,8 +75,11 @@ public struct AddressBlock: Sendable, Hashable, Encodable {
 
 /// The identity rules of a recipe: serial pattern, Bluetooth name template, address block, first counter.
 public struct IdentityRules: Sendable, Hashable, Encodable {
+    /// The serial pattern: exactly one `{counter:N}`.
     public let serial: IdentityTemplate
+    /// The Bluetooth name template (may use `{serial}`).
     public let bluetoothName: IdentityTemplate
+    /// The unit with the first counter gets the block's first address, the next one the next, and so on.
     public let addressBlock: AddressBlock
     /// The counter of the first unit (it gets the block's first address).
     public let firstCounter: Int

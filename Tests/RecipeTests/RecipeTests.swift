@@ -122,6 +122,12 @@ func expectError(_ text: String, _ code: RecipeError.Code, line: Int, column: In
         expectError(text, .syntax, line: 27, key: nil)
     }
 
+    @Test func anEmptyOrNonMappingFileIsRefused() {
+        expectError("# nothing but a comment\n", .syntax, line: 1, column: 1, key: nil, contains: "empty")
+        expectError("just text\n", .wrongType, line: 1, column: 1, key: nil, contains: "expected a mapping")
+        expectError(recipeText() + "---\nversion: 1\n", .syntax, line: 29, key: nil, contains: "another document")
+    }
+
     @Test func aDuplicatedKeyIsASyntaxError() {
         let text = replacing("  model: TS-1\n", with: "  model: TS-1\n  model: TS-2\n")
         expectError(text, .syntax, line: 3, key: "model", contains: "duplicated")
