@@ -181,6 +181,18 @@ func expectError(_ text: String, _ code: RecipeError.Code, line: Int, column: In
         expectError(recipeText(application: "broken-bad-signature.img"), .badImage, line: 5, key: "images.application", category: .device)
     }
 
+    @Test func theKeyMustBeReadableAndAKey() {
+        let key = Repository.image("dev-public.pem")
+        expectError(replacing(key, with: Repository.image("no-such.pem")), .io, line: 7, column: 8, key: "images.key",
+                    contains: "No such file", category: .localFile)
+        expectError(replacing(key, with: Repository.image("README.md")), .badImage, line: 7, key: "images.key", category: .device)
+    }
+
+    @Test func aFirstCounterTheSerialCannotShowIsRefused() {
+        let text = replacing("    count: 100\n", with: "    count: 100\n  first-counter: 1000000\n")
+        expectError(text, .identityExhausted, line: 14, column: 18, key: "identity.first-counter", contains: "counter width")
+    }
+
     @Test func anImageForAnotherModelIsInvalid() {
         expectError(recipeText(application: "broken-other-model.img"), .wrongModel, line: 5, key: "images.application",
                     contains: "model TS-9", category: .device)
