@@ -18,11 +18,13 @@ let package = Package(
         .library(name: "FirmwareUpdate", targets: ["FirmwareUpdate"]),
         .library(name: "Progress", targets: ["Progress"]),
         .library(name: "TuneupKit", targets: ["TuneupKit"]),
+        .library(name: "Recipe", targets: ["Recipe"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
+        .package(url: "https://github.com/jpsim/Yams", exact: "6.2.2"),
     ],
     targets: [
         // The one error shape of every module: stable codes, a failure category, one line (no dependencies).
@@ -85,6 +87,16 @@ let package = Package(
             name: "Simulator",
             dependencies: ["Failure", "LightX", "Transport", "Firmware", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict),
+        // Provisioning recipes: the YAML file parsed and validated (images, key, model, identity rules, settings,
+        // tests, lock), its content hash, and the identity generator.
+        .target(
+            name: "Recipe",
+            dependencies: [
+                "Failure", "Firmware", "LightX", "Transport",
+                .product(name: "Yams", package: "Yams"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: strict),
         // Everything composed for the tools: address schemes, the connector with every back end, USB re-open policy
         // and gadget glue, image inspection, opening a device by address.
         .target(
@@ -131,6 +143,7 @@ let package = Package(
             name: "TuneupKitTests",
             dependencies: ["TuneupKit", "Transport", "Headset", "Firmware", "Failure", "TestSupport"],
             swiftSettings: strict),
+        .testTarget(name: "RecipeTests", dependencies: ["Recipe", "Firmware", "Failure", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "TuneupTests", dependencies: ["tuneup", "LightX", "Transport", "TuneupKit"], swiftSettings: strict),
     ]
 )

@@ -1,0 +1,152 @@
+import Foundation
+
+/// A 48-bit Bluetooth device address, written `AA:BB:CC:DD:EE:FF` (most significant byte first).
+public struct BluetoothAddress: Sendable, Hashable, Comparable, Encodable, CustomStringConvertible {
+    /// The address as a number, 0...2^48-1.
+    public let value: UInt64
+    /// The largest address.
+    public static let max = BluetoothAddress(value: (1 << 48) - 1)!
+
+    public init?(value: UInt64) {
+        guard value < (1 << 48) else { return nil }
+        self.value = value
+    }
+
+    /// Parses `AA:BB:CC:DD:EE:FF` (hex, either case); nil otherwise.
+    public init?(_ text: String) {
+        let groups = text.split(separator: ":", omittingEmptySubsequences: false)
+        guard groups.count == 6 else { return nil }
+        var value: UInt64 = 0
+        for group in groups {
+            guard group.count == 2, group.allSatisfy(\.isHexDigit), let byte = UInt64(group, radix: 16) else { return nil }
+            value = value << 8 | byte
+        }
+        self.value = value
+    }
+
+    /// The six bytes, most significant first.
+    public var bytes: [UInt8] { (0..<6).map { UInt8(truncatingIfNeeded: value >> (8 * (5 - $0))) } }
+
+    public var description: String { bytes.map { String(format: "%02X", $0) }.joined(separator: ":") }
+
+    /// A group (multicast) address: the least significant bit of the first byte. A device's own address is not one.
+    public var isGroup: Bool { bytes[0] & 0x01 != 0 }
+
+    public static func < (l: Self, r: Self) -> Bool { l.value < r.value }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(description)
+    }
+}
+
+/// A block of consecutive Bluetooth addresses: `count` addresses from `start`.
+public struct AddressBlock: Sendable, Hashable, Encodable {
+    public let start: BluetoothAddress
+    public let count: Int
+
+    /// Throws `.identityExhausted` when the block is empty or runs past the last address with the start's first
+    /// byte (xx:FF:FF:FF:FF:FF: the next first byte is another company's, or a group address), `.outOfRange` for a
+    /// group address (the message is the reason; the recipe parser adds position and key).
+    public init(start: BluetoothAddress, count: Int) throws(RecipeError) {
+        guard !start.isGroup else {
+            throw RecipeError(.outOfRange, "\(start) is a group (multicast) address; a device address has bit 0 of the first byte clear")
+        }
+        guard count >= 1 else { throw RecipeError(.identityExhausted, "the block holds no address (count \(count))") }
+        // The first byte's bit 0 marks group addresses, so a block ends where its first byte would change.
+        let end = BluetoothAddress(value: start.value | 0xFF_FFFF_FFFF)!
+        let left = end.value - start.value + 1
+        guard UInt64(count) <= left else {
+            throw RecipeError(.identityExhausted, "\(count) addresses from \(start) run past \(end) (only \(left) left before the next first byte)")
+        }
+        self.start = start
+        self.count = count
+    }
+
+    /// The `index`th address (0-based); nil past the block.
+    public func address(at index: Int) -> BluetoothAddress? {
+        guard index >= 0, index < count else { return nil }
+        return BluetoothAddress(value: start.value + UInt64(index))
+    }
+
+    /// The last address of the block.
+    public var last: BluetoothAddress { BluetoothAddress(value: start.value + UInt64(count - 1))! }
+}
+
+/// The identity rules of a recipe: serial pattern, Bluetooth name template, address block, first counter.
+public struct IdentityRules: Sendable, Hashable, Encodable {
+    /// The serial pattern: exactly one `{counter:N}`.
+    public let serial: IdentityTemplate
+    /// The Bluetooth name template (may use `{serial}`).
+    public let bluetoothName: IdentityTemplate
+    /// The unit with the first counter gets the block's first address, the next one the next, and so on.
+    public let addressBlock: AddressBlock
+    /// The counter of the first unit (it gets the block's first address).
+    public let firstCounter: Int
+
+    public init(serial: IdentityTemplate, bluetoothName: IdentityTemplate, addressBlock: AddressBlock, firstCounter: Int) {
+        (self.serial, self.bluetoothName, self.addressBlock, self.firstCounter) = (serial, bluetoothName, addressBlock, firstCounter)
+    }
+
+    /// Every counter the rules can give an identity: from `firstCounter` up to where the serial's counter width or
+    /// the address block ends, whichever comes first. Empty when the first counter already does not fit.
+    public var counters: Range<Int> {
+        let byWidth = (serial.counterCapacity ?? Int.max - 1) + 1
+        let byBlock = firstCounter + addressBlock.count
+        return firstCounter..<Swift.max(firstCounter, Swift.min(byWidth, byBlock))
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: Keys.self)
+        try c.encode(serial.text, forKey: .serial)
+        try c.encode(bluetoothName.text, forKey: .bluetoothName)
+        try c.encode(addressBlock, forKey: .addressBlock)
+        try c.encode(firstCounter, forKey: .firstCounter)
+    }
+    private enum Keys: String, CodingKey { case serial, bluetoothName, addressBlock, firstCounter }
+}
+
+/// The identity one unit gets.
+public struct UnitIdentity: Sendable, Hashable, Codable {
+    public var serial: String
+    public var bluetoothName: String
+    /// `AA:BB:CC:DD:EE:FF`.
+    public var bluetoothAddress: String
+
+    public init(serial: String, bluetoothName: String, bluetoothAddress: String) {
+        (self.serial, self.bluetoothName, self.bluetoothAddress) = (serial, bluetoothName, bluetoothAddress)
+    }
+}
+
+/// Produces a unit's identity from its counter and a date: pure, so the station can reserve a counter, generate,
+/// write, read back and commit, and a re-run with the same counter and date gives the same identity.
+public struct IdentityGenerator: Sendable, Hashable {
+    public let rules: IdentityRules
+    public let model: String
+
+    /// The longest Bluetooth name in bytes of UTF-8 (Core Specification, Vol 3, Part C, 3.2.2).
+    public static let maxNameBytes = 248
+
+    public init(rules: IdentityRules, model: String) {
+        (self.rules, self.model) = (rules, model)
+    }
+
+    /// Serial, name and address of the unit with `counter`. Throws `.identityExhausted` when the counter is below
+    /// the first counter, outgrows the serial's counter width, or is past the address block; `.outOfRange` when the
+    /// name is longer than 248 bytes.
+    public func identity(counter: Int, date: Date) throws(RecipeError) -> UnitIdentity {
+        guard counter >= rules.firstCounter else {
+            throw RecipeError(.identityExhausted, "counter \(counter) is below the recipe's first counter \(rules.firstCounter)")
+        }
+        let serial = try rules.serial.render(counter: counter, date: date)
+        guard let address = rules.addressBlock.address(at: counter - rules.firstCounter) else {
+            throw RecipeError(.identityExhausted,
+                "the Bluetooth address block \(rules.addressBlock.start)...\(rules.addressBlock.last) is used up: counter \(counter) would need address \(counter - rules.firstCounter + 1) of \(rules.addressBlock.count)")
+        }
+        let name = try rules.bluetoothName.render(counter: counter, date: date, serial: serial, model: model)
+        guard !name.isEmpty, name.utf8.count <= Self.maxNameBytes else {
+            throw RecipeError(.outOfRange, "the Bluetooth name '\(name)' must be 1...\(Self.maxNameBytes) bytes of UTF-8")
+        }
+        return UnitIdentity(serial: serial, bluetoothName: name, bluetoothAddress: address.description)
+    }
+}

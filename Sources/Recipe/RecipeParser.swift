@@ -1,0 +1,213 @@
+import Foundation
+import Transport
+
+/// Positions of the values the file checks (images, manifest-dependent settings) need after parsing.
+struct RecipeLocations: Sendable {
+    var byKey: [String: SourceLocation] = [:]
+    var file: String
+
+    func error(_ key: String, _ code: RecipeError.Code, _ text: String) -> RecipeError {
+        RecipeError(code, text, at: byKey[key] ?? SourceLocation(file: file, line: 1, column: 1), key: key)
+    }
+}
+
+extension ProvisioningRecipe {
+    /// Parses and range-checks a recipe from YAML text; `file` names it in errors (`file:line:column: key: ...`).
+    /// Does not read the images or key (`load(path:)` does).
+    public init(yaml: String, file: String) throws(RecipeError) {
+        self = try Self.parse(yaml: yaml, file: file).recipe
+    }
+
+    static func parse(yaml: String, file: String) throws(RecipeError) -> (recipe: ProvisioningRecipe, locations: RecipeLocations) {
+        var parser = RecipeParser(locations: RecipeLocations(file: file))
+        let recipe = try parser.recipe(YAMLValue.root(yaml: yaml, file: file))
+        return (recipe, parser.locations)
+    }
+}
+
+private struct RecipeParser {
+    var locations: RecipeLocations
+
+    mutating func remember(_ value: YAMLValue) {
+        if let location = value.location { locations.byKey[value.path] = location }
+    }
+
+    mutating func recipe(_ root: YAMLValue) throws(RecipeError) -> ProvisioningRecipe {
+        let f = try root.fields(["version", "product", "images", "identity", "settings", "calibration", "tests", "lock"])
+        let version = try f.required("version").int(in: ProvisioningRecipe.formatVersion...ProvisioningRecipe.formatVersion)
+        let product = try product(f.required("product"))
+        let images = try images(f.required("images"))
+        let identity = try identity(f.required("identity"))
+        var settings = ProvisioningRecipe.Settings()
+        if let value = f["settings"] { settings = try self.settings(value) }
+        var calibration = ProvisioningRecipe.Calibration()
+        if let value = f["calibration"] { calibration = try self.calibration(value) }
+        var tests: [ProvisioningRecipe.TestSpec] = []
+        if let value = f["tests"] { tests = try self.tests(value) }
+        return ProvisioningRecipe(
+            version: version, product: product, images: images, identity: identity, settings: settings,
+            calibration: calibration, tests: tests, lock: try f["lock"]?.bool() ?? false)
+    }
+
+    mutating func product(_ v: YAMLValue) throws(RecipeError) -> ProvisioningRecipe.Product {
+        let f = try v.fields(["model", "name"])
+        let model = try f.required("model")
+        remember(model)
+        return ProvisioningRecipe.Product(model: try model.text(maxLength: 32), name: try f["name"]?.text(maxLength: 64))
+    }
+
+    mutating func images(_ v: YAMLValue) throws(RecipeError) -> ProvisioningRecipe.Images {
+        let f = try v.fields(["application", "resource", "key"])
+        let application = try f.required("application"), key = try f.required("key")
+        remember(application)
+        remember(key)
+        if let resource = f["resource"] { remember(resource) }
+        return ProvisioningRecipe.Images(
+            application: try application.text(maxLength: 4096), resource: try f["resource"]?.text(maxLength: 4096),
+            key: try key.text(maxLength: 4096))
+    }
+
+    func template(_ v: YAMLValue, kind: IdentityTemplate.Kind) throws(RecipeError) -> IdentityTemplate {
+        let text = try v.text()
+        do {
+            return try IdentityTemplate(parsing: text, kind: kind)
+        } catch {
+            throw v.error(.badTemplate, "'\(text)': \(error.message)")
+        }
+    }
+
+    func identity(_ v: YAMLValue) throws(RecipeError) -> IdentityRules {
+        let f = try v.fields(["serial", "bluetooth-name", "bluetooth-address", "first-counter"])
+        let serialValue = try f.required("serial")
+        let serial = try template(serialValue, kind: .serial)
+        let sample = try serial.render(counter: 0, date: Date(timeIntervalSince1970: 0))
+        guard sample.count <= 32 else { throw serialValue.error(.outOfRange, "'\(serial.text)' gives serials of \(sample.count) characters; at most 32") }
+        let name = try template(f.required("bluetooth-name"), kind: .name)
+        let a = try f.required("bluetooth-address")
+        let af = try a.fields(["start", "count"])
+        let startValue = try af.required("start")
+        let startText = try startValue.string()
+        guard let start = BluetoothAddress(startText) else {
+            throw startValue.error(.wrongType, "'\(startText)' is not a Bluetooth address AA:BB:CC:DD:EE:FF")
+        }
+        let countValue = try af.required("count")
+        let count = try countValue.int(in: Int.min...Int.max)
+        let block: AddressBlock
+        do {
+            block = try AddressBlock(start: start, count: count)
+        } catch {
+            throw RecipeError(error.code, error.message, at: (error.code == .outOfRange ? startValue : countValue).location,
+                              key: (error.code == .outOfRange ? startValue : countValue).path)
+        }
+        let firstValue = f["first-counter"]
+        let first = try firstValue?.int(in: 0...999_999_999_999) ?? 1
+        let rules = IdentityRules(serial: serial, bluetoothName: name, addressBlock: block, firstCounter: first)
+        if rules.counters.isEmpty {
+            throw (firstValue ?? serialValue).error(.identityExhausted, "the first counter \(first) does not fit the serial's counter width")
+        }
+        return rules
+    }
+
+    mutating func settings(_ v: YAMLValue) throws(RecipeError) -> ProvisioningRecipe.Settings {
+        let f = try v.fields(["anc", "ambient", "eq", "smart-button", "auto-off", "voice-prompt"])
+        var s = ProvisioningRecipe.Settings()
+        if let anc = f["anc"] {
+            let a = try anc.fields(["enabled", "level"])
+            s.anc = .init(enabled: try a.required("enabled").bool(), level: try a["level"]?.number(in: 0...1))
+        }
+        if let ambient = f["ambient"] {
+            let a = try ambient.fields(["left", "right", "preset"])
+            var value = ProvisioningRecipe.Settings.Ambient()
+            if let left = a["left"] { remember(left); value.left = try left.int(in: 0...255) }
+            if let right = a["right"] { remember(right); value.right = try right.int(in: 0...255) }
+            if let preset = a["preset"] {
+                value.preset = ProvisioningRecipe.AwarenessLevel(rawValue: try preset.choice(ProvisioningRecipe.AwarenessLevel.allCases.map(\.rawValue)))
+            }
+            s.ambient = value
+        }
+        if let eq = f["eq"] {
+            let e = try eq.fields(["audio-preset", "graphic-preset", "gains"])
+            var value = ProvisioningRecipe.Settings.EQ()
+            if let audio = e["audio-preset"] {
+                value.audioPreset = ProvisioningRecipe.AudioPreset(rawValue: try audio.choice(ProvisioningRecipe.AudioPreset.allCases.map(\.rawValue)))
+            }
+            if let graphic = e["graphic-preset"] { remember(graphic); value.graphicPreset = try graphic.text(maxLength: 64) }
+            if let gains = e["gains"] {
+                remember(gains)
+                let items = try gains.list()
+                guard !items.isEmpty, items.count <= 32 else { throw gains.error(.outOfRange, "give 1...32 gains, one per band") }
+                var list: [Int] = []
+                for item in items { list.append(try item.int(in: -128...127)) }
+                guard value.graphicPreset != nil else { throw gains.error(.missingKey, "gains need settings.eq.graphic-preset: the preset they are written to") }
+                value.gains = list
+            }
+            s.eq = value
+        }
+        s.smartButton = try f["smart-button"]?.bool()
+        s.autoOff = try f["auto-off"]?.bool()
+        s.voicePrompt = try f["voice-prompt"]?.bool()
+        return s
+    }
+
+    func limits(_ v: YAMLValue, range: ClosedRange<Double>) throws(RecipeError) -> ProvisioningRecipe.Limits {
+        let f = try v.fields(["low", "high"])
+        let low = try f["low"]?.number(in: range), high = try f["high"]?.number(in: range)
+        guard low != nil || high != nil else { throw v.error(.missingKey, "give low, high or both") }
+        if let low, let high, low > high {
+            throw try f.required("high").error(.outOfRange, "high \(YAMLValue.format(high)) is below low \(YAMLValue.format(low))")
+        }
+        return ProvisioningRecipe.Limits(low: low, high: high)
+    }
+
+    func calibration(_ v: YAMLValue) throws(RecipeError) -> ProvisioningRecipe.Calibration {
+        let f = try v.fields(["anc"])
+        var c = ProvisioningRecipe.Calibration()
+        if let anc = f["anc"] {
+            let a = try anc.fields(["enabled", "limits"])
+            c.anc = .init(enabled: try a.required("enabled").bool(), limits: try limits(a.required("limits"), range: -40...40))
+        }
+        return c
+    }
+
+    func tests(_ v: YAMLValue) throws(RecipeError) -> [ProvisioningRecipe.TestSpec] {
+        var result: [ProvisioningRecipe.TestSpec] = []
+        for item in try v.list() {
+            let f = try item.fields(["name", "unit", "limits", "marginal", "retry"])
+            let nameValue = try f.required("name")
+            let name = try nameValue.text(maxLength: 64)
+            guard name.allSatisfy({ $0.isASCII && ($0.isLowercase || $0.isNumber || "-_.".contains($0)) }) else {
+                throw nameValue.error(.outOfRange, "'\(name)': a test name uses a-z 0-9 - _ .")
+            }
+            guard !result.contains(where: { $0.name == name }) else { throw nameValue.error(.outOfRange, "a second test named '\(name)'") }
+            let unitValue = try f.required("unit")
+            let unit = ProvisioningRecipe.MeasurementUnit(rawValue: try unitValue.choice(ProvisioningRecipe.MeasurementUnit.allCases.map(\.rawValue)))!
+            let range: ClosedRange<Double> = -1e12...1e12
+            let pass = try limits(f.required("limits"), range: range)
+            var marginal: ProvisioningRecipe.Limits?
+            if let m = f["marginal"] {
+                let inner = try limits(m, range: range)
+                let inside = (inner.low.map { pass.contains($0) } ?? (pass.low == nil))
+                    && (inner.high.map { pass.contains($0) } ?? (pass.high == nil))
+                guard inside else { throw m.error(.outOfRange, "marginal limits lie within the limits") }
+                marginal = inner
+            }
+            var retry = ProvisioningRecipe.RetryPolicy.once
+            if let r = f["retry"] {
+                let rf = try r.fields(["attempts", "delay"])
+                retry.attempts = try rf.required("attempts").int(in: 1...10)
+                if let d = rf["delay"] { retry.delay = try delay(d) }
+            }
+            result.append(ProvisioningRecipe.TestSpec(name: name, unit: unit, limits: pass, marginal: marginal, retry: retry))
+        }
+        return result
+    }
+
+    func delay(_ v: YAMLValue) throws(RecipeError) -> Duration {
+        let text = try v.string()
+        guard let duration = Quantities.parseDuration(text) else {
+            throw v.error(.wrongType, "'\(text)' is not a duration such as 500ms or 2s")
+        }
+        guard duration <= .seconds(60) else { throw v.error(.outOfRange, "\(text) is out of range 0...60s") }
+        return duration
+    }
+}
