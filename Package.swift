@@ -143,7 +143,7 @@ let package = Package(
             name: "TuneupKitTests",
             dependencies: ["TuneupKit", "Transport", "Headset", "Firmware", "Failure", "TestSupport"],
             swiftSettings: strict),
-        .testTarget(name: "RecipeTests", dependencies: ["Recipe", "Firmware", "Failure", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "RecipeTests", dependencies: ["Recipe", "Firmware", "Failure", "LightX", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "TuneupTests", dependencies: ["tuneup", "LightX", "Transport", "TuneupKit"], swiftSettings: strict),
     ]
 )

@@ -73,7 +73,7 @@ public struct BDAddress: Sendable, Hashable, CustomStringConvertible {
         guard parts.count == 6 else { return nil }
         var out: [UInt8] = []
         for p in parts {
-            guard p.count == 2, let b = UInt8(p, radix: 16) else { return nil }
+            guard p.count == 2, p.allSatisfy(\.isHexDigit), let b = UInt8(p, radix: 16) else { return nil }
             out.append(b)
         }
         bytes = out
@@ -87,6 +87,31 @@ public struct BDAddress: Sendable, Hashable, CustomStringConvertible {
             try exactly(b, BDAddress.length, "Bluetooth address")
             return BDAddress(bytes: b.reversed())!
         })
+}
+
+/// A Bluetooth address as a number (address blocks of a provisioning recipe count through them).
+extension BDAddress: Comparable, Encodable {
+    /// The address as a number, 0...2^48-1 (the first written byte is the most significant).
+    public var value: UInt64 { bytes.reduce(0) { $0 << 8 | UInt64($1) } }
+
+    /// The largest address.
+    public static let max = BDAddress(value: (1 << 48) - 1)!
+
+    /// The address whose number is `value`; nil beyond 48 bits.
+    public init?(value: UInt64) {
+        guard value < (1 << 48) else { return nil }
+        self.init(bytes: (0..<6).map { UInt8(truncatingIfNeeded: value >> (8 * (5 - $0))) })
+    }
+
+    /// A group (multicast) address: the least significant bit of the first byte. A device's own address is not one.
+    public var isGroup: Bool { bytes[0] & 0x01 != 0 }
+
+    public static func < (l: Self, r: Self) -> Bool { l.value < r.value }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(description)
+    }
 }
 
 /// The ANC calibration of a unit: one gain correction per microphone in hundredths of a dB (i16 each, 8 bytes).

@@ -1,60 +1,21 @@
 import Foundation
-
-/// A 48-bit Bluetooth device address, written `AA:BB:CC:DD:EE:FF` (most significant byte first).
-public struct BluetoothAddress: Sendable, Hashable, Comparable, Encodable, CustomStringConvertible {
-    /// The address as a number, 0...2^48-1.
-    public let value: UInt64
-    /// The largest address.
-    public static let max = BluetoothAddress(value: (1 << 48) - 1)!
-
-    public init?(value: UInt64) {
-        guard value < (1 << 48) else { return nil }
-        self.value = value
-    }
-
-    /// Parses `AA:BB:CC:DD:EE:FF` (hex, either case); nil otherwise.
-    public init?(_ text: String) {
-        let groups = text.split(separator: ":", omittingEmptySubsequences: false)
-        guard groups.count == 6 else { return nil }
-        var value: UInt64 = 0
-        for group in groups {
-            guard group.count == 2, group.allSatisfy(\.isHexDigit), let byte = UInt64(group, radix: 16) else { return nil }
-            value = value << 8 | byte
-        }
-        self.value = value
-    }
-
-    /// The six bytes, most significant first.
-    public var bytes: [UInt8] { (0..<6).map { UInt8(truncatingIfNeeded: value >> (8 * (5 - $0))) } }
-
-    public var description: String { bytes.map { String(format: "%02X", $0) }.joined(separator: ":") }
-
-    /// A group (multicast) address: the least significant bit of the first byte. A device's own address is not one.
-    public var isGroup: Bool { bytes[0] & 0x01 != 0 }
-
-    public static func < (l: Self, r: Self) -> Bool { l.value < r.value }
-
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        try container.encode(description)
-    }
-}
+import LightX
 
 /// A block of consecutive Bluetooth addresses: `count` addresses from `start`.
 public struct AddressBlock: Sendable, Hashable, Encodable {
-    public let start: BluetoothAddress
+    public let start: BDAddress
     public let count: Int
 
     /// Throws `.identityExhausted` when the block is empty or runs past the last address with the start's first
     /// byte (xx:FF:FF:FF:FF:FF: the next first byte is another company's, or a group address), `.outOfRange` for a
     /// group address (the message is the reason; the recipe parser adds position and key).
-    public init(start: BluetoothAddress, count: Int) throws(RecipeError) {
+    public init(start: BDAddress, count: Int) throws(RecipeError) {
         guard !start.isGroup else {
             throw RecipeError(.outOfRange, "\(start) is a group (multicast) address; a device address has bit 0 of the first byte clear")
         }
         guard count >= 1 else { throw RecipeError(.identityExhausted, "the block holds no address (count \(count))") }
         // The first byte's bit 0 marks group addresses, so a block ends where its first byte would change.
-        let end = BluetoothAddress(value: start.value | 0xFF_FFFF_FFFF)!
+        let end = BDAddress(value: start.value | 0xFF_FFFF_FFFF)!
         let left = end.value - start.value + 1
         guard UInt64(count) <= left else {
             throw RecipeError(.identityExhausted, "\(count) addresses from \(start) run past \(end) (only \(left) left before the next first byte)")
@@ -64,13 +25,13 @@ public struct AddressBlock: Sendable, Hashable, Encodable {
     }
 
     /// The `index`th address (0-based); nil past the block.
-    public func address(at index: Int) -> BluetoothAddress? {
+    public func address(at index: Int) -> BDAddress? {
         guard index >= 0, index < count else { return nil }
-        return BluetoothAddress(value: start.value + UInt64(index))
+        return BDAddress(value: start.value + UInt64(index))
     }
 
     /// The last address of the block.
-    public var last: BluetoothAddress { BluetoothAddress(value: start.value + UInt64(count - 1))! }
+    public var last: BDAddress { BDAddress(value: start.value + UInt64(count - 1))! }
 }
 
 /// The identity rules of a recipe: serial pattern, Bluetooth name template, address block, first counter.

@@ -1,4 +1,5 @@
 import Foundation
+import LightX
 import Transport
 
 /// Positions of the values the file checks (images, manifest-dependent settings) need after parsing.
@@ -87,7 +88,7 @@ private struct RecipeParser {
         let af = try a.fields(["start", "count"])
         let startValue = try af.required("start")
         let startText = try startValue.string()
-        guard let start = BluetoothAddress(startText) else {
+        guard let start = BDAddress(parsing: startText) else {
             throw startValue.error(.wrongType, "'\(startText)' is not a Bluetooth address AA:BB:CC:DD:EE:FF")
         }
         let countValue = try af.required("count")

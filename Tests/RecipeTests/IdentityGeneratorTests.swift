@@ -1,5 +1,6 @@
 import Foundation
 import Recipe
+import LightX
 import Testing
 
 func utc(_ text: String) throws -> Date {
@@ -8,7 +9,7 @@ func utc(_ text: String) throws -> Date {
 
 func generator(serial: String = "TS1-{gggg}{ww}-{counter:06}", name: String = "Tuneup {serial[-4:]}",
                start: String = "02:54:55:00:00:00", count: Int = 100, first: Int = 1) throws -> IdentityGenerator {
-    let block = try AddressBlock(start: try #require(BluetoothAddress(start)), count: count)
+    let block = try AddressBlock(start: try #require(BDAddress(parsing: start)), count: count)
     let rules = IdentityRules(serial: try IdentityTemplate(parsing: serial, kind: .serial),
                               bluetoothName: try IdentityTemplate(parsing: name, kind: .name), addressBlock: block, firstCounter: first)
     return IdentityGenerator(rules: rules, model: "TS-1")
@@ -86,12 +87,12 @@ func generator(serial: String = "TS1-{gggg}{ww}-{counter:06}", name: String = "T
     }
 
     @Test func addressesParseAndBlocksStayWithinTheirFirstByte() throws {
-        #expect(BluetoothAddress("02:54:55:0a:0B:0c")?.description == "02:54:55:0A:0B:0C")
-        #expect(BluetoothAddress("02:54:55:0a:0B") == nil)
-        #expect(BluetoothAddress("02:54:55:0a:0B:0g") == nil)
-        let end = try #require(BluetoothAddress("00:FF:FF:FF:FF:FE"))
+        #expect(BDAddress(parsing: "02:54:55:0a:0B:0c")?.description == "02:54:55:0A:0B:0C")
+        #expect(BDAddress(parsing: "02:54:55:0a:0B") == nil)
+        #expect(BDAddress(parsing: "02:54:55:0a:0B:0g") == nil)
+        let end = try #require(BDAddress(parsing: "00:FF:FF:FF:FF:FE"))
         #expect(try AddressBlock(start: end, count: 2).last.description == "00:FF:FF:FF:FF:FF")
         #expect(throws: RecipeError(.identityExhausted)) { try AddressBlock(start: end, count: 3) }
-        #expect(throws: RecipeError(.outOfRange)) { try AddressBlock(start: try #require(BluetoothAddress("01:00:00:00:00:00")), count: 1) }
+        #expect(throws: RecipeError(.outOfRange)) { try AddressBlock(start: try #require(BDAddress(parsing: "01:00:00:00:00:00")), count: 1) }
     }
 }
