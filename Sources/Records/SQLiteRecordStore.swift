@@ -33,32 +33,39 @@ public final class SQLiteRecordStore: RecordStore {
         }
     }
 
+    /// Opens, checks and migrates. Two stations creating one new file at the same moment may get BUSY at once
+    /// (SQLite does not wait for the busy timeout while the other sets up WAL mode), or fail on the tables the other's
+    /// migration made: until the busy timeout has passed, such a failure is retried (on this queue, not the
+    /// cooperative pool), and it is no failure once the other station's migration is complete.
     private static func openNow(path: String, busyTimeout: Duration) throws -> SQLiteRecordStore {
+        let deadline = ContinuousClock.now + busyTimeout
+        while true {
+            do {
+                return try openOnce(path: path, busyTimeout: busyTimeout)
+            } catch let error as DatabaseError where [.SQLITE_BUSY, .SQLITE_LOCKED].contains(error.resultCode) {
+                guard ContinuousClock.now < deadline else { throw mapped(error, path: path, busyTimeout: busyTimeout) }
+                usleep(5_000)
+            } catch {
+                throw mapped(error, path: path, busyTimeout: busyTimeout)
+            }
+        }
+    }
+
+    private static func openOnce(path: String, busyTimeout: Duration) throws -> SQLiteRecordStore {
         var configuration = Configuration()
         configuration.busyMode = .timeout(busyTimeout.seconds)
         configuration.foreignKeysEnabled = true
         configuration.label = "records"
-        let pool: DatabasePool
-        do {
-            pool = try DatabasePool(path: path, configuration: configuration)
-        } catch {
-            throw mapped(error, path: path, busyTimeout: busyTimeout)
+        let pool = try DatabasePool(path: path, configuration: configuration)
+        let migrator = Schema.migrator
+        if try pool.read({ try migrator.hasBeenSuperseded($0) }) {
+            throw RecordsError(
+                .newerSchema, "records database \(path) was written by a newer Tuneup (its schema has migrations this version does not know)")
         }
         do {
-            let migrator = Schema.migrator
-            if try pool.read({ try migrator.hasBeenSuperseded($0) }) {
-                throw RecordsError(
-                    .newerSchema, "records database \(path) was written by a newer Tuneup (its schema has migrations this version does not know)")
-            }
-            do {
-                try migrator.migrate(pool)
-            } catch {
-                // Another station may have been creating the same file at the same moment: its migration won, ours
-                // failed on the tables it made. Anything else stays an error.
-                guard try pool.read({ try migrator.hasCompletedMigrations($0) }) else { throw error }
-            }
+            try migrator.migrate(pool)
         } catch {
-            throw mapped(error, path: path, busyTimeout: busyTimeout)
+            guard try pool.read({ try migrator.hasCompletedMigrations($0) }) else { throw error }
         }
         return SQLiteRecordStore(path: path, pool: pool, busyTimeout: busyTimeout)
     }

@@ -289,6 +289,21 @@ func at(_ seconds: Int64) -> Date { Date(timeIntervalSince1970: 1_790_000_000 + 
         #expect(runs.count == 2 * perStation && runs.allSatisfy { $0.outcome == .pass })
     }
 
+    @Test func stationsCreatingOneNewFileAtOnceAllOpenIt() async throws {
+        let dir = try TemporaryDirectory()
+        for round in 0..<8 {
+            let path = dir.path("records-\(round).sqlite")
+            let stores = try await withThrowingTaskGroup(of: SQLiteRecordStore.self) { group in
+                for _ in 0..<4 { group.addTask { try await SQLiteRecordStore.open(path: path) } }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            for (s, store) in stores.enumerated() {
+                _ = try await store.startRun(RunStart(hardwareID: "uid-\(s)", station: "s\(s)", slot: "1", startedAt: at(0)))
+            }
+            #expect(try await stores[0].runs().count == 4)
+        }
+    }
+
     @Test func aStationHoldingTheFileTooLongGivesABusyError() async throws {
         let dir = try TemporaryDirectory()
         let path = dir.path("records.sqlite")
