@@ -80,20 +80,13 @@ public final class SQLiteRecordStore: RecordStore {
         return try await write { db in
             try Self.ensureUnit(db, hardwareID, now)
             if let held = try Self.activeIdentity(db, kind, hardwareID) { return held }
-            var attempt = 0
-            while attempt < Self.candidateLimit, let value = candidates(attempt) {
-                attempt += 1
-                try Self.check(value: value, kind)
-                try db.execute(
-                    sql: """
-                        INSERT INTO identities (kind, value, state, hardware_id, station, updated_at)
-                        VALUES (?, ?, 'reserved', ?, ?, ?) ON CONFLICT (kind, value) DO NOTHING
-                        """,
-                    arguments: [kind.rawValue, value, hardwareID, station, now])
-                if db.changesCount == 1 { return try Self.identity(db, db.lastInsertedRowID)! }
+            let (ids, tried) = try Self.insertFree(
+                db, kind, count: 1, state: .reserved, hardwareID: hardwareID, station: station, lease: nil, at: now, candidates)
+            guard let id = ids.first else {
+                throw RecordsError(
+                    .poolExhausted, "no free \(kind.rawValue) for unit \(hardwareID): all \(tried) candidates are issued or voided")
             }
-            throw RecordsError(
-                .poolExhausted, "no free \(kind.rawValue) for unit \(hardwareID): all \(attempt) candidates are issued or voided")
+            return try Self.identity(db, id)!
         }
     }
 
@@ -132,21 +125,10 @@ public final class SQLiteRecordStore: RecordStore {
             try db.execute(
                 sql: "INSERT INTO leases (station, kind, created_at) VALUES (?, ?, ?)", arguments: [station, kind.rawValue, now])
             let lease = LeaseID(db.lastInsertedRowID)
-            var taken = 0
-            var attempt = 0
-            while taken < count, attempt < Self.candidateLimit, let value = candidates(attempt) {
-                attempt += 1
-                try Self.check(value: value, kind)
-                try db.execute(
-                    sql: """
-                        INSERT INTO identities (kind, value, state, station, lease_id, updated_at)
-                        VALUES (?, ?, 'leased', ?, ?, ?) ON CONFLICT (kind, value) DO NOTHING
-                        """,
-                    arguments: [kind.rawValue, value, station, lease.rawValue, now])
-                taken += db.changesCount
-            }
-            guard taken > 0 else {
-                throw RecordsError(.poolExhausted, "no free \(kind.rawValue) to lease to \(station): all \(attempt) candidates are issued or voided")
+            let (ids, tried) = try Self.insertFree(
+                db, kind, count: count, state: .leased, hardwareID: nil, station: station, lease: lease, at: now, candidates)
+            guard !ids.isEmpty else {
+                throw RecordsError(.poolExhausted, "no free \(kind.rawValue) to lease to \(station): all \(tried) candidates are issued or voided")
             }
             return Lease(
                 id: lease, station: station, kind: kind, createdAt: now,
@@ -366,6 +348,28 @@ public final class SQLiteRecordStore: RecordStore {
 
     private static func check(value: String, _ kind: IdentityKind) throws {
         guard !value.isEmpty else { throw RecordsError(.invalidArgument, "an empty \(kind.rawValue) cannot be issued") }
+    }
+
+    /// Inserts the candidates no one holds (the UNIQUE constraint decides), in order, until `count` are in or the
+    /// candidates run out. Returns the new rows and how many candidates were tried.
+    private static func insertFree(
+        _ db: Database, _ kind: IdentityKind, count: Int, state: IdentityState, hardwareID: String?, station: String,
+        lease: LeaseID?, at now: Date, _ candidates: IdentityCandidates
+    ) throws -> (ids: [Int64], tried: Int) {
+        var ids: [Int64] = []
+        var tried = 0
+        while ids.count < count, tried < candidateLimit, let value = candidates(tried) {
+            tried += 1
+            try check(value: value, kind)
+            try db.execute(
+                sql: """
+                    INSERT INTO identities (kind, value, state, hardware_id, station, lease_id, updated_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (kind, value) DO NOTHING
+                    """,
+                arguments: [kind.rawValue, value, state.rawValue, hardwareID, station, lease?.rawValue, now])
+            if db.changesCount == 1 { ids.append(db.lastInsertedRowID) }
+        }
+        return (ids, tried)
     }
 
     private static func ensureUnit(_ db: Database, _ hardwareID: String, _ now: Date) throws {
