@@ -19,12 +19,14 @@ let package = Package(
         .library(name: "Progress", targets: ["Progress"]),
         .library(name: "TuneupKit", targets: ["TuneupKit"]),
         .library(name: "Recipe", targets: ["Recipe"]),
+        .library(name: "Records", targets: ["Records"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
         .package(url: "https://github.com/jpsim/Yams", exact: "6.2.2"),
+        .package(url: "https://github.com/groue/GRDB.swift", exact: "7.10.0"),
     ],
     targets: [
         // The one error shape of every module: stable codes, a failure category, one line (no dependencies).
@@ -106,6 +108,11 @@ let package = Package(
                 "BluetoothTransport", .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict),
+        // Unit records of factory provisioning: units, runs, steps, measurements, identities and leases (SQLite).
+        .target(
+            name: "Records",
+            dependencies: ["Failure", .product(name: "GRDB", package: "GRDB.swift")],
+            swiftSettings: strict),
         .executableTarget(
             name: "tuneup",
             dependencies: [
@@ -144,6 +151,10 @@ let package = Package(
             dependencies: ["TuneupKit", "Transport", "Headset", "Firmware", "Failure", "TestSupport"],
             swiftSettings: strict),
         .testTarget(name: "RecipeTests", dependencies: ["Recipe", "Firmware", "Failure", "LightX", "TestSupport"], swiftSettings: strict),
+        .testTarget(
+            name: "RecordsTests",
+            dependencies: ["Records", "Failure", "TestSupport", .product(name: "GRDB", package: "GRDB.swift")],
+            swiftSettings: strict),
         .testTarget(name: "TuneupTests", dependencies: ["tuneup", "LightX", "Transport", "TuneupKit"], swiftSettings: strict),
     ]
 )

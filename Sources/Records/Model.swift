@@ -1,0 +1,215 @@
+import Foundation
+
+// The values the records store takes and returns. They carry no database types, so a PostgreSQL store returns the
+// same values as the SQLite one.
+
+/// The id of a stored row (run, step, measurement, identity, lease), typed by what it names.
+public struct RecordID<Kind>: Hashable, Sendable, Codable, Comparable, CustomStringConvertible {
+    public let rawValue: Int64
+    public init(_ rawValue: Int64) { self.rawValue = rawValue }
+    public var description: String { String(rawValue) }
+    public static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
+    public init(from decoder: any Decoder) throws { rawValue = try decoder.singleValueContainer().decode(Int64.self) }
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(rawValue)
+    }
+}
+
+public enum RunKind {}
+public enum StepKind {}
+public enum IdentityRecordKind {}
+public enum LeaseKind {}
+public typealias RunID = RecordID<RunKind>
+public typealias StepID = RecordID<StepKind>
+public typealias IdentityID = RecordID<IdentityRecordKind>
+public typealias LeaseID = RecordID<LeaseKind>
+
+/// What an identity is.
+public enum IdentityKind: String, Sendable, Hashable, Codable, CaseIterable {
+    case serial
+    case bluetoothAddress = "bt-address"
+    case bluetoothName = "bt-name"
+}
+
+/// Where an identity is in its life: leased to a station (no unit yet) → reserved for a unit → written to it (and
+/// read back) → committed; or voided, after which its value is never issued again.
+public enum IdentityState: String, Sendable, Hashable, Codable, CaseIterable {
+    case leased, reserved, written, committed, voided
+}
+
+/// One issued identity value.
+public struct Identity: Sendable, Hashable, Codable {
+    public var id: IdentityID
+    public var kind: IdentityKind
+    public var value: String
+    public var state: IdentityState
+    /// The unit it is reserved for; nil while it only sits in a station's lease.
+    public var hardwareID: String?
+    public var station: String
+    public var lease: LeaseID?
+    public var updatedAt: Date
+
+    public init(
+        id: IdentityID, kind: IdentityKind, value: String, state: IdentityState, hardwareID: String?, station: String,
+        lease: LeaseID?, updatedAt: Date
+    ) {
+        self.id = id
+        self.kind = kind
+        self.value = value
+        self.state = state
+        self.hardwareID = hardwareID
+        self.station = station
+        self.lease = lease
+        self.updatedAt = updatedAt
+    }
+}
+
+/// A block of identities leased to one station, so it keeps provisioning while the shared database is away.
+public struct Lease: Sendable, Hashable, Codable {
+    public var id: LeaseID
+    public var station: String
+    public var kind: IdentityKind
+    public var createdAt: Date
+    /// The identities of the block, in the order they are handed out.
+    public var identities: [Identity]
+
+    public init(id: LeaseID, station: String, kind: IdentityKind, createdAt: Date, identities: [Identity]) {
+        self.id = id
+        self.station = station
+        self.kind = kind
+        self.createdAt = createdAt
+        self.identities = identities
+    }
+}
+
+/// How a run ended. A run without an outcome is still open (or its station was killed: see `abortOpenRuns`).
+public enum RunOutcome: String, Sendable, Hashable, Codable, CaseIterable {
+    case pass, fail, error, aborted
+}
+
+/// How a step ended.
+public enum StepOutcome: String, Sendable, Hashable, Codable, CaseIterable {
+    case pass, fail, error, skipped, aborted
+}
+
+/// How a measurement compares with its limits.
+public enum MeasurementOutcome: String, Sendable, Hashable, Codable, CaseIterable {
+    case pass, marginal, fail
+}
+
+/// What a station knows when a run starts.
+public struct RunStart: Sendable, Hashable, Codable {
+    public var hardwareID: String
+    public var station: String
+    public var slot: String
+    public var operatorName: String
+    public var recipeHash: String
+    public var toolVersion: String
+    /// Image name → hash (e.g. "application" → SHA-256 hex).
+    public var imageHashes: [String: String]
+    public var startedAt: Date
+
+    public init(
+        hardwareID: String, station: String, slot: String, operatorName: String = "", recipeHash: String = "",
+        toolVersion: String = "", imageHashes: [String: String] = [:], startedAt: Date = Date()
+    ) {
+        self.hardwareID = hardwareID
+        self.station = station
+        self.slot = slot
+        self.operatorName = operatorName
+        self.recipeHash = recipeHash
+        self.toolVersion = toolVersion
+        self.imageHashes = imageHashes
+        self.startedAt = startedAt
+    }
+}
+
+/// One measured value with its limits.
+public struct Measurement: Sendable, Hashable, Codable {
+    public var name: String
+    public var value: Double
+    public var unit: String
+    public var low: Double?
+    public var high: Double?
+    public var marginalLow: Double?
+    public var marginalHigh: Double?
+    public var outcome: MeasurementOutcome
+
+    public init(
+        name: String, value: Double, unit: String = "", low: Double? = nil, high: Double? = nil,
+        marginalLow: Double? = nil, marginalHigh: Double? = nil, outcome: MeasurementOutcome
+    ) {
+        self.name = name
+        self.value = value
+        self.unit = unit
+        self.low = low
+        self.high = high
+        self.marginalLow = marginalLow
+        self.marginalHigh = marginalHigh
+        self.outcome = outcome
+    }
+}
+
+/// One step of a run, with the measurements it took.
+public struct StepRecord: Sendable, Hashable, Codable {
+    public var name: String
+    public var startedAt: Date
+    public var endedAt: Date
+    public var outcome: StepOutcome
+    public var retries: Int
+    public var message: String
+    public var measurements: [Measurement]
+
+    public init(
+        name: String, startedAt: Date, endedAt: Date, outcome: StepOutcome, retries: Int = 0, message: String = "",
+        measurements: [Measurement] = []
+    ) {
+        self.name = name
+        self.startedAt = startedAt
+        self.endedAt = endedAt
+        self.outcome = outcome
+        self.retries = retries
+        self.message = message
+        self.measurements = measurements
+    }
+}
+
+/// A stored run: what it started with, how it ended, and (from `run(_:)`) its steps.
+public struct RunRecord: Sendable, Hashable, Codable {
+    public var id: RunID
+    public var start: RunStart
+    public var endedAt: Date?
+    /// nil while the run is open.
+    public var outcome: RunOutcome?
+    /// How many earlier runs of the same unit failed or ended in error (the unit came back for rework).
+    public var reworkCount: Int
+    /// The steps in the order they were recorded; empty in listings.
+    public var steps: [StepRecord]
+
+    public init(id: RunID, start: RunStart, endedAt: Date?, outcome: RunOutcome?, reworkCount: Int, steps: [StepRecord] = []) {
+        self.id = id
+        self.start = start
+        self.endedAt = endedAt
+        self.outcome = outcome
+        self.reworkCount = reworkCount
+        self.steps = steps
+    }
+}
+
+/// A unit and what it was given.
+public struct UnitRecord: Sendable, Hashable, Codable {
+    public var hardwareID: String
+    public var firstSeen: Date
+    /// Every identity ever reserved for it, voided ones included.
+    public var identities: [Identity]
+    /// Its runs, oldest first, without steps.
+    public var runs: [RunRecord]
+
+    public init(hardwareID: String, firstSeen: Date, identities: [Identity], runs: [RunRecord]) {
+        self.hardwareID = hardwareID
+        self.firstSeen = firstSeen
+        self.identities = identities
+        self.runs = runs
+    }
+}

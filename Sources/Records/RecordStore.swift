@@ -1,0 +1,81 @@
+import Foundation
+
+/// Offers candidate values for an identity: called with 0, 1, 2, ... until it returns nil (the pool is exhausted).
+/// The store takes the first candidate no one holds; the recipe's identity rules make the values.
+public typealias IdentityCandidates = @Sendable (_ attempt: Int) -> String?
+
+/// The unit records of factory provisioning: units, their runs with steps and measurements, and the identities
+/// issued to them. Every method is one transaction: a process killed at any point leaves each record either fully
+/// written or absent.
+///
+/// Times are kept to the millisecond. `SQLiteRecordStore` is the one implementation today; a PostgreSQL store
+/// conforms to the same protocol.
+public protocol RecordStore: Sendable {
+    // MARK: Identities
+
+    /// The identity of `kind` for the unit `hardwareID`: the one it already has (in any state but voided), or a new
+    /// reservation of the first candidate no one holds. A unit never gets a second identity of one kind while the
+    /// first is not voided. Throws `poolExhausted` when no candidate is free.
+    func reserveIdentity(
+        _ kind: IdentityKind, for hardwareID: String, station: String, candidates: @escaping IdentityCandidates
+    ) async throws -> Identity
+
+    /// The identity of `kind` for the unit: the one it already has, or the next free identity of the station's lease.
+    /// Throws `poolExhausted` when the lease has none left.
+    func reserveIdentity(_ kind: IdentityKind, for hardwareID: String, fromLease lease: LeaseID) async throws -> Identity
+
+    /// Leases a block of up to `count` free candidate values to `station` (fewer when the candidates run out, but
+    /// at least one, or `poolExhausted`).
+    func leaseBlock(
+        _ kind: IdentityKind, count: Int, station: String, candidates: @escaping IdentityCandidates
+    ) async throws -> Lease
+
+    /// The identity was written to the unit and read back (reserved → written; again on written is a no-op).
+    func markWritten(_ identity: IdentityID) async throws -> Identity
+    /// The unit holds it for good (written → committed; again on committed is a no-op).
+    func commit(_ identity: IdentityID) async throws -> Identity
+    /// Takes a reserved or written identity out of use for good: its value is never issued again.
+    func void(_ identity: IdentityID) async throws -> Identity
+    /// Voids the identities of the lease that no unit took, and returns them.
+    func voidUnused(lease: LeaseID) async throws -> [Identity]
+    /// The identities of a unit, voided ones included.
+    func identities(of hardwareID: String) async throws -> [Identity]
+
+    // MARK: Runs
+
+    /// Records the start of a run (and the unit, on its first run). An earlier run of the same unit that is still
+    /// open (its station was killed or the unit left) is closed as aborted first.
+    func startRun(_ start: RunStart) async throws -> RunID
+    /// Records one step with its measurements, atomically.
+    func recordStep(_ step: StepRecord, in run: RunID) async throws -> StepID
+    /// Adds a measurement to a recorded step.
+    func recordMeasurement(_ measurement: Measurement, in step: StepID) async throws
+    /// Closes an open run with its outcome. Throws `invalidTransition` when it was closed already.
+    func finishRun(_ run: RunID, outcome: RunOutcome, at: Date) async throws
+    /// Closes every open run of `station` as aborted (a station calls it when it starts: its previous process was
+    /// killed). Returns the runs it closed.
+    func abortOpenRuns(station: String, at: Date) async throws -> [RunID]
+
+    // MARK: Reading
+
+    /// Every unit, oldest first, with identities and runs (without steps).
+    func units() async throws -> [UnitRecord]
+    /// One unit, or nil when it has never been seen.
+    func unit(_ hardwareID: String) async throws -> UnitRecord?
+    /// The runs, oldest first, optionally of one unit or one station, without steps.
+    func runs(hardwareID: String?, station: String?) async throws -> [RunRecord]
+    /// One run with its steps and their measurements, or nil.
+    func run(_ id: RunID) async throws -> RunRecord?
+}
+
+extension RecordStore {
+    /// Reserves the first free value of `values` (see `reserveIdentity(_:for:station:candidates:)`).
+    public func reserveIdentity(
+        _ kind: IdentityKind, for hardwareID: String, station: String, values: [String]
+    ) async throws -> Identity {
+        try await reserveIdentity(kind, for: hardwareID, station: station) { $0 < values.count ? values[$0] : nil }
+    }
+
+    /// Every run, oldest first.
+    public func runs() async throws -> [RunRecord] { try await runs(hardwareID: nil, station: nil) }
+}

@@ -1,0 +1,461 @@
+import Dispatch
+import Foundation
+import GRDB
+
+/// The records in one SQLite file, through GRDB.
+///
+/// The file is in WAL mode (a `DatabasePool`): readers never block the writer, and several stations (processes or
+/// store instances) may share one file on a local disk; a writer waits up to `busyTimeout` for another's
+/// transaction and then fails with `RecordsError.busy`. Every method is one IMMEDIATE transaction, so a killed
+/// process leaves no half-written record. Database work runs on GRDB's own dispatch queues, opening and migrating
+/// on a queue of this type's: nothing blocks Swift's cooperative pool.
+public final class SQLiteRecordStore: RecordStore {
+    /// The database file.
+    public let path: String
+    private let pool: DatabasePool
+    private let busyTimeout: Duration
+
+    private init(path: String, pool: DatabasePool, busyTimeout: Duration) {
+        self.path = path
+        self.pool = pool
+        self.busyTimeout = busyTimeout
+    }
+
+    private static let openQueue = DispatchQueue(label: "tuneup.records.open", attributes: .concurrent)
+
+    /// Opens the records in the SQLite file at `path`, creating it and migrating its schema as needed.
+    /// - Parameter busyTimeout: how long a change waits for another station's transaction before `busy`.
+    public static func open(path: String, busyTimeout: Duration = .seconds(10)) async throws -> SQLiteRecordStore {
+        try await withCheckedThrowingContinuation { continuation in
+            openQueue.async {
+                continuation.resume(with: Result { try openNow(path: path, busyTimeout: busyTimeout) })
+            }
+        }
+    }
+
+    /// Opens, checks and migrates. Two stations creating one new file at the same moment may get BUSY at once
+    /// (SQLite does not wait for the busy timeout while the other sets up WAL mode), or fail on the tables the other's
+    /// migration made: until the busy timeout has passed, such a failure is retried (on this queue, not the
+    /// cooperative pool), and it is no failure once the other station's migration is complete.
+    private static func openNow(path: String, busyTimeout: Duration) throws -> SQLiteRecordStore {
+        let deadline = ContinuousClock.now + busyTimeout
+        while true {
+            do {
+                return try openOnce(path: path, busyTimeout: busyTimeout)
+            } catch let error as DatabaseError where [.SQLITE_BUSY, .SQLITE_LOCKED].contains(error.resultCode) {
+                guard ContinuousClock.now < deadline else { throw mapped(error, path: path, busyTimeout: busyTimeout) }
+                usleep(5_000)
+            } catch {
+                throw mapped(error, path: path, busyTimeout: busyTimeout)
+            }
+        }
+    }
+
+    private static func openOnce(path: String, busyTimeout: Duration) throws -> SQLiteRecordStore {
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(busyTimeout.seconds)
+        configuration.foreignKeysEnabled = true
+        configuration.label = "records"
+        let pool = try DatabasePool(path: path, configuration: configuration)
+        let migrator = Schema.migrator
+        if try pool.read({ try migrator.hasBeenSuperseded($0) }) {
+            throw RecordsError(
+                .newerSchema, "records database \(path) was written by a newer Tuneup (its schema has migrations this version does not know)")
+        }
+        do {
+            try migrator.migrate(pool)
+        } catch {
+            guard try pool.read({ try migrator.hasCompletedMigrations($0) }) else { throw error }
+        }
+        return SQLiteRecordStore(path: path, pool: pool, busyTimeout: busyTimeout)
+    }
+
+    // MARK: - Identities
+
+    public func reserveIdentity(
+        _ kind: IdentityKind, for hardwareID: String, station: String, candidates: @escaping IdentityCandidates
+    ) async throws -> Identity {
+        try Self.check(hardwareID: hardwareID)
+        let now = Date()
+        return try await write { db in
+            try Self.ensureUnit(db, hardwareID, now)
+            if let held = try Self.activeIdentity(db, kind, hardwareID) { return held }
+            let (ids, tried) = try Self.insertFree(
+                db, kind, count: 1, state: .reserved, hardwareID: hardwareID, station: station, lease: nil, at: now, candidates)
+            guard let id = ids.first else {
+                throw RecordsError(
+                    .poolExhausted, "no free \(kind.rawValue) for unit \(hardwareID): all \(tried) candidates are issued or voided")
+            }
+            return try Self.identity(db, id)!
+        }
+    }
+
+    public func reserveIdentity(_ kind: IdentityKind, for hardwareID: String, fromLease lease: LeaseID) async throws -> Identity {
+        try Self.check(hardwareID: hardwareID)
+        let now = Date()
+        return try await write { db in
+            guard let leased = try Row.fetchOne(db, sql: "SELECT station, kind FROM leases WHERE id = ?", arguments: [lease.rawValue])
+            else { throw RecordsError(.notFound, "lease \(lease) does not exist") }
+            let leaseKind: String = leased["kind"]
+            guard leaseKind == kind.rawValue else {
+                throw RecordsError(.invalidArgument, "lease \(lease) holds \(leaseKind) identities, not \(kind.rawValue)")
+            }
+            try Self.ensureUnit(db, hardwareID, now)
+            if let held = try Self.activeIdentity(db, kind, hardwareID) { return held }
+            guard let next = try Int64.fetchOne(
+                db, sql: "SELECT id FROM identities WHERE lease_id = ? AND state = 'leased' ORDER BY id LIMIT 1",
+                arguments: [lease.rawValue])
+            else {
+                let station: String = leased["station"]
+                throw RecordsError(.poolExhausted, "lease \(lease) of station \(station) has no free \(kind.rawValue) left")
+            }
+            try db.execute(
+                sql: "UPDATE identities SET state = 'reserved', hardware_id = ?, updated_at = ? WHERE id = ? AND state = 'leased'",
+                arguments: [hardwareID, now, next])
+            return try Self.identity(db, next)!
+        }
+    }
+
+    public func leaseBlock(
+        _ kind: IdentityKind, count: Int, station: String, candidates: @escaping IdentityCandidates
+    ) async throws -> Lease {
+        guard count > 0 else { throw RecordsError(.invalidArgument, "a lease needs at least one identity, not \(count)") }
+        let now = Date()
+        return try await write { db in
+            try db.execute(
+                sql: "INSERT INTO leases (station, kind, created_at) VALUES (?, ?, ?)", arguments: [station, kind.rawValue, now])
+            let lease = LeaseID(db.lastInsertedRowID)
+            let (ids, tried) = try Self.insertFree(
+                db, kind, count: count, state: .leased, hardwareID: nil, station: station, lease: lease, at: now, candidates)
+            guard !ids.isEmpty else {
+                throw RecordsError(.poolExhausted, "no free \(kind.rawValue) to lease to \(station): all \(tried) candidates are issued or voided")
+            }
+            return Lease(
+                id: lease, station: station, kind: kind, createdAt: now,
+                identities: try Self.identities(db, where: "lease_id = ?", [lease.rawValue]))
+        }
+    }
+
+    public func markWritten(_ identity: IdentityID) async throws -> Identity {
+        try await transition(identity, to: .written, from: [.reserved])
+    }
+
+    public func commit(_ identity: IdentityID) async throws -> Identity {
+        try await transition(identity, to: .committed, from: [.written])
+    }
+
+    public func void(_ identity: IdentityID) async throws -> Identity {
+        try await transition(identity, to: .voided, from: [.leased, .reserved, .written])
+    }
+
+    public func voidUnused(lease: LeaseID) async throws -> [Identity] {
+        let now = Date()
+        return try await write { db in
+            guard try Bool.fetchOne(db, sql: "SELECT 1 FROM leases WHERE id = ?", arguments: [lease.rawValue]) != nil else {
+                throw RecordsError(.notFound, "lease \(lease) does not exist")
+            }
+            let unused = try Self.identities(db, where: "lease_id = ? AND state = 'leased'", [lease.rawValue])
+            try db.execute(
+                sql: "UPDATE identities SET state = 'voided', updated_at = ? WHERE lease_id = ? AND state = 'leased'",
+                arguments: [now, lease.rawValue])
+            return unused.map { var voided = $0; voided.state = .voided; voided.updatedAt = now; return voided }
+        }
+    }
+
+    public func identities(of hardwareID: String) async throws -> [Identity] {
+        try await read { db in try Self.identities(db, where: "hardware_id = ?", [hardwareID]) }
+    }
+
+    /// Moves an identity to `target` when it is in one of `sources`; in `target` already, nothing changes.
+    private func transition(_ id: IdentityID, to target: IdentityState, from sources: Set<IdentityState>) async throws -> Identity {
+        let now = Date()
+        return try await write { db in
+            guard let current = try Self.identity(db, id.rawValue) else {
+                throw RecordsError(.notFound, "identity \(id) does not exist")
+            }
+            if current.state == target { return current }
+            guard sources.contains(current.state) else {
+                let allowed = sources.map(\.rawValue).sorted().joined(separator: " or ")
+                throw RecordsError(
+                    .invalidTransition,
+                    "\(current.kind.rawValue) \(current.value) is \(current.state.rawValue); only a \(allowed) one can become \(target.rawValue)")
+            }
+            try db.execute(
+                sql: "UPDATE identities SET state = ?, updated_at = ? WHERE id = ?", arguments: [target.rawValue, now, id.rawValue])
+            return try Self.identity(db, id.rawValue)!
+        }
+    }
+
+    // MARK: - Runs
+
+    public func startRun(_ start: RunStart) async throws -> RunID {
+        try Self.check(hardwareID: start.hardwareID)
+        let hashes = try Self.encodeHashes(start.imageHashes)
+        return try await write { db in
+            try Self.ensureUnit(db, start.hardwareID, start.startedAt)
+            try db.execute(
+                sql: "UPDATE runs SET outcome = 'aborted', ended_at = ? WHERE hardware_id = ? AND outcome IS NULL",
+                arguments: [start.startedAt, start.hardwareID])
+            let rework = try Int.fetchOne(
+                db, sql: "SELECT COUNT(*) FROM runs WHERE hardware_id = ? AND outcome IN ('fail', 'error')",
+                arguments: [start.hardwareID]) ?? 0
+            try db.execute(
+                sql: """
+                    INSERT INTO runs (hardware_id, station, slot, operator, recipe_hash, tool_version, image_hashes,
+                                      started_at, rework_count)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: [
+                    start.hardwareID, start.station, start.slot, start.operatorName, start.recipeHash, start.toolVersion,
+                    hashes, start.startedAt, rework,
+                ])
+            return RunID(db.lastInsertedRowID)
+        }
+    }
+
+    public func recordStep(_ step: StepRecord, in run: RunID) async throws -> StepID {
+        guard step.retries >= 0 else { throw RecordsError(.invalidArgument, "step \(step.name): retries cannot be negative") }
+        return try await write { db in
+            try Self.checkOpen(db, run)
+            try db.execute(
+                sql: """
+                    INSERT INTO steps (run_id, name, started_at, ended_at, outcome, retries, message)
+                    VALUES (?, ?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: [run.rawValue, step.name, step.startedAt, step.endedAt, step.outcome.rawValue, step.retries, step.message])
+            let id = StepID(db.lastInsertedRowID)
+            for measurement in step.measurements { try Self.insert(db, measurement, id) }
+            return id
+        }
+    }
+
+    public func recordMeasurement(_ measurement: Measurement, in step: StepID) async throws {
+        try await write { db in
+            guard let run = try Int64.fetchOne(db, sql: "SELECT run_id FROM steps WHERE id = ?", arguments: [step.rawValue]) else {
+                throw RecordsError(.notFound, "step \(step) does not exist")
+            }
+            try Self.checkOpen(db, RunID(run))
+            try Self.insert(db, measurement, step)
+        }
+    }
+
+    public func finishRun(_ run: RunID, outcome: RunOutcome, at date: Date) async throws {
+        try await write { db in
+            try Self.checkOpen(db, run)
+            try db.execute(
+                sql: "UPDATE runs SET outcome = ?, ended_at = ? WHERE id = ? AND outcome IS NULL",
+                arguments: [outcome.rawValue, date, run.rawValue])
+        }
+    }
+
+    public func abortOpenRuns(station: String, at date: Date) async throws -> [RunID] {
+        try await write { db in
+            let open = try Int64.fetchAll(
+                db, sql: "SELECT id FROM runs WHERE station = ? AND outcome IS NULL ORDER BY id", arguments: [station])
+            try db.execute(
+                sql: "UPDATE runs SET outcome = 'aborted', ended_at = ? WHERE station = ? AND outcome IS NULL",
+                arguments: [date, station])
+            return open.map(RunID.init)
+        }
+    }
+
+    // MARK: - Reading
+
+    public func units() async throws -> [UnitRecord] {
+        try await read { db in
+            try Row.fetchAll(db, sql: "SELECT hardware_id, first_seen FROM units ORDER BY first_seen, hardware_id")
+                .map { try Self.unit(db, $0) }
+        }
+    }
+
+    public func unit(_ hardwareID: String) async throws -> UnitRecord? {
+        try await read { db in
+            try Row.fetchOne(db, sql: "SELECT hardware_id, first_seen FROM units WHERE hardware_id = ?", arguments: [hardwareID])
+                .map { try Self.unit(db, $0) }
+        }
+    }
+
+    public func runs(hardwareID: String?, station: String?) async throws -> [RunRecord] {
+        try await read { db in
+            try Row.fetchAll(
+                db,
+                sql: "SELECT * FROM runs WHERE (?1 IS NULL OR hardware_id = ?1) AND (?2 IS NULL OR station = ?2) ORDER BY id",
+                arguments: [hardwareID, station]
+            ).map(Self.run)
+        }
+    }
+
+    public func run(_ id: RunID) async throws -> RunRecord? {
+        try await read { db in
+            guard let row = try Row.fetchOne(db, sql: "SELECT * FROM runs WHERE id = ?", arguments: [id.rawValue]) else { return nil }
+            var run = try Self.run(row)
+            let steps = try Row.fetchAll(db, sql: "SELECT * FROM steps WHERE run_id = ? ORDER BY id", arguments: [id.rawValue])
+            run.steps = try steps.map { step in
+                let measurements = try Row.fetchAll(
+                    db, sql: "SELECT * FROM measurements WHERE step_id = ? ORDER BY id", arguments: [step["id"] as Int64])
+                return StepRecord(
+                    name: step["name"], startedAt: step["started_at"], endedAt: step["ended_at"],
+                    outcome: try Self.decode(StepOutcome.self, step["outcome"]), retries: step["retries"],
+                    message: step["message"], measurements: try measurements.map(Self.measurement))
+            }
+            return run
+        }
+    }
+
+    // MARK: - Transactions and errors
+
+    /// At most this many candidates are tried for one reservation (a generator that never ends is a bug, not a hang).
+    static let candidateLimit = 1_000_000
+
+    private func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        do {
+            return try await pool.write(body)
+        } catch {
+            throw Self.mapped(error, path: path, busyTimeout: busyTimeout)
+        }
+    }
+
+    private func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        do {
+            return try await pool.read(body)
+        } catch {
+            throw Self.mapped(error, path: path, busyTimeout: busyTimeout)
+        }
+    }
+
+    /// GRDB's errors as `RecordsError`s (cancellation and our own errors pass through).
+    static func mapped(_ error: any Error, path: String, busyTimeout: Duration) -> any Error {
+        guard let error = error as? DatabaseError else { return error }
+        let detail = error.message ?? "\(error.resultCode)"
+        switch error.resultCode {
+        case .SQLITE_BUSY, .SQLITE_LOCKED:
+            return RecordsError(
+                .busy, "records database \(path) is busy: another station held it longer than \(busyTimeout.seconds) s")
+        case .SQLITE_NOTADB, .SQLITE_CORRUPT:
+            return RecordsError(.notADatabase, "\(path) is not a usable records database (\(detail))")
+        case .SQLITE_CANTOPEN, .SQLITE_PERM, .SQLITE_READONLY, .SQLITE_AUTH:
+            return RecordsError(.cannotOpen, "cannot open records database \(path) (\(detail))")
+        default:
+            return RecordsError(.storage, "records database \(path): \(detail)")
+        }
+    }
+
+    // MARK: - Rows
+
+    private static func check(hardwareID: String) throws {
+        guard !hardwareID.isEmpty else { throw RecordsError(.invalidArgument, "a unit needs a hardware id") }
+    }
+
+    private static func check(value: String, _ kind: IdentityKind) throws {
+        guard !value.isEmpty else { throw RecordsError(.invalidArgument, "an empty \(kind.rawValue) cannot be issued") }
+    }
+
+    /// Inserts the candidates no one holds (the UNIQUE constraint decides), in order, until `count` are in or the
+    /// candidates run out. Returns the new rows and how many candidates were tried.
+    private static func insertFree(
+        _ db: Database, _ kind: IdentityKind, count: Int, state: IdentityState, hardwareID: String?, station: String,
+        lease: LeaseID?, at now: Date, _ candidates: IdentityCandidates
+    ) throws -> (ids: [Int64], tried: Int) {
+        var ids: [Int64] = []
+        var tried = 0
+        while ids.count < count, tried < candidateLimit, let value = candidates(tried) {
+            tried += 1
+            try check(value: value, kind)
+            try db.execute(
+                sql: """
+                    INSERT INTO identities (kind, value, state, hardware_id, station, lease_id, updated_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (kind, value) DO NOTHING
+                    """,
+                arguments: [kind.rawValue, value, state.rawValue, hardwareID, station, lease?.rawValue, now])
+            if db.changesCount == 1 { ids.append(db.lastInsertedRowID) }
+        }
+        return (ids, tried)
+    }
+
+    private static func ensureUnit(_ db: Database, _ hardwareID: String, _ now: Date) throws {
+        try db.execute(
+            sql: "INSERT INTO units (hardware_id, first_seen) VALUES (?, ?) ON CONFLICT (hardware_id) DO NOTHING",
+            arguments: [hardwareID, now])
+    }
+
+    private static func activeIdentity(_ db: Database, _ kind: IdentityKind, _ hardwareID: String) throws -> Identity? {
+        try identities(db, where: "hardware_id = ? AND kind = ? AND state <> 'voided'", [hardwareID, kind.rawValue]).first
+    }
+
+    private static func identity(_ db: Database, _ id: Int64) throws -> Identity? {
+        try identities(db, where: "id = ?", [id]).first
+    }
+
+    private static func identities(_ db: Database, where condition: String, _ arguments: StatementArguments) throws -> [Identity] {
+        try Row.fetchAll(db, sql: "SELECT * FROM identities WHERE \(condition) ORDER BY id", arguments: arguments).map { row in
+            Identity(
+                id: IdentityID(row["id"]), kind: try decode(IdentityKind.self, row["kind"]),
+                value: row["value"], state: try decode(IdentityState.self, row["state"]), hardwareID: row["hardware_id"],
+                station: row["station"], lease: (row["lease_id"] as Int64?).map(LeaseID.init), updatedAt: row["updated_at"])
+        }
+    }
+
+    private static func checkOpen(_ db: Database, _ run: RunID) throws {
+        guard let row = try Row.fetchOne(db, sql: "SELECT outcome FROM runs WHERE id = ?", arguments: [run.rawValue]) else {
+            throw RecordsError(.notFound, "run \(run) does not exist")
+        }
+        if let outcome = row["outcome"] as String? {
+            throw RecordsError(.invalidTransition, "run \(run) has ended (\(outcome)); it takes no more records")
+        }
+    }
+
+    private static func insert(_ db: Database, _ m: Measurement, _ step: StepID) throws {
+        try db.execute(
+            sql: """
+                INSERT INTO measurements (step_id, name, value, unit, low, high, marginal_low, marginal_high, outcome)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """,
+            arguments: [step.rawValue, m.name, m.value, m.unit, m.low, m.high, m.marginalLow, m.marginalHigh, m.outcome.rawValue])
+    }
+
+    private static func unit(_ db: Database, _ row: Row) throws -> UnitRecord {
+        let hardwareID: String = row["hardware_id"]
+        return UnitRecord(
+            hardwareID: hardwareID, firstSeen: row["first_seen"],
+            identities: try identities(db, where: "hardware_id = ?", [hardwareID]),
+            runs: try Row.fetchAll(db, sql: "SELECT * FROM runs WHERE hardware_id = ? ORDER BY id", arguments: [hardwareID])
+                .map(run))
+    }
+
+    private static func run(_ row: Row) throws -> RunRecord {
+        let hashes = try JSONDecoder().decode([String: String].self, from: Data((row["image_hashes"] as String).utf8))
+        return RunRecord(
+            id: RunID(row["id"]),
+            start: RunStart(
+                hardwareID: row["hardware_id"], station: row["station"], slot: row["slot"], operatorName: row["operator"],
+                recipeHash: row["recipe_hash"], toolVersion: row["tool_version"], imageHashes: hashes,
+                startedAt: row["started_at"]),
+            endedAt: row["ended_at"], outcome: try (row["outcome"] as String?).map { try decode(RunOutcome.self, $0) },
+            reworkCount: row["rework_count"], steps: [])
+    }
+
+    private static func measurement(_ row: Row) throws -> Measurement {
+        Measurement(
+            name: row["name"], value: row["value"], unit: row["unit"], low: row["low"], high: row["high"],
+            marginalLow: row["marginal_low"], marginalHigh: row["marginal_high"],
+            outcome: try decode(MeasurementOutcome.self, row["outcome"]))
+    }
+
+    private static func decode<T: RawRepresentable>(_ type: T.Type, _ raw: String) throws -> T where T.RawValue == String {
+        guard let value = T(rawValue: raw) else { throw RecordsError(.storage, "records database holds an unknown \(T.self) \"\(raw)\"") }
+        return value
+    }
+
+    private static func encodeHashes(_ hashes: [String: String]) throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        return String(decoding: try encoder.encode(hashes), as: UTF8.self)
+    }
+}
+
+extension Duration {
+    /// The duration in seconds.
+    fileprivate var seconds: Double {
+        Double(components.seconds) + Double(components.attoseconds) / 1e18
+    }
+}

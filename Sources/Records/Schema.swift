@@ -1,0 +1,84 @@
+import GRDB
+
+/// The records schema, as GRDB migrations. A migration, once shipped, never changes: a new column or table is a new
+/// migration appended here. The SQL stays close to what PostgreSQL accepts, so its store can share the layout.
+enum Schema {
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1-records") { db in
+            try db.execute(sql: v1)
+        }
+        return migrator
+    }
+
+    private static let identityKinds = "('serial', 'bt-address', 'bt-name')"
+
+    static let v1 = """
+        CREATE TABLE units (
+            hardware_id TEXT NOT NULL PRIMARY KEY CHECK (hardware_id <> ''),
+            first_seen TEXT NOT NULL
+        );
+        CREATE TABLE leases (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            station TEXT NOT NULL,
+            kind TEXT NOT NULL CHECK (kind IN \(identityKinds)),
+            created_at TEXT NOT NULL
+        );
+        CREATE TABLE identities (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            kind TEXT NOT NULL CHECK (kind IN \(identityKinds)),
+            value TEXT NOT NULL CHECK (value <> ''),
+            state TEXT NOT NULL CHECK (state IN ('leased', 'reserved', 'written', 'committed', 'voided')),
+            hardware_id TEXT REFERENCES units(hardware_id),
+            station TEXT NOT NULL,
+            lease_id INTEGER REFERENCES leases(id),
+            updated_at TEXT NOT NULL,
+            UNIQUE (kind, value),
+            CHECK (state = 'voided' OR (state = 'leased') = (hardware_id IS NULL))
+        );
+        CREATE UNIQUE INDEX identities_one_per_unit ON identities(hardware_id, kind)
+            WHERE state <> 'voided' AND hardware_id IS NOT NULL;
+        CREATE INDEX identities_by_lease ON identities(lease_id, state);
+        CREATE TABLE runs (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            hardware_id TEXT NOT NULL REFERENCES units(hardware_id),
+            station TEXT NOT NULL,
+            slot TEXT NOT NULL,
+            operator TEXT NOT NULL,
+            recipe_hash TEXT NOT NULL,
+            tool_version TEXT NOT NULL,
+            image_hashes TEXT NOT NULL,
+            started_at TEXT NOT NULL,
+            ended_at TEXT,
+            outcome TEXT CHECK (outcome IN ('pass', 'fail', 'error', 'aborted')),
+            rework_count INTEGER NOT NULL CHECK (rework_count >= 0),
+            CHECK ((outcome IS NULL) = (ended_at IS NULL))
+        );
+        CREATE INDEX runs_by_unit ON runs(hardware_id);
+        CREATE INDEX runs_open_by_station ON runs(station) WHERE outcome IS NULL;
+        CREATE TABLE steps (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            run_id INTEGER NOT NULL REFERENCES runs(id),
+            name TEXT NOT NULL,
+            started_at TEXT NOT NULL,
+            ended_at TEXT NOT NULL,
+            outcome TEXT NOT NULL CHECK (outcome IN ('pass', 'fail', 'error', 'skipped', 'aborted')),
+            retries INTEGER NOT NULL CHECK (retries >= 0),
+            message TEXT NOT NULL
+        );
+        CREATE INDEX steps_by_run ON steps(run_id);
+        CREATE TABLE measurements (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            step_id INTEGER NOT NULL REFERENCES steps(id),
+            name TEXT NOT NULL,
+            value REAL NOT NULL,
+            unit TEXT NOT NULL,
+            low REAL,
+            high REAL,
+            marginal_low REAL,
+            marginal_high REAL,
+            outcome TEXT NOT NULL CHECK (outcome IN ('pass', 'marginal', 'fail'))
+        );
+        CREATE INDEX measurements_by_step ON measurements(step_id);
+        """
+}
