@@ -137,6 +137,22 @@ public final class BootloaderClient: Sendable {
         return min(region.maxSize, trailer + u16(info, 2))
     }
 
+    /// Runs `step` on the device in whichever mode it runs (reads that work in both), reopening the link and
+    /// running it again when the link drops under it: `step` must be idempotent.
+    public func onDevice<T: Sendable>(_ step: @Sendable (Headset) async throws -> T) async throws -> T {
+        try await link.retrying(step)
+    }
+
+    /// Runs `step` on the bootloader, ready and authenticated (the caller entered it with `enter()`); a device
+    /// that came back in its application (power cycle) is taken to its bootloader again. `step` must be idempotent.
+    public func inBootloader<T: Sendable>(_ step: @Sendable (Headset) async throws -> T) async throws -> T {
+        _ = try await readyBootloader()
+        return try await link.retrying { headset in
+            try await ensureAuthenticated(headset)
+            return try await step(headset)
+        }
+    }
+
     // MARK: Steps shared with the updater
 
     func authenticate() async throws {
