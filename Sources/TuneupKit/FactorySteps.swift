@@ -1,0 +1,195 @@
+import Failure
+import FirmwareUpdate
+import Headset
+import LightX
+
+/// A factory step found the device holding something else than was written: a write that did not take.
+public struct FactoryStepError: CodedError, Hashable {
+    public typealias Code = ErrorCodeIn<FactoryStepError>
+    public let code: Code
+    /// One line: what was written and what the device holds.
+    public let message: String
+    public var category: FailureCategory { .device }
+
+    public init(_ code: Code, _ message: String) {
+        (self.code, self.message) = (code, message)
+    }
+}
+
+extension ErrorCodeIn where Domain == FactoryStepError {
+    /// A value read back after a write differs from what was written.
+    public static var readBackMismatch: Self { Self(rawValue: "read-back-mismatch") }
+}
+
+/// The identity a station gives a unit; nil fields are left as they are.
+public struct FactoryIdentity: Sendable, Hashable {
+    public var serialNumber: String?
+    public var bluetoothName: String?
+    public var bluetoothAddress: BDAddress?
+
+    public init(serialNumber: String? = nil, bluetoothName: String? = nil, bluetoothAddress: BDAddress? = nil) {
+        (self.serialNumber, self.bluetoothName, self.bluetoothAddress) = (serialNumber, bluetoothName, bluetoothAddress)
+    }
+
+    public var isEmpty: Bool { serialNumber == nil && bluetoothName == nil && bluetoothAddress == nil }
+}
+
+/// Everything a unit holds of its factory state, as scripts read it (`tuneup factory info --format json`).
+public struct FactoryInfo: Sendable, Hashable, Encodable {
+    /// The four ANC gains in wire order: feedforward left, right, feedback left, right.
+    public struct Gains: Sendable, Hashable, Encodable {
+        public var feedforwardLeft: Int
+        public var feedforwardRight: Int
+        public var feedbackLeft: Int
+        public var feedbackRight: Int
+
+        public init(_ c: AncCalibration) {
+            feedforwardLeft = Int(c.feedforwardLeft)
+            feedforwardRight = Int(c.feedforwardRight)
+            feedbackLeft = Int(c.feedbackLeft)
+            feedbackRight = Int(c.feedbackRight)
+        }
+    }
+
+    /// "application" or "bootloader".
+    public var mode: String
+    public var hardwareID: String
+    public var serialNumber: String?
+    public var bluetoothName: String
+    public var bluetoothAddress: String?
+    /// "none", "measured" (not stored yet: reported by an unlocked unit in its bootloader) or "stored".
+    public var calibrationStatus: String
+    /// The measured-but-not-stored gains (bootloader only).
+    public var measuredCalibration: Gains?
+    /// The gains stored in flash.
+    public var storedCalibration: Gains?
+    public var locked: Bool
+}
+
+/// What `FactorySteps.calibrate` measured, and whether it was stored.
+public struct CalibrationResult: Sendable, Hashable, Encodable {
+    public var calibration: FactoryInfo.Gains
+    /// The largest correction in dB (what a recipe's test limit checks).
+    public var largestCorrectionDB: Double
+    public var stored: Bool
+}
+
+/// The factory steps (docs/protocol.md §7) as whole sequences over a `BootloaderClient`: each write step enters the
+/// bootloader if needed (authenticating), writes, reads back and verifies, and leaves the bootloader again when it
+/// entered it. Shared by the `tuneup factory` commands and the station.
+///
+/// Throws `HeadsetError` (`.factoryLocked`, `.factoryNotSupported`, `.factoryKeyRefused`, device status codes, link
+/// errors), `UpdateError` for the mode switches, `FactoryStepError.readBackMismatch` when a write did not take.
+public struct FactorySteps: Sendable {
+    public let client: BootloaderClient
+
+    public init(client: BootloaderClient) {
+        self.client = client
+    }
+
+    /// Reads the unit's factory state in whichever mode it runs (nothing is written, no mode switch).
+    public func info() async throws -> FactoryInfo {
+        let inBootloader = try await client.isInBootloader()
+        return try await client.onDevice { headset in try await Self.info(headset.factory, inBootloader: inBootloader) }
+    }
+
+    /// Writes the identity's fields, reads them back and verifies them; returns the state read afterwards (in the
+    /// bootloader). The device is back in its application afterwards if it ran it before.
+    public func writeIdentity(_ identity: FactoryIdentity) async throws -> FactoryInfo {
+        try await inBootloader { factory in
+            if let serial = identity.serialNumber { try await factory.writeSerialNumber(serial) }
+            if let name = identity.bluetoothName { try await factory.writeBluetoothName(name) }
+            if let address = identity.bluetoothAddress { try await factory.writeBluetoothAddress(address) }
+            let info = try await Self.info(factory, inBootloader: true)
+            try Self.verify("serial number", identity.serialNumber, info.serialNumber)
+            try Self.verify("Bluetooth name", identity.bluetoothName, info.bluetoothName)
+            try Self.verify("Bluetooth address", identity.bluetoothAddress?.description, info.bluetoothAddress)
+            return info
+        }
+    }
+
+    /// Runs the ANC calibration measurement; with `store`, stores it and verifies the stored gains.
+    public func calibrate(store: Bool) async throws -> CalibrationResult {
+        try await inBootloader { factory in
+            try await factory.startCalibration()
+            guard case let .measured(measured) = try await factory.calibrationStatus() else {
+                throw FactoryStepError(.readBackMismatch, "the device reports no measurement after the ANC calibration")
+            }
+            if store {
+                try await factory.storeCalibration()
+                let held = try await factory.readCalibration()
+                guard held == measured else {
+                    throw FactoryStepError(.readBackMismatch, "the stored ANC calibration \(held.map { "\($0.gains)" } ?? "(none)") differs from the measured \(measured.gains)")
+                }
+            }
+            return CalibrationResult(calibration: .init(measured), largestCorrectionDB: measured.largestCorrectionDB, stored: store)
+        }
+    }
+
+    /// Locks the unit and verifies that it says it is locked.
+    public func lock() async throws -> FactoryInfo {
+        try await inBootloader { factory in
+            try await factory.lock()
+            let info = try await Self.info(factory, inBootloader: true)
+            guard info.locked else { throw FactoryStepError(.readBackMismatch, "the unit still reports unlocked after the lock") }
+            return info
+        }
+    }
+
+    /// Unlocks the unit with `key` and verifies that it says it is unlocked.
+    public func unlock(key: FactoryKey) async throws -> FactoryInfo {
+        try await inBootloader { factory in
+            try await factory.unlock(key: key)
+            let info = try await Self.info(factory, inBootloader: true)
+            guard !info.locked else { throw FactoryStepError(.readBackMismatch, "the unit still reports locked after the unlock") }
+            return info
+        }
+    }
+
+    // MARK: Plumbing
+
+    /// Enters the bootloader when the application runs (after checking the unit has factory commands at all, so a
+    /// classic headset is refused without a mode switch), runs `body`, and leaves again when it entered — also when
+    /// `body` fails, so a refused step leaves the unit as it found it.
+    private func inBootloader<T: Sendable>(_ body: @escaping @Sendable (FactoryAccess) async throws -> T) async throws -> T {
+        let wasInBootloader = try await client.isInBootloader()
+        _ = try await client.onDevice { try await $0.factory.hardwareID() }
+        if !wasInBootloader { try await client.enter() }
+        do {
+            let value = try await client.inBootloader { try await body($0.factory) }
+            if !wasInBootloader { try await client.leave() }
+            return value
+        } catch {
+            if !wasInBootloader { try? await client.leave() }
+            throw error
+        }
+    }
+
+    private static func verify(_ what: String, _ written: String?, _ held: String?) throws {
+        guard let written, written != held else { return }
+        throw FactoryStepError(.readBackMismatch, "wrote the \(what) '\(written)' but the device holds \(held.map { "'\($0)'" } ?? "none")")
+    }
+
+    private static func info(_ factory: FactoryAccess, inBootloader: Bool) async throws -> FactoryInfo {
+        var info = FactoryInfo(
+            mode: inBootloader ? "bootloader" : "application",
+            hardwareID: try await factory.hardwareID().description,
+            serialNumber: try await factory.readSerialNumber(),
+            bluetoothName: try await factory.readBluetoothName(),
+            bluetoothAddress: try await factory.readBluetoothAddress()?.description,
+            calibrationStatus: "none",
+            storedCalibration: try await factory.readCalibration().map(FactoryInfo.Gains.init),
+            locked: try await factory.isLocked())
+        // The measurement state (0x71 read) is the bootloader's, and a locked unit refuses it with the rest of the
+        // calibration: then what flash holds says it.
+        info.calibrationStatus = info.storedCalibration == nil ? "none" : "stored"
+        if inBootloader && !info.locked {
+            switch try await factory.calibrationStatus() {
+            case .none: info.calibrationStatus = "none"
+            case let .measured(c): info.calibrationStatus = "measured"; info.measuredCalibration = .init(c)
+            case .stored: info.calibrationStatus = "stored"
+            }
+        }
+        return info
+    }
+}
