@@ -1,0 +1,139 @@
+import ArgumentParser
+import Headset
+import LightX
+import TuneupKit
+
+/// The factory steps one at a time (issue 9 §2), so a shell script can provision without a recipe. The sequences
+/// live in `TuneupKit.FactorySteps`, shared with the station.
+struct FactoryCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "factory",
+        abstract: "Factory provisioning steps: read the unit's factory state, write its identity, calibrate, lock, unlock.",
+        discussion: """
+            For units of a production line (a simulated one: 'tuneup sim headset --blank'); a headset without the \
+            factory commands is refused (exit 65), and so is a write to a locked unit. Writes take the device to its \
+            bootloader and authenticate, read back what they wrote, and bring it back to its application when it \
+            ran it.
+            """,
+        subcommands: [Info.self, Identity.self, Calibrate.self, Lock.self, Unlock.self],
+        defaultSubcommand: Info.self)
+
+    static func gains(_ g: FactoryInfo.Gains) -> String {
+        "feedforward \(g.feedforwardLeft)/\(g.feedforwardRight), feedback \(g.feedbackLeft)/\(g.feedbackRight)"
+    }
+
+    static func text(_ i: FactoryInfo) -> String {
+        var calibration = i.calibrationStatus
+        if let stored = i.storedCalibration { calibration += " (\(gains(stored)))" }
+        else if let measured = i.measuredCalibration { calibration += " (\(gains(measured)))" }
+        return Output.table([
+            ("Hardware id", i.hardwareID),
+            ("Serial number", i.serialNumber ?? "none"),
+            ("Bluetooth name", i.bluetoothName),
+            ("Bluetooth address", i.bluetoothAddress ?? "none"),
+            ("Calibration", calibration),
+            ("Locked", i.locked ? "yes" : "no"),
+            ("Mode", i.mode),
+        ])
+    }
+
+    /// Runs `step` with the factory steps of the device; failures become one stderr line and an exit code.
+    static func run<T: Encodable & Sendable>(_ device: DeviceOptions, _ wait: BootloaderCommand.WaitOption, _ output: OutputOptions,
+                                             text: (T) -> String, _ step: @escaping (FactorySteps) async throws -> T) async throws {
+        let value = try await withBootloader(device, wait: wait.wait) { try await step(FactorySteps(client: $0)) }
+        try Output.emit(value, json: output.json) { text(value) }
+    }
+
+    struct Info: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Show the hardware id, serial number, Bluetooth name and address, calibration and lock.")
+        @OptionGroup var wait: BootloaderCommand.WaitOption
+        @OptionGroup var device: DeviceOptions
+        @OptionGroup var output: OutputOptions
+        func run() async throws {
+            try await FactoryCommand.run(device, wait, output, text: FactoryCommand.text) { try await $0.info() }
+        }
+    }
+
+    struct Identity: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Write the serial number, Bluetooth name and/or Bluetooth address; read them back.")
+        @Option(help: ArgumentHelp("Serial number: 1...31 printable ASCII characters.", valueName: "serial"))
+        var serial: String?
+        @Option(name: .customLong("bt-name"), help: ArgumentHelp("Bluetooth display name: 1...31 UTF-8 bytes.", valueName: "name"))
+        var btName: String?
+        @Option(name: .customLong("bt-address"), help: ArgumentHelp("Bluetooth address, AA:BB:CC:DD:EE:FF.", valueName: "address"))
+        var btAddress: String?
+        @OptionGroup var wait: BootloaderCommand.WaitOption
+        @OptionGroup var device: DeviceOptions
+        @OptionGroup var output: OutputOptions
+
+        func validate() throws {
+            let identity = try identity()
+            if identity.isEmpty { throw ValidationError("give at least one of --serial, --bt-name, --bt-address") }
+        }
+
+        func identity() throws -> FactoryIdentity {
+            var identity = FactoryIdentity(serialNumber: serial, bluetoothName: btName)
+            if let btAddress {
+                guard let address = BDAddress(parsing: btAddress) else {
+                    throw ValidationError("--bt-address takes six hex bytes separated by colons (AA:BB:CC:DD:EE:FF), got '\(btAddress)'")
+                }
+                identity.bluetoothAddress = address
+            }
+            return identity
+        }
+
+        func run() async throws {
+            let identity = try identity()
+            try await FactoryCommand.run(device, wait, output, text: FactoryCommand.text) { try await $0.writeIdentity(identity) }
+        }
+    }
+
+    struct Calibrate: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Run the ANC calibration measurement; with --store, keep it in flash.")
+        @Flag(help: "Store the measured calibration (and verify it was stored).")
+        var store = false
+        @OptionGroup var wait: BootloaderCommand.WaitOption
+        @OptionGroup var device: DeviceOptions
+        @OptionGroup var output: OutputOptions
+        func run() async throws {
+            let store = self.store
+            try await FactoryCommand.run(device, wait, output, text: { (r: CalibrationResult) in
+                "ANC calibration \(r.stored ? "stored" : "measured, not stored"): \(FactoryCommand.gains(r.calibration)) "
+                    + "(largest correction \(r.largestCorrectionDB) dB)"
+            }) { try await $0.calibrate(store: store) }
+        }
+    }
+
+    struct Lock: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Lock the unit: identity writes and calibration are refused until an unlock.")
+        @OptionGroup var wait: BootloaderCommand.WaitOption
+        @OptionGroup var device: DeviceOptions
+        @OptionGroup var output: OutputOptions
+        func run() async throws {
+            try await FactoryCommand.run(device, wait, output, text: FactoryCommand.text) { try await $0.lock() }
+        }
+    }
+
+    struct Unlock: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Unlock the unit with the line's factory key.")
+        @Option(help: ArgumentHelp("The factory key: 32 hex digits.", valueName: "hex"))
+        var key: String
+        @OptionGroup var wait: BootloaderCommand.WaitOption
+        @OptionGroup var device: DeviceOptions
+        @OptionGroup var output: OutputOptions
+
+        func validate() throws { _ = try factoryKey() }
+
+        func factoryKey() throws -> FactoryKey {
+            guard let key = FactoryKey(hex: key) else { throw ValidationError("--key takes 32 hex digits, got '\(key)'") }
+            return key
+        }
+
+        func run() async throws {
+            let key = try factoryKey()
+            try await FactoryCommand.run(device, wait, output, text: FactoryCommand.text) { try await $0.unlock(key: key) }
+        }
+    }
+}

@@ -1,0 +1,126 @@
+import Foundation
+import Testing
+
+/// `tuneup factory ...` against a blank simulated unit over TCP (`tuneup sim headset --blank`): each step on its
+/// own, as a shell script would provision without a recipe.
+@Suite struct FactoryCLITests {
+    static let developmentKey = Data("TUNEUP-FACTORY-0".utf8).map { String(format: "%02x", $0) }.joined()
+
+    /// Runs `tuneup factory ARGS --device ADDRESS --format json`.
+    static func factory(_ args: [String], _ address: String, json: Bool = true) async throws -> CLI.Result {
+        try await CLI.run(["factory"] + args + ["--device", address] + (json ? ["--format", "json"] : []))
+    }
+
+    /// Expects a success and returns its JSON object.
+    static func object(_ result: CLI.Result, sourceLocation: SourceLocation = #_sourceLocation) throws -> [String: Any] {
+        #expect(result.status == 0, "stderr: \(result.stderr)", sourceLocation: sourceLocation)
+        return try json(result.stdout)
+    }
+
+    /// Expects a refusal: `code`, one stderr line, nothing on stdout.
+    static func refused(_ result: CLI.Result, _ code: Int32, containing text: String,
+                        sourceLocation: SourceLocation = #_sourceLocation) {
+        #expect(result.status == code, "stderr: \(result.stderr)", sourceLocation: sourceLocation)
+        #expect(result.stderrLines.count == 1, "stderr: \(result.stderr)", sourceLocation: sourceLocation)
+        #expect(result.stderr.contains(text), "stderr: \(result.stderr)", sourceLocation: sourceLocation)
+        #expect(result.stdout.isEmpty, sourceLocation: sourceLocation)
+    }
+
+    @Test func blankUnitInfo() async throws {
+        let sim = try await RunningSimulator.start(["--blank", "--listen", "tcp:127.0.0.1:0"])
+        let info = try await Self.object(Self.factory(["info"], sim.addresses[0]))
+        #expect((info["hardwareID"] as? String)?.isEmpty == false)
+        #expect(info["serialNumber"] == nil)
+        #expect(info["bluetoothName"] as? String == "Tuneup Sim")
+        #expect(info["bluetoothAddress"] == nil)
+        #expect(info["calibrationStatus"] as? String == "none")
+        #expect(info["locked"] as? Bool == false)
+        #expect(info["mode"] as? String == "application")
+        let text = try await Self.factory(["info"], sim.addresses[0], json: false)
+        #expect(text.status == 0)
+        #expect(text.stdout.contains("Serial number") && text.stdout.contains("none"))
+        #expect(await sim.quit() == 0)
+    }
+
+    @Test func identityWriteIsReadBackAndSurvivesARestart() async throws {
+        let state = Scratch.directory + "/line.json"
+        let sim = try await RunningSimulator.start(["--blank", "--listen", "tcp:127.0.0.1:0", "--state", state])
+        let before = try await Self.object(Self.factory(["info"], sim.addresses[0]))
+        let written = try await Self.object(Self.factory(
+            ["identity", "--serial", "TS1-000042", "--bt-name", "Tuneup TS1-42", "--bt-address", "00:1B:66:00:00:2A"], sim.addresses[0]))
+        #expect(written["serialNumber"] as? String == "TS1-000042")
+        let info = try await Self.object(Self.factory(["info"], sim.addresses[0]))
+        #expect(info["serialNumber"] as? String == "TS1-000042")
+        #expect(info["bluetoothName"] as? String == "Tuneup TS1-42")
+        #expect(info["bluetoothAddress"] as? String == "00:1B:66:00:00:2A")
+        #expect(info["mode"] as? String == "application", "back in the application it was running")
+        #expect(await sim.quit() == 0)
+
+        let again = try await RunningSimulator.start(["--blank", "--listen", "tcp:127.0.0.1:0", "--state", state])
+        let after = try await Self.object(Self.factory(["info"], again.addresses[0]))
+        #expect(after["hardwareID"] as? String == before["hardwareID"] as? String)
+        #expect(after["serialNumber"] as? String == "TS1-000042")
+        #expect(after["bluetoothName"] as? String == "Tuneup TS1-42")
+        #expect(after["bluetoothAddress"] as? String == "00:1B:66:00:00:2A")
+        #expect(await again.quit() == 0)
+    }
+
+    @Test func calibrateAndStore() async throws {
+        let sim = try await RunningSimulator.start(["--blank", "--listen", "tcp:127.0.0.1:0"])
+        let measured = try await Self.object(Self.factory(["calibrate"], sim.addresses[0]))
+        #expect(measured["stored"] as? Bool == false)
+        #expect(try await Self.object(Self.factory(["info"], sim.addresses[0]))["calibrationStatus"] as? String == "none")
+        let stored = try await Self.object(Self.factory(["calibrate", "--store"], sim.addresses[0]))
+        #expect(stored["stored"] as? Bool == true)
+        let gains = try #require(stored["calibration"] as? [String: Any])
+        let info = try await Self.object(Self.factory(["info"], sim.addresses[0]))
+        #expect(info["calibrationStatus"] as? String == "stored")
+        let held = try #require(info["storedCalibration"] as? [String: Any])
+        #expect(held["feedforwardLeft"] as? Int == gains["feedforwardLeft"] as? Int)
+        #expect(held["feedbackRight"] as? Int == gains["feedbackRight"] as? Int)
+        #expect(await sim.quit() == 0)
+    }
+
+    @Test func lockRefusesWritesUntilUnlockedWithTheRightKey() async throws {
+        let sim = try await RunningSimulator.start(["--blank", "--listen", "tcp:127.0.0.1:0"])
+        let address = sim.addresses[0]
+        _ = try await Self.object(Self.factory(["identity", "--serial", "TS1-000001"], address))
+        #expect(try await Self.object(Self.factory(["lock"], address))["locked"] as? Bool == true)
+
+        Self.refused(try await Self.factory(["identity", "--serial", "TS1-000002"], address), 65, containing: "locked")
+        Self.refused(try await Self.factory(["calibrate"], address), 65, containing: "locked")
+        Self.refused(try await Self.factory(["unlock", "--key", String(repeating: "07", count: 16)], address), 65,
+                     containing: "factory key")
+        let info = try await Self.object(Self.factory(["info"], address))
+        #expect(info["locked"] as? Bool == true)
+        #expect(info["serialNumber"] as? String == "TS1-000001")
+        #expect(info["mode"] as? String == "application", "a refused step leaves the unit in its application")
+
+        #expect(try await Self.object(Self.factory(["unlock", "--key", Self.developmentKey], address))["locked"] as? Bool == false)
+        let rewritten = try await Self.object(Self.factory(["identity", "--serial", "TS1-000002"], address))
+        #expect(rewritten["serialNumber"] as? String == "TS1-000002")
+        #expect(await sim.quit() == 0)
+    }
+
+    @Test func classicHeadsetHasNoFactoryCommands() async throws {
+        let sim = try await RunningSimulator.start(["--listen", "tcp:127.0.0.1:0"])
+        for args in [["info"], ["identity", "--serial", "X-1"], ["calibrate"], ["lock"], ["unlock", "--key", Self.developmentKey]] {
+            Self.refused(try await Self.factory(args, sim.addresses[0]), 65, containing: "no factory commands")
+        }
+        // Untouched: still the classic identity, in its application.
+        let probe = try await json(CLI.run(["probe", "--device", sim.addresses[0], "--format", "json"]).stdout)
+        #expect((probe["identity"] as? [String: Any])?["serial"] as? String == "TS1-000001")
+        #expect(await sim.quit() == 0)
+    }
+
+    @Test func badArgumentsAreUsageErrors() async throws {
+        for args in [["identity"], ["identity", "--bt-address", "00:11"], ["unlock", "--key", "abc"]] {
+            let result = try await CLI.run(["factory"] + args + ["--device", "tcp:127.0.0.1:1"])
+            #expect(result.status == 64, "\(args): \(result.stderr)")
+            #expect(result.stderrLines.count == 1, "\(args): \(result.stderr)")
+        }
+        let unreachable = try await CLI.run(["factory", "info", "--device", "tcp:127.0.0.1:1"])
+        #expect(unreachable.status == 69, "\(unreachable.stderr)")
+        #expect(unreachable.stderrLines.count == 1)
+    }
+}
