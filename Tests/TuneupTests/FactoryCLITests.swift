@@ -81,6 +81,24 @@ import Testing
         #expect(await sim.quit() == 0)
     }
 
+    /// A unit already in its bootloader stays there (the steps leave only when they entered), and there `info` also
+    /// reports a measurement not stored yet.
+    @Test func unitInItsBootloaderStaysThere() async throws {
+        let sim = try await RunningSimulator.start(["--blank", "--listen", "tcp:127.0.0.1:0"])
+        let address = sim.addresses[0]
+        let entered = try await CLI.run(["bootloader", "enter", "--device", address])
+        #expect(entered.status == 0, "\(entered.stderr)")
+        let written = try await Self.object(Self.factory(["identity", "--bt-name", "Line 7"], address))
+        #expect(written["mode"] as? String == "bootloader")
+        #expect(written["bluetoothName"] as? String == "Line 7")
+        _ = try await Self.object(Self.factory(["calibrate"], address))
+        let info = try await Self.object(Self.factory(["info"], address))
+        #expect(info["mode"] as? String == "bootloader")
+        #expect(info["calibrationStatus"] as? String == "measured")
+        #expect(info["measuredCalibration"] as? [String: Any] != nil)
+        #expect(await sim.quit() == 0)
+    }
+
     @Test func lockRefusesWritesUntilUnlockedWithTheRightKey() async throws {
         let sim = try await RunningSimulator.start(["--blank", "--listen", "tcp:127.0.0.1:0"])
         let address = sim.addresses[0]
