@@ -11,6 +11,10 @@ vm=false
 [ "${CI:-}" = "true" ] && vm=true
 [ "${1:-}" = "--vm" ] && vm=true
 
+# What the build and the tests need (Debian packages, imgtool); a no-op when all is installed, so the command also
+# works on a fresh machine and not only under .ci/run.
+tools/install-deps.sh
+
 echo "== swift build (debug, with tests)"
 swift build --build-tests
 echo "== swift test"
