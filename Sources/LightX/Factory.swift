@@ -1,5 +1,5 @@
 /// Factory provisioning (docs/protocol.md §7): the fact sheet's Config writes and Diagnostic values 0x71, 0x72, 0x75,
-/// and the Tuneup extensions 0x68-0x6A (hardware id, lock, unlock). Pure values and codecs; the decoders are strict
+/// and the Tuneup extensions 0x68-0x6B (hardware id, lock, unlock, measurement). Pure values and codecs; the decoders are strict
 /// (a buffer of the wrong length is an error, never a guess), because a factory value read wrong is a unit shipped
 /// wrong.
 extension Command {
@@ -15,6 +15,9 @@ extension Command {
     public static let factoryLock = Command(rawValue: 0x69)
     /// **Extension** 0x6A: the factory unlock, write the 16-byte factory key.
     public static let factoryUnlock = Command(rawValue: 0x6A)
+    /// **Extension** 0x6B: a factory measurement, read with a u32 measurement id; the reply is an i32 in hundredths
+    /// of the measurement's unit.
+    public static let factoryMeasurement = Command(rawValue: 0x6B)
 }
 
 /// Exact-length check shared by the factory decoders.
@@ -264,6 +267,81 @@ public struct FactoryKey: Sendable, Hashable {
         })
 }
 
+/// What a station measures on a unit (extension 0x6B): the id travels as the read's u32 argument, the value comes
+/// back as an i32 in hundredths of `unit`. The names are those of a provisioning recipe's tests.
+public enum FactoryMeasurement: UInt32, CaseIterable, Sendable {
+    /// The battery charge, percent.
+    case batteryLevel = 1
+    /// The sensitivity of the feedforward-left microphone, dBFS.
+    case micSensitivityLeft = 2
+    /// The sensitivity of the feedforward-right microphone, dBFS.
+    case micSensitivityRight = 3
+    /// The ANC attenuation, dB.
+    case ancAttenuation = 4
+
+    /// The recipe's test name: "battery-level", "mic-sensitivity-left", "mic-sensitivity-right", "anc-attenuation".
+    public var name: String {
+        switch self {
+        case .batteryLevel: return "battery-level"
+        case .micSensitivityLeft: return "mic-sensitivity-left"
+        case .micSensitivityRight: return "mic-sensitivity-right"
+        case .ancAttenuation: return "anc-attenuation"
+        }
+    }
+
+    /// The measurement named `name` (exactly as `name` spells it); nil for any other text.
+    public init?(name: String) {
+        guard let m = Self.allCases.first(where: { $0.name == name }) else { return nil }
+        self = m
+    }
+
+    /// The unit of the value: "percent", "dBFS", "dBFS", "dB".
+    public var unit: String {
+        switch self {
+        case .batteryLevel: return "percent"
+        case .micSensitivityLeft, .micSensitivityRight: return "dBFS"
+        case .ancAttenuation: return "dB"
+        }
+    }
+
+    /// The read request (0x6B with the u32 id).
+    public func readRequest(_ style: RequestStyle = .spp) -> Packet {
+        FactorySettings.readMeasurement(id: rawValue, style)
+    }
+
+    /// The device side: the measurement a 0x6B read asks for. The argument must be exactly a u32 (else `.truncated`
+    /// or `.malformed`: the device answers Fail); an id no case has is `.valueOutOfRange` (ExceededLimits).
+    public static func decodeRequest(_ buffer: ArraySlice<UInt8>) throws(LightXError) -> FactoryMeasurement {
+        try exactly(buffer, 4, "measurement id")
+        var r = ArgumentReader(buffer, context: "measurement id")
+        let id = try r.u32("id")
+        guard let m = FactoryMeasurement(rawValue: id) else {
+            throw LightXError(.valueOutOfRange, "measurement id \(id) is not one of 1...\(allCases.count)")
+        }
+        return m
+    }
+
+    /// The reply: an i32 in hundredths of the unit (strict: exactly 4 bytes).
+    public static let hundredthsCodec = ValueCodec<Int32>(
+        encode: { var w = ArgumentWriter(); w.i32($0); return w.bytes },
+        decode: { (b: ArraySlice<UInt8>) throws(LightXError) in
+            try exactly(b, 4, "measurement value")
+            var r = ArgumentReader(b, context: "measurement value")
+            return try r.i32("value")
+        })
+
+    /// A reply buffer's value in the unit (hundredths divided by 100).
+    public static func decodeValue(_ buffer: ArraySlice<UInt8>) throws(LightXError) -> Double {
+        Double(try hundredthsCodec.decode(buffer)) / 100
+    }
+
+    /// `value` in hundredths for the reply, rounded to the nearest and clamped to the i32 range.
+    public static func hundredths(_ value: Double) -> Int32 {
+        guard value.isFinite else { return value.isNaN ? 0 : (value > 0 ? .max : .min) }
+        return Int32(max(Double(Int32.min), min(Double(Int32.max), (value * 100).rounded())))
+    }
+}
+
 /// The typed factory settings and requests.
 public enum FactorySettings {
     public static let hardwareID = Setting("hardware id", .factoryHardwareID, .readOnly, HardwareID.codec)
@@ -290,6 +368,15 @@ public enum FactorySettings {
     /// Write 0x72 with u32 0: store the measured calibration.
     public static func storeCalibration(_ style: RequestStyle = .spp) -> Packet {
         try! style.request(.write, .diagAncStoreCalibrationData, argument: [0, 0, 0, 0])
+    }
+
+    /// Read 0x6B with the u32 measurement `id` as its argument (any id: a device answers an unknown one with
+    /// ExceededLimits). `FactoryMeasurement.readRequest` is the typed form.
+    public static func readMeasurement(id: UInt32, _ style: RequestStyle = .spp) -> Packet {
+        var w = ArgumentWriter()
+        w.u32(id)
+        // A 4-byte argument and a zero address are always valid.
+        return try! style.request(.read, .factoryMeasurement, argument: w.bytes)
     }
 
     /// Write a Config identity string (0x04 serial, 0x11 Bluetooth name).
