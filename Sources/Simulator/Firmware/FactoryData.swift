@@ -97,6 +97,10 @@ struct FactoryRecord: Sendable, Hashable {
 ///   authentication (else Fail): Config writes 0x04 / 0x11, 0x75 write, 0x71 write (measure; the device is busy for
 ///   `DeviceTiming.ancCalibration`) and read (status), 0x72 write (store the measurement; Fail when none), 0x69
 ///   write u32 1 (lock), 0x6A write the factory key (unlock; a wrong key → Fail).
+/// - 0x6B measurement (Tuneup extension), read with a u32 id, in the application and the bootloader, without
+///   authentication: the value of `FactoryUnit.measurement` as an i32 in hundredths; the device is busy for
+///   `FactoryUnit.measurementTime`. A locked unit answers NotSupported; an argument other than 4 bytes Fail, an
+///   unknown id ExceededLimits; a write NotSupported.
 /// - Locked: every one of those but 0x6A answers NotSupported, as a shipped device does.
 /// - Each write appends a record to the factory-data ring and reads it back: Ok only when flash holds it.
 extension DeviceMachine {
@@ -151,6 +155,18 @@ extension DeviceMachine {
             }
             if outcome.status == .ok { bootloader.measuredCalibration = nil }
             return outcome
+        case .factoryMeasurement:
+            guard isRead, !record.locked else { return .notSupported }
+            let m: FactoryMeasurement
+            do {
+                m = try FactoryMeasurement.decodeRequest(request.buffer)
+            } catch {
+                return error.code == .valueOutOfRange ? .exceededLimits : .fail
+            }
+            step.busy += FactoryUnit.measurementTime(m, base: config.timing.factoryMeasurement)
+            let value = unit.measurement(m, read: measurementsTaken, battery: settings.batteryPercent, storedCalibration: record.calibration)
+            measurementsTaken &+= 1
+            return .ok(FactoryMeasurement.hundredthsCodec.encode(FactoryMeasurement.hundredths(value)))
         case .diagAncStartCalibration:
             guard inBootloader else { return .notSupported }
             guard !record.locked else { return .notSupported }

@@ -93,6 +93,9 @@ struct DeviceMachine: Sendable {
     var random: SeededRandom
     /// Battery drain time carried while the application is not running.
     var drainElapsed: Duration = .zero
+    /// Factory measurements (0x6B) taken so far: the position in the unit's measurement noise. Physics rather than
+    /// memory: no reset or power cycle rewinds it (a new simulator process starts at 0).
+    var measurementsTaken: UInt64 = 0
     /// The link whose update owns the device, and when it last sent a request (see `UpdateOwner`).
     private(set) var updateOwner: UpdateOwner?
     /// The committed application, once evaluated; `.none` until then and after every change to the application region

@@ -39,6 +39,8 @@ public struct FactoryUnit: Sendable, Hashable {
     public let failsLimit: Bool
     /// The line's unlock key.
     public let factoryKey: FactoryKey
+    /// Seed of this unit's measurement noise (from the line's seed and the index).
+    let noiseSeed: UInt64
 
     init(line: ProductionLine, index: Int) {
         var lineRandom = SeededRandom(seed: line.seed)
@@ -61,11 +63,61 @@ public struct FactoryUnit: Sendable, Hashable {
         }
         microphoneOffsets = offsets
         factoryKey = line.factoryKey
+        noiseSeed = random.next()
     }
 
     /// What the ANC calibration measures: the correction of each microphone (minus its offset).
     public var calibration: AncCalibration {
         let g = microphoneOffsets.map { -$0 }
         return AncCalibration(feedforwardLeft: g[0], feedforwardRight: g[1], feedbackLeft: g[2], feedbackRight: g[3])
+    }
+
+    // MARK: Measurements (extension 0x6B)
+
+    /// A microphone's sensitivity before its offset, dBFS.
+    public static let nominalSensitivityDBFS = -38.0
+    /// The ANC attenuation of perfectly matched microphones, dB.
+    public static let nominalAttenuationDB = 24.0
+    /// Per-read measurement noise: uniform within ±this, dB.
+    public static let noiseDB = 0.3
+
+    /// What measurement `m` reads on this unit: `read` is the how-manieth measurement the unit takes (the noise is a
+    /// function of the line's seed, the unit, `m` and `read`, so a retry can change a marginal value), `battery` the
+    /// simulated battery level, `storedCalibration` what flash holds (the ANC applies only a stored calibration).
+    ///
+    /// - battery-level: the battery level, exact.
+    /// - mic-sensitivity-left / -right: −38 dBFS + the feedforward microphone's offset + noise (±0.3 dB).
+    /// - anc-attenuation: 24 dB − 2 × the largest residual mismatch of the four microphones − |noise|. A residual is
+    ///   |offset + applied correction|; the ANC applies a stored correction up to ±`ProductionLine.correctionLimitDB`,
+    ///   so a calibrated good unit reads about 24 dB, an uncalibrated one 24 − 2 × its largest |offset|, and a unit
+    ///   of the fail share stays low even calibrated.
+    public func measurement(_ m: FactoryMeasurement, read: UInt64, battery: UInt32, storedCalibration: AncCalibration?) -> Double {
+        var random = SeededRandom(seed: noiseSeed ^ (UInt64(m.rawValue) << 56) ^ (read &* 0x9E37_79B9_7F4A_7C15))
+        let noise = (random.nextUnit() * 2 - 1) * Self.noiseDB
+        switch m {
+        case .batteryLevel:
+            return Double(battery)
+        case .micSensitivityLeft:
+            return Self.nominalSensitivityDBFS + Double(microphoneOffsets[0]) / 100 + noise
+        case .micSensitivityRight:
+            return Self.nominalSensitivityDBFS + Double(microphoneOffsets[1]) / 100 + noise
+        case .ancAttenuation:
+            let limit = Int(ProductionLine.correctionLimitDB * 100)
+            let applied = storedCalibration?.gains ?? [0, 0, 0, 0]
+            let residual = zip(microphoneOffsets, applied).map { offset, gain in
+                abs(Int(offset) + max(-limit, min(limit, Int(gain))))
+            }.max() ?? 0
+            return Self.nominalAttenuationDB - 2 * Double(residual) / 100 - abs(noise)
+        }
+    }
+
+    /// How long measurement `m` keeps the unit busy, before the time scale: battery 0.5, microphones 1, ANC 1.5 ×
+    /// `base` (`DeviceTiming.factoryMeasurement`, 100 ms: 50...150 ms).
+    static func measurementTime(_ m: FactoryMeasurement, base: Duration) -> Duration {
+        switch m {
+        case .batteryLevel: return base / 2
+        case .micSensitivityLeft, .micSensitivityRight: return base
+        case .ancAttenuation: return base * 3 / 2
+        }
     }
 }

@@ -58,24 +58,30 @@ public struct DeviceTiming: Sendable, Hashable {
     public var powerUpDelay: Duration
     /// One ANC calibration measurement (0x71) of a production-line unit.
     public var ancCalibration: Duration
+    /// A microphone-sensitivity measurement (0x6B) of a production-line unit; a battery reading takes half of it,
+    /// the ANC attenuation one and a half.
+    public var factoryMeasurement: Duration
 
     /// Creates a timing model; the defaults are `standard`'s.
     public init(sectorErase: Duration = .milliseconds(45), pageProgram: Duration = .microseconds(700),
                 readBytesPerSecond: Double = 20_000_000, readyDelay: Duration = .milliseconds(1500),
-                powerUpDelay: Duration = .milliseconds(300), ancCalibration: Duration = .milliseconds(800)) {
+                powerUpDelay: Duration = .milliseconds(300), ancCalibration: Duration = .milliseconds(800),
+                factoryMeasurement: Duration = .milliseconds(100)) {
         self.sectorErase = sectorErase
         self.pageProgram = pageProgram
         self.readBytesPerSecond = readBytesPerSecond
         self.readyDelay = readyDelay
         self.powerUpDelay = powerUpDelay
         self.ancCalibration = ancCalibration
+        self.factoryMeasurement = factoryMeasurement
     }
 
     /// The default model (see the type's description).
     public static let standard = DeviceTiming()
     /// Everything instant: what `scaled(by: 0)` gives.
     public static let instant = DeviceTiming(sectorErase: .zero, pageProgram: .zero, readBytesPerSecond: .infinity,
-                                             readyDelay: .zero, powerUpDelay: .zero, ancCalibration: .zero)
+                                             readyDelay: .zero, powerUpDelay: .zero, ancCalibration: .zero,
+                                             factoryMeasurement: .zero)
 
     /// Every duration multiplied by `factor` (reads `factor` times slower). A factor of 0, below 0 or NaN gives
     /// `instant`; an infinite factor is treated as 1.
@@ -85,7 +91,8 @@ public struct DeviceTiming: Sendable, Hashable {
         return DeviceTiming(
             sectorErase: Self.scale(sectorErase, factor), pageProgram: Self.scale(pageProgram, factor),
             readBytesPerSecond: readBytesPerSecond / factor, readyDelay: Self.scale(readyDelay, factor),
-            powerUpDelay: Self.scale(powerUpDelay, factor), ancCalibration: Self.scale(ancCalibration, factor))
+            powerUpDelay: Self.scale(powerUpDelay, factor), ancCalibration: Self.scale(ancCalibration, factor),
+            factoryMeasurement: Self.scale(factoryMeasurement, factor))
     }
 
     /// The time to read `count` bytes.
