@@ -58,6 +58,24 @@ public struct FactoryAccess: Sendable {
         try await read(FactorySettings.lock)
     }
 
+    // MARK: Measurements
+
+    /// Takes one factory measurement (0x6B) and returns it in its unit (`m.unit`): percent, dBFS or dB. Works in
+    /// the application and the bootloader of an unlocked unit, without authentication; a locked unit refuses it
+    /// (`.factoryLocked`), a device without factory commands too (`.factoryNotSupported`). The device is busy while
+    /// it measures (50...150 ms on the simulated unit); each read is a new measurement, so a retry can differ.
+    public func measure(_ m: FactoryMeasurement) async throws -> Double {
+        let reply = try await session.request(m.readRequest(session.style))
+        guard reply.status == .ok else {
+            throw try await refusal(reply, command: .factoryMeasurement, label: "factory measurement \(m.name) (0x6B)")
+        }
+        do {
+            return try FactoryMeasurement.decodeValue(reply.buffer)
+        } catch {
+            throw HeadsetError.malformed(error, command: .factoryMeasurement)
+        }
+    }
+
     // MARK: Writes (bootloader, authenticated)
 
     /// Writes the serial number (Config 0x04): 1...31 bytes of printable ASCII.
@@ -139,15 +157,18 @@ public struct FactoryAccess: Sendable {
 
     /// The error for a failing reply: NotSupported becomes `.factoryLocked` when the unit says it is locked, and
     /// `.factoryNotSupported` when it has no lock to ask about.
-    private func refusal(_ reply: Packet, command: Command) async throws -> HeadsetError {
-        let plain = HeadsetError.deviceStatus(reply.status, command: command, buffer: reply.buffer)
+    /// `label` names the request in messages instead of the command.
+    private func refusal(_ reply: Packet, command: Command, label: String? = nil) async throws -> HeadsetError {
+        var plain = HeadsetError.deviceStatus(reply.status, command: command, buffer: reply.buffer)
+        let name = label ?? commandName(command)
+        if let label { plain.message = label + plain.message.dropFirst(commandName(command).count) }
         guard reply.status == .notSupported else { return plain }
-        let notFactory = HeadsetError(.factoryNotSupported, "\(commandName(command)): the device has no factory commands", status: reply.status, command: command)
+        let notFactory = HeadsetError(.factoryNotSupported, "\(name): the device has no factory commands", status: reply.status, command: command)
         if command == .factoryLock && reply.opcode == .read { return notFactory }
         let lockReply = try await session.request(FactorySettings.lock.readRequest(session.style))
         guard lockReply.status == .ok, let locked = try? FactorySettings.lock.decode(lockReply.buffer) else { return notFactory }
         guard locked else { return plain }
-        return HeadsetError(.factoryLocked, "\(commandName(command)): the unit is factory-locked; unlock it first", status: reply.status, command: command)
+        return HeadsetError(.factoryLocked, "\(name): the unit is factory-locked; unlock it first", status: reply.status, command: command)
     }
 }
 

@@ -74,6 +74,88 @@ public struct CalibrationResult: Sendable, Hashable, Encodable {
     public var stored: Bool
 }
 
+/// What a unit must hold (`tuneup factory verify`, the station's final check); nil fields are not checked.
+public struct FactoryExpectation: Sendable, Hashable {
+    public var serialNumber: String?
+    public var bluetoothName: String?
+    public var bluetoothAddress: BDAddress?
+    /// True: locked; false: unlocked.
+    public var locked: Bool?
+    /// True: a calibration is stored in flash; false: none is (a measured, unstored one does not count).
+    public var calibrated: Bool?
+
+    public init(serialNumber: String? = nil, bluetoothName: String? = nil, bluetoothAddress: BDAddress? = nil,
+                locked: Bool? = nil, calibrated: Bool? = nil) {
+        (self.serialNumber, self.bluetoothName, self.bluetoothAddress) = (serialNumber, bluetoothName, bluetoothAddress)
+        (self.locked, self.calibrated) = (locked, calibrated)
+    }
+
+    public var isEmpty: Bool { self == FactoryExpectation() }
+
+    /// One check per expected field, in a fixed order: serial, bt-name, bt-address, lock, calibration.
+    public func checks(against info: FactoryInfo) -> [FactoryCheck] {
+        var checks: [FactoryCheck] = []
+        if let serialNumber { checks.append(FactoryCheck(what: "serial", expected: serialNumber, actual: info.serialNumber)) }
+        if let bluetoothName { checks.append(FactoryCheck(what: "bt-name", expected: bluetoothName, actual: info.bluetoothName)) }
+        if let bluetoothAddress {
+            checks.append(FactoryCheck(what: "bt-address", expected: bluetoothAddress.description, actual: info.bluetoothAddress))
+        }
+        if let locked {
+            checks.append(FactoryCheck(what: "lock", expected: locked ? "locked" : "unlocked", actual: info.locked ? "locked" : "unlocked"))
+        }
+        if let calibrated {
+            // "measured" (not stored) is not calibrated: it is lost at the next reset.
+            let ok = (info.calibrationStatus == "stored") == calibrated
+            checks.append(FactoryCheck(what: "calibration", expected: calibrated ? "stored" : "not stored",
+                                       actual: info.calibrationStatus, ok: ok))
+        }
+        return checks
+    }
+}
+
+/// One comparison of `FactoryExpectation.checks`: what the options said and what the unit holds (nil: nothing).
+public struct FactoryCheck: Sendable, Hashable, Encodable {
+    /// "serial", "bt-name", "bt-address", "lock" or "calibration".
+    public var what: String
+    public var expected: String
+    public var actual: String?
+    public var ok: Bool
+
+    public init(what: String, expected: String, actual: String?, ok: Bool? = nil) {
+        (self.what, self.expected, self.actual) = (what, expected, actual)
+        self.ok = ok ?? (expected == actual)
+    }
+
+    /// One line for a mismatch: "serial: expected 'TS1-000042', the unit holds 'TS1-000041'" (or "holds none").
+    public var line: String {
+        "\(what): expected '\(expected)', the unit holds \(actual.map { "'\($0)'" } ?? "none")"
+    }
+
+    // `actual` is always present in JSON (null when the unit holds nothing), so a script need not guess.
+    private enum CodingKeys: String, CodingKey { case what, expected, actual, ok }
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(what, forKey: .what)
+        try c.encode(expected, forKey: .expected)
+        try c.encode(actual, forKey: .actual)
+        try c.encode(ok, forKey: .ok)
+    }
+}
+
+/// The result of `FactorySteps.verify`: ok when every check is.
+public struct FactoryVerification: Sendable, Hashable, Encodable {
+    public var ok: Bool
+    public var checks: [FactoryCheck]
+
+    public init(checks: [FactoryCheck]) {
+        self.checks = checks
+        ok = checks.allSatisfy(\.ok)
+    }
+
+    /// The checks that failed.
+    public var mismatches: [FactoryCheck] { checks.filter { !$0.ok } }
+}
+
 /// The factory steps (docs/protocol.md §7) as whole sequences over a `BootloaderClient`: each write step enters the
 /// bootloader if needed (authenticating), writes, reads back and verifies, and leaves the bootloader again when it
 /// entered it. Shared by the `tuneup factory` commands and the station.
@@ -91,6 +173,18 @@ public struct FactorySteps: Sendable {
     public func info() async throws -> FactoryInfo {
         let inBootloader = try await client.isInBootloader()
         return try await client.onDevice { headset in try await Self.info(headset.factory, inBootloader: inBootloader) }
+    }
+
+    /// Takes one factory measurement (0x6B) in whichever mode the unit runs: no mode switch and no authentication
+    /// (the unit measures in its application and its bootloader alike, so a station saves two resets per unit and
+    /// measures before it locks). Returns the value in `m.unit`; a locked unit → `HeadsetError.factoryLocked`.
+    public func measure(_ m: FactoryMeasurement) async throws -> Double {
+        try await client.onDevice { try await $0.factory.measure(m) }
+    }
+
+    /// Reads the unit's factory state (as `info()`, no mode switch) and compares it with `expectation`.
+    public func verify(_ expectation: FactoryExpectation) async throws -> FactoryVerification {
+        FactoryVerification(checks: expectation.checks(against: try await info()))
     }
 
     /// Writes the identity's fields, reads them back and verifies them; returns the state read afterwards (in the
