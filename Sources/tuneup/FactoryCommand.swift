@@ -8,14 +8,18 @@ import TuneupKit
 struct FactoryCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "factory",
-        abstract: "Factory provisioning steps: read the unit's factory state, write its identity, calibrate, lock, unlock.",
+        abstract: "Factory provisioning steps: read the unit's factory state, write its identity, calibrate, measure, verify, lock, unlock.",
         discussion: """
             For units of a production line (a simulated one: 'tuneup sim headset --blank'); a headset without the \
             factory commands is refused (exit 65), and so is a write to a locked unit. Writes take the device to its \
             bootloader and authenticate, read back what they wrote, and bring it back to its application when it \
-            ran it.
+            ran it. 'verify' exits 1 when the unit holds something else than its options say.
+
+            Examples (in this order, on a fresh unit; each subcommand's help shows its own):
+              tuneup sim headset --blank --listen tcp:127.0.0.1:4100 &   # a unit fresh from assembly
+              tuneup factory info --device tcp:127.0.0.1:4100
             """,
-        subcommands: [Info.self, Identity.self, Calibrate.self, Lock.self, Unlock.self],
+        subcommands: [Info.self, Identity.self, Calibrate.self, Measure.self, Verify.self, Lock.self, Unlock.self],
         defaultSubcommand: Info.self)
 
     static func gains(_ g: FactoryInfo.Gains) -> String {
@@ -46,7 +50,8 @@ struct FactoryCommand: AsyncParsableCommand {
 
     struct Info: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Show the hardware id, serial number, Bluetooth name and address, calibration and lock.")
+            abstract: "Show the hardware id, serial number, Bluetooth name and address, calibration and lock.",
+            discussion: "Example: tuneup factory info --device tcp:127.0.0.1:4100 --format json")
         @OptionGroup var wait: BootloaderCommand.WaitOption
         @OptionGroup var device: DeviceOptions
         @OptionGroup var output: OutputOptions
@@ -57,7 +62,11 @@ struct FactoryCommand: AsyncParsableCommand {
 
     struct Identity: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Write the serial number, Bluetooth name and/or Bluetooth address; read them back.")
+            abstract: "Write the serial number, Bluetooth name and/or Bluetooth address; read them back.",
+            discussion: """
+                Example:
+                  tuneup factory identity --serial TS1-000042 --bt-name 'Tuneup 0042' --bt-address 02:54:55:00:00:2A --device tcp:127.0.0.1:4100
+                """)
         @Option(help: ArgumentHelp("Serial number: 1...31 printable ASCII characters.", valueName: "serial"))
         var serial: String?
         @Option(name: .customLong("bt-name"), help: ArgumentHelp("Bluetooth display name: 1...31 UTF-8 bytes.", valueName: "name"))
@@ -91,7 +100,9 @@ struct FactoryCommand: AsyncParsableCommand {
     }
 
     struct Calibrate: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Run the ANC calibration measurement; with --store, keep it in flash.")
+        static let configuration = CommandConfiguration(
+            abstract: "Run the ANC calibration measurement; with --store, keep it in flash.",
+            discussion: "Example: tuneup factory calibrate --store --device tcp:127.0.0.1:4100")
         @Flag(help: "Store the measured calibration (and verify it was stored).")
         var store = false
         @OptionGroup var wait: BootloaderCommand.WaitOption
@@ -107,7 +118,13 @@ struct FactoryCommand: AsyncParsableCommand {
     }
 
     struct Lock: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Lock the unit: identity writes and calibration are refused until an unlock.")
+        static let configuration = CommandConfiguration(
+            abstract: "Lock the unit: identity writes, calibration and measurements are refused until an unlock.",
+            discussion: """
+                Examples:
+                  tuneup factory lock --device tcp:127.0.0.1:4100
+                  tuneup factory verify --serial TS1-000042 --locked --device tcp:127.0.0.1:4100   # prove the lock holds
+                """)
         @OptionGroup var wait: BootloaderCommand.WaitOption
         @OptionGroup var device: DeviceOptions
         @OptionGroup var output: OutputOptions
@@ -117,7 +134,13 @@ struct FactoryCommand: AsyncParsableCommand {
     }
 
     struct Unlock: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Unlock the unit with the line's factory key.")
+        static let configuration = CommandConfiguration(
+            abstract: "Unlock the unit with the line's factory key.",
+            discussion: """
+                Authenticates in the bootloader and writes the key (extension 0x6A); a wrong key exits 65.
+                Example (the simulator's development key, "TUNEUP-FACTORY-0"):
+                  tuneup factory unlock --key 54554e4555502d464143544f52592d30 --device tcp:127.0.0.1:4100
+                """)
         @Option(help: ArgumentHelp("The factory key: 32 hex digits.", valueName: "hex"))
         var key: String
         @OptionGroup var wait: BootloaderCommand.WaitOption
