@@ -111,6 +111,30 @@ import Transport
         try await withUnit(blank: false) { factory, _, _ in
             let error = await #expect(throws: HeadsetError.self) { try await factory.hardwareID() }
             #expect(error?.code == .factoryNotSupported)
+            let measure = await #expect(throws: HeadsetError.self) { try await factory.measure(.batteryLevel) }
+            #expect(measure?.code == .factoryNotSupported)
+            #expect(measure?.message.contains("battery-level") == true, "\(measure?.message ?? "")")
+        }
+    }
+
+    /// Measurements in the application and the bootloader (no authentication needed), in their units; refused as
+    /// factory-locked once locked.
+    @Test func measureInBothImagesUntilLocked() async throws {
+        try await withUnit { factory, boot, _ in
+            let unit = ProductionLine(seed: 5).unit(0)
+            #expect(try await factory.measure(.batteryLevel) == 100)
+            let left = try await factory.measure(.micSensitivityLeft)
+            #expect(abs(left - (-38 + Double(unit.microphoneOffsets[0]) / 100)) <= 0.305, "\(left)")
+            try await Self.enterBootloader(boot)
+            let right = try await factory.measure(.micSensitivityRight)
+            #expect(abs(right - (-38 + Double(unit.microphoneOffsets[1]) / 100)) <= 0.305, "\(right)")
+            try await factory.startCalibration()
+            try await factory.storeCalibration()
+            #expect(try await factory.measure(.ancAttenuation) >= 23.7)
+            try await factory.lock()
+            let locked = await #expect(throws: HeadsetError.self) { try await factory.measure(.ancAttenuation) }
+            #expect(locked?.code == .factoryLocked)
+            #expect(locked?.message.contains("anc-attenuation") == true, "\(locked?.message ?? "")")
         }
     }
 }

@@ -31,6 +31,15 @@ import Testing
              "ff 5a 00 00 00 23 0f 40 82 00 00 00 00 6a 10 00 00 00 54 55 4e 45 55 50 2d 46 41 43 54 4f 52 59 2d 30 b6"),
             ("refused when locked", try replyFrame(to: try FactorySettings.writeString("TS1-000042", .configSerialNumber), .notSupported, []),
              "ff 5a 00 00 00 13 40 0f 02 04 00 00 00 04 00 00 00 00 3b"),
+            ("measure mic-sensitivity-left", SPPFraming.encode(FactoryMeasurement.micSensitivityLeft.readRequest()),
+             "ff 5a 00 00 00 17 0f 40 81 00 00 00 00 6b 04 00 00 00 02 00 00 00 4f"),
+            ("measurement reply -37.52", try replyFrame(to: FactoryMeasurement.micSensitivityLeft.readRequest(), .ok,
+                                                        FactoryMeasurement.hundredthsCodec.encode(FactoryMeasurement.hundredths(-37.52))),
+             "ff 5a 00 00 00 17 40 0f 81 00 00 00 00 6b 04 00 00 00 58 f1 ff ff 0a"),
+            ("unknown measurement id", try replyFrame(to: FactorySettings.readMeasurement(id: 9), .exceededLimits, []),
+             "ff 5a 00 00 00 13 40 0f 01 05 00 00 00 6b 00 00 00 00 d4"),
+            ("measurement refused when locked", try replyFrame(to: FactoryMeasurement.ancAttenuation.readRequest(), .notSupported, []),
+             "ff 5a 00 00 00 13 40 0f 01 04 00 00 00 6b 00 00 00 00 d5"),
         ]
     }
 
@@ -65,6 +74,28 @@ import Testing
         }
     }
 
+    /// The measurement ids, names and units a recipe's tests use, and the request/reply codec.
+    @Test func measurements() throws {
+        #expect(FactoryMeasurement.allCases.map(\.rawValue) == [1, 2, 3, 4])
+        #expect(FactoryMeasurement.allCases.map(\.name) == ["battery-level", "mic-sensitivity-left", "mic-sensitivity-right", "anc-attenuation"])
+        #expect(FactoryMeasurement.allCases.map(\.unit) == ["percent", "dBFS", "dBFS", "dB"])
+        for m in FactoryMeasurement.allCases {
+            #expect(FactoryMeasurement(name: m.name) == m)
+            let request = m.readRequest(.usb)
+            #expect(request.opcode == .read && request.command == .factoryMeasurement && request.header.source == .usb)
+            #expect(try FactoryMeasurement.decodeRequest(request.buffer) == m)
+        }
+        #expect(FactoryMeasurement(name: "Battery-Level") == nil)
+        #expect(FactoryMeasurement(name: "") == nil)
+        for value in [-37.52, 0, 100, 23.87, -0.01] {
+            let buffer = FactoryMeasurement.hundredthsCodec.encode(FactoryMeasurement.hundredths(value))
+            #expect(try FactoryMeasurement.decodeValue(buffer[...]) == value)
+        }
+        #expect(FactoryMeasurement.hundredths(1e12) == .max)
+        #expect(FactoryMeasurement.hundredths(-.infinity) == .min)
+        #expect(FactoryMeasurement.hundredths(.nan) == 0)
+    }
+
     /// Truncated, over-long and wrong-length buffers are errors (truncated / malformed), never a guess or a trap.
     @Test func badInput() {
         func code(_ body: () throws -> Void) -> LightXError.Code? {
@@ -86,6 +117,13 @@ import Testing
         #expect(code { _ = try FactorySettings.lock.decode([1, 0, 0, 0, 0]) } == .malformed)
         #expect(code { _ = try FactoryKey.codec.decode([UInt8](repeating: 0, count: 15)) } == .truncated)
         #expect(code { _ = try FactoryKey.codec.decode([UInt8](repeating: 0, count: 17)) } == .malformed)
+        #expect(code { _ = try FactoryMeasurement.decodeRequest([2, 0, 0]) } == .truncated)
+        #expect(code { _ = try FactoryMeasurement.decodeRequest([UInt8](repeating: 0, count: 256)[...]) } == .malformed)
+        #expect(code { _ = try FactoryMeasurement.decodeRequest([5, 0, 0, 0]) } == .valueOutOfRange)
+        #expect(code { _ = try FactoryMeasurement.decodeRequest([0, 0, 0, 0]) } == .valueOutOfRange)
+        #expect(code { _ = try FactoryMeasurement.decodeValue([1, 2, 3]) } == .truncated)
+        #expect(code { _ = try FactoryMeasurement.decodeValue([1, 2, 3, 4, 5]) } == .malformed)
+        #expect(code { _ = try FactoryMeasurement.decodeValue([UInt8](repeating: 0, count: 256)[...]) } == .malformed)
         #expect(FactoryKey(hex: "54554e4555502d464143544f52592d3") == nil)
         #expect(FactoryKey(hex: "zz554e4555502d464143544f52592d30") == nil)
         #expect(BDAddress(parsing: "AA:BB:CC:DD:EE") == nil)

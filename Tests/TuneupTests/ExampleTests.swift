@@ -5,6 +5,9 @@ import Testing
 /// Every example in `tuneup --help` (all commands, from the parser's JSON dump) and in the README runs as written,
 /// in a scratch directory with the repository's firmware-images/ beside it and a private simulated headset.
 /// Only the parts that depend on the machine are substituted: the TCP port of a simulated headset, /tmp.
+/// `tuneup factory ...` examples address a unit fresh from assembly: their `tcp:127.0.0.1:4100` is a second simulator
+/// started with `--blank`, and they run in help order against that one unit (identity, calibrate, measure, verify,
+/// lock, verify the lock, unlock), as the factory help's walk-through says.
 @Suite(.serialized) struct ExampleTests {
     /// The repository root: the nearest directory above the built binary with a Package.swift.
     static var repository: URL {
@@ -22,7 +25,8 @@ import Testing
         var examples: [String] = []
         Self.collect(root["command"] as? [String: Any] ?? [:], into: &examples)
         #expect(examples.count >= 45, "only \(examples.count) examples found: \(examples)")
-        try await run(examples)
+        let factory = try await run(examples)
+        #expect(factory >= 10, "every factory subcommand shows an example; \(factory) ran")
     }
 
     @Test func readmeExamplesRun() async throws {
@@ -31,7 +35,7 @@ import Testing
             line.hasPrefix("    tuneup ") ? String(line.dropFirst(4)) : nil
         }
         #expect(examples.count >= 9)
-        try await run(examples)
+        _ = try await run(examples)
     }
 
     /// Examples in a command's discussion (lines that start with `tuneup`, or follow "Example(s):"), depth first.
@@ -71,14 +75,16 @@ import Testing
         return (words, background)
     }
 
-    private func run(_ examples: [String]) async throws {
+    /// Runs `examples`; returns how many of them were `tuneup factory` examples (run against the blank unit).
+    private func run(_ examples: [String]) async throws -> Int {
         let directory = Scratch.directory
         try FileManager.default.createSymbolicLink(
             atPath: directory + "/firmware-images", withDestinationPath: Self.repository.appendingPathComponent("firmware-images").path)
         let state = Scratch.directory
         let tcp = try await RunningSimulator.start(["--listen", "tcp:127.0.0.1:0", "--state", directory + "/tcp-headset.json"])
         defer { _ = tcp }
-        var ran = 0
+        let blank = try await RunningSimulator.start(["--blank", "--listen", "tcp:127.0.0.1:0", "--state", directory + "/blank-unit.json"])
+        var ran = 0, factory = 0
         for example in examples {
             var (words, background) = Self.words(example)
             #expect(words.first == "tuneup", "\(example)")
@@ -89,7 +95,9 @@ import Testing
                     .replacingOccurrences(of: "tcp:127.0.0.1:PORT", with: tcp.addresses[0])
             }
             if let i = words.firstIndex(of: "--listen"), i + 1 < words.count { words[i + 1] = "tcp:127.0.0.1:0" }
-            words = words.map { $0 == "tcp:127.0.0.1:4100" ? tcp.addresses[0] : $0 }
+            let isFactory = words.first == "factory"
+            if isFactory { factory += 1 }
+            words = words.map { $0 == "tcp:127.0.0.1:4100" ? (isFactory ? blank.addresses[0] : tcp.addresses[0]) : $0 }
             if words.first == "sim" { background = true }
             if background {
                 let status = try await Self.runServer(words, state: state, directory: directory)
@@ -106,6 +114,8 @@ import Testing
         }
         #expect(ran > 0)
         #expect(await tcp.quit() == 0)
+        #expect(await blank.quit() == 0)
+        return factory
     }
 
     /// A server example: it must print its address, then stop cleanly on SIGTERM.

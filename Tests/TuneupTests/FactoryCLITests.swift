@@ -122,7 +122,8 @@ import Testing
 
     @Test func classicHeadsetHasNoFactoryCommands() async throws {
         let sim = try await RunningSimulator.start(["--listen", "tcp:127.0.0.1:0"])
-        for args in [["info"], ["identity", "--serial", "X-1"], ["calibrate"], ["lock"], ["unlock", "--key", Self.developmentKey]] {
+        for args in [["info"], ["identity", "--serial", "X-1"], ["calibrate"], ["lock"], ["unlock", "--key", Self.developmentKey],
+                     ["measure", "battery-level"], ["verify", "--unlocked"]] {
             Self.refused(try await Self.factory(args, sim.addresses[0]), 65, containing: "no factory commands")
         }
         // Untouched: still the classic identity, in its application.
@@ -132,7 +133,9 @@ import Testing
     }
 
     @Test func badArgumentsAreUsageErrors() async throws {
-        for args in [["identity"], ["identity", "--bt-address", "00:11"], ["unlock", "--key", "abc"]] {
+        for args in [["identity"], ["identity", "--bt-address", "00:11"], ["unlock", "--key", "abc"], ["measure", "battery"],
+                     ["measure", "battery-level", "mic-sensitivity"], ["verify"], ["verify", "--locked", "--unlocked"],
+                     ["verify", "--bt-address", "00:1B:66"]] {
             let result = try await CLI.run(["factory"] + args + ["--device", "tcp:127.0.0.1:1"])
             #expect(result.status == 64, "\(args): \(result.stderr)")
             #expect(result.stderrLines.count == 1, "\(args): \(result.stderr)")
@@ -140,5 +143,82 @@ import Testing
         let unreachable = try await CLI.run(["factory", "info", "--device", "tcp:127.0.0.1:1"])
         #expect(unreachable.status == 69, "\(unreachable.stderr)")
         #expect(unreachable.stderrLines.count == 1)
+    }
+
+    /// `measure`: every measurement by default, in order, with name, value and unit; a unit of the line reads the
+    /// recipe's ranges; a locked unit refuses (65).
+    @Test func measureListsValuesWithUnits() async throws {
+        let sim = try await RunningSimulator.start(["--blank", "--listen", "tcp:127.0.0.1:0"])
+        let address = sim.addresses[0]
+        let all = try #require(try await Self.object(Self.factory(["measure"], address))["measurements"] as? [[String: Any]])
+        #expect(all.map { $0["name"] as? String } == ["battery-level", "mic-sensitivity-left", "mic-sensitivity-right", "anc-attenuation"])
+        #expect(all.map { $0["unit"] as? String } == ["percent", "dBFS", "dBFS", "dB"])
+        #expect(all.allSatisfy { Set($0.keys) == ["name", "value", "unit"] })
+        let values = all.compactMap { ($0["value"] as? NSNumber)?.doubleValue }
+        #expect(values.count == 4)
+        if values.count == 4 {
+            #expect(values[0] == 100)
+            #expect((-41.3 ... -34.7).contains(values[1]) && (-41.3 ... -34.7).contains(values[2]), "\(values)")
+            #expect((17.7...24).contains(values[3]), "uncalibrated: 24 - 2 x the largest offset: \(values[3])")
+        }
+        let one = try #require(try await Self.object(Self.factory(["measure", "mic-sensitivity-right"], address))["measurements"] as? [[String: Any]])
+        #expect(one.count == 1 && one.first?["name"] as? String == "mic-sensitivity-right")
+        let text = try await Self.factory(["measure", "battery-level", "anc-attenuation"], address, json: false)
+        #expect(text.status == 0, "\(text.stderr)")
+        let lines = text.stdout.split(separator: "\n")
+        #expect(lines.count == 2 && lines[0].hasPrefix("battery-level") && lines[0].hasSuffix("100.00 percent"), "\(text.stdout)")
+        #expect(lines.count == 2 && lines[1].hasPrefix("anc-attenuation") && lines[1].hasSuffix(" dB"), "\(text.stdout)")
+
+        _ = try await Self.object(Self.factory(["lock"], address))
+        Self.refused(try await Self.factory(["measure", "battery-level"], address), 65, containing: "factory-locked")
+        #expect(await sim.quit() == 0)
+    }
+
+    /// `verify`: exit 0 when the unit holds what the options say; exit 1 with one stdout line per mismatch and one
+    /// stderr line otherwise; the JSON has ok and every check.
+    @Test func verifyMatchesAndMismatches() async throws {
+        let sim = try await RunningSimulator.start(["--blank", "--listen", "tcp:127.0.0.1:0"])
+        let address = sim.addresses[0]
+        _ = try await Self.object(Self.factory(
+            ["identity", "--serial", "TS1-000042", "--bt-name", "Tuneup 0042", "--bt-address", "02:54:55:00:00:2A"], address))
+        _ = try await Self.object(Self.factory(["calibrate", "--store"], address))
+
+        let match = try await Self.factory(["verify", "--serial", "TS1-000042", "--bt-name", "Tuneup 0042",
+                                            "--bt-address", "02:54:55:00:00:2a", "--calibrated", "--unlocked"], address, json: false)
+        #expect(match.status == 0, "\(match.stdout) \(match.stderr)")
+        #expect(match.stderr.isEmpty)
+        let ok = try await Self.object(Self.factory(["verify", "--serial", "TS1-000042", "--unlocked"], address))
+        #expect(ok["ok"] as? Bool == true)
+        let okChecks = try #require(ok["checks"] as? [[String: Any]])
+        #expect(okChecks.map { $0["what"] as? String } == ["serial", "lock"])
+        #expect(okChecks.allSatisfy { $0["ok"] as? Bool == true && Set($0.keys) == ["what", "expected", "actual", "ok"] })
+
+        let mismatch = try await Self.factory(["verify", "--serial", "TS1-000043", "--bt-name", "Tuneup 0042", "--locked"], address, json: false)
+        #expect(mismatch.status == 1, "\(mismatch.stderr)")
+        #expect(mismatch.stdout.split(separator: "\n") == [
+            "serial: expected 'TS1-000043', the unit holds 'TS1-000042'",
+            "lock: expected 'locked', the unit holds 'unlocked'",
+        ])
+        #expect(mismatch.stderrLines == ["tuneup: the unit differs in 2 of 3 checks"])
+
+        let bad = try await Self.factory(["verify", "--serial", "TS1-000043", "--locked", "--calibrated"], address)
+        #expect(bad.status == 1)
+        let object = try json(bad.stdout)
+        #expect(object["ok"] as? Bool == false)
+        let checks = try #require(object["checks"] as? [[String: Any]])
+        #expect(checks.map { $0["what"] as? String } == ["serial", "lock", "calibration"])
+        #expect(checks.map { $0["ok"] as? Bool } == [false, false, true])
+        #expect(checks.first?["expected"] as? String == "TS1-000043" && checks.first?["actual"] as? String == "TS1-000042")
+        #expect(checks.last?["actual"] as? String == "stored")
+
+        // On a unit that holds nothing yet, actual is null.
+        let blank = try await RunningSimulator.start(["--blank", "--listen", "tcp:127.0.0.1:0"])
+        let none = try await Self.factory(["verify", "--bt-address", "02:54:55:00:00:2A", "--calibrated"], blank.addresses[0])
+        #expect(none.status == 1)
+        let noneChecks = try #require(try json(none.stdout)["checks"] as? [[String: Any]])
+        #expect(noneChecks.first?["actual"] is NSNull, "\(none.stdout)")
+        #expect(noneChecks.last?["actual"] as? String == "none")
+        #expect(await blank.quit() == 0)
+        #expect(await sim.quit() == 0)
     }
 }
