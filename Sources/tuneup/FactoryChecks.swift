@@ -25,8 +25,8 @@ extension FactoryCommand {
                 (no mode switch, no authentication) and is a new reading: a retry can differ by the unit's noise. A \
                 locked unit refuses measurements (exit 65: measure before locking).
                 Examples:
-                  tuneup factory measure mic-sensitivity-left mic-sensitivity-right anc-attenuation --device tcp:127.0.0.1:4100
-                  tuneup factory measure battery-level --device tcp:127.0.0.1:4100 --format json
+                  tuneup factory measure -d tcp:127.0.0.1:4100   # all four
+                  tuneup factory measure anc-attenuation --format json -d tcp:127.0.0.1:4100
                 """)
         @Argument(help: ArgumentHelp("Measurements to take (default: all).", valueName: "name"))
         var names: [String] = []
@@ -69,8 +69,9 @@ extension FactoryCommand {
                 Reads the unit's factory state (as 'info': nothing is written, the mode is not changed) and compares \
                 it with the options. Exit 0 when everything matches; exit 1 when something differs, with one line \
                 per mismatch on stdout (or the JSON, whose "ok" is false) and one summary line on stderr.
-                Example:
-                  tuneup factory verify --serial TS1-000042 --bt-address 02:54:55:00:00:2A --calibrated --unlocked --device tcp:127.0.0.1:4100
+                Examples:
+                  tuneup factory verify --serial TS1-0042 --calibrated -d tcp:127.0.0.1:4100
+                  tuneup factory verify --unlocked --bt-name TS1-42 -d tcp:127.0.0.1:4100
                 """)
         @Option(help: ArgumentHelp("The serial number the unit must hold.", valueName: "serial"))
         var serial: String?

@@ -16,8 +16,8 @@ struct FactoryCommand: AsyncParsableCommand {
             ran it. 'verify' exits 1 when the unit holds something else than its options say.
 
             Examples (in this order, on a fresh unit; each subcommand's help shows its own):
-              tuneup sim headset --blank --listen tcp:127.0.0.1:4100 &   # a unit fresh from assembly
-              tuneup factory info --device tcp:127.0.0.1:4100
+              tuneup sim headset --blank --listen tcp:127.0.0.1:4100 &   # a fresh unit
+              tuneup factory info -d tcp:127.0.0.1:4100
             """,
         subcommands: [Info.self, Identity.self, Calibrate.self, Measure.self, Verify.self, Lock.self, Unlock.self],
         defaultSubcommand: Info.self)
@@ -51,7 +51,7 @@ struct FactoryCommand: AsyncParsableCommand {
     struct Info: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Show the hardware id, serial number, Bluetooth name and address, calibration and lock.",
-            discussion: "Example: tuneup factory info --device tcp:127.0.0.1:4100 --format json")
+            discussion: "Example: tuneup factory info --format json -d tcp:127.0.0.1:4100")
         @OptionGroup var wait: BootloaderCommand.WaitOption
         @OptionGroup var device: DeviceOptions
         @OptionGroup var output: OutputOptions
@@ -64,8 +64,9 @@ struct FactoryCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Write the serial number, Bluetooth name and/or Bluetooth address; read them back.",
             discussion: """
-                Example:
-                  tuneup factory identity --serial TS1-000042 --bt-name 'Tuneup 0042' --bt-address 02:54:55:00:00:2A --device tcp:127.0.0.1:4100
+                Examples:
+                  tuneup factory identity --serial TS1-0042 --bt-name TS1-42 -d tcp:127.0.0.1:4100
+                  tuneup factory identity --bt-address 02:54:55:00:00:2A -d tcp:127.0.0.1:4100
                 """)
         @Option(help: ArgumentHelp("Serial number: 1...31 printable ASCII characters.", valueName: "serial"))
         var serial: String?
@@ -102,7 +103,7 @@ struct FactoryCommand: AsyncParsableCommand {
     struct Calibrate: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Run the ANC calibration measurement; with --store, keep it in flash.",
-            discussion: "Example: tuneup factory calibrate --store --device tcp:127.0.0.1:4100")
+            discussion: "Example: tuneup factory calibrate --store -d tcp:127.0.0.1:4100")
         @Flag(help: "Store the measured calibration (and verify it was stored).")
         var store = false
         @OptionGroup var wait: BootloaderCommand.WaitOption
@@ -122,8 +123,8 @@ struct FactoryCommand: AsyncParsableCommand {
             abstract: "Lock the unit: identity writes, calibration and measurements are refused until an unlock.",
             discussion: """
                 Examples:
-                  tuneup factory lock --device tcp:127.0.0.1:4100
-                  tuneup factory verify --serial TS1-000042 --locked --device tcp:127.0.0.1:4100   # prove the lock holds
+                  tuneup factory lock -d tcp:127.0.0.1:4100
+                  tuneup factory verify --locked -d tcp:127.0.0.1:4100   # prove the lock holds
                 """)
         @OptionGroup var wait: BootloaderCommand.WaitOption
         @OptionGroup var device: DeviceOptions
@@ -139,7 +140,7 @@ struct FactoryCommand: AsyncParsableCommand {
             discussion: """
                 Authenticates in the bootloader and writes the key (extension 0x6A); a wrong key exits 65.
                 Example (the simulator's development key, "TUNEUP-FACTORY-0"):
-                  tuneup factory unlock --key 54554e4555502d464143544f52592d30 --device tcp:127.0.0.1:4100
+                  tuneup factory unlock --key 54554e4555502d464143544f52592d30 -d tcp:127.0.0.1:4100
                 """)
         @Option(help: ArgumentHelp("The factory key: 32 hex digits.", valueName: "hex"))
         var key: String
