@@ -23,7 +23,7 @@ extension FactoryCommand {
                 NAME is one of \(FactoryMeasurement.allCases.map(\.name).joined(separator: ", ")) (the tests of a \
                 provisioning recipe); none measures all four, in that order. Each is taken in the mode the unit runs \
                 (no mode switch, no authentication) and is a new reading: a retry can differ by the unit's noise. A \
-                locked unit refuses measurements (exit 65: measure before locking).
+                locked unit measures too (measuring changes nothing).
                 Examples:
                   tuneup factory measure -d tcp:127.0.0.1:4100   # all four
                   tuneup factory measure anc-attenuation --format json -d tcp:127.0.0.1:4100

@@ -99,9 +99,9 @@ struct FactoryRecord: Sendable, Hashable {
 ///   write u32 1 (lock), 0x6A write the factory key (unlock; a wrong key → Fail).
 /// - 0x6B measurement (Tuneup extension), read with a u32 id, in the application and the bootloader, without
 ///   authentication: the value of `FactoryUnit.measurement` as an i32 in hundredths; the device is busy for
-///   `FactoryUnit.measurementTime`. A locked unit answers NotSupported; an argument other than 4 bytes Fail, an
+///   `FactoryUnit.measurementTime`. A locked unit still measures (a read); an argument other than 4 bytes Fail, an
 ///   unknown id ExceededLimits; a write NotSupported.
-/// - Locked: every one of those but 0x6A answers NotSupported, as a shipped device does.
+/// - Locked: every one of those but 0x6A answers NotSupported, as a shipped device does; the reads (0x6B too) stay.
 /// - Each write appends a record to the factory-data ring and reads it back: Ok only when flash holds it.
 extension DeviceMachine {
     /// The reply to a factory command, or nil when `request` is not one (or this unit has no line).
@@ -156,7 +156,7 @@ extension DeviceMachine {
             if outcome.status == .ok { bootloader.measuredCalibration = nil }
             return outcome
         case .factoryMeasurement:
-            guard isRead, !record.locked else { return .notSupported }
+            guard isRead else { return .notSupported }
             let m: FactoryMeasurement
             do {
                 m = try FactoryMeasurement.decodeRequest(request.buffer)
