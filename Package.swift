@@ -20,6 +20,7 @@ let package = Package(
         .library(name: "TuneupKit", targets: ["TuneupKit"]),
         .library(name: "Recipe", targets: ["Recipe"]),
         .library(name: "Records", targets: ["Records"]),
+        .library(name: "Station", targets: ["Station"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -113,11 +114,19 @@ let package = Package(
             name: "Records",
             dependencies: ["Failure", .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: strict),
+        // The provisioning station: a recipe run on units in slots, several at once, every run recorded.
+        .target(
+            name: "Station",
+            dependencies: [
+                "Failure", "LightX", "Transport", "Headset", "Firmware", "FirmwareUpdate", "Recipe", "Records", "TuneupKit",
+                .product(name: "Crypto", package: "swift-crypto"), .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict),
         .executableTarget(
             name: "tuneup",
             dependencies: [
                 "Failure", "LightX", "Transport", "Headset", "Simulator", "Firmware", "FirmwareUpdate", "USBTransport", "USBGadget",
-                "BluetoothTransport", "TuneupKit",
+                "BluetoothTransport", "TuneupKit", "Recipe", "Records", "Station",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -126,7 +135,7 @@ let package = Package(
         .executableTarget(
             name: "tuneup-bench",
             dependencies: [
-                "LightX", "Transport", "Headset", "Firmware", "FirmwareUpdate", "Simulator", "TuneupKit",
+                "LightX", "Transport", "Headset", "Firmware", "FirmwareUpdate", "Simulator", "TuneupKit", "Recipe", "Records", "Station",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict),
@@ -155,6 +164,10 @@ let package = Package(
             name: "RecordsTests",
             dependencies: ["Records", "Failure", "TestSupport", .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: strict),
-        .testTarget(name: "TuneupTests", dependencies: ["tuneup", "LightX", "Transport", "TuneupKit"], swiftSettings: strict),
+        .testTarget(
+            name: "StationTests",
+            dependencies: ["Station", "Simulator", "Records", "Recipe", "TuneupKit", "FirmwareUpdate", "LightX", "TestSupport"],
+            swiftSettings: strict),
+        .testTarget(name: "TuneupTests", dependencies: ["tuneup", "LightX", "Transport", "TuneupKit", "Records"], swiftSettings: strict),
     ]
 )

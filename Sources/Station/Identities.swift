@@ -1,0 +1,89 @@
+import Foundation
+import LightX
+import Recipe
+import Records
+import Synchronization
+import TuneupKit
+
+/// The identity a station gives one unit: its serial and Bluetooth address as issued by the records (unique across
+/// every station of the line), and the Bluetooth name the recipe makes of them.
+///
+/// The name is not an identity of the records: a template such as `Tuneup {serial[-4:]}` repeats by design.
+struct IssuedIdentity: Sendable {
+    var serial: Identity
+    var address: Identity
+    var name: String
+
+    var factoryIdentity: FactoryIdentity {
+        FactoryIdentity(serialNumber: serial.value, bluetoothName: name, bluetoothAddress: BDAddress(parsing: address.value))
+    }
+
+    var summary: String { "serial \(serial.value), address \(address.value), name '\(name)'" }
+}
+
+/// Issues identities through the records: reserved for a unit's hardware id (the same ones when it comes back),
+/// marked written once read back from the unit, committed when its run passes.
+final class IdentityIssuer: Sendable {
+    let generator: IdentityGenerator
+    let store: any RecordStore
+    let station: String
+    /// Where the next search for a free address starts (the records still decide: this only saves probing).
+    private let hint = Mutex(0)
+
+    init(generator: IdentityGenerator, store: any RecordStore, station: String) {
+        (self.generator, self.store, self.station) = (generator, store, station)
+    }
+
+    /// The unit's identity: the one the records hold for it, or new ones. The address comes first (the block is
+    /// the scarce resource); its place in the block is the unit's counter, which the serial and name are made from.
+    /// Throws `RecordsError.poolExhausted` (the message says which pool) when no identity is left.
+    func reserve(for hardwareID: String) async throws -> IssuedIdentity {
+        let rules = generator.rules
+        let block = rules.addressBlock
+        let start = hint.withLock { $0 }
+        let address: Identity
+        do {
+            address = try await store.reserveIdentity(.bluetoothAddress, for: hardwareID, station: station) { attempt in
+                guard attempt < block.count else { return nil }
+                return block.address(at: (start + attempt) % block.count)?.description
+            }
+        } catch let error as RecordsError where error.code == .poolExhausted {
+            throw RecordsError(.poolExhausted, "the Bluetooth address block \(block.start)...\(block.last) is used up (\(block.count) addresses)")
+        }
+        guard let bd = BDAddress(parsing: address.value), bd.value >= block.start.value,
+              bd.value - block.start.value < UInt64(block.count) else {
+            throw RecordsError(.invalidArgument, "the unit \(hardwareID) holds the address \(address.value), outside the recipe's block \(block.start)...\(block.last)")
+        }
+        let index = Int(bd.value - block.start.value)
+        hint.withLock { $0 = max($0, (index + 1) % block.count) }
+        let counter = rules.firstCounter + index
+        let date = Date()
+        let serial: Identity
+        do {
+            serial = try await store.reserveIdentity(.serial, for: hardwareID, station: station) { attempt in
+                let c = counter + attempt
+                guard rules.counters.contains(c) else { return nil }
+                return try? rules.serial.render(counter: c, date: date)
+            }
+        } catch let error as RecordsError where error.code == .poolExhausted {
+            throw RecordsError(.poolExhausted, "the serial numbers of '\(rules.serial.text)' are used up from counter \(counter)")
+        }
+        let name = try rules.bluetoothName.render(counter: counter, date: date, serial: serial.value, model: generator.model)
+        return IssuedIdentity(serial: serial, address: address, name: name)
+    }
+
+    /// The unit holds them (written and read back).
+    func markWritten(_ identity: IssuedIdentity) async throws {
+        for held in [identity.serial, identity.address] where held.state == .reserved {
+            _ = try await store.markWritten(held.id)
+        }
+    }
+
+    /// The unit passed: its identities are its own for good.
+    func commit(_ identity: IssuedIdentity) async throws {
+        for held in [identity.serial, identity.address] where held.state != .committed {
+            if held.state == .reserved { _ = try await store.markWritten(held.id) }
+            _ = try await store.commit(held.id)
+        }
+    }
+}

@@ -1,0 +1,220 @@
+import Crypto
+import Failure
+import Foundation
+import Logging
+import Recipe
+import Records
+import Synchronization
+import Transport
+import TuneupKit
+
+/// How a station identifies itself in the records and reaches its units.
+public struct StationOptions: Sendable {
+    /// The station's name in the records (default: the host name).
+    public var station: String
+    /// Who operates it (records).
+    public var operatorName: String
+    /// The tool's version (records).
+    public var toolVersion: String
+    /// How links are opened (timeouts, retries, USB polling).
+    public var connection: ConnectionOptions
+    /// How long a unit that answered may take to come back after a reset.
+    public var deviceWait: Duration
+    /// Watch mode: how often an empty slot is looked at, and a finished unit checked for removal.
+    public var pollInterval: Duration
+
+    public init(
+        station: String = ProcessInfo.processInfo.hostName, operatorName: String = "", toolVersion: String = "",
+        connection: ConnectionOptions = .init(), deviceWait: Duration = .seconds(30), pollInterval: Duration = .milliseconds(200)
+    ) {
+        self.station = station
+        self.operatorName = operatorName
+        self.toolVersion = toolVersion
+        self.connection = connection
+        self.deviceWait = deviceWait
+        self.pollInterval = pollInterval
+    }
+}
+
+/// What every unit run of one station shares: the recipe, the records, the identity issuer, the totals, and whether
+/// the station still takes units.
+final class StationContext: Sendable {
+    let recipe: LoadedRecipe
+    let store: any RecordStore
+    let options: StationOptions
+    let identities: IdentityIssuer
+    let imageHashes: [String: String]
+    let emit: @Sendable (StationEvent) -> Void
+    /// For the updater and the bootloader client: the station reports through events, so only warnings pass.
+    let logger: Logger
+    private let state = Mutex(State())
+    private let started = ContinuousClock.now
+
+    private struct State {
+        var totals = StationTotals()
+        var shares: [Double] = []
+        var stopReason: String?
+    }
+
+    init(recipe: LoadedRecipe, store: any RecordStore, options: StationOptions, emit: @escaping @Sendable (StationEvent) -> Void) {
+        self.recipe = recipe
+        self.store = store
+        self.options = options
+        self.emit = emit
+        var logger = Logger(label: "tuneup.station")
+        logger.logLevel = .warning
+        self.logger = logger
+        identities = IdentityIssuer(generator: recipe.identityGenerator, store: store, station: options.station)
+        var hashes = ["application": Self.sha256(recipe.application.bytes)]
+        if let resource = recipe.resource { hashes["resource"] = Self.sha256(resource.bytes) }
+        imageHashes = hashes
+    }
+
+    static func sha256(_ bytes: [UInt8]) -> String { SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined() }
+
+    /// Why the station takes no more units (nil while it does).
+    var stopReason: String? { state.withLock { $0.stopReason } }
+
+    /// Stops taking units (the first reason is kept and reported once).
+    func stop(because reason: String) {
+        let first = state.withLock { s -> Bool in
+            guard s.stopReason == nil else { return false }
+            s.stopReason = reason
+            return true
+        }
+        if first { emit(.stopping(reason: reason)) }
+    }
+
+    /// Counts a unit's result in the totals and reports them.
+    func count(_ result: UnitResult, firstTime: Bool) {
+        if result.outcome == .error, let message = result.message, message.contains("used up") {
+            stop(because: message)
+        }
+        emit(.totals(state.withLock { s in
+            switch result.outcome {
+            case .pass:
+                s.totals.passed += 1
+                if firstTime { s.totals.firstPassed += 1 }
+            case .fail: s.totals.failed += 1
+            case .error: s.totals.errors += 1
+            case .aborted: s.totals.aborted += 1
+            }
+            if result.seconds > 0, result.outcome != .aborted { s.shares.append(result.stationSeconds / result.seconds) }
+            return totalsNow(&s)
+        }))
+    }
+
+    var totals: StationTotals { state.withLock { totalsNow(&$0) } }
+
+    private func totalsNow(_ s: inout State) -> StationTotals {
+        let elapsed = (ContinuousClock.now - started).seconds
+        s.totals.elapsed = elapsed
+        s.totals.unitsPerHour = elapsed > 0 ? Double(s.totals.completed) * 3600 / elapsed : 0
+        if !s.shares.isEmpty {
+            s.totals.stationShareMean = s.shares.reduce(0, +) / Double(s.shares.count)
+            s.totals.stationShareMax = s.shares.max()
+        }
+        return s.totals
+    }
+}
+
+/// A provisioning station: runs a recipe on units in slots, several at once, recording every run.
+///
+/// `run(slots:)` provisions the unit in each slot once; `watch(slots:)` waits for units to arrive in the slots,
+/// provisions each as it comes, waits for it to be taken out, and goes on until cancelled or until the station
+/// cannot take more units (the identity pool is used up, the records cannot be written). Events go to `onEvent` as
+/// they happen (from any task; the handler must be quick).
+public final class Station: Sendable {
+    let context: StationContext
+
+    public init(recipe: LoadedRecipe, store: any RecordStore, options: StationOptions = .init(),
+                onEvent: @escaping @Sendable (StationEvent) -> Void = { _ in }) {
+        context = StationContext(recipe: recipe, store: store, options: options, emit: onEvent)
+    }
+
+    /// The totals so far.
+    public var totals: StationTotals { context.totals }
+
+    /// Why the station stopped taking units, if it did.
+    public var stopReason: String? { context.stopReason }
+
+    /// Closes the station's runs that a killed process left open (as aborted), so they are not left open forever.
+    /// Returns how many it closed.
+    public func recover() async throws -> Int {
+        try await context.store.abortOpenRuns(station: context.options.station, at: Date()).count
+    }
+
+    /// Provisions the unit in each slot once, all at once; returns the results in slot order.
+    public func run(slots: [Slot]) async throws -> [UnitResult] {
+        let addresses = try slots.map { try Devices.parseAddress($0.address) }
+        start(slots)
+        return await withTaskGroup(of: (Int, UnitResult).self) { group in
+            for (index, slot) in slots.enumerated() {
+                group.addTask { (index, await self.provision(slot, address: addresses[index])) }
+            }
+            var results = [UnitResult?](repeating: nil, count: slots.count)
+            for await (index, result) in group { results[index] = result }
+            return results.compactMap { $0 }
+        }
+    }
+
+    /// Watches the slots until the task is cancelled or the station stops taking units: provisions each unit as it
+    /// arrives, and waits for it to be taken out before the slot takes the next.
+    public func watch(slots: [Slot]) async throws {
+        let fixed = try slots.map { ($0, try Devices.parseAddress($0.address)) }
+        try await watch(discovering: { fixed.map(\.0) }, announce: slots)
+    }
+
+    /// Watch mode with slots that come and go: `discover` is asked for the slots every poll interval (e.g. the USB
+    /// ports that hold a headset), and each new one is watched from then on.
+    public func watch(discovering discover: @escaping @Sendable () async -> [Slot], announce: [Slot] = []) async throws {
+        start(announce)
+        await withTaskGroup(of: Void.self) { group in
+            var watched = Set<String>()
+            while !Task.isCancelled, context.stopReason == nil {
+                for slot in await discover() where !watched.contains(slot.name) {
+                    guard let address = try? Devices.parseAddress(slot.address) else { continue }
+                    watched.insert(slot.name)
+                    group.addTask { await self.watch(slot, address: address) }
+                }
+                do { try await Task.sleep(for: context.options.pollInterval) } catch { break }
+            }
+            // Stopped: the units being provisioned finish (cancellation, not a stop, aborts them).
+        }
+    }
+
+    private func start(_ slots: [Slot]) {
+        context.emit(.started(
+            slots: slots.map(\.name), recipe: context.recipe.path, recipeHash: context.recipe.contentHash,
+            station: context.options.station))
+    }
+
+    private func provision(_ slot: Slot, address: DeviceAddress) async -> UnitResult {
+        let result = await UnitRun(station: context, slot: slot, address: address, emit: context.emit).run()
+        context.emit(.finished(result))
+        return result
+    }
+
+    private func watch(_ slot: Slot, address: DeviceAddress) async {
+        let connector = Devices.connector(context.options.connection)
+        while !Task.isCancelled, context.stopReason == nil {
+            context.emit(.waiting(slot: slot.name))
+            guard await wait(for: true, slot: address, connector: connector) else { return }
+            guard context.stopReason == nil else { return }
+            _ = await provision(slot, address: address)
+            guard context.stopReason == nil, await wait(for: false, slot: address, connector: connector) else { return }
+            context.emit(.left(slot: slot.name))
+        }
+    }
+
+    /// Waits until a unit is in the slot (`present`) or gone from it; false when cancelled or stopped meanwhile.
+    /// Nothing is sent to the unit (`Devices.isPresent`).
+    private func wait(for present: Bool, slot address: DeviceAddress, connector: TransportConnector) async -> Bool {
+        while !Task.isCancelled {
+            if present, context.stopReason != nil { return false }
+            if await Devices.isPresent(address, connector: connector) == present { return true }
+            do { try await Task.sleep(for: context.options.pollInterval) } catch { return false }
+        }
+        return false
+    }
+}

@@ -1,0 +1,190 @@
+import Foundation
+
+/// Where a unit is provisioned: a physical place (a USB port path such as `usb:1-2.3`, a fixture's TCP address) so
+/// two identical units never clash, and the address the station opens to reach the unit in it.
+public struct Slot: Sendable, Hashable, Codable, CustomStringConvertible {
+    /// The slot's name in events and records (the address as written, by default).
+    public var name: String
+    /// The address the station opens (`Devices.parseAddress` syntax).
+    public var address: String
+
+    public init(name: String? = nil, address: String) {
+        self.name = name ?? address
+        self.address = address
+    }
+
+    public var description: String { name }
+}
+
+/// One step of a unit's run as the station names it in events and records.
+public enum StepName {
+    public static let identify = "identify"
+    public static let flashApplication = "flash-application"
+    public static let flashResource = "flash-resource"
+    public static let settings = "settings"
+    public static let identity = "identity"
+    public static let calibrateANC = "calibrate-anc"
+    public static let lock = "lock"
+    /// A recipe test: `test:NAME`.
+    public static func test(_ name: String) -> String { "test:\(name)" }
+}
+
+/// How one unit's run ended, with what the station gave it.
+public struct UnitResult: Sendable, Hashable, Codable {
+    public enum Outcome: String, Sendable, Hashable, Codable {
+        case pass, fail, error, aborted
+    }
+
+    public var slot: String
+    /// nil when the unit never answered its hardware id.
+    public var hardwareID: String?
+    public var serial: String?
+    public var bluetoothAddress: String?
+    public var outcome: Outcome
+    /// The failing step and why, for fail and error.
+    public var failedStep: String?
+    public var message: String?
+    /// The run's id in the records (nil when it was never recorded).
+    public var run: Int64?
+    /// Wall time of the unit, from its arrival to its result.
+    public var seconds: Double
+    /// The station's own part of it: everything but waiting on the device and the link.
+    public var stationSeconds: Double
+    /// Steps the device verifiably held already (a resumed unit) and that were not done again.
+    public var skippedSteps: [String]
+}
+
+/// What the station reports as it works: JSON Lines with `--format json`, live lines on a terminal.
+public enum StationEvent: Sendable, Hashable {
+    /// The station took its slots and waits for or starts on units.
+    case started(slots: [String], recipe: String, recipeHash: String, station: String)
+    /// A slot is empty and watched for a unit.
+    case waiting(slot: String)
+    /// A unit answered in a slot.
+    case arrived(slot: String, hardwareID: String)
+    case stepStarted(slot: String, hardwareID: String, step: String)
+    /// Progress within a long step (0...1).
+    case progress(slot: String, hardwareID: String, step: String, fraction: Double)
+    case stepEnded(slot: String, hardwareID: String, step: String, outcome: String, message: String?)
+    /// A unit is done: take it out.
+    case finished(UnitResult)
+    /// The unit was taken out of the slot.
+    case left(slot: String)
+    /// The station stops taking units, and why (the identity pool is used up, the records cannot be written).
+    case stopping(reason: String)
+    /// The running totals after each unit, and the summary at the end.
+    case totals(StationTotals)
+}
+
+/// Running totals of a station.
+public struct StationTotals: Sendable, Hashable, Codable {
+    public var passed = 0
+    public var failed = 0
+    public var errors = 0
+    public var aborted = 0
+    /// Units whose run in this station passed the first time they were provisioned here.
+    public var firstPassed = 0
+    /// Units with a result (pass, fail or error).
+    public var completed: Int { passed + failed + errors }
+    /// Units per hour since the station started.
+    public var unitsPerHour: Double = 0
+    /// firstPassed / completed (nil before the first).
+    public var firstPassYield: Double? { completed == 0 ? nil : Double(firstPassed) / Double(completed) }
+    /// The station's own time as a share of each unit's wall time: mean and largest over the units.
+    public var stationShareMean: Double?
+    public var stationShareMax: Double?
+    /// Seconds since the station started.
+    public var elapsed: Double = 0
+
+    public init() {}
+
+    private enum Keys: String, CodingKey {
+        case passed, failed, errors, aborted, firstPassed, completed, unitsPerHour, firstPassYield
+        case stationShareMean, stationShareMax, elapsed
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: Keys.self)
+        try c.encode(passed, forKey: .passed)
+        try c.encode(failed, forKey: .failed)
+        try c.encode(errors, forKey: .errors)
+        try c.encode(aborted, forKey: .aborted)
+        try c.encode(firstPassed, forKey: .firstPassed)
+        try c.encode(completed, forKey: .completed)
+        try c.encode(unitsPerHour, forKey: .unitsPerHour)
+        try c.encodeIfPresent(firstPassYield, forKey: .firstPassYield)
+        try c.encodeIfPresent(stationShareMean, forKey: .stationShareMean)
+        try c.encodeIfPresent(stationShareMax, forKey: .stationShareMax)
+        try c.encode(elapsed, forKey: .elapsed)
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: Keys.self)
+        passed = try c.decode(Int.self, forKey: .passed)
+        failed = try c.decode(Int.self, forKey: .failed)
+        errors = try c.decode(Int.self, forKey: .errors)
+        aborted = try c.decode(Int.self, forKey: .aborted)
+        firstPassed = try c.decode(Int.self, forKey: .firstPassed)
+        unitsPerHour = try c.decode(Double.self, forKey: .unitsPerHour)
+        stationShareMean = try c.decodeIfPresent(Double.self, forKey: .stationShareMean)
+        stationShareMax = try c.decodeIfPresent(Double.self, forKey: .stationShareMax)
+        elapsed = try c.decode(Double.self, forKey: .elapsed)
+    }
+}
+
+extension StationEvent: Encodable {
+    private enum Keys: String, CodingKey {
+        case event, slot, slots, recipe, recipeHash, station, hardwareID, step, fraction, outcome, message, unit, reason, totals
+    }
+
+    /// One JSON object per event, `{"event": "...", ...}`.
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: Keys.self)
+        switch self {
+        case let .started(slots, recipe, recipeHash, station):
+            try c.encode("started", forKey: .event)
+            try c.encode(slots, forKey: .slots)
+            try c.encode(recipe, forKey: .recipe)
+            try c.encode(recipeHash, forKey: .recipeHash)
+            try c.encode(station, forKey: .station)
+        case let .waiting(slot):
+            try c.encode("waiting", forKey: .event)
+            try c.encode(slot, forKey: .slot)
+        case let .arrived(slot, hardwareID):
+            try c.encode("arrived", forKey: .event)
+            try c.encode(slot, forKey: .slot)
+            try c.encode(hardwareID, forKey: .hardwareID)
+        case let .stepStarted(slot, hardwareID, step):
+            try c.encode("step-started", forKey: .event)
+            try c.encode(slot, forKey: .slot)
+            try c.encode(hardwareID, forKey: .hardwareID)
+            try c.encode(step, forKey: .step)
+        case let .progress(slot, hardwareID, step, fraction):
+            try c.encode("progress", forKey: .event)
+            try c.encode(slot, forKey: .slot)
+            try c.encode(hardwareID, forKey: .hardwareID)
+            try c.encode(step, forKey: .step)
+            try c.encode((fraction * 1000).rounded() / 1000, forKey: .fraction)
+        case let .stepEnded(slot, hardwareID, step, outcome, message):
+            try c.encode("step-ended", forKey: .event)
+            try c.encode(slot, forKey: .slot)
+            try c.encode(hardwareID, forKey: .hardwareID)
+            try c.encode(step, forKey: .step)
+            try c.encode(outcome, forKey: .outcome)
+            try c.encodeIfPresent(message, forKey: .message)
+        case let .finished(result):
+            try c.encode("finished", forKey: .event)
+            try c.encode(result.slot, forKey: .slot)
+            try c.encode(result, forKey: .unit)
+        case let .left(slot):
+            try c.encode("left", forKey: .event)
+            try c.encode(slot, forKey: .slot)
+        case let .stopping(reason):
+            try c.encode("stopping", forKey: .event)
+            try c.encode(reason, forKey: .reason)
+        case let .totals(totals):
+            try c.encode("totals", forKey: .event)
+            try c.encode(totals, forKey: .totals)
+        }
+    }
+}

@@ -1,0 +1,359 @@
+import Failure
+import Firmware
+import FirmwareUpdate
+import Foundation
+import Headset
+import LightX
+import Recipe
+import Records
+import Transport
+import TuneupKit
+
+/// A step that did not pass: `fail` (a measurement outside its limits, a lock that does not hold) or `error` (the
+/// device or the link failed), with one line saying why.
+struct StepStop: Error {
+    var outcome: StepOutcome
+    var message: String
+}
+
+/// One unit's run in one slot: identify it, record the run, flash, apply the settings, write its identity,
+/// calibrate, test, lock, commit its identities. Every step is recorded as it ends, so a killed station leaves the
+/// steps done so far; a unit that comes back (by its hardware id) keeps its identities, and steps whose effect the
+/// device verifiably holds are recorded as skipped.
+struct UnitRun {
+    let station: StationContext
+    let slot: Slot
+    let address: DeviceAddress
+    let emit: @Sendable (StationEvent) -> Void
+
+    private let time = DeviceTime()
+
+    init(station: StationContext, slot: Slot, address: DeviceAddress, emit: @escaping @Sendable (StationEvent) -> Void) {
+        (self.station, self.slot, self.address, self.emit) = (station, slot, address, emit)
+    }
+
+    private var recipe: ProvisioningRecipe { station.recipe.recipe }
+    private var store: any RecordStore { station.store }
+
+    /// Provisions the unit; never throws: every ending is a result (and a recorded run when the unit was identified).
+    func run() async -> UnitResult {
+        let client = Devices.bootloaderClient(
+            address: address, wait: station.options.deviceWait, connection: station.options.connection, logger: station.logger)
+        defer { Task { await client.close() } }
+        let steps = FactorySteps(client: client)
+        var result = UnitResult(
+            slot: slot.name, hardwareID: nil, serial: nil, bluetoothAddress: nil, outcome: .error, failedStep: StepName.identify,
+            message: nil, run: nil, seconds: 0, stationSeconds: 0, skippedSteps: [])
+        func finish() -> UnitResult {
+            let (wall, own) = time.seconds
+            result.seconds = wall
+            result.stationSeconds = own
+            return result
+        }
+
+        // Identify: the hardware id names the unit in the records; nothing is recorded before it answers.
+        let info: FactoryInfo
+        do {
+            info = try await time.device { try await steps.info() }
+        } catch {
+            result.outcome = Task.isCancelled ? .aborted : .error
+            result.message = describe(error)
+            return finish()
+        }
+        let hardwareID = info.hardwareID
+        result.hardwareID = hardwareID
+        emit(.arrived(slot: slot.name, hardwareID: hardwareID))
+
+        let runID: RunID
+        let previous: [RunRecord]
+        do {
+            previous = try await store.runs(hardwareID: hardwareID, station: nil)
+            runID = try await store.startRun(RunStart(
+                hardwareID: hardwareID, station: station.options.station, slot: slot.name, operatorName: station.options.operatorName,
+                recipeHash: station.recipe.contentHash, toolVersion: station.options.toolVersion,
+                imageHashes: station.imageHashes, startedAt: Date()))
+        } catch {
+            result.message = "records: \(describe(error))"
+            station.stop(because: "the records cannot be written: \(describe(error))")
+            return finish()
+        }
+        result.run = runID.rawValue
+        // A unit that failed or erred before comes back for rework: its pass is not a first pass.
+        let firstTime = !previous.contains { $0.outcome == .fail || $0.outcome == .error || $0.outcome == .pass }
+
+        var recorder = StepRecorder(run: runID, slot: slot.name, hardwareID: hardwareID, store: store, emit: emit)
+        let outcome: RunOutcome
+        do {
+            try await provision(hardwareID: hardwareID, info: info, steps: steps, client: client, recorder: &recorder, result: &result)
+            outcome = .pass
+            result.outcome = .pass
+            result.failedStep = nil
+        } catch let stop as StepStop {
+            outcome = stop.outcome == .fail ? .fail : stop.outcome == .aborted ? .aborted : .error
+            result.outcome = UnitResult.Outcome(rawValue: outcome.rawValue) ?? .error
+            result.failedStep = recorder.current
+            result.message = stop.message
+        } catch {
+            outcome = Task.isCancelled ? .aborted : .error
+            result.outcome = Task.isCancelled ? .aborted : .error
+            result.failedStep = recorder.current
+            result.message = describe(error)
+        }
+        result.skippedSteps = recorder.skipped
+        // The run's end is recorded even when the station is stopping (an uncancelled task).
+        let store = self.store
+        let ended = await Task { () -> (any Error)? in
+            do { try await store.finishRun(runID, outcome: outcome, at: Date()); return nil } catch { return error }
+        }.value
+        if let ended { result.message = (result.message.map { $0 + "; " } ?? "") + "records: \(describe(ended))" }
+        let done = finish()
+        station.count(done, firstTime: firstTime)
+        return done
+    }
+
+    // MARK: The steps
+
+    private func provision(
+        hardwareID: String, info: FactoryInfo, steps: FactorySteps, client: BootloaderClient,
+        recorder: inout StepRecorder, result: inout UnitResult
+    ) async throws {
+        // Identities first: a unit that comes back keeps what it was given, and an exhausted pool stops the
+        // station before a unit is flashed for nothing.
+        let identity = try await recorder.unrecorded(StepName.identity) {
+            try await station.identities.reserve(for: hardwareID)
+        }
+        result.serial = identity.serial.value
+        result.bluetoothAddress = identity.address.value
+
+        try await flash(station.recipe.application, step: StepName.flashApplication, recorder: &recorder)
+        if let resource = station.recipe.resource {
+            try await flash(resource, step: StepName.flashResource, recorder: &recorder)
+        }
+
+        if !SettingsApplier.isEmpty(recipe.settings) {
+            try await recorder.step(StepName.settings) { _ in
+                try await sameUnit(hardwareID, client)
+                try await time.device {
+                    if try await client.isInBootloader() { try await client.leave() }
+                    try await client.onDevice { headset in try await SettingsApplier(recipe: station.recipe).apply(to: headset) }
+                }
+                return .pass
+            }
+        }
+
+        // The factory steps run in the bootloader: entered once here, left at the end.
+        try await time.device { if try await !client.isInBootloader() { try await client.enter() } }
+        let held = try await time.device { try await steps.info() }
+        guard held.hardwareID == hardwareID else { throw swapped(held.hardwareID) }
+
+        try await recorder.step(StepName.identity) { record in
+            let wanted = identity.factoryIdentity
+            if held.serialNumber == wanted.serialNumber, held.bluetoothAddress == wanted.bluetoothAddress?.description,
+               held.bluetoothName == wanted.bluetoothName {
+                record.message = "the unit holds \(identity.summary)"
+                try await station.identities.markWritten(identity)
+                return .skipped
+            }
+            if held.locked {
+                throw StepStop(outcome: .error, message: "the unit is locked and holds another identity (serial \(held.serialNumber ?? "none")); unlock it with 'tuneup factory unlock' to rework it")
+            }
+            _ = try await time.device { try await steps.writeIdentity(wanted) }
+            try await station.identities.markWritten(identity)
+            record.message = identity.summary
+            return .pass
+        }
+
+        if let anc = recipe.calibration.anc, anc.enabled {
+            try await recorder.step(StepName.calibrateANC) { record in
+                try await sameUnit(hardwareID, client)
+                let correction: Double
+                let outcome: StepOutcome
+                if held.calibrationStatus == "stored", let stored = held.storedCalibration {
+                    correction = Double([stored.feedforwardLeft, stored.feedforwardRight, stored.feedbackLeft, stored.feedbackRight]
+                        .map { abs($0) }.max() ?? 0) / 100
+                    outcome = .skipped
+                    record.message = "the unit holds a stored calibration"
+                } else {
+                    let measured = try await time.device { try await steps.calibrate(store: false) }
+                    correction = measured.largestCorrectionDB
+                    outcome = .pass
+                }
+                let passes = anc.limits.contains(correction)
+                record.measurements.append(Measurement(
+                    name: "anc-correction", value: correction, unit: "dB", low: anc.limits.low, high: anc.limits.high,
+                    outcome: passes ? .pass : .fail))
+                guard passes else {
+                    throw StepStop(outcome: .fail, message: "ANC correction \(Self.format(correction)) dB is outside \(Self.format(anc.limits))")
+                }
+                // Stored only once it is within the limits: a failing unit keeps no calibration.
+                if outcome == .pass { _ = try await time.device { try await steps.calibrate(store: true) } }
+                return outcome
+            }
+        }
+
+        for test in recipe.tests {
+            try await recorder.step(StepName.test(test.name)) { record in
+                try await sameUnit(hardwareID, client)
+                return try await measure(test, steps: steps, record: &record)
+            }
+        }
+
+        if recipe.lock {
+            try await recorder.step(StepName.lock) { record in
+                try await sameUnit(hardwareID, client)
+                var outcome = StepOutcome.pass
+                if held.locked {
+                    outcome = .skipped
+                    record.message = "the unit was locked already"
+                } else {
+                    _ = try await time.device { try await steps.lock() }
+                }
+                // The lock must hold: an identity write is refused.
+                do {
+                    _ = try await time.device { try await steps.writeIdentity(FactoryIdentity(serialNumber: identity.serial.value)) }
+                    throw StepStop(outcome: .fail, message: "the unit took an identity write after the lock")
+                } catch let error as HeadsetError where error.code == .factoryLocked {
+                    record.message += (record.message.isEmpty ? "" : "; ") + "the lock holds (an identity write was refused)"
+                }
+                return outcome
+            }
+        }
+
+        try await time.device { if try await client.isInBootloader() { try await client.leave() } }
+        try await sameUnit(hardwareID, client)
+        try await station.identities.commit(identity)
+    }
+
+    /// A unit taken out mid-run and another put in its slot must not get the first one's identity, calibration or
+    /// lock: before each step the hardware id is read again (one request).
+    private func sameUnit(_ hardwareID: String, _ client: BootloaderClient) async throws {
+        let now = try await time.device { try await client.onDevice { try await $0.factory.hardwareID().description } }
+        guard now == hardwareID else { throw swapped(now) }
+    }
+
+    private func swapped(_ other: String) -> StepStop {
+        StepStop(outcome: .error, message: "another unit (hardware id \(other)) is in the slot now: the unit was taken out mid-run")
+    }
+
+    private func flash(_ image: FirmwareImage, step: String, recorder: inout StepRecorder) async throws {
+        let hardwareID = recorder.hardwareID
+        try await recorder.step(step) { record in
+            var options = UpdateOptions(verificationKey: station.recipe.key)
+            options.reconnectWait = station.options.deviceWait
+            let updater = Devices.updater(
+                image: image, address: address, options: options, connection: station.options.connection, logger: station.logger)
+            let slot = slot.name, emit = emit
+            let watcher = Task {
+                var last = -1.0
+                for await progress in updater.progress where progress.fraction - last >= 0.01 || progress.fraction >= 1 {
+                    last = progress.fraction
+                    emit(.progress(slot: slot, hardwareID: hardwareID, step: step, fraction: progress.fraction))
+                }
+            }
+            defer { watcher.cancel() }
+            let result = try await time.device { try await updater.run() }
+            let version = image.version.map { "\(image.region.rawValue) \($0)" } ?? "the \(image.region.rawValue) image"
+            // Nothing written: the unit held the image already (installed, or every sector verified as equal).
+            guard !result.alreadyInstalled, result.bytesWritten > 0 else {
+                record.message = "the unit holds \(version)"
+                return .skipped
+            }
+            record.message = "\(version): \(result.bytesWritten) bytes in \(String(format: "%.1f", result.seconds)) s"
+            return .pass
+        }
+    }
+
+    private func measure(_ test: ProvisioningRecipe.TestSpec, steps: FactorySteps, record: inout StepRecord) async throws -> StepOutcome {
+        guard let measurement = FactoryMeasurement(name: test.name) else {
+            throw StepStop(outcome: .error, message: "the station cannot measure '\(test.name)'")
+        }
+        var judgement = ProvisioningRecipe.Judgement.fail
+        var value = Double.nan
+        for attempt in 1...test.retry.attempts {
+            if attempt > 1 {
+                record.retries += 1
+                try await Task.sleep(for: test.retry.delay)
+            }
+            value = try await time.device { try await steps.measure(measurement) }
+            judgement = test.judge(value)
+            if judgement != .fail { break }
+        }
+        record.measurements.append(Measurement(
+            name: test.name, value: value, unit: test.unit.rawValue, low: test.limits.low, high: test.limits.high,
+            marginalLow: test.marginal?.low, marginalHigh: test.marginal?.high,
+            outcome: MeasurementOutcome(rawValue: judgement.rawValue) ?? .fail))
+        guard judgement != .fail else {
+            throw StepStop(outcome: .fail, message: "\(test.name) \(Self.format(value)) \(test.unit.rawValue) is outside \(Self.format(test.limits))")
+        }
+        if judgement == .marginal { record.message = "marginal" }
+        return .pass
+    }
+
+    static func format(_ value: Double) -> String { String(format: "%.2f", value) }
+
+    static func format(_ limits: ProvisioningRecipe.Limits) -> String {
+        "\(limits.low.map(format) ?? "-inf")...\(limits.high.map(format) ?? "+inf")"
+    }
+}
+
+/// One line for any error of the tools.
+func describe(_ error: any Error) -> String {
+    if let coded = error as? any CodedError { return coded.message }
+    if error is CancellationError { return "the station stopped" }
+    return String(describing: error)
+}
+
+/// Records each step as it ends (with its measurements) and reports it.
+struct StepRecorder {
+    let run: RunID
+    let slot: String
+    let hardwareID: String
+    let store: any RecordStore
+    let emit: @Sendable (StationEvent) -> Void
+    /// The step running now (the failing one after a stop).
+    private(set) var current: String?
+    private(set) var skipped: [String] = []
+
+    init(run: RunID, slot: String, hardwareID: String, store: any RecordStore, emit: @escaping @Sendable (StationEvent) -> Void) {
+        (self.run, self.slot, self.hardwareID, self.store, self.emit) = (run, slot, hardwareID, store, emit)
+    }
+
+    /// Runs part of a step whose effect a later, recorded step records (a failure names `name`).
+    mutating func unrecorded<T>(_ name: String, _ body: () async throws -> T) async throws -> T {
+        current = name
+        let value = try await body()
+        current = nil
+        return value
+    }
+
+    /// Runs a step, records it with its outcome (pass, skipped; fail, error or aborted when it throws) and rethrows.
+    mutating func step(_ name: String, _ body: (inout StepRecord) async throws -> StepOutcome) async throws {
+        current = name
+        emit(.stepStarted(slot: slot, hardwareID: hardwareID, step: name))
+        var record = StepRecord(name: name, startedAt: Date(), endedAt: Date(), outcome: .pass)
+        var failure: (any Error)?
+        do {
+            record.outcome = try await body(&record)
+        } catch let stop as StepStop {
+            record.outcome = stop.outcome
+            record.message = stop.message
+            failure = stop
+        } catch {
+            let aborted = Task.isCancelled
+            record.outcome = aborted ? .aborted : .error
+            record.message = describe(error)
+            failure = aborted ? StepStop(outcome: .aborted, message: describe(error)) : error
+        }
+        record.endedAt = Date()
+        if record.outcome == .skipped { skipped.append(name) }
+        let (store, run, finished) = (self.store, self.run, record)
+        // Recorded even while the station stops: an uncancelled task.
+        let stored = await Task { () -> (any Error)? in
+            do { _ = try await store.recordStep(finished, in: run); return nil } catch { return error }
+        }.value
+        emit(.stepEnded(slot: slot, hardwareID: hardwareID, step: name, outcome: record.outcome.rawValue, message: record.message.isEmpty ? nil : record.message))
+        if let failure { throw failure }
+        if let stored { throw StepStop(outcome: .error, message: "records: \(describe(stored))") }
+        current = nil
+    }
+}

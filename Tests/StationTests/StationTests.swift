@@ -1,0 +1,165 @@
+import Foundation
+import LightX
+import Recipe
+import Records
+import Simulator
+import Station
+import TestSupport
+import TuneupKit
+import Testing
+
+/// The station against blank simulated units: what it does to them and what it records.
+@Suite struct StationTests {
+    @Test func provisionsUnitsAtOnceAndRecordsEveryStep() async throws {
+        let line = try await LineFixture.make(units: 3)
+        defer { Task { await line.close() } }
+        let events = EventLog()
+        let results = try await withTimeLimit(120) { try await line.station(events: events).run(slots: line.slots) }
+
+        #expect(results.map(\.outcome) == [.pass, .pass, .pass], "\(results)")
+        #expect(Set(results.compactMap(\.serial)).count == 3)
+        #expect(Set(results.compactMap(\.bluetoothAddress)).count == 3)
+        for (k, result) in results.enumerated() {
+            // The unit holds what the station says it gave it, locked.
+            let info = try await line.info(k)
+            #expect(info.hardwareID == result.hardwareID)
+            #expect(info.serialNumber == result.serial)
+            #expect(info.bluetoothAddress == result.bluetoothAddress)
+            #expect(info.calibrationStatus == "stored")
+            #expect(info.locked)
+            #expect(result.stationSeconds >= 0 && result.stationSeconds <= result.seconds)
+
+            // Recorded: one passing run with every step, identities committed.
+            let hardwareID = try #require(result.hardwareID)
+            let unit = try #require(try await line.store.unit(hardwareID))
+            #expect(unit.runs.map(\.outcome) == [.pass])
+            let run = try #require(try await line.store.run(unit.runs[0].id))
+            #expect(run.steps.map(\.name) == LineFixture.expectedSteps(line.recipe.recipe))
+            #expect(run.steps.allSatisfy { $0.outcome == .pass })
+            #expect(run.start.recipeHash == line.recipe.contentHash)
+            #expect(run.start.imageHashes.keys.sorted() == ["application", "resource"])
+            let calibration = try #require(run.steps.first { $0.name == "calibrate-anc" })
+            #expect(calibration.measurements.map(\.name) == ["anc-correction"])
+            let live = unit.identities.filter { $0.state != .voided }
+            #expect(Set(live.map(\.kind)) == [.serial, .bluetoothAddress])
+            #expect(live.allSatisfy { $0.state == .committed })
+            #expect(Set(live.map(\.value)) == [result.serial!, result.bluetoothAddress!])
+        }
+        #expect(events.stepsStarted.filter { $0 == "lock" }.count == 3)
+    }
+
+    @Test func aUnitThatComesBackKeepsItsIdentityAndSkipsWhatItHolds() async throws {
+        let line = try await LineFixture.make(units: 1)
+        defer { Task { await line.close() } }
+        let first = try await withTimeLimit(120) { try await line.station().run(slots: line.slots) }
+        let again = try await withTimeLimit(120) { try await line.station().run(slots: line.slots) }
+        #expect(first.map(\.outcome) == [.pass] && again.map(\.outcome) == [.pass])
+        #expect(again[0].serial == first[0].serial)
+        #expect(again[0].bluetoothAddress == first[0].bluetoothAddress)
+        #expect(Set(again[0].skippedSteps) == ["flash-application", "flash-resource", "identity", "calibrate-anc", "lock"])
+        let unit = try #require(try await line.store.unit(first[0].hardwareID!))
+        #expect(unit.identities.count == 2, "no second identity: \(unit.identities)")
+    }
+
+    @Test func aUnitOutsideTheCalibrationLimitFailsAndKeepsNoCalibration() async throws {
+        let line = try await LineFixture.make(units: 1, failShare: 1)
+        defer { Task { await line.close() } }
+        let results = try await withTimeLimit(120) { try await line.station().run(slots: line.slots) }
+        let result = try #require(results.first)
+        #expect(result.outcome == .fail)
+        #expect(result.failedStep == "calibrate-anc")
+        #expect(result.message?.contains("outside") == true, "\(result.message ?? "")")
+        let info = try await line.info(0)
+        #expect(info.calibrationStatus != "stored")
+        #expect(!info.locked)
+        let unit = try #require(try await line.store.unit(result.hardwareID!))
+        #expect(unit.runs.map(\.outcome) == [.fail])
+        let run = try #require(try await line.store.run(unit.runs[0].id))
+        #expect(run.steps.last?.name == "calibrate-anc" && run.steps.last?.outcome == .fail)
+        #expect(run.steps.last?.measurements.first?.outcome == .fail)
+        // Written to the unit, but not committed: a passing rework commits the same identity.
+        #expect(unit.identities.allSatisfy { $0.state == .written })
+    }
+
+    @Test func anExhaustedIdentityPoolStopsTheStationAndIssuesNothingTwice() async throws {
+        let line = try await LineFixture.make(units: 2) {
+            $0.replacingOccurrences(of: "count: 65536", with: "count: 1")
+        }
+        defer { Task { await line.close() } }
+        let station = line.station()
+        let results = try await withTimeLimit(120) { try await station.run(slots: line.slots) }
+        #expect(results.map(\.outcome).sorted { $0.rawValue < $1.rawValue } == [.error, .pass])
+        let refused = try #require(results.first { $0.outcome == .error })
+        #expect(refused.message?.contains("used up") == true, "\(refused.message ?? "")")
+        #expect(station.stopReason?.contains("used up") == true)
+        let identities = try await line.store.units().flatMap(\.identities).filter { $0.kind == .bluetoothAddress }
+        #expect(identities.map(\.value) == ["02:54:55:00:00:00"])
+    }
+
+    @Test func aStoppedStationRecordsTheRunAbortedAndTheUnitResumesWithItsIdentity() async throws {
+        let line = try await LineFixture.make(units: 1)
+        defer { Task { await line.close() } }
+        // Stop the station as the identity step starts (after the flash): the run is aborted.
+        let events = EventLog()
+        let station = line.station(events: events)
+        let task = Task { try await station.run(slots: line.slots) }
+        try await waitUntil("the identity step started", within: 60) { events.stepsStarted.contains("identity") }
+        task.cancel()
+        let stopped = try await withTimeLimit(60) { try await task.value }
+        #expect(stopped.first?.outcome == .aborted, "\(stopped)")
+
+        let resumed = try await withTimeLimit(120) { try await line.station().run(slots: line.slots) }
+        #expect(resumed.first?.outcome == .pass)
+        #expect(resumed.first?.serial == stopped.first?.serial)
+        #expect(resumed.first?.skippedSteps.contains("flash-application") == true)
+        let unit = try #require(try await line.store.unit(resumed[0].hardwareID!))
+        #expect(unit.runs.map(\.outcome) == [.aborted, .pass])
+        #expect(unit.identities.count == 2)
+    }
+
+    @Test func watchModeProvisionsUnitsAsTheyArriveAndWaitsForEachToLeave() async throws {
+        // The line takes a unit out after 1.5 s without a request: longer than any pause of a run (the recipe's
+        // retry delays are at most 0.5 s; flash and calibration are instant at time scale 0).
+        var options = SimulatorOptions(timeScale: 0)
+        options.production = ProductionLine(seed: 5)
+        let simulated = try await SimulatedLine.start(.init(slots: 2, units: 5, dwell: .milliseconds(1500), gap: .milliseconds(50), simulator: options))
+        let line = try await LineFixture.make(units: 1)
+        defer { Task { await simulated.shutdown(); await line.close() } }
+        let events = EventLog()
+        let station = line.station(events: events)
+        let task = Task { try await station.watch(slots: simulated.endpoints.map { Slot(address: $0) }) }
+        try await waitUntil("five units were provisioned", within: 120) { station.totals.completed == 5 }
+        task.cancel()
+        #expect(station.totals.passed == 5, "\(events.all.filter { if case .finished = $0 { return true } else { return false } })")
+        try await withTimeLimit(60) { try await task.value }
+        let units = try await line.store.units()
+        #expect(units.count == 5)
+        #expect(Set(units.flatMap(\.identities).filter { $0.kind == .serial }.map(\.value)).count == 5)
+        let left = events.all.filter { if case .left = $0 { return true } else { return false } }.count
+        #expect(left >= 3, "the slots saw units leave: \(left)")
+    }
+
+    @Test func aUnitSwappedMidRunIsNotGivenTheFirstOnesIdentity() async throws {
+        let line = try await LineFixture.make(units: 1)
+        defer { Task { await line.close() } }
+        guard case let .tcp(host, port) = try Devices.parseAddress(line.server.endpoints[0]) else { throw TestFailure("not TCP") }
+        let events = EventLog()
+        let station = line.station(events: events)
+        let task = Task { try await station.run(slots: line.slots) }
+        // The first unit is taken out as its settings step starts, and a unit of another lot is put in its place.
+        try await waitUntil("the settings step started", within: 60) { events.stepsStarted.contains("settings") }
+        await line.server.shutdown()
+        var options = SimulatorOptions(timeScale: 0)
+        options.production = ProductionLine(seed: 99)
+        let other = try await SimulatorServer.listenTCP(host: host, port: port, count: 1, statePath: nil, options: options)
+        defer { Task { await other.shutdown() } }
+        let results = try await withTimeLimit(60) { try await task.value }
+        let result = try #require(results.first)
+        #expect(result.outcome == .error)
+        #expect(result.message?.contains("another unit") == true, "\(result.message ?? "")")
+        let client = Devices.bootloaderClient(address: try Devices.parseAddress(other.endpoints[0]), wait: .seconds(10))
+        let info = try await FactorySteps(client: client).info()
+        await client.close()
+        #expect(info.serialNumber == nil && info.bluetoothAddress == nil, "the second unit got nothing: \(info)")
+    }
+}
