@@ -13,7 +13,7 @@ struct SimCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "sim",
         abstract: "Run simulated devices that other tools (or tuneup itself) can connect to.",
-        subcommands: [Headset.self])
+        subcommands: [Headset.self, Line.self])
 
     struct Headset: AsyncParsableCommand, HandlesItsOwnSignals {
         static let configuration = CommandConfiguration(
@@ -208,6 +208,101 @@ struct SimCommand: AsyncParsableCommand {
             }
             await usb?.shutdown()
             await server.shutdown()
+        }
+    }
+}
+
+extension SimCommand {
+    /// `tuneup sim line`: fixture slots where blank units arrive one after another (a station's watch mode).
+    struct Line: AsyncParsableCommand, HandlesItsOwnSignals {
+        static let configuration = CommandConfiguration(
+            commandName: "line",
+            abstract: "Simulate a production line: fixture slots on TCP where blank units arrive and are taken out.",
+            discussion: """
+                Prints each slot's address (tcp:HOST:PORT) on a line of its own, then runs: each slot holds a unit \
+                fresh from assembly (as 'sim headset --blank'); once a host has used it and then left it alone for \
+                --dwell, the unit is taken out (the address stops answering) and after --gap the next unit arrives \
+                in the slot. Unit i of the line has the hardware id and microphone spread of --seed and i. Arrivals \
+                and removals are reported on stderr; the command ends when every unit has come and gone (or on \
+                Ctrl-C).
+                Examples:
+                  tuneup sim line --slots 2 --units 6 --listen tcp:127.0.0.1:4400 --time-scale 0 &
+                  tuneup station run --recipe recipes/sim-headset.yaml --watch -d tcp:127.0.0.1:4400 -d tcp:127.0.0.1:4401
+                """)
+
+        @Option(help: ArgumentHelp("Fixture slots, 1...64.", valueName: "n"))
+        var slots: Int = 1
+
+        @Option(help: ArgumentHelp("Units in all.", valueName: "n"))
+        var units: Int = 1
+
+        @Option(help: ArgumentHelp("Slot k listens on tcp:HOST:PORT+k (port 0 picks free ports).", valueName: "addr"))
+        var listen: String = "tcp:127.0.0.1:0"
+
+        @Option(help: ArgumentHelp("Take a unit out when the host has sent it nothing for this long after using it.", valueName: "duration"))
+        var dwell: String = "2s"
+
+        @Option(help: ArgumentHelp("Time between a unit leaving a slot and the next arriving.", valueName: "duration"))
+        var gap: String = "300ms"
+
+        @Option(help: ArgumentHelp("The line's seed (uids and spreads).", valueName: "n"))
+        var seed: UInt64 = 1
+
+        @Option(help: ArgumentHelp("The share 0...1 of units whose ANC calibration exceeds the limit.", valueName: "share"))
+        var failShare: Double = 0
+
+        @Option(help: ArgumentHelp("Multiply flash and boot timing (1 = like real parts; 0 = instant).", valueName: "x"))
+        var timeScale: Double = 1
+
+        func validate() throws {
+            guard (1...SimulatorServer.maxDevices).contains(slots) else { throw ValidationError("--slots must be 1...\(SimulatorServer.maxDevices)") }
+            guard (1...1_000_000).contains(units) else { throw ValidationError("--units must be 1...1000000") }
+            guard case .tcp? = try? DeviceAddress(parsing: listen) else { throw ValidationError("--listen takes tcp:HOST:PORT, got '\(listen)'") }
+            for (name, text) in [("--dwell", dwell), ("--gap", gap)] {
+                guard parseDuration(text).map({ $0 >= .zero && $0 <= .seconds(3600) }) == true else {
+                    throw ValidationError("\(name) takes a duration like 2s or 300ms, got '\(text)'")
+                }
+            }
+            guard failShare.isFinite, (0...1).contains(failShare) else { throw ValidationError("--fail-share must be 0...1") }
+            guard timeScale >= 0, timeScale <= 1000, timeScale.isFinite else { throw ValidationError("--time-scale must be 0...1000") }
+        }
+
+        func run() async throws {
+            LoggingSetup.bootstrap()
+            var logger = Logger(label: "tuneup.sim")
+            logger.logLevel = .warning
+            var simulator = SimulatorOptions(logger: logger, timeScale: timeScale)
+            simulator.production = ProductionLine(seed: seed, failShare: failShare)
+            guard case let .tcp(host, port)? = try? DeviceAddress(parsing: listen) else { return }
+            let line: SimulatedLine
+            do {
+                line = try await SimulatedLine.start(.init(
+                    slots: slots, units: units, host: host, port: port, dwell: parseDuration(dwell) ?? .seconds(2),
+                    gap: parseDuration(gap) ?? .zero, simulator: simulator))
+            } catch {
+                throw failureExit(error)
+            }
+            let control = ControlInput.lines()
+            for endpoint in line.endpoints { Output.line(endpoint) }
+            printError("a line of \(slots) slot\(slots == 1 ? "" : "s") and \(units) unit\(units == 1 ? "" : "s"); Ctrl-C to stop")
+            // Until every unit has come and gone, or a signal or 'quit' ends the control lines.
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    for await event in line.events {
+                        switch event {
+                        case let .arrived(slot, unit, address): printError("slot \(slot): unit \(unit) arrived (\(address))")
+                        case let .left(slot, unit): printError("slot \(slot): unit \(unit) taken out")
+                        case .done: printError("every unit has come and gone")
+                        }
+                    }
+                }
+                group.addTask {
+                    for await line in control where line == "quit" { return }
+                }
+                await group.next()
+                group.cancelAll()
+            }
+            await line.shutdown()
         }
     }
 }

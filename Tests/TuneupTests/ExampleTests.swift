@@ -84,12 +84,19 @@ import Testing
         let tcp = try await RunningSimulator.start(["--listen", "tcp:127.0.0.1:0", "--state", directory + "/tcp-headset.json"])
         defer { _ = tcp }
         let blank = try await RunningSimulator.start(["--blank", "--listen", "tcp:127.0.0.1:0", "--state", directory + "/blank-unit.json"])
+        // Station examples name a line of blank units at tcp:127.0.0.1:4300...4303: four units with instant flash
+        // timing stand in (unit k for port 4300+k).
+        try FileManager.default.createSymbolicLink(
+            atPath: directory + "/recipes", withDestinationPath: Self.repository.appendingPathComponent("recipes").path)
+        let line = try await RunningSimulator.start(["--blank", "--count", "4", "--time-scale", "0", "--listen", "tcp:127.0.0.1:0"], count: 4)
         var ran = 0, factory = 0
         for example in examples {
             var (words, background) = Self.words(example)
             #expect(words.first == "tuneup", "\(example)")
             words.removeFirst()
             if words.contains("--usb-gadget") || words.contains("--rfcomm") { continue }   // tools/vm/e2e.sh runs these
+            // A station in watch mode runs until Ctrl-C: StationTests (simulated line) and tools/vm/e2e.sh (USB) run it.
+            if words.contains("--watch") { continue }
             words = words.map { word in
                 word.replacingOccurrences(of: "/tmp/", with: directory + "/")
                     .replacingOccurrences(of: "tcp:127.0.0.1:PORT", with: tcp.addresses[0])
@@ -98,6 +105,10 @@ import Testing
             let isFactory = words.first == "factory"
             if isFactory { factory += 1 }
             words = words.map { $0 == "tcp:127.0.0.1:4100" ? (isFactory ? blank.addresses[0] : tcp.addresses[0]) : $0 }
+            words = words.map { word in
+                guard word.hasPrefix("tcp:127.0.0.1:430"), let k = Int(word.dropFirst("tcp:127.0.0.1:430".count)), k < 4 else { return word }
+                return line.addresses[k]
+            }
             if words.first == "sim" { background = true }
             if background {
                 let status = try await Self.runServer(words, state: state, directory: directory)
@@ -115,6 +126,7 @@ import Testing
         #expect(ran > 0)
         #expect(await tcp.quit() == 0)
         #expect(await blank.quit() == 0)
+        #expect(await line.quit() == 0)
         return factory
     }
 

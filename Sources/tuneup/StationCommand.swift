@@ -1,0 +1,164 @@
+import ArgumentParser
+import Foundation
+import Recipe
+import Records
+import Station
+import TuneupKit
+
+/// `tuneup station run`: the provisioning station (docs/provisioning.md).
+struct StationCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "station",
+        abstract: "Provision units with a recipe: flash, identity, settings, calibration, tests, lock; every run recorded.",
+        subcommands: [Run.self],
+        defaultSubcommand: Run.self)
+
+    struct Run: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Run a provisioning recipe on units, several at once, recording every run.",
+            discussion: """
+                Slots are places where units sit: --device ADDR (repeatable; each address is a slot), --usb (every \
+                attached USB headset, its port path being the slot), or both. Without --watch each slot's unit is \
+                provisioned once and the command ends; with --watch the station waits for units to arrive in the \
+                slots (USB hot-plug, a fixture's address that starts answering), provisions each as it comes, says \
+                when to take it out, and goes on until Ctrl-C or until the identity pool is used up.
+
+                A unit that comes back (unplugged, power cut, station killed) is recognised by its hardware id: it \
+                keeps the identity it was given, and steps whose effect it verifiably holds are skipped.
+
+                Output: on a terminal one live line per slot and the running totals; otherwise one line per unit; \
+                --format json prints every event as JSON Lines. Records go to --db (default: records.sqlite next to \
+                the recipe).
+
+                Exit codes: 0 every unit passed, 1 a unit failed or erred, 64 bad arguments or recipe values, \
+                65 an image is invalid or not signed by the recipe's key, 74 the recipe, an image or the records \
+                database could not be read or written, 130 stopped by Ctrl-C (units being provisioned are recorded \
+                as aborted).
+
+                Examples:
+                  tuneup sim headset --count 4 --blank --listen tcp:127.0.0.1:4300 &
+                  tuneup station run --recipe recipes/sim-headset.yaml --device tcp:127.0.0.1:4300 --device tcp:127.0.0.1:4301
+                  tuneup station run --recipe recipes/sim-headset.yaml --device tcp:127.0.0.1:4302 --format json
+                  tuneup station run --recipe recipes/sim-headset.yaml --usb --watch --db line.sqlite
+                """)
+
+        @Option(help: ArgumentHelp("The provisioning recipe (YAML; docs/recipe.md).", valueName: "file"))
+        var recipe: String
+
+        @Option(name: [.customShort("d"), .long], help: ArgumentHelp("A slot's address (repeatable): tcp:HOST:PORT, usb:BUS-PORTS, serial:PATH, ...", valueName: "addr"))
+        var device: [String] = []
+
+        @Flag(help: "Every attached USB headset is a slot (its port path); with --watch, ports are watched for hot-plugged units.")
+        var usb = false
+
+        @Flag(help: "Wait for units to arrive in the slots and provision each as it comes, until Ctrl-C.")
+        var watch = false
+
+        @Option(help: ArgumentHelp("The records: a SQLite file (default: records.sqlite next to the recipe).", valueName: "location"))
+        var db: String?
+
+        @Option(help: ArgumentHelp("The station's name in the records (default: the host name).", valueName: "name"))
+        var station: String?
+
+        @Option(name: .customLong("operator"), help: ArgumentHelp("Who operates the station (recorded with every run).", valueName: "name"))
+        var operatorName: String = ProcessInfo.processInfo.environment["USER"] ?? ""
+
+        @Option(parsing: .unconditional, help: ArgumentHelp("Seconds to wait for each reply before sending a request again.", valueName: "seconds"))
+        var timeout: Double = 2
+
+        @Option(help: ArgumentHelp("How long a unit may take to come back after a reset (e.g. 30s).", valueName: "duration"))
+        var wait: String = "30s"
+
+        @OptionGroup var output: OutputOptions
+
+        func validate() throws {
+            if device.isEmpty && !usb { throw ValidationError("name the slots: --device ADDR (repeatable) or --usb") }
+            if Set(device).count != device.count { throw ValidationError("a slot is named twice in --device") }
+            for address in device {
+                do { _ = try Devices.parseAddress(address) } catch { throw ValidationError(error.message) }
+            }
+            try checkSeconds(timeout, "--timeout")
+            guard parseDuration(wait).map({ $0 > .zero && $0 <= .seconds(600) }) == true else {
+                throw ValidationError("--wait takes a duration like 30s (up to 600 s), got '\(wait)'")
+            }
+            if let station, station.isEmpty || station.count > 64 { throw ValidationError("--station must be 1...64 characters") }
+        }
+
+        func run() async throws {
+            // Everything that can be wrong with the recipe, its images or the records is found before a unit is touched.
+            let loaded: LoadedRecipe
+            let store: any RecordStore
+            do {
+                loaded = try await Self.loadRecipe(recipe)
+                try Self.checkMeasurable(loaded)
+                let directory = URL(fileURLWithPath: recipe).deletingLastPathComponent().path
+                store = try await SQLiteRecordStore.open(path: db ?? (directory + "/records.sqlite"))
+            } catch {
+                throw failureExit(error)
+            }
+            var connection = ConnectionOptions()
+            connection.session.timeout = .milliseconds(Int64(timeout * 1000))
+            let options = StationOptions(
+                station: station ?? ProcessInfo.processInfo.hostName, operatorName: operatorName, toolVersion: TuneupVersion.string,
+                connection: connection, deviceWait: parseDuration(wait) ?? .seconds(30))
+            let view = StationView(json: output.json, live: !output.json && isatty(STDOUT_FILENO) == 1)
+            let station = Station(recipe: loaded, store: store, options: options) { view.show($0) }
+            do {
+                let closed = try await station.recover()
+                if closed > 0 { view.note("closed \(closed) run\(closed == 1 ? "" : "s") a killed station left open (recorded as aborted)") }
+            } catch {
+                throw failureExit(error)
+            }
+            let slots = device.map { Slot(address: $0) }
+            var results: [UnitResult] = []
+            do {
+                if watch {
+                    if usb {
+                        try await station.watch(discovering: {
+                            let ports = (try? await Devices.attachedUSBHeadsets()) ?? []
+                            return slots + ports.map { Slot(address: $0) }
+                        }, announce: slots)
+                    } else {
+                        try await station.watch(slots: slots)
+                    }
+                } else {
+                    var all = slots
+                    if usb {
+                        let ports = try await Devices.attachedUSBHeadsets()
+                        if ports.isEmpty && slots.isEmpty {
+                            throw CommandFailure(message: "no USB headset is attached (use --watch to wait for units)", code: Exit.connection)
+                        }
+                        all += ports.filter { port in !slots.contains { $0.address == port } }.map { Slot(address: $0) }
+                    }
+                    results = try await station.run(slots: all)
+                }
+            } catch {
+                throw failureExit(error)
+            }
+            view.summary(station.totals, stopReason: station.stopReason)
+            if Task.isCancelled { return }
+            if let reason = station.stopReason, watch { throw CommandFailure(message: "the station stopped: \(reason)", code: 1) }
+            if results.contains(where: { $0.outcome != .pass }) || station.totals.failed + station.totals.errors > 0 {
+                throw ExitCode(1)
+            }
+        }
+
+        /// Loads the recipe off the cooperative pool (it reads and verifies the images).
+        static func loadRecipe(_ path: String) async throws -> LoadedRecipe {
+            try await withCheckedThrowingContinuation { continuation in
+                DispatchQueue.global().async {
+                    continuation.resume(with: Result { try ProvisioningRecipe.load(path: path) })
+                }
+            }
+        }
+
+        /// Every test of the recipe must be a measurement the station can take.
+        static func checkMeasurable(_ loaded: LoadedRecipe) throws {
+            for test in loaded.recipe.tests where !Station.canMeasure(test.name) {
+                throw CommandFailure(
+                    message: "\(loaded.path): tests: the station cannot measure '\(test.name)' (it measures \(Station.measurements.joined(separator: ", ")))",
+                    code: Exit.usage)
+            }
+        }
+    }
+}

@@ -1,0 +1,150 @@
+import Foundation
+import Station
+import Synchronization
+
+/// Shows a station's events: on a terminal one live line per slot (slot, unit, step, progress, last result) under
+/// the running totals, redrawn in place; otherwise one line per unit and per stop; with --format json every event
+/// as a JSON Lines object.
+final class StationView: Sendable {
+    private let json: Bool
+    private let live: Bool
+    private let state = Mutex(State())
+
+    private struct SlotLine {
+        var unit = ""
+        var step = "waiting"
+        var fraction: Double?
+        var result = ""
+    }
+
+    private struct State {
+        var order: [String] = []
+        var slots: [String: SlotLine] = [:]
+        var totals = StationTotals()
+        /// Lines drawn by the last redraw (moved over by the next one).
+        var drawn = 0
+        var lastDraw = ContinuousClock.now - .seconds(1)
+    }
+
+    init(json: Bool, live: Bool) {
+        (self.json, self.live) = (json, live)
+    }
+
+    func show(_ event: StationEvent) {
+        if json {
+            if let line = try? Output.jsonLine(event) { Output.line(line) }
+            return
+        }
+        let plain: String? = state.withLock { s in
+            switch event {
+            case let .started(slots, recipe, _, station):
+                for slot in slots where s.slots[slot] == nil { s.order.append(slot); s.slots[slot] = SlotLine() }
+                return live ? nil : "station \(station): recipe \(recipe), \(slots.count) slot\(slots.count == 1 ? "" : "s")"
+            case let .waiting(slot):
+                update(&s, slot) { $0 = SlotLine(result: $0.result) }
+                return nil
+            case let .arrived(slot, hardwareID):
+                update(&s, slot) { $0.unit = hardwareID; $0.step = "identify"; $0.fraction = nil }
+                return nil
+            case let .stepStarted(slot, _, step):
+                update(&s, slot) { $0.step = step; $0.fraction = nil }
+                return nil
+            case let .progress(slot, _, _, fraction):
+                update(&s, slot) { $0.fraction = fraction }
+                return nil
+            case let .stepEnded(slot, hardwareID, step, outcome, message):
+                guard !live, ["fail", "error"].contains(outcome) else { return nil }
+                return "\(slot)  \(hardwareID)  \(step) \(outcome.uppercased()): \(message ?? "")"
+            case let .finished(unit):
+                let text = Self.resultText(unit)
+                update(&s, unit.slot) { $0.step = "done"; $0.fraction = nil; $0.result = text }
+                return live ? nil : "\(unit.slot)  \(unit.hardwareID ?? "-")  \(text)"
+            case let .left(slot):
+                update(&s, slot) { $0.unit = ""; $0.step = "waiting" }
+                return nil
+            case let .stopping(reason):
+                return "stopping: \(reason)"
+            case let .totals(totals):
+                s.totals = totals
+                return nil
+            }
+        }
+        if let plain {
+            if live { clear() }
+            Output.line(plain)
+        }
+        if live { redraw(force: plain != nil) }
+    }
+
+    func note(_ text: String) {
+        if json { return }
+        if live { clear() }
+        Output.line(text)
+    }
+
+    /// The totals at the end (a last JSON event is the station's own `totals`).
+    func summary(_ totals: StationTotals, stopReason: String?) {
+        if json {
+            if let line = try? Output.jsonLine(StationEvent.totals(totals)) { Output.line(line) }
+            return
+        }
+        if live { redraw(force: true) }
+        Output.line(Self.totalsText(totals))
+    }
+
+    private func update(_ s: inout State, _ slot: String, _ change: (inout SlotLine) -> Void) {
+        if s.slots[slot] == nil { s.order.append(slot); s.slots[slot] = SlotLine() }
+        change(&s.slots[slot]!)
+    }
+
+    /// Redraws at most 10 times a second (always when forced).
+    private func redraw(force: Bool) {
+        let text: String? = state.withLock { s in
+            let now = ContinuousClock.now
+            guard force || now - s.lastDraw >= .milliseconds(100) else { return nil }
+            s.lastDraw = now
+            let width = max(8, s.order.map(\.count).max() ?? 0)
+            var lines = s.order.map { name -> String in
+                let line = s.slots[name] ?? SlotLine()
+                var step = line.step
+                if let f = line.fraction { step += String(format: " %3d%%", Int(f * 100)) }
+                return name.padding(toLength: width, withPad: " ", startingAt: 0) + "  "
+                    + line.unit.padding(toLength: 16, withPad: " ", startingAt: 0) + "  "
+                    + step.padding(toLength: 26, withPad: " ", startingAt: 0) + "  " + line.result
+            }
+            lines.append(Self.totalsText(s.totals))
+            let up = s.drawn > 0 ? "\u{1B}[\(s.drawn)A" : ""
+            s.drawn = lines.count
+            return up + lines.map { "\r" + $0 + "\u{1B}[K" }.joined(separator: "\n") + "\n"
+        }
+        if let text { Console.out(text) }
+    }
+
+    /// Moves above the live lines and clears them, so a plain line can be printed there.
+    private func clear() {
+        let up = state.withLock { s -> Int in defer { s.drawn = 0 }; return s.drawn }
+        if up > 0 { Console.out("\u{1B}[\(up)A\r\u{1B}[J") }
+    }
+
+    static func resultText(_ unit: UnitResult) -> String {
+        switch unit.outcome {
+        case .pass:
+            return "PASS \(unit.serial ?? "") in \(String(format: "%.1f", unit.seconds)) s: take it out"
+        case .fail, .error:
+            return "\(unit.outcome.rawValue.uppercased()) at \(unit.failedStep ?? "?"): \(unit.message ?? "")"
+        case .aborted:
+            return "ABORTED at \(unit.failedStep ?? "?")"
+        }
+    }
+
+    static func totalsText(_ t: StationTotals) -> String {
+        var text = "passed \(t.passed), failed \(t.failed), errors \(t.errors)"
+        if t.aborted > 0 { text += ", aborted \(t.aborted)" }
+        text += String(format: ", %.0f units/h", t.unitsPerHour)
+        if let fpy = t.firstPassYield { text += String(format: ", first-pass yield %.1f %%", fpy * 100) }
+        if let mean = t.stationShareMean, let max = t.stationShareMax {
+            text += String(format: ", station time %.1f %% of unit time (max %.1f %%)", mean * 100, max * 100)
+        }
+        return text
+    }
+}

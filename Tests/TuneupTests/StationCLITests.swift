@@ -1,0 +1,240 @@
+import Foundation
+import Records
+import Testing
+
+/// `tuneup station run` as an operator and a script use it, and as it survives being killed and units losing power.
+@Suite struct StationCLITests {
+    /// The repository root.
+    static let root: String = {
+        var url = URL(fileURLWithPath: #filePath)
+        for _ in 0..<3 { url.deleteLastPathComponent() }
+        return url.path
+    }()
+
+    /// A scratch directory with the shipped recipe (image paths made absolute), adapted by `edit`.
+    static func recipe(_ edit: (String) -> String = { $0 }) throws -> (directory: String, path: String) {
+        let directory = Scratch.directory
+        var text = try String(contentsOfFile: root + "/recipes/sim-headset.yaml", encoding: .utf8)
+        text = edit(text.replacingOccurrences(of: "../firmware-images", with: root + "/firmware-images"))
+        let path = directory + "/recipe.yaml"
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        return (directory, path)
+    }
+
+    /// JSON Lines events of a station's stdout.
+    static func events(_ stdout: String) -> [[String: Any]] {
+        stdout.split(separator: "\n").compactMap { try? json(String($0)) }
+    }
+
+    static func refused(_ result: CLI.Result, _ code: Int32, _ text: String, sourceLocation: SourceLocation = #_sourceLocation) {
+        #expect(result.status == code, "stderr: \(result.stderr)", sourceLocation: sourceLocation)
+        #expect(result.stderrLines.count == 1, "stderr: \(result.stderr)", sourceLocation: sourceLocation)
+        #expect(result.stderr.contains(text), "stderr: \(result.stderr)", sourceLocation: sourceLocation)
+    }
+
+    @Test func provisionsTwoUnitsWithJSONLinesAndRecordsThem() async throws {
+        let sim = try await RunningSimulator.start(["--blank", "--count", "2", "--time-scale", "0", "--listen", "tcp:127.0.0.1:0"], count: 2)
+        let (directory, recipe) = try Self.recipe()
+        let result = try await CLI.run(["station", "run", "--recipe", recipe, "-d", sim.addresses[0], "-d", sim.addresses[1],
+                                        "--station", "cli-1", "--operator", "ann", "--format", "json"], timeout: 120)
+        #expect(result.status == 0, "stderr: \(result.stderr)")
+        let events = Self.events(result.stdout)
+        #expect(events.count == result.stdout.split(separator: "\n").count, "every line is a JSON object")
+        let finished = events.filter { $0["event"] as? String == "finished" }.compactMap { $0["unit"] as? [String: Any] }
+        #expect(finished.count == 2)
+        #expect(finished.allSatisfy { $0["outcome"] as? String == "pass" })
+        let totals = try #require(events.last?["totals"] as? [String: Any])
+        #expect(totals["passed"] as? Int == 2)
+        #expect((totals["stationShareMean"] as? Double).map { $0 >= 0 && $0 < 1 } == true)
+
+        // The default records file sits next to the recipe.
+        let store = try await SQLiteRecordStore.open(path: directory + "/records.sqlite")
+        let runs = try await store.runs()
+        #expect(runs.count == 2)
+        #expect(runs.allSatisfy { $0.outcome == .pass && $0.start.station == "cli-1" && $0.start.operatorName == "ann" })
+        _ = await sim.quit()
+    }
+
+    @Test func aBadRecipeIsRefusedBeforeAnyUnitIsTouched() async throws {
+        let (directory, recipe) = try Self.recipe { $0.replacingOccurrences(of: "  model: TS-1", with: "  model: TS-1\n  colour: red") }
+        let result = try await CLI.run(["station", "run", "--recipe", recipe, "-d", "tcp:127.0.0.1:9"])
+        Self.refused(result, 64, "colour")
+        #expect(result.stderr.contains("recipe.yaml:"), "file:line:column: \(result.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: directory + "/records.sqlite"))
+
+        let missing = try await CLI.run(["station", "run", "--recipe", directory + "/nope.yaml", "-d", "tcp:127.0.0.1:9"])
+        Self.refused(missing, 74, "nope.yaml")
+        let noSlots = try await CLI.run(["station", "run", "--recipe", recipe])
+        Self.refused(noSlots, 64, "--device")
+    }
+
+    @Test func aUnitThatFailsMakesTheStationExitOne() async throws {
+        let sim = try await RunningSimulator.start(["--blank", "--fail-share", "1", "--time-scale", "0", "--listen", "tcp:127.0.0.1:0"])
+        let (_, recipe) = try Self.recipe()
+        let result = try await CLI.run(["station", "run", "--recipe", recipe, "-d", sim.addresses[0]], timeout: 120)
+        #expect(result.status == 1, "stderr: \(result.stderr)")
+        #expect(result.stdout.contains("FAIL at calibrate-anc"), "\(result.stdout)")
+        #expect(result.stdout.contains("passed 0, failed 1"), "\(result.stdout)")
+        _ = await sim.quit()
+    }
+
+    /// Where the station is killed: an event it printed (`event`, `step`), plus a delay.
+    struct KillPoint: Sendable, CustomTestStringConvertible {
+        var event: String
+        var step: String
+        var fraction: Double? = nil
+        var testDescription: String { "\(event) \(step)" + (fraction.map { " at \($0)" } ?? "") }
+    }
+
+    static let killPoints: [KillPoint] = [
+        KillPoint(event: "step-started", step: "flash-application"),
+        KillPoint(event: "progress", step: "flash-application", fraction: 0.4),
+        KillPoint(event: "step-ended", step: "flash-application"),
+        KillPoint(event: "step-started", step: "flash-resource"),
+        KillPoint(event: "step-started", step: "settings"),
+        KillPoint(event: "step-started", step: "identity"),
+        KillPoint(event: "step-ended", step: "identity"),
+        KillPoint(event: "step-started", step: "calibrate-anc"),
+        KillPoint(event: "step-started", step: "lock"),
+        KillPoint(event: "step-ended", step: "lock"),
+    ]
+
+    /// SIGKILL at every step boundary, in the flash and in the calibration; running again completes the unit with
+    /// the same identity, one passing run, the killed run recorded as aborted, nothing duplicated.
+    @Test(arguments: killPoints)
+    func killedStationResumes(at point: KillPoint) async throws {
+        let sim = try await RunningSimulator.start(["--blank", "--time-scale", "0.05", "--listen", "tcp:127.0.0.1:0"])
+        let (directory, recipe) = try Self.recipe()
+        let db = directory + "/records.sqlite"
+        let args = ["station", "run", "--recipe", recipe, "-d", sim.addresses[0], "--db", db, "--station", "k1", "--format", "json"]
+        let killed = try await StationProcess.start(args)
+        let seen = try await killed.killWhen { event in
+            guard event["event"] as? String == point.event, event["step"] as? String == point.step else { return false }
+            guard let fraction = point.fraction else { return true }
+            return (event["fraction"] as? Double ?? 0) >= fraction
+        }
+        #expect(seen, "the station never reported \(point.testDescription)")
+        let serialBefore = try await Self.serials(db)
+
+        let again = try await CLI.run(args, timeout: 120)
+        #expect(again.status == 0, "stderr: \(again.stderr)")
+        let finished = try #require(Self.events(again.stdout).first { $0["event"] as? String == "finished" }?["unit"] as? [String: Any])
+        #expect(finished["outcome"] as? String == "pass")
+
+        let store = try await SQLiteRecordStore.open(path: db)
+        let units = try await store.units()
+        #expect(units.count == 1)
+        let unit = try #require(units.first)
+        #expect(unit.runs.map(\.outcome) == [.aborted, .pass], "\(unit.runs.map(\.outcome))")
+        let live = unit.identities.filter { $0.state != .voided }
+        #expect(live.count == 2 && live.allSatisfy { $0.state == .committed }, "\(unit.identities)")
+        #expect(serialBefore.isEmpty || serialBefore == live.filter { $0.kind == .serial }.map(\.value))
+        #expect(finished["serial"] as? String == live.first { $0.kind == .serial }?.value)
+        _ = await sim.quit()
+    }
+
+    static func serials(_ db: String) async throws -> [String] {
+        let store = try await SQLiteRecordStore.open(path: db)
+        return try await store.units().flatMap(\.identities).filter { $0.kind == .serial && $0.state != .voided }.map(\.value)
+    }
+
+    static let powerCutSteps = ["flash-application", "flash-resource", "settings", "identity", "calibrate-anc", "lock"]
+
+    /// The unit loses power as each step starts: it completes (in that run or the next) with one identity and
+    /// exactly one passing run.
+    @Test(arguments: powerCutSteps)
+    func powerCutUnitCompletes(at step: String) async throws {
+        let sim = try await RunningSimulator.start(["--blank", "--time-scale", "0.05", "--listen", "tcp:127.0.0.1:0"])
+        let (directory, recipe) = try Self.recipe()
+        let db = directory + "/records.sqlite"
+        let args = ["station", "run", "--recipe", recipe, "-d", sim.addresses[0], "--db", db, "--format", "json", "--wait", "10s"]
+        let station = try await StationProcess.start(args)
+        let seen = try await station.onEvent { event in
+            guard event["event"] as? String == "step-started", event["step"] as? String == step else { return false }
+            sim.send("power-cut")
+            return true
+        }
+        #expect(seen)
+        var status = await station.exitStatus()
+        var runs = 1
+        if status != 0 {
+            let again = try await CLI.run(args, timeout: 120)
+            status = again.status
+            runs += 1
+            #expect(again.status == 0, "stderr: \(again.stderr)")
+        }
+        #expect(status == 0)
+        let store = try await SQLiteRecordStore.open(path: db)
+        let unit = try #require(try await store.units().first)
+        #expect(unit.runs.count == runs)
+        #expect(unit.runs.filter { $0.outcome == .pass }.count == 1, "\(unit.runs.map(\.outcome))")
+        #expect(unit.identities.filter { $0.state != .voided }.count == 2, "\(unit.identities)")
+        _ = await sim.quit()
+    }
+}
+
+/// A `tuneup station run` in the background whose JSON Lines are watched as they come.
+final class StationProcess: @unchecked Sendable {
+    let process = Process()
+    let output: Collector
+    let errors: Collector
+
+    static func start(_ args: [String]) async throws -> StationProcess {
+        try await offThePool { try StationProcess(args) }
+    }
+
+    private init(_ args: [String]) throws {
+        process.executableURL = CLI.binary
+        process.arguments = args
+        var env = ProcessInfo.processInfo.environment
+        env["XDG_STATE_HOME"] = Scratch.directory
+        process.environment = env
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        output = Collector(out.fileHandleForReading)
+        errors = Collector(err.fileHandleForReading)
+    }
+
+    /// Waits for the first event `matches` accepts (true), or the end of the process (false).
+    func onEvent(timeout: Double = 120, _ matches: @escaping @Sendable ([String: Any]) -> Bool) async throws -> Bool {
+        try await offThePool {
+            let deadline = Date().addingTimeInterval(timeout)
+            var checked = 0
+            while Date() < deadline {
+                let lines = self.output.linesBlocking(checked + 1, timeout: 0.05)
+                while checked < lines.count {
+                    defer { checked += 1 }
+                    if let event = try? json(lines[checked]), matches(event) { return true }
+                }
+                if !self.process.isRunning, self.output.linesBlocking(checked + 1, timeout: 0).count <= checked { return false }
+            }
+            return false
+        }
+    }
+
+    /// Kills the station with SIGKILL at the first event `matches` accepts; false when it ended before.
+    func killWhen(_ matches: @escaping @Sendable ([String: Any]) -> Bool) async throws -> Bool {
+        let seen = try await onEvent { event in
+            guard matches(event) else { return false }
+            kill(self.process.processIdentifier, SIGKILL)
+            return true
+        }
+        _ = await exitStatus()
+        return seen
+    }
+
+    func exitStatus(timeout: Double = 120) async -> Int32 {
+        (try? await offThePool {
+            let deadline = Date().addingTimeInterval(timeout)
+            while self.process.isRunning && Date() < deadline { usleep(10_000) }
+            if self.process.isRunning { self.process.terminate() }
+            self.process.waitUntilExit()
+            return self.process.terminationStatus
+        }) ?? -1
+    }
+
+    deinit { if process.isRunning { process.terminate() } }
+}
