@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Recipe
 import Transport
 
 @main
@@ -12,8 +13,39 @@ struct Bench: AsyncParsableCommand {
             swift run -c release tuneup-bench probe   # wall time of 'tuneup probe' against a TCP simulator
             swift run -c release tuneup-bench flash   # 512 KiB over an SPP-like link: pipelined, --window 1, bound
             swift run -c release tuneup-bench many    # 64 simulated headsets probed at once vs one, threads used
+            swift run -c release tuneup-bench station # 64 blank units provisioned at once vs one, station time
             """,
-        subcommands: [Codec.self, Probe.self, Flash.self, Many.self])
+        subcommands: [Codec.self, Probe.self, Flash.self, Many.self, Station.self])
+
+    struct Station: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Provision blank simulated units with the station: N at once against one, and the station's own time.",
+            discussion: """
+                Each phase starts 'tuneup sim headset --blank --count N' and provisions every unit with the recipe \
+                (flash, settings, identity, calibration, tests, lock) into a fresh SQLite file. Goals: wall ratio \
+                (N at once / one) <= 1.5; the station's own time (everything but waiting on the device and the \
+                link) <= 5 % of each unit's wall time.
+                """)
+        @Option(help: "Units provisioned at once.") var units = 64
+        @Option(help: "The recipe.") var recipe = "recipes/sim-headset.yaml"
+        @Option(help: "The simulator's --time-scale (1: real flash and boot timing).") var timeScale = 1.0
+        @Option(help: "Path of the tuneup binary (default: next to tuneup-bench).") var tuneup: String?
+
+        func run() async throws {
+            let binary = tuneup ?? URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("tuneup").path
+            guard FileManager.default.isExecutableFile(atPath: binary) else {
+                throw ValidationError("no tuneup binary at \(binary); build it with: swift build -c release --product tuneup")
+            }
+            let loaded: LoadedRecipe
+            do { loaded = try ProvisioningRecipe.load(path: recipe) } catch { throw ValidationError(error.message) }
+            let r = try await StationBenchmark(tuneup: binary, recipe: loaded, units: units, timeScale: timeScale).run()
+            print("recipe \(recipe), simulator time scale \(timeScale)")
+            print(String(format: "one: %.2f s   %d at once: %.2f s   ratio %.2f (goal <= 1.5)", r.one.seconds, r.many.units, r.many.seconds,
+                         r.many.seconds / r.one.seconds))
+            print(String(format: "station time per unit: one %.2f %% (max %.2f %%), %d at once: mean %.2f %%, max %.2f %% (goal <= 5 %%)",
+                         r.one.shareMean * 100, r.one.shareMax * 100, r.many.units, r.many.shareMean * 100, r.many.shareMax * 100))
+        }
+    }
 
     struct Many: AsyncParsableCommand {
         static let configuration = CommandConfiguration(

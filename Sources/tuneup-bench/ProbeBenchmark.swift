@@ -56,9 +56,9 @@ final class SimulatorProcess {
     private let process = Process()
     private let input = Pipe()
 
-    init(tuneup: String, count: Int) throws {
+    init(tuneup: String, count: Int, extra: [String] = []) throws {
         process.executableURL = URL(fileURLWithPath: tuneup)
-        process.arguments = ["sim", "headset", "--listen", "tcp:127.0.0.1:0", "--count", "\(count)", "--battery-drain", "0"]
+        process.arguments = ["sim", "headset", "--listen", "tcp:127.0.0.1:0", "--count", "\(count)", "--battery-drain", "0"] + extra
         let out = Pipe()
         process.standardOutput = out
         process.standardInput = input

@@ -1,0 +1,48 @@
+import Foundation
+import Recipe
+import Records
+import Station
+import TuneupKit
+
+/// Provisions blank simulated units with the station (flash, settings, identity, calibration, tests, lock): N at
+/// once against one alone, each on a fresh `tuneup sim headset --blank` process and a fresh SQLite records file, and
+/// the station's own share of each unit's wall time.
+struct StationBenchmark {
+    struct Phase {
+        var units: Int
+        var seconds: Double
+        var passed: Int
+        var shareMean: Double
+        var shareMax: Double
+    }
+
+    var tuneup: String
+    var recipe: LoadedRecipe
+    var units: Int
+    var timeScale: Double
+
+    func run() async throws -> (one: Phase, many: Phase) {
+        let one = try await phase(units: 1)
+        let many = try await phase(units: units)
+        return (one, many)
+    }
+
+    private func phase(units: Int) async throws -> Phase {
+        let sim = try SimulatorProcess(tuneup: tuneup, count: units, extra: ["--blank", "--time-scale", "\(timeScale)"])
+        defer { sim.quit() }
+        let directory = NSTemporaryDirectory() + "tuneup-bench-station-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let store = try await SQLiteRecordStore.open(path: directory + "/records.sqlite")
+        let station = Station(recipe: recipe, store: store, options: StationOptions(station: "bench", toolVersion: "bench"))
+        let start = ContinuousClock.now
+        let results = try await station.run(slots: sim.addresses.map { Slot(address: $0) })
+        let seconds = (ContinuousClock.now - start) / .seconds(1)
+        guard let failed = results.first(where: { $0.outcome != .pass }) else {
+            let shares = results.map { $0.stationSeconds / $0.seconds }
+            return Phase(units: units, seconds: seconds, passed: results.count, shareMean: shares.reduce(0, +) / Double(shares.count),
+                         shareMax: shares.max() ?? 0)
+        }
+        throw BenchError("unit in \(failed.slot) did not pass: \(failed.outcome.rawValue) at \(failed.failedStep ?? "?"): \(failed.message ?? "")")
+    }
+}
