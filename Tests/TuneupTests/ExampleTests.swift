@@ -86,8 +86,8 @@ import Testing
         let blank = try await RunningSimulator.start(["--blank", "--listen", "tcp:127.0.0.1:0", "--state", directory + "/blank-unit.json"])
         // Station examples name a line of blank units at tcp:127.0.0.1:4300...4303: four units with instant flash
         // timing stand in (unit k for port 4300+k).
-        try FileManager.default.createSymbolicLink(
-            atPath: directory + "/recipes", withDestinationPath: Self.repository.appendingPathComponent("recipes").path)
+        // A copy, not a link: the station writes its records next to the recipe.
+        try FileManager.default.copyItem(atPath: Self.repository.appendingPathComponent("recipes").path, toPath: directory + "/recipes")
         let line = try await RunningSimulator.start(["--blank", "--count", "4", "--time-scale", "0", "--listen", "tcp:127.0.0.1:0"], count: 4)
         var ran = 0, factory = 0
         for example in examples {
