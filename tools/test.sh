@@ -28,6 +28,6 @@ if [ "${CI:-}" = "true" ]; then
 fi
 if $vm; then
     echo "== USB and Bluetooth through a real kernel (QEMU)"
-    tools/vm/e2e.sh tools/vm/tuneup
+    tools/vm/e2e.sh tools/vm/tuneup --timeout 480
 fi
 echo "== all tests passed"

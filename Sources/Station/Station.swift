@@ -87,9 +87,6 @@ final class StationContext: Sendable {
 
     /// Counts a unit's result in the totals and reports them.
     func count(_ result: UnitResult, firstTime: Bool) {
-        if result.outcome == .error, let message = result.message, message.contains("used up") {
-            stop(because: message)
-        }
         emit(.totals(state.withLock { s in
             switch result.outcome {
             case .pass:

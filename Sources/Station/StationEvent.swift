@@ -77,7 +77,7 @@ public enum StationEvent: Sendable, Hashable {
 }
 
 /// Running totals of a station.
-public struct StationTotals: Sendable, Hashable, Codable {
+public struct StationTotals: Sendable, Hashable, Encodable {
     public var passed = 0
     public var failed = 0
     public var errors = 0
@@ -116,19 +116,6 @@ public struct StationTotals: Sendable, Hashable, Codable {
         try c.encodeIfPresent(stationShareMean, forKey: .stationShareMean)
         try c.encodeIfPresent(stationShareMax, forKey: .stationShareMax)
         try c.encode(elapsed, forKey: .elapsed)
-    }
-
-    public init(from decoder: any Decoder) throws {
-        let c = try decoder.container(keyedBy: Keys.self)
-        passed = try c.decode(Int.self, forKey: .passed)
-        failed = try c.decode(Int.self, forKey: .failed)
-        errors = try c.decode(Int.self, forKey: .errors)
-        aborted = try c.decode(Int.self, forKey: .aborted)
-        firstPassed = try c.decode(Int.self, forKey: .firstPassed)
-        unitsPerHour = try c.decode(Double.self, forKey: .unitsPerHour)
-        stationShareMean = try c.decodeIfPresent(Double.self, forKey: .stationShareMean)
-        stationShareMax = try c.decodeIfPresent(Double.self, forKey: .stationShareMax)
-        elapsed = try c.decode(Double.self, forKey: .elapsed)
     }
 }
 

@@ -39,7 +39,12 @@ struct UnitRun {
     func run() async -> UnitResult {
         let client = Devices.bootloaderClient(
             address: address, wait: station.options.deviceWait, connection: station.options.connection, logger: station.logger)
-        defer { Task { await client.close() } }
+        let result = await run(with: client)
+        await client.close()
+        return result
+    }
+
+    private func run(with client: BootloaderClient) async -> UnitResult {
         let steps = FactorySteps(client: client)
         var result = UnitResult(
             slot: slot.name, hardwareID: nil, serial: nil, bluetoothAddress: nil, outcome: .error, failedStep: StepName.identify,
@@ -120,14 +125,19 @@ struct UnitRun {
         // Identities first: a unit that comes back keeps what it was given, and an exhausted pool stops the
         // station before a unit is flashed for nothing.
         let identity = try await recorder.unrecorded(StepName.identity) {
-            try await station.identities.reserve(for: hardwareID)
+            do {
+                return try await station.identities.reserve(for: hardwareID)
+            } catch let error as RecordsError where error.code == .poolExhausted {
+                station.stop(because: error.message)
+                throw error
+            }
         }
         result.serial = identity.serial.value
         result.bluetoothAddress = identity.address.value
 
-        try await flash(station.recipe.application, step: StepName.flashApplication, recorder: &recorder)
+        try await flash(station.recipe.application, step: StepName.flashApplication, client: client, recorder: &recorder)
         if let resource = station.recipe.resource {
-            try await flash(resource, step: StepName.flashResource, recorder: &recorder)
+            try await flash(resource, step: StepName.flashResource, client: client, recorder: &recorder)
         }
 
         if !SettingsApplier.isEmpty(recipe.settings) {
@@ -235,9 +245,12 @@ struct UnitRun {
         StepStop(outcome: .error, message: "another unit (hardware id \(other)) is in the slot now: the unit was taken out mid-run")
     }
 
-    private func flash(_ image: FirmwareImage, step: String, recorder: inout StepRecorder) async throws {
+    private func flash(_ image: FirmwareImage, step: String, client: BootloaderClient, recorder: inout StepRecorder) async throws {
         let hardwareID = recorder.hardwareID
         try await recorder.step(step) { record in
+            // One link to a unit at a time: a USB device has one owner (its interface is claimed). The client
+            // opens its link again when it is next used.
+            await client.close()
             var options = UpdateOptions(verificationKey: station.recipe.key)
             options.reconnectWait = station.options.deviceWait
             let updater = Devices.updater(

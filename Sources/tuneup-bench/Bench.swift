@@ -17,6 +17,15 @@ struct Bench: AsyncParsableCommand {
             """,
         subcommands: [Codec.self, Probe.self, Flash.self, Many.self, Station.self])
 
+    /// The tuneup binary the benchmarks run: `option`, or the one next to tuneup-bench.
+    static func tuneupBinary(_ option: String?) throws -> String {
+        let binary = option ?? URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("tuneup").path
+        guard FileManager.default.isExecutableFile(atPath: binary) else {
+            throw ValidationError("no tuneup binary at \(binary); build it with: swift build -c release --product tuneup")
+        }
+        return binary
+    }
+
     struct Station: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Provision blank simulated units with the station: N at once against one, and the station's own time.",
@@ -32,10 +41,7 @@ struct Bench: AsyncParsableCommand {
         @Option(help: "Path of the tuneup binary (default: next to tuneup-bench).") var tuneup: String?
 
         func run() async throws {
-            let binary = tuneup ?? URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("tuneup").path
-            guard FileManager.default.isExecutableFile(atPath: binary) else {
-                throw ValidationError("no tuneup binary at \(binary); build it with: swift build -c release --product tuneup")
-            }
+            let binary = try Bench.tuneupBinary(tuneup)
             let loaded: LoadedRecipe
             do { loaded = try ProvisioningRecipe.load(path: recipe) } catch { throw ValidationError(error.message) }
             let r = try await StationBenchmark(tuneup: binary, recipe: loaded, units: units, timeScale: timeScale).run()
@@ -64,10 +70,7 @@ struct Bench: AsyncParsableCommand {
         @Option(help: "Path of the tuneup binary (default: next to tuneup-bench).") var tuneup: String?
 
         func run() async throws {
-            let binary = tuneup ?? URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("tuneup").path
-            guard FileManager.default.isExecutableFile(atPath: binary) else {
-                throw ValidationError("no tuneup binary at \(binary); build it with: swift build -c release --product tuneup")
-            }
+            let binary = try Bench.tuneupBinary(tuneup)
             let conditions: LinkConditions
             do { conditions = try LinkConditions(parsing: link) } catch let e as TransportError { throw ValidationError(e.message) }
             let r = try await ManyBenchmark(tuneup: binary, devices: devices, rounds: rounds, link: conditions).run()
@@ -131,10 +134,7 @@ struct Bench: AsyncParsableCommand {
         @Option(help: "Path of the tuneup binary (default: next to tuneup-bench).") var tuneup: String?
 
         func run() throws {
-            let binary = tuneup ?? URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("tuneup").path
-            guard FileManager.default.isExecutableFile(atPath: binary) else {
-                throw ValidationError("no tuneup binary at \(binary); build it with: swift build -c release --product tuneup")
-            }
+            let binary = try Bench.tuneupBinary(tuneup)
             let r = try ProbeBenchmark(tuneup: binary, runs: runs).run()
             print("tuneup probe --device \(r.address), \(runs) runs (\(r.requestsPerProbe) requests each)")
             print(String(format: "median %.1f ms   p90 %.1f ms   min %.1f ms   max %.1f ms   (goal: median <= 50 ms)",

@@ -66,8 +66,7 @@ struct StationCommand: AsyncParsableCommand {
         @Option(parsing: .unconditional, help: ArgumentHelp("Seconds to wait for each reply before sending a request again.", valueName: "seconds"))
         var timeout: Double = 2
 
-        @Option(help: ArgumentHelp("How long a unit may take to come back after a reset (e.g. 30s).", valueName: "duration"))
-        var wait: String = "30s"
+        @OptionGroup var wait: BootloaderCommand.WaitOption
 
         @OptionGroup var output: OutputOptions
 
@@ -78,9 +77,6 @@ struct StationCommand: AsyncParsableCommand {
                 do { _ = try Devices.parseAddress(address) } catch { throw ValidationError(error.message) }
             }
             try checkSeconds(timeout, "--timeout")
-            guard parseDuration(wait).map({ $0 > .zero && $0 <= .seconds(600) }) == true else {
-                throw ValidationError("--wait takes a duration like 30s (up to 600 s), got '\(wait)'")
-            }
             if let station, station.isEmpty || station.count > 64 { throw ValidationError("--station must be 1...64 characters") }
         }
 
@@ -100,7 +96,7 @@ struct StationCommand: AsyncParsableCommand {
             connection.session.timeout = .milliseconds(Int64(timeout * 1000))
             let options = StationOptions(
                 station: station ?? ProcessInfo.processInfo.hostName, operatorName: operatorName, toolVersion: TuneupVersion.string,
-                connection: connection, deviceWait: parseDuration(wait) ?? .seconds(30))
+                connection: connection, deviceWait: .milliseconds(Int64(wait.wait * 1000)))
             let view = StationView(json: output.json, live: !output.json && isatty(STDOUT_FILENO) == 1)
             let station = Station(recipe: loaded, store: store, options: options) { view.show($0) }
             do {

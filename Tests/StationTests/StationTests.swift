@@ -162,4 +162,23 @@ import Testing
         await client.close()
         #expect(info.serialNumber == nil && info.bluetoothAddress == nil, "the second unit got nothing: \(info)")
     }
+
+    @Test func twoStationsOnOneSQLiteFileNeverIssueAnIdentityTwice() async throws {
+        let line = try await LineFixture.make(units: 6)
+        defer { Task { await line.close() } }
+        let second = try await SQLiteRecordStore.open(path: line.directory + "/records.sqlite")
+        let a = line.station(name: "station-a")
+        let b = Station(recipe: line.recipe, store: second, options: StationOptions(station: "station-b", toolVersion: "test"))
+        let slots = line.slots
+        let results = try await withTimeLimit(120) {
+            async let first = a.run(slots: Array(slots[0..<3]))
+            async let other = b.run(slots: Array(slots[3..<6]))
+            return try await first + other
+        }
+        #expect(results.allSatisfy { $0.outcome == .pass }, "\(results)")
+        #expect(Set(results.compactMap(\.serial)).count == 6)
+        #expect(Set(results.compactMap(\.bluetoothAddress)).count == 6)
+        let stations = Set(try await line.store.runs().map(\.start.station))
+        #expect(stations == ["station-a", "station-b"])
+    }
 }

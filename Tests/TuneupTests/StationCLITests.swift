@@ -12,7 +12,7 @@ import Testing
     }()
 
     /// A scratch directory with the shipped recipe (image paths made absolute), adapted by `edit`.
-    static func recipe(_ edit: (String) -> String = { $0 }) throws -> (directory: String, path: String) {
+    static func recipe(_ edit: @escaping (String) -> String = { $0 }) throws -> (directory: String, path: String) {
         let directory = Scratch.directory
         var text = try String(contentsOfFile: root + "/recipes/sim-headset.yaml", encoding: .utf8)
         text = edit(text.replacingOccurrences(of: "../firmware-images", with: root + "/firmware-images"))
@@ -66,6 +66,20 @@ import Testing
         Self.refused(missing, 74, "nope.yaml")
         let noSlots = try await CLI.run(["station", "run", "--recipe", recipe])
         Self.refused(noSlots, 64, "--device")
+
+        // Images: missing, signed by another key, made for another model; a test the station cannot measure.
+        let images = Self.root + "/firmware-images/"
+        for (edit, code, text) in [
+            ({ (t: String) in t.replacingOccurrences(of: images + "app-1.5.0.img", with: images + "app-9.9.9.img") }, Int32(74), "app-9.9.9.img"),
+            ({ (t: String) in t.replacingOccurrences(of: images + "app-1.5.0.img", with: images + "broken-other-key.img") }, Int32(65), "images.application"),
+            ({ (t: String) in t.replacingOccurrences(of: images + "app-1.5.0.img", with: images + "broken-other-model.img") }, Int32(65), "model"),
+            ({ (t: String) in t.replacingOccurrences(of: "name: battery-level", with: "name: loudness") }, Int32(64), "cannot measure 'loudness'"),
+        ] as [((String) -> String, Int32, String)] {
+            let (other, path) = try Self.recipe(edit)
+            let result = try await CLI.run(["station", "run", "--recipe", path, "-d", "tcp:127.0.0.1:9"])
+            Self.refused(result, code, text)
+            #expect(!FileManager.default.fileExists(atPath: other + "/records.sqlite"), "refused before the records are opened")
+        }
     }
 
     @Test func aUnitThatFailsMakesTheStationExitOne() async throws {
@@ -103,10 +117,7 @@ import Testing
     /// the same identity, one passing run, the killed run recorded as aborted, nothing duplicated.
     @Test(arguments: killPoints)
     func killedStationResumes(at point: KillPoint) async throws {
-        let sim = try await RunningSimulator.start(["--blank", "--time-scale", "0.05", "--listen", "tcp:127.0.0.1:0"])
-        let (directory, recipe) = try Self.recipe()
-        let db = directory + "/records.sqlite"
-        let args = ["station", "run", "--recipe", recipe, "-d", sim.addresses[0], "--db", db, "--station", "k1", "--format", "json"]
+        let (sim, db, args) = try await Self.oneUnit()
         let killed = try await StationProcess.start(args)
         let seen = try await killed.killWhen { event in
             guard event["event"] as? String == point.event, event["step"] as? String == point.step else { return false }
@@ -133,6 +144,14 @@ import Testing
         _ = await sim.quit()
     }
 
+    /// One blank unit (flash and boot timing at 5 %), a recipe, a records file, and the station's arguments for them.
+    static func oneUnit() async throws -> (RunningSimulator, db: String, args: [String]) {
+        let sim = try await RunningSimulator.start(["--blank", "--time-scale", "0.05", "--listen", "tcp:127.0.0.1:0"])
+        let (directory, recipe) = try Self.recipe()
+        let db = directory + "/records.sqlite"
+        return (sim, db, ["station", "run", "--recipe", recipe, "-d", sim.addresses[0], "--db", db, "--format", "json", "--wait", "10"])
+    }
+
     static func serials(_ db: String) async throws -> [String] {
         let store = try await SQLiteRecordStore.open(path: db)
         return try await store.units().flatMap(\.identities).filter { $0.kind == .serial && $0.state != .voided }.map(\.value)
@@ -144,10 +163,7 @@ import Testing
     /// exactly one passing run.
     @Test(arguments: powerCutSteps)
     func powerCutUnitCompletes(at step: String) async throws {
-        let sim = try await RunningSimulator.start(["--blank", "--time-scale", "0.05", "--listen", "tcp:127.0.0.1:0"])
-        let (directory, recipe) = try Self.recipe()
-        let db = directory + "/records.sqlite"
-        let args = ["station", "run", "--recipe", recipe, "-d", sim.addresses[0], "--db", db, "--format", "json", "--wait", "10s"]
+        let (sim, db, args) = try await Self.oneUnit()
         let station = try await StationProcess.start(args)
         let seen = try await station.onEvent { event in
             guard event["event"] as? String == "step-started", event["step"] as? String == step else { return false }

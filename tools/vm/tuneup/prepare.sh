@@ -9,3 +9,6 @@ swift build -c release --static-swift-stdlib --product tuneup --scratch-path "$r
 strip -o "$out/tuneup" "$root/.build-static/release/tuneup"
 echo "$out/tuneup:/usr/bin/tuneup"
 for f in app-1.5.0.img app-2.0.0.img dev-public.pem; do echo "$root/firmware-images/$f:/images/$f"; done
+# The station's recipe, with the images it names where its relative paths lead (../firmware-images).
+echo "$root/recipes/sim-headset.yaml:/recipes/sim-headset.yaml"
+for f in app-1.5.0.img resource-1.0.0.img dev-public.pem; do echo "$root/firmware-images/$f:/firmware-images/$f"; done

@@ -59,6 +59,45 @@ kill $usbsim; wait $usbsim
 if [ -e /sys/kernel/config/usb_gadget/tuneup ]; then fail usb-gadget-cleanup "gadget left in configfs"; else echo "PASS usb-gadget-cleanup"; fi
 [ $failed = 0 ] || { echo "--- usb simulator stderr"; tail -30 /tmp/usb-sim.err; }
 
+# ------------------------------------------------------ station, watch mode ------
+# Two blank units appear as USB gadgets one after the other (another --seed: another hardware id); the station
+# watches the USB ports, provisions each as it comes (flash with two re-enumerations, identity, calibration, tests,
+# lock) and sees it taken out.
+tuneup station run --recipe /recipes/sim-headset.yaml --usb --watch --db /tmp/line.sqlite --station vm --format json \
+  --wait 60 </dev/null >/tmp/station.out 2>/tmp/station.err &
+station=$!
+n=0
+for seed in 11 12; do
+  n=$((n + 1))
+  t=$(now)
+  tuneup sim headset --usb-gadget --blank --seed $seed --time-scale 0.2 --battery-drain 0 </dev/null \
+    >/tmp/unit-$seed.out 2>/tmp/unit-$seed.err &
+  unit=$!
+  i=0
+  while [ "$(grep -c '"event":"finished"' /tmp/station.out)" -lt $n ] && [ $i -lt 1800 ]; do
+    sleep 0.1; i=$((i + 1))
+    [ $((i % 300)) = 0 ] && echo "INFO station after $(since $t) s: $(grep '"event":"step-started"' /tmp/station.out | tail -1 | grep -o '"step":"[^"]*"')"
+  done
+  if [ "$(grep -c '"event":"finished"' /tmp/station.out)" -lt $n ]; then
+    fail station-unit-$n "not done in $(since $t) s: $(tail -2 /tmp/station.out | tr '\n' ' ') $(tail -3 /tmp/station.err /tmp/unit-$seed.err | tr '\n' ' ')"
+    kill $unit; wait $unit
+    break
+  fi
+  echo "INFO station: unit $n (seed $seed) done in $(since $t) s: $(grep '"event":"finished"' /tmp/station.out | tail -1 | grep -o '"outcome":"[a-z]*"\|"serial":"[^"]*"\|"message":"[^"]*"' | tr '\n' ' ')"
+  kill $unit; wait $unit
+  i=0
+  while [ "$(grep -c '"event":"left"' /tmp/station.out)" -lt $n ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+done
+kill -INT $station; wait $station
+passed=$(grep '"event":"finished"' /tmp/station.out | grep -c '"outcome":"pass"')
+units=$(grep '"event":"finished"' /tmp/station.out | grep -o '"hardwareID":"[0-9a-f]*"' | sort -u | wc -l)
+if [ "$passed" = 2 ] && [ "$units" = 2 ]; then echo "PASS station-watch-usb"; else
+  fail station-watch-usb "passed $passed of 2, $units units: $(grep -E '"finished"|"stopping"' /tmp/station.out | tail -2 | tr '\n' ' ') $(tail -2 /tmp/station.err | tr '\n' ' ')"
+fi
+expect station-watch-left /tmp/station.out '"event":"left"'
+expect station-slot-is-port /tmp/station.out '"slot":"usb:[0-9]*-[0-9.]*"'
+[ $failed = 0 ] || { echo "--- station stderr"; tail -20 /tmp/station.err; tail -5 /tmp/station.out; }
+
 # ---------------------------------------------------------- Bluetooth ------
 btvirt -l2 >/tmp/btvirt.log 2>&1 &
 btpid=$!
