@@ -3,7 +3,8 @@ import Records
 import Testing
 
 /// `tuneup station run` as an operator and a script use it, and as it survives being killed and units losing power.
-@Suite struct StationCLITests {
+/// Serialized: each case runs a simulator and one or two stations, and sixteen at once starve the rest of the suite.
+@Suite(.serialized) struct StationCLITests {
     /// The repository root.
     static let root: String = {
         var url = URL(fileURLWithPath: #filePath)

@@ -1,0 +1,295 @@
+import ArgumentParser
+import Foundation
+import Records
+
+/// `tuneup records`: the unit records of provisioning, listed, shown, exported and summed up.
+struct RecordsCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "records",
+        abstract: "List, show, export and report the unit records of provisioning (tuneup station run).",
+        discussion: """
+            Reads the records a station wrote (--db: the SQLite file, default records.sqlite here); nothing is \
+            changed. docs/records.md defines the report's figures and the export formats.
+
+            Exit codes: 0 success, 64 bad arguments, 66 no such unit, 74 the records cannot be read or the output \
+            cannot be written.
+
+            Examples:
+              tuneup records list --db recipes/records.sqlite
+              tuneup records report --db recipes/records.sqlite
+              tuneup records export --format csv --output /tmp/units.csv --db recipes/records.sqlite
+            """,
+        subcommands: [List.self, Show.self, Export.self, Report.self])
+
+    /// Where the records are.
+    struct Source: ParsableArguments {
+        @Option(help: ArgumentHelp("The records database (SQLite file).", valueName: "file"))
+        var db: String = "records.sqlite"
+
+        /// Opens the records without creating them.
+        func open() async throws -> any RecordStore {
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: db, isDirectory: &isDirectory), !isDirectory.boolValue else {
+                throw CommandFailure(message: "no records database at \(db) (name it with --db FILE)", code: Exit.localIO)
+            }
+            return try await SQLiteRecordStore.open(path: db)
+        }
+    }
+
+    /// Which runs count.
+    struct Filters: ParsableArguments {
+        @Option(help: ArgumentHelp("Only the runs of this station.", valueName: "name"))
+        var station: String?
+
+        @Option(help: ArgumentHelp("Only the runs of this unit (hardware id).", valueName: "hwid"))
+        var unit: String?
+
+        @Option(help: ArgumentHelp("Only runs that ended so: pass, fail, error, aborted.", valueName: "outcome"))
+        var outcome: String?
+
+        @Option(help: ArgumentHelp("Only runs started at or after this time (2026-11-24 or 2026-11-24T08:00:00Z).", valueName: "time"))
+        var since: String?
+
+        @Option(help: ArgumentHelp("Only runs started before this time.", valueName: "time"))
+        var until: String?
+
+        func validate() throws { _ = try filter() }
+
+        func filter() throws -> RecordsFilter {
+            var outcomeValue: RunOutcome?
+            if let outcome {
+                guard let parsed = RunOutcome(rawValue: outcome) else {
+                    throw ValidationError("--outcome takes pass, fail, error or aborted, got '\(outcome)'")
+                }
+                outcomeValue = parsed
+            }
+            return RecordsFilter(station: station, hardwareID: unit, outcome: outcomeValue,
+                                 since: try since.map { try Self.time($0, "--since") }, until: try until.map { try Self.time($0, "--until") })
+        }
+
+        static func time(_ text: String, _ option: String) throws -> Date {
+            let full = ISO8601DateFormatter()
+            if let date = full.date(from: text) { return date }
+            let day = ISO8601DateFormatter()
+            day.formatOptions = [.withFullDate]
+            if let date = day.date(from: text) { return date }
+            throw ValidationError("\(option) takes a date (2026-11-24) or a UTC time (2026-11-24T08:00:00Z), got '\(text)'")
+        }
+    }
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "One line per unit: hardware id, serial, Bluetooth address, runs, last outcome, station and time.")
+        @OptionGroup var source: Source
+        @Option(help: ArgumentHelp("Only units with a run of this station.", valueName: "name"))
+        var station: String?
+        @OptionGroup var output: OutputOptions
+
+        struct Entry: Encodable {
+            var hardwareID: String
+            var serial: String?
+            var bluetoothAddress: String?
+            var runs: Int
+            var lastOutcome: String?
+            var lastStation: String?
+            var lastStarted: String?
+        }
+
+        func run() async throws {
+            let entries: [Entry]
+            do {
+                let store = try await source.open()
+                entries = try await store.units().compactMap { unit in
+                    let runs = unit.runs.filter { station == nil || $0.start.station == station }
+                    guard station == nil || !runs.isEmpty else { return nil }
+                    let last = runs.last
+                    return Entry(
+                        hardwareID: unit.hardwareID, serial: RecordsCommand.identity(unit, .serial),
+                        bluetoothAddress: RecordsCommand.identity(unit, .bluetoothAddress), runs: runs.count,
+                        lastOutcome: last.map { $0.outcome?.rawValue ?? "open" }, lastStation: last?.start.station,
+                        lastStarted: last.map { RecordsExport.timestamp($0.start.startedAt) })
+                }
+            } catch {
+                throw failureExit(error)
+            }
+            if output.json {
+                Output.line(String(decoding: try RecordsExport.encoder.encode(["units": entries]), as: UTF8.self))
+                return
+            }
+            guard !entries.isEmpty else { Output.line("No units recorded."); return }
+            for e in entries {
+                let fields = [e.hardwareID, e.serial ?? "-", e.bluetoothAddress ?? "-", "\(e.runs) run\(e.runs == 1 ? "" : "s")",
+                              e.lastOutcome ?? "-", e.lastStation ?? "-", e.lastStarted ?? "-"]
+                Output.line(fields.joined(separator: "  "))
+            }
+        }
+    }
+
+    struct Show: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "One unit (by hardware id or serial) with its identities, runs, steps and measurements.")
+        @Argument(help: ArgumentHelp("The unit's hardware id or serial number.", valueName: "unit"))
+        var unit: String
+        @OptionGroup var source: Source
+        @OptionGroup var output: OutputOptions
+
+        func run() async throws {
+            let record: UnitRecord
+            do {
+                let store = try await source.open()
+                let found: UnitRecord?
+                if let byID = try await store.unit(unit) {
+                    found = byID
+                } else {
+                    found = try await store.units().first { $0.identities.contains { $0.kind == .serial && $0.value == unit } }
+                }
+                guard var unitRecord = found else {
+                    throw CommandFailure(message: "no unit with hardware id or serial '\(unit)' in \(source.db)", code: 66)
+                }
+                var runs: [RunRecord] = []
+                for run in unitRecord.runs { if let full = try await store.run(run.id) { runs.append(full) } }
+                unitRecord.runs = runs
+                record = unitRecord
+            } catch {
+                throw failureExit(error)
+            }
+            if output.json {
+                Output.line(String(decoding: try RecordsExport.encoder.encode(record), as: UTF8.self))
+                return
+            }
+            var lines = ["Unit \(record.hardwareID), first seen \(RecordsExport.timestamp(record.firstSeen))"]
+            for identity in record.identities {
+                lines.append("  \(identity.kind.rawValue) \(identity.value) (\(identity.state.rawValue), \(identity.station))")
+            }
+            for run in record.runs {
+                lines.append("Run \(run.id): \(run.outcome?.rawValue ?? "open") at \(run.start.station) slot \(run.start.slot), "
+                             + "\(RecordsExport.timestamp(run.start.startedAt))" + (run.reworkCount > 0 ? ", rework \(run.reworkCount)" : ""))
+                for step in run.steps {
+                    var line = "  \(step.name.padding(toLength: 24, withPad: " ", startingAt: 0)) \(step.outcome.rawValue)"
+                    if step.retries > 0 { line += " (\(step.retries) retr\(step.retries == 1 ? "y" : "ies"))" }
+                    if !step.message.isEmpty { line += "  \(step.message)" }
+                    lines.append(line)
+                    for m in step.measurements {
+                        let limits = "\(m.low.map { String($0) } ?? "-inf")...\(m.high.map { String($0) } ?? "+inf")"
+                        lines.append("      \(m.name) = \(m.value) \(m.unit) [\(limits)] \(m.outcome.rawValue)")
+                    }
+                }
+            }
+            Output.line(lines.joined(separator: "\n"))
+        }
+    }
+
+    struct Export: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Write the records as JSON (per unit), CSV (per measurement) or JUnit XML (per run and step).",
+            discussion: """
+                Examples:
+                  tuneup records export --format junit --output /tmp/units.xml --db recipes/records.sqlite
+                  tuneup records export --format json --outcome fail --db recipes/records.sqlite
+                """)
+        @Option(help: ArgumentHelp("json, csv or junit.", valueName: "format"))
+        var format: String = "json"
+        @Option(name: .shortAndLong, help: ArgumentHelp("Write to this file (replaced whole, never half-written) instead of stdout.", valueName: "file"))
+        var output: String?
+        @OptionGroup var source: Source
+        @OptionGroup var filters: Filters
+
+        func validate() throws {
+            guard RecordsExport.Format(rawValue: format) != nil else {
+                throw ValidationError("--format takes json, csv or junit, got '\(format)'")
+            }
+        }
+
+        func run() async throws {
+            let text: String
+            do {
+                let store = try await source.open()
+                let runs = try await store.runsWithSteps(try filters.filter())
+                text = try RecordsExport.render(RecordsExport.Format(rawValue: format)!, units: try await store.units(), runs: runs)
+            } catch {
+                throw failureExit(error)
+            }
+            guard let output else {
+                Console.out(text.hasSuffix("\n") ? text : text + "\n")
+                return
+            }
+            do {
+                try Data(text.utf8).write(to: URL(fileURLWithPath: output), options: .atomic)
+            } catch {
+                throw CommandFailure(message: "cannot write \(output): \((error as NSError).localizedDescription)", code: Exit.localIO)
+            }
+        }
+    }
+
+    struct Report: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Yields, units per hour, yield per step, the failure Pareto, and per measurement mean, spread and Cpk.")
+        @OptionGroup var source: Source
+        @OptionGroup var filters: Filters
+        @OptionGroup var output: OutputOptions
+
+        func run() async throws {
+            let report: RecordsReport
+            do {
+                let store = try await source.open()
+                report = RecordsReport(runs: try await store.runsWithSteps(try filters.filter()))
+            } catch {
+                throw failureExit(error)
+            }
+            if output.json {
+                Output.line(String(decoding: try RecordsExport.encoder.encode(report), as: UTF8.self))
+                return
+            }
+            Output.line(RecordsCommand.text(report))
+        }
+    }
+
+    static func identity(_ unit: UnitRecord, _ kind: IdentityKind) -> String? {
+        unit.identities.first { $0.kind == kind && $0.state != .voided }?.value
+    }
+
+    static func percent(_ value: Double?) -> String { value.map { String(format: "%.1f %%", $0 * 100) } ?? "-" }
+
+    static func number(_ value: Double?) -> String { value.map { String(format: "%.2f", $0) } ?? "-" }
+
+    static func text(_ r: RecordsReport) -> String {
+        var lines = [
+            "Units \(r.units), runs \(r.runs): passed \(r.passed), failed \(r.failed), errors \(r.errors), aborted \(r.aborted)"
+                + (r.open > 0 ? ", open \(r.open)" : ""),
+            "First-pass yield \(percent(r.firstPassYield)), final yield \(percent(r.finalYield)), "
+                + "\(r.unitsPerHour.map { String(format: "%.0f", $0) } ?? "-") units/h",
+        ]
+        if !r.steps.isEmpty {
+            lines += [""] + table(
+                ["Step", "pass", "fail", "error", "skipped", "yield"],
+                r.steps.map { [$0.step, "\($0.passed)", "\($0.failed)", "\($0.errors)", "\($0.skipped)", percent($0.yield)] })
+        }
+        if !r.pareto.isEmpty {
+            lines += [""] + table(
+                ["Failure (Pareto)", "count", "share", "cumulative"],
+                r.pareto.map { [$0.cause, "\($0.count)", percent($0.share), percent($0.cumulative)] })
+        }
+        if !r.measurements.isEmpty {
+            lines += [""] + table(
+                ["Measurement", "n", "mean", "sigma", "min", "max", "limits", "Cpk", "marginal", "fail"],
+                r.measurements.map { m in
+                    let limits = "\(m.low.map { String(format: "%g", $0) } ?? "-inf")...\(m.high.map { String(format: "%g", $0) } ?? "+inf") \(m.unit)"
+                    return [m.name, "\(m.count)", number(m.mean), String(format: "%.3f", m.standardDeviation), number(m.minimum),
+                            number(m.maximum), limits, number(m.cpk), "\(m.marginal)", "\(m.failed)"]
+                })
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    /// Columns as wide as their widest cell: the first (a name) left-aligned, the rest right-aligned, except the
+    /// limits, which read left to right.
+    static func table(_ header: [String], _ rows: [[String]]) -> [String] {
+        let all = [header] + rows
+        let widths = header.indices.map { c in all.map { $0[c].count }.max() ?? 0 }
+        return all.map { row in
+            row.enumerated().map { c, cell in
+                let pad = String(repeating: " ", count: widths[c] - cell.count)
+                return c == 0 || header[c] == "limits" ? cell + pad : pad + cell
+            }.joined(separator: "  ")
+        }
+    }
+}
