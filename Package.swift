@@ -28,6 +28,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
         .package(url: "https://github.com/jpsim/Yams", exact: "6.2.2"),
         .package(url: "https://github.com/groue/GRDB.swift", exact: "7.10.0"),
+        .package(url: "https://github.com/vapor/postgres-nio", exact: "1.33.2"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
     ],
     targets: [
         // The one error shape of every module: stable codes, a failure category, one line (no dependencies).
@@ -109,10 +112,15 @@ let package = Package(
                 "BluetoothTransport", .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict),
-        // Unit records of factory provisioning: units, runs, steps, measurements, identities and leases (SQLite).
+        // Unit records of factory provisioning: units, runs, steps, measurements, identities and leases (SQLite, or
+        // PostgreSQL for a line of stations).
         .target(
             name: "Records",
-            dependencies: ["Failure", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: [
+                "Failure", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"), .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ],
             swiftSettings: strict),
         // The provisioning station: a recipe run on units in slots, several at once, every run recorded.
         .target(

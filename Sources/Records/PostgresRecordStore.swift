@@ -1,0 +1,587 @@
+import Foundation
+import Logging
+import PostgresNIO
+
+/// The records in a PostgreSQL database, for a line of stations (`--db postgres://USER[:PASSWORD]@HOST[:PORT]/DB`).
+///
+/// The same tables and rules as `SQLiteRecordStore` (docs/records.md), with the uniqueness of identities enforced
+/// by the server across every station. Each method is one transaction at READ COMMITTED: an identity is claimed
+/// with `INSERT ... ON CONFLICT DO NOTHING` (a second station inserting the same value waits for the first and then
+/// finds it taken), state changes lock their row (`FOR UPDATE`), and a transaction that loses a race on the
+/// one-identity-per-unit index is run again. Every operation is bounded by `timeout`: a server that is down or
+/// unreachable is a `RecordsError.unreachable` naming it, never a hang. Nothing blocks Swift's cooperative pool
+/// (postgres-nio runs on its own event loops).
+public final class PostgresRecordStore: RecordStore {
+    /// `host:port/database`, for messages.
+    public let name: String
+    private let client: PostgresClient
+    private let runner: Task<Void, Never>
+    private let logger: Logger
+    private let timeout: Duration
+
+    /// The schema versions this store knows, in order (the SQLite store's migrations, in PostgreSQL's dialect).
+    static let migrations: [(String, String)] = [("v1-records", PostgresSchema.v1)]
+
+    private init(name: String, client: PostgresClient, logger: Logger, timeout: Duration) {
+        self.name = name
+        self.client = client
+        self.logger = logger
+        self.timeout = timeout
+        runner = Task { await client.run() }
+    }
+
+    deinit { runner.cancel() }
+
+    /// Connects to the database `url` names and migrates its schema as needed.
+    /// - Parameter timeout: the bound of each operation, connecting included.
+    public static func open(url: String, timeout: Duration = .seconds(10)) async throws -> PostgresRecordStore {
+        let location = try PostgresLocation(url)
+        let logger = {
+            var logger = Logger(label: "tuneup.records.postgres")
+            logger.logLevel = .critical
+            return logger
+        }()
+        // A first connection of its own migrates the schema and says at once why a server refuses (no such
+        // database, authentication): the pool would only retry in the background.
+        let configuration = try location.connection(timeout: timeout)
+        try await bounded(timeout, name: location.name) {
+            let connection: PostgresConnection
+            do {
+                connection = try await PostgresConnection.connect(
+                    on: MultiThreadedEventLoopGroup.singleton.any(), configuration: configuration, id: 1, logger: logger).get()
+            } catch {
+                throw mapped(error, name: location.name)
+            }
+            do {
+                try await migrate(connection, name: location.name, logger: logger)
+            } catch {
+                try? await connection.close().get()
+                throw mapped(error, name: location.name)
+            }
+            try? await connection.close().get()
+        }
+        let client = PostgresClient(configuration: location.client(timeout: timeout), backgroundLogger: logger)
+        return PostgresRecordStore(name: location.name, client: client, logger: logger, timeout: timeout)
+    }
+
+    /// Stops the connection pool.
+    public func close() async {
+        runner.cancel()
+        await runner.value
+    }
+
+    private static func migrate(_ connection: PostgresConnection, name: String, logger: Logger) async throws {
+        try await connection.withTransaction(logger: logger) { c in
+            // One migrating station at a time; the others wait here, then find the work done.
+            try await c.query("SELECT pg_advisory_xact_lock(7411983)", logger: logger)
+            try await c.query("CREATE TABLE IF NOT EXISTS schema_migrations (version TEXT PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL)", logger: logger)
+            var applied: Set<String> = []
+            for try await version in try await c.query("SELECT version FROM schema_migrations", logger: logger).decode(String.self) {
+                applied.insert(version)
+            }
+            let known = Set(Self.migrations.map(\.0))
+            if !applied.subtracting(known).isEmpty {
+                throw RecordsError(.newerSchema, "records database \(name) was written by a newer Tuneup (its schema has migrations this version does not know)")
+            }
+            for (version, sql) in Self.migrations where !applied.contains(version) {
+                // One statement per query: the extended protocol takes no more.
+                for statement in sql.components(separatedBy: ";\n") where !statement.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty {
+                    try await c.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                }
+                try await c.query("INSERT INTO schema_migrations (version, applied_at) VALUES (\(version), \(Date()))", logger: logger)
+            }
+        }
+    }
+
+    // MARK: - Identities
+
+    public func reserveIdentity(
+        _ kind: IdentityKind, for hardwareID: String, station: String, candidates: @escaping IdentityCandidates
+    ) async throws -> Identity {
+        try Self.check(hardwareID: hardwareID)
+        let now = Date()
+        return try await transaction { c in
+            try await self.ensureUnit(c, hardwareID, now)
+            if let held = try await self.activeIdentity(c, kind, hardwareID) { return held }
+            let (ids, tried) = try await self.insertFree(
+                c, kind, count: 1, state: .reserved, hardwareID: hardwareID, station: station, lease: nil, at: now, candidates)
+            guard let id = ids.first else {
+                throw RecordsError(.poolExhausted, "no free \(kind.rawValue) for unit \(hardwareID): all \(tried) candidates are issued or voided")
+            }
+            return try await self.identity(c, id)!
+        }
+    }
+
+    public func reserveIdentity(_ kind: IdentityKind, for hardwareID: String, fromLease lease: LeaseID) async throws -> Identity {
+        try Self.check(hardwareID: hardwareID)
+        let now = Date()
+        return try await transaction { c in
+            let rows = try await c.query("SELECT station, kind FROM leases WHERE id = \(lease.rawValue)", logger: self.logger).collect()
+            guard let leased = rows.first?.makeRandomAccess() else { throw RecordsError(.notFound, "lease \(lease) does not exist") }
+            let leaseKind = try leased["kind"].decode(String.self)
+            guard leaseKind == kind.rawValue else {
+                throw RecordsError(.invalidArgument, "lease \(lease) holds \(leaseKind) identities, not \(kind.rawValue)")
+            }
+            try await self.ensureUnit(c, hardwareID, now)
+            if let held = try await self.activeIdentity(c, kind, hardwareID) { return held }
+            let next = try await c.query("""
+                SELECT id FROM identities WHERE lease_id = \(lease.rawValue) AND state = 'leased' ORDER BY id LIMIT 1 FOR UPDATE
+                """, logger: self.logger).collect().first?.decode(Int64.self)
+            guard let next else {
+                let station = try leased["station"].decode(String.self)
+                throw RecordsError(.poolExhausted, "lease \(lease) of station \(station) has no free \(kind.rawValue) left")
+            }
+            try await c.query("""
+                UPDATE identities SET state = 'reserved', hardware_id = \(hardwareID), updated_at = \(now) WHERE id = \(next)
+                """, logger: self.logger)
+            return try await self.identity(c, next)!
+        }
+    }
+
+    public func leaseBlock(
+        _ kind: IdentityKind, count: Int, station: String, candidates: @escaping IdentityCandidates
+    ) async throws -> Lease {
+        guard count > 0 else { throw RecordsError(.invalidArgument, "a lease needs at least one identity, not \(count)") }
+        let now = Date()
+        return try await transaction { c in
+            let id = try await c.query("""
+                INSERT INTO leases (station, kind, created_at) VALUES (\(station), \(kind.rawValue), \(now)) RETURNING id
+                """, logger: self.logger).collect().first!.decode(Int64.self)
+            let lease = LeaseID(id)
+            let (ids, tried) = try await self.insertFree(
+                c, kind, count: count, state: .leased, hardwareID: nil, station: station, lease: lease, at: now, candidates)
+            guard !ids.isEmpty else {
+                throw RecordsError(.poolExhausted, "no free \(kind.rawValue) to lease to \(station): all \(tried) candidates are issued or voided")
+            }
+            let identities = try await self.identities(c, "SELECT * FROM identities WHERE lease_id = \(id) ORDER BY id")
+            return Lease(id: lease, station: station, kind: kind, createdAt: now, identities: identities)
+        }
+    }
+
+    public func markWritten(_ identity: IdentityID) async throws -> Identity {
+        try await transition(identity, to: .written, from: [.reserved])
+    }
+
+    public func commit(_ identity: IdentityID) async throws -> Identity {
+        try await transition(identity, to: .committed, from: [.written])
+    }
+
+    public func void(_ identity: IdentityID) async throws -> Identity {
+        try await transition(identity, to: .voided, from: [.leased, .reserved, .written])
+    }
+
+    public func voidUnused(lease: LeaseID) async throws -> [Identity] {
+        let now = Date()
+        return try await transaction { c in
+            guard try await !c.query("SELECT 1 FROM leases WHERE id = \(lease.rawValue)", logger: self.logger).collect().isEmpty else {
+                throw RecordsError(.notFound, "lease \(lease) does not exist")
+            }
+            let unused = try await self.identities(c, "SELECT * FROM identities WHERE lease_id = \(lease.rawValue) AND state = 'leased' ORDER BY id FOR UPDATE")
+            try await c.query("""
+                UPDATE identities SET state = 'voided', updated_at = \(now) WHERE lease_id = \(lease.rawValue) AND state = 'leased'
+                """, logger: self.logger)
+            return unused.map { var voided = $0; voided.state = .voided; voided.updatedAt = now; return voided }
+        }
+    }
+
+    public func identities(of hardwareID: String) async throws -> [Identity] {
+        try await transaction { c in try await self.identities(c, "SELECT * FROM identities WHERE hardware_id = \(hardwareID) ORDER BY id") }
+    }
+
+    private func transition(_ id: IdentityID, to target: IdentityState, from sources: Set<IdentityState>) async throws -> Identity {
+        let now = Date()
+        return try await transaction { c in
+            guard let current = try await self.identities(c, "SELECT * FROM identities WHERE id = \(id.rawValue) FOR UPDATE").first else {
+                throw RecordsError(.notFound, "identity \(id) does not exist")
+            }
+            if current.state == target { return current }
+            guard sources.contains(current.state) else {
+                let allowed = sources.map(\.rawValue).sorted().joined(separator: " or ")
+                throw RecordsError(
+                    .invalidTransition,
+                    "\(current.kind.rawValue) \(current.value) is \(current.state.rawValue); only a \(allowed) one can become \(target.rawValue)")
+            }
+            try await c.query("UPDATE identities SET state = \(target.rawValue), updated_at = \(now) WHERE id = \(id.rawValue)", logger: self.logger)
+            return try await self.identity(c, id.rawValue)!
+        }
+    }
+
+    // MARK: - Runs
+
+    public func startRun(_ start: RunStart) async throws -> RunID {
+        try Self.check(hardwareID: start.hardwareID)
+        let hashes = try Self.encodeHashes(start.imageHashes)
+        return try await transaction { c in
+            try await self.ensureUnit(c, start.hardwareID, start.startedAt)
+            // The unit's row serialises two stations starting runs of one unit.
+            try await c.query("SELECT 1 FROM units WHERE hardware_id = \(start.hardwareID) FOR UPDATE", logger: self.logger)
+            try await c.query("""
+                UPDATE runs SET outcome = 'aborted', ended_at = \(start.startedAt) WHERE hardware_id = \(start.hardwareID) AND outcome IS NULL
+                """, logger: self.logger)
+            let rework = try await c.query("""
+                SELECT COUNT(*) FROM runs WHERE hardware_id = \(start.hardwareID) AND outcome IN ('fail', 'error')
+                """, logger: self.logger).collect().first!.decode(Int64.self)
+            let id = try await c.query("""
+                INSERT INTO runs (hardware_id, station, slot, operator, recipe_hash, tool_version, image_hashes, started_at, rework_count)
+                VALUES (\(start.hardwareID), \(start.station), \(start.slot), \(start.operatorName), \(start.recipeHash),
+                        \(start.toolVersion), \(hashes), \(start.startedAt), \(rework))
+                RETURNING id
+                """, logger: self.logger).collect().first!.decode(Int64.self)
+            return RunID(id)
+        }
+    }
+
+    public func recordStep(_ step: StepRecord, in run: RunID) async throws -> StepID {
+        guard step.retries >= 0 else { throw RecordsError(.invalidArgument, "step \(step.name): retries cannot be negative") }
+        return try await transaction { c in
+            try await self.checkOpen(c, run)
+            let id = try await c.query("""
+                INSERT INTO steps (run_id, name, started_at, ended_at, outcome, retries, message)
+                VALUES (\(run.rawValue), \(step.name), \(step.startedAt), \(step.endedAt), \(step.outcome.rawValue), \(step.retries), \(step.message))
+                RETURNING id
+                """, logger: self.logger).collect().first!.decode(Int64.self)
+            for measurement in step.measurements { try await self.insert(c, measurement, StepID(id)) }
+            return StepID(id)
+        }
+    }
+
+    public func recordMeasurement(_ measurement: Measurement, in step: StepID) async throws {
+        try await transaction { c in
+            guard let run = try await c.query("SELECT run_id FROM steps WHERE id = \(step.rawValue)", logger: self.logger)
+                .collect().first?.decode(Int64.self) else {
+                throw RecordsError(.notFound, "step \(step) does not exist")
+            }
+            try await self.checkOpen(c, RunID(run))
+            try await self.insert(c, measurement, step)
+        }
+    }
+
+    public func finishRun(_ run: RunID, outcome: RunOutcome, at date: Date) async throws {
+        try await transaction { c in
+            try await self.checkOpen(c, run)
+            try await c.query("""
+                UPDATE runs SET outcome = \(outcome.rawValue), ended_at = \(date) WHERE id = \(run.rawValue) AND outcome IS NULL
+                """, logger: self.logger)
+        }
+    }
+
+    public func abortOpenRuns(station: String, at date: Date) async throws -> [RunID] {
+        try await transaction { c in
+            var ids: [RunID] = []
+            for try await id in try await c.query("""
+                UPDATE runs SET outcome = 'aborted', ended_at = \(date) WHERE station = \(station) AND outcome IS NULL RETURNING id
+                """, logger: self.logger).decode(Int64.self) {
+                ids.append(RunID(id))
+            }
+            return ids.sorted()
+        }
+    }
+
+    // MARK: - Reading
+
+    public func units() async throws -> [UnitRecord] {
+        try await transaction { c in
+            var units: [UnitRecord] = []
+            for row in try await c.query("SELECT hardware_id, first_seen FROM units ORDER BY first_seen, hardware_id", logger: self.logger).collect() {
+                units.append(try await self.unit(c, row.makeRandomAccess()))
+            }
+            return units
+        }
+    }
+
+    public func unit(_ hardwareID: String) async throws -> UnitRecord? {
+        try await transaction { c in
+            guard let row = try await c.query("SELECT hardware_id, first_seen FROM units WHERE hardware_id = \(hardwareID)", logger: self.logger)
+                .collect().first else { return nil }
+            return try await self.unit(c, row.makeRandomAccess())
+        }
+    }
+
+    public func runs(hardwareID: String?, station: String?) async throws -> [RunRecord] {
+        try await transaction { c in
+            try await c.query("""
+                SELECT * FROM runs WHERE (\(hardwareID)::TEXT IS NULL OR hardware_id = \(hardwareID))
+                                     AND (\(station)::TEXT IS NULL OR station = \(station)) ORDER BY id
+                """, logger: self.logger).collect().map { try Self.run($0.makeRandomAccess()) }
+        }
+    }
+
+    public func run(_ id: RunID) async throws -> RunRecord? {
+        try await transaction { c in
+            guard let row = try await c.query("SELECT * FROM runs WHERE id = \(id.rawValue)", logger: self.logger).collect().first else { return nil }
+            var run = try Self.run(row.makeRandomAccess())
+            let steps = try await c.query("SELECT * FROM steps WHERE run_id = \(id.rawValue) ORDER BY id", logger: self.logger).collect()
+            let measurements = try await c.query("""
+                SELECT m.* FROM measurements m JOIN steps s ON s.id = m.step_id WHERE s.run_id = \(id.rawValue) ORDER BY m.id
+                """, logger: self.logger).collect().map { $0.makeRandomAccess() }
+            run.steps = try steps.map { row in
+                let step = row.makeRandomAccess()
+                let stepID = try step["id"].decode(Int64.self)
+                return StepRecord(
+                    name: try step["name"].decode(String.self), startedAt: try step["started_at"].decode(Date.self).toMilliseconds,
+                    endedAt: try step["ended_at"].decode(Date.self).toMilliseconds,
+                    outcome: try Self.decode(StepOutcome.self, try step["outcome"].decode(String.self)),
+                    retries: Int(try step["retries"].decode(Int64.self)), message: try step["message"].decode(String.self),
+                    measurements: try measurements.filter { try $0["step_id"].decode(Int64.self) == stepID }.map(Self.measurement))
+            }
+            return run
+        }
+    }
+
+    // MARK: - Transactions and errors
+
+    /// Runs `body` in a transaction within `timeout`; runs it again (up to five times) when it lost a race to
+    /// another station on a unique index or was chosen as a deadlock victim.
+    private func transaction<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
+        var attempt = 0
+        while true {
+            attempt += 1
+            do {
+                return try await Self.bounded(timeout, name: name) {
+                    try await self.client.withTransaction(logger: self.logger) { connection in try await body(connection) }
+                }
+            } catch {
+                let cause = Self.unwrapped(error)
+                if attempt < 5, let psql = cause as? PSQLError, ["23505", "40001", "40P01"].contains(psql.serverInfo?[.sqlState] ?? "") {
+                    continue
+                }
+                throw Self.mapped(cause, name: name)
+            }
+        }
+    }
+
+    /// `body` within `timeout`, else `RecordsError.unreachable`.
+    private static func bounded<T: Sendable>(_ timeout: Duration, name: String, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+        try await withThrowingTaskGroup(of: T?.self) { group in
+            group.addTask { try await body() }
+            group.addTask {
+                try await Task.sleep(for: timeout)
+                return nil
+            }
+            defer { group.cancelAll() }
+            guard let value = try await group.next()! else {
+                throw RecordsError(.unreachable, "records database \(name) did not answer within \(Self.seconds(timeout)) s (is the server running and reachable?)")
+            }
+            return value
+        }
+    }
+
+    /// The error a transaction's closure (or its BEGIN or COMMIT) threw, out of postgres-nio's wrapper.
+    private static func unwrapped(_ error: any Error) -> any Error {
+        guard let wrapper = error as? PostgresTransactionError else { return error }
+        return wrapper.closureError ?? wrapper.beginError ?? wrapper.commitError ?? wrapper.rollbackError ?? error
+    }
+
+    /// postgres-nio's errors as `RecordsError`s (our own errors and cancellation pass through).
+    private static func mapped(_ error: any Error, name: String) -> any Error {
+        let error = unwrapped(error)
+        guard let psql = error as? PSQLError else { return error }
+        if let info = psql.serverInfo {
+            let state = info[.sqlState] ?? ""
+            let message = info[.message] ?? "server error \(state)"
+            if state.hasPrefix("28") || state == "3D000" {
+                return RecordsError(.cannotOpen, "cannot open records database \(name): \(message)")
+            }
+            if state.hasPrefix("57P") || state.hasPrefix("08") {
+                return RecordsError(.unreachable, "records database \(name) is unreachable: \(message)")
+            }
+            return RecordsError(.storage, "records database \(name): \(message) (SQLSTATE \(state))")
+        }
+        return RecordsError(.unreachable, "records database \(name) is unreachable (\(psql.code))")
+    }
+
+    static func seconds(_ d: Duration) -> String {
+        String(format: "%g", Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18)
+    }
+
+    // MARK: - Rows
+
+    private static func check(hardwareID: String) throws {
+        guard !hardwareID.isEmpty else { throw RecordsError(.invalidArgument, "a unit needs a hardware id") }
+    }
+
+    private func insertFree(
+        _ c: PostgresConnection, _ kind: IdentityKind, count: Int, state: IdentityState, hardwareID: String?, station: String,
+        lease: LeaseID?, at now: Date, _ candidates: IdentityCandidates
+    ) async throws -> (ids: [Int64], tried: Int) {
+        var ids: [Int64] = []
+        var tried = 0
+        while ids.count < count, tried < SQLiteRecordStore.candidateLimit, let value = candidates(tried) {
+            tried += 1
+            guard !value.isEmpty else { throw RecordsError(.invalidArgument, "an empty \(kind.rawValue) cannot be issued") }
+            let inserted = try await c.query("""
+                INSERT INTO identities (kind, value, state, hardware_id, station, lease_id, updated_at)
+                VALUES (\(kind.rawValue), \(value), \(state.rawValue), \(hardwareID), \(station), \(lease?.rawValue), \(now))
+                ON CONFLICT (kind, value) DO NOTHING RETURNING id
+                """, logger: logger).collect()
+            if let id = try inserted.first?.decode(Int64.self) { ids.append(id) }
+        }
+        return (ids, tried)
+    }
+
+    private func ensureUnit(_ c: PostgresConnection, _ hardwareID: String, _ now: Date) async throws {
+        try await c.query("""
+            INSERT INTO units (hardware_id, first_seen) VALUES (\(hardwareID), \(now)) ON CONFLICT (hardware_id) DO NOTHING
+            """, logger: logger)
+    }
+
+    private func activeIdentity(_ c: PostgresConnection, _ kind: IdentityKind, _ hardwareID: String) async throws -> Identity? {
+        try await identities(c, """
+            SELECT * FROM identities WHERE hardware_id = \(hardwareID) AND kind = \(kind.rawValue) AND state <> 'voided' ORDER BY id
+            """).first
+    }
+
+    private func identity(_ c: PostgresConnection, _ id: Int64) async throws -> Identity? {
+        try await identities(c, "SELECT * FROM identities WHERE id = \(id)").first
+    }
+
+    private func identities(_ c: PostgresConnection, _ query: PostgresQuery) async throws -> [Identity] {
+        try await c.query(query, logger: logger).collect().map { raw in
+            let row = raw.makeRandomAccess()
+            return Identity(
+                id: IdentityID(try row["id"].decode(Int64.self)),
+                kind: try Self.decode(IdentityKind.self, try row["kind"].decode(String.self)),
+                value: try row["value"].decode(String.self),
+                state: try Self.decode(IdentityState.self, try row["state"].decode(String.self)),
+                hardwareID: try row["hardware_id"].decode(String?.self), station: try row["station"].decode(String.self),
+                lease: try row["lease_id"].decode(Int64?.self).map(LeaseID.init), updatedAt: try row["updated_at"].decode(Date.self).toMilliseconds)
+        }
+    }
+
+    private func checkOpen(_ c: PostgresConnection, _ run: RunID) async throws {
+        guard let row = try await c.query("SELECT outcome FROM runs WHERE id = \(run.rawValue) FOR UPDATE", logger: logger).collect().first else {
+            throw RecordsError(.notFound, "run \(run) does not exist")
+        }
+        if let outcome = try row.decode(String?.self) {
+            throw RecordsError(.invalidTransition, "run \(run) has ended (\(outcome)); it takes no more records")
+        }
+    }
+
+    private func insert(_ c: PostgresConnection, _ m: Measurement, _ step: StepID) async throws {
+        try await c.query("""
+            INSERT INTO measurements (step_id, name, value, unit, low, high, marginal_low, marginal_high, outcome)
+            VALUES (\(step.rawValue), \(m.name), \(m.value), \(m.unit), \(m.low), \(m.high), \(m.marginalLow), \(m.marginalHigh), \(m.outcome.rawValue))
+            """, logger: logger)
+    }
+
+    private func unit(_ c: PostgresConnection, _ row: PostgresRandomAccessRow) async throws -> UnitRecord {
+        let hardwareID = try row["hardware_id"].decode(String.self)
+        return UnitRecord(
+            hardwareID: hardwareID, firstSeen: try row["first_seen"].decode(Date.self).toMilliseconds,
+            identities: try await identities(c, "SELECT * FROM identities WHERE hardware_id = \(hardwareID) ORDER BY id"),
+            runs: try await c.query("SELECT * FROM runs WHERE hardware_id = \(hardwareID) ORDER BY id", logger: logger)
+                .collect().map { try Self.run($0.makeRandomAccess()) })
+    }
+
+    private static func run(_ row: PostgresRandomAccessRow) throws -> RunRecord {
+        let hashes = try JSONDecoder().decode([String: String].self, from: Data(try row["image_hashes"].decode(String.self).utf8))
+        return RunRecord(
+            id: RunID(try row["id"].decode(Int64.self)),
+            start: RunStart(
+                hardwareID: try row["hardware_id"].decode(String.self), station: try row["station"].decode(String.self),
+                slot: try row["slot"].decode(String.self), operatorName: try row["operator"].decode(String.self),
+                recipeHash: try row["recipe_hash"].decode(String.self), toolVersion: try row["tool_version"].decode(String.self),
+                imageHashes: hashes, startedAt: try row["started_at"].decode(Date.self).toMilliseconds),
+            endedAt: try row["ended_at"].decode(Date?.self)?.toMilliseconds,
+            outcome: try row["outcome"].decode(String?.self).map { try decode(RunOutcome.self, $0) },
+            reworkCount: Int(try row["rework_count"].decode(Int64.self)), steps: [])
+    }
+
+    private static func measurement(_ row: PostgresRandomAccessRow) throws -> Measurement {
+        Measurement(
+            name: try row["name"].decode(String.self), value: try row["value"].decode(Double.self), unit: try row["unit"].decode(String.self),
+            low: try row["low"].decode(Double?.self), high: try row["high"].decode(Double?.self),
+            marginalLow: try row["marginal_low"].decode(Double?.self), marginalHigh: try row["marginal_high"].decode(Double?.self),
+            outcome: try decode(MeasurementOutcome.self, try row["outcome"].decode(String.self)))
+    }
+
+    private static func decode<T: RawRepresentable>(_ type: T.Type, _ raw: String) throws -> T where T.RawValue == String {
+        guard let value = T(rawValue: raw) else { throw RecordsError(.storage, "records database holds an unknown \(T.self) \"\(raw)\"") }
+        return value
+    }
+
+    private static func encodeHashes(_ hashes: [String: String]) throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        return String(decoding: try encoder.encode(hashes), as: UTF8.self)
+    }
+}
+
+/// The PostgreSQL schema: the SQLite one (Schema.swift) in PostgreSQL's types. A shipped version never changes.
+enum PostgresSchema {
+    private static let identityKinds = "('serial', 'bt-address', 'bt-name')"
+
+    static let v1 = """
+        CREATE TABLE units (
+            hardware_id TEXT NOT NULL PRIMARY KEY CHECK (hardware_id <> ''),
+            first_seen TIMESTAMPTZ NOT NULL
+        );
+        CREATE TABLE leases (
+            id BIGSERIAL PRIMARY KEY,
+            station TEXT NOT NULL,
+            kind TEXT NOT NULL CHECK (kind IN \(identityKinds)),
+            created_at TIMESTAMPTZ NOT NULL
+        );
+        CREATE TABLE identities (
+            id BIGSERIAL PRIMARY KEY,
+            kind TEXT NOT NULL CHECK (kind IN \(identityKinds)),
+            value TEXT NOT NULL CHECK (value <> ''),
+            state TEXT NOT NULL CHECK (state IN ('leased', 'reserved', 'written', 'committed', 'voided')),
+            hardware_id TEXT REFERENCES units(hardware_id),
+            station TEXT NOT NULL,
+            lease_id BIGINT REFERENCES leases(id),
+            updated_at TIMESTAMPTZ NOT NULL,
+            UNIQUE (kind, value),
+            CHECK (state = 'voided' OR (state = 'leased') = (hardware_id IS NULL))
+        );
+        CREATE UNIQUE INDEX identities_one_per_unit ON identities(hardware_id, kind)
+            WHERE state <> 'voided' AND hardware_id IS NOT NULL;
+        CREATE INDEX identities_by_lease ON identities(lease_id, state);
+        CREATE TABLE runs (
+            id BIGSERIAL PRIMARY KEY,
+            hardware_id TEXT NOT NULL REFERENCES units(hardware_id),
+            station TEXT NOT NULL,
+            slot TEXT NOT NULL,
+            operator TEXT NOT NULL,
+            recipe_hash TEXT NOT NULL,
+            tool_version TEXT NOT NULL,
+            image_hashes TEXT NOT NULL,
+            started_at TIMESTAMPTZ NOT NULL,
+            ended_at TIMESTAMPTZ,
+            outcome TEXT CHECK (outcome IN ('pass', 'fail', 'error', 'aborted')),
+            rework_count BIGINT NOT NULL CHECK (rework_count >= 0),
+            CHECK ((outcome IS NULL) = (ended_at IS NULL))
+        );
+        CREATE INDEX runs_by_unit ON runs(hardware_id);
+        CREATE INDEX runs_open_by_station ON runs(station) WHERE outcome IS NULL;
+        CREATE TABLE steps (
+            id BIGSERIAL PRIMARY KEY,
+            run_id BIGINT NOT NULL REFERENCES runs(id),
+            name TEXT NOT NULL,
+            started_at TIMESTAMPTZ NOT NULL,
+            ended_at TIMESTAMPTZ NOT NULL,
+            outcome TEXT NOT NULL CHECK (outcome IN ('pass', 'fail', 'error', 'skipped', 'aborted')),
+            retries BIGINT NOT NULL CHECK (retries >= 0),
+            message TEXT NOT NULL
+        );
+        CREATE INDEX steps_by_run ON steps(run_id);
+        CREATE TABLE measurements (
+            id BIGSERIAL PRIMARY KEY,
+            step_id BIGINT NOT NULL REFERENCES steps(id),
+            name TEXT NOT NULL,
+            value DOUBLE PRECISION NOT NULL,
+            unit TEXT NOT NULL,
+            low DOUBLE PRECISION,
+            high DOUBLE PRECISION,
+            marginal_low DOUBLE PRECISION,
+            marginal_high DOUBLE PRECISION,
+            outcome TEXT NOT NULL CHECK (outcome IN ('pass', 'marginal', 'fail'))
+        );
+        CREATE INDEX measurements_by_step ON measurements(step_id);
+        """
+}
+
+extension Date {
+    /// Records keep times to the millisecond (as the SQLite store does); the server keeps microseconds.
+    var toMilliseconds: Date { Date(timeIntervalSince1970: (timeIntervalSince1970 * 1000).rounded() / 1000) }
+}

@@ -1,0 +1,144 @@
+import Foundation
+import Synchronization
+
+/// A PostgreSQL server of the test's own: Debian's binaries (`/usr/lib/postgresql/N/bin`), `initdb` into a temporary
+/// directory as an unprivileged user (`nobody` when the tests run as root: initdb refuses root), listening on
+/// 127.0.0.1 at a free port with its socket in that directory, trust authentication for the superuser `tuneup`.
+/// Started once per test process (`shared()`) and stopped when the process exits. A machine without PostgreSQL
+/// fails the tests that need it (tools/install-deps.sh installs it); they never skip.
+public final class ThrowawayPostgres: Sendable {
+    public let port: Int
+    public let directory: String
+    private let bin: String
+    private let unprivileged: Bool
+
+    private static let instance = Mutex<ThrowawayPostgres?>(nil)
+
+    /// The server of this test process, started on first use.
+    public static func shared() throws -> ThrowawayPostgres {
+        try instance.withLock { server in
+            if let server { return server }
+            let started = try ThrowawayPostgres()
+            server = started
+            atexit { ThrowawayPostgres.instance.withLock { $0?.stop(); $0 = nil } }
+            return started
+        }
+    }
+
+    private init() throws {
+        let root = "/usr/lib/postgresql"
+        let versions = ((try? FileManager.default.contentsOfDirectory(atPath: root)) ?? [])
+            .filter { FileManager.default.isExecutableFile(atPath: "\(root)/\($0)/bin/initdb") }
+            .sorted { (Int($0) ?? 0) < (Int($1) ?? 0) }
+        guard let version = versions.last else {
+            throw TestFailure("PostgreSQL is not installed: no \(root)/*/bin/initdb (tools/install-deps.sh installs Debian's postgresql)")
+        }
+        bin = "\(root)/\(version)/bin"
+        unprivileged = getuid() == 0
+        var template = Array((NSTemporaryDirectory() + "tuneup-pg-XXXXXX").utf8CString)
+        guard let made = mkdtemp(&template) else { throw TestFailure("cannot make a directory for PostgreSQL: \(errno)") }
+        directory = String(cString: made)
+        port = try Self.freePort()
+        if unprivileged {
+            chmod(directory, 0o755)
+            guard chown(directory, 65534, 65534) == 0 else { throw TestFailure("cannot give \(directory) to nobody: \(errno)") }
+        }
+        try run("initdb", ["-D", "\(directory)/data", "-U", "tuneup", "--auth=trust", "-E", "UTF8", "--no-sync", "--no-instructions"])
+        try start()
+    }
+
+    /// `postgres://tuneup@127.0.0.1:PORT/DATABASE?sslmode=disable`.
+    public func url(_ database: String) -> String { "postgres://tuneup@127.0.0.1:\(port)/\(database)?sslmode=disable" }
+
+    /// A new, empty database with a unique name; returns its URL.
+    public func createDatabase() throws -> String {
+        let name = "t_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
+        try run("createdb", ["-h", "127.0.0.1", "-p", "\(port)", "-U", "tuneup", name])
+        return url(name)
+    }
+
+    /// Runs SQL with psql against `database`; returns its output, throws with its stderr when it fails.
+    @discardableResult
+    public func psql(_ database: String, _ sql: String) throws -> String {
+        try run("psql", ["-h", "127.0.0.1", "-p", "\(port)", "-U", "tuneup", "-d", database, "-v", "ON_ERROR_STOP=1", "-At", "-c", sql])
+    }
+
+    /// Starts the server and waits until it accepts connections (pg_ctl -w polls it).
+    public func start() throws {
+        try run("pg_ctl", ["-D", "\(directory)/data", "-l", "\(directory)/server.log", "-w", "-t", "60", "-o",
+                           "-h 127.0.0.1 -p \(port) -k \(directory) -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200",
+                           "start"])
+    }
+
+    /// Stops the server (fast shutdown: open connections are cut), waiting until it is down.
+    public func pause() throws {
+        try run("pg_ctl", ["-D", "\(directory)/data", "-m", "fast", "-w", "-t", "60", "stop"])
+    }
+
+    func stop() {
+        _ = try? run("pg_ctl", ["-D", "\(directory)/data", "-m", "immediate", "-w", "stop"])
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    /// Runs one of the server's programs (as nobody when we are root), to completion, with its output in a file of
+    /// the server's directory.
+    ///
+    /// posix_spawn and waitpid, not Foundation's Process: `pg_ctl start` leaves a daemon behind, and Process waits
+    /// for a descriptor of its own that the daemon inherits, so it never sees pg_ctl end.
+    @discardableResult
+    private func run(_ program: String, _ arguments: [String]) throws -> String {
+        let argv = (unprivileged
+            ? ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "\(bin)/\(program)"]
+            : ["\(bin)/\(program)"]) + arguments
+        let outputPath = "\(directory)/\(program)-\(UUID().uuidString).out"
+        defer { unlink(outputPath) }
+        var environment = ProcessInfo.processInfo.environment
+        environment["LC_ALL"] = "C"
+        environment["PGCONNECT_TIMEOUT"] = "10"
+        let envp = environment.map { "\($0.key)=\($0.value)" }
+
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        var pid: pid_t = 0
+        let spawned = withCStrings(argv) { cargv in
+            withCStrings(envp) { cenvp in posix_spawn(&pid, argv[0], &actions, nil, cargv, cenvp) }
+        }
+        guard spawned == 0 else { throw TestFailure("cannot start \(argv[0]): error \(spawned)") }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        let output = ((try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+        let exited = status & 0x7f == 0
+        let code = (status >> 8) & 0xff
+        guard exited, code == 0 else {
+            throw TestFailure("\(program) \(arguments.joined(separator: " ")) failed (\(exited ? "exit \(code)" : "signal \(status & 0x7f)")): \(output)")
+        }
+        return output
+    }
+
+    private func withCStrings<R>(_ strings: [String], _ body: (UnsafePointer<UnsafeMutablePointer<CChar>?>) -> R) -> R {
+        var pointers = strings.map { strdup($0) } + [nil]
+        defer { pointers.forEach { free($0) } }
+        return pointers.withUnsafeMutableBufferPointer { body($0.baseAddress!) }
+    }
+
+    /// A port nobody listens on now: bind to 0, read it, close.
+    private static func freePort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw TestFailure("socket: \(errno)") }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
+        guard bound == 0 else { throw TestFailure("bind: \(errno)") }
+        let named = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+        guard named == 0 else { throw TestFailure("getsockname: \(errno)") }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+}
