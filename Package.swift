@@ -148,7 +148,9 @@ let package = Package(
             ],
             swiftSettings: strict),
         // Helpers shared by the test targets.
-        .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: strict),
+        // A PostgreSQL server of a test's or benchmark's own (Debian's binaries, initdb into a temporary directory).
+        .target(name: "ThrowawayPostgres", swiftSettings: strict),
+        .target(name: "TestSupport", dependencies: ["ThrowawayPostgres"], path: "Tests/TestSupport", swiftSettings: strict),
         .testTarget(name: "LightXTests", dependencies: ["LightX", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "TransportTests", dependencies: ["Transport", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "SessionTests", dependencies: ["Session", "Transport", "TestSupport"], swiftSettings: strict),

@@ -11,7 +11,7 @@ import PostgresNIO
 /// one-identity-per-unit index is run again. Every operation is bounded by `timeout`: a server that is down or
 /// unreachable is a `RecordsError.unreachable` naming it, never a hang. Nothing blocks Swift's cooperative pool
 /// (postgres-nio runs on its own event loops).
-public final class PostgresRecordStore: RecordStore {
+public final class PostgresRecordStore: LineRecordServer {
     /// `host:port/database`, for messages.
     public let name: String
     private let client: PostgresClient
@@ -20,7 +20,7 @@ public final class PostgresRecordStore: RecordStore {
     private let timeout: Duration
 
     /// The schema versions this store knows, in order (the SQLite store's migrations, in PostgreSQL's dialect).
-    static let migrations: [(String, String)] = [("v1-records", PostgresSchema.v1)]
+    static let migrations: [(String, String)] = [("v1-records", PostgresSchema.v1), ("v2-origin", PostgresSchema.v2)]
 
     private init(name: String, client: PostgresClient, logger: Logger, timeout: Duration) {
         self.name = name
@@ -277,6 +277,91 @@ public final class PostgresRecordStore: RecordStore {
         }
     }
 
+    // MARK: - A station's outbox
+
+    public func importRun(_ run: RunRecord, origin: String) async throws -> RunID {
+        guard let outcome = run.outcome, let ended = run.endedAt else {
+            throw RecordsError(.invalidArgument, "run \(run.id) of \(run.start.hardwareID) is still open: only a finished run is imported")
+        }
+        let start = run.start
+        try Self.check(hardwareID: start.hardwareID)
+        let hashes = try Self.encodeHashes(start.imageHashes)
+        return try await transaction { c in
+            if let existing = try await c.query("SELECT id FROM runs WHERE origin = \(origin)", logger: self.logger).collect().first {
+                return RunID(try existing.decode(Int64.self))
+            }
+            try await c.query("""
+                INSERT INTO units (hardware_id, first_seen) VALUES (\(start.hardwareID), \(start.startedAt))
+                ON CONFLICT (hardware_id) DO UPDATE SET first_seen = LEAST(units.first_seen, EXCLUDED.first_seen)
+                """, logger: self.logger)
+            try await c.query("SELECT 1 FROM units WHERE hardware_id = \(start.hardwareID) FOR UPDATE", logger: self.logger)
+            let rework = try await c.query("""
+                SELECT COUNT(*) FROM runs WHERE hardware_id = \(start.hardwareID) AND outcome IN ('fail', 'error')
+                                            AND started_at < \(start.startedAt)
+                """, logger: self.logger).collect().first!.decode(Int64.self)
+            let id = try await c.query("""
+                INSERT INTO runs (hardware_id, station, slot, operator, recipe_hash, tool_version, image_hashes, started_at,
+                                  ended_at, outcome, rework_count, origin)
+                VALUES (\(start.hardwareID), \(start.station), \(start.slot), \(start.operatorName), \(start.recipeHash),
+                        \(start.toolVersion), \(hashes), \(start.startedAt), \(ended), \(outcome.rawValue), \(rework), \(origin))
+                RETURNING id
+                """, logger: self.logger).collect().first!.decode(Int64.self)
+            for step in run.steps {
+                let stepID = try await c.query("""
+                    INSERT INTO steps (run_id, name, started_at, ended_at, outcome, retries, message)
+                    VALUES (\(id), \(step.name), \(step.startedAt), \(step.endedAt), \(step.outcome.rawValue), \(step.retries), \(step.message))
+                    RETURNING id
+                    """, logger: self.logger).collect().first!.decode(Int64.self)
+                for measurement in step.measurements { try await self.insert(c, measurement, StepID(stepID)) }
+            }
+            return RunID(id)
+        }
+    }
+
+    public func applyIdentity(_ kind: IdentityKind, value: String, hardwareID: String?, state: IdentityState, station: String) async throws {
+        if let hardwareID { try Self.check(hardwareID: hardwareID) }
+        let now = Date()
+        try await transaction { c in
+            func conflict(_ why: String) -> RecordsError {
+                RecordsError(.conflict, "\(kind.rawValue) \(value) cannot become \(state.rawValue)\(hardwareID.map { " for unit \($0)" } ?? ""): \(why)")
+            }
+            guard let current = try await self.identities(c, """
+                SELECT * FROM identities WHERE kind = \(kind.rawValue) AND value = \(value) FOR UPDATE
+                """).first else {
+                throw RecordsError(.notFound, "\(kind.rawValue) \(value) is not in the records database \(self.name)")
+            }
+            if current.state == state, current.hardwareID == hardwareID { return }
+            let rank: [IdentityState: Int] = [.leased: 0, .reserved: 1, .written: 2, .committed: 3]
+            switch (current.state, state) {
+            case (.voided, _):
+                throw conflict("it is voided, and a voided value is never issued again")
+            case (_, .voided):
+                guard current.state != .committed else { throw conflict("the unit \(current.hardwareID ?? "") holds it for good") }
+                guard current.hardwareID == nil || current.hardwareID == hardwareID || hardwareID == nil else {
+                    throw conflict("unit \(current.hardwareID!) holds it")
+                }
+                try await c.query("UPDATE identities SET state = 'voided', updated_at = \(now) WHERE id = \(current.id.rawValue)", logger: self.logger)
+            case (.leased, _):
+                guard current.station == station else { throw conflict("it is leased to station \(current.station)") }
+                guard let hardwareID else { throw conflict("no unit is named") }
+                try await self.ensureUnit(c, hardwareID, now)
+                if let held = try await self.activeIdentity(c, kind, hardwareID), held.id != current.id {
+                    throw conflict("the unit holds \(held.value) already")
+                }
+                try await c.query("""
+                    UPDATE identities SET state = \(state.rawValue), hardware_id = \(hardwareID), updated_at = \(now) WHERE id = \(current.id.rawValue)
+                    """, logger: self.logger)
+            default:
+                guard current.hardwareID == hardwareID else { throw conflict("unit \(current.hardwareID ?? "none") holds it") }
+                if rank[state, default: 0] > rank[current.state, default: 0] {
+                    try await c.query("""
+                        UPDATE identities SET state = \(state.rawValue), updated_at = \(now) WHERE id = \(current.id.rawValue)
+                        """, logger: self.logger)
+                }
+            }
+        }
+    }
+
     // MARK: - Reading
 
     public func units() async throws -> [UnitRecord] {
@@ -352,18 +437,9 @@ public final class PostgresRecordStore: RecordStore {
 
     /// `body` within `timeout`, else `RecordsError.unreachable`.
     private static func bounded<T: Sendable>(_ timeout: Duration, name: String, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
-        try await withThrowingTaskGroup(of: T?.self) { group in
-            group.addTask { try await body() }
-            group.addTask {
-                try await Task.sleep(for: timeout)
-                return nil
-            }
-            defer { group.cancelAll() }
-            guard let value = try await group.next()! else {
-                throw RecordsError(.unreachable, "records database \(name) did not answer within \(Self.seconds(timeout)) s (is the server running and reachable?)")
-            }
-            return value
-        }
+        try await withDeadline(timeout, late: {
+            RecordsError(.unreachable, "records database \(name) did not answer within \(Self.seconds(timeout)) s (is the server running and reachable?)")
+        }, body)
     }
 
     /// The error a transaction's closure (or its BEGIN or COMMIT) threw, out of postgres-nio's wrapper.
@@ -578,6 +654,13 @@ enum PostgresSchema {
             outcome TEXT NOT NULL CHECK (outcome IN ('pass', 'marginal', 'fail'))
         );
         CREATE INDEX measurements_by_step ON measurements(step_id);
+        """
+
+    /// Where a run imported from a station's outbox came from (`station/started-at/hardware-id`): a run is
+    /// imported once, however often the upload is retried.
+    static let v2 = """
+        ALTER TABLE runs ADD COLUMN origin TEXT;
+        CREATE UNIQUE INDEX runs_by_origin ON runs(origin) WHERE origin IS NOT NULL;
         """
 }
 

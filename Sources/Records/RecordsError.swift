@@ -40,6 +40,8 @@ extension ErrorCodeIn where Domain == RecordsError {
     public static let notFound = Self(rawValue: "records-not-found")
     /// A change that the record's state forbids (commit an identity never written, finish a finished run).
     public static let invalidTransition = Self(rawValue: "records-invalid-transition")
+    /// A station's record contradicts the line's server (an identity another unit or station holds, or voided).
+    public static let conflict = Self(rawValue: "records-conflict")
     /// An argument is unusable (empty hardware id, empty value, a non-positive block size).
     public static let invalidArgument = Self(rawValue: "records-invalid-argument")
 }

@@ -307,7 +307,7 @@ public final class SQLiteRecordStore: RecordStore {
     /// At most this many candidates are tried for one reservation (a generator that never ends is a bug, not a hang).
     static let candidateLimit = 1_000_000
 
-    private func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+    func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         do {
             return try await pool.write(body)
         } catch {
@@ -315,7 +315,7 @@ public final class SQLiteRecordStore: RecordStore {
         }
     }
 
-    private func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+    func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         do {
             return try await pool.read(body)
         } catch {
@@ -372,21 +372,21 @@ public final class SQLiteRecordStore: RecordStore {
         return (ids, tried)
     }
 
-    private static func ensureUnit(_ db: Database, _ hardwareID: String, _ now: Date) throws {
+    static func ensureUnit(_ db: Database, _ hardwareID: String, _ now: Date) throws {
         try db.execute(
             sql: "INSERT INTO units (hardware_id, first_seen) VALUES (?, ?) ON CONFLICT (hardware_id) DO NOTHING",
             arguments: [hardwareID, now])
     }
 
-    private static func activeIdentity(_ db: Database, _ kind: IdentityKind, _ hardwareID: String) throws -> Identity? {
+    static func activeIdentity(_ db: Database, _ kind: IdentityKind, _ hardwareID: String) throws -> Identity? {
         try identities(db, where: "hardware_id = ? AND kind = ? AND state <> 'voided'", [hardwareID, kind.rawValue]).first
     }
 
-    private static func identity(_ db: Database, _ id: Int64) throws -> Identity? {
+    static func identity(_ db: Database, _ id: Int64) throws -> Identity? {
         try identities(db, where: "id = ?", [id]).first
     }
 
-    private static func identities(_ db: Database, where condition: String, _ arguments: StatementArguments) throws -> [Identity] {
+    static func identities(_ db: Database, where condition: String, _ arguments: StatementArguments) throws -> [Identity] {
         try Row.fetchAll(db, sql: "SELECT * FROM identities WHERE \(condition) ORDER BY id", arguments: arguments).map { row in
             Identity(
                 id: IdentityID(row["id"]), kind: try decode(IdentityKind.self, row["kind"]),

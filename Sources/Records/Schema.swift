@@ -8,6 +8,9 @@ enum Schema {
         migrator.registerMigration("v1-records") { db in
             try db.execute(sql: v1)
         }
+        migrator.registerMigration("v2-outbox") { db in
+            try db.execute(sql: v2)
+        }
         return migrator
     }
 
@@ -80,5 +83,14 @@ enum Schema {
             outcome TEXT NOT NULL CHECK (outcome IN ('pass', 'marginal', 'fail'))
         );
         CREATE INDEX measurements_by_step ON measurements(step_id);
+        """
+
+    /// A station's outbox (`OutboxRecordStore`): what of each record the line's server holds. Unused in a file that
+    /// is the records themselves.
+    static let v2 = """
+        ALTER TABLE runs ADD COLUMN uploaded_at TEXT;
+        ALTER TABLE identities ADD COLUMN uploaded_state TEXT;
+        ALTER TABLE leases ADD COLUMN server_lease_id INTEGER;
+        CREATE INDEX runs_to_upload ON runs(id) WHERE outcome IS NOT NULL AND uploaded_at IS NULL;
         """
 }

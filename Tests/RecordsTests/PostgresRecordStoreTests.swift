@@ -40,7 +40,7 @@ import Testing
         _ = try await store.reserveIdentity(.serial, for: "hw-1", station: "s1", values: ["SN-1"])
         let pg = try await Self.server()
         let database = String(url.split(separator: "/").last!.split(separator: "?").first!)
-        #expect(throws: TestFailure.self) {
+        #expect(throws: ThrowawayPostgresError.self) {
             try pg.psql(database, "INSERT INTO identities (kind, value, state, hardware_id, station, updated_at) VALUES ('serial', 'SN-1', 'voided', NULL, 'x', now())")
         }
         await store.close()

@@ -1,4 +1,5 @@
 import Foundation
+@_exported import ThrowawayPostgres
 
 // Helpers shared by the test targets.
 

@@ -1,7 +1,13 @@
 import Foundation
 import Synchronization
 
-/// A PostgreSQL server of the test's own: Debian's binaries (`/usr/lib/postgresql/N/bin`), `initdb` into a temporary
+/// Why a throwaway server could not be made or a program of it failed.
+public struct ThrowawayPostgresError: Error, CustomStringConvertible {
+    public let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// A PostgreSQL server of the test's (or benchmark's) own: Debian's binaries (`/usr/lib/postgresql/N/bin`), `initdb` into a temporary
 /// directory as an unprivileged user (`nobody` when the tests run as root: initdb refuses root), listening on
 /// 127.0.0.1 at a free port with its socket in that directory, trust authentication for the superuser `tuneup`.
 /// Started once per test process (`shared()`) and stopped when the process exits. A machine without PostgreSQL
@@ -25,23 +31,35 @@ public final class ThrowawayPostgres: Sendable {
         }
     }
 
+    /// A server of its own (for a test that stops and starts it), stopped and removed at `stop()` or process exit.
+    public static func dedicated() throws -> ThrowawayPostgres {
+        let server = try ThrowawayPostgres()
+        dedicatedServers.withLock { $0.append(server) }
+        return server
+    }
+
+    private static let dedicatedServers: Mutex<[ThrowawayPostgres]> = {
+        atexit { ThrowawayPostgres.dedicatedServers.withLock { $0.forEach { $0.stop() }; $0 = [] } }
+        return Mutex([])
+    }()
+
     private init() throws {
         let root = "/usr/lib/postgresql"
         let versions = ((try? FileManager.default.contentsOfDirectory(atPath: root)) ?? [])
             .filter { FileManager.default.isExecutableFile(atPath: "\(root)/\($0)/bin/initdb") }
             .sorted { (Int($0) ?? 0) < (Int($1) ?? 0) }
         guard let version = versions.last else {
-            throw TestFailure("PostgreSQL is not installed: no \(root)/*/bin/initdb (tools/install-deps.sh installs Debian's postgresql)")
+            throw ThrowawayPostgresError("PostgreSQL is not installed: no \(root)/*/bin/initdb (tools/install-deps.sh installs Debian's postgresql)")
         }
         bin = "\(root)/\(version)/bin"
         unprivileged = getuid() == 0
         var template = Array((NSTemporaryDirectory() + "tuneup-pg-XXXXXX").utf8CString)
-        guard let made = mkdtemp(&template) else { throw TestFailure("cannot make a directory for PostgreSQL: \(errno)") }
+        guard let made = mkdtemp(&template) else { throw ThrowawayPostgresError("cannot make a directory for PostgreSQL: \(errno)") }
         directory = String(cString: made)
         port = try Self.freePort()
         if unprivileged {
             chmod(directory, 0o755)
-            guard chown(directory, 65534, 65534) == 0 else { throw TestFailure("cannot give \(directory) to nobody: \(errno)") }
+            guard chown(directory, 65534, 65534) == 0 else { throw ThrowawayPostgresError("cannot give \(directory) to nobody: \(errno)") }
         }
         try run("initdb", ["-D", "\(directory)/data", "-U", "tuneup", "--auth=trust", "-E", "UTF8", "--no-sync", "--no-instructions"])
         try start()
@@ -75,7 +93,8 @@ public final class ThrowawayPostgres: Sendable {
         try run("pg_ctl", ["-D", "\(directory)/data", "-m", "fast", "-w", "-t", "60", "stop"])
     }
 
-    func stop() {
+    /// Stops the server for good and removes its directory.
+    public func stop() {
         _ = try? run("pg_ctl", ["-D", "\(directory)/data", "-m", "immediate", "-w", "stop"])
         try? FileManager.default.removeItem(atPath: directory)
     }
@@ -107,14 +126,14 @@ public final class ThrowawayPostgres: Sendable {
         let spawned = withCStrings(argv) { cargv in
             withCStrings(envp) { cenvp in posix_spawn(&pid, argv[0], &actions, nil, cargv, cenvp) }
         }
-        guard spawned == 0 else { throw TestFailure("cannot start \(argv[0]): error \(spawned)") }
+        guard spawned == 0 else { throw ThrowawayPostgresError("cannot start \(argv[0]): error \(spawned)") }
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
         let output = ((try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
         let exited = status & 0x7f == 0
         let code = (status >> 8) & 0xff
         guard exited, code == 0 else {
-            throw TestFailure("\(program) \(arguments.joined(separator: " ")) failed (\(exited ? "exit \(code)" : "signal \(status & 0x7f)")): \(output)")
+            throw ThrowawayPostgresError("\(program) \(arguments.joined(separator: " ")) failed (\(exited ? "exit \(code)" : "signal \(status & 0x7f)")): \(output)")
         }
         return output
     }
@@ -128,7 +147,7 @@ public final class ThrowawayPostgres: Sendable {
     /// A port nobody listens on now: bind to 0, read it, close.
     private static func freePort() throws -> Int {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw TestFailure("socket: \(errno)") }
+        guard fd >= 0 else { throw ThrowawayPostgresError("socket: \(errno)") }
         defer { close(fd) }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
@@ -136,9 +155,9 @@ public final class ThrowawayPostgres: Sendable {
         address.sin_port = 0
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
-        guard bound == 0 else { throw TestFailure("bind: \(errno)") }
+        guard bound == 0 else { throw ThrowawayPostgresError("bind: \(errno)") }
         let named = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
-        guard named == 0 else { throw TestFailure("getsockname: \(errno)") }
+        guard named == 0 else { throw ThrowawayPostgresError("getsockname: \(errno)") }
         return Int(UInt16(bigEndian: address.sin_port))
     }
 }

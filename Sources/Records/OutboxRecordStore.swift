@@ -1,0 +1,326 @@
+import Foundation
+import Synchronization
+
+/// The records of one station on a line: everything is written first to a local SQLite file (the outbox) and
+/// uploaded to the line's server in the background, so the station keeps provisioning while the server is briefly
+/// unreachable.
+///
+/// - Identities come from blocks the server leases to the station (`leaseSize` values of each kind, topped up when
+///   half are used): a unit takes the next leased value locally, and the server learns it with the upload. A unit
+///   the server already knows (it was given its identity at another station) gets that identity back.
+/// - Runs, steps and measurements are recorded locally as they happen; a run is uploaded once it has ended, in one
+///   transaction, exactly once (its origin, `station/hardware-id/start-ms`, is unique on the server).
+/// - `finish(within:)` voids the leased values no unit took (locally and then on the server: never reissued) and
+///   uploads what is left; what cannot be uploaded stays in the outbox file for the next start of the station.
+///
+/// Reads (`units`, `run`, ...) answer from the outbox: the station's own view. `runs(hardwareID:)` adds the
+/// server's runs of the unit when it answers, so a unit reworked at another station is known as such.
+public final class OutboxRecordStore: RecordStore {
+    public let server: any LineRecordServer
+    public let outbox: SQLiteRecordStore
+    /// The station whose records these are (the leases' holder).
+    public let station: String
+    /// How many values of each kind a lease holds.
+    public let leaseSize: Int
+    /// How long the station's own path (identity look-ups) waits for the server before going on without it.
+    public let serverWait: Duration
+
+    private let shared: Shared
+    private let uploader: Task<Void, Never>
+    private let ticker: Task<Void, Never>
+
+    /// - Parameters:
+    ///   - retryInterval: how often the uploader tries again while the server does not answer.
+    public init(
+        server: any LineRecordServer, outbox: SQLiteRecordStore, station: String, leaseSize: Int = 32,
+        serverWait: Duration = .seconds(2), retryInterval: Duration = .seconds(1)
+    ) {
+        self.server = server
+        self.outbox = outbox
+        self.station = station
+        self.leaseSize = max(1, leaseSize)
+        self.serverWait = serverWait
+        let (kicks, kick) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        let shared = Shared(server: server, outbox: outbox, station: station, leaseSize: max(1, leaseSize), wait: serverWait,
+                            retryInterval: retryInterval, kick: kick)
+        self.shared = shared
+        uploader = Task {
+            for await _ in kicks { await shared.upload() }
+        }
+        ticker = Task {
+            while !Task.isCancelled {
+                kick.yield()
+                try? await Task.sleep(for: retryInterval)
+            }
+        }
+    }
+
+    deinit {
+        ticker.cancel()
+        uploader.cancel()
+        shared.kick.finish()
+    }
+
+    /// What the outbox still holds for the server.
+    public func backlog() async throws -> OutboxBacklog { try await outbox.backlog() }
+
+    /// How many records (runs and identity changes) reached the server through this store.
+    public var uploaded: Int { shared.state.withLock { $0.uploaded } }
+
+    /// Why the last upload failed, while the server does not answer (nil when it does).
+    public var serverProblem: String? { shared.state.withLock { $0.problem } }
+
+    /// Stops the station's use of its leases and uploads what is left: unused leased values are voided (locally, then
+    /// on the server), then uploads run until the outbox is empty or `within` has passed. Returns what is left.
+    public func finish(within: Duration) async -> OutboxBacklog {
+        shared.state.withLock { $0.finished = true }
+        for lease in (try? await outbox.leasesWithUnused()) ?? [] {
+            _ = try? await outbox.voidUnused(lease: lease)
+        }
+        let deadline = ContinuousClock.now + within
+        while ContinuousClock.now < deadline, !Task.isCancelled {
+            shared.state.withLock { $0.downUntil = nil }
+            await shared.upload()
+            guard let left = try? await outbox.backlog(), !left.isEmpty else { break }
+            try? await Task.sleep(for: .milliseconds(200))
+        }
+        ticker.cancel()
+        uploader.cancel()
+        shared.kick.finish()
+        return (try? await outbox.backlog()) ?? OutboxBacklog(runs: 0, identities: 0, conflicts: 0)
+    }
+
+    // MARK: Identities
+
+    public func reserveIdentity(
+        _ kind: IdentityKind, for hardwareID: String, station: String, candidates: @escaping IdentityCandidates
+    ) async throws -> Identity {
+        shared.state.withLock { $0.candidates[kind] = candidates }
+        if let held = try await outbox.liveIdentity(kind, of: hardwareID) { return held }
+        if shared.serverUsable {
+            do {
+                let known = try await shared.bounded { try await self.server.identities(of: hardwareID) }
+                if let held = known.first(where: { $0.kind == kind && $0.state != .voided }) {
+                    return try await outbox.mirror(held: held)
+                }
+            } catch let error as RecordsError where error.code == .unreachable {
+                shared.down(error)
+            }
+        }
+        for _ in 0..<4 {
+            let (lease, free) = try await outbox.freeLease(kind)
+            if let lease {
+                do {
+                    let identity = try await outbox.reserveIdentity(kind, for: hardwareID, fromLease: lease)
+                    shared.kick.yield()  // the server learns it; a lease half used is topped up
+                    _ = free
+                    return identity
+                } catch let error as RecordsError where error.code == .poolExhausted {
+                    continue  // another slot took the lease's last value meanwhile
+                }
+            }
+            try await shared.refill(kind)
+        }
+        throw RecordsError(.poolExhausted, "the station's leases of \(kind.rawValue) ran dry while it reserved one")
+    }
+
+    public func reserveIdentity(_ kind: IdentityKind, for hardwareID: String, fromLease lease: LeaseID) async throws -> Identity {
+        defer { shared.kick.yield() }
+        return try await outbox.reserveIdentity(kind, for: hardwareID, fromLease: lease)
+    }
+
+    public func leaseBlock(
+        _ kind: IdentityKind, count: Int, station: String, candidates: @escaping IdentityCandidates
+    ) async throws -> Lease {
+        let granted = try await server.leaseBlock(kind, count: count, station: station, candidates: candidates)
+        let local = try await outbox.mirror(lease: granted)
+        var lease = granted
+        lease.id = local
+        lease.identities = try await outbox.identities(ofLease: local)
+        return lease
+    }
+
+    public func markWritten(_ identity: IdentityID) async throws -> Identity { try await changed { try await self.outbox.markWritten(identity) } }
+    public func commit(_ identity: IdentityID) async throws -> Identity { try await changed { try await self.outbox.commit(identity) } }
+    public func void(_ identity: IdentityID) async throws -> Identity { try await changed { try await self.outbox.void(identity) } }
+    public func voidUnused(lease: LeaseID) async throws -> [Identity] { try await changed { try await self.outbox.voidUnused(lease: lease) } }
+    public func identities(of hardwareID: String) async throws -> [Identity] { try await outbox.identities(of: hardwareID) }
+
+    // MARK: Runs
+
+    public func startRun(_ start: RunStart) async throws -> RunID { try await outbox.startRun(start) }
+    public func recordStep(_ step: StepRecord, in run: RunID) async throws -> StepID { try await outbox.recordStep(step, in: run) }
+    public func recordMeasurement(_ measurement: Measurement, in step: StepID) async throws {
+        try await outbox.recordMeasurement(measurement, in: step)
+    }
+    public func finishRun(_ run: RunID, outcome: RunOutcome, at date: Date) async throws {
+        try await changed { try await self.outbox.finishRun(run, outcome: outcome, at: date) }
+    }
+    public func abortOpenRuns(station: String, at date: Date) async throws -> [RunID] {
+        try await changed { try await self.outbox.abortOpenRuns(station: station, at: date) }
+    }
+
+    // MARK: Reading
+
+    public func units() async throws -> [UnitRecord] { try await outbox.units() }
+    public func unit(_ hardwareID: String) async throws -> UnitRecord? { try await outbox.unit(hardwareID) }
+    public func run(_ id: RunID) async throws -> RunRecord? { try await outbox.run(id) }
+
+    public func runs(hardwareID: String?, station: String?) async throws -> [RunRecord] {
+        guard let hardwareID, station == nil, shared.serverUsable else {
+            return try await outbox.runs(hardwareID: hardwareID, station: station)
+        }
+        do {
+            let known = try await shared.bounded { try await self.server.runs(hardwareID: hardwareID, station: nil) }
+            return known + (try await outbox.runsNotUploaded(of: hardwareID))
+        } catch let error as RecordsError where error.code == .unreachable {
+            shared.down(error)
+            return try await outbox.runs(hardwareID: hardwareID, station: nil)
+        }
+    }
+
+    private func changed<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
+        defer { shared.kick.yield() }
+        return try await body()
+    }
+
+    /// The origin of a run on the server: the station, the unit and the start to the millisecond.
+    static func origin(_ run: RunRecord) -> String {
+        "\(run.start.station)/\(run.start.hardwareID)/\(Int64((run.start.startedAt.timeIntervalSince1970 * 1000).rounded()))"
+    }
+
+    // MARK: - The uploader's side
+
+    /// What the station's path and the uploader share.
+    final class Shared: Sendable {
+        let server: any LineRecordServer
+        let outbox: SQLiteRecordStore
+        let station: String
+        let leaseSize: Int
+        let wait: Duration
+        let retryInterval: Duration
+        let kick: AsyncStream<Void>.Continuation
+        let state = Mutex(State())
+        /// One upload at a time (the uploader's, or `finish`'s).
+        private let uploading = Mutex(false)
+
+        struct State {
+            var downUntil: ContinuousClock.Instant?
+            var problem: String?
+            var candidates: [IdentityKind: IdentityCandidates] = [:]
+            var refills: [IdentityKind: Task<Void, any Error>] = [:]
+            var uploaded = 0
+            /// The station finished: no more leases.
+            var finished = false
+        }
+
+        init(server: any LineRecordServer, outbox: SQLiteRecordStore, station: String, leaseSize: Int, wait: Duration,
+             retryInterval: Duration, kick: AsyncStream<Void>.Continuation) {
+            (self.server, self.outbox, self.station, self.leaseSize, self.wait, self.retryInterval, self.kick) =
+                (server, outbox, station, leaseSize, wait, retryInterval, kick)
+        }
+
+        /// False for a while after the server did not answer: the station's path does not wait for it meanwhile.
+        var serverUsable: Bool {
+            state.withLock { s in s.downUntil.map { ContinuousClock.now >= $0 } ?? true }
+        }
+
+        func down(_ error: any Error) {
+            let message = (error as? RecordsError)?.message ?? String(describing: error)
+            state.withLock { s in
+                s.downUntil = ContinuousClock.now + retryInterval
+                s.problem = message
+            }
+        }
+
+        /// `body` within the station's wait for the server, else `RecordsError.unreachable`.
+        func bounded<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
+            let wait = self.wait
+            // The abandoned work runs on: an upload or a lease whose answer comes late is still kept.
+            return try await withDeadline(wait, cancelLate: false, late: {
+                RecordsError(.unreachable, "the line's records server did not answer within \(wait)")
+            }, body)
+        }
+
+        /// Leases another block of `kind` from the server (one refill of a kind at a time; a caller that finds one
+        /// under way waits for it).
+        func refill(_ kind: IdentityKind) async throws {
+            let task = state.withLock { s -> Task<Void, any Error>? in
+                if let running = s.refills[kind] { return running }
+                guard !s.finished else { return nil }
+                guard let candidates = s.candidates[kind] else { return nil }
+                let task = Task { [self] in
+                    defer { _ = state.withLock { $0.refills.removeValue(forKey: kind) } }
+                    do {
+                        // Leased and copied in one piece of work: a lease granted after the wait ended is kept.
+                        _ = try await bounded {
+                            let lease = try await self.server.leaseBlock(kind, count: self.leaseSize, station: self.station, candidates: candidates)
+                            return try await self.outbox.mirror(lease: lease)
+                        }
+                    } catch let error as RecordsError where error.code == .unreachable {
+                        down(error)
+                        throw RecordsError(
+                            .unreachable,
+                            "the line's records server is unreachable and this station's lease of \(kind.rawValue) is used up (\(error.message))")
+                    }
+                }
+                s.refills[kind] = task
+                return task
+            }
+            guard let task else {
+                throw RecordsError(.invalidArgument, "no \(kind.rawValue) has been asked for yet: nothing to lease")
+            }
+            try await task.value
+        }
+
+        /// Uploads identity changes, then finished runs, then tops up leases that are half used; stops at the first
+        /// failure to reach the server (and tries again after `retryInterval`).
+        func upload() async {
+            let mine = uploading.withLock { busy in
+                if busy { return false }
+                busy = true
+                return true
+            }
+            guard mine, serverUsable else {
+                if mine { uploading.withLock { $0 = false } }
+                return
+            }
+            defer { uploading.withLock { $0 = false } }
+            do {
+                for identity in try await outbox.identitiesToUpload() {
+                    do {
+                        try await bounded {
+                            try await self.server.applyIdentity(
+                                identity.kind, value: identity.value, hardwareID: identity.hardwareID, state: identity.state,
+                                station: self.station)
+                            try await self.outbox.markUploaded(identity.id, state: identity.state)
+                        }
+                    } catch let error as RecordsError where error.code == .conflict || error.code == .notFound {
+                        try await outbox.markUploaded(identity.id, state: identity.state, conflict: true)
+                    }
+                    state.withLock { $0.uploaded += 1 }
+                }
+                for id in try await outbox.runsToUpload() {
+                    guard let run = try await outbox.run(id) else { continue }
+                    try await bounded {
+                        _ = try await self.server.importRun(run, origin: OutboxRecordStore.origin(run))
+                        try await self.outbox.markUploaded(run: id, at: Date())
+                    }
+                    state.withLock { $0.uploaded += 1 }
+                }
+                let kinds = state.withLock { $0.finished ? [] : Array($0.candidates.keys) }
+                for kind in kinds where try await outbox.freeLease(kind).free * 2 < leaseSize {
+                    try await refill(kind)
+                }
+                state.withLock { $0.problem = nil }
+            } catch let error as RecordsError where error.code == .poolExhausted {
+                // Nothing left to lease: the station learns it when it next needs a value.
+                state.withLock { $0.problem = nil }
+            } catch is CancellationError {
+                return
+            } catch {
+                down(error)
+            }
+        }
+    }
+}
