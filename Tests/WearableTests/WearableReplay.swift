@@ -42,7 +42,7 @@ let replaySensorInformation: SensorInformation = {
 
 /// Replays `input`: its first byte picks the decoder (`ReplayTarget`), the rest is the payload. For the sensor data
 /// targets the second byte gives a number of SensorInformation entries (modulo 8) that follow, then the notification;
-/// when those entries do not decode, `replaySensorInformation` is used.
+/// when there are none or they do not decode, `replaySensorInformation` is used.
 ///
 /// Checks: an accepted payload re-encodes to the same bytes and decodes again to the same value; a refusal is a
 /// `WearableError` with a known code, the `.device` category and one non-empty line; accepted sensor data has records
@@ -90,10 +90,11 @@ func replayThroughWearableDecoders(_ input: [UInt8]) -> WearableReplay {
         let entries = Int((payload.first ?? 0) % 8)
         let infoEnd = min(payload.endIndex, payload.startIndex + 1 + entries * SensorInformation.entryLength)
         let infoBytes = payload.isEmpty ? payload : payload[(payload.startIndex + 1)..<infoEnd]
-        let information = (try? SensorInformation(decoding: infoBytes)) ?? replaySensorInformation
+        let carried = try? SensorInformation(decoding: infoBytes)
+        let information = carried.flatMap { $0.entries.isEmpty ? nil : $0 } ?? replaySensorInformation
         let notification = payload[infoEnd...]
         if target == .sensorData {
-            checkSensorData(notification, information, &result, refused)
+            if let error = checkSensorData(notification, information, &result) { refused(error) }
         } else {
             checkParser(notification, information, &result)
         }
@@ -101,14 +102,13 @@ func replayThroughWearableDecoders(_ input: [UInt8]) -> WearableReplay {
     return result
 }
 
-private func checkSensorData(_ bytes: ArraySlice<UInt8>, _ information: SensorInformation, _ result: inout WearableReplay,
-                             _ refused: (WearableError) -> Void) {
+/// Checks accepted sensor data; returns the refusal when the decoder refused it.
+private func checkSensorData(_ bytes: ArraySlice<UInt8>, _ information: SensorInformation, _ result: inout WearableReplay) -> WearableError? {
     let decoded: SensorDataNotification
     do throws(WearableError) {
         decoded = try SensorDataNotification(decoding: bytes, using: information)
     } catch {
-        refused(error)
-        return
+        return error
     }
     result.records = decoded.records.count
     let again = decoded.encoded()
@@ -144,6 +144,7 @@ private func checkSensorData(_ bytes: ArraySlice<UInt8>, _ information: SensorIn
         }
         boundary = end
     }
+    return nil
 }
 
 /// Every raw value of `sample` scales to a finite value that scales back to the same raw value.
