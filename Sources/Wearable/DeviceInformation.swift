@@ -6,6 +6,7 @@ public struct DeviceStatus: Sendable, Hashable {
     public var alreadyPaired: Bool
     public var serviceSuspended: Bool
 
+    /// A status with these bits.
     public init(pairingEnabled: Bool = false, secureBLEPairingRequired: Bool = false, alreadyPaired: Bool = false,
                 serviceSuspended: Bool = false) {
         self.pairingEnabled = pairingEnabled
@@ -45,7 +46,9 @@ public struct DeviceInformation: Sendable, Hashable {
     public var majorVersion: UInt8
     /// Wearable protocol version, minor.
     public var minorVersion: UInt8
+    /// The product (a Bose product id).
     public var productID: UInt16
+    /// The product's variant (colour, model).
     public var variant: UInt8
     /// The sensors the device has.
     public var availableSensors: Set<SensorType>
@@ -57,8 +60,10 @@ public struct DeviceInformation: Sendable, Hashable {
     public var maxPayloadPerTransmissionPeriod: UInt16
     /// How many sensors may be enabled at once.
     public var maxActiveSensors: UInt8
+    /// Pairing and service state.
     public var status: DeviceStatus
 
+    /// A device information of these fields (every combination is valid).
     public init(majorVersion: UInt8, minorVersion: UInt8, productID: UInt16, variant: UInt8,
                 availableSensors: Set<SensorType>, availableGestures: Set<GestureType>, transmissionPeriod: UInt8,
                 maxPayloadPerTransmissionPeriod: UInt16, maxActiveSensors: UInt8, status: DeviceStatus) {
@@ -97,6 +102,7 @@ public struct DeviceInformation: Sendable, Hashable {
         try r.expectEnd()
     }
 
+    /// Decodes `bytes` (see `init(decoding:)` on a slice).
     public init(decoding bytes: [UInt8]) throws(WearableError) { try self.init(decoding: bytes[...]) }
 
     /// The 19 bytes.

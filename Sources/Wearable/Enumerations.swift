@@ -16,8 +16,8 @@ public enum SensorType: UInt8, CaseIterable, Sendable, Hashable, Comparable, Cus
     /// Magnetic field and the estimated bias (two vectors). Not enabled by shipped firmware.
     case uncalibratedMagnetometer = 6
 
-    /// The sensor with id `id`; throws `.unknownSensor` for any other byte.
-    public init(id: UInt8, in context: String) throws(WearableError) {
+    /// The sensor with id `id`; throws `.unknownSensor` for any other byte (`context` starts the message).
+    init(id: UInt8, in context: String) throws(WearableError) {
         guard let sensor = SensorType(rawValue: id) else {
             throw WearableError(.unknownSensor, "\(context): unknown sensor id \(id)")
         }
@@ -129,8 +129,8 @@ public enum GestureType: UInt8, CaseIterable, Sendable, Hashable, Comparable, Cu
     case headNod = 0x82
     case headShake = 0x83
 
-    /// The gesture with id `id`; throws `.unknownGesture` for any other byte.
-    public init(id: UInt8, in context: String) throws(WearableError) {
+    /// The gesture with id `id`; throws `.unknownGesture` for any other byte (`context` starts the message).
+    init(id: UInt8, in context: String) throws(WearableError) {
         guard let gesture = GestureType(rawValue: id) else {
             throw WearableError(.unknownGesture, "\(context): unknown gesture id 0x\(hexByte(id))")
         }

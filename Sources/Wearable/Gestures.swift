@@ -5,13 +5,17 @@
 /// Strict: a length that is not a whole number of entries, an unknown gesture id or a gesture listed twice throw.
 /// Entries keep their wire order.
 public struct GestureInformation: Sendable, Hashable {
+    /// The length of one entry.
     public static let entryLength = 3
 
+    /// One entry of the payload.
     public struct Entry: Sendable, Hashable {
+        /// The gesture.
         public var gesture: GestureType
         /// The payload length the device gives the gesture (the sheet does not say what it counts; kept as is).
         public var payloadLength: UInt16
 
+        /// `gesture` with its payload length.
         public init(gesture: GestureType, payloadLength: UInt16) {
             self.gesture = gesture
             self.payloadLength = payloadLength
@@ -33,6 +37,7 @@ public struct GestureInformation: Sendable, Hashable {
     /// The gestures offered, in wire order.
     public var availableGestures: [GestureType] { entries.map(\.gesture) }
 
+    /// Decodes the payload; throws `WearableError` as the type's description lists, never traps.
     public init(decoding bytes: ArraySlice<UInt8>) throws(WearableError) {
         var entries: [Entry] = []
         try forEachEntry(in: bytes, size: Self.entryLength, context: "gesture information") { (r: inout WireReader, _: Int) throws(WearableError) in
@@ -46,8 +51,10 @@ public struct GestureInformation: Sendable, Hashable {
         self.entries = entries
     }
 
+    /// Decodes `bytes` (see `init(decoding:)` on a slice).
     public init(decoding bytes: [UInt8]) throws(WearableError) { try self.init(decoding: bytes[...]) }
 
+    /// The payload's bytes; decoding them gives this value back.
     public func encoded() -> [UInt8] {
         var w = WireWriter(capacity: entries.count * Self.entryLength)
         for e in entries {
@@ -64,12 +71,17 @@ public struct GestureInformation: Sendable, Hashable {
 ///
 /// Strict: an enabled byte other than 0 or 1 is `.malformed`, an unknown id or a gesture twice throw too.
 public struct GestureConfiguration: Sendable, Hashable {
+    /// The length of one entry.
     public static let entryLength = 2
 
+    /// One entry of the payload.
     public struct Entry: Sendable, Hashable {
+        /// The gesture.
         public var gesture: GestureType
+        /// Whether the device reports the gesture.
         public var enabled: Bool
 
+        /// `gesture`, enabled or not.
         public init(gesture: GestureType, enabled: Bool) {
             self.gesture = gesture
             self.enabled = enabled
@@ -91,6 +103,7 @@ public struct GestureConfiguration: Sendable, Hashable {
     /// The enabled gestures, in wire order.
     public var enabledGestures: [GestureType] { entries.filter(\.enabled).map(\.gesture) }
 
+    /// Whether `gesture` is listed and enabled.
     public func isEnabled(_ gesture: GestureType) -> Bool { entries.first { $0.gesture == gesture }?.enabled ?? false }
 
     /// Enables or disables `gesture`, listing it when it is not.
@@ -107,6 +120,7 @@ public struct GestureConfiguration: Sendable, Hashable {
         for i in entries.indices { entries[i].enabled = false }
     }
 
+    /// Decodes the payload; throws `WearableError` as the type's description lists, never traps.
     public init(decoding bytes: ArraySlice<UInt8>) throws(WearableError) {
         var entries: [Entry] = []
         try forEachEntry(in: bytes, size: Self.entryLength, context: "gesture configuration") { (r: inout WireReader, _: Int) throws(WearableError) in
@@ -123,8 +137,10 @@ public struct GestureConfiguration: Sendable, Hashable {
         self.entries = entries
     }
 
+    /// Decodes `bytes` (see `init(decoding:)` on a slice).
     public init(decoding bytes: [UInt8]) throws(WearableError) { try self.init(decoding: bytes[...]) }
 
+    /// The payload's bytes; decoding them gives this value back.
     public func encoded() -> [UInt8] {
         var w = WireWriter(capacity: entries.count * Self.entryLength)
         for e in entries {
@@ -139,11 +155,15 @@ public struct GestureConfiguration: Sendable, Hashable {
 ///
 ///     gesture id u8, timestamp u16 (ms)
 public struct GestureData: Sendable, Hashable {
+    /// The payload's length.
     public static let length = 3
 
+    /// The gesture.
     public var gesture: GestureType
+    /// Milliseconds of the device clock (wraps every 65.536 s).
     public var timestamp: SensorTimestamp
 
+    /// A gesture recognised at `timestamp`.
     public init(gesture: GestureType, timestamp: SensorTimestamp) {
         self.gesture = gesture
         self.timestamp = timestamp
@@ -161,8 +181,10 @@ public struct GestureData: Sendable, Hashable {
         try r.expectEnd()
     }
 
+    /// Decodes `bytes` (see `init(decoding:)` on a slice).
     public init(decoding bytes: [UInt8]) throws(WearableError) { try self.init(decoding: bytes[...]) }
 
+    /// The payload's bytes; decoding them gives this value back.
     public func encoded() -> [UInt8] {
         var w = WireWriter(capacity: Self.length)
         w.u8(gesture.rawValue)

@@ -18,10 +18,12 @@ public struct SensorConfiguration: Sendable, Hashable {
 
     /// One sensor's setting.
     public struct Entry: Sendable, Hashable {
+        /// The sensor.
         public var sensor: SensorType
         /// Its period, or nil when the sensor is disabled (0 ms on the wire).
         public var period: SamplePeriod?
 
+        /// `sensor` at `period` (nil: disabled).
         public init(sensor: SensorType, period: SamplePeriod?) {
             self.sensor = sensor
             self.period = period
@@ -67,6 +69,7 @@ public struct SensorConfiguration: Sendable, Hashable {
     /// The period of `sensor`, nil when it is disabled or not listed.
     public func period(of sensor: SensorType) -> SamplePeriod? { entries.first { $0.sensor == sensor }?.period }
 
+    /// Whether `sensor` is listed and enabled.
     public func isEnabled(_ sensor: SensorType) -> Bool { period(of: sensor) != nil }
 
     /// Enables `sensor` at `period` (listing it when it is not) and moves every other enabled sensor to `period`.
@@ -94,6 +97,7 @@ public struct SensorConfiguration: Sendable, Hashable {
         for i in entries.indices where entries[i].period != nil { entries[i].period = period }
     }
 
+    /// Decodes the payload; throws `WearableError` as the type's description lists, never traps.
     public init(decoding bytes: ArraySlice<UInt8>) throws(WearableError) {
         let context = "sensor configuration"
         var entries: [Entry] = []
@@ -113,6 +117,7 @@ public struct SensorConfiguration: Sendable, Hashable {
         self.entries = entries
     }
 
+    /// Decodes `bytes` (see `init(decoding:)` on a slice).
     public init(decoding bytes: [UInt8]) throws(WearableError) { try self.init(decoding: bytes[...]) }
 
     /// 3 bytes per entry, in order.

@@ -5,14 +5,17 @@ public struct SensorRecord: Sendable, Hashable {
     /// The bytes before the sample: id and timestamp.
     public static let headerLength = 3
 
+    /// Milliseconds of the device clock (wraps every 65.536 s).
     public var timestamp: SensorTimestamp
     public var sample: SensorSample
 
+    /// A record of `sample` taken at `timestamp`.
     public init(timestamp: SensorTimestamp, sample: SensorSample) {
         self.timestamp = timestamp
         self.sample = sample
     }
 
+    /// The sensor of the sample.
     public var sensor: SensorType { sample.sensor }
 
     /// The record's length on the wire: 3 + the sensor's sample length.
@@ -74,6 +77,7 @@ public struct SensorDataNotification: Sendable, Hashable {
         self.records = records
     }
 
+    /// Decodes `bytes` (see `init(decoding:)` on a slice).
     public init(decoding bytes: [UInt8], using information: SensorInformation) throws(WearableError) {
         try self.init(decoding: bytes[...], using: information)
     }
@@ -105,15 +109,18 @@ public struct SensorDataParser: Sendable {
         /// Refused notifications by the error's code.
         public var refusedByCode: [WearableError.Code: Int] = [:]
 
+        /// All counts zero.
         public init() {}
     }
 
     /// The device's sensor information: the sample lengths and the ranges.
     public var information: SensorInformation
+    /// The counts so far.
     public private(set) var statistics = Statistics()
     /// The error of the last refused notification.
     public private(set) var lastError: WearableError?
 
+    /// A parser for a device whose sensor information is `information`.
     public init(information: SensorInformation) {
         self.information = information
     }
@@ -133,5 +140,6 @@ public struct SensorDataParser: Sendable {
         }
     }
 
+    /// The records of one notification, or the error that refused it (see the slice variant).
     public mutating func parse(_ notification: [UInt8]) -> Result<[SensorRecord], WearableError> { parse(notification[...]) }
 }

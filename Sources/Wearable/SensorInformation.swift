@@ -12,12 +12,14 @@ public struct SensorInformation: Sendable, Hashable {
 
     /// What the device says about one sensor.
     public struct Entry: Sendable, Hashable {
+        /// The sensor.
         public var sensor: SensorType
         /// The scaling of its raw values.
         public var range: SensorRange
         /// The periods it can sample at (bit positions of the mask).
         public var availablePeriods: Set<SamplePeriod>
 
+        /// What the device says about `sensor`.
         public init(sensor: SensorType, range: SensorRange, availablePeriods: Set<SamplePeriod>) {
             self.sensor = sensor
             self.range = range
@@ -47,6 +49,7 @@ public struct SensorInformation: Sendable, Hashable {
     /// The listed sensors, in wire order.
     public var sensors: [SensorType] { entries.map(\.sensor) }
 
+    /// Decodes the payload; throws `WearableError` as the type's description lists, never traps.
     public init(decoding bytes: ArraySlice<UInt8>) throws(WearableError) {
         let context = "sensor information"
         var entries: [Entry] = []
@@ -75,6 +78,7 @@ public struct SensorInformation: Sendable, Hashable {
         self.entries = entries
     }
 
+    /// Decodes `bytes` (see `init(decoding:)` on a slice).
     public init(decoding bytes: [UInt8]) throws(WearableError) { try self.init(decoding: bytes[...]) }
 
     /// 12 bytes per entry, in order.

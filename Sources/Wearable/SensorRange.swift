@@ -8,9 +8,13 @@
 /// computed with the product exact (in integers) and one rounding for the division, so a value is reproducible bit
 /// for bit. Raw integers outside minRaw...maxRaw scale along the same line.
 public struct SensorRange: Sendable, Hashable {
+    /// The physical value of `minRaw`.
     public let minScaled: Int16
+    /// The physical value of `maxRaw`.
     public let maxScaled: Int16
+    /// The raw integer of `minScaled`.
     public let minRaw: Int16
+    /// The raw integer of `maxScaled`.
     public let maxRaw: Int16
 
     /// Throws `.invalidRange` unless `minScaled < maxScaled` and `minRaw < maxRaw`.

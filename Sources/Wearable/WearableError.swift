@@ -10,10 +10,14 @@ public struct WearableError: CodedError, Hashable {
     /// Stable classification.
     public typealias Code = ErrorCodeIn<WearableError>
 
+    /// The stable code.
     public var code: Code
+    /// One line naming the payload, the entry or record and what is wrong.
     public var message: String
+    /// `.device` for device bytes, `.usage` for values built wrong in code.
     public var category: FailureCategory
 
+    /// An error of `code`, `message` and `category`.
     public init(_ code: Code, _ message: String, category: FailureCategory = .device) {
         self.code = code
         self.message = message
