@@ -58,18 +58,18 @@ public struct SensorDataNotification: Sendable, Hashable {
         var r = WireReader(bytes, context: "sensor data")
         while !r.isAtEnd {
             let start = r.offset
-            let where_ = "sensor data: record \(records.count) (offset \(start))"
+            let label = "sensor data: record \(records.count) (offset \(start))"
             let id = try r.u8("sensor id")
-            let sensor = try SensorType(id: id, in: where_)
+            let sensor = try SensorType(id: id, in: label)
             guard let entry = information[sensor] else {
-                throw WearableError(.sensorNotListed, "\(where_): \(sensor) is not in the sensor information, its sample length is unknown")
+                throw WearableError(.sensorNotListed, "\(label): \(sensor) is not in the sensor information, its sample length is unknown")
             }
             guard r.remaining >= SensorRecord.headerLength - 1 + entry.sampleLength else {
-                throw WearableError(.truncated, "\(where_): \(sensor) record needs \(SensorRecord.headerLength + entry.sampleLength) bytes, "
+                throw WearableError(.truncated, "\(label): \(sensor) record needs \(SensorRecord.headerLength + entry.sampleLength) bytes, "
                     + "\(r.remaining + 1) left")
             }
             let timestamp = try r.u16("timestamp")
-            var sampleReader = WireReader(try r.slice(entry.sampleLength, "sample"), context: where_)
+            var sampleReader = WireReader(try r.slice(entry.sampleLength, "sample"), context: label)
             let sample = try SensorSample.read(sensor, &sampleReader)
             try sampleReader.expectEnd()
             records.append(SensorRecord(timestamp: timestamp, sample: sample))
