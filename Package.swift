@@ -21,6 +21,7 @@ let package = Package(
         .library(name: "Recipe", targets: ["Recipe"]),
         .library(name: "Records", targets: ["Records"]),
         .library(name: "Station", targets: ["Station"]),
+        .library(name: "Wearable", targets: ["Wearable"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -37,6 +38,8 @@ let package = Package(
         .target(name: "Failure", swiftSettings: strict),
         // Pure protocol values: frames, header, enums, typed commands, CRC. No I/O.
         .target(name: "LightX", dependencies: ["Failure"], swiftSettings: strict),
+        // The Bose Wearable codec: the GATT service's payloads as pure values, sensor scaling. No I/O.
+        .target(name: "Wearable", dependencies: ["Failure"], swiftSettings: strict),
         // Small C helpers for libc calls Swift cannot import directly (pty allocation, eventfd).
         .target(name: "CShims"),
         // The transport abstraction, device addresses and the byte-stream back ends.
@@ -152,6 +155,7 @@ let package = Package(
         .target(name: "ThrowawayPostgres", swiftSettings: strict),
         .target(name: "TestSupport", dependencies: ["ThrowawayPostgres"], path: "Tests/TestSupport", swiftSettings: strict),
         .testTarget(name: "LightXTests", dependencies: ["LightX", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "WearableTests", dependencies: ["Wearable", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "TransportTests", dependencies: ["Transport", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "SessionTests", dependencies: ["Session", "Transport", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "HeadsetTests", dependencies: ["Headset", "Simulator", "Transport", "LightX", "TestSupport"], swiftSettings: strict),

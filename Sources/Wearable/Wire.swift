@@ -1,0 +1,102 @@
+/// Reads the big-endian fields of a Wearable payload (every multi-byte field of the GATT service is big-endian).
+/// Never traps: reading past the end throws `.truncated` naming the field and its offset.
+struct WireReader {
+    let bytes: ArraySlice<UInt8>
+    /// Bytes read so far.
+    private(set) var offset = 0
+    /// What the payload is, for error messages ("sensor information").
+    let context: String
+
+    init(_ bytes: ArraySlice<UInt8>, context: String) {
+        self.bytes = bytes
+        self.context = context
+    }
+
+    /// Bytes not yet read.
+    var remaining: Int { bytes.count - offset }
+    var isAtEnd: Bool { remaining == 0 }
+
+    private mutating func take(_ n: Int, _ field: String) throws(WearableError) -> ArraySlice<UInt8> {
+        guard remaining >= n else {
+            throw WearableError(.truncated, "\(context): \(field) needs \(n) bytes at offset \(offset), \(remaining) left")
+        }
+        let first = bytes.startIndex + offset
+        offset += n
+        return bytes[first..<(first + n)]
+    }
+
+    mutating func u8(_ field: String) throws(WearableError) -> UInt8 {
+        let s = try take(1, field)
+        return s[s.startIndex]
+    }
+
+    mutating func u16(_ field: String) throws(WearableError) -> UInt16 {
+        let s = try take(2, field)
+        return UInt16(s[s.startIndex]) << 8 | UInt16(s[s.startIndex + 1])
+    }
+
+    mutating func i16(_ field: String) throws(WearableError) -> Int16 {
+        Int16(bitPattern: try u16(field))
+    }
+
+    mutating func u32(_ field: String) throws(WearableError) -> UInt32 {
+        let s = try take(4, field)
+        return s.reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+    }
+
+    /// The next `n` bytes as a slice (indices of the original buffer).
+    mutating func slice(_ n: Int, _ field: String) throws(WearableError) -> ArraySlice<UInt8> {
+        try take(n, field)
+    }
+
+    /// Throws `.malformed` when bytes are left over after a fixed-length payload.
+    func expectEnd() throws(WearableError) {
+        guard isAtEnd else {
+            throw WearableError(.malformed, "\(context): \(bytes.count) bytes, \(remaining) more than the \(offset) of its layout")
+        }
+    }
+}
+
+/// Builds big-endian Wearable payloads.
+struct WireWriter {
+    private(set) var bytes: [UInt8] = []
+
+    init(capacity: Int = 0) { bytes.reserveCapacity(capacity) }
+
+    mutating func u8(_ v: UInt8) { bytes.append(v) }
+    mutating func u16(_ v: UInt16) { bytes += [UInt8(truncatingIfNeeded: v >> 8), UInt8(truncatingIfNeeded: v)] }
+    mutating func i16(_ v: Int16) { u16(UInt16(bitPattern: v)) }
+    mutating func u32(_ v: UInt32) {
+        bytes += [UInt8(truncatingIfNeeded: v >> 24), UInt8(truncatingIfNeeded: v >> 16), UInt8(truncatingIfNeeded: v >> 8),
+                  UInt8(truncatingIfNeeded: v)]
+    }
+}
+
+/// Walks a payload of repeated fixed-size entries: throws `.truncated` when the length is not a whole number of
+/// entries (the last one is cut short), otherwise calls `body` with a reader over each entry and its index.
+func forEachEntry(
+    in bytes: ArraySlice<UInt8>, size: Int, context: String,
+    _ body: (inout WireReader, Int) throws(WearableError) -> Void
+) throws(WearableError) {
+    guard bytes.count % size == 0 else {
+        throw WearableError(.truncated, "\(context): \(bytes.count) bytes is not a whole number of \(size)-byte entries "
+            + "(the last has \(bytes.count % size))")
+    }
+    var index = 0
+    var start = bytes.startIndex
+    while start < bytes.endIndex {
+        var reader = WireReader(bytes[start..<(start + size)], context: "\(context): entry \(index) (offset \(start - bytes.startIndex))")
+        try body(&reader, index)
+        start += size
+        index += 1
+    }
+}
+
+/// Two hex digits.
+func hexByte(_ b: UInt8) -> String {
+    let digits = Array("0123456789abcdef")
+    return String([digits[Int(b >> 4)], digits[Int(b & 0x0F)]])
+}
+
+/// Four hex digits.
+func hex16(_ v: UInt16) -> String { hexByte(UInt8(v >> 8)) + hexByte(UInt8(v & 0xFF)) }
