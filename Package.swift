@@ -147,7 +147,7 @@ let package = Package(
             name: "tuneup-bench",
             dependencies: [
                 "LightX", "Transport", "Headset", "Firmware", "FirmwareUpdate", "Simulator", "TuneupKit", "Recipe", "Records", "Station",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "ThrowawayPostgres", .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict),
         // Helpers shared by the test targets.

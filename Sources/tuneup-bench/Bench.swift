@@ -14,8 +14,9 @@ struct Bench: AsyncParsableCommand {
             swift run -c release tuneup-bench flash   # 512 KiB over an SPP-like link: pipelined, --window 1, bound
             swift run -c release tuneup-bench many    # 64 simulated headsets probed at once vs one, threads used
             swift run -c release tuneup-bench station # 64 blank units provisioned at once vs one, station time
+            swift run -c release tuneup-bench line    # 4 station processes on one PostgreSQL: 64 units, no identity twice
             """,
-        subcommands: [Codec.self, Probe.self, Flash.self, Many.self, Station.self])
+        subcommands: [Codec.self, Probe.self, Flash.self, Many.self, Station.self, Line.self])
 
     /// The tuneup binary the benchmarks run: `option`, or the one next to tuneup-bench.
     static func tuneupBinary(_ option: String?) throws -> String {
@@ -50,6 +51,41 @@ struct Bench: AsyncParsableCommand {
                          r.many.seconds / r.one.seconds))
             print(String(format: "station time per unit: one %.2f %% (max %.2f %%), %d at once: mean %.2f %%, max %.2f %% (goal <= 5 %%)",
                          r.one.shareMean * 100, r.one.shareMax * 100, r.many.units, r.many.shareMean * 100, r.many.shareMax * 100))
+        }
+    }
+
+    struct Line: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Station processes sharing one PostgreSQL server provision blank simulated units; the records are checked.",
+            discussion: """
+                Starts a PostgreSQL server of its own (Debian's postgresql: initdb into a temporary directory), one \
+                'tuneup sim headset --blank --count UNITS', and STATIONS processes of 'tuneup station run --db \
+                postgres://...', each with its share of the units. --outage stops the server for that many seconds \
+                (from --outage-after) while the stations run. Goals: every unit passes once, 0 values issued twice, 0 \
+                units with two identities of a kind, every run recorded once.
+                """)
+        @Option(help: "Station processes.") var stations = 4
+        @Option(help: "Units in all.") var units = 64
+        @Option(help: "Identity values each station leases at a time.") var lease = 8
+        @Option(help: "The recipe.") var recipe = "recipes/sim-headset.yaml"
+        @Option(help: "The simulator's --time-scale (1: real flash and boot timing).") var timeScale = 0.05
+        @Option(help: "Seconds the database server is stopped while the stations run (0: none).") var outage = 0.0
+        @Option(help: "Seconds from the start to the outage.") var outageAfter = 2.0
+        @Option(help: "Path of the tuneup binary (default: next to tuneup-bench).") var tuneup: String?
+
+        func run() async throws {
+            let binary = try Bench.tuneupBinary(tuneup)
+            let r = try await LineBenchmark(tuneup: binary, recipe: recipe, stations: stations, units: units, lease: lease,
+                                            timeScale: timeScale, outageAfter: outageAfter, outage: outage).run()
+            print("\(stations) station processes, \(units) blank units, one PostgreSQL server, lease \(lease), time scale \(timeScale)"
+                  + (outage > 0 ? String(format: ", server stopped for %.1f s", r.outageSeconds) : ""))
+            print(String(format: "wall %.1f s; station exit codes %@", r.seconds, r.exitCodes.map(String.init).joined(separator: " ")))
+            print("units \(r.units), runs \(r.runs), passed \(r.passed), units with more than one run \(r.unitsWithMoreThanOneRun)")
+            print("identities: committed \(r.committed), voided (leased, unused) \(r.voided), still leased \(r.leasedLeft), values issued twice \(r.duplicateValues), units with two of a kind \(r.unitsWithTwoLiveIdentitiesOfAKind)")
+            let ok = r.units == units && r.runs == units && r.passed == units && r.duplicateValues == 0
+                && r.unitsWithTwoLiveIdentitiesOfAKind == 0 && r.committed == 2 * units && r.exitCodes.allSatisfy { $0 == 0 }
+            print(ok ? "PASS: every unit provisioned and recorded once, no identity twice" : "FAIL")
+            if !ok { throw ExitCode(1) }
         }
     }
 

@@ -23,11 +23,12 @@ struct RecordsCommand: AsyncParsableCommand {
 
     /// Where the records are.
     struct Source: ParsableArguments {
-        @Option(help: ArgumentHelp("The records database (SQLite file).", valueName: "file"))
+        @Option(help: ArgumentHelp("The records database: a SQLite file, or postgres://USER@HOST[:PORT]/DB (a line's).", valueName: "location"))
         var db: String = "records.sqlite"
 
         /// Opens the records without creating them.
         func open() async throws -> any RecordStore {
+            if RecordStores.isServer(db) { return try await PostgresRecordStore.open(url: db) }
             var isDirectory: ObjCBool = false
             guard FileManager.default.fileExists(atPath: db, isDirectory: &isDirectory), !isDirectory.boolValue else {
                 throw CommandFailure(message: "no records database at \(db) (name it with --db FILE)", code: Exit.localIO)

@@ -30,6 +30,12 @@ struct StationCommand: AsyncParsableCommand {
                 --format json prints every event as JSON Lines. Records go to --db (default: records.sqlite next to \
                 the recipe).
 
+                A line of stations shares one PostgreSQL database: --db postgres://USER[:PASSWORD]@HOST[:PORT]/DB. \
+                Each station then leases blocks of identities (--lease values of each kind), records every run in a \
+                local outbox file first (--outbox) and uploads it in the background, so it keeps provisioning while \
+                the server is briefly unreachable; what it could not upload is uploaded at its next start. Identity \
+                values it leased but did not use are voided when it stops (never issued to another unit).
+
                 Exit codes: 0 every unit passed, 1 a unit failed or erred, 64 bad arguments or recipe values, \
                 65 an image is invalid or not signed by the recipe's key, 74 the recipe, an image or the records \
                 database could not be read or written, 130 stopped by Ctrl-C (units being provisioned are recorded \
@@ -40,6 +46,7 @@ struct StationCommand: AsyncParsableCommand {
                   tuneup station run --recipe recipes/sim-headset.yaml --device tcp:127.0.0.1:4300 --device tcp:127.0.0.1:4301
                   tuneup station run --recipe recipes/sim-headset.yaml --device tcp:127.0.0.1:4302 --format json
                   tuneup station run --recipe recipes/sim-headset.yaml --usb --watch --db line.sqlite
+                  tuneup station run --recipe recipes/sim-headset.yaml --usb --watch --station s1 --db postgres://line@db.local/line
                 """)
 
         @Option(help: ArgumentHelp("The provisioning recipe (YAML; docs/recipe.md).", valueName: "file"))
@@ -54,8 +61,14 @@ struct StationCommand: AsyncParsableCommand {
         @Flag(help: "Wait for units to arrive in the slots and provision each as it comes, until Ctrl-C.")
         var watch = false
 
-        @Option(help: ArgumentHelp("The records: a SQLite file (default: records.sqlite next to the recipe).", valueName: "location"))
+        @Option(help: ArgumentHelp("The records: a SQLite file (default: records.sqlite next to the recipe), or postgres://USER@HOST[:PORT]/DB for a line of stations.", valueName: "location"))
         var db: String?
+
+        @Option(help: ArgumentHelp("With a PostgreSQL --db: the station's local outbox file (default: STATION.outbox.sqlite next to the recipe).", valueName: "file"))
+        var outbox: String?
+
+        @Option(help: ArgumentHelp("With a PostgreSQL --db: how many values of each identity the station leases at a time.", valueName: "count"))
+        var lease: Int = 32
 
         @Option(help: ArgumentHelp("The station's name in the records (default: the host name).", valueName: "name"))
         var station: String?
@@ -78,26 +91,52 @@ struct StationCommand: AsyncParsableCommand {
             }
             try checkSeconds(timeout, "--timeout")
             if let station, station.isEmpty || station.count > 64 { throw ValidationError("--station must be 1...64 characters") }
+            if !(1...10_000).contains(lease) { throw ValidationError("--lease must be 1...10000") }
+            if outbox != nil, !RecordStores.isServer(db ?? "") { throw ValidationError("--outbox is for a PostgreSQL --db (postgres://...)") }
         }
 
         func run() async throws {
             // Everything that can be wrong with the recipe, its images or the records is found before a unit is touched.
             let loaded: LoadedRecipe
             let store: any RecordStore
+            var line: (store: OutboxRecordStore, path: String)?
+            let stationName = station ?? ProcessInfo.processInfo.hostName
             do {
                 loaded = try await Self.loadRecipe(recipe)
                 try Self.checkMeasurable(loaded)
                 let directory = URL(fileURLWithPath: recipe).deletingLastPathComponent().path
-                store = try await SQLiteRecordStore.open(path: db ?? (directory + "/records.sqlite"))
+                if let db, RecordStores.isServer(db) {
+                    let server = try await PostgresRecordStore.open(url: db)
+                    let path = outbox ?? (directory + "/\(Self.fileName(stationName)).outbox.sqlite")
+                    let outboxStore = try await SQLiteRecordStore.open(path: path)
+                    let lined = OutboxRecordStore(server: server, outbox: outboxStore, station: stationName, leaseSize: lease)
+                    line = (lined, path)
+                    store = lined
+                } else {
+                    store = try await SQLiteRecordStore.open(path: db ?? (directory + "/records.sqlite"))
+                }
             } catch {
                 throw failureExit(error)
             }
             var connection = ConnectionOptions()
             connection.session.timeout = .milliseconds(Int64(timeout * 1000))
             let options = StationOptions(
-                station: station ?? ProcessInfo.processInfo.hostName, operatorName: operatorName, toolVersion: TuneupVersion.string,
+                station: stationName, operatorName: operatorName, toolVersion: TuneupVersion.string,
                 connection: connection, deviceWait: .milliseconds(Int64(wait.wait * 1000)))
             let view = StationView(json: output.json, live: !output.json && isatty(STDOUT_FILENO) == 1)
+            // Stopping (also by Ctrl-C): unused leased values are voided and the outbox uploaded, as far as it goes.
+            func finishLine() async {
+                guard let line else { return }
+                let left = await Task { await line.store.finish(within: .seconds(10)) }.value
+                if left.isEmpty {
+                    view.note("records: \(line.store.uploaded) uploaded to the line's database; the outbox is empty")
+                } else {
+                    view.note("records: \(left.runs) run\(left.runs == 1 ? "" : "s") and \(left.identities) identity change\(left.identities == 1 ? "" : "s") wait in \(line.path) (\(line.store.serverProblem ?? "the server did not answer")); the station's next start uploads them")
+                }
+                if left.conflicts > 0 {
+                    view.note("records: \(left.conflicts) identity change\(left.conflicts == 1 ? " was" : "s were") refused by the line's database (another unit or station holds the value); see \(line.path)")
+                }
+            }
             let station = Station(recipe: loaded, store: store, options: options) { view.show($0) }
             do {
                 let closed = try await station.recover()
@@ -129,14 +168,21 @@ struct StationCommand: AsyncParsableCommand {
                     results = try await station.run(slots: all)
                 }
             } catch {
+                await finishLine()
                 throw failureExit(error)
             }
             view.summary(station.totals, stopReason: station.stopReason)
+            await finishLine()
             if Task.isCancelled { return }
             if let reason = station.stopReason, watch { throw CommandFailure(message: "the station stopped: \(reason)", code: 1) }
             if results.contains(where: { $0.outcome != .pass }) || station.totals.failed + station.totals.errors > 0 {
                 throw ExitCode(1)
             }
+        }
+
+        /// A station name as a file name (path separators and odd characters replaced).
+        static func fileName(_ station: String) -> String {
+            String(station.map { $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" || $0 == "." ? $0 : "_" })
         }
 
         /// Loads the recipe off the cooperative pool (it reads and verifies the images).
