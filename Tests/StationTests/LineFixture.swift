@@ -42,10 +42,10 @@ struct LineFixture: Sendable {
     var slots: [Slot] { server.endpoints.map { Slot(address: $0) } }
 
     /// A station on this line; its events are kept in `events`.
-    func station(name: String = "test-station", events: EventLog = EventLog()) -> Station {
+    func station(name: String = "test-station", store: (any RecordStore)? = nil, events: EventLog = EventLog()) -> Station {
         var connection = ConnectionOptions()
         connection.session.timeout = .seconds(2)
-        return Station(recipe: recipe, store: store, options: StationOptions(station: name, toolVersion: "test", connection: connection,
+        return Station(recipe: recipe, store: store ?? self.store, options: StationOptions(station: name, toolVersion: "test", connection: connection,
                                                                               deviceWait: .seconds(10), pollInterval: .milliseconds(50))) {
             events.append($0)
         }

@@ -1,0 +1,74 @@
+import Foundation
+import Records
+import Simulator
+import Station
+import TestSupport
+import TuneupKit
+import Testing
+
+/// A line of four stations on one PostgreSQL server, in watch mode on a simulated line where units keep arriving:
+/// the server is stopped for 30 s while they run. They keep provisioning from their leases into their outboxes, and
+/// once it is back every unit is on the server once, with its identities, and no value was issued twice.
+@Suite struct LineOutageTests {
+    @Test func fourStationsKeepGoingThroughA30SecondOutageAndLoseNothing() async throws {
+        let pg = try await offThePool { try ThrowawayPostgres.dedicated() }
+        defer { pg.stop() }
+        let url = try await offThePool { try pg.createDatabase() }
+        let server = try await PostgresRecordStore.open(url: url, timeout: .seconds(2))
+        let fixture = try await LineFixture.make(units: 1)
+        var options = SimulatorOptions(timeScale: 0)
+        options.production = ProductionLine(seed: 21)
+        let unitCount = 32
+        let simulated = try await SimulatedLine.start(.init(slots: 4, units: unitCount, dwell: .milliseconds(1500), gap: .milliseconds(50), simulator: options))
+        defer { Task { await simulated.shutdown(); await fixture.close(); await server.close() } }
+
+        var stores: [OutboxRecordStore] = []
+        var stations: [Station] = []
+        for k in 0..<4 {
+            let outbox = try await SQLiteRecordStore.open(path: "\(fixture.directory)/s\(k).outbox.sqlite")
+            let store = OutboxRecordStore(server: server, outbox: outbox, station: "s\(k)", leaseSize: 8,
+                                          serverWait: .milliseconds(500), retryInterval: .milliseconds(500))
+            stores.append(store)
+            stations.append(fixture.station(name: "s\(k)", store: store))
+        }
+        let tasks = stations.enumerated().map { k, station in
+            Task { try await station.watch(slots: [Slot(address: simulated.endpoints[k])]) }
+        }
+        try await waitUntil("every station provisioned a unit", within: 120) { stations.allSatisfy { $0.totals.completed >= 1 } }
+
+        try await offThePool { try pg.pause() }
+        let before = stations.map(\.totals.completed).reduce(0, +)
+        // The fault's length (not a wait for a state): the server stays down for 30 s while the stations run.
+        try await Task.sleep(for: .seconds(Double(ProcessInfo.processInfo.environment["TUNEUP_TEST_OUTAGE"] ?? "30") ?? 30))
+        let during = stations.map(\.totals.completed).reduce(0, +) - before
+        #expect(during >= 4, "the stations kept provisioning while the server was down: \(during) units")
+        #expect(stores.contains { $0.serverProblem != nil })
+        try await offThePool { try pg.start() }
+
+        do {
+            try await waitUntil("every unit was provisioned", within: 240) {
+                stations.map(\.totals.completed).reduce(0, +) >= unitCount
+            }
+        } catch {
+            Issue.record("\(error): totals \(stations.map(\.totals)), stopped \(stations.map { $0.stopReason ?? "-" })")
+            throw error
+        }
+        for task in tasks { task.cancel() }
+        for task in tasks { try await withTimeLimit(60) { try await task.value } }
+        #expect(stations.map(\.totals.passed).reduce(0, +) == unitCount)
+        for store in stores {
+            let left = await store.finish(within: .seconds(60))
+            #expect(left.isEmpty && left.conflicts == 0, "\(store.station): \(left)")
+        }
+
+        let units = try await server.units()
+        #expect(units.count == unitCount)
+        #expect(units.allSatisfy { $0.runs.map(\.outcome) == [.pass] }, "every run once: \(units.map { $0.runs.map(\.outcome) })")
+        let live = units.flatMap(\.identities).filter { $0.state != .voided }
+        #expect(live.count == 2 * unitCount && live.allSatisfy { $0.state == .committed })
+        #expect(Set(live.map { "\($0.kind.rawValue) \($0.value)" }).count == 2 * unitCount, "no value issued twice")
+        let database = String(url.split(separator: "/").last!.split(separator: "?").first!)
+        let leased = try await offThePool { try pg.psql(database, "SELECT COUNT(*) FROM identities WHERE state = 'leased'") }
+        #expect(leased == "0", "leased values no unit took are voided when the stations finish")
+    }
+}
