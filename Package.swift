@@ -21,6 +21,7 @@ let package = Package(
         .library(name: "Recipe", targets: ["Recipe"]),
         .library(name: "Records", targets: ["Records"]),
         .library(name: "Station", targets: ["Station"]),
+        .library(name: "Speaker", targets: ["Speaker"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -37,6 +38,9 @@ let package = Package(
         .target(name: "Failure", swiftSettings: strict),
         // Pure protocol values: frames, header, enums, typed commands, CRC. No I/O.
         .target(name: "LightX", dependencies: ["Failure"], swiftSettings: strict),
+        // The HKWirelessHD speaker protocols as pure values: control frames and messages, audio and discovery
+        // datagrams, clock-sync maths, reason and error codes. No I/O.
+        .target(name: "Speaker", dependencies: ["Failure"], swiftSettings: strict),
         // Small C helpers for libc calls Swift cannot import directly (pty allocation, eventfd).
         .target(name: "CShims"),
         // The transport abstraction, device addresses and the byte-stream back ends.
@@ -150,6 +154,7 @@ let package = Package(
         // Helpers shared by the test targets.
         .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: strict),
         .testTarget(name: "LightXTests", dependencies: ["LightX", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "SpeakerTests", dependencies: ["Speaker", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "TransportTests", dependencies: ["Transport", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "SessionTests", dependencies: ["Session", "Transport", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "HeadsetTests", dependencies: ["Headset", "Simulator", "Transport", "LightX", "TestSupport"], swiftSettings: strict),
