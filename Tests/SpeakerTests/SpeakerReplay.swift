@@ -23,8 +23,9 @@ struct SpeakerReplay {
 ///   both give the same outputs and statistics; after each chunk at most one maximal frame plus the chunk is
 ///   buffered; every byte is in a frame, skipped or still buffered;
 /// - every deframed frame re-encodes to its bytes; one that decodes to a `ControlPacket` re-encodes byte for byte;
-/// - the whole input as one control frame, one audio datagram and one discovery datagram: a success re-encodes to
-///   the input, a failure is a one-line message.
+/// - the whole input as one control frame, one audio datagram and one discovery datagram, as is and with its last 4
+///   bytes replaced by its CRC-32, and as a bare message (first byte the type, the rest the payload): a success
+///   re-encodes to the input, a failure is a one-line message.
 /// A trap is not caught: it ends the run, which is the failure.
 func replaySpeakerInput(_ bytes: [UInt8]) -> SpeakerReplay {
     var result = SpeakerReplay()
@@ -87,6 +88,42 @@ func replaySpeakerInput(_ bytes: [UInt8]) -> SpeakerReplay {
         if message.encode() != bytes { result.problems.append("discovery datagram re-encodes differently") }
     } catch {
         checkLine(error, "discovery datagram", &result.problems)
+    }
+    // Past the CRC: libFuzzer rarely hits a right CRC, so the payload and datagram decoders are also fed the input
+    // directly (first byte as the message type, the rest as its payload) and with its last 4 bytes made its CRC.
+    if let type = bytes.first {
+        let payload = bytes.dropFirst()
+        do {
+            let message = try ControlMessage.decode(type: type, payload: payload)
+            if message.type != type || message.encodePayload() != Array(payload) {
+                result.problems.append("message \(type) decoded from a bare payload re-encodes differently")
+            }
+        } catch {
+            checkLine(error, "bare payload", &result.problems)
+        }
+    }
+    if bytes.count >= 4 {
+        var fixed = Array(bytes.dropLast(4))
+        let crc = CRC32.checksum(fixed)
+        fixed += [UInt8(crc >> 24), UInt8(truncatingIfNeeded: crc >> 16), UInt8(truncatingIfNeeded: crc >> 8), UInt8(truncatingIfNeeded: crc)]
+        do {
+            let packet = try ControlPacket.decode(fixed)
+            if packet.encode() != fixed { result.problems.append("control packet with a fixed CRC re-encodes differently") }
+        } catch {
+            checkLine(error, "control packet (fixed CRC)", &result.problems)
+        }
+        do {
+            let packet = try AudioPacket.decode(fixed)
+            if packet.encode() != fixed { result.problems.append("audio packet with a fixed CRC re-encodes differently") }
+        } catch {
+            checkLine(error, "audio packet (fixed CRC)", &result.problems)
+        }
+        do {
+            let message = try DiscoveryMessage.decode(fixed)
+            if message.encode() != fixed { result.problems.append("discovery datagram with a fixed CRC re-encodes differently") }
+        } catch {
+            checkLine(error, "discovery datagram (fixed CRC)", &result.problems)
+        }
     }
     return result
 }
