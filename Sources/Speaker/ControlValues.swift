@@ -1,23 +1,42 @@
 /// The requests a controller sends, with their type byte. The reply to request `t` has type `t | 0x80`.
 public enum RequestType: UInt8, Sendable, Hashable, CaseIterable {
+    /// Version negotiation; the first request on every connection.
     case hello = 0x01
+    /// Every DeviceInfo attribute.
     case getDeviceInfo = 0x02
+    /// Player state and audio health.
     case getStatus = 0x03
+    /// Volume 0...50.
     case setVolume = 0x04
+    /// Mute (the volume is kept for unmute) or unmute.
     case setMute = 0x05
+    /// Balance -6...6.
     case setBalance = 0x06
+    /// Role (stereo or 5.1 position).
     case setRole = 0x07
+    /// Channel type (1 = stereo).
     case setChannelType = 0x08
+    /// Rename; interrupts playback.
     case setName = 0x09
+    /// Join a group by id and name.
     case joinGroup = 0x0A
+    /// Leave the group (name "harman", id 0).
     case leaveGroup = 0x0B
+    /// Join the playback session.
     case joinSession = 0x0C
+    /// Leave the playback session.
     case leaveSession = 0x0D
+    /// Announce a stream.
     case play = 0x0E
+    /// Pause a stream.
     case pause = 0x0F
+    /// Resume a paused stream.
     case resume = 0x10
+    /// Stop a stream.
     case stop = 0x11
+    /// One clock-sync exchange.
     case clockSync = 0x12
+    /// Install the controller-to-speaker clock map.
     case setClockMap = 0x13
 
     /// The type byte of its successful reply.
@@ -48,11 +67,17 @@ public enum AckedRequest: UInt8, Sendable, Hashable, CaseIterable {
 
 /// The events a speaker pushes (request id 0), with their type byte.
 public enum EventType: UInt8, Sendable, Hashable, CaseIterable {
+    /// A device attribute changed (with a reason).
     case deviceStateUpdated = 0x40
+    /// An error no request is waiting for.
     case errorOccurred = 0x41
+    /// The stream's last frame was rendered.
     case playbackEnded = 0x42
+    /// The speaker's volume or mute changed.
     case volumeChanged = 0x43
+    /// The player state changed.
     case playbackStateChanged = 0x44
+    /// Elapsed stream time, every second.
     case playbackTime = 0x45
 }
 
