@@ -139,6 +139,9 @@ public struct ControlDeframer: Sendable {
     /// Bytes held but not yet delivered or skipped.
     public var bufferedByteCount: Int { buffer.count - start }
 
+    /// Adds received bytes (the shape of the Session core's `PacketDeframer.append`).
+    public mutating func append(_ bytes: [UInt8]) { append(bytes[...]) }
+
     /// Adds received bytes.
     public mutating func append<C: Collection>(_ bytes: C) where C.Element == UInt8 {
         if start > 0, start >= buffer.count / 2 {
