@@ -22,6 +22,7 @@ let package = Package(
         .library(name: "Records", targets: ["Records"]),
         .library(name: "Station", targets: ["Station"]),
         .library(name: "Wearable", targets: ["Wearable"]),
+        .library(name: "Speaker", targets: ["Speaker"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -40,6 +41,9 @@ let package = Package(
         .target(name: "LightX", dependencies: ["Failure"], swiftSettings: strict),
         // The Bose Wearable codec: the GATT service's payloads as pure values, sensor scaling. No I/O.
         .target(name: "Wearable", dependencies: ["Failure"], swiftSettings: strict),
+        // The HKWirelessHD speaker protocols as pure values: control frames and messages, audio and discovery
+        // datagrams, clock-sync maths, reason and error codes. No I/O.
+        .target(name: "Speaker", dependencies: ["Failure"], swiftSettings: strict),
         // Small C helpers for libc calls Swift cannot import directly (pty allocation, eventfd).
         .target(name: "CShims"),
         // The transport abstraction, device addresses and the byte-stream back ends.
@@ -156,6 +160,7 @@ let package = Package(
         .target(name: "TestSupport", dependencies: ["ThrowawayPostgres"], path: "Tests/TestSupport", swiftSettings: strict),
         .testTarget(name: "LightXTests", dependencies: ["LightX", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "WearableTests", dependencies: ["Wearable", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "SpeakerTests", dependencies: ["Speaker", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "TransportTests", dependencies: ["Transport", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "SessionTests", dependencies: ["Session", "Transport", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "HeadsetTests", dependencies: ["Headset", "Simulator", "Transport", "LightX", "TestSupport"], swiftSettings: strict),
