@@ -213,3 +213,27 @@ public struct UnitRecord: Sendable, Hashable, Codable {
         self.runs = runs
     }
 }
+
+extension Identity {
+    /// The states an identity may leave for `target` (markWritten, commit, void).
+    static func sources(of target: IdentityState) -> Set<IdentityState> {
+        switch target {
+        case .written: [.reserved]
+        case .committed: [.written]
+        case .voided: [.leased, .reserved, .written]
+        case .leased, .reserved: []
+        }
+    }
+
+    /// Whether becoming `target` changes the identity (false when it is in `target` already); throws
+    /// `invalidTransition` when its state forbids the change. The one rule of both stores.
+    func changes(to target: IdentityState) throws -> Bool {
+        if state == target { return false }
+        let sources = Self.sources(of: target)
+        guard sources.contains(state) else {
+            let allowed = sources.map(\.rawValue).sorted().joined(separator: " or ")
+            throw RecordsError(.invalidTransition, "\(kind.rawValue) \(value) is \(state.rawValue); only a \(allowed) one can become \(target.rawValue)")
+        }
+        return true
+    }
+}

@@ -103,7 +103,10 @@ public final class OutboxRecordStore: RecordStore {
                 if let held = known.first(where: { $0.kind == kind && $0.state != .voided }) {
                     return try await outbox.mirror(held: held)
                 }
-            } catch let error as RecordsError where error.code == .unreachable {
+            } catch is CancellationError {
+                throw CancellationError()
+            } catch {
+                // The station does not depend on the server: whatever went wrong there, it goes on from its lease.
                 shared.down(error)
             }
         }
@@ -173,7 +176,10 @@ public final class OutboxRecordStore: RecordStore {
         do {
             let known = try await shared.bounded { try await self.server.runs(hardwareID: hardwareID, station: nil) }
             return known + (try await outbox.runsNotUploaded(of: hardwareID))
-        } catch let error as RecordsError where error.code == .unreachable {
+        } catch is CancellationError {
+            throw CancellationError()
+        } catch {
+            // The server's view is a bonus: the station's own records answer when it cannot.
             shared.down(error)
             return try await outbox.runs(hardwareID: hardwareID, station: nil)
         }

@@ -159,15 +159,15 @@ public final class PostgresRecordStore: LineRecordServer {
     }
 
     public func markWritten(_ identity: IdentityID) async throws -> Identity {
-        try await transition(identity, to: .written, from: [.reserved])
+        try await transition(identity, to: .written)
     }
 
     public func commit(_ identity: IdentityID) async throws -> Identity {
-        try await transition(identity, to: .committed, from: [.written])
+        try await transition(identity, to: .committed)
     }
 
     public func void(_ identity: IdentityID) async throws -> Identity {
-        try await transition(identity, to: .voided, from: [.leased, .reserved, .written])
+        try await transition(identity, to: .voided)
     }
 
     public func voidUnused(lease: LeaseID) async throws -> [Identity] {
@@ -188,19 +188,13 @@ public final class PostgresRecordStore: LineRecordServer {
         try await transaction { c in try await self.identities(c, "SELECT * FROM identities WHERE hardware_id = \(hardwareID) ORDER BY id") }
     }
 
-    private func transition(_ id: IdentityID, to target: IdentityState, from sources: Set<IdentityState>) async throws -> Identity {
+    private func transition(_ id: IdentityID, to target: IdentityState) async throws -> Identity {
         let now = Date()
         return try await transaction { c in
             guard let current = try await self.identities(c, "SELECT * FROM identities WHERE id = \(id.rawValue) FOR UPDATE").first else {
                 throw RecordsError(.notFound, "identity \(id) does not exist")
             }
-            if current.state == target { return current }
-            guard sources.contains(current.state) else {
-                let allowed = sources.map(\.rawValue).sorted().joined(separator: " or ")
-                throw RecordsError(
-                    .invalidTransition,
-                    "\(current.kind.rawValue) \(current.value) is \(current.state.rawValue); only a \(allowed) one can become \(target.rawValue)")
-            }
+            guard try current.changes(to: target) else { return current }
             try await c.query("UPDATE identities SET state = \(target.rawValue), updated_at = \(now) WHERE id = \(id.rawValue)", logger: self.logger)
             return try await self.identity(c, id.rawValue)!
         }
@@ -463,7 +457,8 @@ public final class PostgresRecordStore: LineRecordServer {
             }
             return RecordsError(.storage, "records database \(name): \(message) (SQLSTATE \(state))")
         }
-        return RecordsError(.unreachable, "records database \(name) is unreachable (\(psql.code))")
+        let cause = psql.underlying.map { String(describing: $0) } ?? "\(psql.code)"
+        return RecordsError(.unreachable, "records database \(name) is unreachable (\(cause.split(separator: "\n").first.map(String.init) ?? cause))")
     }
 
     static func seconds(_ d: Duration) -> String {

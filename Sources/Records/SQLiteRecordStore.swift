@@ -137,15 +137,15 @@ public final class SQLiteRecordStore: RecordStore {
     }
 
     public func markWritten(_ identity: IdentityID) async throws -> Identity {
-        try await transition(identity, to: .written, from: [.reserved])
+        try await transition(identity, to: .written)
     }
 
     public func commit(_ identity: IdentityID) async throws -> Identity {
-        try await transition(identity, to: .committed, from: [.written])
+        try await transition(identity, to: .committed)
     }
 
     public func void(_ identity: IdentityID) async throws -> Identity {
-        try await transition(identity, to: .voided, from: [.leased, .reserved, .written])
+        try await transition(identity, to: .voided)
     }
 
     public func voidUnused(lease: LeaseID) async throws -> [Identity] {
@@ -166,20 +166,14 @@ public final class SQLiteRecordStore: RecordStore {
         try await read { db in try Self.identities(db, where: "hardware_id = ?", [hardwareID]) }
     }
 
-    /// Moves an identity to `target` when it is in one of `sources`; in `target` already, nothing changes.
-    private func transition(_ id: IdentityID, to target: IdentityState, from sources: Set<IdentityState>) async throws -> Identity {
+    /// Moves an identity to `target` (`Identity.changes(to:)` has the rule); in `target` already, nothing changes.
+    private func transition(_ id: IdentityID, to target: IdentityState) async throws -> Identity {
         let now = Date()
         return try await write { db in
             guard let current = try Self.identity(db, id.rawValue) else {
                 throw RecordsError(.notFound, "identity \(id) does not exist")
             }
-            if current.state == target { return current }
-            guard sources.contains(current.state) else {
-                let allowed = sources.map(\.rawValue).sorted().joined(separator: " or ")
-                throw RecordsError(
-                    .invalidTransition,
-                    "\(current.kind.rawValue) \(current.value) is \(current.state.rawValue); only a \(allowed) one can become \(target.rawValue)")
-            }
+            guard try current.changes(to: target) else { return current }
             try db.execute(
                 sql: "UPDATE identities SET state = ?, updated_at = ? WHERE id = ?", arguments: [target.rawValue, now, id.rawValue])
             return try Self.identity(db, id.rawValue)!
