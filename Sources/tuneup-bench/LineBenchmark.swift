@@ -46,7 +46,7 @@ struct LineBenchmark {
         let commands: [[String]] = (0..<stations).map { k in
             let mine = sim.addresses.enumerated().filter { $0.offset % stations == k }.map(\.element)
             return ["station", "run", "--recipe", recipe, "--db", url, "--station", "line-\(k + 1)", "--lease", "\(lease)",
-                    "--outbox", "\(directory)/line-\(k + 1).outbox.sqlite", "--format", "json"] + mine.flatMap { ["--device", $0] }
+                    "--outbox", "\(directory)/line-\(k + 1).outbox.sqlite", "--upload-wait", "120", "--format", "json"] + mine.flatMap { ["--device", $0] }
         }
         async let down: Double = outage > 0 ? Self.stop(pg, after: outageAfter, for: outage) : 0
         let codes = try await withThrowingTaskGroup(of: Int32.self) { group in

@@ -33,7 +33,8 @@ struct StationCommand: AsyncParsableCommand {
                 A line of stations shares one PostgreSQL database: --db postgres://USER[:PASSWORD]@HOST[:PORT]/DB. \
                 Each station then leases blocks of identities (--lease values of each kind), records every run in a \
                 local outbox file first (--outbox) and uploads it in the background, so it keeps provisioning while \
-                the server is briefly unreachable; what it could not upload is uploaded at its next start. Identity \
+                the server is briefly unreachable; at its end it waits up to --upload-wait seconds for the server, and \
+                what it could not upload is uploaded at its next start. Identity \
                 values it leased but did not use are voided when it stops (never issued to another unit).
 
                 Exit codes: 0 every unit passed, 1 a unit failed or erred, 64 bad arguments or recipe values, \
@@ -70,6 +71,9 @@ struct StationCommand: AsyncParsableCommand {
         @Option(help: ArgumentHelp("With a PostgreSQL --db: how many values of each identity the station leases at a time.", valueName: "count"))
         var lease: Int = 32
 
+        @Option(help: ArgumentHelp("With a PostgreSQL --db: how long the station waits at its end for the server to take what its outbox holds.", valueName: "seconds"))
+        var uploadWait: Double = 10
+
         @Option(help: ArgumentHelp("The station's name in the records (default: the host name).", valueName: "name"))
         var station: String?
 
@@ -92,6 +96,7 @@ struct StationCommand: AsyncParsableCommand {
             try checkSeconds(timeout, "--timeout")
             if let station, station.isEmpty || station.count > 64 { throw ValidationError("--station must be 1...64 characters") }
             if !(1...10_000).contains(lease) { throw ValidationError("--lease must be 1...10000") }
+            if !(0...86_400).contains(uploadWait) { throw ValidationError("--upload-wait must be 0...86400 seconds") }
             if outbox != nil, !RecordStores.isServer(db ?? "") { throw ValidationError("--outbox is for a PostgreSQL --db (postgres://...)") }
         }
 
@@ -127,7 +132,8 @@ struct StationCommand: AsyncParsableCommand {
             // Stopping (also by Ctrl-C): unused leased values are voided and the outbox uploaded, as far as it goes.
             func finishLine() async {
                 guard let line else { return }
-                let left = await Task { await line.store.finish(within: .seconds(10)) }.value
+                let wait = Duration.milliseconds(Int64(uploadWait * 1000))
+                let left = await Task { await line.store.finish(within: wait) }.value
                 if left.isEmpty {
                     view.note("records: \(line.store.uploaded) uploaded to the line's database; the outbox is empty")
                 } else {
