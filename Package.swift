@@ -156,7 +156,7 @@ let package = Package(
             swiftSettings: strict),
         // Helpers shared by the test targets.
         // A PostgreSQL server of a test's or benchmark's own (Debian's binaries, initdb into a temporary directory).
-        .target(name: "ThrowawayPostgres", swiftSettings: strict),
+        .target(name: "ThrowawayPostgres", dependencies: ["CShims"], swiftSettings: strict),
         .target(name: "TestSupport", dependencies: ["ThrowawayPostgres"], path: "Tests/TestSupport", swiftSettings: strict),
         .testTarget(name: "LightXTests", dependencies: ["LightX", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "WearableTests", dependencies: ["Wearable", "TestSupport"], swiftSettings: strict),

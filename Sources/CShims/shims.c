@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <spawn.h>
 #include "cshims.h"
 
 int tuneup_posix_openpt(int flags) { return posix_openpt(flags); }
@@ -85,3 +86,7 @@ void tuneup_restore_signal_mask(const void *old) {
 }
 
 size_t tuneup_sigset_size(void) { return sizeof(sigset_t); }
+
+int tuneup_spawn_closefrom(void *actions, int lowfd) {
+    return posix_spawn_file_actions_addclosefrom_np((posix_spawn_file_actions_t *)actions, lowfd);
+}

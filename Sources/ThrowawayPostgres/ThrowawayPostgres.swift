@@ -1,3 +1,4 @@
+import CShims
 import Foundation
 import Synchronization
 
@@ -122,6 +123,9 @@ public final class ThrowawayPostgres: Sendable {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        // Nothing else of ours: `pg_ctl start` leaves the server behind, which must not hold our descriptors (a
+        // build lock, a test's sockets) for its whole life.
+        _ = tuneup_spawn_closefrom(&actions, 3)
         var pid: pid_t = 0
         let spawned = withCStrings(argv) { cargv in
             withCStrings(envp) { cenvp in posix_spawn(&pid, argv[0], &actions, nil, cargv, cenvp) }

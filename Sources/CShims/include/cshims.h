@@ -44,4 +44,8 @@ void tuneup_block_termination_signals(void *old);
 void tuneup_restore_signal_mask(const void *old);
 size_t tuneup_sigset_size(void);
 
+/* posix_spawn_file_actions_addclosefrom_np (glibc 2.34, a GNU extension): the spawned program gets no descriptor
+ * from `lowfd` up, so a daemon it leaves behind holds none of ours. `actions` is a posix_spawn_file_actions_t *. */
+int tuneup_spawn_closefrom(void *actions, int lowfd);
+
 #endif
