@@ -60,6 +60,8 @@ public actor WearableDeviceSession {
     private var parser: SensorDataParser?
     private var unwrapper = TimestampUnwrapper()
     private var gapDetectors: [SensorType: GapDetector] = [:]
+    /// A sensor configuration being written.
+    private var pendingSensorConfiguration: SensorConfiguration?
     private var generation = 0
     private var tasks: [Task<Void, Never>] = []
     private let eventBroadcast = Broadcast<WearableEvent>()
@@ -283,6 +285,10 @@ public actor WearableDeviceSession {
             guard var configuration = sensorConfiguration else { throw notOpenError() }
             change(&configuration)
             if checked { try check(configuration) }
+            // The device may stream at the new period before its answer arrives: until the configuration is read
+            // back, gaps are judged by the longer of both periods, so the change is never taken for lost samples.
+            pendingSensorConfiguration = configuration
+            defer { pendingSensorConfiguration = nil }
             try await write(.sensorConfiguration, configuration.encoded(), on: s)
             eventBroadcast.yield(.didWriteSensorConfiguration)
             let value = try decode(await read(.sensorConfiguration, on: s), "sensor configuration") { b throws(WearableError) in try SensorConfiguration(decoding: b) }
@@ -391,7 +397,8 @@ public actor WearableDeviceSession {
     private func deliver(_ record: SensorRecord, hostTime: Duration) {
         guard let entry = sensorInformation?[record.sensor] else { return }
         let time = unwrapper.unwrap(record.timestamp)
-        let period = Int64(sensorConfiguration?.period(of: record.sensor)?.milliseconds ?? 0)
+        let periods = [sensorConfiguration, pendingSensorConfiguration].compactMap { $0?.period(of: record.sensor)?.milliseconds }
+        let period = Int64(periods.max() ?? 0)
         let missing = gapDetectors[record.sensor, default: GapDetector()].missing(before: time, period: period)
         var counts = statistics[record.sensor]
         counts.samples += 1

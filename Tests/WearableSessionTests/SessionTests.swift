@@ -323,3 +323,35 @@ import WearableSimulator
         await f.shutdown()
     }
 }
+
+@Suite(.timeLimit(.minutes(1))) struct PeriodChangeTests {
+    /// Changing the shared period mid-stream is not a gap, and samples keep their order across the change.
+    @Test func changingThePeriodIsNotAGap() async throws {
+        let f = try Fixture()
+        try await f.session.open()
+        let readings = await f.session.sensorReadings()
+        try await f.session.configureSensors { $0.enable(sensor: .accelerometer, at: ._20ms) }
+        async let a = collect(readings, 10)
+        await f.pump(ticks: 5)
+        #expect(await a.count == 10)
+        try await f.session.configureSensors { $0.setEnabledSensorsSamplePeriod(._80ms) }
+        async let b = collect(readings, 3)
+        await f.pump(ticks: 6)
+        let slow = await b
+        #expect(zip(slow, slow.dropFirst()).allSatisfy { $1.deviceTime - $0.deviceTime == 80 })
+        try await f.session.configureSensors { $0.setEnabledSensorsSamplePeriod(._20ms) }
+        async let c = collect(readings, 4)
+        await f.pump(ticks: 2)
+        #expect(await c.count == 4)
+        let stats = await f.session.statistics
+        #expect(stats[.accelerometer].gaps == 0 && stats[.accelerometer].outOfOrder == 0)
+        await f.shutdown()
+    }
+
+    @Test func theUnwrapperAndTheGapDetectorAlone() {
+        var u = TimestampUnwrapper()
+        #expect([65_500, 65_520, 4, 24, 10].map { u.unwrap($0) } == [65_500, 65_520, 65_540, 65_560, 65_546])
+        var g = GapDetector()
+        #expect([0, 20, 40, 100, 120, 110, 140, 169].map { g.missing(before: $0, period: 20) } == [0, 0, 0, 2, 0, -1, 0, 0])
+    }
+}
