@@ -36,6 +36,22 @@ import WearableSimulator
         await server.shutdown()
     }
 
+    /// Over a pseudo-terminal (a serial line's stand-in), through the connector's serial: scheme.
+    @Test func aSessionOverAPseudoTerminal() async throws {
+        let server = try WearableSimulatorServer(devices: [SimulatedWearable()])
+        let pty = try PseudoTerminal.open()
+        try server.attach(pty, toDevice: 0)
+        let session = WearableDeviceSession(address: .serial(path: pty.slavePath), connector: TransportConnector())
+        try await session.open()
+        #expect(await session.gestureInformation == WearableProfile.standardGestures)
+        let readings = await session.sensorReadings()
+        try await session.configureSensors { $0.enable(sensor: .gameRotation, at: ._40ms) }
+        let r = await collect(readings, 5)
+        #expect(zip(r, r.dropFirst()).allSatisfy { $1.deviceTime - $0.deviceTime == 40 })
+        await session.close()
+        await server.shutdown()
+    }
+
     @Test func theSimWearableSchemeParsesAndOpens() async throws {
         let schemes = AddressSchemes.builtIn.registering(WearableSimulatorBridge.addressScheme)
         let plain = try schemes.parse("sim:wearable")
