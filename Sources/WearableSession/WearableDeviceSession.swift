@@ -63,6 +63,7 @@ public actor WearableDeviceSession {
     /// A sensor configuration being written.
     private var pendingSensorConfiguration: SensorConfiguration?
     private var generation = 0
+    private var opening = false
     private var tasks: [Task<Void, Never>] = []
     private let eventBroadcast = Broadcast<WearableEvent>()
     private var readingBroadcast = Broadcast<SensorReading>()
@@ -116,6 +117,11 @@ public actor WearableDeviceSession {
     /// latter's error: `.connectFailed`, `.notAWearable`, `.timeout`, `.refused`, `.malformedReply`, ...
     public func open() async throws {
         guard link == nil else { return }
+        guard !opening else {
+            throw WearableSessionError(.notOpen, "the session with \(peer) is already opening", category: .usage)
+        }
+        opening = true
+        defer { opening = false }
         generation += 1
         let current = generation
         var session: GATTLinkSession?

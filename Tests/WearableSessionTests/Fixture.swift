@@ -14,11 +14,11 @@ struct Fixture {
     let wearable: InProcessWearable
     let session: WearableDeviceSession
 
-    init(profile: WearableProfile = WearableProfile()) throws {
+    init(profile: WearableProfile = WearableProfile(), options: WearableDeviceSession.Options = .init()) throws {
         device = SimulatedWearable(profile: profile, clock: clock)
         let wearable = try InProcessWearable(device: device)
         self.wearable = wearable
-        session = WearableDeviceSession(peer: "memory:wearable") { try wearable.connect() }
+        session = WearableDeviceSession(peer: "memory:wearable", options: options) { try wearable.connect() }
     }
 
     /// One transmission period (40 ms) at a time, each once the device's streamer waits for it: `ticks` periods.

@@ -355,3 +355,39 @@ import WearableSimulator
         #expect([0, 20, 40, 100, 120, 110, 140, 169].map { g.missing(before: $0, period: 20) } == [0, 0, 0, 2, 0, -1, 0, 0])
     }
 }
+
+@Suite(.timeLimit(.minutes(1))) struct NotificationSizeTests {
+    /// Without an MTU exchange beyond 23 bytes, a transmission's records are split into notifications of at most
+    /// 20 bytes, whole records each, and nothing is lost.
+    @Test func aSmallMTUSplitsTransmissionsIntoWholeRecords() async throws {
+        let f = try Fixture(options: .init(mtu: 23))
+        try await f.session.open()
+        #expect(await f.session.mtu == 23)
+        let readings = await f.session.sensorReadings()
+        try await f.session.configureSensors { c in
+            c.enable(sensor: .accelerometer, at: ._20ms)
+            c.enable(sensor: .gyroscope, at: ._20ms)
+        }
+        async let got = collect(readings, 40)
+        await f.pump(ticks: 10)
+        #expect(await got.count == 40)
+        #expect(f.device.statistics.sensorNotificationsSent == 20, "two 20-byte notifications per transmission")
+        let stats = await f.session.statistics
+        #expect(stats.sensorNotifications == 20 && stats[.gyroscope].gaps == 0 && stats[.accelerometer].samples == 20)
+        await f.shutdown()
+    }
+
+    @Test func tapsAreGestures() async throws {
+        let f = try Fixture()
+        try await f.session.open()
+        let gestures = await f.session.gestureReadings()
+        try await f.session.configureGestures { $0.set(gesture: .doubleTap, enabled: true) }
+        f.device.tap()  // single taps are not enabled
+        f.device.tap(double: true)
+        async let got = collect(gestures, 1)
+        await f.pump(ticks: 1)
+        #expect(await got.map(\.gesture) == [.doubleTap])
+        #expect(f.device.statistics.gesturesSent == [.doubleTap: 1])
+        await f.shutdown()
+    }
+}
