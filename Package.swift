@@ -23,6 +23,8 @@ let package = Package(
         .library(name: "Station", targets: ["Station"]),
         .library(name: "Wearable", targets: ["Wearable"]),
         .library(name: "Speaker", targets: ["Speaker"]),
+        .library(name: "WearableSession", targets: ["WearableSession"]),
+        .library(name: "WearableSimulator", targets: ["WearableSimulator"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -41,6 +43,18 @@ let package = Package(
         .target(name: "LightX", dependencies: ["Failure"], swiftSettings: strict),
         // The Bose Wearable codec: the GATT service's payloads as pure values, sensor scaling. No I/O.
         .target(name: "Wearable", dependencies: ["Failure"], swiftSettings: strict),
+        // GATT operations framed for Tuneup's byte-stream links (TCP, pty, in-memory): pure values, no I/O.
+        .target(name: "WearableLink", dependencies: ["Failure", "Wearable"], swiftSettings: strict),
+        // The Wearable session: GATT on the shared request core, sensor/gesture configuration, listeners.
+        .target(
+            name: "WearableSession",
+            dependencies: ["Failure", "Wearable", "WearableLink", "Session", "Transport", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strict),
+        // The simulated wearable: the GATT service, the device's rules, a head motion model, faults.
+        .target(
+            name: "WearableSimulator",
+            dependencies: ["Failure", "Wearable", "WearableLink", "Simulator", "Transport", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strict),
         // The HKWirelessHD speaker protocols as pure values: control frames and messages, audio and discovery
         // datagrams, clock-sync maths, reason and error codes. No I/O.
         .target(name: "Speaker", dependencies: ["Failure"], swiftSettings: strict),
@@ -116,7 +130,7 @@ let package = Package(
             name: "TuneupKit",
             dependencies: [
                 "Failure", "LightX", "Transport", "Headset", "Simulator", "Firmware", "FirmwareUpdate", "USBTransport", "USBGadget",
-                "BluetoothTransport", .product(name: "Logging", package: "swift-log"),
+                "BluetoothTransport", "WearableSimulator", .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict),
         // Unit records of factory provisioning: units, runs, steps, measurements, identities and leases (SQLite, or
@@ -160,6 +174,10 @@ let package = Package(
         .target(name: "TestSupport", dependencies: ["ThrowawayPostgres"], path: "Tests/TestSupport", swiftSettings: strict),
         .testTarget(name: "LightXTests", dependencies: ["LightX", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "WearableTests", dependencies: ["Wearable", "TestSupport"], swiftSettings: strict),
+        .testTarget(
+            name: "WearableSessionTests",
+            dependencies: ["WearableSession", "WearableSimulator", "WearableLink", "Wearable", "Simulator", "Transport", "TestSupport"],
+            swiftSettings: strict),
         .testTarget(name: "SpeakerTests", dependencies: ["Speaker", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "TransportTests", dependencies: ["Transport", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "SessionTests", dependencies: ["Session", "Transport", "TestSupport"], swiftSettings: strict),

@@ -3,6 +3,7 @@ import Foundation
 import Headset
 import Logging
 import Transport
+import WearableSimulator
 
 /// How the tools open a device and talk to it: what `--timeout`, `--retries`, `--poll-interval`, `--verbose` and a
 /// benchmark's link conditions say.
@@ -51,6 +52,7 @@ public enum Devices {
             if let scheme = builtIn.scheme(named: name) { schemes.register(scheme.summarized(summary)) }
         }
         for scheme in builtIn.schemes where schemes.scheme(named: scheme.name) == nil { schemes.register(scheme) }
+        schemes.register(WearableSimulatorBridge.addressScheme)
         return schemes
     }()
 
@@ -71,6 +73,7 @@ public enum Devices {
             }
             return try await SimulatorBridge.openInProcess(statePath: statePath)
         }
+        connector.register(WearableSimulatorBridge.scheme) { address, _ in try WearableSimulatorBridge.open(address) }
         connector.register("usb") { address, _ in try await usb.open(address) }
         connector.register("bt") { address, context in try await BluetoothBridge.open(address, logger: context.logger) }
         connector.logger = options.transportLogger

@@ -18,11 +18,13 @@ func scratchDirectory() throws -> String {
     static let examples = [
         "sim", "sim:headset", "tcp:127.0.0.1:4000", "serial:/dev/ttyUSB0", "usb:1209:0001", "usb:1-2.3", "bt:00:1A:7D:DA:71:13",
     ]
+    /// Addresses of schemes registered outside Transport (`DeviceAddress(parsing:)` does not know them).
+    static let registeredExamples = ["sim:wearable"]
 
     @Test func everySchemeHasAnOpener() throws {
         let connector = Devices.connector()
         var reached = Set<String>()
-        for text in Self.examples {
+        for text in Self.examples + Self.registeredExamples {
             let address = try Devices.parseAddress(text)
             #expect(connector.canOpen(address.scheme), "no opener for \(text) (scheme \(address.scheme))")
             if let resolved = Devices.addressSchemes.resolve(text) { reached.insert(resolved.scheme.name) }

@@ -1,0 +1,493 @@
+import Logging
+import Transport
+import Wearable
+import WearableLink
+
+/// A session with one Bose Wearable device over any Tuneup link carrying the GATT framing (`GATTFraming`): the
+/// library side of the seed's `WearableDeviceSession` and `WearableDevice`.
+///
+/// - `open()` connects, exchanges the MTU, discovers the 0xFDD2 service, reads DeviceInformation, SensorInformation,
+///   GestureInformation and both configurations, and turns the notifications on. `close()` ends it; `open()` again
+///   reopens on a new link. `events()` reports `didOpen`, `didFailToOpen(error)`, `didClose(error or nil)`.
+/// - `configureSensors` / `configureGestures` write one configuration: the library's checks refuse what is surely
+///   wrong before anything is sent; the device accepts (`didWrite…` then `didUpdate…` with the configuration read
+///   back) or refuses (`didFailToWrite…` with its ATT error and reason, and the call throws). Never silent.
+/// - `sensorReadings()` / `gestureReadings()`: any number of listeners, each receiving every sample in order with
+///   its unwrapped device time, host time and gap mark. A lost link closes the session with an error and ends
+///   every listener. Malformed notifications are counted (`statistics`) and reported as events; the stream goes on.
+public actor WearableDeviceSession {
+    /// Opens a new link for each `open()`.
+    public typealias Connect = @Sendable () async throws -> any Transport
+
+    /// Options of a session.
+    public struct Options: Sendable {
+        /// Request timing (timeout, retransmissions).
+        public var requests: RequestOptions
+        /// The receive MTU the session offers.
+        public var mtu: UInt16
+        /// How many undelivered readings a listener keeps before the oldest are dropped (nil: all).
+        public var listenerBuffer: Int?
+
+        public init(requests: RequestOptions = RequestOptions(timeout: .seconds(2), retransmissions: 1),
+                    mtu: UInt16 = 247, listenerBuffer: Int? = nil) {
+            self.requests = requests
+            self.mtu = mtu
+            self.listenerBuffer = listenerBuffer
+        }
+    }
+
+    /// Where the session connects (for messages).
+    public nonisolated let peer: String
+    public nonisolated let options: Options
+
+    public private(set) var deviceInformation: DeviceInformation?
+    public private(set) var sensorInformation: SensorInformation?
+    public private(set) var gestureInformation: GestureInformation?
+    /// The device's sensor configuration as last read (all disabled at open).
+    public private(set) var sensorConfiguration: SensorConfiguration?
+    public private(set) var gestureConfiguration: GestureConfiguration?
+    /// The link's MTU (the smaller of both sides').
+    public private(set) var mtu: UInt16 = 23
+    /// What arrived since the last `open()`.
+    public private(set) var statistics = WearableStatistics()
+
+    private let connect: Connect
+    private let clock: any Clock<Duration>
+    private let elapsed: @Sendable () -> Duration
+    private let logger: Logger
+    private var link: GATTLinkSession?
+    private var layout: GATTServiceLayout?
+    private var parser: SensorDataParser?
+    private var unwrapper = TimestampUnwrapper()
+    private var gapDetectors: [SensorType: GapDetector] = [:]
+    /// A sensor configuration being written.
+    private var pendingSensorConfiguration: SensorConfiguration?
+    private var generation = 0
+    private var opening = false
+    private var tasks: [Task<Void, Never>] = []
+    private let eventBroadcast = Broadcast<WearableEvent>()
+    private var readingBroadcast = Broadcast<SensorReading>()
+    private var gestureBroadcast = Broadcast<GestureReading>()
+
+    /// A session that opens its links with `connect`.
+    public init(peer: String, options: Options = Options(), clock: any Clock<Duration> = ContinuousClock(),
+                logger: Logger = Logger(label: "tuneup.wearable"), connect: @escaping Connect) {
+        self.peer = peer
+        self.options = options
+        self.connect = connect
+        self.clock = clock
+        self.elapsed = Self.elapsedTime(clock)
+        self.logger = logger
+    }
+
+    /// A session with the device at `address`, opened through `connector`.
+    public init(address: DeviceAddress, connector: TransportConnector, options: Options = Options(),
+                clock: any Clock<Duration> = ContinuousClock(), logger: Logger = Logger(label: "tuneup.wearable")) {
+        self.init(peer: address.description, options: options, clock: clock, logger: logger) {
+            try await connector.open(address)
+        }
+    }
+
+    private static func elapsedTime<C: Clock<Duration>>(_ clock: C) -> @Sendable () -> Duration {
+        let origin = clock.now
+        return { origin.duration(to: clock.now) }
+    }
+
+    // MARK: Listeners
+
+    /// Session and device events from now on (the stream lasts across reopens).
+    public func events() -> AsyncStream<WearableEvent> { eventBroadcast.subscribe() }
+
+    /// Every sensor sample from now on, in order, until the session closes (subscribing while closed: the next open).
+    public func sensorReadings() -> AsyncStream<SensorReading> {
+        readingBroadcast.subscribe(bufferingPolicy: options.listenerBuffer.map { .bufferingNewest($0) } ?? .unbounded)
+    }
+
+    /// Every gesture from now on, until the session closes.
+    public func gestureReadings() -> AsyncStream<GestureReading> {
+        gestureBroadcast.subscribe(bufferingPolicy: options.listenerBuffer.map { .bufferingNewest($0) } ?? .unbounded)
+    }
+
+    /// Whether the session is open.
+    public var isOpen: Bool { link != nil }
+
+    // MARK: Open and close
+
+    /// Opens the session (nothing happens when it is open). Reports `didOpen` or `didFailToOpen` and throws the
+    /// latter's error: `.connectFailed`, `.notAWearable`, `.timeout`, `.refused`, `.malformedReply`, ...
+    public func open() async throws {
+        guard link == nil else { return }
+        guard !opening else {
+            throw WearableSessionError(.notOpen, "the session with \(peer) is already opening", category: .usage)
+        }
+        opening = true
+        defer { opening = false }
+        generation += 1
+        let current = generation
+        var session: GATTLinkSession?
+        do {
+            let transport: any Transport
+            do {
+                transport = try await connect()
+            } catch let error as CancellationError {
+                throw error
+            } catch let error as TransportError {
+                throw WearableSessionError(.connectFailed, "cannot open \(peer): \(error.message)", category: error.category)
+            } catch {
+                throw WearableSessionError(.connectFailed, "cannot open \(peer): \(error)", category: .connection)
+            }
+            let s = GATTLinkSession(transport: transport, definition: GATTLinkProtocol(), options: options.requests,
+                                    clock: clock, logger: logger)
+            session = s
+            let pushes = await s.pushes()
+            let linkEvents = await s.events()
+            statistics = WearableStatistics()
+            unwrapper = TimestampUnwrapper()
+            gapDetectors = [:]
+
+            switch try await s.request(.exchangeMTURequest(mtu: options.mtu)) {
+            case let .exchangeMTUResponse(theirs): mtu = max(23, min(options.mtu, theirs))
+            case let .errorResponse(_, _, e, _) where e == .requestNotSupported: mtu = 23
+            case let other: throw unexpected(other, "MTU exchange")
+            }
+            let found: GATTServiceLayout
+            switch try await s.request(.discoverRequest) {
+            case let .discoverResponse(l): found = l
+            case let .errorResponse(_, _, e, r): throw WearableSessionError(.notAWearable, "\(peer) has no GATT services to discover: \(e) \(r)", category: .device)
+            case let other: throw unexpected(other, "service discovery")
+            }
+            guard found.serviceUUID16 == WearableService.uuid16 else {
+                throw WearableSessionError(.notAWearable, "\(peer) is not a Bose Wearable device: its service is 0x\(String(found.serviceUUID16, radix: 16)), not 0xfdd2", category: .device)
+            }
+            for c in WearableCharacteristic.allCases where found[c] == nil {
+                throw WearableSessionError(.notAWearable, "\(peer) is not a Bose Wearable device: it lacks the \(c) characteristic", category: .device)
+            }
+            layout = found
+            link = s
+            deviceInformation = try decode(await read(.deviceInformation, on: s), "device information") { b throws(WearableError) in try DeviceInformation(decoding: b) }
+            let sensors = try decode(await read(.sensorInformation, on: s), "sensor information") { b throws(WearableError) in try SensorInformation(decoding: b) }
+            sensorInformation = sensors
+            parser = SensorDataParser(information: sensors)
+            gestureInformation = try decode(await read(.gestureInformation, on: s), "gesture information") { b throws(WearableError) in try GestureInformation(decoding: b) }
+            sensorConfiguration = try decode(await read(.sensorConfiguration, on: s), "sensor configuration") { b throws(WearableError) in try SensorConfiguration(decoding: b) }
+            gestureConfiguration = try decode(await read(.gestureConfiguration, on: s), "gesture configuration") { b throws(WearableError) in try GestureConfiguration(decoding: b) }
+            tasks = [
+                Task { [weak self] in
+                    for await pdu in pushes { await self?.handlePush(pdu, generation: current) }
+                },
+                Task { [weak self] in
+                    for await case let .disconnected(error) in linkEvents { await self?.linkEnded(error, generation: current) }
+                },
+            ]
+            for c in [WearableCharacteristic.sensorData, .gestureData, .sensorConfiguration, .gestureConfiguration] {
+                try await setNotifications(c, on: true, link: s)
+            }
+            guard generation == current, link != nil else {
+                throw WearableSessionError(.linkLost, "the link to \(peer) was lost while opening", category: .connection)
+            }
+            eventBroadcast.yield(.didOpen)
+        } catch {
+            let failure = error as? WearableSessionError
+                ?? (error is CancellationError ? WearableSessionError(.notOpen, "opening \(peer) was cancelled", category: .connection)
+                    : WearableSessionError(.connectFailed, "cannot open \(peer): \(error)", category: .connection))
+            if generation == current {
+                generation += 1
+                tearDown()
+            }
+            await session?.close()
+            eventBroadcast.yield(.didFailToOpen(failure))
+            throw error
+        }
+    }
+
+    /// Closes the session at the caller's request (`didClose(nil)`); listeners end. Nothing happens when closed.
+    public func close() async {
+        guard let s = link else { return }
+        generation += 1
+        tearDown()
+        await s.close()
+        eventBroadcast.yield(.didClose(nil))
+    }
+
+    private func linkEnded(_ error: WearableSessionError, generation ended: Int) {
+        guard ended == generation, link != nil else { return }
+        generation += 1
+        logger.info("wearable session with \(peer) closed: \(error.message)")
+        tearDown()
+        eventBroadcast.yield(.didClose(error))
+    }
+
+    /// Forgets the link and what the device had configured (it disables everything on disconnect); ends the
+    /// listeners (later subscribers belong to the next open).
+    private func tearDown() {
+        link = nil
+        tasks.forEach { $0.cancel() }
+        tasks = []
+        sensorConfiguration = nil
+        gestureConfiguration = nil
+        readingBroadcast.finish()
+        gestureBroadcast.finish()
+        readingBroadcast = Broadcast()
+        gestureBroadcast = Broadcast()
+    }
+
+    // MARK: Reads
+
+    /// Reads DeviceInformation again.
+    public func readDeviceInformation() async throws -> DeviceInformation {
+        let s = try openLink()
+        let value = try decode(await read(.deviceInformation, on: s), "device information") { b throws(WearableError) in try DeviceInformation(decoding: b) }
+        deviceInformation = value
+        return value
+    }
+
+    /// Reads SensorInformation again.
+    public func readSensorInformation() async throws -> SensorInformation {
+        let s = try openLink()
+        let value = try decode(await read(.sensorInformation, on: s), "sensor information") { b throws(WearableError) in try SensorInformation(decoding: b) }
+        sensorInformation = value
+        parser?.information = value
+        return value
+    }
+
+    /// Reads GestureInformation again.
+    public func readGestureInformation() async throws -> GestureInformation {
+        let s = try openLink()
+        let value = try decode(await read(.gestureInformation, on: s), "gesture information") { b throws(WearableError) in try GestureInformation(decoding: b) }
+        gestureInformation = value
+        return value
+    }
+
+    /// Reads the sensor configuration.
+    public func readSensorConfiguration() async throws -> SensorConfiguration {
+        let s = try openLink()
+        let value = try decode(await read(.sensorConfiguration, on: s), "sensor configuration") { b throws(WearableError) in try SensorConfiguration(decoding: b) }
+        updateSensorConfiguration(value)
+        return value
+    }
+
+    /// Reads the gesture configuration.
+    public func readGestureConfiguration() async throws -> GestureConfiguration {
+        let s = try openLink()
+        let value = try decode(await read(.gestureConfiguration, on: s), "gesture configuration") { b throws(WearableError) in try GestureConfiguration(decoding: b) }
+        gestureConfiguration = value
+        return value
+    }
+
+    // MARK: Configuration
+
+    /// Changes the sensor configuration in one write: `change` edits the current one (`enable(sensor:at:)`,
+    /// `disable(sensor:)`, `disableAll()`, `setEnabledSensorsSamplePeriod(_:)`). Returns the configuration the
+    /// device reports afterwards.
+    ///
+    /// - Parameter checked: check against the device's information first (sensors it lists, periods they offer,
+    ///   maxActiveSensors) and refuse with `.rejectedLocally` before sending; false leaves every rule to the device.
+    /// - Throws: `.rejectedLocally`, `.refused` (the device's ATT error and reason), link errors. Every failure is
+    ///   also reported as `didFailToWriteSensorConfiguration`.
+    @discardableResult
+    public func configureSensors(checked: Bool = true, _ change: (inout SensorConfiguration) -> Void) async throws -> SensorConfiguration {
+        do {
+            let s = try openLink()
+            guard var configuration = sensorConfiguration else { throw notOpenError() }
+            change(&configuration)
+            if checked { try check(configuration) }
+            // The device may stream at the new period before its answer arrives: until the configuration is read
+            // back, gaps are judged by the longer of both periods, so the change is never taken for lost samples.
+            pendingSensorConfiguration = configuration
+            defer { pendingSensorConfiguration = nil }
+            try await write(.sensorConfiguration, configuration.encoded(), on: s)
+            eventBroadcast.yield(.didWriteSensorConfiguration)
+            let value = try decode(await read(.sensorConfiguration, on: s), "sensor configuration") { b throws(WearableError) in try SensorConfiguration(decoding: b) }
+            updateSensorConfiguration(value)
+            return value
+        } catch {
+            eventBroadcast.yield(.didFailToWriteSensorConfiguration(Self.sessionError(error)))
+            throw error
+        }
+    }
+
+    /// Changes the gesture configuration in one write (`set(gesture:enabled:)`, `disableAll()`); as
+    /// `configureSensors` (checked: every gesture listed must be one the device offers).
+    @discardableResult
+    public func configureGestures(checked: Bool = true, _ change: (inout GestureConfiguration) -> Void) async throws -> GestureConfiguration {
+        do {
+            let s = try openLink()
+            guard var configuration = gestureConfiguration else { throw notOpenError() }
+            change(&configuration)
+            if checked, let offered = gestureInformation?.availableGestures {
+                for e in configuration.entries where e.enabled && !offered.contains(e.gesture) {
+                    throw WearableSessionError.local("gesture configuration: the device does not offer \(e.gesture) (it offers \(offered.map(\.description).joined(separator: ", ")))")
+                }
+            }
+            try await write(.gestureConfiguration, configuration.encoded(), on: s)
+            eventBroadcast.yield(.didWriteGestureConfiguration)
+            let value = try decode(await read(.gestureConfiguration, on: s), "gesture configuration") { b throws(WearableError) in try GestureConfiguration(decoding: b) }
+            gestureConfiguration = value
+            eventBroadcast.yield(.didUpdateGestureConfiguration(value))
+            return value
+        } catch {
+            eventBroadcast.yield(.didFailToWriteGestureConfiguration(Self.sessionError(error)))
+            throw error
+        }
+    }
+
+    /// The library's checks: what the device's own information says cannot work.
+    private func check(_ configuration: SensorConfiguration) throws(WearableSessionError) {
+        guard let info = sensorInformation, let device = deviceInformation else { return }
+        for e in configuration.entries where e.period != nil {
+            guard let entry = info[e.sensor], device.availableSensors.contains(e.sensor) else {
+                throw .local("sensor configuration: the device has no \(e.sensor) (it lists \(info.sensors.map(\.description).joined(separator: ", ")))")
+            }
+            if let p = e.period, !entry.availablePeriods.contains(p) {
+                throw .local("sensor configuration: \(e.sensor) does not offer \(p) (it offers \(entry.availablePeriods.sorted().map(\.description).joined(separator: ", ")))")
+            }
+        }
+        let enabled = configuration.enabledSensors.count
+        if enabled > Int(device.maxActiveSensors) {
+            throw .local("sensor configuration: \(enabled) sensors enabled, the device allows \(device.maxActiveSensors) at once")
+        }
+    }
+
+    private func updateSensorConfiguration(_ value: SensorConfiguration) {
+        if value != sensorConfiguration {
+            for sensor in SensorType.allCases where value.period(of: sensor) != sensorConfiguration?.period(of: sensor) {
+                gapDetectors[sensor]?.reset()
+            }
+        }
+        sensorConfiguration = value
+        eventBroadcast.yield(.didUpdateSensorConfiguration(value))
+    }
+
+    // MARK: Notifications
+
+    private func handlePush(_ pdu: GATTPDU, generation current: Int) {
+        guard current == generation, case let .notification(handle, value) = pdu, let layout else { return }
+        let hostTime = elapsed()
+        guard let c = layout.characteristics.first(where: { $0.valueHandle == handle })?.wearableCharacteristic else {
+            statistics.unknownNotifications += 1
+            return
+        }
+        switch c {
+        case .sensorData:
+            guard var parser else { return }
+            let result = parser.parse(value)
+            self.parser = parser
+            switch result {
+            case let .failure(error): malformed(.sensorData, error)
+            case let .success(records):
+                statistics.sensorNotifications += 1
+                for record in records { deliver(record, hostTime: hostTime) }
+            }
+        case .gestureData:
+            do throws(WearableError) {
+                let g = try GestureData(decoding: value)
+                statistics.gestures += 1
+                gestureBroadcast.yield(GestureReading(gesture: g.gesture, timestamp: g.timestamp,
+                                                      deviceTime: unwrapper.unwrap(g.timestamp), hostTime: hostTime))
+            } catch {
+                malformed(.gestureData, error)
+            }
+        case .sensorConfiguration:
+            do throws(WearableError) { updateSensorConfiguration(try SensorConfiguration(decoding: value)) } catch { malformed(c, error) }
+        case .gestureConfiguration:
+            do throws(WearableError) {
+                let g = try GestureConfiguration(decoding: value)
+                gestureConfiguration = g
+                eventBroadcast.yield(.didUpdateGestureConfiguration(g))
+            } catch { malformed(c, error) }
+        default:
+            statistics.unknownNotifications += 1
+        }
+    }
+
+    private func deliver(_ record: SensorRecord, hostTime: Duration) {
+        guard let entry = sensorInformation?[record.sensor] else { return }
+        let time = unwrapper.unwrap(record.timestamp)
+        let periods = [sensorConfiguration, pendingSensorConfiguration].compactMap { $0?.period(of: record.sensor)?.milliseconds }
+        let period = Int64(periods.max() ?? 0)
+        let missing = gapDetectors[record.sensor, default: GapDetector()].missing(before: time, period: period)
+        var counts = statistics[record.sensor]
+        counts.samples += 1
+        if missing < 0 {
+            counts.outOfOrder += 1
+        } else if missing > 0 {
+            counts.gaps += 1
+            counts.missingSamples += missing
+        }
+        statistics.sensors[record.sensor] = counts
+        readingBroadcast.yield(SensorReading(sensor: record.sensor, timestamp: record.timestamp, deviceTime: time, hostTime: hostTime,
+                                             sample: record.sample, value: record.sample.scaled(by: entry.range),
+                                             missingBefore: max(0, missing)))
+    }
+
+    private func malformed(_ c: WearableCharacteristic, _ error: WearableError) {
+        statistics.malformedNotifications += 1
+        statistics.malformedByCode[error.code.rawValue, default: 0] += 1
+        logger.debug("malformed \(c) notification from \(peer): \(error.message)")
+        eventBroadcast.yield(.didReceiveMalformedNotification(c, error))
+    }
+
+    // MARK: GATT operations
+
+    private func openLink() throws(WearableSessionError) -> GATTLinkSession {
+        guard let link else { throw notOpenError() }
+        return link
+    }
+
+    private func notOpenError() -> WearableSessionError {
+        WearableSessionError(.notOpen, "the session with \(peer) is not open", category: .usage)
+    }
+
+    private func handle(_ c: WearableCharacteristic) throws(WearableSessionError) -> GATTCharacteristicEntry {
+        guard let entry = layout?[c] else { throw notOpenError() }
+        return entry
+    }
+
+    private func read(_ c: WearableCharacteristic, on s: GATTLinkSession) async throws -> [UInt8] {
+        let entry = try handle(c)
+        switch try await s.request(.readRequest(handle: entry.valueHandle)) {
+        case let .readResponse(_, value): return value
+        case let .errorResponse(op, h, e, reason): throw WearableSessionError.refusal(GATTKey(requestOpcode: op, handle: h), e, reason)
+        case let other: throw unexpected(other, "read of the \(c)")
+        }
+    }
+
+    private func write(_ c: WearableCharacteristic, _ value: [UInt8], on s: GATTLinkSession) async throws {
+        let entry = try handle(c)
+        try await write(handle: entry.valueHandle, value, what: "\(c)", on: s)
+    }
+
+    private func write(handle: UInt16, _ value: [UInt8], what: String, on s: GATTLinkSession) async throws {
+        switch try await s.request(.writeRequest(handle: handle, value: value)) {
+        case .writeResponse: return
+        case let .errorResponse(_, _, e, reason):
+            throw WearableSessionError(.refused, "the device refused the \(what) write: \(e)" + (reason.isEmpty ? "" : ": \(reason)"),
+                                       category: .device, attError: e, reason: reason)
+        case let other: throw unexpected(other, "write of the \(what)")
+        }
+    }
+
+    private func setNotifications(_ c: WearableCharacteristic, on: Bool, link s: GATTLinkSession) async throws {
+        let entry = try handle(c)
+        guard entry.configurationHandle != 0 else { throw WearableSessionError(.notAWearable, "\(peer): \(c) has no notification descriptor", category: .device) }
+        try await write(handle: entry.configurationHandle, on ? [0x01, 0x00] : [0x00, 0x00], what: "\(c) notification descriptor", on: s)
+    }
+
+    private func unexpected(_ pdu: GATTPDU, _ what: String) -> WearableSessionError {
+        .malformed("\(peer) answered the \(what) with opcode 0x\(String(pdu.opcode, radix: 16))")
+    }
+
+    private func decode<T>(_ bytes: [UInt8], _ what: String, _ body: ([UInt8]) throws(WearableError) -> T) throws(WearableSessionError) -> T {
+        do throws(WearableError) {
+            return try body(bytes)
+        } catch {
+            throw .malformed("\(peer) sent a \(what) that does not decode: \(error.message)")
+        }
+    }
+
+    private static func sessionError(_ error: any Error) -> WearableSessionError {
+        if let e = error as? WearableSessionError { return e }
+        if error is CancellationError { return WearableSessionError(.notOpen, "cancelled", category: .connection) }
+        return WearableSessionError(.malformedReply, "\(error)", category: .device)
+    }
+}
