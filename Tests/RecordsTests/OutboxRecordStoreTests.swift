@@ -15,10 +15,13 @@ import Testing
     }
 
     /// A station's store: its outbox file in `directory`, uploads retried every 50 ms.
-    static func station(_ name: String, server: PostgresRecordStore, directory: String, leaseSize: Int = 4) async throws -> OutboxRecordStore {
+    /// `serverWait`: 5 s where the test needs the server's answer (the whole suite runs at once on two cores), short
+    /// where the server is down.
+    static func station(_ name: String, server: PostgresRecordStore, directory: String, leaseSize: Int = 4,
+                        serverWait: Duration = .seconds(5)) async throws -> OutboxRecordStore {
         let outbox = try await SQLiteRecordStore.open(path: "\(directory)/\(name).outbox.sqlite")
         return OutboxRecordStore(
-            server: server, outbox: outbox, station: name, leaseSize: leaseSize, serverWait: .milliseconds(500),
+            server: server, outbox: outbox, station: name, leaseSize: leaseSize, serverWait: serverWait,
             retryInterval: .milliseconds(50))
     }
 
@@ -73,8 +76,8 @@ import Testing
         let url = try await offThePool { try pg.createDatabase() }
         let server = try await PostgresRecordStore.open(url: url, timeout: .seconds(2))
         let directory = try Self.directory()
-        let stations = [try await Self.station("a", server: server, directory: directory, leaseSize: 8),
-                        try await Self.station("b", server: server, directory: directory, leaseSize: 8)]
+        let stations = [try await Self.station("a", server: server, directory: directory, leaseSize: 8, serverWait: .milliseconds(500)),
+                        try await Self.station("b", server: server, directory: directory, leaseSize: 8, serverWait: .milliseconds(500))]
         // Each station holds a lease before the server goes away.
         for (k, store) in stations.enumerated() { _ = try await Self.provision("hw-\(k)-0", on: store) }
 
@@ -128,7 +131,7 @@ import Testing
         let server = try await PostgresRecordStore.open(url: url, timeout: .seconds(2))
         let directory = try Self.directory()
         do {
-            let killed = try await Self.station("s", server: server, directory: directory)
+            let killed = try await Self.station("s", server: server, directory: directory, serverWait: .milliseconds(500))
             _ = try await Self.provision("hw-warm", on: killed)
             try await waitUntil("the first run is uploaded") { try await killed.backlog().isEmpty }
             try await offThePool { try pg.pause() }
