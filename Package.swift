@@ -23,6 +23,8 @@ let package = Package(
         .library(name: "Station", targets: ["Station"]),
         .library(name: "Wearable", targets: ["Wearable"]),
         .library(name: "Speaker", targets: ["Speaker"]),
+        .library(name: "SpeakerSession", targets: ["SpeakerSession"]),
+        .library(name: "SpeakerSimulator", targets: ["SpeakerSimulator"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -78,6 +80,17 @@ let package = Package(
         .target(
             name: "Headset",
             dependencies: ["Failure", "LightX", "Session", "Transport", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strict),
+        // Speakers: the control session on the Session core, a controller over many speakers, UDP discovery.
+        .target(
+            name: "SpeakerSession",
+            dependencies: ["Failure", "Speaker", "Session", "Transport", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strict),
+        // Simulated speakers: identity, persisted settings, the speaker side of the protocol, a DAC clock with offset
+        // and drift, the discovery responder; served by the generic SimulatedDeviceServer.
+        .target(
+            name: "SpeakerSimulator",
+            dependencies: ["Failure", "Speaker", "Simulator", "Transport", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict),
         // Firmware images: MCUboot signed images, Intel HEX, raw; keys; the simulated application's manifest.
         .target(
@@ -141,7 +154,7 @@ let package = Package(
             name: "tuneup",
             dependencies: [
                 "Failure", "LightX", "Transport", "Headset", "Simulator", "Firmware", "FirmwareUpdate", "USBTransport", "USBGadget",
-                "BluetoothTransport", "TuneupKit", "Recipe", "Records", "Station",
+                "BluetoothTransport", "TuneupKit", "Recipe", "Records", "Station", "SpeakerSession", "SpeakerSimulator",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -161,6 +174,10 @@ let package = Package(
         .testTarget(name: "LightXTests", dependencies: ["LightX", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "WearableTests", dependencies: ["Wearable", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "SpeakerTests", dependencies: ["Speaker", "TestSupport"], swiftSettings: strict),
+        .testTarget(
+            name: "SpeakerSessionTests",
+            dependencies: ["SpeakerSession", "SpeakerSimulator", "Speaker", "Simulator", "Transport", "TestSupport"],
+            swiftSettings: strict),
         .testTarget(name: "TransportTests", dependencies: ["Transport", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "SessionTests", dependencies: ["Session", "Transport", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "HeadsetTests", dependencies: ["Headset", "Simulator", "Transport", "LightX", "TestSupport"], swiftSettings: strict),
