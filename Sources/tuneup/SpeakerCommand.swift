@@ -11,11 +11,11 @@ struct SpeakerCommand: AsyncParsableCommand {
             Speakers are named with --speaker HOST:PORT (repeatable; the control port 'sim speaker' prints) or, \
             without it, found by a discovery query on the local network (broadcast and multicast, port 45454). \
             Commands acting on one speaker pick it with --index N, --id ID or --group NAME --member N.
-            Examples:
-              tuneup sim speaker --count 2 &
-              tuneup speaker list --speaker 127.0.0.1:PORT1 --speaker 127.0.0.1:PORT2
-              tuneup speaker volume 30 --speaker 127.0.0.1:PORT1 --format json
-              tuneup speaker group Kitchen --index 0 --index 1 --speaker ... --speaker ...
+            Examples, with two speakers of 'tuneup sim speaker --count 2' at 127.0.0.1:P1 and 127.0.0.1:P2:
+              $ tuneup speaker list --speaker 127.0.0.1:P1 --speaker 127.0.0.1:P2
+              $ tuneup speaker volume 30 --speaker 127.0.0.1:P1 --format json
+              $ tuneup speaker group Kitchen --index 0 --index 1 --speaker 127.0.0.1:P1 --speaker 127.0.0.1:P2
+              $ tuneup speaker list              (discovery: speakers answering on the local network)
             """,
         subcommands: [List.self, Info.self, Volume.self, Mute.self, Unmute.self, Rename.self, Group.self],
         defaultSubcommand: List.self)
@@ -268,10 +268,10 @@ struct SpeakerCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "List groups, put speakers in a group by name, or take one out (--leave).",
             discussion: """
-                The group's id is the id of its first member. Examples:
-                  tuneup speaker group                              list the groups
-                  tuneup speaker group Kitchen --index 0 --index 1  speakers 0 and 1 join 'Kitchen'
-                  tuneup speaker group --leave --index 1            speaker 1 leaves its group (name 'harman')
+                The group's id is the id of its first member. With --speaker HOST:PORT ... or discovery:
+                  $ tuneup speaker group                              list the groups
+                  $ tuneup speaker group Kitchen --index 0 --index 1  speakers 0 and 1 join 'Kitchen'
+                  $ tuneup speaker group --leave --index 1            speaker 1 leaves its group (name 'harman')
                 """)
         @Argument(help: ArgumentHelp("The group to join.", valueName: "name"))
         var name: String?
