@@ -33,9 +33,12 @@ public struct DiscoveryClient: Sendable {
     /// The address the query socket binds (its port is where answers come back).
     public var bindHost: String
 
-    /// The protocol's targets: the limited broadcast and the multicast group, port 45454.
+    /// The protocol's targets: the limited broadcast and the multicast group, port 45454; and the loopback
+    /// broadcast, so speakers on this host that listen on loopback only (simulated ones) answer from an address
+    /// that reaches them.
     public static let standardTargets: [(host: String, port: UInt16)] = [
         ("255.255.255.255", DiscoveryMessage.port), (DiscoveryMessage.multicastGroup, DiscoveryMessage.port),
+        ("127.255.255.255", DiscoveryMessage.port),
     ]
 
     public init(targets: [(host: String, port: UInt16)] = DiscoveryClient.standardTargets, window: Duration = .milliseconds(500),
@@ -45,8 +48,8 @@ public struct DiscoveryClient: Sendable {
         self.bindHost = bindHost
     }
 
-    /// One query round: the speakers that answered within the window, by device id (first answer kept), in
-    /// order of answer.
+    /// One query round: the speakers that answered within the window, by device id (the first answer kept, or a
+    /// later one from loopback), in order of first answer.
     /// - Throws: `SpeakerSessionError(.discoveryFailed)` when no socket can be opened or no query could be sent;
     ///   `CancellationError`.
     public func discover() async throws -> [DiscoveredSpeaker] {
@@ -76,11 +79,17 @@ public struct DiscoveryClient: Sendable {
             var list: [DiscoveredSpeaker] = []
             while true {
                 guard let datagram = try? await socket.receive() else { return list }
-                guard case let .answer(a)? = try? DiscoveryMessage.decode(datagram.bytes), a.queryId == queryId,
-                      !list.contains(where: { $0.deviceId == a.deviceId }) else { continue }
-                list.append(DiscoveredSpeaker(
+                guard case let .answer(a)? = try? DiscoveryMessage.decode(datagram.bytes), a.queryId == queryId else { continue }
+                let speaker = DiscoveredSpeaker(
                     deviceId: a.deviceId, host: datagram.host, controlPort: a.controlPort, audioPort: a.audioPort,
-                    protocolVersions: a.protocolVersions, deviceName: a.deviceName.value, modelName: a.modelName.value))
+                    protocolVersions: a.protocolVersions, deviceName: a.deviceName.value, modelName: a.modelName.value)
+                if let i = list.firstIndex(where: { $0.deviceId == a.deviceId }) {
+                    // One speaker answering several queries (broadcast, multicast, loopback): a loopback answer wins,
+                    // as a speaker on this host may listen on loopback only.
+                    if speaker.host.hasPrefix("127."), !list[i].host.hasPrefix("127.") { list[i] = speaker }
+                } else {
+                    list.append(speaker)
+                }
             }
         }
         try? await Task.sleep(for: window)

@@ -140,6 +140,35 @@ struct SpeakerSessionTests {
         await sim.server.shutdown()
     }
 
+    @Test func aSpeakerWithNoCommonVersionIsRefusedAtHello() async throws {
+        let speaker = SimulatedSpeaker(.init(identity: .simulated(index: 0), versions: 2...3))
+        let server = try SimulatedDeviceServer(devices: [speaker])
+        let (a, b) = InMemoryTransport.pair()
+        try server.serve(link: b, onDevice: 0)
+        let e = await #expect(throws: SpeakerSessionError.self) { try await SpeakerSession.open(transport: a, address: "future") }
+        #expect(e?.code == .versionMismatch && e?.category == .device)
+        #expect(e?.message.contains("future") == true)
+        await server.shutdown()
+    }
+
+    @Test func eventsReachEveryControllerOverTCP() async throws {
+        try await withTimeLimit {
+            let sim = try await SpeakerSimulation.start(count: 1)
+            let (host, port) = endpoints(sim)[0]
+            let one = try await SpeakerSession.connect(host: host, port: port)
+            let two = try await SpeakerSession.connect(host: host, port: port)
+            let log = await EventLog(two)
+            try await one.setVolume(44)
+            try await log.waitFor(.volumeChanged(deviceId: one.deviceId, volume: 44, muted: false))
+            try await one.setName("Porch")
+            try await log.waitFor(.deviceStateUpdated(deviceId: one.deviceId, reason: .nameChanged))
+            #expect(try await two.deviceInfo().deviceName.value == "Porch")
+            await one.close()
+            await two.close()
+            await sim.shutdown()
+        }
+    }
+
     @Test func aSpeakerThatStopsAnsweringTimesOutWithOneLine() async throws {
         let (a, silent) = InMemoryTransport.pair()
         let e = await #expect(throws: SpeakerSessionError.self) {

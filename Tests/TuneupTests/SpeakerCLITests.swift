@@ -9,13 +9,13 @@ final class RunningSpeakers: @unchecked Sendable {
     let errors: Collector
     let addresses: [String]
 
-    static func start(_ args: [String], count: Int) async throws -> RunningSpeakers {
-        try await offThePool { try RunningSpeakers(args, count: count) }
+    static func start(_ args: [String], count: Int, discoveryPort: UInt16 = 0) async throws -> RunningSpeakers {
+        try await offThePool { try RunningSpeakers(args, count: count, discoveryPort: discoveryPort) }
     }
 
-    private init(_ args: [String], count: Int) throws {
+    private init(_ args: [String], count: Int, discoveryPort: UInt16) throws {
         process.executableURL = CLI.binary
-        process.arguments = ["sim", "speaker", "--count", String(count), "--discovery-port", "0"] + args
+        process.arguments = ["sim", "speaker", "--count", String(count), "--discovery-port", String(discoveryPort)] + args
         let out = Pipe(), err = Pipe()
         process.standardOutput = out
         process.standardError = err
@@ -105,6 +105,19 @@ struct SpeakerCLITests {
         #expect(gone.status == 69 && gone.stderrLines.count == 1 && gone.stderr.contains("cannot reach speaker"), "\(gone.stderr)")
         let nobody = try await CLI.run(["speaker", "list", "--discovery-target", "127.0.0.1:9", "--window", "0.2"])
         #expect(nobody.status == 69 && nobody.stderr.contains("no speakers answered discovery"), "\(nobody.stderr)")
+    }
+
+    @Test func listFindsSimulatedSpeakersByDiscovery() async throws {
+        // A port of this test's own (not 45454, which other runs may use), queried on the loopback broadcast as the
+        // standard targets do.
+        let port = UInt16.random(in: 47000...48999)
+        let sim = try await RunningSpeakers.start([], count: 2, discoveryPort: port)
+        let list = try await CLI.run(["speaker", "list", "--discovery-target", "127.255.255.255:\(port)", "--window", "0.5", "--format", "json"])
+        #expect(list.status == 0, "\(list.stderr)")
+        let speakers = try json(list.stdout)["speakers"] as? [[String: Any]] ?? []
+        let found = Set(speakers.compactMap { s in (s["port"] as? Int).map { "127.0.0.1:\($0)" } })
+        #expect(found == Set(sim.addresses), "\(list.stdout)")
+        #expect(await sim.stop() == 0)
     }
 
     @Test func settingsPersistAcrossSimulatorRestarts() async throws {
