@@ -111,7 +111,8 @@ public final class SimulatedSpeaker: SimulatedDevice {
     // MARK: SimulatedDevice
 
     public func serve(_ link: any Transport) async {
-        let (outbox, continuation) = AsyncStream.makeStream(of: [UInt8].self)
+        // Bounded: a controller that sends but never reads is dropped (`enqueue`) instead of growing memory.
+        let (outbox, continuation) = AsyncStream.makeStream(of: [UInt8].self, bufferingPolicy: .bufferingOldest(Self.outboxLimit))
         let id: UInt64? = state.withLock { s in
             guard !s.stopped else { return nil }
             s.nextConnection += 1
@@ -193,8 +194,9 @@ public final class SimulatedSpeaker: SimulatedDevice {
         let received = configuration.clock.now()
         state.withLock { s in
             let (answer, events) = apply(packet.message, request: request, to: &s, receivedAt: received)
-            if let frame = try? ControlPacket(requestId: packet.requestId, message: answer, version: version).encode() {
-                s.connections[connection]?.outbox.yield(frame)
+            if let frame = try? ControlPacket(requestId: packet.requestId, message: answer, version: version).encode(),
+               let c = s.connections[connection] {
+                enqueue(frame, on: c)
             }
             broadcast(events, in: s)
             if events.contains(where: Self.changesSettings) { stateFile?.save(s.settings, of: index) }
@@ -348,14 +350,27 @@ public final class SimulatedSpeaker: SimulatedDevice {
 
     private func reply(_ requestId: UInt32, _ message: ControlMessage, version: UInt8, connection: UInt64) {
         guard let bytes = try? ControlPacket(requestId: requestId, message: message, version: version).encode() else { return }
-        state.withLock { s in _ = s.connections[connection]?.outbox.yield(bytes) }
+        state.withLock { s in
+            if let c = s.connections[connection] { enqueue(bytes, on: c) }
+        }
     }
 
     /// Pushes `events` to every connection (call with the state locked, so they follow the reply in order).
     private func broadcast(_ events: [ControlMessage], in s: State) {
         for event in events {
             guard let bytes = try? ControlPacket.event(event).encode() else { continue }
-            for connection in s.connections.values { connection.outbox.yield(bytes) }
+            for connection in s.connections.values { enqueue(bytes, on: connection) }
+        }
+    }
+
+    /// Frames a connection may have waiting to be written before it is dropped.
+    static let outboxLimit = 1024
+
+    private func enqueue(_ bytes: [UInt8], on connection: Connection) {
+        if case .dropped = connection.outbox.yield(bytes) {
+            logger?.warning("\(deviceDescription): \(connection.link.peerDescription) does not read what it is sent; dropping it")
+            let link = connection.link
+            Task { await link.close() }
         }
     }
 

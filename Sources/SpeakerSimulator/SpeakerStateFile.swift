@@ -20,6 +20,17 @@ public final class SpeakerStateFile: Sendable {
     public init(path: String) throws(SimulatorError) {
         self.path = path
         var loaded: [String: SpeakerSettings] = [:]
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
+            throw SimulatorError(.io, "the speaker state file \(path) is a directory; name a file (e.g. \(path)/speakers.json)")
+        }
+        let directory = (path as NSString).deletingLastPathComponent
+        if !directory.isEmpty {
+            var parentIsDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: directory, isDirectory: &parentIsDirectory), parentIsDirectory.boolValue else {
+                throw SimulatorError(.io, "cannot use the speaker state file \(path): its directory \(directory) does not exist")
+            }
+        }
         if FileManager.default.fileExists(atPath: path) {
             do {
                 let data = try Data(contentsOf: URL(fileURLWithPath: path))
@@ -27,7 +38,7 @@ public final class SpeakerStateFile: Sendable {
             } catch is DecodingError {
                 throw SimulatorError(.corruptState, "\(path) is not a speaker state file (expected {\"speakers\": {...}})")
             } catch {
-                throw SimulatorError(.io, "cannot read the state file \(path): \(error.localizedDescription)")
+                throw SimulatorError(.io, "cannot read the speaker state file \(path) (permissions?)")
             }
         }
         settings = Mutex(loaded)

@@ -188,3 +188,41 @@ struct ClockSyncTests {
         await sim.server.shutdown()
     }
 }
+
+@Suite("Simulated speaker robustness")
+struct SimulatedSpeakerRobustnessTests {
+    @Test func stateFileThatIsADirectoryOrHasNoDirectoryIsRefused() async throws {
+        let directory = scratchPath("dir")
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let e = #expect(throws: SimulatorError.self) { try SpeakerStateFile(path: directory) }
+        #expect(e?.message.contains("is a directory") == true)
+        let f = #expect(throws: SimulatorError.self) { try SpeakerStateFile(path: directory + "/no/such/speakers.json") }
+        #expect(f?.message.contains("does not exist") == true && f?.category == .localFile)
+    }
+
+    @Test func aControllerThatNeverReadsIsDropped() async throws {
+        try await withTimeLimit {
+            let sim = try InProcessSpeaker()
+            let link = try sim.link()
+            let hello = try ControlPacket(requestId: 1, message: .hello(try Hello(controllerName: "greedy"))).encode()
+            try await link.send(hello)
+            var id: UInt32 = 1
+            var closed = false
+            // Requests and no reads: the speaker's replies pile up until it drops the link.
+            sending: for _ in 0..<200 {
+                var batch: [UInt8] = []
+                for _ in 0..<100 {
+                    id += 1
+                    batch += try ControlPacket(requestId: id, message: .getDeviceInfo).encode()
+                }
+                do { try await link.send(batch) } catch { closed = true; break sending }
+            }
+            // Drain what was sent before the speaker closed: the link ends.
+            while !closed {
+                do { _ = try await link.receive() } catch { closed = true }
+            }
+            #expect(closed)
+            await sim.server.shutdown()
+        }
+    }
+}
