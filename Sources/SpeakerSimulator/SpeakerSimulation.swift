@@ -45,7 +45,9 @@ public final class SpeakerSimulation: Sendable {
         if port != 0, Int(port) + count - 1 > Int(UInt16.max) {
             throw SimulatorError(.invalidArgument, "ports \(port)...\(Int(port) + count - 1) do not all exist")
         }
-        let stateFile = try statePath.map { path throws(SimulatorError) in try SpeakerStateFile(path: path) }
+        var opened: SpeakerStateFile?
+        if let statePath { opened = try await SpeakerStateFile.open(path: statePath) }
+        let stateFile = opened
         let speakers = (0..<count).map { k in
             SimulatedSpeaker(.init(identity: .simulated(index: k, seed: seed), clock: clocks(k), ipAddress: host,
                                    audioPort: UInt16(truncatingIfNeeded: 45456 &+ k)),

@@ -44,6 +44,20 @@ public final class SpeakerStateFile: Sendable {
         settings = Mutex(loaded)
     }
 
+    /// Opens the file as `init(path:)` does, reading it on a thread of its own (not the cooperative pool).
+    public static func open(path: String) async throws(SimulatorError) -> SpeakerStateFile {
+        let result: Result<SpeakerStateFile, SimulatorError> = await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                do throws(SimulatorError) {
+                    continuation.resume(returning: .success(try SpeakerStateFile(path: path)))
+                } catch {
+                    continuation.resume(returning: .failure(error))
+                }
+            }
+        }
+        return try result.get()
+    }
+
     /// The saved settings of speaker `index` (nil when none, or when they are not valid).
     public func settings(of index: Int) -> SpeakerSettings? {
         settings.withLock { $0[String(index)] }.flatMap { $0.isValid ? $0 : nil }
