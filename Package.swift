@@ -25,6 +25,8 @@ let package = Package(
         .library(name: "Speaker", targets: ["Speaker"]),
         .library(name: "WearableSession", targets: ["WearableSession"]),
         .library(name: "WearableSimulator", targets: ["WearableSimulator"]),
+        .library(name: "SpeakerSession", targets: ["SpeakerSession"]),
+        .library(name: "SpeakerSimulator", targets: ["SpeakerSimulator"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -93,6 +95,17 @@ let package = Package(
             name: "Headset",
             dependencies: ["Failure", "LightX", "Session", "Transport", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict),
+        // Speakers: the control session on the Session core, a controller over many speakers, UDP discovery.
+        .target(
+            name: "SpeakerSession",
+            dependencies: ["Failure", "Speaker", "Session", "Transport", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strict),
+        // Simulated speakers: identity, persisted settings, the speaker side of the protocol, a DAC clock with offset
+        // and drift, the discovery responder; served by the generic SimulatedDeviceServer.
+        .target(
+            name: "SpeakerSimulator",
+            dependencies: ["Failure", "Speaker", "Simulator", "Transport", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strict),
         // Firmware images: MCUboot signed images, Intel HEX, raw; keys; the simulated application's manifest.
         .target(
             name: "Firmware",
@@ -155,7 +168,7 @@ let package = Package(
             name: "tuneup",
             dependencies: [
                 "Failure", "LightX", "Transport", "Headset", "Simulator", "Firmware", "FirmwareUpdate", "USBTransport", "USBGadget",
-                "BluetoothTransport", "TuneupKit", "Recipe", "Records", "Station",
+                "BluetoothTransport", "TuneupKit", "Recipe", "Records", "Station", "SpeakerSession", "SpeakerSimulator",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -179,6 +192,10 @@ let package = Package(
             dependencies: ["WearableSession", "WearableSimulator", "WearableLink", "Wearable", "Simulator", "Transport", "TestSupport"],
             swiftSettings: strict),
         .testTarget(name: "SpeakerTests", dependencies: ["Speaker", "TestSupport"], swiftSettings: strict),
+        .testTarget(
+            name: "SpeakerSessionTests",
+            dependencies: ["SpeakerSession", "SpeakerSimulator", "Speaker", "Simulator", "Transport", "TestSupport"],
+            swiftSettings: strict),
         .testTarget(name: "TransportTests", dependencies: ["Transport", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "SessionTests", dependencies: ["Session", "Transport", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "HeadsetTests", dependencies: ["Headset", "Simulator", "Transport", "LightX", "TestSupport"], swiftSettings: strict),

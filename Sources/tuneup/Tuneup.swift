@@ -32,6 +32,7 @@ struct Tuneup: AsyncParsableCommand {
             ProbeCommand.self, ANCCommand.self, AmbientCommand.self, EQCommand.self, BatteryCommand.self,
             SettingsCommand.self, MonitorCommand.self, DevicesCommand.self, FlashCommand.self, BootloaderCommand.self, FirmwareCommand.self, ImageCommand.self,
             FactoryCommand.self, StationCommand.self, RecordsCommand.self,
+            SpeakerCommand.self,
             SimCommand.self,
         ])
 

@@ -1,0 +1,85 @@
+import Logging
+import Simulator
+import Speaker
+import Transport
+
+/// Simulated speakers on TCP, each with its discovery responder: what `tuneup sim speaker` and tests run.
+public final class SpeakerSimulation: Sendable {
+    /// The server of the speakers' control links.
+    public let server: SimulatedDeviceServer<SimulatedSpeaker>
+    /// Each speaker's control endpoint, `HOST:PORT`, in order.
+    public let endpoints: [String]
+    /// Each speaker's discovery responder (empty without discovery).
+    public let responders: [SpeakerDiscoveryResponder]
+    public let stateFile: SpeakerStateFile?
+
+    public var speakers: [SimulatedSpeaker] { server.devices }
+
+    private init(server: SimulatedDeviceServer<SimulatedSpeaker>, endpoints: [String], responders: [SpeakerDiscoveryResponder], stateFile: SpeakerStateFile?) {
+        self.server = server
+        self.endpoints = endpoints
+        self.responders = responders
+        self.stateFile = stateFile
+    }
+
+    /// How the speakers' discovery responders listen.
+    public enum Discovery: Sendable {
+        /// No responders.
+        case off
+        /// Every speaker on `host:port` (shared; the protocol's port by default).
+        case shared(host: String = "0.0.0.0", port: UInt16 = DiscoveryMessage.port)
+        /// Each speaker on a port of its own on `host` (tests point the client at them).
+        case ownPorts(host: String = "127.0.0.1")
+    }
+
+    /// Starts `count` speakers: speaker k listens on `host:port+k` (port 0: free ports), with the identity of `seed`
+    /// and k, settings from `statePath`, clock offset and drift from `clocks` (speaker k gets `clocks(k)`).
+    ///
+    /// - Throws: `SimulatorError` (a bad count or state file), `TransportError` (a port that cannot be bound).
+    public static func start(count: Int, host: String = "127.0.0.1", port: UInt16 = 0, statePath: String? = nil, seed: UInt64 = 1,
+                             discovery: Discovery = .off, clocks: @Sendable (Int) -> DACClock = { _ in DACClock() },
+                             logger: Logger? = nil) async throws -> SpeakerSimulation {
+        guard (1...SimulatedDeviceServer<SimulatedSpeaker>.maxDevices).contains(count) else {
+            throw SimulatorError(.invalidArgument, "speaker count \(count) is outside 1...\(SimulatedDeviceServer<SimulatedSpeaker>.maxDevices)")
+        }
+        if port != 0, Int(port) + count - 1 > Int(UInt16.max) {
+            throw SimulatorError(.invalidArgument, "ports \(port)...\(Int(port) + count - 1) do not all exist")
+        }
+        var opened: SpeakerStateFile?
+        if let statePath { opened = try await SpeakerStateFile.open(path: statePath) }
+        let stateFile = opened
+        let speakers = (0..<count).map { k in
+            SimulatedSpeaker(.init(identity: .simulated(index: k, seed: seed), clock: clocks(k), ipAddress: host,
+                                   audioPort: UInt16(truncatingIfNeeded: 45456 &+ k)),
+                             index: k, stateFile: stateFile, logger: logger)
+        }
+        let server = try SimulatedDeviceServer(devices: speakers, logger: logger, afterShutdown: { await stateFile?.flush() })
+        var endpoints: [String] = []
+        var responders: [SpeakerDiscoveryResponder] = []
+        do {
+            for (k, speaker) in speakers.enumerated() {
+                let listener = try await TCPListener.bind(host: host, port: port == 0 ? 0 : port + UInt16(k), logger: logger)
+                guard case let .tcp(boundHost, boundPort) = listener.boundAddress else { continue }
+                speaker.setControlPort(boundPort)
+                try server.attach(listener, toDevice: k)
+                endpoints.append(boundHost.contains(":") ? "[\(boundHost)]:\(boundPort)" : "\(boundHost):\(boundPort)")
+                switch discovery {
+                case .off: break
+                case let .shared(dhost, dport): responders.append(try SpeakerDiscoveryResponder(for: speaker, host: dhost, port: dport))
+                case let .ownPorts(dhost): responders.append(try SpeakerDiscoveryResponder(for: speaker, host: dhost, port: 0))
+                }
+            }
+        } catch {
+            for r in responders { await r.stop() }
+            await server.shutdown()
+            throw error
+        }
+        return SpeakerSimulation(server: server, endpoints: endpoints, responders: responders, stateFile: stateFile)
+    }
+
+    /// Stops discovery and the speakers; the state file is flushed.
+    public func shutdown() async {
+        for r in responders { await r.stop() }
+        await server.shutdown()
+    }
+}

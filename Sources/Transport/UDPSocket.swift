@@ -1,0 +1,175 @@
+import Glibc
+import Synchronization
+
+/// One datagram received by a `UDPSocket`, with its sender.
+public struct UDPDatagram: Sendable, Hashable {
+    public var bytes: [UInt8]
+    /// The sender's numeric host (`127.0.0.1`) and port.
+    public var host: String
+    public var port: UInt16
+
+    public init(bytes: [UInt8], host: String, port: UInt16) {
+        self.bytes = bytes
+        self.host = host
+        self.port = port
+    }
+}
+
+/// A non-blocking IPv4/IPv6 UDP socket for datagram protocols (speaker discovery), waiting on the I/O reactor: no
+/// call blocks a thread of the cooperative pool.
+///
+/// Contract: hosts are numeric (no name lookup). `receive()` and `send` suspend on the reactor when the socket would
+/// block, are cancellable (`CancellationError`), and throw `TransportError(.closed)` after `close()`; one receive may
+/// be pending at a time. Datagrams above `maxDatagramSize` are truncated by the kernel (callers' decoders refuse them).
+/// `close()` is idempotent.
+public final class UDPSocket: Sendable {
+    /// The largest datagram `receive()` returns whole.
+    public static let maxDatagramSize = 65_507
+
+    private let fd: Mutex<Int32?>
+    private let reactor: IOReactor
+    private let registration: IOReactor.Registration
+    /// The port bound.
+    public let localPort: UInt16
+    /// The host bound (numeric).
+    public let localHost: String
+
+    private init(fd: Int32, reactor: IOReactor, registration: IOReactor.Registration, host: String, port: UInt16) {
+        self.fd = Mutex(fd)
+        self.reactor = reactor
+        self.registration = registration
+        self.localHost = host
+        self.localPort = port
+    }
+
+    deinit { close() }
+
+    /// Binds a UDP socket to `host:port` (port 0: any free port).
+    ///
+    /// - Parameters:
+    ///   - broadcast: allow sending to broadcast addresses (`SO_BROADCAST`).
+    ///   - reuseAddress: let several sockets bind the same port (`SO_REUSEADDR`, `SO_REUSEPORT`), as speakers sharing
+    ///     a host share the discovery port.
+    /// - Throws: `TransportError` — `.invalidAddress` for a host that is not a numeric address, `.busy` when the port is
+    ///   taken, `.permissionDenied`, `.io`.
+    public static func bind(host: String = "0.0.0.0", port: UInt16 = 0, broadcast: Bool = false,
+                            reuseAddress: Bool = false) throws(TransportError) -> UDPSocket {
+        let context = "cannot bind UDP \(host):\(port)"
+        guard let address = SocketAddress(numericHost: host, port: port) else {
+            throw TransportError(.invalidAddress, "\(context): '\(host)' is not a numeric IPv4 or IPv6 address")
+        }
+        let type = Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
+        let fd = socket(address.family, type, Int32(IPPROTO_UDP))
+        guard fd >= 0 else {
+            let e = errno
+            throw TransportError(.io, "\(context): cannot create a socket: \(POSIX.describe(e))", errno: e)
+        }
+        var one: Int32 = 1
+        let size = socklen_t(MemoryLayout<Int32>.size)
+        if broadcast { _ = setsockopt(fd, SOL_SOCKET, SO_BROADCAST, &one, size) }
+        if reuseAddress {
+            _ = setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, size)
+            _ = setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, size)
+        }
+        guard address.withSockaddr({ Glibc.bind(fd, $0, $1) }) == 0 else {
+            let e = errno
+            POSIX.close(fd)
+            let message = "\(context): \(POSIX.describe(e))"
+            switch e {
+            case EADDRINUSE: throw TransportError(.busy, message, errno: e)
+            case EACCES, EPERM: throw TransportError(.permissionDenied, message, errno: e)
+            case EADDRNOTAVAIL: throw TransportError(.notFound, message, errno: e)
+            default: throw TransportError(.io, message, errno: e)
+            }
+        }
+        let bound = SocketAddress.local(of: fd)
+        do {
+            let reactor = try IOReactor.shared()
+            let registration = try reactor.register(fd)
+            return UDPSocket(fd: fd, reactor: reactor, registration: registration, host: bound?.host ?? host, port: bound?.port ?? port)
+        } catch {
+            POSIX.close(fd)
+            throw error
+        }
+    }
+
+    /// Joins an IPv4 multicast group on any interface; false when the system refuses (no multicast route).
+    @discardableResult
+    public func joinMulticastGroup(_ group: String) -> Bool {
+        var request = ip_mreq()
+        guard inet_pton(AF_INET, group, &request.imr_multiaddr) == 1 else { return false }
+        request.imr_interface.s_addr = INADDR_ANY
+        return fd.withLock { fd in
+            guard let fd else { return false }
+            return setsockopt(fd, Int32(IPPROTO_IP), IP_ADD_MEMBERSHIP, &request, socklen_t(MemoryLayout<ip_mreq>.size)) == 0
+        }
+    }
+
+    private var closedError: TransportError { TransportError(.closed, "the UDP socket on port \(localPort) is closed") }
+
+    /// Sends one datagram to `host:port` (numeric host).
+    /// - Throws: `TransportError` (`.invalidAddress`, `.closed`, `.io` with the system's reason), `CancellationError`.
+    public func send(_ bytes: [UInt8], toHost host: String, port: UInt16) async throws {
+        guard let address = SocketAddress(numericHost: host, port: port) else {
+            throw TransportError(.invalidAddress, "'\(host)' is not a numeric IPv4 or IPv6 address")
+        }
+        while true {
+            try Task.checkCancellation()
+            let result: (Int, Int32)? = fd.withLock { fd in
+                guard let fd else { return nil }
+                let n = bytes.withUnsafeBytes { raw in
+                    address.withSockaddr { sendto(fd, raw.baseAddress, raw.count, Int32(MSG_NOSIGNAL), $0, $1) }
+                }
+                return (n, n < 0 ? errno : 0)
+            }
+            guard let (n, e) = result else { throw closedError }
+            if n >= 0 { return }
+            switch e {
+            case EAGAIN, EWOULDBLOCK: try await reactor.wait(.writable, on: registration)
+            case EINTR: continue
+            default: throw TransportError(.io, "cannot send a UDP datagram to \(host):\(port): \(POSIX.describe(e))", errno: e)
+            }
+        }
+    }
+
+    /// The next datagram.
+    /// - Throws: `TransportError(.closed)` after `close()`, `.io`; `CancellationError`.
+    public func receive() async throws -> UDPDatagram {
+        var buffer = [UInt8](repeating: 0, count: Self.maxDatagramSize)
+        while true {
+            try Task.checkCancellation()
+            var storage = sockaddr_storage()
+            var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+            let result: (Int, Int32)? = withUnsafeMutableBytes(of: &storage) { raw in
+                fd.withLock { fd in
+                    guard let fd else { return nil }
+                    let n = buffer.withUnsafeMutableBytes { b in
+                        recvfrom(fd, b.baseAddress, b.count, 0, raw.baseAddress!.assumingMemoryBound(to: sockaddr.self), &length)
+                    }
+                    return (n, n < 0 ? errno : 0)
+                }
+            }
+            guard let (n, e) = result else { throw closedError }
+            if n >= 0 {
+                let peer = withUnsafeBytes(of: &storage) { SocketAddress($0.baseAddress!, length: Int(length)) }
+                return UDPDatagram(bytes: Array(buffer[0..<n]), host: peer?.host ?? "?", port: peer?.port ?? 0)
+            }
+            switch e {
+            case EAGAIN, EWOULDBLOCK: try await reactor.wait(.readable, on: registration)
+            case EINTR, ECONNREFUSED: continue  // an ICMP error from an earlier send; not this socket's end
+            default: throw TransportError(.io, "cannot receive a UDP datagram on port \(localPort): \(POSIX.describe(e))", errno: e)
+            }
+        }
+    }
+
+    /// Releases the socket; pending and later calls throw `.closed`. Idempotent.
+    public func close() {
+        let old: Int32? = fd.withLock { fd in
+            defer { fd = nil }
+            return fd
+        }
+        guard let old else { return }
+        reactor.deregister(registration, failing: closedError)
+        POSIX.close(old)
+    }
+}

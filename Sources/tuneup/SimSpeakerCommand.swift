@@ -1,0 +1,96 @@
+import ArgumentParser
+import Logging
+import Simulator
+import SpeakerSimulator
+import Transport
+
+extension SimCommand {
+    /// `tuneup sim speaker`: simulated HKWirelessHD speakers on TCP, with discovery.
+    struct SpeakerSim: AsyncParsableCommand, HandlesItsOwnSignals {
+        static let configuration = CommandConfiguration(
+            commandName: "speaker",
+            abstract: "Simulate HKWirelessHD speakers on TCP, answering discovery.",
+            discussion: """
+                Prints each speaker's control address (HOST:PORT) on a line of its own as it starts, then serves \
+                until Ctrl-C or 'quit' on stdin. Speakers answer discovery queries on UDP port 45454 (--discovery-port; \
+                0 turns discovery off). Lines on stdin:
+                  play [SPEAKER]   mark the speaker as playing (renaming it then interrupts playback)
+                  stop [SPEAKER]   mark it as not playing
+                  quit             stop
+                Examples:
+                  tuneup sim speaker --count 3
+                  tuneup sim speaker --listen tcp:127.0.0.1:45455 --state /tmp/speakers.json --drift-ppm 25
+                """)
+
+        @Option(help: ArgumentHelp("Number of speakers, 1...64.", valueName: "n"))
+        var count: Int = 1
+
+        @Option(help: ArgumentHelp("Listen on tcp:HOST:PORT (port 0 picks free ports; speaker k uses PORT+k otherwise).", valueName: "addr"))
+        var listen: String = "tcp:127.0.0.1:0"
+
+        @Option(help: ArgumentHelp("Keep the speakers' settings in this file across restarts.", valueName: "file"))
+        var state: String?
+
+        @Option(help: ArgumentHelp("The UDP port to answer discovery on; 0: no discovery.", valueName: "port"))
+        var discoveryPort: UInt16 = 45454
+
+        @Option(help: ArgumentHelp("Identities (ids, MAC addresses) come from this seed.", valueName: "n"))
+        var seed: UInt64 = 1
+
+        @Option(help: ArgumentHelp("DAC clock offset of speaker k: k × this many milliseconds.", valueName: "ms"))
+        var offsetMs: Double = 0
+
+        @Option(help: ArgumentHelp("DAC clock drift of speaker k: this many ppm, alternating sign by speaker (-1000...1000).", valueName: "ppm"))
+        var driftPpm: Double = 0
+
+        @Flag(name: .shortAndLong, help: "Log to stderr.")
+        var verbose = false
+
+        func validate() throws {
+            guard (1...64).contains(count) else { throw ValidationError("--count must be 1...64") }
+            _ = try listenAddress()
+            guard offsetMs.isFinite, abs(offsetMs) <= 1_000_000 else { throw ValidationError("--offset-ms must be within ±1000000") }
+            guard driftPpm.isFinite, abs(driftPpm) <= 1000 else { throw ValidationError("--drift-ppm must be -1000...1000") }
+        }
+
+        func listenAddress() throws -> (host: String, port: UInt16) {
+            guard case let .tcp(host, port)? = try? DeviceAddress(parsing: listen) else {
+                throw ValidationError("--listen takes tcp:HOST:PORT, got '\(listen)'")
+            }
+            return (host, port)
+        }
+
+        func run() async throws {
+            LoggingSetup.bootstrap()
+            var logger = Logger(label: "tuneup.sim.speaker")
+            logger.logLevel = verbose ? .debug : .warning
+            let (host, port) = try listenAddress()
+            let offset = offsetMs, drift = driftPpm
+            let simulation: SpeakerSimulation
+            do {
+                simulation = try await SpeakerSimulation.start(
+                    count: count, host: host, port: port, statePath: state, seed: seed,
+                    discovery: discoveryPort == 0 ? .off : .shared(host: "0.0.0.0", port: discoveryPort),
+                    clocks: { k in DACClock(offset: Int64(Double(k) * offset * 1_000_000), driftPPM: k % 2 == 0 ? drift : -drift) },
+                    logger: logger)
+            } catch {
+                throw failureExit(error)
+            }
+            // Signals are handled before the addresses go out: whoever reads them may stop the simulator at once.
+            let control = ControlInput.lines()
+            for endpoint in simulation.endpoints { Output.line(endpoint) }
+            printError("simulating \(count) speaker\(count == 1 ? "" : "s"); stdin: play|stop [SPEAKER], quit; Ctrl-C to stop")
+            for await line in control {
+                let words = line.split(separator: " ").map(String.init)
+                guard let verb = words.first, verb != "quit" else { break }
+                let index = words.count > 1 ? Int(words[1]) : 0
+                guard ["play", "stop"].contains(verb), words.count <= 2, let index, simulation.speakers.indices.contains(index) else {
+                    printError("unknown control line '\(line)' (play|stop [SPEAKER 0...\(count - 1)], quit)")
+                    continue
+                }
+                simulation.speakers[index].setPlaying(verb == "play")
+            }
+            await simulation.shutdown()
+        }
+    }
+}

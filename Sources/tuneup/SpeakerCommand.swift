@@ -1,0 +1,340 @@
+import ArgumentParser
+import Foundation
+import SpeakerSession
+
+/// `tuneup speaker ...`: HKWirelessHD speakers named with --speaker or found by discovery.
+struct SpeakerCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "speaker",
+        abstract: "HKWirelessHD speakers: list, device info, volume, mute, rename, groups.",
+        discussion: """
+            Speakers are named with --speaker HOST:PORT (repeatable; the control port 'sim speaker' prints) or, \
+            without it, found by a discovery query on the local network (broadcast and multicast, port 45454). \
+            Commands acting on one speaker pick it with --index N, --id ID or --group NAME --member N.
+            Examples, with two speakers of 'tuneup sim speaker --count 2' at 127.0.0.1:P1 and 127.0.0.1:P2:
+              $ tuneup speaker list --speaker 127.0.0.1:P1 --speaker 127.0.0.1:P2
+              $ tuneup speaker volume 30 --speaker 127.0.0.1:P1 --format json
+              $ tuneup speaker group Kitchen --index 0 --index 1 --speaker 127.0.0.1:P1 --speaker 127.0.0.1:P2
+              $ tuneup speaker list              (discovery: speakers answering on the local network)
+            """,
+        subcommands: [List.self, Info.self, Volume.self, Mute.self, Unmute.self, Rename.self, Group.self],
+        defaultSubcommand: List.self)
+
+    /// How speakers are reached.
+    struct Reach: ParsableArguments {
+        @Option(name: .customLong("speaker"), help: ArgumentHelp("A speaker's control address HOST:PORT (repeatable); none: discovery.", valueName: "host:port"))
+        var speakers: [String] = []
+
+        @Option(name: .customLong("discovery-target"), help: ArgumentHelp(
+            "Send discovery queries to HOST:PORT instead of broadcast and multicast on port 45454 (repeatable).", valueName: "host:port"))
+        var discoveryTargets: [String] = []
+
+        @Option(help: ArgumentHelp("Seconds to collect discovery answers.", valueName: "seconds"))
+        var window: Double = 1
+
+        @Option(help: ArgumentHelp("Seconds to wait for each reply.", valueName: "seconds"))
+        var timeout: Double = 2
+
+        func validate() throws {
+            try checkSeconds(window, "--window")
+            try checkSeconds(timeout, "--timeout")
+            for text in speakers { _ = try endpoint(text, option: "--speaker") }
+            for text in discoveryTargets { _ = try endpoint(text, option: "--discovery-target") }
+        }
+
+        /// Opens every speaker (named, or discovered); failures become one line and the exit code.
+        func controller() async throws -> SpeakerController {
+            do {
+                var endpoints = try speakers.map { try endpoint($0, option: "--speaker") }
+                if endpoints.isEmpty {
+                    let targets = try discoveryTargets.map { try endpoint($0, option: "--discovery-target") }
+                    let client = DiscoveryClient(targets: targets.isEmpty ? DiscoveryClient.standardTargets : targets,
+                                                 window: .milliseconds(Int64(window * 1000)))
+                    let found = try await client.discover()
+                    guard !found.isEmpty else {
+                        throw CommandFailure(message: "no speakers answered discovery within \(window.formatted()) s (name them with --speaker HOST:PORT)",
+                                             code: Exit.connection)
+                    }
+                    endpoints = found.map { ($0.host, $0.controlPort) }
+                }
+                let options = RequestOptions(timeout: .milliseconds(Int64(timeout * 1000)), retransmissions: 1)
+                return try await SpeakerController.connect(endpoints, options: options)
+            } catch {
+                throw failureExit(error)
+            }
+        }
+    }
+
+    /// Which one speaker.
+    struct Selector: ParsableArguments {
+        @Option(help: ArgumentHelp("The speaker at this position of the list (0-based).", valueName: "n"))
+        var index: Int?
+        @Option(help: ArgumentHelp("The speaker with this device id.", valueName: "id"))
+        var id: UInt64?
+        @Option(help: ArgumentHelp("The speaker in this group (with --member).", valueName: "name"))
+        var group: String?
+        @Option(help: ArgumentHelp("With --group: the member's position in the group (0-based).", valueName: "n"))
+        var member: Int?
+
+        var isEmpty: Bool { index == nil && id == nil && group == nil && member == nil }
+
+        func validate() throws {
+            if [index != nil, id != nil, group != nil].filter({ $0 }).count > 1 {
+                throw ValidationError("choose one of --index, --id and --group")
+            }
+            if (group == nil) != (member == nil) { throw ValidationError("--group and --member go together") }
+        }
+
+        func resolve(_ c: SpeakerController) async throws -> DeviceInfo {
+            if let index { return try await c.info(index: index) }
+            if let id { return try await c.info(id: id) }
+            if let group, let member { return try await c.info(group: group, member: member) }
+            throw ValidationError("choose a speaker with --index, --id or --group NAME --member N")
+        }
+    }
+
+    /// DeviceInfo in JSON with the seed's field names.
+    struct InfoJSON: Encodable {
+        var deviceId: UInt64, deviceName: String, groupId: UInt64, groupName: String, modelName: String, ipAddress: String
+        var port: Int, macAddress: String, volume: Int, active: Bool, wifiSignalStrength: Int, role: Int, version: String
+        var balance: Int, isPlaying: Bool, channelType: Int, isMaster: Bool
+
+        init(_ i: DeviceInfo) {
+            deviceId = i.deviceId; deviceName = i.deviceName.value; groupId = i.groupId; groupName = i.groupName.value
+            modelName = i.modelName.value; ipAddress = i.ipAddress.value; port = Int(i.port); macAddress = i.macAddress.description
+            volume = Int(i.volume.value); active = i.active; wifiSignalStrength = Int(i.wifiSignalStrength); role = Int(i.role)
+            version = i.version.value; balance = Int(i.balance.value); isPlaying = i.isPlaying; channelType = Int(i.channelType)
+            isMaster = i.isMaster
+        }
+    }
+
+    struct ListJSON: Encodable {
+        var speakers: [InfoJSON]
+        var averageVolume: Double
+    }
+
+    static func line(_ index: Int, _ i: DeviceInfo) -> String {
+        let group = i.groupId == 0 ? "-" : i.groupName.value
+        return "\(index)  \(i.deviceId)  \(i.deviceName.value)  \(i.modelName.value)  \(i.ipAddress.value):\(i.port)  volume \(i.volume.value)  group \(group)"
+    }
+
+    static func detail(_ i: DeviceInfo) -> String {
+        Output.table([
+            ("Device id", String(i.deviceId)), ("Name", i.deviceName.value), ("Group", i.groupId == 0 ? "none" : "\(i.groupName.value) (\(i.groupId))"),
+            ("Model", i.modelName.value), ("Address", "\(i.ipAddress.value):\(i.port)"), ("MAC", i.macAddress.description),
+            ("Volume", String(i.volume.value)), ("Active", Output.onOff(i.active)), ("Wi-Fi", "\(i.wifiSignalStrength) dBm"),
+            ("Role", String(i.role)), ("Firmware", i.version.value), ("Balance", Output.signed(Int(i.balance.value))),
+            ("Playing", i.isPlaying ? "yes" : "no"), ("Channel type", String(i.channelType)), ("Master", i.isMaster ? "yes" : "no"),
+        ])
+    }
+
+    /// Runs `body` on the controller and closes it; failures become one line and the exit code.
+    static func with<T>(_ reach: Reach, _ body: (SpeakerController) async throws -> T) async throws -> T {
+        let controller = try await reach.controller()
+        do {
+            let result = try await body(controller)
+            await controller.close()
+            return result
+        } catch {
+            await controller.close()
+            throw failureExit(error)
+        }
+    }
+
+    static func emitList(_ c: SpeakerController, json: Bool) async throws {
+        let list = await c.devices
+        let average = await c.averageVolume
+        try Output.emit(ListJSON(speakers: list.map(InfoJSON.init), averageVolume: average), json: json) {
+            (list.enumerated().map { line($0.offset, $0.element) } + ["average volume \(average.formatted(.number.precision(.fractionLength(0...1))))"])
+                .joined(separator: "\n")
+        }
+    }
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List the speakers with their id, name, model, address, volume and group.")
+        @OptionGroup var reach: Reach
+        @OptionGroup var output: OutputOptions
+        func run() async throws {
+            try await SpeakerCommand.with(reach) { try await SpeakerCommand.emitList($0, json: output.json) }
+        }
+    }
+
+    struct Info: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Show every DeviceInfo field of one speaker (default: the first).")
+        @OptionGroup var reach: Reach
+        @OptionGroup var selector: Selector
+        @OptionGroup var output: OutputOptions
+        func run() async throws {
+            try await SpeakerCommand.with(reach) { c in
+                let info = selector.isEmpty ? try await c.info(index: 0) : try await selector.resolve(c)
+                try Output.emit(InfoJSON(info), json: output.json) { SpeakerCommand.detail(info) }
+            }
+        }
+    }
+
+    struct Volume: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Show or set the volume (0-50) of one speaker, or of all (the average is reported).")
+        @Argument(help: ArgumentHelp("The new volume, 0...50; none: show.", valueName: "level"))
+        var level: Int?
+        @OptionGroup var reach: Reach
+        @OptionGroup var selector: Selector
+        @OptionGroup var output: OutputOptions
+
+        func validate() throws {
+            if let level, !(0...50).contains(level) { throw ValidationError("volume \(level) is outside 0...50") }
+        }
+
+        func run() async throws {
+            try await SpeakerCommand.with(reach) { c in
+                if selector.isEmpty {
+                    if let level { try await c.setVolumeAll(level) }
+                    try await SpeakerCommand.emitList(c, json: output.json)
+                } else {
+                    let info = try await selector.resolve(c)
+                    if let level { try await c.setVolume(level, of: info.deviceId) }
+                    let now = try await c.info(id: info.deviceId)
+                    try Output.emit(InfoJSON(now), json: output.json) { "\(now.deviceName.value): volume \(now.volume.value)" }
+                }
+            }
+        }
+    }
+
+    struct MuteState: Encodable {
+        var deviceId: UInt64, deviceName: String, volume: Int, muted: Bool
+    }
+
+    static func setMute(_ muted: Bool, _ reach: Reach, _ selector: Selector, _ output: OutputOptions) async throws {
+        try await with(reach) { c in
+            let targets = selector.isEmpty ? await c.devices : [try await selector.resolve(c)]
+            var states: [MuteState] = []
+            for info in targets {
+                try await c.setMute(muted, of: info.deviceId)
+                let session = try await c.session(id: info.deviceId)
+                let status = try await session.status()
+                let now = try await c.info(id: info.deviceId)
+                states.append(MuteState(deviceId: now.deviceId, deviceName: now.deviceName.value, volume: Int(now.volume.value), muted: status.muted))
+            }
+            try Output.emit(states, json: output.json) {
+                states.map { "\($0.deviceName): \($0.muted ? "muted" : "unmuted") (volume \($0.volume))" }.joined(separator: "\n")
+            }
+        }
+    }
+
+    struct Mute: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Mute one speaker, or all (each keeps its volume for unmute).")
+        @OptionGroup var reach: Reach
+        @OptionGroup var selector: Selector
+        @OptionGroup var output: OutputOptions
+        func run() async throws { try await SpeakerCommand.setMute(true, reach, selector, output) }
+    }
+
+    struct Unmute: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Unmute one speaker, or all (the volume comes back).")
+        @OptionGroup var reach: Reach
+        @OptionGroup var selector: Selector
+        @OptionGroup var output: OutputOptions
+        func run() async throws { try await SpeakerCommand.setMute(false, reach, selector, output) }
+    }
+
+    struct Rename: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Rename one speaker (renaming one that plays interrupts playback).")
+        @Argument(help: ArgumentHelp("The new name (1-255 bytes of UTF-8).", valueName: "name"))
+        var name: String
+        @OptionGroup var reach: Reach
+        @OptionGroup var selector: Selector
+        @OptionGroup var output: OutputOptions
+
+        func validate() throws {
+            guard !name.isEmpty, name.utf8.count <= 255 else { throw ValidationError("a speaker name is 1...255 bytes of UTF-8") }
+            if selector.isEmpty { throw ValidationError("choose the speaker with --index, --id or --group NAME --member N") }
+        }
+
+        func run() async throws {
+            try await SpeakerCommand.with(reach) { c in
+                let info = try await selector.resolve(c)
+                try await c.rename(info.deviceId, to: name)
+                let now = try await c.info(id: info.deviceId)
+                try Output.emit(InfoJSON(now), json: output.json) { "\(now.deviceId): renamed \(now.deviceName.value)" }
+            }
+        }
+    }
+
+    struct GroupJSON: Encodable {
+        var name: String, groupId: UInt64, members: [UInt64]
+    }
+
+    struct Group: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "List groups, put speakers in a group by name, or take one out (--leave).",
+            discussion: """
+                The group's id is the id of its first member. With --speaker HOST:PORT ... or discovery:
+                  $ tuneup speaker group                              list the groups
+                  $ tuneup speaker group Kitchen --index 0 --index 1  speakers 0 and 1 join 'Kitchen'
+                  $ tuneup speaker group --leave --index 1            speaker 1 leaves its group (name 'harman')
+                """)
+        @Argument(help: ArgumentHelp("The group to join.", valueName: "name"))
+        var name: String?
+        @Option(help: ArgumentHelp("A speaker to act on, by list position (repeatable).", valueName: "n"))
+        var index: [Int] = []
+        @Option(help: ArgumentHelp("A speaker to act on, by device id (repeatable).", valueName: "id"))
+        var id: [UInt64] = []
+        @Flag(help: "Take the speakers out of their group.")
+        var leave = false
+        @OptionGroup var reach: Reach
+        @OptionGroup var output: OutputOptions
+
+        func validate() throws {
+            if leave && name != nil { throw ValidationError("--leave takes no group name") }
+            if (leave || name != nil) && index.isEmpty && id.isEmpty { throw ValidationError("choose speakers with --index or --id") }
+            if !leave && name == nil && !(index.isEmpty && id.isEmpty) { throw ValidationError("give the group's name, or --leave") }
+            if let name {
+                guard !name.isEmpty, name.utf8.count <= 255 else { throw ValidationError("a group name is 1...255 bytes of UTF-8") }
+                if name == "harman" { throw ValidationError("'harman' means no group; use --leave") }
+            }
+        }
+
+        func run() async throws {
+            try await SpeakerCommand.with(reach) { c in
+                var ids: [UInt64] = []
+                for i in index { ids.append(try await c.info(index: i).deviceId) }
+                for i in id { ids.append(try await c.info(id: i).deviceId) }
+                if leave {
+                    for i in ids { try await c.leaveGroup(i) }
+                } else if let name {
+                    try await c.joinGroup(named: name, ids: ids)
+                }
+                let groups = await c.groups.map { GroupJSON(name: $0.name, groupId: $0.id, members: $0.members.map(\.deviceId)) }
+                try Output.emit(groups, json: output.json) {
+                    groups.isEmpty ? "no groups" : groups.map { "\($0.name) (\($0.groupId)): \($0.members.map(String.init).joined(separator: ", "))" }
+                        .joined(separator: "\n")
+                }
+            }
+        }
+    }
+}
+
+/// `HOST:PORT`, `[IPv6]:PORT` or `tcp:HOST:PORT`.
+func endpoint(_ text: String, option: String) throws -> (host: String, port: UInt16) {
+    var rest = Substring(text)
+    if rest.hasPrefix("tcp:") { rest = rest.dropFirst(4) }
+    let host: Substring
+    let portText: Substring
+    if rest.hasPrefix("[") {
+        guard let close = rest.firstIndex(of: "]"), rest[rest.index(after: close)...].hasPrefix(":") else {
+            throw ValidationError("\(option) takes HOST:PORT, got '\(text)'")
+        }
+        host = rest[rest.index(after: rest.startIndex)..<close]
+        portText = rest[rest.index(close, offsetBy: 2)...]
+    } else {
+        guard let colon = rest.lastIndex(of: ":"), !rest[..<colon].contains(":") else {
+            throw ValidationError("\(option) takes HOST:PORT, got '\(text)'")
+        }
+        host = rest[..<colon]
+        portText = rest[rest.index(after: colon)...]
+    }
+    guard !host.isEmpty, let port = UInt16(portText), port != 0 else {
+        throw ValidationError("\(option) takes HOST:PORT with a port 1...65535, got '\(text)'")
+    }
+    return (String(host), port)
+}

@@ -1,0 +1,61 @@
+import Foundation
+import Simulator
+import SpeakerSession
+import SpeakerSimulator
+import Synchronization
+import TestSupport
+import Transport
+
+/// Collects a session's events in the background, for `waitUntil`.
+final class EventLog: Sendable {
+    private final class Store: Sendable {
+        let events = Mutex<[SpeakerEvent]>([])
+    }
+    private let store = Store()
+    private let task: Task<Void, Never>
+
+    init(_ session: SpeakerSession) async {
+        let stream = await session.events()
+        let store = self.store
+        task = Task { for await e in stream { store.events.withLock { $0.append(e) } } }
+    }
+
+    var all: [SpeakerEvent] { store.events.withLock { $0 } }
+
+    /// Waits until an event equal to `event` arrived.
+    func waitFor(_ event: SpeakerEvent) async throws {
+        try await waitUntil("event \(event)", within: 20) { all.contains(event) }
+    }
+
+    deinit { task.cancel() }
+}
+
+/// One simulated speaker served in process over an in-memory link.
+struct InProcessSpeaker {
+    let server: SimulatedDeviceServer<SimulatedSpeaker>
+    var speaker: SimulatedSpeaker { server.devices[0] }
+
+    init(clock: DACClock = DACClock(), stateFile: SpeakerStateFile? = nil) throws {
+        let speaker = SimulatedSpeaker(.init(identity: .simulated(index: 0, seed: 7), clock: clock), stateFile: stateFile)
+        speaker.setControlPort(45455)
+        server = try SimulatedDeviceServer(devices: [speaker])
+    }
+
+    /// A raw link to the speaker.
+    func link() throws -> any Transport {
+        let (a, b) = InMemoryTransport.pair()
+        try server.serve(link: b, onDevice: 0)
+        return a
+    }
+
+    /// A session (hello done).
+    func session() async throws -> SpeakerSession {
+        try await SpeakerSession.open(transport: try link(), address: "in-process")
+    }
+}
+
+func scratchPath(_ name: String) -> String {
+    let dir = NSTemporaryDirectory() + "tuneup-speaker-" + UUID().uuidString
+    try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+    return dir + "/" + name
+}
