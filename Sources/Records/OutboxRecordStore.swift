@@ -79,7 +79,6 @@ public final class OutboxRecordStore: RecordStore {
         }
         let deadline = ContinuousClock.now + within
         while ContinuousClock.now < deadline, !Task.isCancelled {
-            shared.state.withLock { $0.downUntil = nil }
             await shared.upload()
             guard let left = try? await outbox.backlog(), !left.isEmpty else { break }
             try? await Task.sleep(for: .milliseconds(200))
@@ -211,7 +210,7 @@ public final class OutboxRecordStore: RecordStore {
         private let uploading = Mutex(false)
 
         struct State {
-            var downUntil: ContinuousClock.Instant?
+            var down = false
             var problem: String?
             var candidates: [IdentityKind: IdentityCandidates] = [:]
             var refills: [IdentityKind: Task<Void, any Error>] = [:]
@@ -226,15 +225,14 @@ public final class OutboxRecordStore: RecordStore {
                 (server, outbox, station, leaseSize, wait, retryInterval, kick)
         }
 
-        /// False for a while after the server did not answer: the station's path does not wait for it meanwhile.
-        var serverUsable: Bool {
-            state.withLock { s in s.downUntil.map { ContinuousClock.now >= $0 } ?? true }
-        }
+        /// False from the server's first failure until the uploader (which tries every `retryInterval`) reaches it
+        /// again: the station's path does not wait for a server that is down.
+        var serverUsable: Bool { state.withLock { !$0.down } }
 
         func down(_ error: any Error) {
             let message = (error as? RecordsError)?.message ?? String(describing: error)
             state.withLock { s in
-                s.downUntil = ContinuousClock.now + retryInterval
+                s.down = true
                 s.problem = message
             }
         }
@@ -287,12 +285,13 @@ public final class OutboxRecordStore: RecordStore {
                 busy = true
                 return true
             }
-            guard mine, serverUsable else {
-                if mine { uploading.withLock { $0 = false } }
-                return
-            }
+            guard mine else { return }
             defer { uploading.withLock { $0 = false } }
             do {
+                if !serverUsable {
+                    // A probe (one indexed read), so that the server counts as back only once it answers.
+                    _ = try await bounded { try await self.server.run(RunID(0)) }
+                }
                 for identity in try await outbox.identitiesToUpload() {
                     do {
                         try await bounded {
@@ -318,10 +317,16 @@ public final class OutboxRecordStore: RecordStore {
                 for kind in kinds where try await outbox.freeLease(kind).free * 2 < leaseSize {
                     try await refill(kind)
                 }
-                state.withLock { $0.problem = nil }
+                state.withLock { s in
+                    s.problem = nil
+                    s.down = false
+                }
             } catch let error as RecordsError where error.code == .poolExhausted {
                 // Nothing left to lease: the station learns it when it next needs a value.
-                state.withLock { $0.problem = nil }
+                state.withLock { s in
+                    s.problem = nil
+                    s.down = false
+                }
             } catch is CancellationError {
                 return
             } catch {

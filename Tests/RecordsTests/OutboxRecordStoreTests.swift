@@ -74,10 +74,10 @@ import Testing
         let pg = try await offThePool { try ThrowawayPostgres.dedicated() }
         defer { pg.stop() }
         let url = try await offThePool { try pg.createDatabase() }
-        let server = try await PostgresRecordStore.open(url: url, timeout: .seconds(2))
+        let server = try await PostgresRecordStore.open(url: url)
         let directory = try Self.directory()
-        let stations = [try await Self.station("a", server: server, directory: directory, leaseSize: 8, serverWait: .milliseconds(500)),
-                        try await Self.station("b", server: server, directory: directory, leaseSize: 8, serverWait: .milliseconds(500))]
+        let stations = [try await Self.station("a", server: server, directory: directory, leaseSize: 8),
+                        try await Self.station("b", server: server, directory: directory, leaseSize: 8)]
         // Each station holds a lease before the server goes away.
         for (k, store) in stations.enumerated() { _ = try await Self.provision("hw-\(k)-0", on: store) }
 
@@ -128,10 +128,10 @@ import Testing
         let pg = try await offThePool { try ThrowawayPostgres.dedicated() }
         defer { pg.stop() }
         let url = try await offThePool { try pg.createDatabase() }
-        let server = try await PostgresRecordStore.open(url: url, timeout: .seconds(2))
+        let server = try await PostgresRecordStore.open(url: url)
         let directory = try Self.directory()
         do {
-            let killed = try await Self.station("s", server: server, directory: directory, serverWait: .milliseconds(500))
+            let killed = try await Self.station("s", server: server, directory: directory)
             _ = try await Self.provision("hw-warm", on: killed)
             try await waitUntil("the first run is uploaded") { try await killed.backlog().isEmpty }
             try await offThePool { try pg.pause() }

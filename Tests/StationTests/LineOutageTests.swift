@@ -14,7 +14,7 @@ import Testing
         let pg = try await offThePool { try ThrowawayPostgres.dedicated() }
         defer { pg.stop() }
         let url = try await offThePool { try pg.createDatabase() }
-        let server = try await PostgresRecordStore.open(url: url, timeout: .seconds(2))
+        let server = try await PostgresRecordStore.open(url: url)
         let fixture = try await LineFixture.make(units: 1)
         var options = SimulatorOptions(timeScale: 0)
         options.production = ProductionLine(seed: 21)
@@ -31,7 +31,7 @@ import Testing
         for k in 0..<4 {
             let outbox = try await SQLiteRecordStore.open(path: "\(fixture.directory)/s\(k).outbox.sqlite")
             let store = OutboxRecordStore(server: server, outbox: outbox, station: "s\(k)", leaseSize: 8,
-                                          serverWait: .milliseconds(500), retryInterval: .milliseconds(500))
+                                          serverWait: .seconds(1), retryInterval: .milliseconds(500))
             stores.append(store)
             stations.append(fixture.station(name: "s\(k)", store: store))
         }

@@ -9,13 +9,20 @@ final class RunningSpeakers: @unchecked Sendable {
     let errors: Collector
     let addresses: [String]
 
-    static func start(_ args: [String], count: Int, discoveryPort: UInt16 = 0) async throws -> RunningSpeakers {
-        try await offThePool { try RunningSpeakers(args, count: count, discoveryPort: discoveryPort) }
+    /// `namespace`: run it in that network namespace (`ip netns exec`).
+    static func start(_ args: [String], count: Int, discoveryPort: UInt16 = 0, namespace: String? = nil) async throws -> RunningSpeakers {
+        try await offThePool { try RunningSpeakers(args, count: count, discoveryPort: discoveryPort, namespace: namespace) }
     }
 
-    private init(_ args: [String], count: Int, discoveryPort: UInt16) throws {
-        process.executableURL = CLI.binary
-        process.arguments = ["sim", "speaker", "--count", String(count), "--discovery-port", String(discoveryPort)] + args
+    private init(_ args: [String], count: Int, discoveryPort: UInt16, namespace: String?) throws {
+        let arguments = ["sim", "speaker", "--count", String(count), "--discovery-port", String(discoveryPort)] + args
+        if let namespace {
+            process.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
+            process.arguments = ["netns", "exec", namespace, CLI.binary.path] + arguments
+        } else {
+            process.executableURL = CLI.binary
+            process.arguments = arguments
+        }
         let out = Pipe(), err = Pipe()
         process.standardOutput = out
         process.standardError = err
