@@ -142,9 +142,9 @@ public final class OutboxRecordStore: RecordStore {
         return lease
     }
 
-    public func markWritten(_ identity: IdentityID) async throws -> Identity { try await changed { try await self.outbox.markWritten(identity) } }
-    public func commit(_ identity: IdentityID) async throws -> Identity { try await changed { try await self.outbox.commit(identity) } }
-    public func void(_ identity: IdentityID) async throws -> Identity { try await changed { try await self.outbox.void(identity) } }
+    public func transition(_ identity: IdentityID, to state: IdentityState) async throws -> Identity {
+        try await changed { try await self.outbox.transition(identity, to: state) }
+    }
     public func voidUnused(lease: LeaseID) async throws -> [Identity] { try await changed { try await self.outbox.voidUnused(lease: lease) } }
     public func identities(of hardwareID: String) async throws -> [Identity] { try await outbox.identities(of: hardwareID) }
 

@@ -158,18 +158,6 @@ public final class PostgresRecordStore: LineRecordServer {
         }
     }
 
-    public func markWritten(_ identity: IdentityID) async throws -> Identity {
-        try await transition(identity, to: .written)
-    }
-
-    public func commit(_ identity: IdentityID) async throws -> Identity {
-        try await transition(identity, to: .committed)
-    }
-
-    public func void(_ identity: IdentityID) async throws -> Identity {
-        try await transition(identity, to: .voided)
-    }
-
     public func voidUnused(lease: LeaseID) async throws -> [Identity] {
         let now = Date()
         return try await transaction { c in
@@ -188,7 +176,7 @@ public final class PostgresRecordStore: LineRecordServer {
         try await transaction { c in try await self.identities(c, "SELECT * FROM identities WHERE hardware_id = \(hardwareID) ORDER BY id") }
     }
 
-    private func transition(_ id: IdentityID, to target: IdentityState) async throws -> Identity {
+    public func transition(_ id: IdentityID, to target: IdentityState) async throws -> Identity {
         let now = Date()
         return try await transaction { c in
             guard let current = try await self.identities(c, "SELECT * FROM identities WHERE id = \(id.rawValue) FOR UPDATE").first else {

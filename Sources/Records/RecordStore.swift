@@ -30,12 +30,9 @@ public protocol RecordStore: Sendable {
         _ kind: IdentityKind, count: Int, station: String, candidates: @escaping IdentityCandidates
     ) async throws -> Lease
 
-    /// The identity was written to the unit and read back (reserved → written; again on written is a no-op).
-    func markWritten(_ identity: IdentityID) async throws -> Identity
-    /// The unit holds it for good (written → committed; again on committed is a no-op).
-    func commit(_ identity: IdentityID) async throws -> Identity
-    /// Takes a reserved or written identity out of use for good: its value is never issued again.
-    func void(_ identity: IdentityID) async throws -> Identity
+    /// Moves an identity on by the one rule of `Identity.changes(to:)`: reserved → written → committed, reserved or
+    /// written → voided; again to the state it is in is a no-op. `markWritten`, `commit` and `void` name the steps.
+    func transition(_ identity: IdentityID, to state: IdentityState) async throws -> Identity
     /// Voids the identities of the lease that no unit took, and returns them.
     func voidUnused(lease: LeaseID) async throws -> [Identity]
     /// The identities of a unit, voided ones included.
@@ -78,4 +75,13 @@ extension RecordStore {
 
     /// Every run, oldest first.
     public func runs() async throws -> [RunRecord] { try await runs(hardwareID: nil, station: nil) }
+}
+
+extension RecordStore {
+    /// The identity was written to the unit and read back (reserved → written; again on written is a no-op).
+    public func markWritten(_ identity: IdentityID) async throws -> Identity { try await transition(identity, to: .written) }
+    /// The unit holds it for good (written → committed; again on committed is a no-op).
+    public func commit(_ identity: IdentityID) async throws -> Identity { try await transition(identity, to: .committed) }
+    /// Takes a reserved or written identity out of use for good: its value is never issued again.
+    public func void(_ identity: IdentityID) async throws -> Identity { try await transition(identity, to: .voided) }
 }

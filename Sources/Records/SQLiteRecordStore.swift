@@ -136,18 +136,6 @@ public final class SQLiteRecordStore: RecordStore {
         }
     }
 
-    public func markWritten(_ identity: IdentityID) async throws -> Identity {
-        try await transition(identity, to: .written)
-    }
-
-    public func commit(_ identity: IdentityID) async throws -> Identity {
-        try await transition(identity, to: .committed)
-    }
-
-    public func void(_ identity: IdentityID) async throws -> Identity {
-        try await transition(identity, to: .voided)
-    }
-
     public func voidUnused(lease: LeaseID) async throws -> [Identity] {
         let now = Date()
         return try await write { db in
@@ -167,7 +155,7 @@ public final class SQLiteRecordStore: RecordStore {
     }
 
     /// Moves an identity to `target` (`Identity.changes(to:)` has the rule); in `target` already, nothing changes.
-    private func transition(_ id: IdentityID, to target: IdentityState) async throws -> Identity {
+    public func transition(_ id: IdentityID, to target: IdentityState) async throws -> Identity {
         let now = Date()
         return try await write { db in
             guard let current = try Self.identity(db, id.rawValue) else {

@@ -118,7 +118,7 @@ final class Collector: Sendable {
     }
 }
 
-/// A long-running `tuneup sim headset ...` with its stdin open for control lines.
+/// A long-running `tuneup sim KIND ...` (headset, speaker, ...) with its stdin open for control lines.
 /// (`@unchecked Sendable`: one test drives it at a time; only the waits move to other threads.)
 final class RunningSimulator: @unchecked Sendable {
     let process = Process()
@@ -127,14 +127,20 @@ final class RunningSimulator: @unchecked Sendable {
     let errors: Collector
     let addresses: [String]
 
-    /// Starts the simulator and waits (off the cooperative pool) for its `count` addresses.
-    static func start(_ args: [String], count: Int = 1) async throws -> RunningSimulator {
-        try await offThePool { try RunningSimulator(args, count: count) }
+    /// Starts `tuneup sim KIND ARGS` and waits (off the cooperative pool) for its `count` addresses.
+    /// `namespace`: run it in that network namespace (`ip netns exec`).
+    static func start(_ args: [String], count: Int = 1, kind: String = "headset", namespace: String? = nil) async throws -> RunningSimulator {
+        try await offThePool { try RunningSimulator(["sim", kind] + args, count: count, namespace: namespace) }
     }
 
-    private init(_ args: [String], count: Int) throws {
-        process.executableURL = CLI.binary
-        process.arguments = ["sim", "headset"] + args
+    private init(_ arguments: [String], count: Int, namespace: String?) throws {
+        if let namespace {
+            process.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
+            process.arguments = ["netns", "exec", namespace, CLI.binary.path] + arguments
+        } else {
+            process.executableURL = CLI.binary
+            process.arguments = arguments
+        }
         let out = Pipe(), err = Pipe()
         process.standardOutput = out
         process.standardError = err
@@ -145,7 +151,7 @@ final class RunningSimulator: @unchecked Sendable {
         addresses = output.linesBlocking(count)
         guard addresses.count >= count else {
             process.terminate()
-            throw CLIError("simulator printed no address; stderr: \(errors.textBlocking())")
+            throw CLIError("\(arguments.prefix(2).joined(separator: " ")) printed no address; stderr: \(errors.textBlocking())")
         }
     }
 
@@ -163,6 +169,15 @@ final class RunningSimulator: @unchecked Sendable {
         if process.isRunning { process.terminate() }
         process.waitUntilExit()
         return process.terminationStatus
+    }
+
+    /// Sends SIGTERM and waits (off the cooperative pool) for the exit status.
+    func stop() async -> Int32 {
+        (try? await offThePool {
+            self.process.terminate()
+            self.process.waitUntilExit()
+            return self.process.terminationStatus
+        }) ?? -1
     }
 
     deinit { if process.isRunning { process.terminate() } }

@@ -1,56 +1,18 @@
 import Foundation
 import Testing
 
-/// A long-running `tuneup sim speaker ...` (stdin open for control lines).
-final class RunningSpeakers: @unchecked Sendable {
-    let process = Process()
-    let input = Pipe()
-    let output: Collector
-    let errors: Collector
-    let addresses: [String]
-
+/// `tuneup sim speaker ...` running (stdin open for control lines).
+enum RunningSpeakers {
     /// `namespace`: run it in that network namespace (`ip netns exec`).
-    static func start(_ args: [String], count: Int, discoveryPort: UInt16 = 0, namespace: String? = nil) async throws -> RunningSpeakers {
-        try await offThePool { try RunningSpeakers(args, count: count, discoveryPort: discoveryPort, namespace: namespace) }
+    static func start(_ args: [String], count: Int, discoveryPort: UInt16 = 0, namespace: String? = nil) async throws -> RunningSimulator {
+        try await RunningSimulator.start(["--count", String(count), "--discovery-port", String(discoveryPort)] + args, count: count,
+                                         kind: "speaker", namespace: namespace)
     }
+}
 
-    private init(_ args: [String], count: Int, discoveryPort: UInt16, namespace: String?) throws {
-        let arguments = ["sim", "speaker", "--count", String(count), "--discovery-port", String(discoveryPort)] + args
-        if let namespace {
-            process.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
-            process.arguments = ["netns", "exec", namespace, CLI.binary.path] + arguments
-        } else {
-            process.executableURL = CLI.binary
-            process.arguments = arguments
-        }
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = input
-        try process.run()
-        output = Collector(out.fileHandleForReading)
-        errors = Collector(err.fileHandleForReading)
-        addresses = output.linesBlocking(count)
-        guard addresses.count >= count else {
-            process.terminate()
-            throw CLIError("sim speaker printed no addresses; stderr: \(errors.textBlocking())")
-        }
-    }
-
+extension RunningSimulator {
+    /// `--speaker ADDRESS` for each speaker.
     var speakerArgs: [String] { addresses.flatMap { ["--speaker", $0] } }
-
-    func send(_ line: String) { input.fileHandleForWriting.write(Data((line + "\n").utf8)) }
-
-    /// Sends SIGTERM and waits for the exit status.
-    func stop() async -> Int32 {
-        (try? await offThePool {
-            self.process.terminate()
-            self.process.waitUntilExit()
-            return self.process.terminationStatus
-        }) ?? -1
-    }
-
-    deinit { if process.isRunning { process.terminate() } }
 }
 
 @Suite("tuneup speaker and sim speaker", .serialized)
