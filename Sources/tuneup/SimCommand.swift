@@ -242,8 +242,8 @@ extension SimCommand {
         @Option(help: ArgumentHelp("Take a unit out when the host has sent it nothing for this long after using it.", valueName: "duration"))
         var dwell: String = "2s"
 
-        @Option(help: ArgumentHelp("Time between a unit leaving a slot and the next arriving.", valueName: "duration"))
-        var gap: String = "300ms"
+        @Option(help: ArgumentHelp("Time between a unit leaving a slot and the next arriving; keep it several times the station's poll interval (200 ms), or the station never sees the slot empty.", valueName: "duration"))
+        var gap: String = "1s"
 
         @Option(help: ArgumentHelp("The line's seed (uids and spreads).", valueName: "n"))
         var seed: UInt64 = 1

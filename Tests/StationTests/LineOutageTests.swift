@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Records
 import Simulator
 import Station
@@ -19,13 +20,18 @@ import Testing
         var options = SimulatorOptions(timeScale: 0)
         options.production = ProductionLine(seed: 21)
         let unitCount = 32
-        let simulated = try await SimulatedLine.start(.init(slots: 4, units: unitCount, dwell: .seconds(3), gap: .milliseconds(50), simulator: options))
+        let simulated = try await SimulatedLine.start(.init(slots: 4, units: unitCount, dwell: .seconds(3), gap: .milliseconds(500), simulator: options))
         defer { Task { await simulated.shutdown(); await fixture.close(); await server.close() } }
 
+        let lineEvents = Mutex<[String]>([])
         let lineDone = Task {
-            for await event in simulated.events where event == .done { return true }
+            for await event in simulated.events {
+                lineEvents.withLock { $0.append("\(event)") }
+                if event == .done { return true }
+            }
             return false
         }
+        let logs = (0..<4).map { _ in EventLog() }
         var stores: [OutboxRecordStore] = []
         var stations: [Station] = []
         for k in 0..<4 {
@@ -33,7 +39,7 @@ import Testing
             let store = OutboxRecordStore(server: server, outbox: outbox, station: "s\(k)", leaseSize: 8,
                                           serverWait: .seconds(1), retryInterval: .milliseconds(500))
             stores.append(store)
-            stations.append(fixture.station(name: "s\(k)", store: store))
+            stations.append(fixture.station(name: "s\(k)", store: store, events: logs[k]))
         }
         let tasks = stations.enumerated().map { k, station in
             Task { try await station.watch(slots: [Slot(address: simulated.endpoints[k])]) }
@@ -51,12 +57,24 @@ import Testing
 
         // Every unit has come and gone. (A unit that the line put in while a station was still busy with a unit
         // taken out mid-run is counted as an error there, or not at all: the line is a physical one.)
-        #expect(try await withTimeLimit(240) { await lineDone.value })
+        do {
+            #expect(try await withTimeLimit(240) { await lineDone.value })
+        } catch {
+            // Where the line stands and what each station did last, so a line that never empties can be read.
+            let lastEvents = logs.enumerated().map { k, log in "s\(k): " + log.all.suffix(6).map { "\($0)" }.joined(separator: " | ") }
+            Issue.record("the line did not empty: \(error); line: \(lineEvents.withLock { $0.suffix(12) }); \(lastEvents.joined(separator: "\n"))")
+            for task in tasks { task.cancel() }
+            throw error
+        }
         for task in tasks { task.cancel() }
         for task in tasks { try await withTimeLimit(60) { try await task.value } }
         let passed = stations.map(\.totals.passed).reduce(0, +)
         let completed = stations.map(\.totals.completed).reduce(0, +)
-        #expect(passed >= unitCount - 4, "most units pass: \(stations.map(\.totals))")
+        let problems = logs.flatMap(\.all).compactMap { event -> String? in
+            guard case let .finished(result) = event, result.outcome != .pass else { return nil }
+            return "\(result.slot) \(result.outcome) at \(result.failedStep ?? "-"): \(result.message ?? "")"
+        }
+        #expect(passed >= unitCount - 4, "most units pass: \(stations.map(\.totals)); not passed: \(problems)")
         for store in stores {
             let left = await store.finish(within: .seconds(60))
             #expect(left.isEmpty && left.conflicts == 0, "\(store.station): \(left)")

@@ -122,7 +122,7 @@ import Testing
         // retry delays are at most 0.5 s; flash and calibration are instant at time scale 0).
         var options = SimulatorOptions(timeScale: 0)
         options.production = ProductionLine(seed: 5)
-        let simulated = try await SimulatedLine.start(.init(slots: 2, units: 5, dwell: .milliseconds(1500), gap: .milliseconds(50), simulator: options))
+        let simulated = try await SimulatedLine.start(.init(slots: 2, units: 5, dwell: .milliseconds(1500), gap: .milliseconds(500), simulator: options))
         let line = try await LineFixture.make(units: 1)
         defer { Task { await simulated.shutdown(); await line.close() } }
         let events = EventLog()

@@ -1,7 +1,15 @@
 import Foundation
+import Synchronization
 @_exported import ThrowawayPostgres
 
 // Helpers shared by the test targets.
+
+extension Result where Failure == any Error {
+    /// The outcome of an async throwing body.
+    init(catching body: () async throws -> Success) async {
+        do { self = .success(try await body()) } catch { self = .failure(error) }
+    }
+}
 
 /// A test failure with a message.
 public struct TestFailure: Error, CustomStringConvertible {
@@ -18,18 +26,35 @@ public func withTimeLimit<T: Sendable>(
     _ seconds: Double = 60,
     _ body: @escaping @Sendable () async throws -> T
 ) async throws -> T {
-    try await withThrowingTaskGroup(of: T?.self) { group in
-        group.addTask { try await body() }
-        group.addTask {
-            try await Task.sleep(for: .seconds(seconds))
-            return nil
+    // Not a task group: a group's scope waits for every child, so a body that does not honour cancellation (awaiting
+    // an unstructured task's value, a library that ignores it) would turn the guard itself into a hang. Here the
+    // first of the body and the timer to finish resumes the caller; the body is cancelled and left behind.
+    let finished = FirstOnly()
+    let work = Task<T, any Error> { try await body() }
+    return try await withTaskCancellationHandler {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+            let timer = Task {
+                try? await Task.sleep(for: .seconds(seconds))
+                if !Task.isCancelled, finished.claim() {
+                    work.cancel()
+                    continuation.resume(throwing: TestFailure("test step did not finish within \(seconds) s"))
+                }
+            }
+            Task {
+                let result = await Result(catching: { try await work.value })
+                timer.cancel()
+                if finished.claim() { continuation.resume(with: result) }
+            }
         }
-        defer { group.cancelAll() }
-        guard let first = try await group.next(), let value = first else {
-            throw TestFailure("test step did not finish within \(seconds) s")
-        }
-        return value
+    } onCancel: {
+        work.cancel()
     }
+}
+
+/// True for the first caller of `claim()` only.
+private final class FirstOnly: Sendable {
+    private let taken = Mutex(false)
+    func claim() -> Bool { taken.withLock { taken in defer { taken = true }; return !taken } }
 }
 
 /// Waits until `condition` holds, polling every few milliseconds; throws after `seconds` (a hang guard, so generous).

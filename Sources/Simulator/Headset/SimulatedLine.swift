@@ -6,7 +6,10 @@ import Transport
 /// A simulated production line for a station in watch mode: fixture slots at fixed TCP addresses where units fresh
 /// from assembly arrive one after another. A unit is "plugged in" when its slot's address starts answering, and
 /// "taken out" (the address stops answering) once the host has left it alone for `dwell` after using it, as an
-/// operator takes a unit out when the station is done with it; the slot takes the next unit after `gap`.
+/// operator takes a unit out when the station is done with it; the slot takes the next unit after `gap`. A station
+/// sees a unit leave by polling its slot without talking to it, so `gap` must be several of its poll intervals: a
+/// slot empty for less than one poll looks to it like the old unit still sitting there, and the new one is never
+/// provisioned (nor, as nobody uses it, taken out).
 ///
 /// Unit `i` of the line is `ProductionLine.unit(i)` (its hardware id and spread), so a line run is reproducible.
 public final class SimulatedLine: Sendable {
@@ -26,7 +29,7 @@ public final class SimulatedLine: Sendable {
         public var simulator: SimulatorOptions
 
         public init(slots: Int = 1, units: Int = 1, host: String = "127.0.0.1", port: UInt16 = 0, dwell: Duration = .seconds(2),
-                    gap: Duration = .milliseconds(300), simulator: SimulatorOptions) {
+                    gap: Duration = .seconds(1), simulator: SimulatorOptions) {
             self.slots = slots
             self.units = units
             self.host = host
