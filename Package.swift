@@ -179,7 +179,8 @@ let package = Package(
             name: "tuneup-bench",
             dependencies: [
                 "LightX", "Transport", "Headset", "Firmware", "FirmwareUpdate", "Simulator", "TuneupKit", "Recipe", "Records", "Station",
-                "ThrowawayPostgres", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "ThrowawayPostgres", "Wearable", "WearableSession", "WearableSimulator", "TestSupport",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict),
         // Helpers shared by the test targets.

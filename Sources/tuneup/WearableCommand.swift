@@ -25,8 +25,8 @@ struct WearableCommand: AsyncParsableCommand {
               tuneup wearable sensors --format json
               tuneup wearable sensors --enable accelerometer --enable gyroscope --period 20ms
               tuneup wearable gestures --enable headNod --enable doubleTap
-              tuneup wearable stream --sensor accelerometer --period 40ms --duration 2s --format json
-              tuneup wearable record /tmp/walk --duration 5s --device sim:wearable:7
+              tuneup wearable stream --sensor accelerometer --period 40ms --duration 1s --format json
+              tuneup wearable record /tmp/walk --duration 3s --device sim:wearable:7
               tuneup wearable plot /tmp/walk.jsonl
             """,
         subcommands: [Info.self, Sensors.self, Gestures.self, Stream.self, Record.self, Plot.self])
@@ -247,9 +247,10 @@ struct WearableCommand: AsyncParsableCommand {
                 Examples:
                   tuneup wearable sensors
                   tuneup wearable sensors --enable accelerometer --enable gyroscope --period 20ms
-                  tuneup wearable sensors --enable rotation --period 320ms              (refused: rule 'period not offered')
-                  tuneup wearable sensors --enable accelerometer --enable gyroscope --enable rotation --period 20ms
-                                                                                       (refused by the device: payload budget)
+                Refused (marked $; exit 64 and 65):
+                  $ tuneup wearable sensors --enable rotation --period 320ms        (before sending: period not offered)
+                  $ tuneup wearable sensors --enable accelerometer --enable gyroscope --enable rotation --period 20ms
+                                                                                    (by the device: over the payload budget)
                 """)
         @Option(help: ArgumentHelp("Enable this sensor (repeatable).", valueName: "sensor")) var enable: [String] = []
         @Option(help: ArgumentHelp("Disable this sensor (repeatable).", valueName: "sensor")) var disable: [String] = []

@@ -14,7 +14,8 @@ extension WearableCommand {
                 gesture a dashed line across every panel, named in the first. A PNG of the same name is made with \
                 rsvg-convert (Debian: librsvg2-bin) when it is on PATH; --no-png skips it.
                 Examples:
-                  tuneup wearable record /tmp/walk --duration 5s && tuneup wearable plot /tmp/walk.jsonl
+                  tuneup wearable record /tmp/walk --duration 3s
+                  tuneup wearable plot /tmp/walk.jsonl
                   tuneup wearable plot /tmp/walk --output /tmp/walk-plot.svg --no-png --format json
                 """)
         @Argument(help: ArgumentHelp("The recording: PATH.jsonl written by 'record' (or PATH).", valueName: "recording"))
@@ -191,7 +192,7 @@ struct WearablePlot {
                 out += String(format: "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>", left, y, left + plotWidth, y)
                 out += String(format: "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%@</text>\n", left - 6, y + 4, Self.label(t))
             }
-            let axisLabel = "\(panel.sensor) (\(panel.unit))"
+            let axisLabel = panel.unit == "(unitless)" ? "\(panel.sensor) (quaternion)" : "\(panel.sensor) (\(panel.unit))"
             out += String(format: "<text class=\"y-label\" x=\"18\" y=\"%.1f\" transform=\"rotate(-90 18 %.1f)\" text-anchor=\"middle\">%@</text>\n",
                           y0 + panelHeight / 2, y0 + panelHeight / 2, Self.escape(axisLabel))
             out += "</g>\n<g class=\"x-axis\">\n"
@@ -225,7 +226,9 @@ struct WearablePlot {
                 out += String(format: "<line class=\"gesture\" data-gesture=\"%@\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#9467bd\" stroke-dasharray=\"4 3\"/>\n",
                               name, x, y0, x, y0 + panelHeight)
                 if index == 0 {
-                    out += String(format: "<text class=\"gesture-label\" x=\"%.1f\" y=\"%.1f\" fill=\"#9467bd\" font-size=\"10\">%@</text>\n", x + 2, y0 + 12, name)
+                    let end = x > left + plotWidth - 70
+                    out += String(format: "<text class=\"gesture-label\" x=\"%.1f\" y=\"%.1f\" fill=\"#9467bd\" font-size=\"10\" text-anchor=\"%@\">%@</text>\n",
+                                  end ? x - 2 : x + 2, y0 + 12, end ? "end" : "start", name)
                 }
             }
             out += "</g>\n</g>\n"

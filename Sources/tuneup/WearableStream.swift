@@ -270,8 +270,8 @@ extension WearableCommand {
                 configured, malformed, closed), samples (device timestamp, unwrapped deviceTime, hostTime, values, \
                 missingBefore), gestures, and a closing summary with samples, gaps and missing samples per sensor.
                 Examples:
-                  tuneup wearable stream --duration 10s
-                  tuneup wearable stream --sensor rotation --period 40ms --gesture headNod --format json | head
+                  tuneup wearable stream --duration 2s
+                  tuneup wearable stream --sensor rotation --period 40ms --gesture headNod --duration 1s --format json
                 """)
         @OptionGroup var setup: StreamSetup
         @OptionGroup var choice: DeviceChoice
@@ -305,8 +305,8 @@ extension WearableCommand {
                 host_time_s, x, y, z, w, accuracy, bias_x, bias_y, bias_z, missing_before). 'tuneup wearable plot \
                 PATH.jsonl' draws it. On a terminal the live view shows meanwhile.
                 Examples:
-                  tuneup wearable record /tmp/session --duration 30s
-                  tuneup wearable record /tmp/nods --sensor gameRotation --sensor gyroscope --period 20ms --device sim:wearable:3
+                  tuneup wearable record /tmp/session --duration 2s
+                  tuneup wearable record /tmp/nods --sensor gameRotation --sensor gyroscope --period 20ms --duration 2s --device sim:wearable:3
                 """)
         @Argument(help: ArgumentHelp("Where to write: PATH.jsonl and PATH.csv (a trailing .jsonl or .csv is dropped).", valueName: "path"))
         var path: String
