@@ -80,18 +80,17 @@ struct WearableBenchmark {
         }
         try await session.open()
 
-        // Every listener tallies what it got; the last one's progress paces the clock.
+        // Every listener tallies what it got; their deliveries pace the clock.
         let progress = WearableProgress()
         var tasks: [Task<Tally, Never>] = []
-        for index in 0..<listeners {
+        for _ in 0..<listeners {
             let readings = await session.sensorReadings(), gestures = await session.gestureReadings()
-            let isLast = index == listeners - 1
             tasks.append(Task {
                 async let gestureCount: Int = {
                     var n = 0
                     for await _ in gestures {
                         n += 1
-                        if isLast { progress.gestures.add(1, ordering: .releasing) }
+                        progress.gestureDelivered()
                     }
                     return n
                 }()
@@ -101,7 +100,7 @@ struct WearableBenchmark {
                     let now = ContinuousClock.now
                     tally.latencies.append(Int64(((now - (origin + r.hostTime)) / .nanoseconds(1)).rounded()))
                     tally.take(r)
-                    if isLast { progress.samples.add(1, ordering: .releasing) }
+                    progress.sampleDelivered()
                 }
                 tally.gestures = await gestureCount
                 return tally
@@ -118,17 +117,12 @@ struct WearableBenchmark {
         for _ in 0..<transmissions {
             while clock.pendingSleeps == 0 { await Task.yield() }
             clock.advance(by: .milliseconds(Self.period))
-            // The transmission has reached every listener once the device waits again and the last listener has
-            // every sample and gesture sent so far.
-            while true {
-                let s = device.statistics
-                let sent = s.recordsSent.values.reduce(0, +), gestures = s.gesturesSent.values.reduce(0, +)
-                if clock.pendingSleeps > 0, progress.samples.load(ordering: .acquiring) >= sent,
-                   progress.gestures.load(ordering: .acquiring) >= gestures {
-                    break
-                }
-                await Task.yield()
-            }
+            // The device has sent the transmission once it waits for the next one (a short spin); then the benchmark
+            // waits, suspended (not spinning against the listeners), until every listener has every sample and
+            // gesture sent so far.
+            while clock.pendingSleeps == 0 { await Task.yield() }
+            let s = device.statistics
+            await progress.wait(samples: s.recordsSent.values.reduce(0, +) * listeners, gestures: s.gesturesSent.values.reduce(0, +) * listeners)
         }
         let wall = (ContinuousClock.now - wallStart).seconds
         let statistics = await session.statistics
@@ -246,8 +240,35 @@ struct Tally: Sendable {
     }
 }
 
-/// What the last listener has received (the benchmark's pacing).
+/// What the listeners have received in all, and the benchmark waiting for it (the pacing).
 final class WearableProgress: Sendable {
-    let samples = Atomic<Int>(0)
-    let gestures = Atomic<Int>(0)
+    private struct State {
+        var samples = 0, gestures = 0
+        var target: (samples: Int, gestures: Int)?
+        var waiter: CheckedContinuation<Void, Never>?
+    }
+
+    private let state = Mutex(State())
+
+    func sampleDelivered() { state.withLock { $0.samples += 1; return Self.release(&$0) }?.resume() }
+    func gestureDelivered() { state.withLock { $0.gestures += 1; return Self.release(&$0) }?.resume() }
+
+    private static func release(_ s: inout State) -> CheckedContinuation<Void, Never>? {
+        guard let t = s.target, s.samples >= t.samples, s.gestures >= t.gestures else { return nil }
+        s.target = nil
+        return s.waiter.take()
+    }
+
+    /// Returns once the listeners have `samples` samples and `gestures` gestures in all.
+    func wait(samples: Int, gestures: Int) async {
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            let ready = state.withLock { s -> Bool in
+                if s.samples >= samples, s.gestures >= gestures { return true }
+                s.target = (samples, gestures)
+                s.waiter = c
+                return false
+            }
+            if ready { c.resume() }
+        }
+    }
 }
