@@ -91,6 +91,10 @@ public actor WearableDeviceSession {
         }
     }
 
+    /// Now on the session's clock, on the line of the readings' `hostTime` (time since the session was made): a
+    /// listener's `elapsedTime - reading.hostTime` is how long the reading took from its notification's arrival.
+    public nonisolated var elapsedTime: Duration { elapsed() }
+
     private static func elapsedTime<C: Clock<Duration>>(_ clock: C) -> @Sendable () -> Duration {
         let origin = clock.now
         return { origin.duration(to: clock.now) }

@@ -67,7 +67,6 @@ struct WearableBenchmark {
         let device = SimulatedWearable(profile: Self.profile(seconds: seconds), clock: clock)
         device.dropSensorNotifications(Self.dropIndices(transmissions: transmissions))
         let server = try WearableSimulatorServer(devices: [device])
-        let origin = ContinuousClock.now
         let session: WearableDeviceSession
         if tcp {
             let listener = try await TCPListener.bind()
@@ -97,8 +96,7 @@ struct WearableBenchmark {
                 var tally = Tally()
                 tally.latencies.reserveCapacity(transmissions * 8 + 64)
                 for await r in readings {
-                    let now = ContinuousClock.now
-                    tally.latencies.append(Int64(((now - (origin + r.hostTime)) / .nanoseconds(1)).rounded()))
+                    tally.latencies.append(Int64(((session.elapsedTime - r.hostTime) / .nanoseconds(1)).rounded()))
                     tally.take(r)
                     progress.sampleDelivered()
                 }
