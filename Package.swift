@@ -169,6 +169,7 @@ let package = Package(
             dependencies: [
                 "Failure", "LightX", "Transport", "Headset", "Simulator", "Firmware", "FirmwareUpdate", "USBTransport", "USBGadget",
                 "BluetoothTransport", "TuneupKit", "Recipe", "Records", "Station", "SpeakerSession", "SpeakerSimulator",
+                "Wearable", "WearableLink", "WearableSession", "WearableSimulator",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -183,7 +184,8 @@ let package = Package(
             name: "tuneup-bench",
             dependencies: [
                 "LightX", "Transport", "Headset", "Firmware", "FirmwareUpdate", "Simulator", "TuneupKit", "Recipe", "Records", "Station",
-                "ThrowawayPostgres", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "ThrowawayPostgres", "Wearable", "WearableSession", "WearableSimulator", "TestSupport",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict),
         // Helpers shared by the test targets.

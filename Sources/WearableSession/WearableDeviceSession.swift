@@ -316,7 +316,7 @@ public actor WearableDeviceSession {
             change(&configuration)
             if checked, let offered = gestureInformation?.availableGestures {
                 for e in configuration.entries where e.enabled && !offered.contains(e.gesture) {
-                    throw WearableSessionError.local("gesture configuration: the device does not offer \(e.gesture) (it offers \(offered.map(\.description).joined(separator: ", ")))")
+                    throw WearableSessionError.local("gesture configuration: the device does not offer \(e.gesture) (it offers \(offered.map(\.description).joined(separator: ", ")))", rule: .gestureNotAvailable)
                 }
             }
             try await write(.gestureConfiguration, configuration.encoded(), on: s)
@@ -336,15 +336,15 @@ public actor WearableDeviceSession {
         guard let info = sensorInformation, let device = deviceInformation else { return }
         for e in configuration.entries where e.period != nil {
             guard let entry = info[e.sensor], device.availableSensors.contains(e.sensor) else {
-                throw .local("sensor configuration: the device has no \(e.sensor) (it lists \(info.sensors.map(\.description).joined(separator: ", ")))")
+                throw .local("sensor configuration: the device has no \(e.sensor) (it lists \(info.sensors.map(\.description).joined(separator: ", ")))", rule: .sensorNotAvailable)
             }
             if let p = e.period, !entry.availablePeriods.contains(p) {
-                throw .local("sensor configuration: \(e.sensor) does not offer \(p) (it offers \(entry.availablePeriods.sorted().map(\.description).joined(separator: ", ")))")
+                throw .local("sensor configuration: \(e.sensor) does not offer \(p) (it offers \(entry.availablePeriods.sorted().map(\.description).joined(separator: ", ")))", rule: .periodNotOffered)
             }
         }
         let enabled = configuration.enabledSensors.count
         if enabled > Int(device.maxActiveSensors) {
-            throw .local("sensor configuration: \(enabled) sensors enabled, the device allows \(device.maxActiveSensors) at once")
+            throw .local("sensor configuration: \(enabled) sensors enabled, the device allows \(device.maxActiveSensors) at once", rule: .tooManySensors)
         }
     }
 

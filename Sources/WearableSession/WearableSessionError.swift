@@ -13,13 +13,58 @@ public struct WearableSessionError: CodedError, Hashable {
     public var attError: ATTError?
     /// For `.refused`: the device's reason.
     public var reason: String?
+    /// For `.refused` and `.rejectedLocally`: the device rule the configuration broke, when it is one of them.
+    public var rule: WearableRule?
 
-    public init(_ code: Code, _ message: String, category: FailureCategory, attError: ATTError? = nil, reason: String? = nil) {
+    public init(_ code: Code, _ message: String, category: FailureCategory, attError: ATTError? = nil, reason: String? = nil,
+                rule: WearableRule? = nil) {
         self.code = code
         self.message = message
         self.category = category
         self.attError = attError
         self.reason = reason
+        self.rule = rule ?? attError.flatMap(WearableRule.init(attError:))
+    }
+}
+
+/// The rules of a Wearable device a configuration can break (docs/wearable.md §8), whether the library's checks
+/// found it before sending or the device refused the write (its ATT application error).
+public enum WearableRule: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
+    /// A sample period the sensor does not offer (ATT 0x80).
+    case periodNotOffered = "period-not-offered"
+    /// More enabled sensors than maxActiveSensors (ATT 0x81).
+    case tooManySensors = "too-many-sensors"
+    /// More sensor data per transmission period than maxPayloadPerTransmissionPeriod (ATT 0x82).
+    case payloadBudget = "payload-budget"
+    /// A sensor the device does not have (ATT 0x83).
+    case sensorNotAvailable = "sensor-not-available"
+    /// A gesture the device does not recognise (ATT 0x84).
+    case gestureNotAvailable = "gesture-not-available"
+    /// Enabled sensors at different periods (ATT 0x85).
+    case mixedPeriods = "mixed-periods"
+
+    /// The rule an ATT application error stands for (nil for the generic ATT errors).
+    public init?(attError: ATTError) {
+        switch attError {
+        case .periodNotAvailable: self = .periodNotOffered
+        case .tooManySensors: self = .tooManySensors
+        case .payloadBudgetExceeded: self = .payloadBudget
+        case .sensorNotAvailable: self = .sensorNotAvailable
+        case .gestureNotAvailable: self = .gestureNotAvailable
+        case .mixedPeriods: self = .mixedPeriods
+        default: return nil
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .periodNotOffered: return "sample period not offered by the sensor"
+        case .tooManySensors: return "too many sensors at once"
+        case .payloadBudget: return "over the payload budget per transmission period"
+        case .sensorNotAvailable: return "a sensor the device lacks"
+        case .gestureNotAvailable: return "a gesture the device lacks"
+        case .mixedPeriods: return "enabled sensors at different periods"
+        }
     }
 }
 
@@ -54,8 +99,8 @@ extension WearableSessionError {
                              category: .device, attError: error, reason: reason)
     }
 
-    static func local(_ message: String) -> WearableSessionError {
-        WearableSessionError(.rejectedLocally, message, category: .usage)
+    static func local(_ message: String, rule: WearableRule? = nil) -> WearableSessionError {
+        WearableSessionError(.rejectedLocally, message, category: .usage, rule: rule)
     }
 
     static func malformed(_ message: String) -> WearableSessionError {

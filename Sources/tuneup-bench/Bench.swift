@@ -15,8 +15,9 @@ struct Bench: AsyncParsableCommand {
             swift run -c release tuneup-bench many    # 64 simulated headsets probed at once vs one, threads used
             swift run -c release tuneup-bench station # 64 blank units provisioned at once vs one, station time
             swift run -c release tuneup-bench line    # 4 station processes on one PostgreSQL: 64 units, no identity twice
+            swift run -c release tuneup-bench wearable # 4 sensors at 20 ms, 100 listeners, 10 min of device time
             """,
-        subcommands: [Codec.self, Probe.self, Flash.self, Many.self, Station.self, Line.self])
+        subcommands: [Codec.self, Probe.self, Flash.self, Many.self, Station.self, Line.self, WearableBench.self])
 
     /// The tuneup binary the benchmarks run: `option`, or the one next to tuneup-bench.
     static func tuneupBinary(_ option: String?) throws -> String {
@@ -175,6 +176,61 @@ struct Bench: AsyncParsableCommand {
             print("tuneup probe --device \(r.address), \(runs) runs (\(r.requestsPerProbe) requests each)")
             print(String(format: "median %.1f ms   p90 %.1f ms   min %.1f ms   max %.1f ms   (goal: median <= 50 ms)",
                          r.median * 1000, r.p90 * 1000, r.min * 1000, r.max * 1000))
+        }
+    }
+}
+
+extension Bench {
+    struct WearableBench: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "wearable",
+            abstract: "Wearable session: four sensors at 20 ms and gestures, many listeners, in process and over TCP; decode throughput.",
+            discussion: """
+                The simulated wearable runs on a manual clock advanced one 40 ms transmission period at a time as soon \
+                as the previous transmission reached every listener (faster than real time; the session and the \
+                latencies are on the real clock). About one sensor-data notification in 1000 is dropped by the device. \
+                Goals, on each link: 0 samples lost or duplicated at every listener, every injected gap detected and \
+                nothing else flagged; from a notification's arrival to its delivery to the last listener p99 <= 1 ms. \
+                Decoding sensor-data notifications (SensorDataParser) against a byte-sum pass over the same \
+                notifications: ratio >= 0.3. Exits 1 when a goal is missed.
+                """)
+        @Option(help: "Minutes of device time per link.") var minutes = 10.0
+        @Option(help: "Listeners of samples (and as many of gestures).") var listeners = 100
+        @Option(help: "Rounds of the decode measurement; the best time of each pass counts.") var rounds = 7
+
+        func validate() throws {
+            guard minutes > 0, minutes <= 120 else { throw ValidationError("--minutes must be more than 0 and at most 120") }
+            guard (1...1000).contains(listeners) else { throw ValidationError("--listeners must be 1...1000") }
+            guard (1...100).contains(rounds) else { throw ValidationError("--rounds must be 1...100") }
+        }
+
+        func run() async throws {
+            let bench = WearableBenchmark(minutes: minutes, listeners: listeners, rounds: rounds)
+            var failed = false
+            print("4 sensors (accelerometer, gyroscope, rotation, gameRotation) at 20 ms + 4 gestures, \(minutes.formatted()) min of device time, \(listeners) listeners")
+            for tcp in [false, true] {
+                let r = try await bench.runLink(tcp: tcp)
+                let sent = r.sent.values.reduce(0, +), dropped = r.dropped.values.reduce(0, +)
+                print("\(r.link): \(r.transmissions) transmissions in \(String(format: "%.1f", r.wallSeconds)) s wall; samples sent \(sent), "
+                    + "dropped by the device \(dropped) in \(r.droppedNotifications) notifications (injected gaps), gestures \(r.gesturesSent)")
+                if r.problems.isEmpty {
+                    print("  every listener: 0 lost, 0 duplicated, \(r.droppedNotifications) gaps per sensor detected = injected, nothing else flagged")
+                } else {
+                    failed = true
+                    r.problems.prefix(10).forEach { print("  MISSED: \($0)") }
+                }
+                let ok = r.p99 <= 0.001
+                failed = failed || !ok
+                print(String(format: "  arrival -> last of %d listeners: p50 %.3f ms   p99 %.3f ms   max %.3f ms   (%d samples; goal p99 <= 1 ms)%@",
+                             listeners, r.p50 * 1000, r.p99 * 1000, r.max * 1000, r.readings, ok ? "" : "   MISSED"))
+            }
+            let d = bench.runDecode()
+            let ok = d.ratio >= 0.3
+            failed = failed || !ok
+            print(String(format: "decode: %d notifications, %d bytes, %d records, best of %d", d.notifications, d.bytes, d.records, rounds))
+            print(String(format: "  byte-sum pass %8.1f MB/s   decode %8.1f MB/s   ratio %.2f (goal >= 0.3)%@", Double(d.bytes) / d.sumSeconds / 1e6,
+                         Double(d.bytes) / d.decodeSeconds / 1e6, d.ratio, ok ? "" : "   MISSED"))
+            if failed { throw ExitCode(1) }
         }
     }
 }

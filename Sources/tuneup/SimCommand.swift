@@ -13,7 +13,7 @@ struct SimCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "sim",
         abstract: "Run simulated devices that other tools (or tuneup itself) can connect to.",
-        subcommands: [Headset.self, Line.self, SpeakerSim.self])
+        subcommands: [Headset.self, Line.self, SpeakerSim.self, WearableSim.self])
 
     struct Headset: AsyncParsableCommand, HandlesItsOwnSignals {
         static let configuration = CommandConfiguration(

@@ -33,6 +33,7 @@ struct Tuneup: AsyncParsableCommand {
             SettingsCommand.self, MonitorCommand.self, DevicesCommand.self, FlashCommand.self, BootloaderCommand.self, FirmwareCommand.self, ImageCommand.self,
             FactoryCommand.self, StationCommand.self, RecordsCommand.self,
             SpeakerCommand.self,
+            WearableCommand.self,
             SimCommand.self,
         ])
 

@@ -1,0 +1,162 @@
+import ArgumentParser
+import Logging
+import Simulator
+import Transport
+import Wearable
+import WearableSimulator
+
+extension SimCommand {
+    /// `tuneup sim wearable`: a simulated Bose Wearable on TCP or a pseudo-terminal (GATT framing, docs/wearable.md §6).
+    struct WearableSim: AsyncParsableCommand, HandlesItsOwnSignals {
+        static let configuration = CommandConfiguration(
+            commandName: "wearable",
+            abstract: "Simulate a Bose Wearable device (sensors and gestures) on TCP or on a pseudo-terminal.",
+            discussion: """
+                Prints the device's address (tcp:HOST:PORT, or serial:/dev/pts/N with --pty) on the first line of \
+                stdout, then serves until Ctrl-C or 'quit' on stdin. Every connection starts with every sensor and \
+                gesture disabled. The head moves as --seed makes it (turns, nods, shakes, stillness) or as --motion \
+                writes it out; a nod ends with a headNod gesture, a shake with a headShake. Lines on stdin:
+                  tap | double-tap        a single or double tap gesture at the next transmission
+                  stall SENSOR            the sensor stops sending while it stays enabled
+                  resume SENSOR           it sends again (its listeners see a gap)
+                  drop-link               drop every connection now (clients see their link lost)
+                  quit                    stop
+                Examples:
+                  tuneup sim wearable
+                  tuneup sim wearable --listen tcp:127.0.0.1:4500 --seed 7
+                  tuneup sim wearable --pty --motion 'still:1,nod:20:2:1.2,turn:45:1,shake:25:2:1.4'
+                  tuneup sim wearable --drop-notifications 10,11,50 --boot-timestamp 65000
+                """)
+
+        @Option(help: ArgumentHelp("Listen on tcp:HOST:PORT (port 0 picks a free port).", valueName: "addr"))
+        var listen: String?
+
+        @Flag(help: "Serve on a pseudo-terminal instead of TCP (usable as serial:PATH).")
+        var pty = false
+
+        @Option(help: ArgumentHelp("The head's motion (and so every sample and gesture) comes from this seed.", valueName: "n"))
+        var seed: UInt64 = 1
+
+        @Option(help: ArgumentHelp(
+            "A written-out motion instead of the seeded one: comma-separated still:SECONDS, turn:DEGREES:SECONDS, "
+                + "nod:DEGREES:COUNT:SECONDS, shake:DEGREES:COUNT:SECONDS (then the head holds still).",
+            valueName: "script"))
+        var motion: String?
+
+        @Option(help: ArgumentHelp("The device clock's millisecond count at start (0...65535; 65000 shows the u16 wrap after 0.5 s).", valueName: "ms"))
+        var bootTimestamp: UInt16 = 0
+
+        @Option(help: ArgumentHelp(
+            "Fault: drop these sensor-data notifications of every connection (0 = its first), comma-separated.", valueName: "list"))
+        var dropNotifications: String?
+
+        @Option(help: ArgumentHelp("Fault: this sensor is stalled from the start (enabled, but sends nothing until 'resume').", valueName: "sensor"))
+        var stall: String?
+
+        @Flag(name: .shortAndLong, help: "Log to stderr.")
+        var verbose = false
+
+        func validate() throws {
+            if listen != nil, pty { throw ValidationError("choose one of --listen and --pty") }
+            if !pty { _ = try listenAddress() }
+            if let motion { _ = try WearableSim.parseMotion(motion) }
+            _ = try dropIndices()
+            if let stall { _ = try WearableCommand.sensor(named: stall) }
+        }
+
+        func listenAddress() throws -> (host: String, port: UInt16) {
+            let text = listen ?? "tcp:127.0.0.1:0"
+            guard case let .tcp(host, port)? = try? DeviceAddress(parsing: text) else {
+                throw ValidationError("--listen takes tcp:HOST:PORT, got '\(text)'")
+            }
+            return (host, port)
+        }
+
+        func dropIndices() throws -> Set<Int> {
+            guard let dropNotifications else { return [] }
+            var out: Set<Int> = []
+            for word in dropNotifications.split(separator: ",", omittingEmptySubsequences: false) {
+                guard let n = Int(word.trimmingCharacters(in: .whitespaces)), n >= 0 else {
+                    throw ValidationError("--drop-notifications takes notification indices 0, 1, ... separated by commas, got '\(dropNotifications)'")
+                }
+                out.insert(n)
+            }
+            return out
+        }
+
+        /// Parses a --motion script.
+        static func parseMotion(_ text: String) throws -> HeadMotion {
+            var segments: [HeadMotion.Segment] = []
+            for piece in text.split(separator: ",") {
+                let f = piece.split(separator: ":").map { String($0).trimmingCharacters(in: .whitespaces) }
+                let numbers = f.dropFirst().map { Double($0) }
+                func bad() -> ValidationError {
+                    ValidationError("--motion: '\(piece)' is not still:SECONDS, turn:DEGREES:SECONDS, nod:DEGREES:COUNT:SECONDS or shake:DEGREES:COUNT:SECONDS")
+                }
+                guard numbers.allSatisfy({ $0 != nil && $0!.isFinite }) else { throw bad() }
+                let n = numbers.map { $0! }
+                guard let seconds = n.last, seconds > 0, seconds <= 3600 else { throw bad() }
+                switch (f.first, n.count) {
+                case ("still", 1): segments.append(.init(.still, duration: seconds))
+                case ("turn", 2) where abs(n[0]) <= 360: segments.append(.init(.turn(degrees: n[0]), duration: seconds))
+                case ("nod", 3) where abs(n[0]) <= 90 && n[1] >= 1 && n[1] <= 20 && n[1] == n[1].rounded():
+                    segments.append(.init(.nod(degrees: n[0], count: Int(n[1])), duration: seconds))
+                case ("shake", 3) where abs(n[0]) <= 90 && n[1] >= 1 && n[1] <= 20 && n[1] == n[1].rounded():
+                    segments.append(.init(.shake(degrees: n[0], count: Int(n[1])), duration: seconds))
+                default: throw bad()
+                }
+            }
+            guard !segments.isEmpty else { throw ValidationError("--motion is empty") }
+            return HeadMotion(script: segments)
+        }
+
+        func run() async throws {
+            LoggingSetup.bootstrap()
+            var logger = Logger(label: "tuneup.sim.wearable")
+            logger.logLevel = verbose ? .debug : .warning
+            let motion = try self.motion.map(Self.parseMotion) ?? HeadMotion(seed: seed)
+            let device = SimulatedWearable(profile: WearableProfile(bootTimestamp: bootTimestamp, motion: motion),
+                                           name: "wearable \(seed)", logger: verbose ? logger : nil)
+            device.dropSensorNotifications(try dropIndices())
+            if let stall { device.stall(try WearableCommand.sensor(named: stall)) }
+            let server: WearableSimulatorServer
+            do {
+                server = try WearableSimulatorServer(devices: [device], logger: logger)
+                let listener: any TransportListener
+                if pty {
+                    listener = try PseudoTerminal.open(logger: verbose ? logger : nil)
+                } else {
+                    let (host, port) = try listenAddress()
+                    listener = try await TCPListener.bind(host: host, port: port, logger: verbose ? logger : nil)
+                }
+                do {
+                    try server.attach(listener, toDevice: 0)
+                } catch {
+                    listener.close()
+                    throw error
+                }
+            } catch {
+                throw failureExit(error)
+            }
+            // Signals are handled before the address goes out: whoever reads it may stop the simulator at once.
+            let control = ControlInput.lines()
+            for endpoint in server.endpoints { Output.line(endpoint) }
+            printError("simulating a Bose Wearable (\(self.motion == nil ? "seed \(seed)" : "scripted motion")); "
+                + "stdin: tap, double-tap, stall|resume SENSOR, drop-link, quit; Ctrl-C to stop")
+            for await line in control {
+                let words = line.split(separator: " ").map(String.init)
+                switch (words.first ?? "", words.count) {
+                case ("quit", 1): await server.shutdown(); return
+                case ("tap", 1): device.tap()
+                case ("double-tap", 1): device.tap(double: true)
+                case ("drop-link", 1): await device.dropLinks()
+                case ("stall", 2), ("resume", 2):
+                    do { device.stall(try WearableCommand.sensor(named: words[1]), words[0] == "stall") } catch { printError(describeFailure(error).0) }
+                default:
+                    printError("unknown control line '\(line)' (tap, double-tap, stall SENSOR, resume SENSOR, drop-link, quit)")
+                }
+            }
+            await server.shutdown()
+        }
+    }
+}

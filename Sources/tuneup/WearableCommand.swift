@@ -1,0 +1,362 @@
+import ArgumentParser
+import Foundation
+import Logging
+import Transport
+import TuneupKit
+import Wearable
+import WearableLink
+import WearableSession
+
+/// `tuneup wearable ...`: a Bose Wearable device (sensors and gestures) over the GATT framing (docs/wearable.md).
+struct WearableCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "wearable",
+        abstract: "Bose Wearable devices: information, sensor and gesture configuration, streaming, recording, plots.",
+        discussion: """
+            The device is --device ADDR (default sim:wearable, a simulated wearable in this process; \
+            sim:wearable:SEED another head motion; tcp:HOST:PORT or serial:PATH a 'tuneup sim wearable' or a device \
+            speaking the same GATT framing). Every connection starts with every sensor and gesture disabled: \
+            'sensors' and 'gestures' show what one write does, 'stream' and 'record' configure and then listen.
+            A configuration the device cannot honour is refused with one line naming the rule: the library refuses \
+            what the device's own information rules out before sending (exit 64), the device refuses the rest \
+            (exit 65; --no-check sends everything to the device).
+            Examples:
+              tuneup wearable info
+              tuneup wearable sensors --format json
+              tuneup wearable sensors --enable accelerometer --enable gyroscope --period 20ms
+              tuneup wearable gestures --enable headNod --enable doubleTap
+              tuneup wearable stream --sensor accelerometer --period 40ms --duration 1s --format json
+              tuneup wearable record /tmp/walk --duration 3s --device sim:wearable:7
+              tuneup wearable plot /tmp/walk.jsonl
+            """,
+        subcommands: [Info.self, Sensors.self, Gestures.self, Stream.self, Record.self, Plot.self])
+
+    /// Where the wearable is.
+    struct DeviceChoice: ParsableArguments {
+        @Option(name: .shortAndLong, help: ArgumentHelp(
+            "The wearable: sim:wearable[:SEED] (default), tcp:HOST:PORT, serial:PATH.", valueName: "addr"))
+        var device: String = "sim:wearable"
+
+        @Option(parsing: .unconditional, help: ArgumentHelp("Seconds to wait for each reply.", valueName: "seconds"))
+        var timeout: Double = 2
+
+        @Flag(name: .shortAndLong, help: "Log the session to stderr.")
+        var verbose = false
+
+        func validate() throws {
+            try checkSeconds(timeout, "--timeout")
+            _ = try address()
+        }
+
+        func address() throws -> DeviceAddress {
+            do {
+                return try Devices.parseAddress(device)
+            } catch {
+                throw ValidationError(error.message)
+            }
+        }
+
+        func session() throws -> WearableDeviceSession {
+            LoggingSetup.bootstrap()
+            var logger = Logger(label: "tuneup.wearable")
+            logger.logLevel = verbose ? .debug : .warning
+            let options = WearableDeviceSession.Options(requests: RequestOptions(timeout: .milliseconds(Int64(timeout * 1000)), retransmissions: 1))
+            return WearableDeviceSession(address: try address(), connector: Devices.connector(), options: options, logger: logger)
+        }
+    }
+
+    /// Opens the session, runs `body`, closes it; failures become one line and their exit code.
+    static func with<T>(_ choice: DeviceChoice, _ body: (WearableDeviceSession) async throws -> T) async throws -> T {
+        let session = try choice.session()
+        do {
+            try await session.open()
+        } catch {
+            throw failureExit(error)
+        }
+        do {
+            let result = try await body(session)
+            await session.close()
+            return result
+        } catch {
+            await session.close()
+            throw failureExit(explained(error))
+        }
+    }
+
+    /// A refused configuration as one line that names the device rule it broke.
+    static func explained(_ error: Error) -> Error {
+        guard let e = error as? WearableSessionError else { return error }
+        switch e.code {
+        case .refused:
+            let rule = e.rule.map { "rule: \($0)" } ?? "\(e.attError.map(\.description) ?? "refused")"
+            let att = e.attError.map { String(format: " (ATT error 0x%02x)", $0.rawValue) } ?? ""
+            return CommandFailure(message: "the device refused the configuration, \(rule)\(e.rule == nil ? "" : att): \(e.reason ?? e.message)",
+                                  code: Exit.device)
+        case .rejectedLocally:
+            let rule = e.rule.map { "rule: \($0): " } ?? ""
+            return CommandFailure(message: "refused before sending, \(rule)\(e.message)", code: Exit.usage)
+        default:
+            return error
+        }
+    }
+
+    // MARK: Names and units
+
+    static func sensor(named text: String) throws -> SensorType {
+        let key = text.lowercased().replacingOccurrences(of: "-", with: "").replacingOccurrences(of: "_", with: "")
+        if let id = UInt8(key), let s = SensorType(rawValue: id) { return s }
+        guard let s = SensorType.allCases.first(where: { $0.description.lowercased() == key }) else {
+            throw ValidationError("unknown sensor '\(text)' (\(SensorType.allCases.map(\.description).joined(separator: ", ")))")
+        }
+        return s
+    }
+
+    static func gesture(named text: String) throws -> GestureType {
+        let key = text.lowercased().replacingOccurrences(of: "-", with: "").replacingOccurrences(of: "_", with: "")
+        guard let g = GestureType.allCases.first(where: { $0.description.lowercased() == key }) else {
+            throw ValidationError("unknown gesture '\(text)' (\(GestureType.allCases.map(\.description).joined(separator: ", ")))")
+        }
+        return g
+    }
+
+    /// A sample period: 320ms, 160ms, 80ms, 40ms or 20ms (any duration of `Quantities` equal to one of them, or a
+    /// bare number of milliseconds).
+    static func period(_ text: String, option: String = "--period") throws -> SamplePeriod {
+        let ms: Double? = Double(text) ?? parseDuration(text).map { Double($0.components.seconds) * 1000 + Double($0.components.attoseconds) / 1e15 }
+        guard let ms, ms == ms.rounded(), ms > 0, ms <= 320, let p = SamplePeriod(milliseconds: UInt16(ms)) else {
+            throw ValidationError("\(option) '\(text)' is not a sample period (320ms, 160ms, 80ms, 40ms or 20ms)")
+        }
+        return p
+    }
+
+    /// The physical unit of a sensor's values.
+    static func unit(_ sensor: SensorType) -> String {
+        switch sensor {
+        case .accelerometer: return "g"
+        case .gyroscope: return "°/s"
+        case .rotation, .gameRotation: return "(unitless)"
+        case .orientation: return "°"
+        case .magnetometer, .uncalibratedMagnetometer: return "µT"
+        }
+    }
+
+    // MARK: JSON
+
+    struct StatusJSON: Encodable {
+        var pairingEnabled, secureBLEPairingRequired, alreadyPaired, serviceSuspended: Bool
+    }
+
+    struct InfoJSON: Encodable {
+        var device: String
+        var protocolVersion: String
+        var productId: Int
+        var variant: Int
+        var availableSensors: [String]
+        var availableGestures: [String]
+        var transmissionPeriodMs: Int
+        var maxPayloadPerTransmissionPeriod: Int
+        var maxActiveSensors: Int
+        var status: StatusJSON
+        var mtu: Int
+
+        init(_ d: DeviceInformation, device: String, mtu: UInt16) {
+            self.device = device
+            protocolVersion = "\(d.majorVersion).\(d.minorVersion)"
+            productId = Int(d.productID)
+            variant = Int(d.variant)
+            availableSensors = d.availableSensors.sorted().map(\.description)
+            availableGestures = d.availableGestures.sorted().map(\.description)
+            transmissionPeriodMs = Int(d.transmissionPeriod)
+            maxPayloadPerTransmissionPeriod = Int(d.maxPayloadPerTransmissionPeriod)
+            maxActiveSensors = Int(d.maxActiveSensors)
+            status = StatusJSON(pairingEnabled: d.status.pairingEnabled, secureBLEPairingRequired: d.status.secureBLEPairingRequired,
+                                alreadyPaired: d.status.alreadyPaired, serviceSuspended: d.status.serviceSuspended)
+            self.mtu = Int(mtu)
+        }
+    }
+
+    struct SensorJSON: Encodable {
+        var sensor: String
+        var id: Int
+        var unit: String
+        var minScaled, maxScaled, minRaw, maxRaw: Int
+        var availablePeriodsMs: [Int]
+        var sampleLength: Int
+        /// The configured period (nil: disabled).
+        var periodMs: Int?
+    }
+
+    struct SensorsJSON: Encodable {
+        var sensors: [SensorJSON]
+        var maxActiveSensors: Int
+        var maxPayloadPerTransmissionPeriod: Int
+        /// The shared period of the enabled sensors (nil: none enabled).
+        var samplePeriodMs: Int?
+        /// Whether a configuration was written (and accepted) by this command.
+        var written: Bool
+    }
+
+    struct GestureJSON: Encodable {
+        var gesture: String
+        var id: Int
+        var payloadLength: Int
+        var enabled: Bool
+    }
+
+    struct GesturesJSON: Encodable {
+        var gestures: [GestureJSON]
+        var written: Bool
+    }
+
+    // MARK: Commands
+
+    struct Info: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Show the device's DeviceInformation: version, product, sensors, gestures, transmission budget, status.")
+        @OptionGroup var choice: DeviceChoice
+        @OptionGroup var output: OutputOptions
+
+        func run() async throws {
+            try await WearableCommand.with(choice) { s in
+                guard let d = await s.deviceInformation else { throw WearableSessionError(.notOpen, "no device information", category: .connection) }
+                let json = InfoJSON(d, device: s.peer, mtu: await s.mtu)
+                try Output.emit(json, json: output.json) {
+                    Output.table([
+                        ("Device", json.device), ("Protocol", json.protocolVersion),
+                        ("Product", String(format: "0x%04x variant %d", json.productId, json.variant)),
+                        ("Sensors", json.availableSensors.joined(separator: ", ")),
+                        ("Gestures", json.availableGestures.joined(separator: ", ")),
+                        ("Transmission", "every \(json.transmissionPeriodMs) ms, at most \(json.maxPayloadPerTransmissionPeriod) bytes of sensor data"),
+                        ("Active sensors", "at most \(json.maxActiveSensors)"),
+                        ("Pairing", "\(d.status.pairingEnabled ? "enabled" : "disabled")\(d.status.alreadyPaired ? ", already paired" : "")"
+                            + "\(d.status.secureBLEPairingRequired ? ", secure pairing required" : "")"),
+                        ("Service", d.status.serviceSuspended ? "suspended" : "running"), ("MTU", "\(json.mtu)"),
+                    ])
+                }
+            }
+        }
+    }
+
+    struct Sensors: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "List the sensors (ranges, periods, configuration) and configure them in one write.",
+            discussion: """
+                Without options: the SensorInformation and the current configuration. With options, one write: \
+                --disable-all first, then --disable, then --enable at --period (all enabled sensors share one period; \
+                --period alone moves the enabled sensors to it). The device's answer is read back and shown.
+                Examples:
+                  tuneup wearable sensors
+                  tuneup wearable sensors --enable accelerometer --enable gyroscope --period 20ms
+                Refused (marked $; exit 64 and 65):
+                  $ tuneup wearable sensors --enable rotation --period 320ms        (before sending: period not offered)
+                  $ tuneup wearable sensors --enable accelerometer --enable gyroscope --enable rotation --period 20ms
+                                                                                    (by the device: over the payload budget)
+                """)
+        @Option(help: ArgumentHelp("Enable this sensor (repeatable).", valueName: "sensor")) var enable: [String] = []
+        @Option(help: ArgumentHelp("Disable this sensor (repeatable).", valueName: "sensor")) var disable: [String] = []
+        @Flag(help: "Disable every sensor (before any --enable).") var disableAll = false
+        @Option(help: ArgumentHelp("The shared sample period: 320ms, 160ms, 80ms, 40ms or 20ms (default for --enable: 40ms).", valueName: "period"))
+        var period: String?
+        @Flag(help: "Skip the library's checks: let the device judge the configuration.") var noCheck = false
+        @OptionGroup var choice: DeviceChoice
+        @OptionGroup var output: OutputOptions
+
+        func validate() throws {
+            for s in enable + disable { _ = try WearableCommand.sensor(named: s) }
+            if let period { _ = try WearableCommand.period(period) }
+        }
+
+        var writes: Bool { !enable.isEmpty || !disable.isEmpty || disableAll || period != nil }
+
+        func run() async throws {
+            let enabled = try enable.map(WearableCommand.sensor(named:)), disabled = try disable.map(WearableCommand.sensor(named:))
+            let shared = try period.map { try WearableCommand.period($0) }
+            try await WearableCommand.with(choice) { s in
+                if writes {
+                    try await s.configureSensors(checked: !noCheck) { c in
+                        if disableAll { c.disableAll() }
+                        for d in disabled { c.disable(sensor: d) }
+                        let p = shared ?? c.enabledSensorsSamplePeriod ?? ._40ms
+                        for e in enabled { c.enable(sensor: e, at: p) }
+                        if enabled.isEmpty, let shared, c.enabledSensorsSamplePeriod != nil { c.setEnabledSensorsSamplePeriod(shared) }
+                    }
+                }
+                guard let info = await s.sensorInformation, let device = await s.deviceInformation,
+                      let configuration = await s.sensorConfiguration else {
+                    throw WearableSessionError(.notOpen, "the session closed", category: .connection)
+                }
+                let json = SensorsJSON(
+                    sensors: info.entries.map { e in
+                        SensorJSON(sensor: e.sensor.description, id: Int(e.sensor.rawValue), unit: WearableCommand.unit(e.sensor),
+                                   minScaled: Int(e.range.minScaled), maxScaled: Int(e.range.maxScaled), minRaw: Int(e.range.minRaw),
+                                   maxRaw: Int(e.range.maxRaw), availablePeriodsMs: e.availablePeriods.sorted().map { Int($0.milliseconds) },
+                                   sampleLength: e.sampleLength, periodMs: configuration.period(of: e.sensor).map { Int($0.milliseconds) })
+                    },
+                    maxActiveSensors: Int(device.maxActiveSensors), maxPayloadPerTransmissionPeriod: Int(device.maxPayloadPerTransmissionPeriod),
+                    samplePeriodMs: configuration.enabledSensorsSamplePeriod.map { Int($0.milliseconds) }, written: writes)
+                try Output.emit(json, json: output.json) {
+                    var lines = json.sensors.map { e in
+                        "\(e.sensor.padding(toLength: 14, withPad: " ", startingAt: 0)) \(e.periodMs.map { "on, \($0) ms" } ?? "off")".padding(toLength: 28, withPad: " ", startingAt: 0)
+                            + "  \(e.minScaled)...\(e.maxScaled) \(e.unit) on \(e.minRaw)...\(e.maxRaw)   periods \(e.availablePeriodsMs.map { "\($0)" }.joined(separator: "/")) ms"
+                    }
+                    lines.append("at most \(json.maxActiveSensors) sensors at once, \(json.maxPayloadPerTransmissionPeriod) bytes per transmission period")
+                    if writes { lines.append("accepted: " + (configuration.enabledSensors.isEmpty ? "every sensor off"
+                        : "\(configuration.enabledSensors.map(\.description).joined(separator: ", ")) at \(json.samplePeriodMs ?? 0) ms")) }
+                    return lines.joined(separator: "\n")
+                }
+            }
+        }
+    }
+
+    struct Gestures: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "List the gestures (and whether each is on) and configure them in one write.",
+            discussion: """
+                Examples:
+                  tuneup wearable gestures
+                  tuneup wearable gestures --enable headNod --enable headShake
+                  tuneup wearable gestures --all
+                """)
+        @Option(help: ArgumentHelp("Enable this gesture (repeatable): singleTap, doubleTap, headNod, headShake.", valueName: "gesture"))
+        var enable: [String] = []
+        @Option(help: ArgumentHelp("Disable this gesture (repeatable).", valueName: "gesture")) var disable: [String] = []
+        @Flag(help: "Enable every gesture the device offers.") var all = false
+        @Flag(help: "Disable every gesture (before any --enable).") var disableAll = false
+        @Flag(help: "Skip the library's checks: let the device judge the configuration.") var noCheck = false
+        @OptionGroup var choice: DeviceChoice
+        @OptionGroup var output: OutputOptions
+
+        func validate() throws {
+            for g in enable + disable { _ = try WearableCommand.gesture(named: g) }
+            if all, disableAll { throw ValidationError("choose one of --all and --disable-all") }
+        }
+
+        var writes: Bool { !enable.isEmpty || !disable.isEmpty || all || disableAll }
+
+        func run() async throws {
+            let on = try enable.map(WearableCommand.gesture(named:)), off = try disable.map(WearableCommand.gesture(named:))
+            try await WearableCommand.with(choice) { s in
+                let offered = await s.gestureInformation?.availableGestures ?? []
+                if writes {
+                    try await s.configureGestures(checked: !noCheck) { c in
+                        if disableAll { c.disableAll() }
+                        if all { for g in offered { c.set(gesture: g, enabled: true) } }
+                        for g in off { c.set(gesture: g, enabled: false) }
+                        for g in on { c.set(gesture: g, enabled: true) }
+                    }
+                }
+                guard let info = await s.gestureInformation, let configuration = await s.gestureConfiguration else {
+                    throw WearableSessionError(.notOpen, "the session closed", category: .connection)
+                }
+                let json = GesturesJSON(gestures: info.entries.map {
+                    GestureJSON(gesture: $0.gesture.description, id: Int($0.gesture.rawValue), payloadLength: Int($0.payloadLength),
+                                enabled: configuration.isEnabled($0.gesture))
+                }, written: writes)
+                try Output.emit(json, json: output.json) {
+                    json.gestures.map { "\($0.gesture.padding(toLength: 10, withPad: " ", startingAt: 0)) \($0.enabled ? "on" : "off")" }
+                        .joined(separator: "\n")
+                }
+            }
+        }
+    }
+}

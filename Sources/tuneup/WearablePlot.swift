@@ -1,0 +1,275 @@
+import ArgumentParser
+import Foundation
+import Transport
+import Wearable
+
+extension WearableCommand {
+    struct Plot: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Draw a recording as an SVG (one panel per sensor, gestures marked) and a PNG where rsvg-convert is installed.",
+            discussion: """
+                Reads RECORDING (the .jsonl of 'tuneup wearable record'; PATH alone means PATH.jsonl) and writes \
+                RECORDING.svg (or --output): one panel per sensor with its components against the device time in \
+                seconds, the y axis in the sensor's unit, samples lost in a gap left as a break in the lines, and each \
+                gesture a dashed line across every panel, named in the first. A PNG of the same name is made with \
+                rsvg-convert (Debian: librsvg2-bin) when it is on PATH; --no-png skips it.
+                Examples:
+                  tuneup wearable record /tmp/walk --duration 3s
+                  tuneup wearable plot /tmp/walk.jsonl
+                  tuneup wearable plot /tmp/walk --output /tmp/walk-plot.svg --no-png --format json
+                """)
+        @Argument(help: ArgumentHelp("The recording: PATH.jsonl written by 'record' (or PATH).", valueName: "recording"))
+        var recording: String
+        @Option(help: ArgumentHelp("The SVG to write (default: the recording's name with .svg).", valueName: "file.svg"))
+        var output: String?
+        @Flag(help: "Do not make a PNG.") var noPng = false
+        @OptionGroup var format: OutputOptions
+
+        var input: String { recording.hasSuffix(".jsonl") ? recording : recording.hasSuffix(".csv") ? String(recording.dropLast(4)) + ".jsonl" : recording + ".jsonl" }
+        var svgPath: String { output ?? String(input.dropLast(".jsonl".count)) + ".svg" }
+
+        struct Made: Encodable {
+            var svg: String
+            var png: String?
+            var panels: [String]
+            var samples: Int
+            var gestures: Int
+            var gaps: [String: Int]
+            var durationSeconds: Double
+        }
+
+        func run() async throws {
+            let input = self.input
+            let text: String
+            do {
+                text = try await DedicatedThread.run(name: "plot-read") { () -> Result<String, CommandFailure> in
+                    guard let data = FileManager.default.contents(atPath: input) else {
+                        return .failure(CommandFailure(message: "cannot read the recording \(input): no such readable file", code: Exit.localIO))
+                    }
+                    return .success(String(decoding: data, as: UTF8.self))
+                }.get()
+            } catch {
+                throw failureExit(error)
+            }
+            let plot: WearablePlot
+            do {
+                plot = try WearablePlot(jsonLines: text, name: input)
+            } catch {
+                throw failureExit(error)
+            }
+            let svg = plot.svg()
+            let svgPath = self.svgPath, noPng = self.noPng
+            let png: String? = try await DedicatedThread.run(name: "plot-write") { () -> Result<String?, CommandFailure> in
+                do {
+                    try Data(svg.utf8).write(to: URL(fileURLWithPath: svgPath), options: .atomic)
+                } catch {
+                    return .failure(CommandFailure(message: "cannot write \(svgPath): \((error as NSError).localizedDescription)", code: Exit.localIO))
+                }
+                guard !noPng else { return .success(nil) }
+                return .success(WearablePlot.convertToPNG(svgPath))
+            }.get()
+            if !noPng, png == nil { printError("no PNG made: rsvg-convert is not on PATH or failed (Debian: apt-get install librsvg2-bin)") }
+            let made = Made(svg: svgPath, png: png, panels: plot.panels.map(\.sensor), samples: plot.sampleCount, gestures: plot.gestures.count,
+                            gaps: Dictionary(uniqueKeysWithValues: plot.panels.map { ($0.sensor, $0.gaps.count) }), durationSeconds: plot.duration)
+            try Output.emit(made, json: format.json) {
+                "wrote \(svgPath)\(png.map { " and \($0)" } ?? ""): \(made.panels.count) panels (\(made.panels.joined(separator: ", "))), "
+                    + "\(made.samples) samples, \(made.gestures) gestures over \(String(format: "%.1f", made.durationSeconds)) s"
+            }
+        }
+    }
+}
+
+/// A recording laid out as an SVG: pure (text in, text out), so tests can check it.
+struct WearablePlot {
+    struct Panel {
+        var sensor: String
+        var unit: String
+        /// Per component (x, y, z, w): runs of (seconds, value) points, broken at gaps.
+        var series: [(name: String, runs: [[(Double, Double)]])]
+        var gaps: [Double]
+    }
+
+    var panels: [Panel] = []
+    var gestures: [(name: String, time: Double)] = []
+    var sampleCount = 0
+    var duration: Double = 0
+
+    init(jsonLines text: String, name: String) throws {
+        let decoder = JSONDecoder()
+        var samples: [WearableLine] = []
+        var gestureLines: [WearableLine] = []
+        for (number, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let trimmed = raw.trimmingCharacters(in: .whitespaces)
+            guard !trimmed.isEmpty else { continue }
+            guard let line = try? decoder.decode(WearableLine.self, from: Data(trimmed.utf8)) else {
+                throw CommandFailure(message: "\(name):\(number + 1): not a line of a wearable recording", code: Exit.device)
+            }
+            if line.type == "sample", line.sensor != nil, line.deviceTime != nil { samples.append(line) }
+            if line.type == "gesture", line.gesture != nil, line.deviceTime != nil { gestureLines.append(line) }
+        }
+        guard !samples.isEmpty else {
+            throw CommandFailure(message: "\(name) holds no samples to plot", code: Exit.device)
+        }
+        let origin = (samples + gestureLines).compactMap(\.deviceTime).min() ?? 0
+        let end = (samples + gestureLines).compactMap(\.deviceTime).max() ?? origin
+        duration = Double(end - origin) / 1000
+        sampleCount = samples.count
+        let bySensor = Dictionary(grouping: samples, by: { $0.sensor! })
+        let order = SensorType.allCases.map(\.description)
+        for sensor in bySensor.keys.sorted(by: { (order.firstIndex(of: $0) ?? 99, $0) < (order.firstIndex(of: $1) ?? 99, $1) }) {
+            let lines = bySensor[sensor]!.sorted { $0.deviceTime! < $1.deviceTime! }
+            let unit = (try? WearableCommand.sensor(named: sensor)).map(WearableCommand.unit) ?? ""
+            var series: [(String, [[(Double, Double)]])] = []
+            for (component, path) in [("x", \WearableLine.x), ("y", \WearableLine.y), ("z", \WearableLine.z), ("w", \WearableLine.w)] {
+                guard lines.contains(where: { $0[keyPath: path] != nil }) else { continue }
+                var runs: [[(Double, Double)]] = [[]]
+                for l in lines {
+                    guard let v = l[keyPath: path], v.isFinite else { continue }
+                    if (l.missingBefore ?? 0) > 0, !runs[runs.count - 1].isEmpty { runs.append([]) }
+                    runs[runs.count - 1].append((Double(l.deviceTime! - origin) / 1000, v))
+                }
+                series.append((component, runs))
+            }
+            let gaps = lines.filter { ($0.missingBefore ?? 0) > 0 }.map { Double($0.deviceTime! - origin) / 1000 }
+            panels.append(Panel(sensor: sensor, unit: unit, series: series, gaps: gaps))
+        }
+        gestures = gestureLines.map { ($0.gesture!, Double($0.deviceTime! - origin) / 1000) }
+    }
+
+    /// 1, 2 or 5 times a power of ten, giving about `count` ticks over `low...high`.
+    static func ticks(_ low: Double, _ high: Double, count: Int = 5) -> [Double] {
+        let span = max(high - low, 1e-9)
+        let raw = span / Double(count)
+        let magnitude = pow(10, floor(log10(raw)))
+        let step = [1.0, 2, 5, 10].map { $0 * magnitude }.first { $0 >= raw } ?? 10 * magnitude
+        var out: [Double] = []
+        var t = ceil(low / step) * step
+        while t <= high + step * 1e-9 {
+            out.append(abs(t) < step * 1e-9 ? 0 : t)
+            t += step
+        }
+        return out
+    }
+
+    static func label(_ v: Double) -> String {
+        if v == v.rounded(), abs(v) < 1e6 { return String(Int(v)) }
+        return String(format: "%g", (v * 1000).rounded() / 1000)
+    }
+
+    static func escape(_ s: String) -> String {
+        s.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;").replacingOccurrences(of: ">", with: "&gt;")
+    }
+
+    func svg() -> String {
+        let width = 1000.0, left = 90.0, right = 30.0, top = 50.0, panelHeight = 200.0, gap = 60.0
+        let plotWidth = width - left - right
+        let height = top + Double(panels.count) * (panelHeight + gap) + 10
+        let colors = ["x": "#d62728", "y": "#2ca02c", "z": "#1f77b4", "w": "#7f7f7f"]
+        let tMax = max(duration, 0.001)
+        func xPos(_ t: Double) -> Double { left + t / tMax * plotWidth }
+        var out = """
+            <?xml version="1.0" encoding="UTF-8"?>
+            <svg xmlns="http://www.w3.org/2000/svg" width="\(Int(width))" height="\(Int(height))" viewBox="0 0 \(Int(width)) \(Int(height))" font-family="sans-serif" font-size="12">
+            <rect width="100%" height="100%" fill="white"/>
+            <text x="\(left)" y="24" font-size="16">Wearable recording: \(panels.count) sensor\(panels.count == 1 ? "" : "s"), \(sampleCount) samples, \(gestures.count) gesture\(gestures.count == 1 ? "" : "s"), \(String(format: "%.1f", duration)) s</text>
+
+            """
+        let timeTicks = Self.ticks(0, tMax, count: 8)
+        for (index, panel) in panels.enumerated() {
+            let y0 = top + Double(index) * (panelHeight + gap)
+            let values = panel.series.flatMap { $0.runs.flatMap { $0.map(\.1) } }
+            var low = values.min() ?? -1, high = values.max() ?? 1
+            if high - low < 1e-6 { low -= 1; high += 1 }
+            let pad = (high - low) * 0.05
+            low -= pad
+            high += pad
+            func yPos(_ v: Double) -> Double { y0 + panelHeight - (v - low) / (high - low) * panelHeight }
+            out += "<g class=\"panel\" id=\"panel-\(panel.sensor)\" data-sensor=\"\(panel.sensor)\" data-unit=\"\(Self.escape(panel.unit))\">\n"
+            out += "<rect x=\"\(left)\" y=\"\(y0)\" width=\"\(plotWidth)\" height=\"\(panelHeight)\" fill=\"none\" stroke=\"#333\"/>\n"
+            out += "<g class=\"y-axis\">\n"
+            for t in Self.ticks(low, high) {
+                let y = yPos(t)
+                out += String(format: "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>", left, y, left + plotWidth, y)
+                out += String(format: "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%@</text>\n", left - 6, y + 4, Self.label(t))
+            }
+            let axisLabel = panel.unit == "(unitless)" ? "\(panel.sensor) (quaternion)" : "\(panel.sensor) (\(panel.unit))"
+            out += String(format: "<text class=\"y-label\" x=\"18\" y=\"%.1f\" transform=\"rotate(-90 18 %.1f)\" text-anchor=\"middle\">%@</text>\n",
+                          y0 + panelHeight / 2, y0 + panelHeight / 2, Self.escape(axisLabel))
+            out += "</g>\n<g class=\"x-axis\">\n"
+            for t in timeTicks {
+                let x = xPos(t)
+                out += String(format: "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#333\"/>", x, y0 + panelHeight, x, y0 + panelHeight + 5)
+                out += String(format: "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%@</text>\n", x, y0 + panelHeight + 18, Self.label(t))
+            }
+            out += String(format: "<text class=\"x-label\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">device time (s)</text>\n",
+                          left + plotWidth / 2, y0 + panelHeight + 34)
+            out += "</g>\n"
+            for (name, runs) in panel.series {
+                out += "<g class=\"series\" data-component=\"\(name)\">\n"
+                for run in runs where !run.isEmpty {
+                    let points = Self.decimate(run, buckets: Int(plotWidth)).map { String(format: "%.1f,%.1f", xPos($0.0), yPos($0.1)) }
+                    out += "<polyline fill=\"none\" stroke=\"\(colors[name] ?? "#000")\" stroke-width=\"1\" points=\"\(points.joined(separator: " "))\"/>\n"
+                }
+                out += "</g>\n"
+            }
+            for (k, (name, _)) in panel.series.enumerated() {
+                let x = left + plotWidth - 40 * Double(panel.series.count - k)
+                out += String(format: "<text class=\"legend\" x=\"%.1f\" y=\"%.1f\" fill=\"%@\">%@</text>\n", x, y0 - 6, colors[name] ?? "#000", name)
+            }
+            for g in panel.gaps {
+                out += String(format: "<line class=\"gap\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"orange\" stroke-width=\"3\"/>\n",
+                              xPos(g), y0 + panelHeight - 6, xPos(g), y0 + panelHeight)
+            }
+            out += "<g class=\"gestures\">\n"
+            for (name, time) in gestures {
+                let x = xPos(time)
+                out += String(format: "<line class=\"gesture\" data-gesture=\"%@\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#9467bd\" stroke-dasharray=\"4 3\"/>\n",
+                              name, x, y0, x, y0 + panelHeight)
+                if index == 0 {
+                    let end = x > left + plotWidth - 70
+                    out += String(format: "<text class=\"gesture-label\" x=\"%.1f\" y=\"%.1f\" fill=\"#9467bd\" font-size=\"10\" text-anchor=\"%@\">%@</text>\n",
+                                  end ? x - 2 : x + 2, y0 + 12, end ? "end" : "start", name)
+                }
+            }
+            out += "</g>\n</g>\n"
+        }
+        out += "</svg>\n"
+        return out
+    }
+
+    /// At most two points (the lowest and the highest, in time order) per bucket of the time axis.
+    static func decimate(_ run: [(Double, Double)], buckets: Int) -> [(Double, Double)] {
+        guard run.count > buckets * 2, let first = run.first?.0, let last = run.last?.0, last > first else { return run }
+        var out: [(Double, Double)] = []
+        var i = 0
+        for b in 0..<buckets {
+            let end = first + (last - first) * Double(b + 1) / Double(buckets)
+            var lo: (Double, Double)?, hi: (Double, Double)?
+            while i < run.count, run[i].0 <= end || b == buckets - 1 {
+                let p = run[i]
+                if lo == nil || p.1 < lo!.1 { lo = p }
+                if hi == nil || p.1 > hi!.1 { hi = p }
+                i += 1
+            }
+            if let lo, let hi { out += lo.0 <= hi.0 ? [lo, hi] : [hi, lo] }
+        }
+        return out
+    }
+
+    /// Converts `svg` to a PNG next to it with rsvg-convert; the PNG's path, or nil when there is no converter or it
+    /// failed. Blocking: call it off the cooperative pool.
+    static func convertToPNG(_ svg: String) -> String? {
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
+        guard let tool = path.split(separator: ":").map({ "\($0)/rsvg-convert" }).first(where: { FileManager.default.isExecutableFile(atPath: $0) })
+        else { return nil }
+        let png = (svg.hasSuffix(".svg") ? String(svg.dropLast(4)) : svg) + ".png"
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: tool)
+        process.arguments = ["-f", "png", "-o", png, svg]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        do { try process.run() } catch { return nil }
+        process.waitUntilExit()
+        return process.terminationStatus == 0 ? png : nil
+    }
+}

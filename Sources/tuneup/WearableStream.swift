@@ -1,0 +1,432 @@
+import ArgumentParser
+import Foundation
+import Glibc
+import Transport
+import Wearable
+import WearableSession
+
+/// One line of a stream or a recording (JSON Lines): an event, a sample, a gesture or the closing summary. Fields a
+/// line does not have are left out.
+struct WearableLine: Codable, Sendable {
+    /// "event", "sample", "gesture" or "summary".
+    var type: String
+    /// For events: "opened", "failedToOpen", "configured", "malformed", "closed".
+    var event: String?
+    var device: String?
+    /// For failedToOpen, closed (absent: closed as asked) and malformed: the error's one line and code.
+    var error: String?
+    var code: String?
+    var sensor: String?
+    var gesture: String?
+    /// The device's u16 millisecond timestamp as sent.
+    var timestamp: Int?
+    /// The timestamp unwrapped (ms on a monotonic line).
+    var deviceTime: Int64?
+    /// Arrival on the host, seconds since the command started its session.
+    var hostTime: Double?
+    var x: Double?, y: Double?, z: Double?, w: Double?
+    var accuracy: Int?
+    var estimatedAccuracy: Double?
+    var biasX: Double?, biasY: Double?, biasZ: Double?
+    /// Samples of this sensor missing just before this one (a detected gap).
+    var missingBefore: Int?
+    /// For configured: each enabled sensor's period in ms, and the enabled gestures.
+    var periods: [String: Int]?
+    var gestures: [String]?
+    /// For the summary.
+    var durationSeconds: Double?
+    var counts: [String: Counts]?
+    var gestureCount: Int?
+    var malformedNotifications: Int?
+    var malformedByCode: [String: Int]?
+
+    struct Counts: Codable, Sendable {
+        var samples: Int, gaps: Int, missingSamples: Int, outOfOrder: Int
+    }
+
+    init(type: String, event: String? = nil) {
+        self.type = type
+        self.event = event
+    }
+
+    init(_ r: SensorReading) {
+        type = "sample"
+        sensor = r.sensor.description
+        timestamp = Int(r.timestamp)
+        deviceTime = r.deviceTime
+        hostTime = r.hostTime.wearableSeconds
+        missingBefore = r.missingBefore
+        switch r.value {
+        case let .vector(v, a):
+            (x, y, z, accuracy) = (v.x, v.y, v.z, Int(a.rawValue))
+        case let .quaternion(q, a):
+            (x, y, z, w, estimatedAccuracy) = (q.x, q.y, q.z, q.w, a)
+        case let .uncalibratedVector(v, b):
+            (x, y, z, biasX, biasY, biasZ) = (v.x, v.y, v.z, b.x, b.y, b.z)
+        }
+    }
+
+    init(_ g: GestureReading) {
+        type = "gesture"
+        gesture = g.gesture.description
+        timestamp = Int(g.timestamp)
+        deviceTime = g.deviceTime
+        hostTime = g.hostTime.wearableSeconds
+    }
+
+    static func closed(_ error: WearableSessionError?) -> WearableLine {
+        var line = WearableLine(type: "event", event: "closed")
+        line.error = error?.message
+        line.code = error?.code.rawValue
+        return line
+    }
+
+    static func summary(_ s: WearableStatistics, seconds: Double) -> WearableLine {
+        var line = WearableLine(type: "summary")
+        line.durationSeconds = seconds
+        line.counts = Dictionary(uniqueKeysWithValues: s.sensors.map {
+            ($0.key.description, Counts(samples: $0.value.samples, gaps: $0.value.gaps, missingSamples: $0.value.missingSamples,
+                                        outOfOrder: $0.value.outOfOrder))
+        })
+        line.gestureCount = s.gestures
+        line.malformedNotifications = s.malformedNotifications
+        line.malformedByCode = s.malformedByCode
+        return line
+    }
+
+    /// The CSV header and rows of samples and gestures (`record`).
+    static let csvHeader = "kind,sensor_or_gesture,timestamp,device_time_ms,host_time_s,x,y,z,w,accuracy,bias_x,bias_y,bias_z,missing_before"
+
+    var csvRow: String? {
+        func f(_ v: Double?) -> String { v.map { String($0) } ?? "" }
+        func i(_ v: Int?) -> String { v.map { String($0) } ?? "" }
+        switch type {
+        case "sample":
+            let acc = accuracy.map { String($0) } ?? f(estimatedAccuracy)
+            return ["sample", sensor ?? "", i(timestamp), deviceTime.map { String($0) } ?? "", f(hostTime), f(x), f(y), f(z), f(w), acc,
+                    f(biasX), f(biasY), f(biasZ), i(missingBefore)].joined(separator: ",")
+        case "gesture":
+            return ["gesture", gesture ?? "", i(timestamp), deviceTime.map { String($0) } ?? "", f(hostTime), "", "", "", "", "", "", "", "", ""]
+                .joined(separator: ",")
+        default:
+            return nil
+        }
+    }
+}
+
+extension Duration {
+    var wearableSeconds: Double { Double(components.seconds) + Double(components.attoseconds) * 1e-18 }
+}
+
+extension WearableCommand {
+    /// What to stream: sensors at one period, gestures, for how long.
+    struct StreamSetup: ParsableArguments {
+        @Option(help: ArgumentHelp("A sensor to stream (repeatable; default: accelerometer and gyroscope).", valueName: "sensor"))
+        var sensor: [String] = []
+        @Option(help: ArgumentHelp("The shared sample period: 320ms, 160ms, 80ms, 40ms or 20ms.", valueName: "period"))
+        var period: String = "20ms"
+        @Option(help: ArgumentHelp("A gesture to listen for (repeatable; default: every gesture the device offers; 'none': no gestures).",
+                                   valueName: "gesture"))
+        var gesture: [String] = []
+        @Option(help: ArgumentHelp("Stop after this long (e.g. 10s, 2min; default: until Ctrl-C).", valueName: "duration"))
+        var duration: String?
+        @Flag(help: "Skip the library's checks: let the device judge the configuration.") var noCheck = false
+
+        func validate() throws {
+            for s in sensor { _ = try WearableCommand.sensor(named: s) }
+            _ = try WearableCommand.period(period)
+            if gesture != ["none"] { for g in gesture { _ = try WearableCommand.gesture(named: g) } }
+            _ = try stopAfter()
+        }
+
+        func stopAfter() throws -> Duration? {
+            guard let duration else { return nil }
+            guard let d = parseDuration(duration), d > .zero, d <= .seconds(86400) else {
+                throw ValidationError("--duration takes a duration like 10s or 2min (up to 24 h), got '\(duration)'")
+            }
+            return d
+        }
+
+        var sensors: [SensorType] { get throws { sensor.isEmpty ? [.accelerometer, .gyroscope] : try sensor.map(WearableCommand.sensor(named:)) } }
+    }
+
+    /// Runs one streaming session: opens, configures, hands every line to `emit` (in order, on one task), stops at
+    /// the duration, on SIGINT/SIGTERM/SIGHUP or when the link is lost, closes and hands the summary over. A lost link
+    /// or a failed open ends in its one line and exit code after `finish` ran (so recordings are written).
+    static func stream(_ choice: DeviceChoice, _ setup: StreamSetup, emit: (WearableLine) -> Void,
+                       finish: (WearableLine) async throws -> Void) async throws {
+        enum Item: Sendable {
+            case event(WearableEvent), reading(SensorReading), gesture(GestureReading), stop
+        }
+        let sensors = try setup.sensors
+        let period = try WearableCommand.period(setup.period)
+        let stopAfter = try setup.stopAfter()
+        let session = try choice.session()
+        let started = ContinuousClock.now
+        let (merged, feed) = AsyncStream.makeStream(of: Item.self)
+        var tasks: [Task<Void, Never>] = []
+        defer { tasks.forEach { $0.cancel() } }
+        if let signals = try? TerminationSignals.subscribe() {
+            tasks.append(Task {
+                for await _ in signals {
+                    feed.yield(.stop)
+                    return
+                }
+            })
+        }
+        let events = await session.events()
+        tasks.append(Task {
+            for await e in events { feed.yield(.event(e)) }
+        })
+        do {
+            try await session.open()
+        } catch {
+            var line = WearableLine(type: "event", event: "failedToOpen")
+            line.device = session.peer
+            line.error = describeFailure(error).0
+            line.code = (error as? WearableSessionError)?.code.rawValue
+            emit(line)
+            throw failureExit(error)
+        }
+        var opened = WearableLine(type: "event", event: "opened")
+        opened.device = session.peer
+        emit(opened)
+        let readings = await session.sensorReadings(), gestureReadings = await session.gestureReadings()
+        tasks.append(Task {
+            for await r in readings { feed.yield(.reading(r)) }
+        })
+        tasks.append(Task {
+            for await g in gestureReadings { feed.yield(.gesture(g)) }
+        })
+        do {
+            let offered = await session.gestureInformation?.availableGestures ?? []
+            let wanted = setup.gesture == ["none"] ? [] : setup.gesture.isEmpty ? offered : try setup.gesture.map(WearableCommand.gesture(named:))
+            let s = try await session.configureSensors(checked: !setup.noCheck) { c in
+                c.disableAll()
+                for sensor in sensors { c.enable(sensor: sensor, at: period) }
+            }
+            let g = try await session.configureGestures(checked: !setup.noCheck) { c in
+                c.disableAll()
+                for gesture in wanted { c.set(gesture: gesture, enabled: true) }
+            }
+            var line = WearableLine(type: "event", event: "configured")
+            line.periods = Dictionary(uniqueKeysWithValues: s.entries.compactMap { e in e.period.map { (e.sensor.description, Int($0.milliseconds)) } })
+            line.gestures = g.enabledGestures.map(\.description)
+            emit(line)
+        } catch {
+            await session.close()
+            throw failureExit(explained(error))
+        }
+        if let stopAfter {
+            tasks.append(Task {
+                try? await Task.sleep(for: stopAfter)
+                feed.yield(.stop)
+            })
+        }
+        var lost: WearableSessionError?
+        loop: for await item in merged {
+            switch item {
+            case .stop: break loop
+            case let .reading(r): emit(WearableLine(r))
+            case let .gesture(g): emit(WearableLine(g))
+            case let .event(.didClose(error?)):
+                lost = error
+                break loop
+            case let .event(.didReceiveMalformedNotification(c, error)):
+                var line = WearableLine(type: "event", event: "malformed")
+                line.error = "\(c): \(error.message)"
+                line.code = error.code.rawValue
+                emit(line)
+            case .event: break
+            }
+        }
+        if lost == nil { await session.close() }
+        emit(.closed(lost))
+        let summary = WearableLine.summary(await session.statistics, seconds: (ContinuousClock.now - started).wearableSeconds)
+        emit(summary)
+        try await finish(summary)
+        if let lost { throw failureExit(lost) }
+    }
+
+    /// The summary for people: one line per sensor, gestures, malformed notifications.
+    static func summaryText(_ s: WearableLine) -> String {
+        var lines = (s.counts ?? [:]).sorted { $0.key < $1.key }.map { name, c in
+            "\(name): \(c.samples) samples, \(c.gaps) gaps (\(c.missingSamples) missing), \(c.outOfOrder) out of order"
+        }
+        lines.append("gestures: \(s.gestureCount ?? 0); malformed notifications: \(s.malformedNotifications ?? 0)"
+            + ((s.malformedByCode ?? [:]).isEmpty ? "" : " (" + s.malformedByCode!.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ") + ")"))
+        return lines.joined(separator: "\n")
+    }
+
+    static var stdoutIsTerminal: Bool { isatty(STDOUT_FILENO) == 1 }
+
+    struct Stream: AsyncParsableCommand, HandlesItsOwnSignals {
+        static let configuration = CommandConfiguration(
+            abstract: "Stream sensor samples and gestures: a live view on a terminal, JSON Lines otherwise.",
+            discussion: """
+                Enables the sensors at the period and the gestures, then shows every sample and gesture until \
+                --duration or Ctrl-C. On a terminal: a compact live view (latest values, counts, gaps, gestures). \
+                Otherwise (or with --format json): one JSON object per line — events (opened, failedToOpen, \
+                configured, malformed, closed), samples (device timestamp, unwrapped deviceTime, hostTime, values, \
+                missingBefore), gestures, and a closing summary with samples, gaps and missing samples per sensor.
+                Examples:
+                  tuneup wearable stream --duration 2s
+                  tuneup wearable stream --sensor rotation --period 40ms --gesture headNod --duration 1s --format json
+                """)
+        @OptionGroup var setup: StreamSetup
+        @OptionGroup var choice: DeviceChoice
+        @OptionGroup var output: OutputOptions
+
+        func run() async throws {
+            let live = !output.json && WearableCommand.stdoutIsTerminal
+            var view = LiveView(device: choice.device)
+            try await WearableCommand.stream(choice, setup, emit: { line in
+                if live {
+                    view.take(line)
+                } else if let text = try? Output.jsonLine(line) {
+                    Output.line(text)
+                }
+            }, finish: { summary in
+                if live {
+                    view.draw(force: true)
+                    Output.line(WearableCommand.summaryText(summary))
+                }
+            })
+        }
+    }
+
+    struct Record: AsyncParsableCommand, HandlesItsOwnSignals {
+        static let configuration = CommandConfiguration(
+            abstract: "Record sensor samples and gestures to PATH.jsonl and PATH.csv (written when the recording stops).",
+            discussion: """
+                As 'stream', into two files written atomically when the recording stops (--duration, Ctrl-C, or a \
+                lost link: what arrived is kept): PATH.jsonl holds every line 'stream --format json' prints, \
+                PATH.csv one row per sample or gesture (kind, sensor_or_gesture, timestamp, device_time_ms, \
+                host_time_s, x, y, z, w, accuracy, bias_x, bias_y, bias_z, missing_before). 'tuneup wearable plot \
+                PATH.jsonl' draws it. On a terminal the live view shows meanwhile.
+                Examples:
+                  tuneup wearable record /tmp/session --duration 2s
+                  tuneup wearable record /tmp/nods --sensor gameRotation --sensor gyroscope --period 20ms --duration 2s --device sim:wearable:3
+                """)
+        @Argument(help: ArgumentHelp("Where to write: PATH.jsonl and PATH.csv (a trailing .jsonl or .csv is dropped).", valueName: "path"))
+        var path: String
+        @OptionGroup var setup: StreamSetup
+        @OptionGroup var choice: DeviceChoice
+        @OptionGroup var output: OutputOptions
+
+        var base: String {
+            for suffix in [".jsonl", ".csv"] where path.hasSuffix(suffix) { return String(path.dropLast(suffix.count)) }
+            return path
+        }
+
+        func validate() throws {
+            guard !base.isEmpty, !base.hasSuffix("/") else { throw ValidationError("record needs a file path, got '\(path)'") }
+            let directory = (base as NSString).deletingLastPathComponent
+            var isDirectory: ObjCBool = false
+            if !directory.isEmpty, !(FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) && isDirectory.boolValue) {
+                throw CommandFailure(message: "cannot record to \(base).jsonl: \(directory) is not a directory", code: Exit.localIO)
+            }
+        }
+
+        struct Written: Encodable {
+            var jsonl: String, csv: String
+            var samples: Int, gestures: Int
+            var summary: WearableLine
+        }
+
+        func run() async throws {
+            let live = !output.json && WearableCommand.stdoutIsTerminal
+            var view = LiveView(device: choice.device)
+            var jsonl: [String] = [], csv: [String] = [WearableLine.csvHeader]
+            var samples = 0, gestures = 0
+            let base = self.base, json = output.json
+            try await WearableCommand.stream(choice, setup, emit: { line in
+                if live { view.take(line) }
+                if let text = try? Output.jsonLine(line) { jsonl.append(text) }
+                if let row = line.csvRow { csv.append(row) }
+                if line.type == "sample" { samples += 1 } else if line.type == "gesture" { gestures += 1 }
+            }, finish: { summary in
+                if live { view.draw(force: true) }
+                let files = [(base + ".jsonl", jsonl), (base + ".csv", csv)]
+                let failure: String? = try await DedicatedThread.run(name: "record") {
+                    for (file, lines) in files {
+                        do {
+                            try Data((lines.joined(separator: "\n") + "\n").utf8).write(to: URL(fileURLWithPath: file), options: .atomic)
+                        } catch {
+                            return "cannot write \(file): \((error as NSError).localizedDescription)"
+                        }
+                    }
+                    return nil
+                }
+                if let failure { throw failureExit(CommandFailure(message: failure, code: Exit.localIO)) }
+                let written = Written(jsonl: base + ".jsonl", csv: base + ".csv", samples: samples, gestures: gestures, summary: summary)
+                try Output.emit(written, json: json) {
+                    WearableCommand.summaryText(summary) + "\nwrote \(samples) samples and \(gestures) gestures to \(written.jsonl) and \(written.csv)"
+                }
+            })
+        }
+    }
+}
+
+/// The live view on a terminal: per sensor its latest value, samples and gaps; the latest gestures; redrawn in place
+/// at most 10 times a second.
+struct LiveView {
+    var device: String
+    var state = "opening"
+    var periods: [String: Int] = [:]
+    var latest: [String: WearableLine] = [:]
+    var counts: [String: (samples: Int, gaps: Int, missing: Int)] = [:]
+    var gestures: [String] = []
+    var gestureCount = 0
+    var malformed = 0
+    var deviceTime: Int64 = 0
+    var origin: Int64?
+    var drawnLines = 0
+    var lastDraw = ContinuousClock.now - .seconds(1)
+
+    init(device: String) { self.device = device }
+
+    mutating func take(_ line: WearableLine) {
+        switch (line.type, line.event) {
+        case ("event", "opened"): state = "open"
+        case ("event", "configured"): periods = line.periods ?? [:]
+        case ("event", "malformed"): malformed += 1
+        case ("event", "closed"): state = line.error.map { "closed: \($0)" } ?? "closed"
+        case ("sample", _):
+            guard let sensor = line.sensor else { break }
+            latest[sensor] = line
+            var c = counts[sensor] ?? (0, 0, 0)
+            c.samples += 1
+            if let m = line.missingBefore, m > 0 { c.gaps += 1; c.missing += m }
+            counts[sensor] = c
+            if let t = line.deviceTime { deviceTime = max(deviceTime, t); origin = origin ?? t }
+        case ("gesture", _):
+            gestureCount += 1
+            let at = line.deviceTime.map { t in String(format: " @ %.1f s", Double(t - (origin ?? t)) / 1000) } ?? ""
+            gestures = Array((gestures + ["\(line.gesture ?? "?")\(at)"]).suffix(3))
+        default: break
+        }
+        draw(force: line.type == "event")
+    }
+
+    mutating func draw(force: Bool = false) {
+        let now = ContinuousClock.now
+        guard force || now - lastDraw >= .milliseconds(100) else { return }
+        lastDraw = now
+        func n(_ v: Double?) -> String { v.map { String(format: "%+8.3f", $0) } ?? "" }
+        var lines = [String(format: "%@  %@  device time %.1f s", device, state, Double(deviceTime - (origin ?? deviceTime)) / 1000)]
+        for sensor in periods.keys.sorted() {
+            let l = latest[sensor], c = counts[sensor] ?? (0, 0, 0)
+            let unit = (try? WearableCommand.sensor(named: sensor)).map(WearableCommand.unit) ?? ""
+            let values = [n(l?.x), n(l?.y), n(l?.z), l?.w == nil ? nil : n(l?.w)].compactMap { $0 }.joined(separator: " ")
+            lines.append("\(sensor.padding(toLength: 14, withPad: " ", startingAt: 0)) \(periods[sensor]!) ms  \(values) \(unit)   "
+                + "\(c.samples) samples, \(c.gaps) gaps (\(c.missing) missing)")
+        }
+        lines.append("gestures \(gestureCount)\(gestures.isEmpty ? "" : ": " + gestures.joined(separator: ", "))"
+            + (malformed > 0 ? "   malformed notifications \(malformed)" : ""))
+        var text = drawnLines > 0 ? "\u{1B}[\(drawnLines)A" : ""
+        text += lines.map { "\u{1B}[2K" + $0 + "\n" }.joined()
+        Console.out(text)
+        drawnLines = lines.count
+    }
+}
