@@ -174,11 +174,6 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict),
-        // The BLE wearable's end-to-end driver for the VM scenario (tools/vm/tuneup): peripheral, LE search, a session.
-        .executableTarget(
-            name: "wearable-ble-e2e",
-            dependencies: ["TuneupKit", "Transport", "Wearable", "WearableSession", "WearableSimulator"],
-            swiftSettings: strict),
         // Benchmarks: `swift run -c release tuneup-bench --help`.
         .executableTarget(
             name: "tuneup-bench",

@@ -1,7 +1,6 @@
 import BluetoothTransport
 import Logging
 import Transport
-import WearableSimulator
 
 /// Opens `ble:` addresses: an ATT bearer (L2CAP LE, CID 4) to a Bluetooth LE device, from the adapter
 /// `TUNEUP_BT_ADAPTER` names (else the kernel's choice). The link carries one ATT PDU per packet, so a Wearable session
@@ -39,26 +38,3 @@ public enum BLEBridge {
     }
 }
 
-/// A simulated wearable as a real BLE peripheral: its GATT server on the ATT channel of `adapter`, advertising the
-/// 0xFDD2 service and the device's name, served by the generic `SimulatedDeviceServer` (the device speaks ATT on the
-/// packet links the listener accepts). Stop it with `server.shutdown()`.
-public struct BLEWearablePeripheral: Sendable {
-    public let server: WearableSimulatorServer
-    public let listener: ATTListener
-
-    /// Where centrals reach it: `ble:ADAPTERADDRESS`.
-    public var endpoint: String { listener.endpoint }
-
-    public static func start(_ device: SimulatedWearable, adapter: String, logger: Logger? = nil) async throws -> BLEWearablePeripheral {
-        let server = try WearableSimulatorServer(devices: [device], logger: logger)
-        let listener = try await ATTListener.bind(adapter: adapter, name: device.deviceDescription, service: 0xFDD2, logger: logger)
-        try server.attach(listener, toDevice: 0)
-        return BLEWearablePeripheral(server: server, listener: listener)
-    }
-
-    /// Devices advertising the Wearable service (0xFDD2), by an LE scan of `duration` on `adapter` (nil:
-    /// `TUNEUP_BT_ADAPTER`, else the first adapter that is up).
-    public static func search(adapter: String? = nil, for duration: Duration, logger: Logger? = nil) async throws -> [BLEAdvertisement] {
-        try await BLEScanner.scan(adapter: adapter ?? BluetoothBridge.adapterFromEnvironment(), for: duration, service: 0xFDD2, logger: logger)
-    }
-}

@@ -5,11 +5,9 @@ set -euo pipefail
 out=$1
 root=$(cd "$(dirname "$0")/../../.." && pwd)
 cd "$root"
-for product in tuneup wearable-ble-e2e; do
-  swift build -c release --static-swift-stdlib --product $product --scratch-path "$root/.build-static" >&2
-  strip -o "$out/$product" "$root/.build-static/release/$product"
-  echo "$out/$product:/usr/bin/$product"
-done
+swift build -c release --static-swift-stdlib --product tuneup --scratch-path "$root/.build-static" >&2
+strip -o "$out/tuneup" "$root/.build-static/release/tuneup"
+echo "$out/tuneup:/usr/bin/tuneup"
 for f in app-1.5.0.img app-2.0.0.img dev-public.pem; do echo "$root/firmware-images/$f:/images/$f"; done
 # The station's recipe, with the images it names where its relative paths lead (../firmware-images).
 echo "$root/recipes/sim-headset.yaml:/recipes/sim-headset.yaml"
