@@ -26,7 +26,8 @@ public actor WearableDeviceSession {
         public var requests: RequestOptions
         /// The receive MTU the session offers.
         public var mtu: UInt16
-        /// How many undelivered readings a listener keeps before the oldest are dropped (nil: all).
+        /// How many notifications' worth of undelivered readings a listener keeps before the oldest are dropped (nil:
+        /// all).
         public var listenerBuffer: Int?
 
         public init(requests: RequestOptions = RequestOptions(timeout: .seconds(2), retransmissions: 1),
@@ -67,7 +68,9 @@ public actor WearableDeviceSession {
     private var opening = false
     private var tasks: [Task<Void, Never>] = []
     private let eventBroadcast = Broadcast<WearableEvent>()
-    private var readingBroadcast = Broadcast<SensorReading>()
+    /// The readings of one notification at a time: each listener is handed a notification's readings at once (one
+    /// wake-up per notification, not one per reading) and takes them one by one (`ReadingCursor`).
+    private var readingBroadcast = Broadcast<[SensorReading]>()
     private var gestureBroadcast = Broadcast<GestureReading>()
 
     /// A session that opens its links with `connect`.
@@ -101,7 +104,8 @@ public actor WearableDeviceSession {
 
     /// Every sensor sample from now on, in order, until the session closes (subscribing while closed: the next open).
     public func sensorReadings() -> AsyncStream<SensorReading> {
-        readingBroadcast.subscribe(bufferingPolicy: options.listenerBuffer.map { .bufferingNewest($0) } ?? .unbounded)
+        let cursor = ReadingCursor(readingBroadcast.subscribe(bufferingPolicy: options.listenerBuffer.map { .bufferingNewest(max(1, $0)) } ?? .unbounded))
+        return AsyncStream(unfolding: { await cursor.next() })
     }
 
     /// Every gesture from now on, until the session closes.
@@ -376,7 +380,12 @@ public actor WearableDeviceSession {
             case let .failure(error): malformed(.sensorData, error)
             case let .success(records):
                 statistics.sensorNotifications += 1
-                for record in records { deliver(record, hostTime: hostTime) }
+                var batch: [SensorReading] = []
+                batch.reserveCapacity(records.count)
+                for record in records {
+                    if let reading = reading(record, hostTime: hostTime) { batch.append(reading) }
+                }
+                if !batch.isEmpty { readingBroadcast.yield(batch) }
             }
         case .gestureData:
             do throws(WearableError) {
@@ -400,11 +409,12 @@ public actor WearableDeviceSession {
         }
     }
 
-    private func deliver(_ record: SensorRecord, hostTime: Duration) {
-        guard let entry = sensorInformation?[record.sensor] else { return }
+    /// The reading of one record, counted in the statistics (nil for a sensor the information does not list).
+    private func reading(_ record: SensorRecord, hostTime: Duration) -> SensorReading? {
+        guard let entry = sensorInformation?[record.sensor] else { return nil }
         let time = unwrapper.unwrap(record.timestamp)
-        let periods = [sensorConfiguration, pendingSensorConfiguration].compactMap { $0?.period(of: record.sensor)?.milliseconds }
-        let period = Int64(periods.max() ?? 0)
+        let period = Int64(max(sensorConfiguration?.period(of: record.sensor)?.milliseconds ?? 0,
+                               pendingSensorConfiguration?.period(of: record.sensor)?.milliseconds ?? 0))
         let missing = gapDetectors[record.sensor, default: GapDetector()].missing(before: time, period: period)
         var counts = statistics[record.sensor]
         counts.samples += 1
@@ -415,9 +425,8 @@ public actor WearableDeviceSession {
             counts.missingSamples += missing
         }
         statistics.sensors[record.sensor] = counts
-        readingBroadcast.yield(SensorReading(sensor: record.sensor, timestamp: record.timestamp, deviceTime: time, hostTime: hostTime,
-                                             sample: record.sample, value: record.sample.scaled(by: entry.range),
-                                             missingBefore: max(0, missing)))
+        return SensorReading(sensor: record.sensor, timestamp: record.timestamp, deviceTime: time, hostTime: hostTime,
+                             sample: record.sample, value: record.sample.scaled(by: entry.range), missingBefore: max(0, missing))
     }
 
     private func malformed(_ c: WearableCharacteristic, _ error: WearableError) {
@@ -489,5 +498,25 @@ public actor WearableDeviceSession {
         if let e = error as? WearableSessionError { return e }
         if error is CancellationError { return WearableSessionError(.notOpen, "cancelled", category: .connection) }
         return WearableSessionError(.malformedReply, "\(error)", category: .device)
+    }
+}
+
+/// One listener's position in the notifications' batches of readings: hands them out one at a time. Used by the one
+/// consumer of its `AsyncStream` only (`AsyncStream(unfolding:)` calls it for one `next()` at a time).
+private final class ReadingCursor: @unchecked Sendable {
+    private var batches: AsyncStream<[SensorReading]>.Iterator
+    private var batch: [SensorReading] = []
+    private var index = 0
+
+    init(_ stream: AsyncStream<[SensorReading]>) { batches = stream.makeAsyncIterator() }
+
+    func next() async -> SensorReading? {
+        while index >= batch.count {
+            guard let next = await batches.next() else { return nil }
+            batch = next
+            index = 0
+        }
+        defer { index += 1 }
+        return batch[index]
     }
 }

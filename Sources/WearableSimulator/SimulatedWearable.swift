@@ -120,6 +120,13 @@ public final class SimulatedWearable: SimulatedDevice {
         for (t, wire) in targets { try? await t.send(GATTServerConnection.encodeNotification(handle: handle, value: bytes, wire: wire)) }
     }
 
+    /// Sends `bytes` as a gesture data notification on every link with gesture notifications on (for malformed input).
+    public func sendRawGestureData(_ bytes: [UInt8]) async {
+        let entry = layout[.gestureData]!
+        let targets = state.withLock { s in s.links.values.filter { $0.notifying.contains(entry.configurationHandle) }.map(\.transport) }
+        for t in targets { try? await t.send(GATTFraming.encode(.notification(handle: entry.valueHandle, value: bytes))) }
+    }
+
     /// The configuration of the only (or first) link open, for tests.
     public var linkConfigurations: [SensorConfiguration] { state.withLock { s in s.links.keys.sorted().map { s.links[$0]!.sensors } } }
 

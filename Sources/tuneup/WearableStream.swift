@@ -342,6 +342,9 @@ extension WearableCommand {
             let base = self.base, json = output.json
             try await WearableCommand.stream(choice, setup, emit: { line in
                 if live { view.take(line) }
+                if !live, line.event == "configured" {
+                    Console.err("recording to \(base).jsonl and \(base).csv" + (setup.duration.map { " for \($0)" } ?? "") + "; Ctrl-C stops\n")
+                }
                 if let text = try? Output.jsonLine(line) { jsonl.append(text) }
                 if let row = line.csvRow { csv.append(row) }
                 if line.type == "sample" { samples += 1 } else if line.type == "gesture" { gestures += 1 }

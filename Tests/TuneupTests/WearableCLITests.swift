@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 #if canImport(FoundationXML)
 import FoundationXML
 #endif
@@ -283,6 +284,37 @@ struct WearableCLITests {
         try Data("hello\n".utf8).write(to: URL(fileURLWithPath: notARecording))
         let bad = try await CLI.run(["wearable", "plot", notARecording])
         #expect(bad.status == 65 && bad.stderrLines.count == 1 && bad.stderr.contains("bad.jsonl:1"), "\(bad.stderr)")
+    }
+
+    /// Ctrl-C stops a recording without a duration: exit 0, both files written with what arrived.
+    @Test func ctrlCStopsARecordingAndItsFilesAreWritten() async throws {
+        let base = Scratch.directory + "/interrupted"
+        let (process, errors) = try await offThePool { () -> (Process, Collector) in
+            let p = Process()
+            p.executableURL = CLI.binary
+            p.arguments = ["wearable", "record", base, "--sensor", "gyroscope", "--period", "40ms"]
+            let err = Pipe()
+            p.standardOutput = FileHandle.nullDevice
+            p.standardError = err
+            try p.run()
+            return (p, Collector(err.fileHandleForReading))
+        }
+        let started = await errors.lines(1)
+        #expect(started.first?.hasPrefix("recording to \(base).jsonl") == true, "\(started)")
+        let status = try await offThePool { () -> Int32 in
+            kill(process.processIdentifier, SIGINT)
+            let deadline = Date().addingTimeInterval(30)
+            while process.isRunning && Date() < deadline { usleep(10_000) }
+            if process.isRunning { process.terminate() }
+            process.waitUntilExit()
+            return process.terminationStatus
+        }
+        let stderr = await errors.text()
+        #expect(status == 0, "\(stderr)")
+        let lines = try jsonLines(try String(contentsOfFile: base + ".jsonl", encoding: .utf8))
+        #expect(lines.first?["event"] as? String == "opened" && lines.last?["type"] as? String == "summary")
+        let csv = try String(contentsOfFile: base + ".csv", encoding: .utf8)
+        #expect(csv.hasPrefix("kind,sensor_or_gesture,"))
     }
 
     @Test func simWearableOnAPseudoTerminal() async throws {
