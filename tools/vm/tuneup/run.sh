@@ -167,7 +167,7 @@ check ble-info timeout 30 tuneup wearable info --device "$bleaddr"
 expect ble-info-product /tmp/ble-info.out "0x4020 variant 1"
 expect ble-info-mtu /tmp/ble-info.out "247"
 t=$(now)
-(sleep 2; echo double-tap >&3; sleep 1; echo double-tap >&3) &
+(for s in 3 1 1 1; do sleep $s; echo double-tap >&3; done) &
 check ble-stream timeout 40 tuneup wearable stream --device "$bleaddr" --period 20ms --duration 4s --format json
 echo "INFO ble session (connect, discovery, reads, 4 s of streaming): $(since $t) s"
 grep '"type":"summary"' /tmp/ble-stream.out | sed 's/^/INFO ble stream: /'
