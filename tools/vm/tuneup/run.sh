@@ -151,6 +151,8 @@ fi
 # takes the ATT channel).
 kill $btd; wait $btd 2>/dev/null
 failed_before=$failed
+# The kernel connects LE only on adapters with LE enabled (bluetoothd does it; without it, btmgmt).
+for a in 0 1; do timeout 10 btmgmt --index $a le on >/tmp/btmgmt-$a.out 2>&1 || echo "INFO btmgmt le on hci$a: $(tail -1 /tmp/btmgmt-$a.out)"; done
 rm -f /tmp/ble-ctl; mkfifo /tmp/ble-ctl
 tuneup sim wearable --ble hci0 --seed 3 </tmp/ble-ctl >/tmp/ble-sim.out 2>/tmp/ble-sim.err &
 blesim=$!
