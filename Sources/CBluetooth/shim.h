@@ -10,6 +10,7 @@
 #include <sys/prctl.h>
 #include <bluetooth/bluetooth.h>
 #include <bluetooth/hci.h>
+#include <bluetooth/hci_lib.h>
 #include <bluetooth/rfcomm.h>
 #include <bluetooth/l2cap.h>
 #include <bluetooth/sdp.h>
@@ -25,6 +26,7 @@ _Static_assert(TUNEUP_HCIGETDEVINFO == HCIGETDEVINFO, "HCIGETDEVINFO differs fro
 /* The kernel ABI the Swift code relies on (it builds and reads these structures byte by byte). */
 _Static_assert(sizeof(struct sockaddr_rc) == 10, "sockaddr_rc is 10 bytes");
 _Static_assert(sizeof(struct hci_dev_req) == 8, "hci_dev_req is 8 bytes");
+_Static_assert(sizeof(struct sockaddr_l2) == 14, "sockaddr_l2 is 14 bytes (BLE: CID and address type)");
 
 /* ioctl with a pointer argument (ioctl is variadic in C). */
 static inline int tuneup_bt_ioctl(int fd, unsigned long request, void *arg) {

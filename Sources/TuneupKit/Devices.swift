@@ -53,6 +53,7 @@ public enum Devices {
         }
         for scheme in builtIn.schemes where schemes.scheme(named: scheme.name) == nil { schemes.register(scheme) }
         schemes.register(WearableSimulatorBridge.addressScheme)
+        schemes.register(BLEBridge.addressScheme)
         return schemes
     }()
 
@@ -76,6 +77,7 @@ public enum Devices {
         connector.register(WearableSimulatorBridge.scheme) { address, _ in try WearableSimulatorBridge.open(address) }
         connector.register("usb") { address, _ in try await usb.open(address) }
         connector.register("bt") { address, context in try await BluetoothBridge.open(address, logger: context.logger) }
+        connector.register(BLEBridge.scheme) { address, context in try await BLEBridge.open(address, logger: context.logger) }
         connector.logger = options.transportLogger
         connector.linkConditions = options.linkConditions
         return connector

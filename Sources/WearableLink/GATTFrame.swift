@@ -120,6 +120,10 @@ public struct ATTError: RawRepresentable, Sendable, Hashable, CustomStringConver
     public static let writeNotPermitted = ATTError(rawValue: 0x03)
     public static let invalidPDU = ATTError(rawValue: 0x04)
     public static let requestNotSupported = ATTError(rawValue: 0x06)
+    public static let invalidOffset = ATTError(rawValue: 0x07)
+    public static let attributeNotFound = ATTError(rawValue: 0x0A)
+    public static let attributeNotLong = ATTError(rawValue: 0x0B)
+    public static let unsupportedGroupType = ATTError(rawValue: 0x10)
     public static let invalidAttributeValueLength = ATTError(rawValue: 0x0D)
     public static let unlikelyError = ATTError(rawValue: 0x0E)
     public static let valueNotAllowed = ATTError(rawValue: 0x13)
@@ -139,7 +143,8 @@ public struct ATTError: RawRepresentable, Sendable, Hashable, CustomStringConver
     public var description: String {
         let names: [UInt8: String] = [
             0x01: "invalid handle", 0x02: "read not permitted", 0x03: "write not permitted", 0x04: "invalid PDU",
-            0x06: "request not supported", 0x0D: "invalid attribute value length", 0x0E: "unlikely error",
+            0x06: "request not supported", 0x07: "invalid offset", 0x0A: "attribute not found", 0x0B: "attribute not long",
+            0x10: "unsupported group type", 0x0D: "invalid attribute value length", 0x0E: "unlikely error",
             0x13: "value not allowed", 0x80: "period not available", 0x81: "too many sensors",
             0x82: "payload budget exceeded", 0x83: "sensor not available", 0x84: "gesture not available",
             0x85: "mixed periods",

@@ -3,8 +3,9 @@ import Transport
 import Wearable
 import WearableLink
 
-/// A session with one Bose Wearable device over any Tuneup link carrying the GATT framing (`GATTFraming`): the
-/// library side of the seed's `WearableDeviceSession` and `WearableDevice`.
+/// A session with one Bose Wearable device over any Tuneup link: the GATT framing (`GATTFraming`) on byte streams,
+/// real ATT on packet links (BLE: `ATTClient`); the library side of the seed's `WearableDeviceSession` and
+/// `WearableDevice`.
 ///
 /// - `open()` connects, exchanges the MTU, discovers the 0xFDD2 service, reads DeviceInformation, SensorInformation,
 ///   GestureInformation and both configurations, and turns the notifications on. `close()` ends it; `open()` again
@@ -56,7 +57,7 @@ public actor WearableDeviceSession {
     private let clock: any Clock<Duration>
     private let elapsed: @Sendable () -> Duration
     private let logger: Logger
-    private var link: GATTLinkSession?
+    private var link: (any GATTClient)?
     private var layout: GATTServiceLayout?
     private var parser: SensorDataParser?
     private var unwrapper = TimestampUnwrapper()
@@ -132,7 +133,7 @@ public actor WearableDeviceSession {
         defer { opening = false }
         generation += 1
         let current = generation
-        var session: GATTLinkSession?
+        var session: (any GATTClient)?
         do {
             let transport: any Transport
             do {
@@ -144,8 +145,7 @@ public actor WearableDeviceSession {
             } catch {
                 throw WearableSessionError(.connectFailed, "cannot open \(peer): \(error)", category: .connection)
             }
-            let s = GATTLinkSession(transport: transport, definition: GATTLinkProtocol(), options: options.requests,
-                                    clock: clock, logger: logger)
+            let s = await GATTClients.client(on: transport, options: options.requests, clock: clock, logger: logger)
             session = s
             let pushes = await s.pushes()
             let linkEvents = await s.events()
@@ -153,15 +153,15 @@ public actor WearableDeviceSession {
             unwrapper = TimestampUnwrapper()
             gapDetectors = [:]
 
-            switch try await s.request(.exchangeMTURequest(mtu: options.mtu)) {
+            switch try await s.perform(.exchangeMTURequest(mtu: options.mtu)) {
             case let .exchangeMTUResponse(theirs): mtu = max(23, min(options.mtu, theirs))
             case let .errorResponse(_, _, e, _) where e == .requestNotSupported: mtu = 23
             case let other: throw unexpected(other, "MTU exchange")
             }
             let found: GATTServiceLayout
-            switch try await s.request(.discoverRequest) {
+            switch try await s.perform(.discoverRequest) {
             case let .discoverResponse(l): found = l
-            case let .errorResponse(_, _, e, r): throw WearableSessionError(.notAWearable, "\(peer) has no GATT services to discover: \(e) \(r)", category: .device)
+            case let .errorResponse(_, _, e, r): throw WearableSessionError(.notAWearable, "\(peer) is not a Bose Wearable device: service discovery failed with \(e)" + (r.isEmpty ? "" : ": \(r)"), category: .device)
             case let other: throw unexpected(other, "service discovery")
             }
             guard found.serviceUUID16 == WearableService.uuid16 else {
@@ -442,7 +442,7 @@ public actor WearableDeviceSession {
 
     // MARK: GATT operations
 
-    private func openLink() throws(WearableSessionError) -> GATTLinkSession {
+    private func openLink() throws(WearableSessionError) -> any GATTClient {
         guard let link else { throw notOpenError() }
         return link
     }
@@ -456,22 +456,22 @@ public actor WearableDeviceSession {
         return entry
     }
 
-    private func read(_ c: WearableCharacteristic, on s: GATTLinkSession) async throws -> [UInt8] {
+    private func read(_ c: WearableCharacteristic, on s: any GATTClient) async throws -> [UInt8] {
         let entry = try handle(c)
-        switch try await s.request(.readRequest(handle: entry.valueHandle)) {
+        switch try await s.perform(.readRequest(handle: entry.valueHandle)) {
         case let .readResponse(_, value): return value
         case let .errorResponse(op, h, e, reason): throw WearableSessionError.refusal(GATTKey(requestOpcode: op, handle: h), e, reason)
         case let other: throw unexpected(other, "read of the \(c)")
         }
     }
 
-    private func write(_ c: WearableCharacteristic, _ value: [UInt8], on s: GATTLinkSession) async throws {
+    private func write(_ c: WearableCharacteristic, _ value: [UInt8], on s: any GATTClient) async throws {
         let entry = try handle(c)
         try await write(handle: entry.valueHandle, value, what: "\(c)", on: s)
     }
 
-    private func write(handle: UInt16, _ value: [UInt8], what: String, on s: GATTLinkSession) async throws {
-        switch try await s.request(.writeRequest(handle: handle, value: value)) {
+    private func write(handle: UInt16, _ value: [UInt8], what: String, on s: any GATTClient) async throws {
+        switch try await s.perform(.writeRequest(handle: handle, value: value)) {
         case .writeResponse: return
         case let .errorResponse(_, _, e, reason):
             throw WearableSessionError(.refused, "the device refused the \(what) write: \(e)" + (reason.isEmpty ? "" : ": \(reason)"),
@@ -480,7 +480,7 @@ public actor WearableDeviceSession {
         }
     }
 
-    private func setNotifications(_ c: WearableCharacteristic, on: Bool, link s: GATTLinkSession) async throws {
+    private func setNotifications(_ c: WearableCharacteristic, on: Bool, link s: any GATTClient) async throws {
         let entry = try handle(c)
         guard entry.configurationHandle != 0 else { throw WearableSessionError(.notAWearable, "\(peer): \(c) has no notification descriptor", category: .device) }
         try await write(handle: entry.configurationHandle, on ? [0x01, 0x00] : [0x00, 0x00], what: "\(c) notification descriptor", on: s)

@@ -5,8 +5,9 @@ import Transport
 import Wearable
 import WearableLink
 
-/// A simulated Bose Wearable device: the 0xFDD2 service over the GATT framing (`GATTFraming`) on any link a
-/// `SimulatedDeviceServer` hands it.
+/// A simulated Bose Wearable device: the 0xFDD2 service on any link a `SimulatedDeviceServer` hands it, in the GATT
+/// framing (`GATTFraming`) on byte streams and as real ATT PDUs on packet links (an L2CAP LE channel: the device is
+/// then a BLE peripheral; `GATTServerConnection` answers ATT discovery from the same layout).
 ///
 /// - Reads of DeviceInformation, SensorInformation, GestureInformation and both configurations; writes of the
 ///   configurations and of the notification descriptors; MTU exchange and discovery (`GATTServiceLayout.wearable`).
@@ -41,6 +42,7 @@ public final class SimulatedWearable: SimulatedDevice {
 
     private struct Link {
         let transport: any Transport
+        let wire: GATTWire
         var mtu: UInt16 = 23
         var notifying: Set<UInt16> = []
         var sensors: SensorConfiguration
@@ -113,9 +115,9 @@ public final class SimulatedWearable: SimulatedDevice {
     public func sendRawSensorData(_ bytes: [UInt8]) async {
         let handle = layout[.sensorData]!.valueHandle
         let targets = state.withLock { s in
-            s.links.values.filter { $0.notifying.contains(layout[.sensorData]!.configurationHandle) }.map(\.transport)
+            s.links.values.filter { $0.notifying.contains(layout[.sensorData]!.configurationHandle) }.map { ($0.transport, $0.wire) }
         }
-        for t in targets { try? await t.send(GATTFraming.encode(.notification(handle: handle, value: bytes))) }
+        for (t, wire) in targets { try? await t.send(GATTServerConnection.encodeNotification(handle: handle, value: bytes, wire: wire)) }
     }
 
     /// Sends `bytes` as a gesture data notification on every link with gesture notifications on (for malformed input).
@@ -136,21 +138,22 @@ public final class SimulatedWearable: SimulatedDevice {
             return
         }
         let streamer = Task { await self.stream(id) }
-        var decoder = GATTStreamDecoder()
+        var connection = GATTServerConnection(wire: Self.wire(of: link), layout: layout)
         receiving: while !Task.isCancelled {
             let chunk: [UInt8]
             do { chunk = try await link.receive() } catch { break }
-            decoder.append(chunk)
-            while let item = decoder.next() {
-                let reply: GATTPDU?
+            connection.append(chunk)
+            while let item = connection.next() {
+                let reply: [UInt8]?
                 switch item {
-                case let .pdu(pdu): reply = handle(pdu, on: id)
-                case let .rejected(error):
-                    logger?.debug("\(deviceDescription): undecodable frame: \(error.message)")
+                case let .request(pdu): reply = handle(pdu, on: id).flatMap { connection.encode(response: $0) }
+                case let .reply(bytes): reply = bytes
+                case let .rejected(reason):
+                    logger?.debug("\(deviceDescription): undecodable input: \(reason)")
                     reply = nil
                 }
                 if let reply {
-                    do { try await link.send(GATTFraming.encode(reply)) } catch { break receiving }
+                    do { try await link.send(reply) } catch { break receiving }
                 }
             }
         }
@@ -162,6 +165,9 @@ public final class SimulatedWearable: SimulatedDevice {
         }
         await link.close()
     }
+
+    /// GATT travels as real ATT on packet links, in Tuneup's framing on byte streams.
+    static func wire(of link: any Transport) -> GATTWire { link.framing == .packets ? .att : .framed }
 
     public func shutdown() async {
         state.withLock { $0.stopped = true }
@@ -175,7 +181,7 @@ public final class SimulatedWearable: SimulatedDevice {
         return state.withLock { s in
             guard !s.stopped else { return nil }
             s.nextID += 1
-            s.links[s.nextID] = Link(transport: link, sensors: sensors, gestures: gestures, producedThrough: through)
+            s.links[s.nextID] = Link(transport: link, wire: Self.wire(of: link), sensors: sensors, gestures: gestures, producedThrough: through)
             s.statistics.linksServed += 1
             s.statistics.linksOpen = s.links.count
             return s.nextID
@@ -376,7 +382,7 @@ public final class SimulatedWearable: SimulatedDevice {
                         for r in batch { s.statistics.recordsDropped[r.sensor, default: 0] += 1 }
                     } else {
                         let value = (try? SensorDataNotification(records: batch).encoded()) ?? []
-                        frames.append(GATTFraming.encode(.notification(handle: dataHandles.valueHandle, value: value)))
+                        frames.append(GATTServerConnection.encodeNotification(handle: dataHandles.valueHandle, value: value, wire: link.wire))
                         s.statistics.sensorNotificationsSent += 1
                         for r in batch { s.statistics.recordsSent[r.sensor, default: 0] += 1 }
                     }
@@ -397,7 +403,7 @@ public final class SimulatedWearable: SimulatedDevice {
             if link.notifying.contains(gestureHandles.configurationHandle) {
                 for (g, time) in made where link.gestures.isEnabled(g) {
                     let value = GestureData(gesture: g, timestamp: UInt16(truncatingIfNeeded: boot + time)).encoded()
-                    frames.append(GATTFraming.encode(.notification(handle: gestureHandles.valueHandle, value: value)))
+                    frames.append(GATTServerConnection.encodeNotification(handle: gestureHandles.valueHandle, value: value, wire: link.wire))
                     s.statistics.gesturesSent[g, default: 0] += 1
                 }
             }

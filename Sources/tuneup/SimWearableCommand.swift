@@ -1,4 +1,5 @@
 import ArgumentParser
+import BluetoothTransport
 import Logging
 import Simulator
 import Transport
@@ -10,10 +11,12 @@ extension SimCommand {
     struct WearableSim: AsyncParsableCommand, HandlesItsOwnSignals {
         static let configuration = CommandConfiguration(
             commandName: "wearable",
-            abstract: "Simulate a Bose Wearable device (sensors and gestures) on TCP or on a pseudo-terminal.",
+            abstract: "Simulate a Bose Wearable device (sensors and gestures) on TCP, a pseudo-terminal or BLE.",
             discussion: """
-                Prints the device's address (tcp:HOST:PORT, or serial:/dev/pts/N with --pty) on the first line of \
-                stdout, then serves until Ctrl-C or 'quit' on stdin. Every connection starts with every sensor and \
+                Prints the device's address (tcp:HOST:PORT, serial:/dev/pts/N with --pty, ble:ADAPTERADDRESS with \
+                --ble) on the first line of stdout, then serves until Ctrl-C or 'quit' on stdin. With --ble ADAPTER \
+                it is a BLE peripheral: its GATT service on the adapter's ATT channel, advertising 0xFDD2 (keep \
+                bluetoothd off that adapter). Every connection starts with every sensor and \
                 gesture disabled. The head moves as --seed makes it (turns, nods, shakes, stillness) or as --motion \
                 writes it out; a nod ends with a headNod gesture, a shake with a headShake. Lines on stdin:
                   tap | double-tap        a single or double tap gesture at the next transmission
@@ -26,6 +29,7 @@ extension SimCommand {
                   tuneup sim wearable --listen tcp:127.0.0.1:4500 --seed 7
                   tuneup sim wearable --pty --motion 'still:1,nod:20:2:1.2,turn:45:1,shake:25:2:1.4'
                   tuneup sim wearable --drop-notifications 10,11,50 --boot-timestamp 65000
+                  tuneup sim wearable --ble hci0 --seed 3
                 """)
 
         @Option(help: ArgumentHelp("Listen on tcp:HOST:PORT (port 0 picks a free port).", valueName: "addr"))
@@ -33,6 +37,9 @@ extension SimCommand {
 
         @Flag(help: "Serve on a pseudo-terminal instead of TCP (usable as serial:PATH).")
         var pty = false
+
+        @Option(help: ArgumentHelp("Serve as a BLE peripheral on this adapter (hciN or its address): ATT over L2CAP, advertising.", valueName: "adapter"))
+        var ble: String?
 
         @Option(help: ArgumentHelp("The head's motion (and so every sample and gesture) comes from this seed.", valueName: "n"))
         var seed: UInt64 = 1
@@ -57,8 +64,9 @@ extension SimCommand {
         var verbose = false
 
         func validate() throws {
-            if listen != nil, pty { throw ValidationError("choose one of --listen and --pty") }
-            if !pty { _ = try listenAddress() }
+            if [listen != nil, pty, ble != nil].filter({ $0 }).count > 1 { throw ValidationError("choose one of --listen, --pty and --ble") }
+            if let ble { _ = try AdapterSelector(parsing: ble) }
+            if !pty && ble == nil { _ = try listenAddress() }
             if let motion { _ = try WearableSim.parseMotion(motion) }
             _ = try dropIndices()
             if let stall { _ = try WearableCommand.sensor(named: stall) }
@@ -125,6 +133,8 @@ extension SimCommand {
                 let listener: any TransportListener
                 if pty {
                     listener = try PseudoTerminal.open(logger: verbose ? logger : nil)
+                } else if let ble {
+                    listener = try await ATTListener.bind(adapter: ble, name: device.deviceDescription, logger: verbose ? logger : nil)
                 } else {
                     let (host, port) = try listenAddress()
                     listener = try await TCPListener.bind(host: host, port: port, logger: verbose ? logger : nil)

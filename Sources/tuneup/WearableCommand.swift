@@ -29,12 +29,12 @@ struct WearableCommand: AsyncParsableCommand {
               tuneup wearable record /tmp/walk --duration 3s --device sim:wearable:7
               tuneup wearable plot /tmp/walk.jsonl
             """,
-        subcommands: [Info.self, Sensors.self, Gestures.self, Stream.self, Record.self, Plot.self])
+        subcommands: [Info.self, Sensors.self, Gestures.self, Stream.self, Record.self, Plot.self, Search.self])
 
     /// Where the wearable is.
     struct DeviceChoice: ParsableArguments {
         @Option(name: .shortAndLong, help: ArgumentHelp(
-            "The wearable: sim:wearable[:SEED] (default), tcp:HOST:PORT, serial:PATH.", valueName: "addr"))
+            "The wearable: sim:wearable[:SEED] (default), tcp:HOST:PORT, serial:PATH, ble:AA:BB:CC:DD:EE:FF.", valueName: "addr"))
         var device: String = "sim:wearable"
 
         @Option(parsing: .unconditional, help: ArgumentHelp("Seconds to wait for each reply.", valueName: "seconds"))

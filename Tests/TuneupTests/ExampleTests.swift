@@ -95,6 +95,7 @@ import Testing
             #expect(words.first == "tuneup", "\(example)")
             words.removeFirst()
             if words.contains("--usb-gadget") || words.contains("--rfcomm") { continue }   // tools/vm/e2e.sh runs these
+            if words.contains("--ble") || words.starts(with: ["wearable", "search"]) { continue }   // and these (BLE)
             // A station in watch mode runs until Ctrl-C: StationTests (simulated line) and tools/vm/e2e.sh (USB) run it.
             if words.contains("--watch") { continue }
             words = words.map { word in

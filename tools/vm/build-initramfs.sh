@@ -50,6 +50,8 @@ GUEST_BINS=(
   /usr/sbin/bluetoothd   # the SDP server (needs dbus-daemon)
   /usr/bin/dbus-daemon
   /usr/bin/rfcomm-tester # BlueZ's own RFCOMM self-test, handy to tell rig from test bugs
+  /usr/bin/gatttool      # BlueZ's ATT client: a third-party central for the BLE wearable
+  /usr/bin/btmgmt        # management commands (LE on) without bluetoothd
 )
 
 scenario="" out="$CACHE/initramfs.cpio.gz"

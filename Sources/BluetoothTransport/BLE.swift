@@ -1,0 +1,529 @@
+import CBluetooth
+import Glibc
+import Logging
+import Synchronization
+import Transport
+
+/// A Bluetooth LE device address: six bytes and whether it is a public or a random address. In address syntax
+/// `ble:AA:BB:CC:DD:EE:FF` (public) or `ble:AA:BB:CC:DD:EE:FF:random`.
+public struct BLEAddress: Sendable, Hashable, CustomStringConvertible {
+    public let address: BluetoothAddress
+    public let isRandom: Bool
+
+    public init(_ address: BluetoothAddress, random: Bool = false) {
+        self.address = address
+        self.isRandom = random
+    }
+
+    /// Parses `AA:BB:CC:DD:EE:FF[:public|:random]` (the text after `ble:`); nil for anything else.
+    public init?(parsing text: String) {
+        var parts = text.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
+        var random = false
+        if parts.count == 7 {
+            switch parts.removeLast().lowercased() {
+            case "random": random = true
+            case "public": random = false
+            default: return nil
+            }
+        }
+        guard parts.count == 6, let address = BluetoothAddress(parts.joined(separator: ":")) else { return nil }
+        self.init(address, random: random)
+    }
+
+    public var description: String { "ble:\(address)" + (isRandom ? ":random" : "") }
+
+    /// The kernel's address type (`BDADDR_LE_PUBLIC` 1, `BDADDR_LE_RANDOM` 2).
+    var kernelType: UInt8 { isRandom ? 2 : 1 }
+}
+
+/// A `struct sockaddr_l2` for the ATT fixed channel (CID 4) of an LE link. Internal.
+struct L2CAPLESocketAddress {
+    var address: bdaddr_t
+    var type: UInt8
+    /// The ATT channel.
+    static let attCID: UInt16 = 4
+    static let length = socklen_t(MemoryLayout<sockaddr_l2>.stride)
+
+    init(address: bdaddr_t, type: UInt8) {
+        self.address = address
+        self.type = type
+    }
+
+    init?(_ raw: UnsafeRawBufferPointer) {
+        guard raw.count >= MemoryLayout<sockaddr_l2>.size, Int32(raw.loadUnaligned(as: sa_family_t.self)) == AF_BLUETOOTH else { return nil }
+        let l2 = raw.loadUnaligned(as: sockaddr_l2.self)
+        address = l2.l2_bdaddr
+        type = l2.l2_bdaddr_type
+    }
+
+    func withSockaddr<R>(_ body: (UnsafePointer<sockaddr>, socklen_t) -> R) -> R {
+        var l2 = sockaddr_l2()
+        l2.l2_family = sa_family_t(AF_BLUETOOTH)
+        l2.l2_bdaddr = address
+        l2.l2_cid = Self.attCID.littleEndian
+        l2.l2_bdaddr_type = type
+        var bytes = [UInt8](repeating: 0, count: Int(Self.length))
+        bytes.withUnsafeMutableBytes { $0.storeBytes(of: l2, as: sockaddr_l2.self) }
+        return bytes.withUnsafeBytes { body($0.baseAddress!.assumingMemoryBound(to: sockaddr.self), Self.length) }
+    }
+}
+
+/// ATT bearers over the kernel's L2CAP LE sockets (`AF_BLUETOOTH`, `SOCK_SEQPACKET`, `BTPROTO_L2CAP`, CID 4): the
+/// links of `ble:` addresses. Each is a non-blocking `FileDescriptorTransport` with framing `.packets` (one ATT PDU
+/// per packet), so a Wearable session on it speaks real ATT.
+public enum BLEConnection {
+    /// Connects to the ATT channel of `address`.
+    ///
+    /// - Parameters:
+    ///   - adapter: `hciN` or the adapter's address; nil lets the kernel pick (the first adapter that is up).
+    ///   - timeout: limit for the connection (the kernel waits for the device's advertising, then connects).
+    /// - Throws: `TransportError` "cannot connect to ble:…: REASON": `.unsupported` (no AF_BLUETOOTH: "no Bluetooth
+    ///   support in this kernel"), `.notFound` (no adapter, adapter down, device not advertising or out of range),
+    ///   `.timedOut`, `.connectionRefused`, `.permissionDenied`, `.invalidAddress` (bad adapter) — or `CancellationError`.
+    public static func connect(to address: BLEAddress, adapter: String? = nil, timeout: Duration = .seconds(10),
+                               logger: Logger? = nil) async throws -> any Transport {
+        let context = "cannot connect to \(address)"
+        let selector: AdapterSelector?
+        do {
+            selector = try adapter.map { name throws(TransportError) in try AdapterSelector(parsing: name) }
+        } catch {
+            throw TransportError(.invalidAddress, "\(context): \(error.message)")
+        }
+        return try await Timeouts.run(
+            limit: timeout,
+            timeoutError: TransportError(.timedOut, "\(context): no connection after \(timeout.shortDescription) (is the device on, in range and advertising?)"),
+            discard: { transport in await transport.close() }
+        ) {
+            let type = Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
+            let fd = socket(AF_BLUETOOTH, type, BTPROTO_L2CAP)
+            guard fd >= 0 else { throw BluetoothErrors.socketError(errno, context: context, protocolName: "L2CAP") }
+            var handedOver = false
+            defer { if !handedOver { POSIX.close(fd) } }
+            var local = BluetoothAddress.anyKernelAddress
+            if let selector {
+                let chosen = try BluetoothAdapters.adapter(selector, context: context)
+                guard chosen.isUp else {
+                    throw TransportError(.notFound, "\(context): adapter \(chosen.name) is down (bring it up: hciconfig \(chosen.name) up)")
+                }
+                local = chosen.address.kernelAddress
+                logger?.debug("connecting to \(address) from \(chosen.name) (\(chosen.address))")
+            }
+            guard L2CAPLESocketAddress(address: local, type: 1).withSockaddr({ Glibc.bind(fd, $0, $1) }) == 0 else {
+                throw connectError(errno, address: address, context: context)
+            }
+            let remote = L2CAPLESocketAddress(address: address.address.kernelAddress, type: address.kernelType)
+            if remote.withSockaddr({ Glibc.connect(fd, $0, $1) }) != 0 {
+                let e = errno
+                guard e == EINPROGRESS || e == EINTR || e == EAGAIN else { throw connectError(e, address: address, context: context) }
+                let wake = try WakeSignal()
+                defer { wake.close() }
+                let outcome = try await BluetoothThread.wait(for: Int16(POLLOUT), on: fd, wake: wake, name: "tuneup-le-conn")
+                if outcome == .woken { throw CancellationError() }
+                var pending: Int32 = 0
+                var length = socklen_t(MemoryLayout<Int32>.size)
+                if getsockopt(fd, SOL_SOCKET, SO_ERROR, &pending, &length) != 0 { pending = errno }
+                if pending != 0 { throw connectError(pending, address: address, context: context) }
+            }
+            handedOver = true
+            logger?.debug("connected to \(address) (ATT, CID 4)")
+            return try FileDescriptorTransport(adopting: fd, peerDescription: address.description, framing: .packets, logger: logger)
+        }
+    }
+
+    static func connectError(_ e: Int32, address: BLEAddress, context: String) -> TransportError {
+        switch e {
+        case EHOSTDOWN, ETIMEDOUT:
+            return TransportError(.notFound, "\(context): \(address.address) is not advertising or not in range (\(POSIX.describe(e)))", errno: e)
+        case ECONNREFUSED:
+            return TransportError(.connectionRefused, "\(context): \(address.address) refused the ATT connection", errno: e)
+        case EHOSTUNREACH, ENETUNREACH, ENETDOWN:
+            return TransportError(.notFound, "\(context): \(BluetoothErrors.noRouteReason())", errno: e)
+        default:
+            return BluetoothErrors.connectError(e, address: address.address, channel: 0, context: context)
+        }
+    }
+}
+
+/// HCI commands on one adapter through a raw HCI socket (libbluetooth's `hci_send_req`). Blocking: call on a
+/// `BlockingPool` thread. Internal.
+enum HCICommands {
+    /// Sends the command and waits for its completion: the controller's status byte, or the errno.
+    static func send(device: UInt16, ocf: UInt16, parameters: [UInt8], ogf: UInt16 = 0x08, timeoutMs: Int32 = 1000) -> Result<UInt8, Int32Error> {
+        let dd = hci_open_dev(Int32(device))
+        guard dd >= 0 else { return .failure(Int32Error(errno)) }
+        defer { Glibc.close(dd) }
+        return send(dd, ocf: ocf, parameters: parameters, ogf: ogf, timeoutMs: timeoutMs)
+    }
+
+    static func send(_ dd: Int32, ocf: UInt16, parameters: [UInt8], ogf: UInt16 = 0x08, timeoutMs: Int32 = 1000) -> Result<UInt8, Int32Error> {
+        var status: UInt8 = 0xFF
+        var params = parameters
+        let rc = params.withUnsafeMutableBytes { p in
+            withUnsafeMutablePointer(to: &status) { s in
+                var rq = hci_request()
+                rq.ogf = ogf
+                rq.ocf = ocf
+                rq.cparam = p.baseAddress
+                rq.clen = Int32(p.count)
+                rq.rparam = UnsafeMutableRawPointer(s)
+                rq.rlen = 1
+                return hci_send_req(dd, &rq, timeoutMs)
+            }
+        }
+        return rc < 0 ? .failure(Int32Error(errno)) : .success(status)
+    }
+
+    /// LE Set Advertising Parameters (100 ms, connectable undirected, public address, all channels), Data, Enable.
+    static func startAdvertising(device: UInt16, data: [UInt8]) -> Result<UInt8, Int32Error> {
+        let parameters: [UInt8] = [0xA0, 0x00, 0xA0, 0x00, 0x00, 0x00, 0x00, 0, 0, 0, 0, 0, 0, 0x07, 0x00]
+        _ = send(device: device, ocf: 0x000A, parameters: [0])  // parameters cannot change while advertising
+        for (ocf, p) in [(UInt16(0x0006), parameters), (0x0008, AdvertisingData.command(data))] {
+            switch send(device: device, ocf: ocf, parameters: p) {
+            case .success(0): continue
+            case let other: return other
+            }
+        }
+        return send(device: device, ocf: 0x000A, parameters: [1])
+    }
+}
+
+/// Advertising data (Core spec Vol 3 Part C §11): length-type-value structures. Pure.
+public enum AdvertisingData {
+    /// What one advertisement says.
+    public struct Fields: Sendable, Hashable {
+        public var name: String?
+        public var services16: [UInt16] = []
+        public init(name: String? = nil, services16: [UInt16] = []) {
+            self.name = name
+            self.services16 = services16
+        }
+    }
+
+    /// Flags (LE general discoverable, no BR/EDR), the complete list of 16-bit service UUIDs, and the name (cut to fit
+    /// 31 bytes, marked shortened then).
+    public static func encode(_ fields: Fields) -> [UInt8] {
+        var out: [UInt8] = [0x02, 0x01, 0x06]
+        if !fields.services16.isEmpty {
+            out += [UInt8(1 + 2 * fields.services16.count), 0x03] + fields.services16.flatMap { [UInt8($0 & 0xFF), UInt8($0 >> 8)] }
+        }
+        if let name = fields.name, !name.isEmpty {
+            let room = 31 - out.count - 2
+            let bytes = Array(name.utf8)
+            if room > 0 { out += [UInt8(1 + min(room, bytes.count)), bytes.count > room ? 0x08 : 0x09] + bytes.prefix(room) }
+        }
+        return Array(out.prefix(31))
+    }
+
+    /// The LE Set Advertising Data command's parameters: length, then 31 bytes.
+    static func command(_ data: [UInt8]) -> [UInt8] {
+        [UInt8(data.count)] + data + [UInt8](repeating: 0, count: 31 - data.count)
+    }
+
+    /// Reads the name and 16-bit service UUIDs; stops at a structure that runs past the end.
+    public static func decode(_ data: [UInt8]) -> Fields {
+        var fields = Fields()
+        var i = 0
+        while i < data.count {
+            let length = Int(data[i])
+            guard length > 0, i + 1 + length <= data.count else { break }
+            let type = data[i + 1]
+            let value = Array(data[(i + 2)..<(i + 1 + length)])
+            switch type {
+            case 0x02, 0x03:
+                for j in stride(from: 0, to: value.count - 1, by: 2) { fields.services16.append(UInt16(value[j]) | UInt16(value[j + 1]) << 8) }
+            case 0x08, 0x09:
+                fields.name = String(decoding: value, as: UTF8.self)
+            default: break
+            }
+            i += 1 + length
+        }
+        return fields
+    }
+}
+
+/// A device seen advertising.
+public struct BLEAdvertisement: Sendable, Hashable, CustomStringConvertible {
+    public var address: BLEAddress
+    public var name: String?
+    public var services16: [UInt16]
+    public var rssi: Int8
+
+    public var description: String {
+        "\(address)" + (name.map { " \"\($0)\"" } ?? "") + " rssi \(rssi) dBm"
+    }
+
+    /// The advertising reports of one HCI LE Meta event (subevent 0x02), from the bytes after the event header:
+    /// `02 | count | per report: type, address type, address (6, least significant first), length, data, rssi`.
+    /// Reports cut short are dropped.
+    public static func reports(inLEMeta event: [UInt8]) -> [BLEAdvertisement] {
+        guard event.count >= 2, event[0] == 0x02 else { return [] }
+        var out: [BLEAdvertisement] = []
+        var i = 2
+        for _ in 0..<Int(event[1]) {
+            guard i + 9 <= event.count else { break }
+            let addressType = event[i + 1]
+            let bytes = Array(event[(i + 2)..<(i + 8)].reversed())
+            let length = Int(event[i + 8])
+            guard i + 9 + length + 1 <= event.count else { break }
+            let data = Array(event[(i + 9)..<(i + 9 + length)])
+            let rssi = Int8(bitPattern: event[i + 9 + length])
+            if let address = BluetoothAddress(BluetoothAddress.format(written: bytes)) {
+                let fields = AdvertisingData.decode(data)
+                out.append(BLEAdvertisement(address: BLEAddress(address, random: addressType & 1 == 1), name: fields.name,
+                                            services16: fields.services16, rssi: rssi))
+            }
+            i += 10 + length
+        }
+        return out
+    }
+}
+
+/// LE scanning through a raw HCI socket: the devices that advertise a service.
+public enum BLEScanner {
+    /// Scans (passively) for `duration` on `adapter` (`hciN` or its address; nil: the first adapter that is up) and
+    /// returns each device seen once (its latest report), those advertising `service` only when given.
+    ///
+    /// Throws `TransportError` "cannot scan for BLE devices: REASON": `.unsupported` (no Bluetooth in this kernel),
+    /// `.notFound` (no adapter, or it is down), `.permissionDenied`, `.io` — or `CancellationError`.
+    public static func scan(adapter: String? = nil, for duration: Duration, service: UInt16? = 0xFDD2,
+                            logger: Logger? = nil) async throws -> [BLEAdvertisement] {
+        let context = "cannot scan for BLE devices"
+        let chosen: BluetoothAdapter
+        if let adapter {
+            let selector: AdapterSelector
+            do { selector = try AdapterSelector(parsing: adapter) } catch { throw TransportError(.invalidAddress, "\(context): \(error.message)") }
+            chosen = try BluetoothAdapters.adapter(selector, context: context)
+        } else {
+            let all: [BluetoothAdapter]
+            do {
+                all = try BluetoothAdapters.list()
+            } catch {
+                let prefix = "cannot list Bluetooth adapters: "
+                let reason = error.message.hasPrefix(prefix) ? String(error.message.dropFirst(prefix.count)) : error.message
+                throw TransportError(error.code, "\(context): \(reason)", errno: error.errno)
+            }
+            guard let up = all.first(where: \.isUp) else {
+                throw TransportError(.notFound, "\(context): " + (all.isEmpty ? "no Bluetooth adapter found" : "no Bluetooth adapter is up (\(all.map(\.name).joined(separator: ", ")) down)"))
+            }
+            chosen = up
+        }
+        guard chosen.isUp else { throw TransportError(.notFound, "\(context): adapter \(chosen.name) is down (bring it up: hciconfig \(chosen.name) up)") }
+        logger?.debug("scanning on \(chosen.name) for \(duration.shortDescription)")
+        let stop = StopFlag()
+        let deadline = ContinuousClock.now + duration
+        let result: Result<[BLEAdvertisement], TransportError> = try await withTaskCancellationHandler {
+            try await DedicatedThread.run(name: "tuneup-le-scan") { scanLoop(device: chosen.id, until: deadline, stop: stop, context: context) }
+        } onCancel: {
+            stop.stop()
+        }
+        let seen = try result.get()
+        var latest: [BLEAddress: BLEAdvertisement] = [:]
+        var order: [BLEAddress] = []
+        for a in seen {
+            if latest[a.address] == nil { order.append(a.address) }
+            var merged = a
+            if merged.name == nil { merged.name = latest[a.address]?.name }
+            if merged.services16.isEmpty { merged.services16 = latest[a.address]?.services16 ?? [] }
+            latest[a.address] = merged
+        }
+        return order.compactMap { latest[$0] }.filter { ad in service.map { ad.services16.contains($0) } ?? true }
+    }
+
+    /// The blocking scan, on a pool thread: filter LE meta events, enable passive scanning, read reports, disable.
+    private static func scanLoop(device: UInt16, until deadline: ContinuousClock.Instant, stop: StopFlag, context: String) -> Result<[BLEAdvertisement], TransportError> {
+        let dd = hci_open_dev(Int32(device))
+        guard dd >= 0 else { return .failure(BluetoothErrors.adapterError(errno, adapter: "hci\(device)", context: context)) }
+        defer { Glibc.close(dd) }
+        var old = hci_filter()
+        var oldLength = socklen_t(MemoryLayout<hci_filter>.size)
+        _ = getsockopt(dd, SOL_HCI, HCI_FILTER, &old, &oldLength)
+        var filter = hci_filter()
+        hci_filter_clear(&filter)
+        hci_filter_set_ptype(HCI_EVENT_PKT, &filter)
+        hci_filter_set_event(EVT_LE_META_EVENT, &filter)
+        guard setsockopt(dd, SOL_HCI, HCI_FILTER, &filter, socklen_t(MemoryLayout<hci_filter>.size)) == 0 else {
+            return .failure(TransportError(.io, "\(context): cannot filter HCI events: \(POSIX.describe(errno))", errno: errno))
+        }
+        defer { _ = setsockopt(dd, SOL_HCI, HCI_FILTER, &old, oldLength) }
+        _ = HCICommands.send(dd, ocf: 0x000C, parameters: [0, 0])  // scanning off first: parameters cannot change while on
+        // Passive, 10 ms interval and window, public own address, accept all.
+        if case let .failure(e) = HCICommands.send(dd, ocf: 0x000B, parameters: [0x00, 0x10, 0x00, 0x10, 0x00, 0x00, 0x00]) {
+            return .failure(scanError(e.code, device: device, context: context))
+        }
+        switch HCICommands.send(dd, ocf: 0x000C, parameters: [1, 0]) {
+        case let .failure(e): return .failure(scanError(e.code, device: device, context: context))
+        case let .success(status) where status != 0:
+            return .failure(TransportError(.io, "\(context): hci\(device) refused to scan (HCI status 0x\(String(status, radix: 16)))"))
+        default: break
+        }
+        defer { _ = HCICommands.send(dd, ocf: 0x000C, parameters: [0, 0]) }
+        var found: [BLEAdvertisement] = []
+        var buffer = [UInt8](repeating: 0, count: 260)
+        while !stop.isStopped {
+            let left = deadline - ContinuousClock.now
+            if left <= .zero { break }
+            var p = pollfd(fd: dd, events: Int16(POLLIN), revents: 0)
+            let ms = Int32(clamping: min(left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000 + 1, 100))
+            guard poll(&p, 1, ms) > 0 else { continue }
+            let n = read(dd, &buffer, buffer.count)
+            // HCI event packet: 04 | event 3E | length | LE meta parameters.
+            guard n > 3, buffer[0] == 0x04, buffer[1] == 0x3E else { continue }
+            found += BLEAdvertisement.reports(inLEMeta: Array(buffer[3..<n]))
+        }
+        return .success(found)
+    }
+
+    /// Set when the scanning task is cancelled; the scan thread looks every 100 ms.
+    final class StopFlag: Sendable {
+        private let flag = Mutex(false)
+        func stop() { flag.withLock { $0 = true } }
+        var isStopped: Bool { flag.withLock { $0 } }
+    }
+
+    private static func scanError(_ e: Int32, device: UInt16, context: String) -> TransportError {
+        switch e {
+        case ENETDOWN: return TransportError(.notFound, "\(context): adapter hci\(device) is down (bring it up: hciconfig hci\(device) up)", errno: e)
+        case EACCES, EPERM: return TransportError(.permissionDenied, "\(context): permission denied (raw HCI needs CAP_NET_RAW)", errno: e)
+        default: return TransportError(.io, "\(context): hci\(device): \(POSIX.describe(e))", errno: e)
+        }
+    }
+}
+
+/// A BLE peripheral's ATT server socket: listens on the ATT channel (CID 4) of one adapter and advertises (connectable,
+/// with the service's 16-bit UUID and a name) until closed; accepted connections are `.packets` transports
+/// (`ble:PEER`), so a `SimulatedDeviceServer` serves a device on them unchanged. Advertising is switched on again
+/// while waiting for a connection (a controller stops advertising when a central connects). Keep bluetoothd off
+/// that adapter (its own GATT server listens on the same channel).
+public final class ATTListener: TransportListener, Sendable {
+    private struct State {
+        var fd: Int32
+        var closed = false
+        var wake: WakeSignal?
+    }
+
+    private struct Accepted {
+        let fd: Int32
+        let peer: String
+    }
+
+    public let endpoint: String
+    public let adapter: BluetoothAdapter
+    private let state: Mutex<State>
+    private let logger: Logger?
+
+    private init(fd: Int32, adapter: BluetoothAdapter, logger: Logger?) {
+        self.state = Mutex(State(fd: fd))
+        self.adapter = adapter
+        self.endpoint = "ble:\(adapter.address)"
+        self.logger = logger
+    }
+
+    deinit { close() }
+
+    /// Listens on `adapter` (`hciN` or its address) and starts advertising `name` and `service`.
+    ///
+    /// Throws `TransportError` "cannot serve BLE on ADAPTER: REASON": `.unsupported` (no Bluetooth in this kernel),
+    /// `.notFound` (no such adapter, or it is down), `.busy` (the ATT channel is taken: bluetoothd?), `.io`
+    /// (advertising refused).
+    public static func bind(adapter: String, name: String, service: UInt16 = 0xFDD2, logger: Logger? = nil) async throws -> ATTListener {
+        let context = "cannot serve BLE on \(adapter)"
+        let selector: AdapterSelector
+        do { selector = try AdapterSelector(parsing: adapter) } catch { throw TransportError(.invalidAddress, "\(context): \(error.message)") }
+        let type = Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
+        let fd = socket(AF_BLUETOOTH, type, BTPROTO_L2CAP)
+        guard fd >= 0 else { throw BluetoothErrors.socketError(errno, context: context, protocolName: "L2CAP") }
+        var handedOver = false
+        defer { if !handedOver { POSIX.close(fd) } }
+        let chosen = try BluetoothAdapters.adapter(selector, context: context)
+        guard chosen.isUp else { throw TransportError(.notFound, "\(context): adapter \(chosen.name) is down (bring it up: hciconfig \(chosen.name) up)") }
+        guard L2CAPLESocketAddress(address: chosen.address.kernelAddress, type: 1).withSockaddr({ Glibc.bind(fd, $0, $1) }) == 0,
+              listen(fd, 4) == 0 else {
+            let e = errno
+            if e == EADDRINUSE { throw TransportError(.busy, "\(context): the ATT channel of \(chosen.name) is taken (is bluetoothd running on it?)", errno: e) }
+            throw TransportError(.io, "\(context): \(POSIX.describe(e))", errno: e)
+        }
+        let data = AdvertisingData.encode(.init(name: name, services16: [service]))
+        let started = try await DedicatedThread.run(name: "tuneup-le-adv") { HCICommands.startAdvertising(device: chosen.id, data: data) }
+        switch started {
+        case .success(0): break
+        case let .success(status): throw TransportError(.io, "\(context): \(chosen.name) refused to advertise (HCI status 0x\(String(status, radix: 16)))")
+        case let .failure(e): throw TransportError(.io, "\(context): cannot advertise on \(chosen.name): \(POSIX.describe(e.code))", errno: e.code)
+        }
+        handedOver = true
+        logger?.debug("advertising \"\(name)\" (service 0x\(String(service, radix: 16))) and listening for ATT on \(chosen.name) (\(chosen.address))")
+        return ATTListener(fd: fd, adapter: chosen, logger: logger)
+    }
+
+    private var closedError: TransportError { TransportError(.closed, "the listener on \(endpoint) is closed") }
+
+    public func accept() async throws -> any Transport {
+        while true {
+            try Task.checkCancellation()
+            let attempt: Accepted? = try state.withLock { s throws(TransportError) -> Accepted? in
+                guard !s.closed else { throw closedError }
+                var storage = sockaddr_storage()
+                var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+                return withUnsafeMutableBytes(of: &storage) { raw -> Accepted? in
+                    let fd = Glibc.accept(s.fd, raw.baseAddress?.assumingMemoryBound(to: sockaddr.self), &length)
+                    guard fd >= 0 else { return nil }
+                    _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+                    let peer = L2CAPLESocketAddress(UnsafeRawBufferPointer(rebasing: raw[..<min(Int(length), raw.count)]))
+                    var name = "ble:unknown"
+                    if let peer, let address = BluetoothAddress(kernelAddress: peer.address) {
+                        name = BLEAddress(address, random: peer.type == 2).description
+                    }
+                    return Accepted(fd: fd, peer: name)
+                }
+            }
+            if let attempt {
+                logger?.debug("accepted \(attempt.peer) on \(endpoint)")
+                return try FileDescriptorTransport(adopting: attempt.fd, peerDescription: attempt.peer, framing: .packets, logger: logger)
+            }
+            let e = errno
+            guard e == EAGAIN || e == EWOULDBLOCK || e == EINTR || e == ECONNABORTED else {
+                throw TransportError(.io, "cannot accept a connection on \(endpoint): \(POSIX.describe(e))", errno: e)
+            }
+            let wake = try WakeSignal()
+            let fd: Int32? = state.withLock { s in
+                guard !s.closed else { return nil }
+                s.wake = wake
+                return s.fd
+            }
+            guard let fd else {
+                wake.close()
+                throw closedError
+            }
+            let outcome = try await BluetoothThread.wait(for: Int16(POLLIN), on: fd, wake: wake, timeout: .seconds(1), name: "tuneup-le-acc")
+            state.withLock { $0.wake = nil }
+            wake.close()
+            switch outcome {
+            case .woken:
+                if state.withLock({ $0.closed }) { throw closedError }
+                throw CancellationError()
+            case .timedOut:
+                // A central that connected stopped the advertising: switch it on again (refused while on: no harm).
+                let id = adapter.id
+                _ = try? await DedicatedThread.run(name: "tuneup-le-adv") { HCICommands.send(device: id, ocf: 0x000A, parameters: [1]) }
+            case .ready:
+                continue
+            }
+        }
+    }
+
+    /// Stops listening and advertising. Idempotent.
+    public func close() {
+        let closing: (Int32, WakeSignal?)? = state.withLock { s in
+            guard !s.closed else { return nil }
+            s.closed = true
+            return (s.fd, s.wake)
+        }
+        guard let closing else { return }
+        let (fd, wake) = closing
+        wake?.fire()
+        let id = adapter.id
+        try? DedicatedThread.spawn(name: "tuneup-le-adv") {
+            _ = HCICommands.send(device: id, ocf: 0x000A, parameters: [0])
+            POSIX.close(fd)
+        }
+    }
+}

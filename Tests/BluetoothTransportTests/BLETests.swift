@@ -1,0 +1,72 @@
+import Glibc
+import Testing
+import TestSupport
+import Transport
+@testable import BluetoothTransport
+
+private func bytes(_ text: String) -> [UInt8] {
+    let digits = Array(text.filter { !$0.isWhitespace })
+    return stride(from: 0, to: digits.count, by: 2).map { UInt8(String(digits[$0...$0 + 1]), radix: 16)! }
+}
+
+/// BLE addresses, advertising data and advertising reports: pure, byte-exact.
+@Suite struct BLEValueTests {
+    @Test func addresses() {
+        #expect(BLEAddress(parsing: "00:AA:01:00:00:00")?.description == "ble:00:AA:01:00:00:00")
+        #expect(BLEAddress(parsing: "c0:ff:ee:00:00:01:random")?.description == "ble:C0:FF:EE:00:00:01:random")
+        #expect(BLEAddress(parsing: "00:AA:01:00:00:00:public")?.isRandom == false)
+        for bad in ["", "00:AA:01:00:00", "00:AA:01:00:00:00:5", "00:AA:01:00:00:0G", "00:AA:01:00:00:00:random:1"] {
+            #expect(BLEAddress(parsing: bad) == nil, "\(bad)")
+        }
+    }
+
+    /// Flags (LE general discoverable, no BR/EDR), 16-bit service 0xFDD2, complete name.
+    @Test func advertisingData() {
+        let data = AdvertisingData.encode(.init(name: "wearable 1", services16: [0xFDD2]))
+        #expect(data == bytes("02 01 06 03 03 d2 fd 0b 09 77 65 61 72 61 62 6c 65 20 31"))
+        #expect(AdvertisingData.decode(data) == .init(name: "wearable 1", services16: [0xFDD2]))
+        // A long name is cut to fit 31 bytes and marked shortened (0x08).
+        let long = AdvertisingData.encode(.init(name: String(repeating: "x", count: 40), services16: [0xFDD2]))
+        #expect(long.count == 31 && long[8] == 0x08)
+        // A structure running past the end is not read.
+        #expect(AdvertisingData.decode(bytes("03 03 d2 fd 05 09 61")) == .init(services16: [0xFDD2]))
+    }
+
+    /// An LE Meta event (0x3E) with one advertising report (subevent 0x02), as btvirt's hci0 sends it.
+    @Test func advertisingReport() {
+        let event = bytes("02 01 00 00 00 00 00 01 aa 00 0d 02 01 06 03 03 d2 fd 05 09 77 65 61 72 c5")
+        let reports = BLEAdvertisement.reports(inLEMeta: event)
+        #expect(reports.count == 1)
+        #expect(reports.first?.address.description == "ble:00:AA:01:00:00:00")
+        #expect(reports.first?.name == "wear")
+        #expect(reports.first?.services16 == [0xFDD2])
+        #expect(reports.first?.rssi == -59)
+        #expect(BLEAdvertisement.reports(inLEMeta: Array(event.dropLast(3))).isEmpty)
+        #expect(BLEAdvertisement.reports(inLEMeta: bytes("01 01")).isEmpty)
+    }
+}
+
+/// On this kernel (no AF_BLUETOOTH) every BLE entry point fails at once with one line.
+@Suite(.enabled(if: !hostHasBluetooth, "this kernel has Bluetooth; the VM scenario covers the real stack"))
+struct NoBluetoothBLETests {
+    let unsupported = "no Bluetooth support in this kernel (AF_BLUETOOTH unavailable)"
+
+    @Test func connectIsUnsupported() async throws {
+        try await withTimeLimit {
+            let error = await expectTransportError(.unsupported) {
+                _ = try await BLEConnection.connect(to: BLEAddress(parsing: "00:AA:01:00:00:00")!, timeout: .seconds(30))
+            }
+            #expect(error?.message == "cannot connect to ble:00:AA:01:00:00:00: \(unsupported)")
+            #expect(error?.errno == EAFNOSUPPORT)
+        }
+    }
+
+    @Test func listenAndScanAreUnsupported() async throws {
+        try await withTimeLimit {
+            let listen = await expectTransportError(.unsupported) { _ = try await ATTListener.bind(adapter: "hci0", name: "w") }
+            #expect(listen?.message == "cannot serve BLE on hci0: \(unsupported)")
+            let scan = await expectTransportError(.unsupported) { _ = try await BLEScanner.scan(for: .seconds(1)) }
+            #expect(scan?.message == "cannot scan for BLE devices: \(unsupported)")
+        }
+    }
+}
