@@ -104,7 +104,7 @@ let package = Package(
         // and drift, the discovery responder; served by the generic SimulatedDeviceServer.
         .target(
             name: "SpeakerSimulator",
-            dependencies: ["Failure", "Speaker", "Simulator", "Transport", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["Failure", "Speaker", "SpeakerSession", "Simulator", "Transport", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict),
         // Firmware images: MCUboot signed images, Intel HEX, raw; keys; the simulated application's manifest.
         .target(
