@@ -25,6 +25,8 @@ public struct RenderStatistics: Sendable, Hashable {
     public var renderedFrames: UInt64 = 0
     /// Drift corrections: a frame played twice (the DAC ran ahead of the stream by half a sample).
     public var repeatedSamples: UInt64 = 0
+    /// Of those, repeats of a silent slot (the frame before was lost): logged as silence.
+    public var repeatedSilence: UInt64 = 0
     /// Drift corrections: a frame left out (the DAC fell behind by half a sample).
     public var skippedSamples: UInt64 = 0
     /// Frames never received (lost packets), played as silence in their place.
@@ -86,6 +88,7 @@ public struct SpeakerRenderer: Sendable {
     private var endFrame: UInt64?
     private var highestSequence: UInt32?
     private var lastFrame: [UInt8]
+    private var lastWasSilence = true
     private let silence: [UInt8]
     private let halfSlot: Int64
     private let slotPeriod: Double
@@ -225,7 +228,12 @@ public struct SpeakerRenderer: Sendable {
                 if e > halfSlot {
                     statistics.repeatedSamples += 1
                     output.append(contentsOf: lastFrame)
-                    append(RenderRun(slot: slot, count: 1, sourceFrame: cursor &- 1, kind: .repeated), to: &log)
+                    if lastWasSilence {
+                        statistics.repeatedSilence += 1
+                        append(RenderRun(slot: slot, count: 1, sourceFrame: 0, kind: .silence), to: &log)
+                    } else {
+                        append(RenderRun(slot: slot, count: 1, sourceFrame: cursor &- 1, kind: .repeated), to: &log)
+                    }
                     continue
                 }
                 if e < -halfSlot {
@@ -251,6 +259,7 @@ public struct SpeakerRenderer: Sendable {
         guard let p = buffer.first, p.firstFrame <= frame else {
             statistics.lostFrames += 1
             lastFrame = silence
+            lastWasSilence = true
             output.append(contentsOf: silence)
             append(RenderRun(slot: slot, count: 1, sourceFrame: 0, kind: .silence), to: &log)
             return
@@ -264,6 +273,7 @@ public struct SpeakerRenderer: Sendable {
             lastFrame = PCM.scaled(bytes, volume: volume, format: format.sampleFormat)
         }
         output.append(contentsOf: lastFrame)
+        lastWasSilence = false
         statistics.renderedFrames += 1
         append(RenderRun(slot: slot, count: 1, sourceFrame: frame, kind: .source), to: &log)
         if !announced {
@@ -276,6 +286,8 @@ public struct SpeakerRenderer: Sendable {
     }
 
     private mutating func emitSilence(_ slot: UInt64, _ output: inout [UInt8], _ log: inout [RenderRun]) {
+        lastFrame = silence
+        lastWasSilence = true
         output.append(contentsOf: silence)
         append(RenderRun(slot: slot, count: 1, sourceFrame: 0, kind: .silence), to: &log)
     }
@@ -353,7 +365,8 @@ public struct RenderLog: Sendable {
 
     /// The log as text, one run a line: `slot dac_ns true_ns kind source_frame count`.
     public func text() -> String {
-        var lines = ["# stream \(streamId), \(format); slot dac_ns true_ns kind source_frame count"]
+        var lines = ["# stream=\(streamId) rate=\(format.sampleRate) channels=\(format.channels) sample_format=\(format.sampleFormat.rawValue) offset_ns=\(clock.offset) drift_ppm=\(clock.driftPPM)",
+                     "# slot dac_ns true_ns kind source_frame count"]
         lines.reserveCapacity(runs.count + 1)
         for r in runs {
             let (high, low) = r.slot.multipliedFullWidth(by: 1_000_000_000)

@@ -21,7 +21,7 @@ public struct ClockTracker: Sendable {
     /// Exchanges during the first `burst` samples, before `rateSpan` is covered, and after.
     public var burst = 8
     public var burstInterval: Duration = .milliseconds(10)
-    public var earlyInterval: Duration = .milliseconds(100)
+    public var earlyInterval: Duration = .milliseconds(50)
     public var steadyInterval: Duration = .milliseconds(500)
 
     public private(set) var samples: [ClockSample] = []
@@ -57,8 +57,8 @@ public struct ClockTracker: Sendable {
     public var estimate: ClockMap? {
         guard !samples.isEmpty else { return nil }
         if span < rateSpan {
-            // Rate unknown yet: the fastest of the newest samples, rate 0.
-            let recent = samples.suffix(burst)
+            // Rate unknown yet: the fastest of the three newest samples (an older one is off by the drift since), rate 0.
+            let recent = samples.suffix(3)
             let best = recent.min { $0.delay < $1.delay }!
             return try? ClockMap(controllerReference: best.midpoint, speakerReference: best.midpoint &+ UInt64(bitPattern: best.offset), rate: 0)
         }
