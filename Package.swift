@@ -107,7 +107,7 @@ let package = Package(
         // and drift, the discovery responder; served by the generic SimulatedDeviceServer.
         .target(
             name: "SpeakerSimulator",
-            dependencies: ["Failure", "Speaker", "Simulator", "Transport", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["Failure", "Speaker", "SpeakerSession", "Simulator", "Transport", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict),
         // The HKWHub v1 API as pure code: query parsing, client sessions with priorities, pre-emption and expiry on an
         // injected clock, the calls' rules over a speakers/player protocol, JSON rendering. No I/O (fuzzed).
