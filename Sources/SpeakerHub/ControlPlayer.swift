@@ -1,9 +1,9 @@
 import SpeakerHubCore
 import SpeakerSession
 
-/// The hub's player until audio streaming is wired (docs/hub.md §6): it drives the speakers' players with the
-/// control protocol's play, pause, resume and stop of one stream (docs/speaker-protocol.md §3.2) and keeps the
-/// elapsed time on the hub's clock; it sends no audio. A media item with a known duration ends (state stopped, the
+/// A player that sends no audio (docs/hub.md §6): it drives the speakers' players with the control protocol's play,
+/// pause, resume and stop of one stream (docs/speaker-protocol.md §3.2) and keeps the elapsed time on the hub's
+/// clock. `StreamingPlayer` uses it for web media; tests use it to run the hub's rules on a manual clock. A media item with a known duration ends (state stopped, the
 /// speakers told to stop) when that much time has been played.
 public actor ControlPlayer: HubPlayer {
     public let controller: SpeakerController
@@ -15,8 +15,6 @@ public actor ControlPlayer: HubPlayer {
     private var since: Duration = .zero
     private var streamId: UInt32 = 0
     private var speakers: [UInt64] = []
-    /// Request ids of this player's own requests, far from the ones `SpeakerSession` counts from 1.
-    private var requestId: UInt32 = 0x4000_0000
 
     public init(controller: SpeakerController, now: @escaping @Sendable () -> Duration) {
         self.controller = controller
@@ -24,17 +22,20 @@ public actor ControlPlayer: HubPlayer {
     }
 
     public func play(_ item: HubPlayable, from position: Duration, on ids: [UInt64]) async throws {
-        if state == .playing || state == .paused { try? await send(.stop(streamId: streamId), .stop, to: speakers) }
+        if state == .playing || state == .paused {
+            let old = streamId
+            try? await each(speakers) { try await $0.stop(streamId: old) }
+        }
         streamId = streamId == UInt32.max ? 1 : streamId + 1
         let (source, title): (StreamSource, String) = switch item {
         case let .media(m): (.localFile, m.title)
         case let .web(url): (.httpStream, url)
         }
-        let request = try PlayRequest(streamId: streamId, format: .cd, source: source, title: try WireText(Self.clipped(title)))
+        let id = streamId
         speakers = ids
         self.item = item
         state = .stopped
-        try await send(.play(request), .play, to: ids)
+        try await each(ids) { try await $0.play(streamId: id, format: .cd, source: source, title: title) }
         state = .playing
         self.position = position
         since = now()
@@ -42,7 +43,8 @@ public actor ControlPlayer: HubPlayer {
 
     public func pause() async throws {
         guard state == .playing else { return }
-        try await send(.pause(streamId: streamId), .pause, to: speakers)
+        let id = streamId
+        try await each(speakers) { try await $0.pause(streamId: id) }
         position = elapsed()
         state = .paused
         since = now()
@@ -50,7 +52,8 @@ public actor ControlPlayer: HubPlayer {
 
     public func resume() async throws {
         guard state == .paused else { return }
-        try await send(.resume(streamId: streamId), .resume, to: speakers)
+        let id = streamId
+        try await each(speakers) { try await $0.resume(streamId: id) }
         state = .playing
         since = now()
     }
@@ -59,14 +62,16 @@ public actor ControlPlayer: HubPlayer {
         guard state == .playing || state == .paused else { return }
         position = elapsed()
         state = .stopped
-        try await send(.stop(streamId: streamId), .stop, to: speakers)
+        let id = streamId
+        try await each(speakers) { try await $0.stop(streamId: id) }
     }
 
     public func playback() async -> HubPlayback {
         if state == .playing, case let .media(m)? = item, m.duration > 0, elapsed() >= .seconds(m.duration) {
             position = .seconds(m.duration)
             state = .stopped
-            try? await send(.stop(streamId: streamId), .stop, to: speakers)
+            let id = streamId
+            try? await each(speakers) { try await $0.stop(streamId: id) }
         }
         return HubPlayback(state: state, elapsed: state == .playing || state == .paused ? elapsed() : nil, item: item)
     }
@@ -75,32 +80,17 @@ public actor ControlPlayer: HubPlayer {
         state == .playing ? position + (now() - since) : position
     }
 
-    /// Sends `message` to each of `ids` that is still in the playback session (a speaker that left it has stopped).
-    private func send(_ message: ControlMessage, _ acked: AckedRequest, to ids: [UInt64]) async throws {
+    /// Runs `request` on each of `ids` that is still in the playback session (a speaker that left it has stopped);
+    /// a refusal names the speaker.
+    private func each(_ ids: [UInt64], _ request: (SpeakerSession) async throws -> Void) async throws {
         let members = await controller.sessionMembers
         for id in ids where members.contains(id) {
             let session = try await controller.session(id: id)
-            requestId = requestId == UInt32.max ? 0x4000_0000 : requestId + 1
-            let packet = try ControlPacket(requestId: requestId, message: message, version: session.hello.version)
-            let reply = try await session.core.request(packet).message
-            switch reply {
-            case let .done(what) where what == acked:
-                continue
-            case let .failed(f):
-                throw HubError(.speakerFailed, "speaker \(id) refused \(acked): \(f.message.value) (\(f.code.name))")
-            default:
-                throw HubError(.speakerFailed, "speaker \(id) answered \(acked) with message type 0x\(String(reply.type, radix: 16))")
+            do {
+                try await request(session)
+            } catch let error as SpeakerSessionError {
+                throw HubError(.speakerFailed, "speaker \(id): \(error.message)")
             }
         }
-    }
-
-    /// At most 255 bytes of UTF-8, cut between characters.
-    static func clipped(_ text: String) -> String {
-        var out = ""
-        for c in text {
-            guard out.utf8.count + String(c).utf8.count <= 255 else { break }
-            out.append(c)
-        }
-        return out
     }
 }

@@ -96,7 +96,9 @@ final class HubFixture: Sendable {
         self.sim = sim; self.controller = controller; self.clock = clock; self.api = api; self.hub = hub; self.mediaDir = mediaDir
     }
 
-    static func start(speakers: Int = 2, sessionTimeout: Duration = .seconds(3600)) async throws -> HubFixture {
+    /// `streaming`: the hub plays with `StreamingPlayer` (audio to the speakers, real time); else with `ControlPlayer`
+    /// (no audio, elapsed time on the manual clock).
+    static func start(speakers: Int = 2, sessionTimeout: Duration = .seconds(3600), streaming: Bool = false) async throws -> HubFixture {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("hub-media-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         for song in songs {
@@ -112,7 +114,8 @@ final class HubFixture: Sendable {
         let controller = try await SpeakerController.connect(endpoints)
         let clock = ManualClock()
         let now: @Sendable () -> Duration = { clock.now.offset }
-        let api = HubAPI(speakers: ControllerSpeakers(controller), player: ControlPlayer(controller: controller, now: now),
+        let player: any HubPlayer = streaming ? StreamingPlayer(controller: controller, now: now) : ControlPlayer(controller: controller, now: now)
+        let api = HubAPI(speakers: ControllerSpeakers(controller), player: player,
                          media: try MediaFolder(path: dir), sessionTimeout: sessionTimeout, now: now)
         let hub = try await SpeakerHubServer.start(api, host: "127.0.0.1", port: 0)
         return HubFixture(sim: sim, controller: controller, clock: clock, api: api, hub: hub, mediaDir: dir)
@@ -136,9 +139,10 @@ final class HubFixture: Sendable {
 }
 
 /// Runs `body` with a started fixture and always stops it.
-func withHub(speakers: Int = 2, sessionTimeout: Duration = .seconds(3600), _ body: @escaping @Sendable (HubFixture) async throws -> Void) async throws {
+func withHub(speakers: Int = 2, sessionTimeout: Duration = .seconds(3600), streaming: Bool = false,
+             _ body: @escaping @Sendable (HubFixture) async throws -> Void) async throws {
     try await withTimeLimit {
-        let fixture = try await HubFixture.start(speakers: speakers, sessionTimeout: sessionTimeout)
+        let fixture = try await HubFixture.start(speakers: speakers, sessionTimeout: sessionTimeout, streaming: streaming)
         do {
             try await body(fixture)
         } catch {
