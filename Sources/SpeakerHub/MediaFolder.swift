@@ -1,10 +1,11 @@
 import Foundation
 import SpeakerHubCore
+import SpeakerSession
 import Transport
 
 /// The hub's media list: the audio files directly in a folder (by extension), sorted by name, each with a
 /// PersistentID derived from its name (stable across restarts), its title, artist and album from a WAV INFO chunk or
-/// else the file name, and its duration from a WAV header (0 when unknown). The folder is read again on every
+/// else the file name, and its duration as the player would play it (a playable WAV file; 0 otherwise). The folder is read again on every
 /// request, on the blocking pool, so files added or removed show at once.
 public struct MediaFolder: HubMediaSource {
     public let path: String
@@ -45,17 +46,18 @@ public struct MediaFolder: HubMediaSource {
             let full = (path as NSString).appendingPathComponent(name)
             var isDirectory: ObjCBool = false
             guard FileManager.default.fileExists(atPath: full, isDirectory: &isDirectory), !isDirectory.boolValue else { continue }
-            let info: MediaInfo
+            var head: [UInt8] = []
             if let handle = FileHandle(forReadingAtPath: full) {
-                let head = (try? handle.read(upToCount: MediaInfo.headerLength)) ?? nil
+                head = ((try? handle.read(upToCount: MediaInfo.headerLength)) ?? nil).map { Array($0) } ?? []
                 try? handle.close()
-                info = MediaInfo.read(head.map { Array($0) } ?? [])
-            } else {
-                info = MediaInfo()
             }
+            let info = MediaInfo.read(head)
+            // The duration is what the player would play: the one WAV reader of the project (SpeakerSession's).
+            let size = ((try? FileManager.default.attributesOfItem(atPath: full))?[.size] as? NSNumber)?.uint64Value ?? 0
+            let duration = (try? WAV.parse(head, fileSize: size)).map { Int($0.dataBytes / UInt64($0.format.bytesPerFrame) / UInt64($0.format.sampleRate)) }
             items.append(HubMediaItem(
                 persistentID: MediaInfo.persistentID(of: name), title: info.title ?? (name as NSString).deletingPathExtension,
-                artist: info.artist ?? "", albumTitle: info.album ?? "", duration: info.duration ?? 0, location: full))
+                artist: info.artist ?? "", albumTitle: info.album ?? "", duration: duration ?? 0, location: full))
         }
         return items
     }

@@ -1,15 +1,13 @@
-/// What the media list says of a file, read from its first bytes (docs/hub.md §5): for RIFF/WAVE, the duration from
-/// the `fmt ` and `data` chunks and the title, artist and album from a `LIST`/`INFO` chunk (INAM, IART, IPRD) ahead
-/// of the data. Anything else, or a header that does not add up, gives no duration and no tags. Pure and total:
-/// any bytes give an answer, never a trap.
+/// The tags the media list shows of a file, read from its first bytes (docs/hub.md §5): for RIFF/WAVE, the title,
+/// artist and album from a `LIST`/`INFO` chunk (INAM, IART, IPRD) ahead of the data. Anything else gives no tags.
+/// (The duration is the player's business: `WAV.parse` of SpeakerSession.) Pure and total: any bytes give an
+/// answer, never a trap.
 public struct MediaInfo: Sendable, Equatable {
-    public var duration: Int?
     public var title: String?
     public var artist: String?
     public var album: String?
 
-    public init(duration: Int? = nil, title: String? = nil, artist: String? = nil, album: String? = nil) {
-        self.duration = duration
+    public init(title: String? = nil, artist: String? = nil, album: String? = nil) {
         self.title = title
         self.artist = artist
         self.album = album
@@ -21,19 +19,15 @@ public struct MediaInfo: Sendable, Equatable {
     public static func read(_ bytes: [UInt8]) -> MediaInfo {
         var info = MediaInfo()
         guard bytes.count >= 12, ascii(bytes, 0) == "RIFF", ascii(bytes, 8) == "WAVE" else { return info }
-        var byteRate: UInt32 = 0
         var offset = 12
         while offset + 8 <= bytes.count {
             let id = ascii(bytes, offset)
             let size = Int(u32(bytes, offset + 4))
             let body = offset + 8
             switch id {
-            case "fmt ":
-                if size >= 16, body + 16 <= bytes.count { byteRate = u32(bytes, body + 8) }
             case "LIST":
                 if body + 4 <= bytes.count, ascii(bytes, body) == "INFO" { readInfo(bytes, from: body + 4, to: min(bytes.count, body + size), into: &info) }
             case "data":
-                if byteRate > 0 { info.duration = size / Int(byteRate) }
                 return info
             default:
                 break

@@ -81,22 +81,17 @@ extension SpeakerCommand {
             Output.line(hub.url + "/")
             let count = await controller.count
             printError("hub over \(count) speaker\(count == 1 ? "" : "s"); Ctrl-C or 'quit' on stdin to stop")
-            let served = Task { try await hub.wait() }
-            let stopped = Task {
-                for await line in control where line == "quit" { return }
+            // A signal or 'quit' stops the server gracefully; the server ending (stopped, or an error) ends the command.
+            let stopper = Task {
+                for await line in control where line == "quit" { break }
+                await hub.stop()
             }
-            // Whichever ends first: the server (an error), or a signal / quit.
-            await withTaskGroup(of: Void.self) { group in
-                group.addTask { _ = await served.result }
-                group.addTask { await stopped.value }
-                await group.next()
-                group.cancelAll()
-            }
-            stopped.cancel()
-            await hub.stop()
+            var failure: (any Error)?
+            do { try await hub.wait() } catch { failure = error }
+            stopper.cancel()
             await controller.close()
-            if case let .failure(error) = await served.result, !(error is CancellationError) {
-                throw failureExit(HubError(.cannotServe, "the hub stopped: \(error)"))
+            if let failure, !(failure is CancellationError) {
+                throw failureExit(HubError(.cannotServe, "the hub stopped: \(failure)"))
             }
         }
     }
