@@ -27,6 +27,7 @@ let package = Package(
         .library(name: "WearableSimulator", targets: ["WearableSimulator"]),
         .library(name: "SpeakerSession", targets: ["SpeakerSession"]),
         .library(name: "SpeakerSimulator", targets: ["SpeakerSimulator"]),
+        .library(name: "SpeakerHub", targets: ["SpeakerHub"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -37,6 +38,8 @@ let package = Package(
         .package(url: "https://github.com/vapor/postgres-nio", exact: "1.33.2"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", exact: "2.28.1", traits: []),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
     ],
     targets: [
         // The one error shape of every module: stable codes, a failure category, one line (no dependencies).
@@ -104,7 +107,20 @@ let package = Package(
         // and drift, the discovery responder; served by the generic SimulatedDeviceServer.
         .target(
             name: "SpeakerSimulator",
-            dependencies: ["Failure", "Speaker", "Simulator", "Transport", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["Failure", "Speaker", "SpeakerSession", "Simulator", "Transport", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strict),
+        // The HKWHub v1 API as pure code: query parsing, client sessions with priorities, pre-emption and expiry on an
+        // injected clock, the calls' rules over a speakers/player protocol, JSON rendering. No I/O (fuzzed).
+        .target(name: "SpeakerHubCore", dependencies: ["Failure"], swiftSettings: strict),
+        // The hub served: the Hummingbird router over SpeakerHubCore, real speakers through SpeakerController, the
+        // media folder, the control page.
+        .target(
+            name: "SpeakerHub",
+            dependencies: [
+                "Failure", "SpeakerHubCore", "SpeakerSession", "Speaker", "Transport",
+                .product(name: "Hummingbird", package: "hummingbird"), .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
             swiftSettings: strict),
         // Firmware images: MCUboot signed images, Intel HEX, raw; keys; the simulated application's manifest.
         .target(
@@ -169,7 +185,7 @@ let package = Package(
             dependencies: [
                 "Failure", "LightX", "Transport", "Headset", "Simulator", "Firmware", "FirmwareUpdate", "USBTransport", "USBGadget",
                 "BluetoothTransport", "TuneupKit", "Recipe", "Records", "Station", "SpeakerSession", "SpeakerSimulator",
-                "Wearable", "WearableLink", "WearableSession", "WearableSimulator",
+                "Wearable", "WearableLink", "WearableSession", "WearableSimulator", "SpeakerHub",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -197,6 +213,10 @@ let package = Package(
         .testTarget(
             name: "SpeakerSessionTests",
             dependencies: ["SpeakerSession", "SpeakerSimulator", "Speaker", "Simulator", "Transport", "TestSupport"],
+            swiftSettings: strict),
+        .testTarget(
+            name: "SpeakerHubTests",
+            dependencies: ["SpeakerHub", "SpeakerHubCore", "SpeakerSession", "SpeakerSimulator", "Speaker", "Transport", "TestSupport"],
             swiftSettings: strict),
         .testTarget(name: "TransportTests", dependencies: ["Transport", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "SessionTests", dependencies: ["Session", "Transport", "TestSupport"], swiftSettings: strict),

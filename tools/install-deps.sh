@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs the system packages the project needs (Debian). Does nothing when they are already there.
 set -euo pipefail
-packages=(pkg-config libusb-1.0-0-dev libbluetooth-dev umockdev libsqlite3-dev postgresql librsvg2-bin)
+# librsvg2-bin: 'tuneup wearable plot' converts its SVG to PNG with rsvg-convert.
+# chromium: the hub's control page is tested in a real headless browser (Tests/SpeakerHubTests/HubPageTests).
+packages=(pkg-config libusb-1.0-0-dev libbluetooth-dev umockdev libsqlite3-dev postgresql librsvg2-bin chromium)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -27,6 +27,7 @@ if [ "${CI:-}" = "true" ]; then
     tools/fuzz/run.sh 60
     echo "== fuzzing the Wearable decoders (20 s)" && tools/fuzz/wearable/run.sh 20
     echo "== fuzzing the Speaker protocol decoders (20 s)" && tools/fuzz/speaker/run.sh 20
+    echo "== fuzzing the hub's query handling (20 s)" && tools/fuzz/hub/run.sh 20
 fi
 if $vm; then
     echo "== USB and Bluetooth through a real kernel (QEMU)"

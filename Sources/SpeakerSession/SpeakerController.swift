@@ -1,16 +1,24 @@
 import Speaker
+import Transport
 
 /// A controller over many speakers (issue 10 §1): the device list with DeviceInfo by index, by group and member
 /// index, by id; volume of one or all (the average reported); groups by name; the playback session's members.
 ///
 /// The list is in the order the speakers were added; `refresh()` re-reads every DeviceInfo and the lookups use what
 /// it read last. Every lookup that finds nothing throws `SpeakerSessionError(.unknownDevice)` naming what there is;
-/// a value out of range is refused before anything is sent. Playback is not here yet: `addToSession` and
-/// `removeFromSession` keep the books and tell the speakers (`joinSession`/`leaveSession`).
+/// a value out of range is refused before anything is sent.
+///
+/// Playback (the player API): the speakers added to the playback session (`addToSession`) are the player's members;
+/// `play(_:)` streams a `PCMSource` to them in sync, `pause`/`resume`/`stop` control it, `playerState`, `elapsed` and
+/// `playerEvents()` report it. With no stream of its own, `pause`/`resume`/`stop` act on the stream the speakers play
+/// (started by another controller), which follows them through the speakers' events.
 public actor SpeakerController {
     private var sessions: [SpeakerSession]
     private var infos: [UInt64: DeviceInfo] = [:]
     private var members: [UInt64] = []
+    private var playerInstance: SpeakerPlayer?
+    /// How the player streams (set before the first `addToSession`).
+    public var playerOptions = PlayerOptions()
 
     /// A controller over open sessions (their DeviceInfo is read by `refresh()`).
     public init(sessions: [SpeakerSession]) {
@@ -173,13 +181,14 @@ public actor SpeakerController {
     /// The ids of the speakers in the playback session, in the order they were added.
     public var sessionMembers: [UInt64] { members }
 
-    /// Adds speaker `id` to the playback session (it joins: `active`).
+    /// Adds speaker `id` to the playback session (it joins: `active`); during playback it joins the stream in sync.
     public func addToSession(_ id: UInt64) async throws {
         let s = try session(id: id)
         guard !members.contains(id) else { return }
         try await s.joinSession()
         members.append(id)
         infos[id] = try await s.deviceInfo()
+        await try player().add(s)
     }
 
     /// Adds every speaker to the playback session (the later seed's "all speakers added at start").
@@ -193,13 +202,95 @@ public actor SpeakerController {
         guard members.contains(id) else {
             throw SpeakerSessionError(.invalidArgument, "speaker \(id) is not in the playback session")
         }
+        await playerInstance?.forget(id)
+        await playerInstance?.remove(id, stopIfLast: true)
         try await s.leaveSession()
         members.removeAll { $0 == id }
         infos[id] = try await s.deviceInfo()
     }
 
-    /// Closes every session.
+    // MARK: Playback (the player API)
+
+    private func player() throws -> SpeakerPlayer {
+        if let playerInstance { return playerInstance }
+        do {
+            let p = try SpeakerPlayer(options: playerOptions, onReconnect: { [weak self] s in await self?.replace(s) })
+            playerInstance = p
+            return p
+        } catch let error as TransportError {
+            throw SpeakerSessionError.transport(error, while: "cannot open the audio socket")
+        }
+    }
+
+    /// A speaker reconnected after its link was lost: its new session replaces the old one.
+    private func replace(_ session: SpeakerSession) async {
+        if let i = sessions.firstIndex(where: { $0.deviceId == session.deviceId }) {
+            let old = sessions[i]
+            sessions[i] = session
+            await old.close()
+        } else {
+            sessions.append(session)
+        }
+        if !members.contains(session.deviceId) { members.append(session.deviceId) }
+        infos[session.deviceId] = try? await session.deviceInfo()
+    }
+
+    /// Plays `source` from `from` seconds on the speakers of the playback session, in sync; returns once it plays.
+    /// - Throws: `SpeakerSessionError` (`.invalidArgument`: no speaker in the session, a bad `from`).
+    public func play(_ source: any PCMSource, title: String = "", kind: StreamSource = .localFile, from: Double = 0) async throws {
+        try await player().play(source, title: title, kind: kind, from: from)
+    }
+
+    /// Pauses the playback: this controller's stream, or else the one the speakers play.
+    /// - Throws: `SpeakerSessionError(.invalidArgument)` when nothing plays.
+    public func pause() async throws {
+        if let p = playerInstance, await p.state == .playing { return try await p.pause() }
+        try await remote(.playing, "nothing is playing") { s, id in try await s.pause(streamId: id) }
+    }
+
+    /// Resumes a paused playback: this controller's, or the speakers'.
+    public func resume() async throws {
+        if let p = playerInstance, await p.state == .paused { return try await p.resume() }
+        try await remote(.paused, "nothing is paused") { s, id in try await s.resume(streamId: id) }
+    }
+
+    /// Stops the playback: this controller's, or the speakers'.
+    public func stop() async throws {
+        if let p = playerInstance, await p.streamId != 0 { return await p.stop() }
+        try await remote(nil, "nothing is playing or paused") { s, id in try await s.stop(streamId: id) }
+    }
+
+    /// Sends `body` to every speaker whose status shows a stream (in `state`, or playing or paused).
+    private func remote(_ state: PlayerState?, _ none: String, _ body: (SpeakerSession, UInt32) async throws -> Void) async throws {
+        var acted = 0
+        for s in sessions {
+            let status = try await s.status()
+            let matches = state.map { status.state == $0 } ?? (status.state == .playing || status.state == .paused)
+            guard status.streamId != 0, matches else { continue }
+            try await body(s, status.streamId)
+            acted += 1
+        }
+        guard acted > 0 else { throw SpeakerSessionError(.invalidArgument, none) }
+    }
+
+    /// The player's state (initialized before any playback).
+    public var playerState: PlayerState {
+        get async { await playerInstance?.state ?? .initialized }
+    }
+
+    /// Seconds of the stream heard (nil when nothing plays or is paused).
+    public var elapsed: Double? {
+        get async { await playerInstance?.elapsed }
+    }
+
+    /// The player's events: state changes, playback time every second, the end, speakers joining and lost.
+    public func playerEvents() async throws -> AsyncStream<PlayerEvent> {
+        await try player().playerEvents()
+    }
+
+    /// Closes every session (a stream of this controller is stopped first).
     public func close() async {
+        await playerInstance?.close()
         for s in sessions { await s.close() }
     }
 

@@ -45,12 +45,19 @@ public final class SpeakerSession: Sendable {
     public let hello: HelloReply
     /// Where the speaker is (`HOST:PORT`, or the link's description).
     public let address: String
+    /// The speaker's numeric host and control port when known (a TCP session): audio goes to `host:hello.audioPort`,
+    /// and a lost speaker is reconnected there.
+    public let host: String?
+    public let controlPort: UInt16?
     private let counter: Mutex<UInt32>
 
-    private init(core: RequestSession<SpeakerProtocol>, hello: HelloReply, address: String, counter: UInt32) {
+    private init(core: RequestSession<SpeakerProtocol>, hello: HelloReply, address: String, host: String?, controlPort: UInt16?,
+                 counter: UInt32) {
         self.core = core
         self.hello = hello
         self.address = address
+        self.host = host
+        self.controlPort = controlPort
         self.counter = Mutex(counter)
     }
 
@@ -61,7 +68,8 @@ public final class SpeakerSession: Sendable {
     /// the hello fails).
     /// - Throws: `SpeakerSessionError` (`.versionMismatch` when the speaker shares no version, `.timeout`,
     ///   `.disconnected`, `.unexpectedReply`), `CancellationError`.
-    public static func open(transport: any Transport, address: String? = nil, controllerName: String = "tuneup",
+    public static func open(transport: any Transport, address: String? = nil, host: String? = nil, controlPort: UInt16? = nil,
+                            controllerName: String = "tuneup",
                             options: RequestOptions = RequestOptions(), clock: any Clock<Duration> = ContinuousClock(),
                             logger: Logger = Logger(label: "tuneup.speaker")) async throws -> SpeakerSession {
         let core = RequestSession(transport: transport, definition: SpeakerProtocol(), options: options, clock: clock, logger: logger)
@@ -75,7 +83,8 @@ public final class SpeakerSession: Sendable {
                 guard SpeakerProtocolVersion.supported.contains(h.version) else {
                     throw SpeakerSessionError(.versionMismatch, "speaker chose protocol version \(h.version), this controller speaks \(SpeakerProtocolVersion.supported)")
                 }
-                return SpeakerSession(core: core, hello: h, address: address ?? transport.peerDescription, counter: 1)
+                return SpeakerSession(core: core, hello: h, address: address ?? transport.peerDescription, host: host,
+                                      controlPort: controlPort, counter: 1)
             case let .failed(f) where f.code == .versionMismatch:
                 throw SpeakerSessionError(.versionMismatch, "speaker \(address ?? transport.peerDescription) shares no protocol version: \(f.message)", deviceCode: f.code)
             default:
@@ -98,7 +107,8 @@ public final class SpeakerSession: Sendable {
         } catch let error as TransportError {
             throw SpeakerSessionError(.disconnected, "cannot reach speaker \(display): \(error.message)")
         }
-        return try await open(transport: transport, address: display, controllerName: controllerName, options: options, logger: logger)
+        return try await open(transport: transport, address: display, host: host, controlPort: port, controllerName: controllerName,
+                              options: options, logger: logger)
     }
 
     // MARK: Requests
@@ -170,6 +180,21 @@ public final class SpeakerSession: Sendable {
         guard case let .clockSyncReply(r) = reply else { throw Self.refusalOrUnexpected(reply, for: .clockSync) }
         return r
     }
+
+    /// Announces stream `streamId` (docs/speaker-protocol.md §3.2 `play`); its audio follows on UDP.
+    public func play(streamId: UInt32, format: AudioFormat, source: StreamSource, title: String) async throws {
+        var name = title
+        while name.utf8.count > WireText.maxBytes { name.removeLast() }
+        let request = try Self.argument { () throws(SpeakerError) in
+            try PlayRequest(streamId: streamId, format: format, source: source, title: try WireText(name))
+        }
+        try await done(.play(request), .play)
+    }
+
+    /// Pauses, resumes or stops stream `streamId`.
+    public func pause(streamId: UInt32) async throws { try await done(.pause(streamId: streamId), .pause) }
+    public func resume(streamId: UInt32) async throws { try await done(.resume(streamId: streamId), .resume) }
+    public func stop(streamId: UInt32) async throws { try await done(.stop(streamId: streamId), .stop) }
 
     /// Installs the controller-to-speaker clock map.
     public func setClockMap(_ map: ClockMap) async throws { try await done(.setClockMap(map), .setClockMap) }

@@ -53,3 +53,10 @@ public struct DACClock: Sendable {
     /// The DAC clock's reading now.
     public func now() -> UInt64 { time(atTrueTime: source.now()) }
 }
+
+extension DACClock {
+    /// The true time at which the DAC clock reads `dac` (the inverse of `time(atTrueTime:)`, to the nanosecond).
+    public func trueTime(atDACTime dac: UInt64) -> Double {
+        (Double(Int64(bitPattern: dac &- UInt64(bitPattern: offset)))) / (1 + driftPPM / 1_000_000)
+    }
+}

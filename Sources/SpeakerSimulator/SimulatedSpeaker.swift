@@ -15,7 +15,13 @@ import Transport
 /// - Settings (volume, mute, name, group, balance, role, channel type) are saved in the state file when one is given.
 /// - Renaming while playing stops playback: `errorOccurred` with `playback-interrupted`.
 /// - `clockSync` is answered on the speaker's DAC clock (`DACClock`: offset and drift on an injectable time source).
-/// - Playback is a flag for now: `play` in the session sets `isPlaying`; no audio is rendered.
+/// - Playback (docs/speaker-protocol.md §7): audio datagrams on the UDP socket given to `startAudio` are rendered by a
+///   `SpeakerRenderer` on the DAC clock every few milliseconds, at the time the stream says, with drift correction;
+///   `playbackTime` every second of stream time, `playbackEnded` after the last frame. What was played can be
+///   recorded (a WAV file and a render log per stream, `recordDirectory`) and kept in memory (`renderLogs`).
+/// - Faults: `audioJitter` (delay and loss of datagrams), `powerOff()`/`powerOn()` (a reboot or a speaker gone), a
+///   stalled clock (`stallClock`); the controller that started a stream disconnecting, or its audio stopping for
+///   `audioTimeout`, stops playback with an `errorOccurred` to the others.
 public final class SimulatedSpeaker: SimulatedDevice {
     /// How a speaker is made.
     public struct Configuration: Sendable {
@@ -27,14 +33,30 @@ public final class SimulatedSpeaker: SimulatedDevice {
         public var audioPort: UInt16
         /// The protocol versions the speaker speaks.
         public var versions: ClosedRange<UInt8>
+        /// Delay and loss of the audio datagrams on their way in (seeded by `jitterSeed`).
+        public var audioJitter: LinkJitter
+        public var jitterSeed: UInt64
+        /// Where each stream's WAV file and render log go (`speaker-K-stream-S.wav`, `.render.log`); nil: none.
+        public var recordDirectory: String?
+        /// Keep every stream's render log and output in memory (`renderLogs`), for tests.
+        public var keepsRenderLogs: Bool
+        /// How long a playing speaker waits for audio before it stops with `audio-underrun` (ns).
+        public var audioTimeout: UInt64
 
         public init(identity: SpeakerIdentity, clock: DACClock = DACClock(), ipAddress: String = "127.0.0.1",
-                    audioPort: UInt16 = 45456, versions: ClosedRange<UInt8> = SpeakerProtocolVersion.supported) {
+                    audioPort: UInt16 = 45456, versions: ClosedRange<UInt8> = SpeakerProtocolVersion.supported,
+                    audioJitter: LinkJitter = .none, jitterSeed: UInt64 = 1, recordDirectory: String? = nil,
+                    keepsRenderLogs: Bool = false, audioTimeout: UInt64 = 3_000_000_000) {
             self.identity = identity
             self.clock = clock
             self.ipAddress = ipAddress
             self.audioPort = audioPort
             self.versions = versions
+            self.audioJitter = audioJitter
+            self.jitterSeed = jitterSeed
+            self.recordDirectory = recordDirectory
+            self.keepsRenderLogs = keepsRenderLogs
+            self.audioTimeout = audioTimeout
         }
     }
 
@@ -54,6 +76,22 @@ public final class SimulatedSpeaker: SimulatedDevice {
         var connections: [UInt64: Connection] = [:]
         var nextConnection: UInt64 = 0
         var stopped = false
+        var poweredOff = false
+        var audioPort: UInt16 = 0
+        var renderer: SpeakerRenderer?
+        var log: RenderLog?
+        var output: [UInt8] = []
+        var recorder: WAVRecorder?
+        /// The connection that started the stream.
+        var owner: UInt64?
+        /// DAC time of the last audio datagram of the stream (or of play).
+        var lastAudio: UInt64 = 0
+        var finished: [(log: RenderLog, pcm: [UInt8])] = []
+        var rng: SeededRandom
+        /// True-time offset added to the clock by stalls so far, and a stall under way (true time it ends).
+        var stallShift: Int64 = 0
+        var stalledUntil: UInt64?
+        var stalledAt: UInt64 = 0
     }
 
     public let configuration: Configuration
@@ -73,8 +111,16 @@ public final class SimulatedSpeaker: SimulatedDevice {
         self.stateFile = stateFile
         self.logger = logger
         let settings = stateFile?.settings(of: index) ?? SpeakerSettings(name: configuration.identity.defaultName)
-        state = Mutex(State(settings: settings))
+        state = Mutex(State(settings: settings, rng: SeededRandom(seed: configuration.jitterSeed)))
     }
+
+    deinit {
+        audioTasks.withLock { for t in $0 { t.cancel() } }
+    }
+
+    private let audioTasks = Mutex<[Task<Void, Never>]>([])
+    private let audioSocket = Mutex<UDPSocket?>(nil)
+    private let pendingRecorders = Mutex<[WAVRecorder]>([])
 
     /// The control port DeviceInfo and discovery report (set once the listener is bound).
     public func setControlPort(_ port: UInt16) { state.withLock { $0.controlPort = port } }
@@ -100,10 +146,10 @@ public final class SimulatedSpeaker: SimulatedDevice {
 
     /// The discovery answer to query `queryId`.
     public func discoveryAnswer(to queryId: UInt32) -> DiscoveryAnswer? {
-        let (name, port) = state.withLock { ($0.settings.name, $0.controlPort) }
-        guard port != 0 else { return nil }
+        let (name, port, audioPort, off) = state.withLock { ($0.settings.name, $0.controlPort, $0.audioPort, $0.poweredOff) }
+        guard port != 0, !off else { return nil }
         return try? DiscoveryAnswer(
-            queryId: queryId, deviceId: deviceId, controlPort: port, audioPort: configuration.audioPort,
+            queryId: queryId, deviceId: deviceId, controlPort: port, audioPort: audioPort != 0 ? audioPort : configuration.audioPort,
             protocolVersions: configuration.versions.lowerBound, configuration.versions.upperBound,
             deviceName: WireText(name), modelName: WireText(configuration.identity.modelName))
     }
@@ -114,7 +160,7 @@ public final class SimulatedSpeaker: SimulatedDevice {
         // Bounded: a controller that sends but never reads is dropped (`enqueue`) instead of growing memory.
         let (outbox, continuation) = AsyncStream.makeStream(of: [UInt8].self, bufferingPolicy: .bufferingOldest(Self.outboxLimit))
         let id: UInt64? = state.withLock { s in
-            guard !s.stopped else { return nil }
+            guard !s.stopped, !s.poweredOff else { return nil }
             s.nextConnection += 1
             s.connections[s.nextConnection] = Connection(link: link, outbox: continuation)
             return s.nextConnection
@@ -139,7 +185,12 @@ public final class SimulatedSpeaker: SimulatedDevice {
                 if handle(frame, version: &version, connection: id) == false { break reading }
             }
         }
-        state.withLock { s in s.connections[id] = nil }
+        state.withLock { s in
+            s.connections[id] = nil
+            if s.owner == id, s.renderer != nil {
+                endStream(&s, error: (.playbackInterrupted, "the controller that started stream \(s.streamId) disconnected"))
+            }
+        }
         continuation.finish()
         await writer.value
         await link.close()
@@ -148,9 +199,16 @@ public final class SimulatedSpeaker: SimulatedDevice {
     public func shutdown() async {
         let links = state.withLock { s in
             s.stopped = true
+            if s.renderer != nil { endStream(&s, error: nil) }
             return s.connections.values.map(\.link)
         }
         for link in links { await link.close() }
+        let tasks = audioTasks.withLock { t in defer { t = [] }; return t }
+        for t in tasks { t.cancel() }
+        audioSocket.withLock { $0?.close() }
+        for t in tasks { await t.value }
+        let recorders = state.withLock { _ in pendingRecorders.withLock { r in defer { r = [] }; return r } }
+        for r in recorders { await r.flush() }
     }
 
     // MARK: Requests
@@ -179,8 +237,9 @@ public final class SimulatedSpeaker: SimulatedDevice {
                 return false
             }
             version = chosen
+            let audioPort = state.withLock { $0.audioPort }
             reply(packet.requestId, .helloReply(HelloReply(
-                version: chosen, deviceId: deviceId, audioPort: configuration.audioPort,
+                version: chosen, deviceId: deviceId, audioPort: audioPort != 0 ? audioPort : configuration.audioPort,
                 modelName: Self.text(configuration.identity.modelName), firmwareVersion: Self.text(configuration.identity.firmwareVersion))),
                   version: 1, connection: connection)
             return true
@@ -191,9 +250,9 @@ public final class SimulatedSpeaker: SimulatedDevice {
             return true
         }
         // t2: when the request arrived, on the DAC clock.
-        let received = configuration.clock.now()
+        let received = dacNow()
         state.withLock { s in
-            let (answer, events) = apply(packet.message, request: request, to: &s, receivedAt: received)
+            let (answer, events) = apply(packet.message, request: request, to: &s, receivedAt: received, connection: connection)
             if let frame = try? ControlPacket(requestId: packet.requestId, message: answer, version: version).encode(),
                let c = s.connections[connection] {
                 enqueue(frame, on: c)
@@ -213,8 +272,8 @@ public final class SimulatedSpeaker: SimulatedDevice {
     }
 
     /// The reply to `message` and the events it causes, with the state changed.
-    private func apply(_ message: ControlMessage, request: RequestType, to s: inout State, receivedAt t2: UInt64)
-        -> (ControlMessage, [ControlMessage]) {
+    private func apply(_ message: ControlMessage, request: RequestType, to s: inout State, receivedAt t2: UInt64,
+                       connection: UInt64) -> (ControlMessage, [ControlMessage]) {
         let id = deviceId
         func updated(_ reason: StateUpdateReason) -> ControlMessage { .deviceStateUpdated(DeviceStateUpdate(deviceId: id, reason: reason)) }
         func failed(_ code: DeviceErrorCode, _ text: String) -> ControlMessage {
@@ -227,16 +286,20 @@ public final class SimulatedSpeaker: SimulatedDevice {
         case .getDeviceInfo:
             return (.deviceInfo(info(s)), [])
         case .getStatus:
-            return (.status(PlaybackStatus(state: s.playerState, streamId: s.streamId, renderedFrames: 0, lostPackets: 0,
-                                           latePackets: 0, muted: s.settings.muted)), [])
+            let stats = s.renderer?.statistics ?? s.log?.statistics ?? RenderStatistics()
+            return (.status(PlaybackStatus(state: s.playerState, streamId: s.streamId, renderedFrames: stats.renderedFrames,
+                                           lostPackets: UInt32(clamping: stats.lostPackets), latePackets: UInt32(clamping: stats.latePackets),
+                                           muted: s.settings.muted)), [])
         case let .setVolume(v):
             let changed = s.settings.volume != Int(v.value) || s.settings.muted
             s.settings.volume = Int(v.value)
             s.settings.muted = false
+            s.renderer?.volume = s.settings.volume
             return (.done(.setVolume), changed ? [volumeEvent(s)] : [])
         case let .setMute(muted):
             guard s.settings.muted != muted else { return (.done(.setMute), []) }
             s.settings.muted = muted
+            s.renderer?.volume = muted ? 0 : s.settings.volume
             return (.done(.setMute), [volumeEvent(s)])
         case let .setBalance(b):
             guard s.settings.balance != Int(b.value) else { return (.done(.setBalance), []) }
@@ -256,6 +319,7 @@ public final class SimulatedSpeaker: SimulatedDevice {
             if s.playing {
                 s.playing = false
                 s.playerState = .stopped
+                finishStream(&s)
                 events += [.errorOccurred(DeviceErrorEvent(deviceId: id, code: .playbackInterrupted, message: "renamed while playing")),
                            .playbackStateChanged(PlaybackStateChange(streamId: s.streamId, state: .stopped)), updated(.playingChanged)]
             }
@@ -284,6 +348,7 @@ public final class SimulatedSpeaker: SimulatedDevice {
             guard s.active else { return (.done(.leaveSession), []) }
             s.active = false
             var events = [updated(.sessionChanged)]
+            finishStream(&s)
             if s.playing {
                 s.playing = false
                 s.playerState = .stopped
@@ -297,9 +362,11 @@ public final class SimulatedSpeaker: SimulatedDevice {
                 events.append(.errorOccurred(DeviceErrorEvent(deviceId: id, code: .playbackInterrupted, message: Self.text("replaced by stream \(p.streamId)"))))
             }
             let wasPlaying = s.playing
+            finishStream(&s)
             s.streamId = p.streamId
             s.playing = true
             s.playerState = .playing
+            startStream(&s, p, owner: connection)
             events.append(.playbackStateChanged(PlaybackStateChange(streamId: p.streamId, state: .playing)))
             if !wasPlaying { events.append(updated(.playingChanged)) }
             return (.done(.play), events)
@@ -321,15 +388,21 @@ public final class SimulatedSpeaker: SimulatedDevice {
             let wasPlaying = s.playing
             s.playerState = target
             s.playing = target == .playing
+            switch target {
+            case .paused: s.renderer?.reset()
+            case .playing: s.lastAudio = dacTime(&s)
+            default: finishStream(&s)
+            }
             var events: [ControlMessage] = [.playbackStateChanged(PlaybackStateChange(streamId: streamId, state: target))]
             if wasPlaying != s.playing { events.append(updated(.playingChanged)) }
             return (.done(acked), events)
         case let .clockSync(t1):
-            let t3 = max(t2, configuration.clock.now())
+            let t3 = max(t2, dacTime(&s))
             guard let reply = try? ClockSyncReply(t1: t1, t2: t2, t3: t3) else { return (failed(.internalError, "clock went back"), []) }
             return (.clockSyncReply(reply), [])
         case let .setClockMap(map):
             s.clockMap = map
+            s.renderer?.map = map
             return (.done(.setClockMap), [])
         default:
             return (failed(.unsupportedRequest, "not a request this speaker handles"), [])
@@ -372,6 +445,179 @@ public final class SimulatedSpeaker: SimulatedDevice {
             let link = connection.link
             Task { await link.close() }
         }
+    }
+
+    // MARK: Playback
+
+    /// Starts receiving audio datagrams on `socket` and rendering them (its port is announced by hello and
+    /// discovery). `SpeakerSimulation` calls it once the socket is bound.
+    public func startAudio(on socket: UDPSocket) {
+        state.withLock { $0.audioPort = socket.localPort }
+        audioSocket.withLock { $0 = socket }
+        let receiver = Task { [weak self] in
+            while !Task.isCancelled {
+                guard let datagram = try? await socket.receive() else { return }
+                self?.deliver(datagram.bytes)
+            }
+        }
+        let pump = Task { [weak self] in
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .milliseconds(5))
+                guard let self else { return }
+                self.renderNow()
+            }
+        }
+        audioTasks.withLock { $0 += [receiver, pump] }
+    }
+
+    /// The UDP audio port (0 before `startAudio`).
+    public var audioPort: UInt16 { state.withLock { $0.audioPort } }
+
+    /// One audio datagram as it comes off the network (the UDP receiver calls it; tests may too).
+    public func deliver(_ bytes: [UInt8]) {
+        guard let packet = try? AudioPacket.decode(bytes) else { return }
+        state.withLock { s in
+            guard !s.poweredOff, s.playerState == .playing, s.renderer != nil, packet.streamId == s.streamId else { return }
+            let now = dacTime(&s)
+            guard let delay = configuration.audioJitter.draw(&s.rng) else { return }
+            s.lastAudio = now
+            s.renderer!.receive(packet, arrival: now &+ delay)
+        }
+    }
+
+    /// Renders up to the DAC clock's now (the pump calls it every 5 ms).
+    public func renderNow() {
+        state.withLock { s in
+            guard s.renderer != nil, !s.poweredOff else { return }
+            let now = dacTime(&s)
+            var out: [UInt8] = []
+            let events = s.renderer!.render(through: now, output: &out, log: &s.log!.runs)
+            s.log!.statistics = s.renderer!.statistics
+            s.recorder?.append(out)
+            if configuration.keepsRenderLogs { s.output += out }
+            var messages: [ControlMessage] = []
+            for event in events {
+                switch event {
+                case let .elapsed(ms): messages.append(.playbackTime(PlaybackTime(streamId: s.streamId, elapsedMilliseconds: ms)))
+                case .ended:
+                    messages.append(.playbackEnded(streamId: s.streamId))
+                case .firstAudio: break
+                }
+            }
+            broadcast(messages, in: s)
+            if events.contains(.ended) {
+                endStream(&s, error: nil)
+            } else if s.playerState == .playing, now > s.lastAudio, now - s.lastAudio > configuration.audioTimeout {
+                endStream(&s, error: (.audioUnderrun, "no audio for stream \(s.streamId) in \(configuration.audioTimeout / 1_000_000) ms"))
+            }
+        }
+    }
+
+    /// Every stream rendered since the speaker started (with `keepsRenderLogs`), the current one last.
+    public var renderLogs: [(log: RenderLog, pcm: [UInt8])] {
+        state.withLock { s in
+            s.finished + (s.log.map { [($0, s.output)] } ?? [])
+        }
+    }
+
+    /// Waits until the recordings of finished streams are on disk.
+    public func flushRecordings() async {
+        for r in pendingRecorders.withLock({ $0 }) { await r.flush() }
+    }
+
+    /// The speaker goes off the network (power cut, reboot): its control links close, it answers nothing (neither
+    /// connections nor discovery nor audio) and forgets its playback and clock map until `powerOn()`.
+    public func powerOff() async {
+        let links = state.withLock { s in
+            s.poweredOff = true
+            finishStream(&s)
+            s.playing = false
+            s.playerState = .initialized
+            s.streamId = 0
+            s.active = false
+            s.clockMap = nil
+            return s.connections.values.map(\.link)
+        }
+        for link in links { await link.close() }
+    }
+
+    /// The speaker is back (after `powerOff()`), with its settings, out of the playback session.
+    public func powerOn() { state.withLock { $0.poweredOff = false } }
+
+    public var isPoweredOff: Bool { state.withLock { $0.poweredOff } }
+
+    /// The DAC clock stops for `nanoseconds` of true time from now, then runs on from where it stopped (a stalled
+    /// oscillator): nothing is rendered meanwhile, and the controller's clock sync sees the step.
+    public func stallClock(for nanoseconds: UInt64) {
+        state.withLock { s in
+            let t = configuration.clock.source.now()
+            s.stalledAt = dacTime(&s)
+            s.stalledUntil = t &+ nanoseconds
+            s.stallShift &+= Int64(bitPattern: nanoseconds)
+        }
+    }
+
+    private func dacNow() -> UInt64 { state.withLock { dacTime(&$0) } }
+
+    /// The DAC clock now, stalls included (call with the state locked).
+    private func dacTime(_ s: inout State) -> UInt64 {
+        let t = configuration.clock.source.now()
+        if let until = s.stalledUntil {
+            if t < until { return s.stalledAt }
+            s.stalledUntil = nil
+        }
+        return configuration.clock.time(atTrueTime: t) &- UInt64(bitPattern: s.stallShift)
+    }
+
+    private func startStream(_ s: inout State, _ p: PlayRequest, owner: UInt64) {
+        let now = dacTime(&s)
+        var renderer = SpeakerRenderer(streamId: p.streamId, format: p.format, map: s.clockMap, startDAC: now)
+        renderer.volume = s.settings.muted ? 0 : s.settings.volume
+        s.renderer = renderer
+        var clock = configuration.clock
+        clock.offset &-= s.stallShift
+        s.log = RenderLog(streamId: p.streamId, format: p.format, clock: clock)
+        s.output = []
+        s.owner = owner
+        s.lastAudio = now
+        if let directory = configuration.recordDirectory {
+            s.recorder = WAVRecorder(path: "\(directory)/speaker-\(index)-stream-\(p.streamId).wav", format: p.format)
+        }
+    }
+
+    /// Closes the current stream's renderer, recording and log (kept with `keepsRenderLogs`).
+    private func finishStream(_ s: inout State) {
+        guard s.renderer != nil, var log = s.log else { return }
+        log.statistics = s.renderer!.statistics
+        if configuration.keepsRenderLogs { s.finished.append((log, s.output)) }
+        if let recorder = s.recorder {
+            recorder.close(log: log.text())
+            pendingRecorders.withLock { $0.append(recorder) }
+        }
+        s.renderer = nil
+        s.log = nil
+        s.output = []
+        s.recorder = nil
+        s.owner = nil
+    }
+
+    /// Stops the stream (ended, or an error) and tells every controller.
+    private func endStream(_ s: inout State, error: (DeviceErrorCode, String)?) {
+        let id = deviceId
+        var events: [ControlMessage] = []
+        if let (code, message) = error {
+            events.append(.errorOccurred(DeviceErrorEvent(deviceId: id, code: code, message: Self.text(message))))
+        }
+        finishStream(&s)
+        if s.playerState != .stopped {
+            s.playerState = .stopped
+            events.append(.playbackStateChanged(PlaybackStateChange(streamId: s.streamId, state: .stopped)))
+        }
+        if s.playing {
+            s.playing = false
+            events.append(.deviceStateUpdated(DeviceStateUpdate(deviceId: id, reason: .playingChanged)))
+        }
+        broadcast(events, in: s)
     }
 
     /// Text for the wire, cut to 255 bytes.

@@ -32,13 +32,16 @@ public final class SpeakerSimulation: Sendable {
         case ownPorts(host: String = "127.0.0.1")
     }
 
-    /// Starts `count` speakers: speaker k listens on `host:port+k` (port 0: free ports), with the identity of `seed`
-    /// and k, settings from `statePath`, clock offset and drift from `clocks` (speaker k gets `clocks(k)`).
+    /// Starts `count` speakers: speaker k listens on `host:port+k` (port 0: free ports) for control and on a free UDP
+    /// port of `host` for audio, with the identity of `seed` and k, settings from `statePath`, clock offset and drift
+    /// from `clocks` (speaker k gets `clocks(k)`), the audio path's jitter and loss from `audioJitter`, recordings in
+    /// `recordDirectory`, render logs kept in memory with `keepsRenderLogs`.
     ///
     /// - Throws: `SimulatorError` (a bad count or state file), `TransportError` (a port that cannot be bound).
     public static func start(count: Int, host: String = "127.0.0.1", port: UInt16 = 0, statePath: String? = nil, seed: UInt64 = 1,
                              discovery: Discovery = .off, clocks: @Sendable (Int) -> DACClock = { _ in DACClock() },
-                             logger: Logger? = nil) async throws -> SpeakerSimulation {
+                             audioJitter: @Sendable (Int) -> LinkJitter = { _ in .none }, recordDirectory: String? = nil,
+                             keepsRenderLogs: Bool = false, logger: Logger? = nil) async throws -> SpeakerSimulation {
         guard (1...SimulatedDeviceServer<SimulatedSpeaker>.maxDevices).contains(count) else {
             throw SimulatorError(.invalidArgument, "speaker count \(count) is outside 1...\(SimulatedDeviceServer<SimulatedSpeaker>.maxDevices)")
         }
@@ -50,7 +53,8 @@ public final class SpeakerSimulation: Sendable {
         let stateFile = opened
         let speakers = (0..<count).map { k in
             SimulatedSpeaker(.init(identity: .simulated(index: k, seed: seed), clock: clocks(k), ipAddress: host,
-                                   audioPort: UInt16(truncatingIfNeeded: 45456 &+ k)),
+                                   audioPort: 0, audioJitter: audioJitter(k), jitterSeed: seed &+ UInt64(k),
+                                   recordDirectory: recordDirectory, keepsRenderLogs: keepsRenderLogs),
                              index: k, stateFile: stateFile, logger: logger)
         }
         let server = try SimulatedDeviceServer(devices: speakers, logger: logger, afterShutdown: { await stateFile?.flush() })
@@ -61,6 +65,7 @@ public final class SpeakerSimulation: Sendable {
                 let listener = try await TCPListener.bind(host: host, port: port == 0 ? 0 : port + UInt16(k), logger: logger)
                 guard case let .tcp(boundHost, boundPort) = listener.boundAddress else { continue }
                 speaker.setControlPort(boundPort)
+                speaker.startAudio(on: try UDPSocket.bind(host: boundHost, port: 0))
                 try server.attach(listener, toDevice: k)
                 endpoints.append(boundHost.contains(":") ? "[\(boundHost)]:\(boundPort)" : "\(boundHost):\(boundPort)")
                 switch discovery {

@@ -17,7 +17,7 @@ struct SpeakerCommand: AsyncParsableCommand {
               $ tuneup speaker group Kitchen --index 0 --index 1 --speaker 127.0.0.1:P1 --speaker 127.0.0.1:P2
               $ tuneup speaker list              (discovery: speakers answering on the local network)
             """,
-        subcommands: [List.self, Info.self, Volume.self, Mute.self, Unmute.self, Rename.self, Group.self],
+        subcommands: [List.self, Info.self, Volume.self, Mute.self, Unmute.self, Rename.self, Group.self, Hub.self],
         defaultSubcommand: List.self)
 
     /// How speakers are reached.

@@ -1,0 +1,37 @@
+import SpeakerHubCore
+import SpeakerSession
+
+/// The hub's speakers: real (or simulated) speakers through a `SpeakerController`. Every device read refreshes the
+/// speakers' DeviceInfo, so the hub answers what the speakers say now.
+public struct ControllerSpeakers: HubSpeakers {
+    public let controller: SpeakerController
+
+    public init(_ controller: SpeakerController) { self.controller = controller }
+
+    public func devices() async throws -> [HubDevice] {
+        try await controller.refresh().map(HubDevice.init)
+    }
+
+    public func sessionMembers() async -> [UInt64] { await controller.sessionMembers }
+
+    public func addToSession(_ id: UInt64) async throws { try await controller.addToSession(id) }
+
+    public func removeFromSession(_ id: UInt64) async throws {
+        guard await controller.sessionMembers.contains(id) else { return }
+        try await controller.removeFromSession(id)
+    }
+
+    public func setVolume(_ volume: Int, of id: UInt64?) async throws {
+        if let id { try await controller.setVolume(volume, of: id) } else { try await controller.setVolumeAll(volume) }
+    }
+}
+
+extension HubDevice {
+    /// The published fields of a speaker's DeviceInfo.
+    public init(_ i: DeviceInfo) {
+        self.init(deviceID: i.deviceId, deviceName: i.deviceName.value, groupID: i.groupId, groupName: i.groupName.value,
+                  modelName: i.modelName.value, ipAddress: i.ipAddress.value, port: Int(i.port), macAddress: i.macAddress.description,
+                  volume: Int(i.volume.value), active: i.active, wifiSignalStrength: Int(i.wifiSignalStrength), role: Int(i.role),
+                  version: i.version.value, isPlaying: i.isPlaying)
+    }
+}

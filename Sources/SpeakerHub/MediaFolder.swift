@@ -1,0 +1,64 @@
+import Foundation
+import SpeakerHubCore
+import SpeakerSession
+import Transport
+
+/// The hub's media list: the audio files directly in a folder (by extension), sorted by name, each with a
+/// PersistentID derived from its name (stable across restarts), its title, artist and album from a WAV INFO chunk or
+/// else the file name, and its duration as the player would play it (a playable WAV file; 0 otherwise). The folder is read again on every
+/// request, on the blocking pool, so files added or removed show at once.
+public struct MediaFolder: HubMediaSource {
+    public let path: String
+
+    public static let extensions: Set<String> = ["wav", "wave", "mp3", "flac", "ogg", "oga", "opus", "aif", "aiff", "m4a", "aac"]
+
+    /// - Throws: `HubError(.mediaUnreadable)` when `path` is not a readable folder.
+    public init(path: String) throws(HubError) {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue else {
+            throw HubError(.mediaUnreadable, "media folder '\(path)' does not exist or is not a folder")
+        }
+        guard FileManager.default.isReadableFile(atPath: path) else {
+            throw HubError(.mediaUnreadable, "media folder '\(path)' cannot be read")
+        }
+        self.path = path
+    }
+
+    public func items() async throws -> [HubMediaItem] {
+        let path = self.path
+        let result = try await DedicatedThread.run(name: "hub media") { () -> Result<[HubMediaItem], HubError> in
+            Result { () throws(HubError) in try Self.scan(path) }
+        }
+        return try result.get()
+    }
+
+    static func scan(_ path: String) throws(HubError) -> [HubMediaItem] {
+        let names: [String]
+        do {
+            names = try FileManager.default.contentsOfDirectory(atPath: path)
+        } catch {
+            throw HubError(.mediaUnreadable, "media folder '\(path)' cannot be listed: \(error.localizedDescription)")
+        }
+        var items: [HubMediaItem] = []
+        for name in names.sorted() where !name.hasPrefix(".") {
+            let ext = (name as NSString).pathExtension.lowercased()
+            guard extensions.contains(ext) else { continue }
+            let full = (path as NSString).appendingPathComponent(name)
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: full, isDirectory: &isDirectory), !isDirectory.boolValue else { continue }
+            var head: [UInt8] = []
+            if let handle = FileHandle(forReadingAtPath: full) {
+                head = ((try? handle.read(upToCount: MediaInfo.headerLength)) ?? nil).map { Array($0) } ?? []
+                try? handle.close()
+            }
+            let info = MediaInfo.read(head)
+            // The duration is what the player would play: the one WAV reader of the project (SpeakerSession's).
+            let size = ((try? FileManager.default.attributesOfItem(atPath: full))?[.size] as? NSNumber)?.uint64Value ?? 0
+            let duration = (try? WAV.parse(head, fileSize: size)).map { Int($0.dataBytes / UInt64($0.format.bytesPerFrame) / UInt64($0.format.sampleRate)) }
+            items.append(HubMediaItem(
+                persistentID: MediaInfo.persistentID(of: name), title: info.title ?? (name as NSString).deletingPathExtension,
+                artist: info.artist ?? "", albumTitle: info.album ?? "", duration: duration ?? 0, location: full))
+        }
+        return items
+    }
+}

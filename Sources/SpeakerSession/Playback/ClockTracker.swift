@@ -1,0 +1,138 @@
+import Speaker
+
+/// The controller's running estimate of one speaker's clock (docs/speaker-protocol.md §6): clock-sync samples in, the
+/// `ClockMap` to send out, and when to measure next. A pure value, so the live player and the virtual-time simulation
+/// (`VirtualPlayback`) run the same policy.
+///
+/// - Filtering: only samples whose round trip is within `tolerance` of the smallest in the window are trusted (a
+///   sample that waited on one leg is off by up to half its extra delay); at least `minimumKept` of the fastest are
+///   always kept.
+/// - Fitting: over a span of at least `rateSpan` the offset and the drift are fitted (`ClockMap.fit`); before that
+///   the rate is taken as 0 and the offset is the fastest recent sample's, refreshed every `earlyInterval`.
+/// - Sending: a new map when none was sent, or when the new estimate places `horizon` from now more than
+///   `sendThreshold` away from the map sent last.
+public struct ClockTracker: Sendable {
+    public var window = 64
+    public var tolerance: UInt64 = 100_000
+    public var minimumKept = 6
+    public var rateSpan: UInt64 = 1_000_000_000
+    public var sendThreshold: UInt64 = 5_000
+    public var horizon: UInt64 = 1_000_000_000
+    /// Exchanges during the first `burst` samples, before `rateSpan` is covered, and after.
+    public var burst = 8
+    public var burstInterval: Duration = .milliseconds(10)
+    public var earlyInterval: Duration = .milliseconds(50)
+    public var steadyInterval: Duration = .milliseconds(500)
+
+    public private(set) var samples: [ClockSample] = []
+    /// The map last handed out by `mapToSend` (what the speaker uses).
+    public private(set) var sent: ClockMap?
+
+    public init() {}
+
+    public mutating func add(_ sample: ClockSample) {
+        guard sample.delay >= 0 else { return }
+        samples.append(sample)
+        if samples.count > window { samples.removeFirst(samples.count - window) }
+    }
+
+    /// Forgets every sample and the map sent (the speaker restarted).
+    public mutating func reset() {
+        samples.removeAll()
+        sent = nil
+    }
+
+    /// How long to wait before the next exchange.
+    public var nextInterval: Duration {
+        if samples.count < burst { return burstInterval }
+        return span < rateSpan ? earlyInterval : steadyInterval
+    }
+
+    private var span: UInt64 {
+        guard let first = samples.first, let last = samples.last else { return 0 }
+        return last.midpoint &- first.midpoint
+    }
+
+    /// The current estimate (nil before the first sample).
+    public var estimate: ClockMap? {
+        guard !samples.isEmpty else { return nil }
+        if span < rateSpan {
+            // Rate unknown yet: the fastest of the three newest samples (an older one is off by the drift since), rate 0.
+            let recent = samples.suffix(3)
+            let best = recent.min { $0.delay < $1.delay }!
+            return try? ClockMap(controllerReference: best.midpoint, speakerReference: best.midpoint &+ UInt64(bitPattern: best.offset), rate: 0)
+        }
+        let fastest = UInt64(samples.map(\.delay).min()!)
+        var kept = samples.filter { UInt64($0.delay) <= fastest + tolerance }
+        if kept.count < minimumKept { kept = Array(samples.sorted { $0.delay < $1.delay }.prefix(minimumKept)) }
+        // ClockMap.fit keeps the faster half of these and fits offset and drift by least squares.
+        return ClockMap.fit(kept)
+    }
+
+    /// The map to send now (at controller time `now`), or nil when the speaker's map is still good.
+    public mutating func mapToSend(at now: UInt64) -> ClockMap? {
+        guard let map = estimate else { return nil }
+        if let sent {
+            let at = now &+ horizon
+            let a = sent.speakerTime(forControllerTime: at), b = map.speakerTime(forControllerTime: at)
+            let c = sent.speakerTime(forControllerTime: now), d = map.speakerTime(forControllerTime: now)
+            guard max(a > b ? a - b : b - a, c > d ? c - d : d - c) > sendThreshold else { return nil }
+        }
+        sent = map
+        return map
+    }
+}
+
+/// The controller's packetizer and timeline of one stream: frame indices, sequence numbers and presentation times.
+/// Frames `anchorFrame...` are presented from `anchorTime` on at the stream's nominal rate; a resume re-anchors (the
+/// frame indices go on, the times start anew). A pure value shared by the player and `VirtualPlayback`.
+public struct StreamSchedule: Sendable {
+    public let streamId: UInt32
+    public let format: AudioFormat
+    public private(set) var nextFrame: UInt64
+    public private(set) var sequence: UInt32 = 0
+    public private(set) var anchorFrame: UInt64
+    public private(set) var anchorTime: UInt64
+
+    public init(streamId: UInt32, format: AudioFormat, startFrame: UInt64 = 0, startTime: UInt64) {
+        self.streamId = streamId
+        self.format = format
+        nextFrame = startFrame
+        anchorFrame = startFrame
+        anchorTime = startTime
+    }
+
+    /// The most frames one packet holds.
+    public var framesPerPacket: Int { AudioPacket.maxFrames(for: format) }
+
+    /// When frame `frame` (≥ the anchor) is heard, controller time.
+    public func presentationTime(ofFrame frame: UInt64) -> UInt64 {
+        anchorTime &+ format.nanoseconds(forFrames: frame &- anchorFrame)
+    }
+
+    public var nextPresentationTime: UInt64 { presentationTime(ofFrame: nextFrame) }
+
+    /// The frame heard at controller time `time` (the anchor before it; never beyond `nextFrame`).
+    public func frame(at time: UInt64) -> UInt64 {
+        guard time > anchorTime else { return anchorFrame }
+        let (high, low) = (time - anchorTime).multipliedFullWidth(by: UInt64(format.sampleRate))
+        let frames = high >= 1_000_000_000 ? UInt64.max : UInt64(1_000_000_000).dividingFullWidth((high, low)).quotient
+        return min(nextFrame, anchorFrame &+ frames)
+    }
+
+    /// Frames from now on start at `frame`, heard from `time` (start, resume, seek).
+    public mutating func anchor(frame: UInt64, at time: UInt64) {
+        nextFrame = frame
+        anchorFrame = frame
+        anchorTime = time
+    }
+
+    /// The next packet with `pcm` (whole frames, at most `framesPerPacket`); advances the frame and sequence.
+    public mutating func packet(pcm: [UInt8], endOfStream: Bool = false) throws(SpeakerError) -> AudioPacket {
+        let packet = try AudioPacket(streamId: streamId, sequence: sequence, firstFrame: nextFrame,
+                                     presentationTime: nextPresentationTime, format: format, endOfStream: endOfStream, pcm: pcm)
+        sequence &+= 1
+        nextFrame &+= UInt64(packet.frameCount)
+        return packet
+    }
+}

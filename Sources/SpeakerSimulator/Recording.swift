@@ -1,0 +1,59 @@
+import Dispatch
+import Foundation
+import Speaker
+import SpeakerSession
+
+/// Writes what a simulated speaker played to a WAV file as it plays, on a serial queue of its own (never on the
+/// cooperative pool); the sizes in the header are set when it is closed.
+final class WAVRecorder: Sendable {
+    let path: String
+    private let queue = DispatchQueue(label: "tuneup.speaker-recording")
+    private nonisolated(unsafe) var handle: FileHandle?  // touched on `queue` only
+    private nonisolated(unsafe) var bytes: UInt64 = 0
+    private let format: AudioFormat
+
+    init(path: String, format: AudioFormat) {
+        self.path = path
+        self.format = format
+        queue.async { [self] in
+            FileManager.default.createFile(atPath: path, contents: Data(WAV.header(format: format, dataBytes: 0)))
+            handle = FileHandle(forWritingAtPath: path)
+            _ = try? handle?.seekToEnd()
+        }
+    }
+
+    func append(_ pcm: [UInt8]) {
+        guard !pcm.isEmpty else { return }
+        queue.async { [self] in
+            guard let handle else { return }
+            do {
+                try handle.write(contentsOf: pcm)
+                bytes += UInt64(pcm.count)
+            } catch {
+                try? handle.close()
+                self.handle = nil
+            }
+        }
+    }
+
+    /// Sets the header's sizes, closes the file, and writes `log` next to it (`.render.log`).
+    func close(log: String?) {
+        queue.async { [self] in
+            if let handle {
+                try? handle.seek(toOffset: 0)
+                try? handle.write(contentsOf: WAV.header(format: format, dataBytes: UInt32(truncatingIfNeeded: bytes)))
+                try? handle.close()
+                self.handle = nil
+            }
+            if let log {
+                let logPath = (path.hasSuffix(".wav") ? String(path.dropLast(4)) : path) + ".render.log"
+                try? log.write(toFile: logPath, atomically: true, encoding: .utf8)
+            }
+        }
+    }
+
+    /// Waits until everything so far is written.
+    func flush() async {
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in queue.async { c.resume() } }
+    }
+}

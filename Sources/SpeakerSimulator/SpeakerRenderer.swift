@@ -1,0 +1,378 @@
+import Speaker
+import SpeakerSession
+
+/// One stretch of a speaker's output: `count` DAC slots from `slot` on, carrying source frames `sourceFrame...` in
+/// order (`source`), one source frame played again (`repeated`, a drift correction), or silence.
+public struct RenderRun: Sendable, Hashable {
+    public enum Kind: String, Sendable, Hashable { case source, repeated, silence }
+    public var slot: UInt64
+    public var count: UInt64
+    /// The first source frame (`source`), the repeated frame (`repeated`); 0 for silence.
+    public var sourceFrame: UInt64
+    public var kind: Kind
+
+    public init(slot: UInt64, count: UInt64, sourceFrame: UInt64, kind: Kind) {
+        self.slot = slot
+        self.count = count
+        self.sourceFrame = sourceFrame
+        self.kind = kind
+    }
+}
+
+/// What a renderer counted.
+public struct RenderStatistics: Sendable, Hashable {
+    /// Source frames that reached the output (repeats not counted).
+    public var renderedFrames: UInt64 = 0
+    /// Drift corrections: a frame played twice (the DAC ran ahead of the stream by half a sample).
+    public var repeatedSamples: UInt64 = 0
+    /// Of those, repeats of a silent slot (the frame before was lost): logged as silence.
+    public var repeatedSilence: UInt64 = 0
+    /// Drift corrections: a frame left out (the DAC fell behind by half a sample).
+    public var skippedSamples: UInt64 = 0
+    /// Frames never received (lost packets), played as silence in their place.
+    public var lostFrames: UInt64 = 0
+    /// Gaps in the packets' sequence numbers.
+    public var lostPackets: UInt64 = 0
+    /// Packets that arrived after their frames were due (dropped), and frames jumped over to catch up.
+    public var latePackets: UInt64 = 0
+    public var lateFrames: UInt64 = 0
+    /// Times the output lost its lock on the stream by more than `SpeakerRenderer.correctionLimit` (a clock step).
+    public var resyncs: UInt64 = 0
+
+    /// Samples (frames) changed by drift correction.
+    public var correctedSamples: UInt64 { repeatedSamples + skippedSamples }
+}
+
+/// Something a renderer reports while rendering.
+public enum RenderEvent: Sendable, Hashable {
+    /// The first source frame reached the output (after play, resume or a re-lock).
+    case firstAudio(slot: UInt64, frame: UInt64)
+    /// Stream time passed a whole second (frame index / rate).
+    case elapsed(milliseconds: UInt32)
+    /// The last frame of an end-of-stream packet was rendered.
+    case ended
+}
+
+/// A speaker's renderer of one stream (docs/speaker-protocol.md §7): a pure value that takes audio packets with their
+/// arrival time and fills the DAC's output slots, all on the speaker's DAC clock.
+///
+/// The DAC plays slot n at DAC time `n × 10⁹ / rate`. For each slot the renderer computes when the next source frame
+/// is due (its presentation time through the `ClockMap`) and the error e = due − slot time:
+/// - not yet locked: silence until a frame is due within half a slot, then lock; a frame already late by more is
+///   jumped over (a speaker joining mid-stream, packets that came late);
+/// - locked: |e| ≤ half a slot plays the frame; e beyond half a slot (the DAC runs fast) plays the previous frame again,
+///   beyond minus half a slot (slow) leaves one frame out — one sample of correction each, counted, so the output stays
+///   within half a sample of where the stream says it belongs; |e| above `correctionLimit` (a clock step) unlocks.
+/// Frames of packets never received are played as silence at their place (the first-frame field places them).
+/// Volume scales the output (50 = unity: the samples unchanged).
+public struct SpeakerRenderer: Sendable {
+    public static let correctionLimit: Int64 = 2_000_000
+
+    public let streamId: UInt32
+    public let format: AudioFormat
+    /// The controller-to-DAC clock map in use (nil: nothing can be placed; silence).
+    public var map: ClockMap?
+    /// 0...50 (0 also when muted).
+    public var volume: Int = 50
+    public private(set) var statistics = RenderStatistics()
+    public private(set) var ended = false
+    /// The next slot to render.
+    public private(set) var nextSlot: UInt64
+
+    private var pending: [(arrival: UInt64, packet: AudioPacket)] = []
+    private var buffer: [AudioPacket] = []
+    private var cursor: UInt64 = 0
+    private var started = false
+    private var locked = false
+    private var announced = false
+    private var endFrame: UInt64?
+    private var highestSequence: UInt32?
+    private var lastFrame: [UInt8]
+    private var lastWasSilence = true
+    private let silence: [UInt8]
+    private let halfSlot: Int64
+    private let slotPeriod: Double
+
+    /// A renderer whose first slot is the one at or after DAC time `startDAC`.
+    public init(streamId: UInt32, format: AudioFormat, map: ClockMap?, startDAC: UInt64) {
+        self.streamId = streamId
+        self.format = format
+        self.map = map
+        silence = [UInt8](repeating: 0, count: format.bytesPerFrame)
+        lastFrame = silence
+        slotPeriod = 1e9 / Double(format.sampleRate)
+        halfSlot = Int64(slotPeriod / 2)
+        let (high, low) = startDAC.multipliedFullWidth(by: UInt64(format.sampleRate))
+        let q = UInt64(1_000_000_000).dividingFullWidth((high, low))
+        nextSlot = q.quotient + (q.remainder > 0 ? 1 : 0)
+    }
+
+    /// The DAC time of slot `n`.
+    public func slotTime(_ n: UInt64) -> UInt64 {
+        let (high, low) = n.multipliedFullWidth(by: 1_000_000_000)
+        return UInt64(format.sampleRate).dividingFullWidth((high, low)).quotient
+    }
+
+    /// A packet that arrives at DAC time `arrival` (it is usable from then on).
+    public mutating func receive(_ packet: AudioPacket, arrival: UInt64) {
+        guard packet.streamId == streamId, packet.format == format else { return }
+        if let h = highestSequence {
+            let ahead = packet.sequence &- h
+            if ahead != 0, ahead < 1 << 31 {
+                statistics.lostPackets += UInt64(ahead - 1)
+                highestSequence = packet.sequence
+            } else if ahead != 0, statistics.lostPackets > 0 {
+                statistics.lostPackets -= 1  // a reordered packet counted as lost arrived after all
+            }
+        } else {
+            highestSequence = packet.sequence
+        }
+        var i = pending.endIndex
+        while i > pending.startIndex, pending[i - 1].arrival > arrival { i -= 1 }
+        pending.insert((arrival, packet), at: i)
+    }
+
+    /// Forgets the packets held (pause): the next packet received starts the output anew.
+    public mutating func reset() {
+        pending.removeAll()
+        buffer.removeAll()
+        started = false
+        locked = false
+        announced = false
+        endFrame = nil
+        highestSequence = nil
+    }
+
+    private mutating func promote(upTo time: UInt64) {
+        while let first = pending.first, first.arrival <= time {
+            pending.removeFirst()
+            let p = first.packet
+            if p.endOfStream { endFrame = p.firstFrame + UInt64(p.frameCount) }
+            guard p.frameCount > 0 else { continue }
+            if started, p.firstFrame + UInt64(p.frameCount) <= cursor {
+                statistics.latePackets += 1
+                continue
+            }
+            var i = buffer.endIndex
+            while i > buffer.startIndex, buffer[i - 1].firstFrame > p.firstFrame { i -= 1 }
+            if i > buffer.startIndex, buffer[i - 1].firstFrame == p.firstFrame { continue }  // a duplicate
+            buffer.insert(p, at: i)
+        }
+    }
+
+    private mutating func dropConsumed() {
+        var n = 0
+        while n < buffer.count, buffer[n].firstFrame + UInt64(buffer[n].frameCount) <= cursor { n += 1 }
+        if n > 0 { buffer.removeFirst(n) }
+    }
+
+    /// When frame `cursor` is due on the DAC clock (extrapolated from the next packet when it was never received);
+    /// nil when nothing at or after it is held.
+    private func due(_ map: ClockMap) -> UInt64? {
+        guard let p = buffer.first else { return nil }
+        let controllerTime: UInt64
+        if p.firstFrame <= cursor {
+            controllerTime = p.presentationTime(ofFrame: Int(cursor - p.firstFrame))
+        } else {
+            controllerTime = p.presentationTime &- format.nanoseconds(forFrames: p.firstFrame - cursor)
+        }
+        return map.speakerTime(forControllerTime: controllerTime)
+    }
+
+    /// Renders every slot whose DAC time is at or before `time`: the output PCM is appended to `output`, the runs to
+    /// `log`; returns the events.
+    public mutating func render(through time: UInt64, output: inout [UInt8], log: inout [RenderRun]) -> [RenderEvent] {
+        var events: [RenderEvent] = []
+        while true {
+            let slot = nextSlot
+            let s = slotTime(slot)
+            guard s <= time else { break }
+            nextSlot += 1
+            if let first = pending.first, first.arrival <= s { promote(upTo: s) }
+            guard let map, !ended else { emitSilence(slot, &output, &log); continue }
+            if !started {
+                guard let first = buffer.first else { emitSilence(slot, &output, &log); continue }
+                cursor = first.firstFrame
+                started = true
+                locked = false
+            }
+            dropConsumed()
+            if let endFrame, cursor >= endFrame {
+                ended = true
+                events.append(.ended)
+                emitSilence(slot, &output, &log)
+                continue
+            }
+            guard var dueTime = due(map) else { emitSilence(slot, &output, &log); continue }
+            var e = Int64(bitPattern: dueTime &- s)
+            if !locked {
+                if e > halfSlot { emitSilence(slot, &output, &log); continue }
+                if e < -halfSlot {
+                    let k = UInt64((Double(-e - halfSlot) / slotPeriod).rounded(.up))
+                    cursor += max(1, k)
+                    statistics.lateFrames += max(1, k)
+                    dropConsumed()
+                    guard let d = due(map) else { emitSilence(slot, &output, &log); continue }
+                    dueTime = d
+                    e = Int64(bitPattern: dueTime &- s)
+                    if abs(e) > halfSlot { emitSilence(slot, &output, &log); continue }
+                }
+                locked = true
+            } else {
+                if e > Self.correctionLimit || e < -Self.correctionLimit {
+                    locked = false
+                    statistics.resyncs += 1
+                    emitSilence(slot, &output, &log)
+                    continue
+                }
+                if e > halfSlot {
+                    statistics.repeatedSamples += 1
+                    output.append(contentsOf: lastFrame)
+                    if lastWasSilence {
+                        statistics.repeatedSilence += 1
+                        append(RenderRun(slot: slot, count: 1, sourceFrame: 0, kind: .silence), to: &log)
+                    } else {
+                        append(RenderRun(slot: slot, count: 1, sourceFrame: cursor &- 1, kind: .repeated), to: &log)
+                    }
+                    continue
+                }
+                if e < -halfSlot {
+                    statistics.skippedSamples += 1
+                    cursor += 1
+                    dropConsumed()
+                    if let endFrame, cursor >= endFrame {
+                        ended = true
+                        events.append(.ended)
+                        emitSilence(slot, &output, &log)
+                        continue
+                    }
+                }
+            }
+            emitFrame(slot, &output, &log, &events)
+        }
+        return events
+    }
+
+    private mutating func emitFrame(_ slot: UInt64, _ output: inout [UInt8], _ log: inout [RenderRun], _ events: inout [RenderEvent]) {
+        let frame = cursor
+        cursor += 1
+        guard let p = buffer.first, p.firstFrame <= frame else {
+            statistics.lostFrames += 1
+            lastFrame = silence
+            lastWasSilence = true
+            output.append(contentsOf: silence)
+            append(RenderRun(slot: slot, count: 1, sourceFrame: 0, kind: .silence), to: &log)
+            return
+        }
+        let bpf = format.bytesPerFrame
+        let offset = Int(frame - p.firstFrame) * bpf
+        let bytes = p.pcm[offset..<offset + bpf]
+        if volume >= 50 {
+            lastFrame.withUnsafeMutableBufferPointer { dst in for (i, b) in bytes.enumerated() { dst[i] = b } }
+        } else {
+            lastFrame = PCM.scaled(bytes, volume: volume, format: format.sampleFormat)
+        }
+        output.append(contentsOf: lastFrame)
+        lastWasSilence = false
+        statistics.renderedFrames += 1
+        append(RenderRun(slot: slot, count: 1, sourceFrame: frame, kind: .source), to: &log)
+        if !announced {
+            announced = true
+            events.append(.firstAudio(slot: slot, frame: frame))
+        }
+        if frame > 0, frame % UInt64(format.sampleRate) == 0 {
+            events.append(.elapsed(milliseconds: UInt32(truncatingIfNeeded: frame / UInt64(format.sampleRate) * 1000)))
+        }
+    }
+
+    private mutating func emitSilence(_ slot: UInt64, _ output: inout [UInt8], _ log: inout [RenderRun]) {
+        lastFrame = silence
+        lastWasSilence = true
+        output.append(contentsOf: silence)
+        append(RenderRun(slot: slot, count: 1, sourceFrame: 0, kind: .silence), to: &log)
+    }
+
+    private func append(_ run: RenderRun, to log: inout [RenderRun]) {
+        if let last = log.last, last.kind == run.kind, last.kind != .repeated, last.slot + last.count == run.slot,
+           last.kind == .silence || last.sourceFrame + last.count == run.sourceFrame {
+            log[log.count - 1].count += 1
+        } else {
+            log.append(run)
+        }
+    }
+}
+
+/// What a speaker rendered of one stream: the output PCM and its runs, with the DAC clock that turns slots into true
+/// time — the render log tests and benchmarks measure synchronisation and fidelity with.
+public struct RenderLog: Sendable {
+    public let streamId: UInt32
+    public let format: AudioFormat
+    public let clock: DACClock
+    public var runs: [RenderRun] = []
+    public var statistics = RenderStatistics()
+
+    public init(streamId: UInt32, format: AudioFormat, clock: DACClock) {
+        self.streamId = streamId
+        self.format = format
+        self.clock = clock
+    }
+
+    /// The true time (ns) at which slot `slot` reached the output.
+    public func trueTime(ofSlot slot: UInt64) -> Double {
+        let (high, low) = slot.multipliedFullWidth(by: 1_000_000_000)
+        let dac = UInt64(format.sampleRate).dividingFullWidth((high, low)).quotient
+        return clock.trueTime(atDACTime: dac)
+    }
+
+    /// The source runs in order of their frames (the first playing of each frame), for `slot(ofSourceFrame:in:)`.
+    public func sourceIndex() -> [RenderRun] {
+        var out: [RenderRun] = []
+        var next: UInt64 = 0
+        for r in runs where r.kind == .source {
+            guard r.sourceFrame + r.count > next else { continue }  // replayed after a resume: keep the first playing
+            var run = r
+            if r.sourceFrame < next {
+                run.slot += next - r.sourceFrame
+                run.count -= next - r.sourceFrame
+                run.sourceFrame = next
+            }
+            out.append(run)
+            next = run.sourceFrame + run.count
+        }
+        return out
+    }
+
+    /// The slot where source frame `frame` was first played (nil: never); `index` from `sourceIndex()`.
+    public func slot(ofSourceFrame frame: UInt64, in index: [RenderRun]) -> UInt64? {
+        var lo = 0, hi = index.count
+        while lo < hi {
+            let mid = (lo + hi) / 2
+            let r = index[mid]
+            if r.sourceFrame + r.count <= frame { lo = mid + 1 } else if r.sourceFrame > frame { hi = mid } else {
+                return r.slot + (frame - r.sourceFrame)
+            }
+        }
+        return nil
+    }
+
+    /// The true time at which source frame `frame` reached the output (nil: never played).
+    public func trueTime(ofSourceFrame frame: UInt64, in index: [RenderRun]) -> Double? {
+        slot(ofSourceFrame: frame, in: index).map(trueTime(ofSlot:))
+    }
+
+    /// The first source frame's slot and frame.
+    public var firstSource: RenderRun? { runs.first { $0.kind == .source } }
+
+    /// The log as text, one run a line: `slot dac_ns true_ns kind source_frame count`.
+    public func text() -> String {
+        var lines = ["# stream=\(streamId) rate=\(format.sampleRate) channels=\(format.channels) sample_format=\(format.sampleFormat.rawValue) offset_ns=\(clock.offset) drift_ppm=\(clock.driftPPM)",
+                     "# slot dac_ns true_ns kind source_frame count"]
+        lines.reserveCapacity(runs.count + 1)
+        for r in runs {
+            let (high, low) = r.slot.multipliedFullWidth(by: 1_000_000_000)
+            let dac = UInt64(format.sampleRate).dividingFullWidth((high, low)).quotient
+            lines.append("\(r.slot) \(dac) \(UInt64(trueTime(ofSlot: r.slot))) \(r.kind.rawValue) \(r.sourceFrame) \(r.count)")
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+}

@@ -1,0 +1,98 @@
+import ArgumentParser
+import Foundation
+import Logging
+import SpeakerHub
+import SpeakerHubCore
+import SpeakerSession
+
+extension SpeakerCommand {
+    /// `tuneup speaker hub`: the HKWHub v1 REST API and a control page over the speakers (docs/hub.md).
+    struct Hub: AsyncParsableCommand, HandlesItsOwnSignals {
+        static let configuration = CommandConfiguration(
+            commandName: "hub",
+            abstract: "Serve the HKWHub v1 REST API and a control page over the speakers (docs/hub.md).",
+            discussion: """
+                Finds the speakers as every speaker command does (--speaker HOST:PORT, or discovery), lists the audio \
+                files of --media DIR as the hub's media list, prints the hub's URL on stdout and serves until Ctrl-C \
+                or 'quit' on stdin. Every call is GET /v1/NAME?PARAMETERS and answers JSON; GET / is the control page.
+                Examples (the speakers of 'tuneup sim speaker --count 2' at 127.0.0.1:P1 and 127.0.0.1:P2):
+                  $ tuneup speaker hub --media ~/Music --speaker 127.0.0.1:P1 --speaker 127.0.0.1:P2
+                  $ tuneup speaker hub --listen 0.0.0.0:8080 --media ~/Music     (discovery; every interface)
+                  $ curl 'http://127.0.0.1:8080/v1/init_session?Priority=100'      → {"SessionID":"1000"}
+                  $ curl 'http://127.0.0.1:8080/v1/set_party_mode?SessionID=1000'  → {"Result":"true"}
+                """)
+
+        @Option(help: ArgumentHelp("Serve HTTP on HOST:PORT (port 0: a free port, printed).", valueName: "host:port"))
+        var listen = "127.0.0.1:8080"
+
+        @Option(help: ArgumentHelp("The folder whose audio files are the media list (WAV, MP3, FLAC, ...).", valueName: "dir"))
+        var media: String
+
+        @Option(help: ArgumentHelp("Minutes without a request after which a session expires.", valueName: "minutes"))
+        var sessionMinutes: Double = 60
+
+        @OptionGroup var reach: Reach
+
+        @Flag(name: .shortAndLong, help: "Log HTTP requests and speaker traffic to stderr.")
+        var verbose = false
+
+        func validate() throws {
+            _ = try listenAddress()
+            guard sessionMinutes.isFinite, sessionMinutes > 0, sessionMinutes <= 7 * 24 * 60 else {
+                throw ValidationError("--session-minutes must be more than 0 and at most a week (10080)")
+            }
+        }
+
+        /// `HOST:PORT` or `[IPv6]:PORT`, port 0...65535.
+        func listenAddress() throws -> (host: String, port: Int) {
+            var host = Substring(listen)
+            guard let colon = host.lastIndex(of: ":"), let port = Int(host[host.index(after: colon)...]), (0...65535).contains(port) else {
+                throw ValidationError("--listen takes HOST:PORT with a port 0...65535, got '\(listen)'")
+            }
+            host = host[..<colon]
+            if host.hasPrefix("["), host.hasSuffix("]") { host = host.dropFirst().dropLast() }
+            guard !host.isEmpty else { throw ValidationError("--listen takes HOST:PORT, got '\(listen)'") }
+            return (String(host), port)
+        }
+
+        func run() async throws {
+            // Speaker traffic goes to stderr only with --verbose (the hub runs for long).
+            if verbose { LoggingSetup.bootstrap() }
+            var logger = Logger(label: "tuneup.hub")
+            logger.logLevel = verbose ? .debug : .warning
+            let (host, port) = try listenAddress()
+            let folder: MediaFolder
+            do { folder = try MediaFolder(path: (media as NSString).expandingTildeInPath) } catch { throw failureExit(error) }
+            let controller = try await reach.controller()
+            let clock = ContinuousClock()
+            let origin = clock.now
+            let now: @Sendable () -> Duration = { origin.duration(to: clock.now) }
+            let api = HubAPI(speakers: ControllerSpeakers(controller), player: StreamingPlayer(controller: controller, now: now),
+                             media: folder, sessionTimeout: .milliseconds(Int64(sessionMinutes * 60_000)), now: now)
+            let hub: RunningHub
+            do {
+                hub = try await SpeakerHubServer.start(api, host: host, port: port, logger: logger)
+            } catch {
+                await controller.close()
+                throw failureExit(error)
+            }
+            // Signals are handled before the URL goes out: whoever reads it may stop the hub at once.
+            let control = ControlInput.lines()
+            Output.line(hub.url + "/")
+            let count = await controller.count
+            printError("hub over \(count) speaker\(count == 1 ? "" : "s"); Ctrl-C or 'quit' on stdin to stop")
+            // A signal or 'quit' stops the server gracefully; the server ending (stopped, or an error) ends the command.
+            let stopper = Task {
+                for await line in control where line == "quit" { break }
+                await hub.stop()
+            }
+            var failure: (any Error)?
+            do { try await hub.wait() } catch { failure = error }
+            stopper.cancel()
+            await controller.close()
+            if let failure, !(failure is CancellationError) {
+                throw failureExit(HubError(.cannotServe, "the hub stopped: \(failure)"))
+            }
+        }
+    }
+}

@@ -1,0 +1,127 @@
+import Foundation
+import SpeakerHubCore
+import SpeakerSession
+import TestSupport
+import Testing
+
+/// The control page in a real headless browser (Debian's chromium): the DOM lists the simulated speakers and the
+/// media and shows the player; the page's script opened a session of its own; the screenshot is an image of the
+/// page's size that is not blank. Fails (does not skip) without chromium: tools/install-deps.sh installs it.
+@Suite("Hub control page in headless chromium")
+struct HubPageTests {
+    static func chromium() throws -> String {
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
+        for dir in path.split(separator: ":") + ["/usr/bin", "/usr/local/bin"] {
+            for name in ["chromium", "chromium-browser"] {
+                let candidate = "\(dir)/\(name)"
+                if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+            }
+        }
+        throw TestFailure("chromium is not installed: the hub's page test needs it (tools/install-deps.sh installs Debian's chromium)")
+    }
+
+    /// Runs a program off the cooperative pool; its stdout, after it exits (killed after `limit` seconds).
+    static func run(_ program: String, _ arguments: [String], limit: Double = 90) async throws -> (status: Int32, output: String) {
+        try await offThePool {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: program)
+            process.arguments = arguments
+            let out = Pipe()
+            process.standardOutput = out
+            process.standardError = FileHandle.nullDevice
+            process.standardInput = FileHandle.nullDevice
+            try process.run()
+            let killer = DispatchWorkItem { if process.isRunning { process.terminate() } }
+            DispatchQueue.global().asyncAfter(deadline: .now() + limit, execute: killer)
+            let data = out.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            killer.cancel()
+            return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+        }
+    }
+
+    static func browser(_ profile: String, _ extra: [String]) -> [String] {
+        ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-extensions", "--user-data-dir=\(profile)"] + extra
+    }
+
+    @Test func pageListsSpeakersAndMediaAndRendersInChromium() async throws {
+        let chromium = try Self.chromium()
+        try await withHub { hub in
+            let s = "SessionID=\(try await hub.session())"
+            let pid = MediaInfo.persistentID(of: "a-song.wav")
+            #expect(try await hub.get("/v1/play_hub_media_party_mode?\(s)&PersistentID=\(pid)").status == 200)
+            hub.clock.advance(by: .seconds(15))
+            let page = try await hub.get("/")
+            #expect(page.status == 200 && page.headers["content-type"]?.hasPrefix("text/html") == true)
+
+            let profile = FileManager.default.temporaryDirectory.appendingPathComponent("hub-chromium-\(UUID().uuidString)").path
+            defer { try? FileManager.default.removeItem(atPath: profile) }
+            let url = "http://127.0.0.1:\(hub.port)/"
+            let sessionsBefore = await hub.api.sessions.entries.count
+            let dom = try await Self.run(chromium, Self.browser(profile, ["--virtual-time-budget=3000", "--dump-dom", url]))
+            #expect(dom.status == 0, "chromium --dump-dom exited \(dom.status)")
+            for speaker in hub.sim.speakers {
+                #expect(dom.output.contains("data-device-id=\"\(speaker.deviceId)\""), "speaker \(speaker.deviceId) row")
+                #expect(dom.output.contains(speaker.deviceInfo.deviceName.value), "speaker name")
+            }
+            #expect(dom.output.contains("I Will Run To You") && dom.output.contains("Hillsong") && dom.output.contains("b-untagged"))
+            #expect(dom.output.contains("data-persistent-id=\"\(pid)\""))
+            #expect(dom.output.contains("PlayerStatePlaying"))
+            #expect(dom.output.contains("0:15"), "elapsed time shown")
+            #expect(dom.output.contains("id=\"pause\"") && dom.output.contains("id=\"stop\""))
+            // The script ran in the browser: it opened a session of its own through the API.
+            #expect(await hub.api.sessions.entries.count > sessionsBefore)
+
+            let shot = profile + "/page.png"
+            let width = 900, height = 700
+            let taken = try await Self.run(chromium, Self.browser(profile, [
+                "--hide-scrollbars", "--window-size=\(width),\(height)", "--screenshot=\(shot)", url]))
+            #expect(taken.status == 0, "chromium --screenshot exited \(taken.status)")
+            let png = try #require(FileManager.default.contents(atPath: shot), "no screenshot at \(shot)")
+            #expect(Array(png.prefix(8)) == [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a], "PNG signature")
+            func u32(_ at: Int) -> Int { png[at..<(at + 4)].reduce(0) { $0 << 8 | Int($1) } }
+            #expect(String(decoding: png[12..<16], as: UTF8.self) == "IHDR")
+            #expect(u32(16) == width && u32(20) == height, "screenshot is \(u32(16))×\(u32(20))")
+            let pixels = try await Self.run("/usr/bin/env", ["python3", "-c", Self.pngStatistics, shot])
+            let words = pixels.output.split(separator: " ").compactMap { Double($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+            try #require(words.count == 4, "pixel statistics: \(pixels.output)")
+            #expect(Int(words[0]) == width && Int(words[1]) == height)
+            // Not blank: many colours (header, table, text), and much of the page is not the background colour.
+            #expect(words[2] >= 8, "only \(words[2]) colours")
+            #expect(words[3] >= 0.05, "only \(words[3]) of the pixels differ from the most common colour")
+        }
+    }
+
+    /// Decodes an 8-bit RGB or RGBA PNG (zlib, the five scanline filters) and prints: width height distinct-colours
+    /// fraction-not-most-common.
+    static let pngStatistics = #"""
+    import struct, sys, zlib
+    d = open(sys.argv[1], 'rb').read()
+    pos, idat = 8, b''
+    while pos < len(d):
+        n, = struct.unpack('>I', d[pos:pos + 4]); t = d[pos + 4:pos + 8]; c = d[pos + 8:pos + 8 + n]; pos += 12 + n
+        if t == b'IHDR': w, h, depth, kind = struct.unpack('>IIBB', c[:10])
+        elif t == b'IDAT': idat += c
+    assert depth == 8 and kind in (2, 6), (depth, kind)
+    bpp = 3 if kind == 2 else 4
+    raw, stride, i = zlib.decompress(idat), w * bpp, 0
+    prev, counts = bytearray(stride), {}
+    for y in range(h):
+        f = raw[i]; i += 1
+        line = bytearray(raw[i:i + stride]); i += stride
+        for x in range(stride):
+            a = line[x - bpp] if x >= bpp else 0
+            b = prev[x]
+            c = prev[x - bpp] if x >= bpp else 0
+            if f == 1: line[x] = (line[x] + a) & 255
+            elif f == 2: line[x] = (line[x] + b) & 255
+            elif f == 3: line[x] = (line[x] + (a + b) // 2) & 255
+            elif f == 4:
+                p = a + b - c; pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                line[x] = (line[x] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+        for x in range(0, stride, bpp):
+            k = bytes(line[x:x + 3]); counts[k] = counts.get(k, 0) + 1
+        prev = line
+    print(w, h, len(counts), 1 - max(counts.values()) / (w * h))
+    """#
+}

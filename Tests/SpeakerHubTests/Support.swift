@@ -1,0 +1,154 @@
+import Foundation
+import SpeakerHub
+import SpeakerHubCore
+import SpeakerSession
+import SpeakerSimulator
+import TestSupport
+import Transport
+
+/// One HTTP answer, as a raw HTTP/1.1 client read it.
+struct HTTPAnswer: Sendable {
+    var status: Int
+    var headers: [String: String]
+    var body: String
+
+    /// The body as a JSON object (a test failure when it is not one).
+    func object() throws -> [String: Any] {
+        guard let value = try JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any] else {
+            throw TestFailure("not a JSON object: \(body)")
+        }
+        return value
+    }
+
+    func string(_ key: String) throws -> String? { try object()[key] as? String }
+}
+
+/// GET `target` (sent as it is: any bytes a test wants in the request line) from 127.0.0.1:`port` over a TCP link of
+/// the project's own, with `Connection: close`; the whole answer is read until the server closes.
+func httpGet(_ port: Int, _ target: String) async throws -> HTTPAnswer {
+    let link = try await TCPTransport.connect(host: "127.0.0.1", port: UInt16(port))
+    defer { Task { await link.close() } }
+    try await link.send(Array("GET \(target) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".utf8))
+    var bytes: [UInt8] = []
+    while true {
+        do { bytes += try await link.receive() } catch is TransportError { break }
+    }
+    let text = String(decoding: bytes, as: UTF8.self)
+    guard let split = text.range(of: "\r\n\r\n") else { throw TestFailure("no HTTP head in \(text.prefix(200))") }
+    let lines = text[..<split.lowerBound].components(separatedBy: "\r\n")
+    let statusWords = lines[0].split(separator: " ")
+    guard statusWords.count >= 2, let status = Int(statusWords[1]) else { throw TestFailure("bad status line \(lines[0])") }
+    var headers: [String: String] = [:]
+    for line in lines.dropFirst() {
+        guard let colon = line.firstIndex(of: ":") else { continue }
+        headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+    }
+    let body = String(text[split.upperBound...])
+    if let length = headers["content-length"].flatMap(Int.init) {
+        guard body.utf8.count == length else { throw TestFailure("body is \(body.utf8.count) bytes, Content-Length \(length)") }
+    }
+    return HTTPAnswer(status: status, headers: headers, body: body)
+}
+
+/// A WAV file: 8 kHz mono 16-bit, `seconds` long (a quiet tone), with an INFO chunk when tags are given.
+func wavFile(seconds: Int, title: String? = nil, artist: String? = nil, album: String? = nil) -> [UInt8] {
+    func u32(_ v: Int) -> [UInt8] { [UInt8(v & 0xff), UInt8(v >> 8 & 0xff), UInt8(v >> 16 & 0xff), UInt8(v >> 24 & 0xff)] }
+    func u16(_ v: Int) -> [UInt8] { [UInt8(v & 0xff), UInt8(v >> 8 & 0xff)] }
+    var info: [UInt8] = []
+    for (id, value) in [("INAM", title), ("IART", artist), ("IPRD", album)] {
+        guard let value else { continue }
+        var text = Array(value.utf8) + [0]
+        if text.count % 2 == 1 { text.append(0) }
+        info += Array(id.utf8) + u32(text.count) + text
+    }
+    let fmt = Array("fmt ".utf8) + u32(16) + u16(1) + u16(1) + u32(8000) + u32(16000) + u16(2) + u16(16)
+    let list = info.isEmpty ? [] : Array("LIST".utf8) + u32(4 + info.count) + Array("INFO".utf8) + info
+    var samples: [UInt8] = []
+    samples.reserveCapacity(seconds * 16000)
+    for i in 0..<(seconds * 8000) {
+        let v = Int(sin(Double(i) * 2 * .pi * 440 / 8000) * 2000)
+        samples += u16(v & 0xffff)
+    }
+    let data = Array("data".utf8) + u32(samples.count) + samples
+    let body = Array("WAVE".utf8) + fmt + list + data
+    return Array("RIFF".utf8) + u32(body.count) + body
+}
+
+/// Simulated speakers, a controller over them, a media folder, the hub on a free loopback port, on a manual clock.
+final class HubFixture: Sendable {
+    let sim: SpeakerSimulation
+    let controller: SpeakerController
+    let clock: ManualClock
+    let api: HubAPI
+    let hub: RunningHub
+    let mediaDir: String
+
+    var port: Int { hub.port }
+    var ids: [UInt64] { sim.speakers.map(\.deviceId) }
+
+    static let songs: [(file: String, seconds: Int, title: String?, artist: String?, album: String?)] = [
+        ("a-song.wav", 20, "I Will Run To You", "Hillsong", "Simply Worship"),
+        ("b-untagged.wav", 3, nil, nil, nil),
+        ("notes.txt", 0, nil, nil, nil),
+    ]
+
+    private init(sim: SpeakerSimulation, controller: SpeakerController, clock: ManualClock, api: HubAPI, hub: RunningHub, mediaDir: String) {
+        self.sim = sim; self.controller = controller; self.clock = clock; self.api = api; self.hub = hub; self.mediaDir = mediaDir
+    }
+
+    /// `streaming`: the hub plays with `StreamingPlayer` (audio to the speakers, real time); else with `ControlPlayer`
+    /// (no audio, elapsed time on the manual clock).
+    static func start(speakers: Int = 2, sessionTimeout: Duration = .seconds(3600), streaming: Bool = false) async throws -> HubFixture {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("hub-media-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        for song in songs {
+            let bytes = song.file.hasSuffix(".wav") ? wavFile(seconds: song.seconds, title: song.title, artist: song.artist, album: song.album)
+                : Array("not audio".utf8)
+            _ = FileManager.default.createFile(atPath: dir + "/" + song.file, contents: Data(bytes))
+        }
+        let sim = try await SpeakerSimulation.start(count: speakers)
+        let endpoints = sim.endpoints.map { e -> (host: String, port: UInt16) in
+            let parts = e.split(separator: ":")
+            return (String(parts[0]), UInt16(parts[1])!)
+        }
+        let controller = try await SpeakerController.connect(endpoints)
+        let clock = ManualClock()
+        let now: @Sendable () -> Duration = { clock.now.offset }
+        let player: any HubPlayer = streaming ? StreamingPlayer(controller: controller, now: now) : ControlPlayer(controller: controller, now: now)
+        let api = HubAPI(speakers: ControllerSpeakers(controller), player: player,
+                         media: try MediaFolder(path: dir), sessionTimeout: sessionTimeout, now: now)
+        let hub = try await SpeakerHubServer.start(api, host: "127.0.0.1", port: 0)
+        return HubFixture(sim: sim, controller: controller, clock: clock, api: api, hub: hub, mediaDir: dir)
+    }
+
+    func get(_ target: String) async throws -> HTTPAnswer { try await httpGet(port, target) }
+
+    /// A new session's id.
+    func session(priority: Int? = nil) async throws -> String {
+        let answer = try await get("/v1/init_session" + (priority.map { "?Priority=\($0)" } ?? ""))
+        guard answer.status == 200, let id = try answer.string("SessionID") else { throw TestFailure("init_session: \(answer.body)") }
+        return id
+    }
+
+    func stop() async {
+        await hub.stop()
+        await controller.close()
+        await sim.shutdown()
+        try? FileManager.default.removeItem(atPath: mediaDir)
+    }
+}
+
+/// Runs `body` with a started fixture and always stops it.
+func withHub(speakers: Int = 2, sessionTimeout: Duration = .seconds(3600), streaming: Bool = false,
+             _ body: @escaping @Sendable (HubFixture) async throws -> Void) async throws {
+    try await withTimeLimit {
+        let fixture = try await HubFixture.start(speakers: speakers, sessionTimeout: sessionTimeout, streaming: streaming)
+        do {
+            try await body(fixture)
+        } catch {
+            await fixture.stop()
+            throw error
+        }
+        await fixture.stop()
+    }
+}

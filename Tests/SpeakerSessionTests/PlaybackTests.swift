@@ -1,0 +1,300 @@
+import Foundation
+import Simulator
+import SpeakerSession
+import SpeakerSimulator
+import Synchronization
+import TestSupport
+import Testing
+import Transport
+
+/// Sync and fidelity on virtual time: the controller's schedule and clock tracking, the codec and the speakers'
+/// renderers, exact to the nanosecond.
+@Suite("Playback on virtual time")
+struct VirtualPlaybackTests {
+    static let format = try! AudioFormat(sampleRate: 48_000, channels: 2, sampleFormat: .s16le)
+
+    @Test func speakersWithDifferentDriftPlayInSyncAndSampleForSample() {
+        let drifts: [Double] = [-400, -120, 0, 250, 480]
+        var config = VirtualPlayback.Configuration(speakers: drifts.enumerated().map { k, ppm in
+            VirtualPlayback.Speaker(clock: DACClock(offset: Int64(k) * 3_700_000_123, driftPPM: ppm))
+        })
+        config.format = Self.format
+        config.seconds = 6
+        let source = GeneratedSignal(format: Self.format, seconds: 6, seed: 3)
+        let r = VirtualPlayback(config, source: source).run()
+        let spreads = PlaybackAnalysis.spreads(r.speakers.map(\.log), frames: 0..<288_000, stride: 480)
+        #expect(spreads.count > 500)
+        #expect(PlaybackAnalysis.percentile(spreads, 99) <= 100_000, "p99 spread \(PlaybackAnalysis.percentile(spreads, 99)) ns")
+        for (k, s) in r.speakers.enumerated() {
+            let f = PlaybackAnalysis.fidelity(s.log, pcm: s.pcm, source: source)
+            #expect(f.isExact(given: s.log.statistics), "speaker \(k): \(f), \(s.log.statistics)")
+            #expect(s.log.statistics.renderedFrames >= 287_000, "speaker \(k) rendered \(s.log.statistics.renderedFrames)")
+            // About drift × 6 s × 48000 corrections (a drifting clock must be corrected, a true one hardly).
+            let expected = abs(drifts[k]) * 1e-6 * 6 * 48_000
+            #expect(Double(s.log.statistics.correctedSamples) >= expected * 0.7, "speaker \(k): \(s.log.statistics)")
+            #expect(Double(s.log.statistics.correctedSamples) <= expected * 1.3 + 20, "speaker \(k): \(s.log.statistics)")
+            // First sound within 300 ms of play.
+            #expect(s.firstOut! - r.playAt <= 300_000_000)
+        }
+    }
+
+    @Test func jitterAndLossAreAbsorbedAndCounted() {
+        let audio = LinkJitter(maximum: 20_000_000, probability: 1, loss: 0.02)
+        let control = LinkJitter(maximum: 20_000_000, probability: 0.3, floor: 50_000)
+        var config = VirtualPlayback.Configuration(speakers: [-300.0, 300].map {
+            VirtualPlayback.Speaker(clock: DACClock(offset: 1_000_000_000, driftPPM: $0), audio: audio, control: control)
+        })
+        config.format = Self.format
+        config.seconds = 5
+        let source = GeneratedSignal(format: Self.format, seconds: 5, seed: 4)
+        let r = VirtualPlayback(config, source: source).run()
+        let spreads = PlaybackAnalysis.spreads(r.speakers.map(\.log), frames: 0..<240_000, stride: 480)
+        #expect(PlaybackAnalysis.percentile(spreads, 99) <= 100_000, "p99 spread \(PlaybackAnalysis.percentile(spreads, 99)) ns")
+        for s in r.speakers {
+            let stats = s.log.statistics
+            #expect(stats.lostPackets > 0, "\(stats)")
+            #expect(stats.lostFrames > 0, "\(stats)")
+            #expect(PlaybackAnalysis.fidelity(s.log, pcm: s.pcm, source: source).isExact(given: stats), "\(stats)")
+        }
+    }
+
+    @Test func aSpeakerAddedDuringPlaybackJoinsInSyncWithinOneSecond() {
+        var config = VirtualPlayback.Configuration(speakers: [
+            VirtualPlayback.Speaker(clock: DACClock(offset: 5_000_000_000, driftPPM: 200)),
+            VirtualPlayback.Speaker(clock: DACClock(offset: 9_000_000_000, driftPPM: -350), joinsAfter: 2),
+        ])
+        config.format = Self.format
+        config.seconds = 5
+        let source = GeneratedSignal(format: Self.format, seconds: 5, seed: 5)
+        let r = VirtualPlayback(config, source: source).run()
+        let joiner = r.speakers[1]
+        let first = try! #require(joiner.firstOut)
+        #expect(first - joiner.addedAt <= 1_000_000_000, "joined after \(Double(first - joiner.addedAt) / 1e6) ms")
+        let firstFrame = joiner.log.firstSource!.sourceFrame
+        // Joined 2 s after play, when frame (2 s − 200 ms buffer) × 48000 was heard, within a second.
+        #expect(firstFrame > 86_400 && firstFrame < 86_400 + 48_000, "first frame \(firstFrame)")
+        let spreads = PlaybackAnalysis.spreads(r.speakers.map(\.log), frames: firstFrame..<240_000, stride: 480)
+        #expect(spreads.count > 200)
+        #expect(PlaybackAnalysis.percentile(spreads, 100) <= 100_000, "max spread \(PlaybackAnalysis.percentile(spreads, 100)) ns")
+    }
+
+    @Test func renderLogTextRoundTrips() throws {
+        var config = VirtualPlayback.Configuration(speakers: [VirtualPlayback.Speaker(clock: DACClock(offset: 42, driftPPM: 123.5))])
+        config.format = Self.format
+        config.seconds = 1
+        let r = VirtualPlayback(config, source: GeneratedSignal(format: Self.format, seconds: 1)).run()
+        let log = r.speakers[0].log
+        let back = try RenderLog(text: log.text())
+        #expect(back.runs == log.runs)
+        #expect(back.clock.offset == 42 && back.clock.driftPPM == 123.5)
+        #expect(back.trueTime(ofSlot: 1000) == log.trueTime(ofSlot: 1000))
+    }
+}
+
+/// Collects a player's events.
+final class PlayerEventLog: Sendable {
+    private final class Store: Sendable {
+        let events = Mutex<[PlayerEvent]>([])
+    }
+    private let store = Store()
+    private let task: Task<Void, Never>
+
+    init(_ controller: SpeakerController) async throws {
+        let stream = try await controller.playerEvents()
+        let store = self.store
+        task = Task { for await e in stream { store.events.withLock { $0.append(e) } } }
+    }
+
+    var all: [PlayerEvent] { store.events.withLock { $0 } }
+
+    func waitFor(_ what: String, within seconds: Double = 20, _ match: @escaping (PlayerEvent) -> Bool) async throws {
+        try await waitUntil(what, within: seconds) { all.contains(where: match) }
+    }
+
+    deinit { task.cancel() }
+}
+
+/// The live path: the player streaming UDP to simulated speakers on loopback, their renderers on the monotonic clock.
+@Suite("Playback to simulated speakers on loopback", .serialized)
+struct LivePlaybackTests {
+    static let format = try! AudioFormat(sampleRate: 48_000, channels: 2, sampleFormat: .s16le)
+
+    static func start(_ count: Int, drift: Double = 300, jitter: LinkJitter = .none) async throws -> (SpeakerSimulation, SpeakerController) {
+        let sim = try await SpeakerSimulation.start(
+            count: count, clocks: { k in DACClock(offset: Int64(k + 1) * 2_500_000_000, driftPPM: k % 2 == 0 ? drift : -drift) },
+            audioJitter: { _ in jitter }, keepsRenderLogs: true)
+        let c = try await SpeakerController.connect(endpoints(sim))
+        try await c.setVolumeAll(50)
+        try await c.addAllToSession()
+        return (sim, c)
+    }
+
+    /// Frames heard by both speakers' current logs, their spread p99 (ns).
+    static func spreadP99(_ sim: SpeakerSimulation, from: UInt64 = 0) -> Double {
+        let logs = sim.speakers.compactMap { $0.renderLogs.last?.log }
+        let upper = logs.map { $0.sourceIndex().last.map { $0.sourceFrame + $0.count } ?? 0 }.min() ?? 0
+        guard upper > from else { return .infinity }
+        return PlaybackAnalysis.percentile(PlaybackAnalysis.spreads(logs, frames: from..<upper, stride: 480), 99)
+    }
+
+    @Test func playsToTheEndInSyncSampleForSampleWithEvents() async throws {
+        try await withTimeLimit {
+            let (sim, c) = try await Self.start(2)
+            let events = try await PlayerEventLog(c)
+            let source = GeneratedSignal(format: Self.format, seconds: 1.5, seed: 9)
+            try await c.play(source, title: "signal")
+            #expect(await c.playerState == .playing)
+            try await events.waitFor("the end") { $0 == .ended }
+            #expect(events.all.contains(.time(seconds: 1)))
+            #expect(events.all.contains(.stateChanged(.stopped)))
+            #expect(await c.elapsed == nil)
+            for speaker in sim.speakers {
+                let (log, pcm) = try #require(speaker.renderLogs.last)
+                let f = PlaybackAnalysis.fidelity(log, pcm: pcm, source: source)
+                #expect(f.isExact(given: log.statistics), "\(f) \(log.statistics)")
+                #expect(log.statistics.renderedFrames >= 71_000, "\(log.statistics)")
+            }
+            // Loopback on a loaded machine: the clock estimate is within a few hundred µs.
+            #expect(Self.spreadP99(sim) <= 1_000_000, "p99 spread \(Self.spreadP99(sim)) ns")
+            await c.close()
+            await sim.shutdown()
+        }
+    }
+
+    @Test func aSecondControllerPausesResumesAndStopsThePlayback() async throws {
+        try await withTimeLimit {
+            let (sim, c) = try await Self.start(2)
+            let source = GeneratedSignal(format: Self.format, seconds: 30, seed: 10)
+            try await c.play(source)
+            try await waitUntil("audio out", within: 10) { sim.speakers.allSatisfy { ($0.renderLogs.last?.log.statistics.renderedFrames ?? 0) > 4800 } }
+            let other = try await SpeakerController.connect(endpoints(sim))
+            try await other.pause()
+            try await waitUntil("the player follows the pause", within: 10) { await c.playerState == .paused }
+            let pausedAt = try #require(await c.elapsed)
+            let rendered = sim.speakers.map { $0.renderLogs.last!.log.statistics.renderedFrames }
+            try await other.resume()
+            try await waitUntil("the player follows the resume", within: 10) { await c.playerState == .playing }
+            try await waitUntil("audio again", within: 10) {
+                zip(sim.speakers, rendered).allSatisfy { ($0.renderLogs.last?.log.statistics.renderedFrames ?? 0) > $1 + 9600 }
+            }
+            // The stream went on from where it paused (within the request's round trip), not from the start.
+            for speaker in sim.speakers {
+                let index = speaker.renderLogs.last!.log.sourceIndex()
+                let resumedAt = index.first { Double($0.sourceFrame) / 48_000 >= pausedAt - 0.05 && $0.slot > index[0].slot + 1 }
+                #expect(resumedAt != nil)
+            }
+            #expect(Self.spreadP99(sim, from: UInt64(pausedAt * 48_000) + 4800) <= 1_000_000)
+            try await other.setVolumeAll(10)
+            try await other.stop()
+            try await waitUntil("the player follows the stop", within: 10) { await c.playerState == .stopped }
+            await #expect(throws: SpeakerSessionError.self) { try await other.pause() }
+            await other.close()
+            await c.close()
+            await sim.shutdown()
+        }
+    }
+
+    @Test func speakersAddedAndRemovedDuringPlayback() async throws {
+        try await withTimeLimit {
+            let sim = try await SpeakerSimulation.start(count: 2, clocks: { k in DACClock(offset: Int64(k) * 1_000_000_000, driftPPM: k == 0 ? 150 : -220) },
+                                                        keepsRenderLogs: true)
+            let c = try await SpeakerController.connect(endpoints(sim))
+            try await c.setVolumeAll(50)
+            let ids = sim.speakers.map(\.deviceId)
+            try await c.addToSession(ids[0])
+            let events = try await PlayerEventLog(c)
+            try await c.play(GeneratedSignal(format: Self.format, seconds: 30, seed: 11))
+            try await waitUntil("speaker 0 plays", within: 10) { (sim.speakers[0].renderLogs.last?.log.statistics.renderedFrames ?? 0) > 9600 }
+            let added = monotonicNanoseconds()
+            try await c.addToSession(ids[1])
+            try await events.waitFor("speaker 1 joins") { $0 == .speakerJoined(deviceId: ids[1]) }
+            try await waitUntil("speaker 1 plays", within: 10) { (sim.speakers[1].renderLogs.last?.log.statistics.renderedFrames ?? 0) > 4800 }
+            let log1 = sim.speakers[1].renderLogs.last!.log
+            let firstOut = log1.trueTime(ofSlot: log1.firstSource!.slot)
+            #expect(firstOut - Double(added) <= 1e9, "joined after \((firstOut - Double(added)) / 1e6) ms")
+            try await waitUntil("both play on", within: 10) { (sim.speakers[1].renderLogs.last?.log.statistics.renderedFrames ?? 0) > 24_000 }
+            #expect(Self.spreadP99(sim, from: log1.firstSource!.sourceFrame + 4800) <= 1_000_000)
+            try await c.removeFromSession(ids[0])
+            #expect(await c.playerState == .playing)
+            try await c.removeFromSession(ids[1])
+            try await waitUntil("removing the last speaker stops", within: 10) { await c.playerState == .stopped }
+            await c.close()
+            await sim.shutdown()
+        }
+    }
+
+    @Test func aSpeakerThatVanishesIsReportedAndRejoinsInSync() async throws {
+        try await withTimeLimit {
+            let (sim, c) = try await Self.start(2, drift: 250)
+            let events = try await PlayerEventLog(c)
+            try await c.play(GeneratedSignal(format: Self.format, seconds: 30, seed: 12))
+            try await waitUntil("audio out", within: 10) { sim.speakers.allSatisfy { ($0.renderLogs.last?.log.statistics.renderedFrames ?? 0) > 4800 } }
+            let gone = sim.speakers[1]
+            await gone.powerOff()
+            try await events.waitFor("speaker 1 lost") { if case .speakerLost(gone.deviceId, _) = $0 { true } else { false } }
+            let before = sim.speakers[0].renderLogs.last!.log.statistics.renderedFrames
+            try await waitUntil("the other plays on", within: 10) { sim.speakers[0].renderLogs.last!.log.statistics.renderedFrames > before + 9600 }
+            #expect(await c.playerState == .playing)
+            let logsBefore = gone.renderLogs.count
+            gone.powerOn()
+            try await waitUntil("speaker 1 rejoins", within: 15) {
+                gone.renderLogs.count > logsBefore && (gone.renderLogs.last?.log.statistics.renderedFrames ?? 0) > 9600
+            }
+            let rejoined = gone.renderLogs.last!.log
+            let logs = [sim.speakers[0].renderLogs.last!.log, rejoined]
+            let from = rejoined.firstSource!.sourceFrame + 4800
+            let upper = rejoined.sourceIndex().last!.sourceFrame
+            let spreads = PlaybackAnalysis.spreads(logs, frames: from..<upper, stride: 480)
+            #expect(!spreads.isEmpty)
+            #expect(PlaybackAnalysis.percentile(spreads, 99) <= 1_000_000)
+            await c.close()
+            await sim.shutdown()
+        }
+    }
+
+    @Test func theControllerDisconnectingStopsTheSpeakersWhoReportIt() async throws {
+        try await withTimeLimit {
+            let sim = try await SpeakerSimulation.start(count: 1, keepsRenderLogs: true)
+            let e = endpoints(sim)[0]
+            let observer = try await SpeakerSession.connect(host: e.host, port: e.port)
+            let log = await EventLog(observer)
+            let streamer = try await SpeakerSession.connect(host: e.host, port: e.port)
+            try await streamer.joinSession()
+            let now = monotonicNanoseconds()
+            try await streamer.setClockMap(ClockMap(controllerReference: now, speakerReference: now, rate: 0))
+            try await streamer.play(streamId: 5, format: Self.format, source: .localFile, title: "t")
+            try await log.waitFor(.playbackStateChanged(streamId: 5, state: .playing))
+            await streamer.close()  // as if the controller were killed
+            try await log.waitFor(.playbackStateChanged(streamId: 5, state: .stopped))
+            #expect(log.all.contains { if case .error(_, .playbackInterrupted, _) = $0 { true } else { false } })
+            #expect(try await observer.status().state == .stopped)
+            await observer.close()
+            await sim.shutdown()
+        }
+    }
+
+    @Test func recordingsAreWAVFilesWithRenderLogs() async throws {
+        try await withTimeLimit {
+            let dir = NSTemporaryDirectory() + "tuneup-rec-" + UUID().uuidString
+            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+            let sim = try await SpeakerSimulation.start(count: 1, recordDirectory: dir, keepsRenderLogs: true)
+            let c = try await SpeakerController.connect(endpoints(sim))
+            try await c.setVolumeAll(50)
+            try await c.addAllToSession()
+            let events = try await PlayerEventLog(c)
+            try await c.play(GeneratedSignal(format: Self.format, seconds: 0.5, seed: 13))
+            try await events.waitFor("the end") { $0 == .ended }
+            await c.close()
+            await sim.shutdown()
+            let stream = sim.speakers[0].renderLogs.last!.log.streamId
+            let base = "\(dir)/speaker-0-stream-\(stream)"
+            let wav = try [UInt8](Data(contentsOf: URL(fileURLWithPath: base + ".wav")))
+            let (format, offset, bytes) = try WAV.parse(Array(wav.prefix(4096)), fileSize: UInt64(wav.count))
+            #expect(format == Self.format)
+            #expect(Array(wav[Int(offset)...]) == sim.speakers[0].renderLogs.last!.pcm)
+            #expect(bytes == UInt64(sim.speakers[0].renderLogs.last!.pcm.count))
+            let text = try String(contentsOfFile: base + ".render.log", encoding: .utf8)
+            #expect(try RenderLog(text: text).runs == sim.speakers[0].renderLogs.last!.log.runs)
+        }
+    }
+}
