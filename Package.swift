@@ -178,7 +178,7 @@ let package = Package(
             name: "tuneup-bench",
             dependencies: [
                 "LightX", "Transport", "Headset", "Firmware", "FirmwareUpdate", "Simulator", "TuneupKit", "Recipe", "Records", "Station",
-                "ThrowawayPostgres", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "ThrowawayPostgres", "SpeakerSession", "SpeakerSimulator", .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict),
         // Helpers shared by the test targets.

@@ -15,8 +15,9 @@ struct Bench: AsyncParsableCommand {
             swift run -c release tuneup-bench many    # 64 simulated headsets probed at once vs one, threads used
             swift run -c release tuneup-bench station # 64 blank units provisioned at once vs one, station time
             swift run -c release tuneup-bench line    # 4 station processes on one PostgreSQL: 64 units, no identity twice
+            swift run -c release tuneup-bench speaker-sync  # 8 drifting speakers, jitter: sync, fidelity, latency, join, CPU
             """,
-        subcommands: [Codec.self, Probe.self, Flash.self, Many.self, Station.self, Line.self])
+        subcommands: [Codec.self, Probe.self, Flash.self, Many.self, Station.self, Line.self, SpeakerSync.self])
 
     /// The tuneup binary the benchmarks run: `option`, or the one next to tuneup-bench.
     static func tuneupBinary(_ option: String?) throws -> String {
