@@ -195,8 +195,8 @@ let package = Package(
             name: "tuneup-bench",
             dependencies: [
                 "LightX", "Transport", "Headset", "Firmware", "FirmwareUpdate", "Simulator", "TuneupKit", "Recipe", "Records", "Station",
-                "ThrowawayPostgres", "Wearable", "WearableSession", "WearableSimulator", "TestSupport",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "ThrowawayPostgres", "Wearable", "WearableSession", "WearableSimulator", "TestSupport", "SpeakerSession",
+                "SpeakerSimulator", .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict),
         // Helpers shared by the test targets.

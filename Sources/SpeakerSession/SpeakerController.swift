@@ -17,8 +17,14 @@ public actor SpeakerController {
     private var infos: [UInt64: DeviceInfo] = [:]
     private var members: [UInt64] = []
     private var playerInstance: SpeakerPlayer?
-    /// How the player streams (set before the first `addToSession`).
-    public var playerOptions = PlayerOptions()
+    /// How the player streams (set before the first `addToSession`: `setPlayerOptions`).
+    public private(set) var playerOptions = PlayerOptions()
+
+    /// Sets how the player streams; refused once the player exists (after the first `addToSession`).
+    public func setPlayerOptions(_ options: PlayerOptions) throws(SpeakerSessionError) {
+        guard playerInstance == nil else { throw SpeakerSessionError(.invalidArgument, "player options are set before the first speaker joins the session") }
+        playerOptions = options
+    }
 
     /// A controller over open sessions (their DeviceInfo is read by `refresh()`).
     public init(sessions: [SpeakerSession]) {

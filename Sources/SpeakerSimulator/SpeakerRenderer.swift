@@ -191,7 +191,12 @@ public struct SpeakerRenderer: Sendable {
             if let first = pending.first, first.arrival <= s { promote(upTo: s) }
             guard let map, !ended else { emitSilence(slot, &output, &log); continue }
             if !started {
-                guard let first = buffer.first else { emitSilence(slot, &output, &log); continue }
+                // Start at the earliest frame held once it is nearly due (a reordered earlier packet may still come).
+                guard let first = buffer.first,
+                      Int64(bitPattern: map.speakerTime(forControllerTime: first.presentationTime) &- s) <= halfSlot else {
+                    emitSilence(slot, &output, &log)
+                    continue
+                }
                 cursor = first.firstFrame
                 started = true
                 locked = false

@@ -16,8 +16,9 @@ struct Bench: AsyncParsableCommand {
             swift run -c release tuneup-bench station # 64 blank units provisioned at once vs one, station time
             swift run -c release tuneup-bench line    # 4 station processes on one PostgreSQL: 64 units, no identity twice
             swift run -c release tuneup-bench wearable # 4 sensors at 20 ms, 100 listeners, 10 min of device time
+            swift run -c release tuneup-bench speaker-sync  # 8 drifting speakers, jitter: sync, fidelity, latency, join, CPU
             """,
-        subcommands: [Codec.self, Probe.self, Flash.self, Many.self, Station.self, Line.self, WearableBench.self])
+        subcommands: [Codec.self, Probe.self, Flash.self, Many.self, Station.self, Line.self, WearableBench.self, SpeakerSync.self])
 
     /// The tuneup binary the benchmarks run: `option`, or the one next to tuneup-bench.
     static func tuneupBinary(_ option: String?) throws -> String {

@@ -6,7 +6,7 @@ import SpeakerSession
 struct SpeakerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "speaker",
-        abstract: "HKWirelessHD speakers: list, device info, volume, mute, rename, groups.",
+        abstract: "HKWirelessHD speakers: list, device info, volume, mute, rename, groups, synchronised playback.",
         discussion: """
             Speakers are named with --speaker HOST:PORT (repeatable; the control port 'sim speaker' prints) or, \
             without it, found by a discovery query on the local network (broadcast and multicast, port 45454). \
@@ -16,8 +16,11 @@ struct SpeakerCommand: AsyncParsableCommand {
               $ tuneup speaker volume 30 --speaker 127.0.0.1:P1 --format json
               $ tuneup speaker group Kitchen --index 0 --index 1 --speaker 127.0.0.1:P1 --speaker 127.0.0.1:P2
               $ tuneup speaker list              (discovery: speakers answering on the local network)
+              $ tuneup speaker play song.wav --speaker 127.0.0.1:P1 --speaker 127.0.0.1:P2
+              $ tuneup speaker pause             (from another shell: the playing 'speaker play' follows)
             """,
-        subcommands: [List.self, Info.self, Volume.self, Mute.self, Unmute.self, Rename.self, Group.self, Hub.self],
+        subcommands: [List.self, Info.self, Volume.self, Mute.self, Unmute.self, Rename.self, Group.self,
+                      Play.self, Pause.self, Resume.self, Stop.self, Status.self, Hub.self],
         defaultSubcommand: List.self)
 
     /// How speakers are reached.
@@ -337,4 +340,156 @@ func endpoint(_ text: String, option: String) throws -> (host: String, port: UIn
         throw ValidationError("\(option) takes HOST:PORT with a port 1...65535, got '\(text)'")
     }
     return (String(host), port)
+}
+
+// MARK: Playback
+
+extension SpeakerCommand {
+    struct PlayEvent: Encodable {
+        var event: String
+        var state: String?
+        var seconds: Int?
+        var deviceId: UInt64?
+        var message: String?
+    }
+
+    static func stateName(_ s: PlayerState) -> String {
+        switch s {
+        case .initialized: "initialized"
+        case .playing: "playing"
+        case .preparing: "preparing"
+        case .paused: "paused"
+        case .stopped: "stopped"
+        }
+    }
+
+    struct Play: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Play a WAV file on every speaker in sync, until its end, a stop, or Ctrl-C.",
+            discussion: """
+                Every speaker named (or discovered) joins the playback session; their clocks are synchronised and the \
+                audio goes to each over UDP with presentation times, --buffer-ms ahead. It prints the state, the time \
+                every second and speakers joining or lost (--format json: one JSON object per line). Other commands \
+                (pause, resume, stop, volume) act on the playback from anywhere; this one follows. PCM WAV files of \
+                16 or 24 bits are played as they are.
+                  $ tuneup speaker play song.wav --speaker 127.0.0.1:P1 --speaker 127.0.0.1:P2
+                  $ tuneup speaker play song.wav --from 30 --buffer-ms 300
+                """)
+        @Argument(help: ArgumentHelp("The WAV file.", valueName: "file"))
+        var file: String
+        @Option(help: ArgumentHelp("Start this many seconds into the file.", valueName: "seconds"))
+        var from: Double = 0
+        @Option(help: ArgumentHelp("How far ahead audio is sent (20...5000 ms): latency against jitter.", valueName: "ms"))
+        var bufferMs: Int = 200
+        @OptionGroup var reach: Reach
+        @OptionGroup var output: OutputOptions
+
+        func validate() throws {
+            guard from.isFinite, from >= 0 else { throw ValidationError("--from must be 0 or more seconds") }
+            guard (20...5000).contains(bufferMs) else { throw ValidationError("--buffer-ms must be 20...5000") }
+            if file.hasPrefix("http://") || file.hasPrefix("https://") {
+                throw ValidationError("HTTP streams are not playable yet (WAV files only)")
+            }
+        }
+
+        func run() async throws {
+            let source: WAVFileSource
+            do { source = try await WAVFileSource.open(path: file) } catch { throw failureExit(error) }
+            try await SpeakerCommand.with(reach) { c in
+                try await c.setPlayerOptions(PlayerOptions(buffer: .milliseconds(bufferMs)))
+                try await c.addAllToSession()
+                let events = try await c.playerEvents()
+                try await c.play(source, title: (file as NSString).lastPathComponent, from: from)
+                for await e in events {
+                    let line: PlayEvent
+                    switch e {
+                    case let .stateChanged(s): line = PlayEvent(event: "state", state: SpeakerCommand.stateName(s))
+                    case let .time(seconds): line = PlayEvent(event: "time", seconds: seconds)
+                    case .ended: line = PlayEvent(event: "ended")
+                    case let .speakerJoined(id): line = PlayEvent(event: "speaker-joined", deviceId: id)
+                    case let .speakerLost(id, reason): line = PlayEvent(event: "speaker-lost", deviceId: id, message: reason)
+                    case let .speakerError(id, _, message): line = PlayEvent(event: "speaker-error", deviceId: id, message: message)
+                    }
+                    if line.event == "state", line.state == "initialized" { continue }
+                    try Output.emit(line, json: output.json) {
+                        switch line.event {
+                        case "state": line.state!
+                        case "time": String(format: "%d:%02d", line.seconds! / 60, line.seconds! % 60)
+                        case "ended": "ended"
+                        default: "\(line.event) \(line.deviceId.map(String.init) ?? "")\(line.message.map { ": " + $0 } ?? "")"
+                        }
+                    }
+                    if e == .stateChanged(.stopped) { break }
+                }
+            }
+        }
+    }
+
+    struct Control: Encodable {
+        var action: String
+        var state: String
+    }
+
+    static func control(_ reach: Reach, _ output: OutputOptions, _ action: String,
+                        _ body: @escaping (SpeakerController) async throws -> Void) async throws {
+        try await with(reach) { c in
+            try await body(c)
+            try Output.emit(Control(action: action, state: "done"), json: output.json) { action }
+        }
+    }
+
+    struct Pause: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Pause the playback the speakers play (started by any controller; it follows).",
+            discussion: "  $ tuneup speaker pause --speaker 127.0.0.1:P1 --speaker 127.0.0.1:P2")
+        @OptionGroup var reach: Reach
+        @OptionGroup var output: OutputOptions
+        func run() async throws { try await SpeakerCommand.control(reach, output, "paused") { try await $0.pause() } }
+    }
+
+    struct Resume: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Resume a paused playback (the controller that streams it goes on from where it paused).",
+            discussion: "  $ tuneup speaker resume --speaker 127.0.0.1:P1 --speaker 127.0.0.1:P2")
+        @OptionGroup var reach: Reach
+        @OptionGroup var output: OutputOptions
+        func run() async throws { try await SpeakerCommand.control(reach, output, "resumed") { try await $0.resume() } }
+    }
+
+    struct Stop: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Stop the playback (it cannot be resumed).",
+            discussion: "  $ tuneup speaker stop --speaker 127.0.0.1:P1 --speaker 127.0.0.1:P2")
+        @OptionGroup var reach: Reach
+        @OptionGroup var output: OutputOptions
+        func run() async throws { try await SpeakerCommand.control(reach, output, "stopped") { try await $0.stop() } }
+    }
+
+    struct StatusJSON: Encodable {
+        var deviceId: UInt64, deviceName: String, state: String, streamId: UInt32, renderedFrames: UInt64, lostPackets: UInt32
+        var latePackets: UInt32, muted: Bool
+    }
+
+    struct Status: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Each speaker's player state, stream, frames rendered and audio losses.",
+            discussion: "  $ tuneup speaker status --speaker 127.0.0.1:P1 --format json")
+        @OptionGroup var reach: Reach
+        @OptionGroup var output: OutputOptions
+        func run() async throws {
+            try await SpeakerCommand.with(reach) { c in
+                var rows: [StatusJSON] = []
+                for info in await c.devices {
+                    let s = try await c.session(id: info.deviceId).status()
+                    rows.append(StatusJSON(deviceId: info.deviceId, deviceName: info.deviceName.value, state: SpeakerCommand.stateName(s.state),
+                                           streamId: s.streamId, renderedFrames: s.renderedFrames, lostPackets: s.lostPackets,
+                                           latePackets: s.latePackets, muted: s.muted))
+                }
+                try Output.emit(rows, json: output.json) {
+                    rows.map { "\($0.deviceName): \($0.state)  stream \($0.streamId)  frames \($0.renderedFrames)  lost \($0.lostPackets)  late \($0.latePackets)" }
+                        .joined(separator: "\n")
+                }
+            }
+        }
+    }
 }

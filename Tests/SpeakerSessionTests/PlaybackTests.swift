@@ -243,7 +243,9 @@ struct LivePlaybackTests {
             let rejoined = gone.renderLogs.last!.log
             let logs = [sim.speakers[0].renderLogs.last!.log, rejoined]
             let from = rejoined.firstSource!.sourceFrame + 4800
-            let upper = rejoined.sourceIndex().last!.sourceFrame
+            let last = rejoined.sourceIndex().last!
+            let upper = last.sourceFrame + last.count
+            try #require(upper > from + 480, "rejoined speaker played frames \(from)..<\(upper)")
             let spreads = PlaybackAnalysis.spreads(logs, frames: from..<upper, stride: 480)
             #expect(!spreads.isEmpty)
             #expect(PlaybackAnalysis.percentile(spreads, 99) <= 1_000_000)

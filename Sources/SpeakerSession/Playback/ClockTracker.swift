@@ -8,7 +8,7 @@ import Speaker
 ///   sample that waited on one leg is off by up to half its extra delay); at least `minimumKept` of the fastest are
 ///   always kept.
 /// - Fitting: over a span of at least `rateSpan` the offset and the drift are fitted (`ClockMap.fit`); before that
-///   the rate is taken as 0 and the offset is the fastest recent sample's, refreshed every `earlyInterval`.
+///   the rate is taken as 0 and the offset is the fastest of the three newest samples', refreshed every `earlyInterval`.
 /// - Sending: a new map when none was sent, or when the new estimate places `horizon` from now more than
 ///   `sendThreshold` away from the map sent last.
 public struct ClockTracker: Sendable {
@@ -22,7 +22,7 @@ public struct ClockTracker: Sendable {
     public var burst = 8
     public var burstInterval: Duration = .milliseconds(10)
     public var earlyInterval: Duration = .milliseconds(50)
-    public var steadyInterval: Duration = .milliseconds(500)
+    public var steadyInterval: Duration = .milliseconds(250)
 
     public private(set) var samples: [ClockSample] = []
     /// The map last handed out by `mapToSend` (what the speaker uses).
@@ -58,8 +58,7 @@ public struct ClockTracker: Sendable {
         guard !samples.isEmpty else { return nil }
         if span < rateSpan {
             // Rate unknown yet: the fastest of the three newest samples (an older one is off by the drift since), rate 0.
-            let recent = samples.suffix(3)
-            let best = recent.min { $0.delay < $1.delay }!
+            let best = samples.suffix(3).min { $0.delay < $1.delay }!
             return try? ClockMap(controllerReference: best.midpoint, speakerReference: best.midpoint &+ UInt64(bitPattern: best.offset), rate: 0)
         }
         let fastest = UInt64(samples.map(\.delay).min()!)
