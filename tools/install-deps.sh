@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the system packages the project needs (Debian). Does nothing when they are already there.
 set -euo pipefail
-packages=(pkg-config libusb-1.0-0-dev libbluetooth-dev umockdev libsqlite3-dev postgresql)
+packages=(pkg-config libusb-1.0-0-dev libbluetooth-dev umockdev libsqlite3-dev postgresql libsndfile1-dev libsoxr-dev libcurl4-openssl-dev)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
