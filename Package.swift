@@ -28,6 +28,7 @@ let package = Package(
         .library(name: "SpeakerSession", targets: ["SpeakerSession"]),
         .library(name: "SpeakerSimulator", targets: ["SpeakerSimulator"]),
         .library(name: "SpeakerHub", targets: ["SpeakerHub"]),
+        .library(name: "AudioInput", targets: ["AudioInput"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -121,6 +122,16 @@ let package = Package(
                 .product(name: "Hummingbird", package: "hummingbird"), .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
+            swiftSettings: strict),
+        // libsndfile (decoding), libsoxr (resampling) and libcurl (HTTP), Debian's, found with pkg-config.
+        .systemLibrary(name: "CSndfile", pkgConfig: "sndfile", providers: [.apt(["libsndfile1-dev"])]),
+        .systemLibrary(name: "CSoxr", pkgConfig: "soxr", providers: [.apt(["libsoxr-dev"])]),
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        // Audio input for the speakers: local files and HTTP streams decoded (libsndfile), resampled (libsoxr) and
+        // mixed to a speaker's PCM format.
+        .target(
+            name: "AudioInput",
+            dependencies: ["Failure", "Speaker", "Transport", "CSndfile", "CSoxr", "CCurl"],
             swiftSettings: strict),
         // Firmware images: MCUboot signed images, Intel HEX, raw; keys; the simulated application's manifest.
         .target(
@@ -217,6 +228,10 @@ let package = Package(
         .testTarget(
             name: "SpeakerHubTests",
             dependencies: ["SpeakerHub", "SpeakerHubCore", "SpeakerSession", "SpeakerSimulator", "Speaker", "Transport", "TestSupport"],
+            swiftSettings: strict),
+        .testTarget(
+            name: "AudioInputTests",
+            dependencies: ["AudioInput", "Speaker", "Transport", "CSndfile", "TestSupport"],
             swiftSettings: strict),
         .testTarget(name: "TransportTests", dependencies: ["Transport", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "SessionTests", dependencies: ["Session", "Transport", "TestSupport"], swiftSettings: strict),

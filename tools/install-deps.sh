@@ -3,7 +3,9 @@
 set -euo pipefail
 # librsvg2-bin: 'tuneup wearable plot' converts its SVG to PNG with rsvg-convert.
 # chromium: the hub's control page is tested in a real headless browser (Tests/SpeakerHubTests/HubPageTests).
-packages=(pkg-config libusb-1.0-0-dev libbluetooth-dev umockdev libsqlite3-dev postgresql librsvg2-bin chromium)
+# libsndfile, libsoxr, libcurl: the speakers' audio input (decoding, resampling, web streams).
+packages=(pkg-config libusb-1.0-0-dev libbluetooth-dev umockdev libsqlite3-dev postgresql librsvg2-bin chromium
+          libsndfile1-dev libsoxr-dev libcurl4-openssl-dev)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,0 +1,140 @@
+import Speaker
+
+/// Where audio comes from: a local file or an HTTP(S) URL.
+public enum AudioSourceAddress: Sendable, Hashable, CustomStringConvertible {
+    /// A local file, by path.
+    case file(String)
+    /// An `http://` or `https://` URL: a file on a web server or a live stream.
+    case url(String)
+
+    /// Reads a command-line argument: `http://...` and `https://...` are URLs, `file:///path` is a path, any other
+    /// `scheme://` is refused with `.badAddress`, and everything else is a path. An empty text is `.badAddress`.
+    public init(_ text: String) throws(AudioInputError) {
+        guard !text.isEmpty else { throw AudioInputError(.badAddress, "an audio source is a file path or an http(s) URL, got nothing") }
+        let lower = text.lowercased()
+        if lower.hasPrefix("http://") || lower.hasPrefix("https://") {
+            let rest = text.drop(while: { $0 != ":" }).dropFirst(3)
+            guard let host = rest.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false).first, !host.isEmpty else {
+                throw AudioInputError(.badAddress, "\(text): a URL needs a host (http://HOST[:PORT]/PATH)")
+            }
+            guard !text.contains(where: { $0 == " " || $0.asciiValue.map { $0 < 0x20 || $0 == 0x7F } == true }) else {
+                throw AudioInputError(.badAddress, "\(text): a URL may not hold spaces or control characters (write them %-encoded)")
+            }
+            self = .url(text)
+        } else if lower.hasPrefix("file://") {
+            let path = String(text.dropFirst("file://".count))
+            guard path.hasPrefix("/") else { throw AudioInputError(.badAddress, "\(text): a file URL is file:///ABSOLUTE/PATH") }
+            self = .file(path)
+        } else if let range = text.firstRange(of: "://"), text[..<range.lowerBound].allSatisfy({ $0.isLetter || $0.isNumber || "+-.".contains($0) }) {
+            throw AudioInputError(.badAddress, "\(text): \(text[..<range.lowerBound]):// is not supported; give a file path or an http(s) URL")
+        } else {
+            self = .file(text)
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .file(let path): path
+        case .url(let url): url
+        }
+    }
+
+    /// The last component of the path (for a URL, of its path without query), the title when the source names none.
+    public var lastComponent: String {
+        switch self {
+        case .file(let path):
+            return path.split(separator: "/").last.map(String.init) ?? path
+        case .url(let url):
+            let noQuery = url.split(separator: "?", maxSplits: 1).first.map(String.init) ?? url
+            let afterScheme = noQuery.drop(while: { $0 != ":" }).dropFirst(3)
+            let parts = afterScheme.split(separator: "/")
+            return parts.count > 1 ? String(parts.last!) : String(parts.first ?? Substring(url))
+        }
+    }
+}
+
+/// What the source is, as its container says.
+public struct AudioSourceDescription: Sendable, Hashable, CustomStringConvertible {
+    /// The container: "WAV", "AIFF", "FLAC", "Ogg", "MP3", or libsndfile's name for another one it reads.
+    public let container: String
+    /// The encoding in the container: "16-bit PCM", "24-bit PCM", "32-bit float", "Vorbis", "Opus", "MPEG layer III", ...
+    public let encoding: String
+    /// The source's own sample rate in Hz.
+    public let sampleRate: Int
+    /// The source's own channel count.
+    public let channels: Int
+    /// Frames at the source rate, when the source says how many (nil for a live or unknown-length stream).
+    public let frames: Int64?
+    /// The title tag (ID3, Vorbis comment, RIFF INFO) when there is one, else the file name or the URL's last path
+    /// component.
+    public let title: String
+    /// Whether the source came over HTTP.
+    public let isNetworkStream: Bool
+
+    public init(container: String, encoding: String, sampleRate: Int, channels: Int, frames: Int64?, title: String, isNetworkStream: Bool) {
+        self.container = container
+        self.encoding = encoding
+        self.sampleRate = sampleRate
+        self.channels = channels
+        self.frames = frames
+        self.title = title
+        self.isNetworkStream = isNetworkStream
+    }
+
+    /// The length, when the number of frames is known.
+    public var duration: Duration? {
+        guard let frames, sampleRate > 0 else { return nil }
+        let whole = frames / Int64(sampleRate)
+        let rest = frames % Int64(sampleRate)
+        return .seconds(whole) + .nanoseconds(rest * 1_000_000_000 / Int64(sampleRate))
+    }
+
+    public var description: String {
+        var text = "\(container), \(encoding), \(sampleRate) Hz, \(channels) ch"
+        if let duration {
+            let ms = duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
+            text += ", \(ms / 1000).\(String(ms % 1000 + 1000).dropFirst()) s"
+        } else {
+            text += ", length unknown"
+        }
+        return text
+    }
+}
+
+/// How long network sources may take. Files ignore these.
+public struct AudioInputOptions: Sendable, Hashable {
+    /// Longest wait for the TCP (and TLS) connection to the server.
+    public var connectTimeout: Duration
+    /// Longest wait for the next byte of a response once connected: a server silent for longer fails with `.stalled`.
+    public var stallTimeout: Duration
+
+    public init(connectTimeout: Duration = .seconds(10), stallTimeout: Duration = .seconds(10)) {
+        self.connectTimeout = connectTimeout
+        self.stallTimeout = stallTimeout
+    }
+}
+
+/// Opens audio sources: decodes local files and HTTP streams with libsndfile, resamples with libsoxr when rates
+/// differ, and maps channels, to the speaker's PCM format (docs/audio-input.md).
+public enum AudioInput {
+    /// Opens `source` and decodes its first frames, so that a missing, unreadable, non-audio, unsupported, corrupt or
+    /// truncated source, an unreachable or refusing server fails here, with one line, before anything plays.
+    ///
+    /// - Parameters:
+    ///   - output: the PCM the stream delivers (a speaker's format: rate, channels, s16le or s24le).
+    ///   - startAt: where to start in the source; `.zero` is the beginning. At or past a known end: `.startBeyondEnd`.
+    /// - Returns: the stream; read it with `next(maxFrames:)`, end it with `close()`.
+    public static func open(_ source: AudioSourceAddress, output: AudioFormat, startAt: Duration = .zero,
+                            options: AudioInputOptions = AudioInputOptions()) async throws(AudioInputError) -> AudioStream {
+        guard startAt >= .zero else {
+            throw AudioInputError(.badOption, "the start position must not be negative, got \(startAt)")
+        }
+        var network: HTTPByteSource?
+        if case .url(let url) = source { network = HTTPByteSource(url: url, options: options) }
+        let transfer = network
+        let pipeline = try await AudioBlocking.run("audio open", onCancel: { transfer?.abort() }) { () throws(AudioInputError) -> DecodePipeline in
+            try DecodePipeline.open(source, network: transfer, output: output, startAt: startAt)
+        }
+        return AudioStream(pipeline: pipeline, output: output)
+    }
+}

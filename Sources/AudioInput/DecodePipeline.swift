@@ -1,0 +1,321 @@
+import CSndfile
+import Glibc
+import Speaker
+import Transport
+
+/// One open source: libsndfile decoding to doubles, channel mapping and libsoxr resampling to the output format.
+/// Blocking; used by one thread at a time (`AudioStream` serialises every call and runs it on the blocking pool).
+final class DecodePipeline: @unchecked Sendable {
+    let description: AudioSourceDescription
+    let startFrame: Int64
+    let network: HTTPByteSource?
+
+    private let output: AudioFormat
+    private let name: String
+    private var file: OpaquePointer?
+    private var descriptor: Int32
+    private let sourceChannels: Int
+    private let outputChannels: Int
+    private var resampler: Resampler?
+    private var readBuffer: [Double]
+    /// Decoded output samples (interleaved, output channels and rate) not yet handed out, from `queueHead`.
+    private var queue: [Double] = []
+    private var queueHead = 0
+    private var sourceDone = false
+    private var delivered: UInt64 = 0
+
+    private static let blockFrames = 4096
+
+    private init(file: OpaquePointer, descriptor: Int32, network: HTTPByteSource?, info: SF_INFO, name: String,
+                 description: AudioSourceDescription, output: AudioFormat, startFrame: Int64) throws(AudioInputError) {
+        self.file = file
+        self.descriptor = descriptor
+        self.network = network
+        self.name = name
+        self.description = description
+        self.output = output
+        self.startFrame = startFrame
+        self.sourceChannels = Int(info.channels)
+        self.outputChannels = Int(output.channels)
+        self.readBuffer = [Double](repeating: 0, count: Self.blockFrames * Int(info.channels))
+        if Int(info.samplerate) != Int(output.sampleRate) {
+            resampler = try Resampler(from: Double(info.samplerate), to: Double(output.sampleRate),
+                                      channels: min(sourceChannels, outputChannels), name: name)
+        }
+    }
+
+    deinit {
+        if let file { sf_close(file) }
+        if descriptor >= 0 { POSIX.close(descriptor) }
+    }
+
+    // MARK: - Opening
+
+    static func open(_ source: AudioSourceAddress, network: HTTPByteSource?, output: AudioFormat,
+                     startAt: Duration) throws(AudioInputError) -> DecodePipeline {
+        let name = source.description
+        var info = SF_INFO()
+        let file: OpaquePointer
+        var descriptor: Int32 = -1
+        switch source {
+        case .file(let path):
+            descriptor = try openFile(path)
+            let head = readHead(descriptor)
+            guard let opened = sf_open_fd(descriptor, Int32(SFM_READ), &info, 0) else {
+                let failure = openFailure(name: name, head: head)
+                POSIX.close(descriptor)
+                throw failure
+            }
+            file = opened
+            if let truncation = truncation(of: opened, name: name) {
+                sf_close(opened)
+                POSIX.close(descriptor)
+                throw truncation
+            }
+        case .url:
+            guard let network else { throw AudioInputError(.decoderFailed, "\(name): no transfer") }
+            try network.start()
+            var io = virtualIO
+            let opened = sf_open_virtual(&io, Int32(SFM_READ), &info, Unmanaged.passUnretained(network).toOpaque())
+            if let error = network.error {
+                if let opened { sf_close(opened) }
+                throw error
+            }
+            guard let opened else { throw openFailure(name: name, head: network.head(512)) }
+            file = opened
+            network.finishOpening()
+        }
+        let isNetwork = network != nil
+        let description = describe(file, info: info, source: source, isNetwork: isNetwork)
+        let rate = Int64(info.samplerate)
+        let (seconds, atto) = startAt.components
+        let startFrame = seconds * rate + Int64((Int128(atto) * Int128(rate)) / 1_000_000_000_000_000_000)
+        if startFrame > 0, let frames = description.frames, startFrame >= frames {
+            sf_close(file)
+            if descriptor >= 0 { POSIX.close(descriptor) }
+            throw AudioInputError(.startBeyondEnd, "\(name): the start \(startAt) is at or past the end (\(description.duration ?? .zero))")
+        }
+        let pipeline: DecodePipeline
+        do {
+            pipeline = try DecodePipeline(file: file, descriptor: descriptor, network: network, info: info, name: name,
+                                          description: description, output: output, startFrame: startFrame)
+        } catch {
+            sf_close(file)
+            if descriptor >= 0 { POSIX.close(descriptor) }
+            throw error
+        }
+        try pipeline.seek(to: startFrame, isNetwork: isNetwork)
+        // Decode the first frames now: whatever is wrong with the audio data shows before anything plays.
+        try pipeline.fill(atLeast: 1)
+        if pipeline.queuedFrames == 0 {
+            throw startFrame > 0
+                ? AudioInputError(.startBeyondEnd, "\(name): the start \(startAt) is at or past the end")
+                : AudioInputError(.empty, "\(name): holds no audio frames")
+        }
+        return pipeline
+    }
+
+    /// Opens a local file for reading: not found, not a regular file, unreadable, empty are told apart here.
+    private static func openFile(_ path: String) throws(AudioInputError) -> Int32 {
+        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+        if fd < 0 {
+            let code = errno
+            switch code {
+            case ENOENT, ENOTDIR: throw AudioInputError(.fileNotFound, "\(path): no such file")
+            case EACCES, EPERM: throw AudioInputError(.fileUnreadable, "\(path): permission denied")
+            default: throw AudioInputError(.fileUnreadable, "\(path): \(POSIX.describe(code))")
+            }
+        }
+        var st = stat()
+        guard fstat(fd, &st) == 0 else {
+            let code = errno
+            POSIX.close(fd)
+            throw AudioInputError(.fileUnreadable, "\(path): \(POSIX.describe(code))")
+        }
+        let type = st.st_mode & S_IFMT
+        guard type == S_IFREG else {
+            POSIX.close(fd)
+            throw AudioInputError(.notAFile, "\(path): is \(type == S_IFDIR ? "a directory" : "not a regular file"), not an audio file")
+        }
+        guard st.st_size > 0 else {
+            POSIX.close(fd)
+            throw AudioInputError(.empty, "\(path): is empty (0 bytes)")
+        }
+        return fd
+    }
+
+    private static func readHead(_ fd: Int32) -> [UInt8] {
+        var head = [UInt8](repeating: 0, count: 512)
+        let n = head.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
+        return Array(head.prefix(max(0, n)))
+    }
+
+    /// The error for a source libsndfile could not open: a known but unsupported container, text, a truncated or
+    /// damaged header, or bytes that are no audio format at all.
+    private static func openFailure(name: String, head: [UInt8]) -> AudioInputError {
+        let code = sf_error(nil)
+        let reason = String(cString: sf_strerror(nil))
+        var log = [CChar](repeating: 0, count: 4096)
+        _ = sf_command(nil, Int32(SFC_GET_LOG_INFO), &log, Int32(log.count))
+        let logText = log.cString
+        if let container = FormatSniffer.unsupportedContainer(head) {
+            return AudioInputError(.unsupportedFormat, "\(name): \(container) is not supported (\(FormatSniffer.supportedList))")
+        }
+        if let text = FormatSniffer.textKind(head) {
+            return AudioInputError(.notAudio, "\(name): holds \(text), not audio")
+        }
+        let known = FormatSniffer.knownContainer(head)
+        if let known, logText.contains("short count") {
+            return AudioInputError(.truncated, "\(name): the \(known) header is cut short (the source ends inside it)")
+        }
+        switch Int(code) {
+        case Int(SF_ERR_UNSUPPORTED_ENCODING):
+            return AudioInputError(.unsupportedFormat, "\(name): \(known.map { "a \($0) file with " } ?? "")an encoding libsndfile does not decode (\(FormatSniffer.supportedList))")
+        case Int(SF_ERR_UNRECOGNISED_FORMAT) where known == nil:
+            return AudioInputError(.notAudio, "\(name): not an audio format Tuneup reads (\(FormatSniffer.supportedList))")
+        default:
+            if let known {
+                return AudioInputError(.corrupt, "\(name): a damaged \(known) file: \(reason.lowercasedFirst)")
+            }
+            return AudioInputError(.notAudio, "\(name): not an audio format Tuneup reads (\(FormatSniffer.supportedList))")
+        }
+    }
+
+    /// A WAV or AIFF file whose header announces more audio than the file holds (libsndfile would play the part that
+    /// is there; Tuneup says the file is truncated instead).
+    private static func truncation(of file: OpaquePointer, name: String) -> AudioInputError? {
+        var log = [CChar](repeating: 0, count: 16384)
+        _ = sf_command(file, Int32(SFC_GET_LOG_INFO), &log, Int32(log.count))
+        for line in log.cString.split(separator: "\n") {
+            let trimmed = line.drop(while: { $0 == " " })
+            guard trimmed.hasPrefix("data :") || trimmed.hasPrefix("SSND :"), let open = trimmed.firstRange(of: "(should be ") else { continue }
+            let stated = Int64(trimmed[trimmed.index(trimmed.startIndex, offsetBy: 6)..<open.lowerBound].trimmingSpaces) ?? 0
+            let actual = Int64(trimmed[open.upperBound...].prefix(while: { $0.isNumber })) ?? 0
+            if actual < stated {
+                return AudioInputError(.truncated, "\(name): is truncated: its header announces \(stated) bytes of audio, the file holds \(actual)")
+            }
+        }
+        return nil
+    }
+
+    private static func describe(_ file: OpaquePointer, info: SF_INFO, source: AudioSourceAddress, isNetwork: Bool) -> AudioSourceDescription {
+        let major = info.format & Int32(SF_FORMAT_TYPEMASK)
+        let minor = info.format & Int32(SF_FORMAT_SUBMASK)
+        let container = FormatNames.container(major: major, minor: minor) ?? formatName(file, major)
+        let encoding = FormatNames.encoding(minor) ?? formatName(file, minor)
+        var frames: Int64? = info.frames > 0 && info.frames < Int64(Int32.max) * 1024 ? info.frames : nil
+        // Over HTTP the decoder is not told the length: only a PCM container's own header counts its frames.
+        if isNetwork && (major == Int32(SF_FORMAT_MPEG) || major == Int32(SF_FORMAT_OGG)) { frames = nil }
+        var title = source.lastComponent
+        if let tag = sf_get_string(file, Int32(SF_STR_TITLE)) {
+            let text = String(cString: tag).trimmingSpaces
+            if !text.isEmpty { title = text }
+        }
+        return AudioSourceDescription(container: container, encoding: encoding, sampleRate: Int(info.samplerate),
+                                      channels: Int(info.channels), frames: frames, title: title, isNetworkStream: isNetwork)
+    }
+
+    private static func formatName(_ file: OpaquePointer, _ format: Int32) -> String {
+        var info = SF_FORMAT_INFO()
+        info.format = format
+        guard sf_command(file, Int32(SFC_GET_FORMAT_INFO), &info, Int32(MemoryLayout<SF_FORMAT_INFO>.size)) == 0, let name = info.name else {
+            return String(format, radix: 16)
+        }
+        return String(cString: name)
+    }
+
+    // MARK: - Decoding
+
+    private var queuedFrames: Int { (queue.count - queueHead) / outputChannels }
+
+    private func seek(to frame: Int64, isNetwork: Bool) throws(AudioInputError) {
+        guard frame > 0, let file else { return }
+        if !isNetwork, sf_seek(file, frame, SEEK_SET) == frame { return }
+        // Not seekable (a stream): decode and drop.
+        var left = frame
+        while left > 0 {
+            let want = min(left, Int64(Self.blockFrames))
+            let got = readBuffer.withUnsafeMutableBufferPointer { sf_readf_double(file, $0.baseAddress, want) }
+            if got <= 0 {
+                try checkReadError()
+                throw AudioInputError(.startBeyondEnd, "\(name): the start is at or past the end (\(frame - left) frames)")
+            }
+            left -= got
+        }
+    }
+
+    /// The next chunk of at most `maxFrames` output frames, or nil at the end.
+    func next(maxFrames: Int) throws(AudioInputError) -> AudioChunk? {
+        try fill(atLeast: maxFrames)
+        let n = min(maxFrames, queuedFrames)
+        guard n > 0 else { return nil }
+        let count = n * outputChannels
+        let pcm = queue.withUnsafeBufferPointer { all in
+            PCMEncoding.encode(UnsafeBufferPointer(rebasing: all[queueHead..<(queueHead + count)]), as: output.sampleFormat)
+        }
+        queueHead += count
+        if queueHead >= 65536 || queueHead == queue.count {
+            queue.removeFirst(queueHead)
+            queueHead = 0
+        }
+        let chunk = AudioChunk(firstFrame: delivered, format: output, pcm: pcm)
+        delivered += UInt64(n)
+        return chunk
+    }
+
+    /// Decodes until `frames` output frames are queued or the source ends.
+    func fill(atLeast frames: Int) throws(AudioInputError) {
+        while queuedFrames < frames && !sourceDone {
+            try decodeBlock()
+        }
+    }
+
+    private func decodeBlock() throws(AudioInputError) {
+        guard let file else { sourceDone = true; return }
+        let got = readBuffer.withUnsafeMutableBufferPointer { sf_readf_double(file, $0.baseAddress, Int64(Self.blockFrames)) }
+        if got <= 0 {
+            try checkReadError()
+            if let resampler {
+                append(ChannelMap.map(try resampler.flush(), from: sourceChannels, to: outputChannels, stage: .up))
+            }
+            sourceDone = true
+            return
+        }
+        var samples = Array(readBuffer[0..<(Int(got) * sourceChannels)])
+        samples = ChannelMap.map(samples, from: sourceChannels, to: outputChannels, stage: .down)
+        if let resampler { samples = try resampler.process(samples) }
+        append(ChannelMap.map(samples, from: sourceChannels, to: outputChannels, stage: .up))
+    }
+
+    private func append(_ samples: [Double]) {
+        queue.append(contentsOf: samples)
+    }
+
+    private func checkReadError() throws(AudioInputError) {
+        if let error = network?.error { throw error }
+        guard let file else { return }
+        let code = sf_error(file)
+        if code != 0 {
+            throw AudioInputError(.corrupt, "\(name): the audio data cannot be decoded: \(String(cString: sf_error_number(code)).lowercasedFirst)")
+        }
+    }
+}
+
+/// libsndfile's virtual I/O over an `HTTPByteSource` (the user data).
+private let virtualIO = SF_VIRTUAL_IO(
+    get_filelen: { _ in HTTPByteSource.unknownLength },
+    seek: { offset, whence, context in
+        Unmanaged<HTTPByteSource>.fromOpaque(context!).takeUnretainedValue().seek(offset, whence: whence)
+    },
+    read: { destination, count, context in
+        guard let destination, count > 0 else { return 0 }
+        return Int64(Unmanaged<HTTPByteSource>.fromOpaque(context!).takeUnretainedValue().read(into: destination, count: Int(count)))
+    },
+    write: { _, _, _ in 0 },
+    tell: { context in Unmanaged<HTTPByteSource>.fromOpaque(context!).takeUnretainedValue().tell() })
+
+extension StringProtocol {
+    var trimmingSpaces: String {
+        String(drop(while: { $0 == " " || $0 == "\t" || $0 == "\0" }).reversed().drop(while: { $0 == " " || $0 == "\t" || $0 == "\0" }).reversed())
+    }
+}

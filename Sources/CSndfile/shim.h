@@ -1,0 +1,2 @@
+// libsndfile (Debian: libsndfile1-dev), found with pkg-config "sndfile".
+#include <sndfile.h>

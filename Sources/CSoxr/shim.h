@@ -1,0 +1,2 @@
+// libsoxr (Debian: libsoxr-dev), found with pkg-config "soxr".
+#include <soxr.h>

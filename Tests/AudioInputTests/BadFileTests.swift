@@ -1,0 +1,87 @@
+import AudioInput
+import CSndfile
+import Foundation
+import Testing
+import TestSupport
+
+/// Every bad local source fails in `open` with its code and one line naming the file.
+@Suite struct BadFileTests {
+    static func expectError(_ path: String, _ code: AudioInputError.Code, sourceLocation: SourceLocation = #_sourceLocation) async {
+        let error = await Fixtures.openError(.file(path))
+        #expect(error?.code == code, "\(path): \(error.map { "\($0.codeName): \($0.message)" } ?? "opened")", sourceLocation: sourceLocation)
+        if let error {
+            #expect(!error.message.contains("\n") && error.message.contains(path), "\(error.message)", sourceLocation: sourceLocation)
+        }
+    }
+
+    static func validWAV(_ dir: String) throws -> Data {
+        let path = "\(dir)/valid.wav"
+        try Fixtures.write(path, format: Int32(SF_FORMAT_WAV | SF_FORMAT_PCM_16), rate: 44_100, channels: 2,
+                           samples: Fixtures.music(frames: 44_100, rate: 44_100))
+        return try Data(contentsOf: URL(fileURLWithPath: path))
+    }
+
+    @Test func missingFile() async throws {
+        let dir = try Fixtures.directory()
+        await Self.expectError("\(dir)/nothing.wav", .fileNotFound)
+        await Self.expectError("\(dir)/no/such/dir.wav", .fileNotFound)
+    }
+
+    @Test func directory() async throws {
+        await Self.expectError(try Fixtures.directory(), .notAFile)
+    }
+
+    @Test func zeroBytes() async throws {
+        let path = "\(try Fixtures.directory())/empty.wav"
+        _ = FileManager.default.createFile(atPath: path, contents: Data())
+        await Self.expectError(path, .empty)
+    }
+
+    @Test func truncatedHeader() async throws {
+        let dir = try Fixtures.directory()
+        let path = "\(dir)/cut.wav"
+        try Self.validWAV(dir).prefix(20).write(to: URL(fileURLWithPath: path))
+        await Self.expectError(path, .truncated)
+    }
+
+    @Test func truncatedAudio() async throws {
+        let dir = try Fixtures.directory()
+        let path = "\(dir)/half.wav"
+        try Self.validWAV(dir).prefix(100_000).write(to: URL(fileURLWithPath: path))
+        await Self.expectError(path, .truncated)
+    }
+
+    @Test func garbageBytes() async throws {
+        let path = "\(try Fixtures.directory())/noise.wav"
+        var random = SystemRandomNumberGenerator()
+        // Garbage that starts with a NUL and a control byte, so it cannot be mistaken for text.
+        let bytes = [0x00, 0x13] + (0..<4000).map { _ in UInt8.random(in: 0...255, using: &random) }
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        await Self.expectError(path, .notAudio)
+    }
+
+    @Test func textNamedMP3() async throws {
+        let path = "\(try Fixtures.directory())/notes.mp3"
+        try "these are my notes, not a song\n".write(toFile: path, atomically: true, encoding: .utf8)
+        await Self.expectError(path, .notAudio)
+        let error = await Fixtures.openError(.file(path))
+        #expect(error?.message.contains("text") == true)
+    }
+
+    @Test func unsupportedContainer() async throws {
+        let path = "\(try Fixtures.directory())/song.m4a"
+        // The start of an MPEG-4 audio file: an ftyp box of brand M4A.
+        let ftyp: [UInt8] = [0, 0, 0, 0x20] + Array("ftypM4A ".utf8) + [0, 0, 0, 0] + Array("M4A mp42isom".utf8) + [0, 0, 0, 0]
+        try Data(ftyp + [UInt8](repeating: 0, count: 4000)).write(to: URL(fileURLWithPath: path))
+        await Self.expectError(path, .unsupportedFormat)
+    }
+
+    @Test func unreadableFile() async throws {
+        guard getuid() != 0 else { return }  // root reads everything
+        let dir = try Fixtures.directory()
+        let path = "\(dir)/locked.wav"
+        try Self.validWAV(dir).write(to: URL(fileURLWithPath: path))
+        chmod(path, 0)
+        await Self.expectError(path, .fileUnreadable)
+    }
+}

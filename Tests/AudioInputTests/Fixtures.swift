@@ -1,0 +1,147 @@
+import AudioInput
+import CSndfile
+import Foundation
+import Speaker
+import TestSupport
+
+/// Audio files written at test time by libsndfile itself, with known content.
+enum Fixtures {
+    /// A fresh directory under the system's temporary directory.
+    static func directory() throws -> String {
+        let path = NSTemporaryDirectory() + "audio-input-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        return path
+    }
+
+    /// The container formats the issue names, with the major/minor format libsndfile writes them in.
+    static let formats: [(name: String, ext: String, format: Int32, lossless: Bool)] = [
+        ("WAV", "wav", Int32(SF_FORMAT_WAV | SF_FORMAT_PCM_16), true),
+        ("AIFF", "aiff", Int32(SF_FORMAT_AIFF | SF_FORMAT_PCM_16), true),
+        ("FLAC", "flac", Int32(SF_FORMAT_FLAC | SF_FORMAT_PCM_16), true),
+        ("Ogg", "ogg", Int32(SF_FORMAT_OGG | SF_FORMAT_VORBIS), false),
+        ("Ogg", "opus", Int32(SF_FORMAT_OGG | SF_FORMAT_OPUS), false),
+        ("MP3", "mp3", Int32(SF_FORMAT_MPEG | SF_FORMAT_MPEG_LAYER_III), false),
+    ]
+
+    /// A two-channel test signal: 440 Hz at half scale left, 660 Hz at 0.3 right, as 16-bit samples.
+    static func music(frames: Int, rate: Int) -> [Int16] {
+        var out = [Int16](repeating: 0, count: frames * 2)
+        for i in 0..<frames {
+            let t = Double(i) / Double(rate)
+            out[2 * i] = Int16((0.5 * sin(2 * .pi * 440 * t) * 32767).rounded())
+            out[2 * i + 1] = Int16((0.3 * sin(2 * .pi * 660 * t) * 32767).rounded())
+        }
+        return out
+    }
+
+    /// Writes interleaved 16-bit samples with libsndfile; `title` goes in the title tag.
+    static func write(_ path: String, format: Int32, rate: Int, channels: Int, samples: [Int16], title: String? = nil) throws {
+        var info = SF_INFO()
+        info.samplerate = Int32(rate)
+        info.channels = Int32(channels)
+        info.format = format
+        guard let file = sf_open(path, Int32(SFM_WRITE), &info) else {
+            throw TestFailure("libsndfile cannot write \(path): \(String(cString: sf_strerror(nil)))")
+        }
+        if let title { _ = sf_set_string(file, Int32(SF_STR_TITLE), title) }
+        let frames = samples.count / channels
+        let written: Int64
+        if format & Int32(SF_FORMAT_SUBMASK) >= Int32(SF_FORMAT_VORBIS) {
+            // The lossy encoders take doubles: libsndfile 1.2.0's MP3 encoder garbles large sf_writef_short writes.
+            let doubles = samples.map { Double($0) / 32768 }
+            written = doubles.withUnsafeBufferPointer { sf_writef_double(file, $0.baseAddress, Int64(frames)) }
+        } else {
+            written = samples.withUnsafeBufferPointer { sf_writef_short(file, $0.baseAddress, Int64(frames)) }
+        }
+        sf_close(file)
+        guard written == frames else { throw TestFailure("libsndfile wrote \(written) of \(frames) frames to \(path)") }
+    }
+
+    /// Writes interleaved 32-bit integer samples (left-aligned) as 24-bit PCM.
+    static func write24(_ path: String, format: Int32, rate: Int, channels: Int, samples: [Int32]) throws {
+        var info = SF_INFO()
+        info.samplerate = Int32(rate)
+        info.channels = Int32(channels)
+        info.format = format
+        guard let file = sf_open(path, Int32(SFM_WRITE), &info) else { throw TestFailure("cannot write \(path)") }
+        let frames = samples.count / channels
+        _ = samples.withUnsafeBufferPointer { sf_writef_int(file, $0.baseAddress, Int64(frames)) }
+        sf_close(file)
+    }
+
+    static func format(rate: Int, channels: Int, _ sample: SampleFormat = .s16le) -> AudioFormat {
+        try! AudioFormat(sampleRate: UInt32(rate), channels: UInt8(channels), sampleFormat: sample)
+    }
+
+    /// Every chunk of the stream, then closes it.
+    static func readAll(_ stream: AudioStream, maxFrames: Int = 4096) async throws -> [Int32] {
+        var samples: [Int32] = []
+        var expected: UInt64 = 0
+        while let chunk = try await stream.next(maxFrames: maxFrames) {
+            guard chunk.firstFrame == expected, chunk.frameCount > 0, chunk.frameCount <= maxFrames else {
+                throw TestFailure("chunk at \(chunk.firstFrame) with \(chunk.frameCount) frames, expected one at \(expected)")
+            }
+            expected += UInt64(chunk.frameCount)
+            samples += chunk.samples
+        }
+        await stream.close()
+        return samples
+    }
+
+    /// The code of the error `open` throws (nil when it opens), checking it is one line naming the source.
+    static func openError(_ source: AudioSourceAddress, output: AudioFormat = .cd, startAt: Duration = .zero,
+                          options: AudioInputOptions = AudioInputOptions()) async -> AudioInputError? {
+        do {
+            let stream = try await AudioInput.open(source, output: output, startAt: startAt, options: options)
+            await stream.close()
+            return nil
+        } catch {
+            return error
+        }
+    }
+}
+
+/// Signal measures for the lossy and resampling checks.
+enum Signal {
+    /// One channel of interleaved samples, as doubles in -1...1 (16-bit scale).
+    static func channel(_ samples: [Int32], _ c: Int, of n: Int) -> [Double] {
+        stride(from: c, to: samples.count, by: n).map { Double(samples[$0]) / 32768 }
+    }
+
+    /// Signal-to-noise ratio in dB of `decoded` against `reference` over their common part, skipping `skip` frames at
+    /// each end (codec edges), at the lag in -maxLag...maxLag that fits best; returns (dB, lag).
+    static func snr(reference: [Double], decoded: [Double], skip: Int, maxLag: Int) -> (Double, Int) {
+        var best = (-Double.infinity, 0)
+        for lag in -maxLag...maxLag {
+            var signal = 0.0, noise = 0.0
+            let start = skip + max(0, -lag)
+            let end = min(reference.count, decoded.count - lag) - skip
+            guard end > start else { continue }
+            for i in start..<end {
+                let r = reference[i]
+                let e = decoded[i + lag] - r
+                signal += r * r
+                noise += e * e
+            }
+            let db = 10 * log10(signal / max(noise, 1e-20))
+            if db > best.0 { best = (db, lag) }
+        }
+        return best
+    }
+
+    /// Power of `x` at `frequency` (Goertzel), normalised so a full-scale sine gives 0.5 (its mean square).
+    static func power(_ x: [Double], at frequency: Double, rate: Double) -> Double {
+        let w = 2 * Double.pi * frequency / rate
+        let coeff = 2 * cos(w)
+        var s1 = 0.0, s2 = 0.0
+        for v in x {
+            let s = v + coeff * s1 - s2
+            s2 = s1
+            s1 = s
+        }
+        let p = s1 * s1 + s2 * s2 - coeff * s1 * s2
+        return 2 * p / Double(x.count * x.count)
+    }
+
+    static func rms(_ x: [Double]) -> Double { sqrt(x.reduce(0) { $0 + $1 * $1 } / Double(max(1, x.count))) }
+}

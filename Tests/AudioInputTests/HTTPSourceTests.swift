@@ -1,0 +1,243 @@
+import AudioInput
+import CSndfile
+import Foundation
+import Speaker
+import Testing
+import TestSupport
+import Transport
+
+/// A small HTTP/1.1 server on loopback (the repo's `TCPListener`) with one answer per path.
+final class TestHTTPServer: Sendable {
+    enum Answer: Sendable {
+        /// 200 with the body; `length` false sends no Content-Length and ends the body by closing.
+        case body([UInt8], type: String, length: Bool)
+        case status(Int, String)
+        /// The headers and `prefix` bytes of a body, then nothing until the server stops.
+        case stall(prefix: [UInt8], type: String)
+    }
+
+    let listener: TCPListener
+    let port: UInt16
+    private let task: Task<Void, Never>
+
+    init(_ routes: [String: Answer]) async throws {
+        listener = try await TCPListener.bind()
+        guard case .tcp(_, let port) = listener.boundAddress else { throw TestFailure("not a TCP address") }
+        self.port = port
+        let listener = self.listener
+        task = Task {
+            await withTaskGroup(of: Void.self) { group in
+                while let link = try? await listener.accept() {
+                    group.addTask { await Self.serve(link, routes) }
+                }
+                group.cancelAll()
+            }
+        }
+    }
+
+    func url(_ path: String) -> AudioSourceAddress { .url("http://127.0.0.1:\(port)\(path)") }
+
+    func stop() async {
+        listener.close()
+        task.cancel()
+        await task.value
+    }
+
+    private static func serve(_ link: any Transport, _ routes: [String: Answer]) async {
+        defer { Task { await link.close() } }
+        var request: [UInt8] = []
+        while !request.ends(with: Array("\r\n\r\n".utf8)) {
+            guard let bytes = try? await link.receive(), !bytes.isEmpty else { return }
+            request += bytes
+        }
+        let line = String(decoding: request.prefix(while: { $0 != 0x0D }), as: UTF8.self)
+        let path = line.split(separator: " ").dropFirst().first.map(String.init) ?? "/"
+        func send(_ bytes: [UInt8]) async -> Bool {
+            var offset = 0
+            while offset < bytes.count {
+                let end = min(bytes.count, offset + 16_384)
+                guard (try? await link.send(Array(bytes[offset..<end]))) != nil else { return false }
+                offset = end
+            }
+            return true
+        }
+        switch routes[path] ?? .status(404, "Not Found") {
+        case .body(let body, let type, let length):
+            var head = "HTTP/1.1 200 OK\r\nContent-Type: \(type)\r\nConnection: close\r\n"
+            if length { head += "Content-Length: \(body.count)\r\n" }
+            _ = await send(Array((head + "\r\n").utf8) + body)
+        case .status(let code, let reason):
+            let body = "<html><body>\(code) \(reason)</body></html>"
+            _ = await send(Array("HTTP/1.1 \(code) \(reason)\r\nContent-Type: text/html\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)".utf8))
+        case .stall(let prefix, let type):
+            _ = await send(Array("HTTP/1.1 200 OK\r\nContent-Type: \(type)\r\nConnection: close\r\n\r\n".utf8) + prefix)
+            try? await Task.sleep(for: .seconds(3600))
+        }
+    }
+}
+
+extension Array where Element == UInt8 {
+    func ends(with suffix: [UInt8]) -> Bool { count >= suffix.count && Array(self[(count - suffix.count)...]) == suffix }
+}
+
+@Suite struct HTTPSourceTests {
+    struct Files {
+        let wav: [UInt8]
+        let mp3: [UInt8]
+        let wavPath: String
+        let mp3Path: String
+    }
+
+    static func files() throws -> Files {
+        let dir = try Fixtures.directory()
+        let signal = Fixtures.music(frames: 3 * 44_100, rate: 44_100)
+        try Fixtures.write("\(dir)/tone.wav", format: Int32(SF_FORMAT_WAV | SF_FORMAT_PCM_16), rate: 44_100, channels: 2, samples: signal)
+        try Fixtures.write("\(dir)/tone.mp3", format: Int32(SF_FORMAT_MPEG | SF_FORMAT_MPEG_LAYER_III), rate: 44_100, channels: 2, samples: signal)
+        return Files(wav: [UInt8](try Data(contentsOf: URL(fileURLWithPath: "\(dir)/tone.wav"))),
+                     mp3: [UInt8](try Data(contentsOf: URL(fileURLWithPath: "\(dir)/tone.mp3"))),
+                     wavPath: "\(dir)/tone.wav", mp3Path: "\(dir)/tone.mp3")
+    }
+
+    static let output = Fixtures.format(rate: 48_000, channels: 2)
+
+    @Test(arguments: [true, false])
+    func streamsDecodeLikeTheFile(withLength: Bool) async throws {
+        try await withTimeLimit {
+            let f = try Self.files()
+            let server = try await TestHTTPServer([
+                "/tone.wav": .body(f.wav, type: "audio/wav", length: withLength),
+                "/live/tone.mp3": .body(f.mp3, type: "audio/mpeg", length: withLength),
+            ])
+            for (path, file, container) in Self.streamedFormats(f) {
+                let stream = try await AudioInput.open(server.url(path), output: Self.output)
+                #expect(stream.source.container == container)
+                #expect(stream.source.isNetworkStream)
+                #expect(stream.source.title == (path == "/tone.wav" ? "tone.wav" : "tone.mp3"))
+                // A WAV header counts its frames; an MP3 stream's length is not known.
+                let expectedFrames: Int64? = container == "WAV" ? 3 * 44_100 : nil
+                #expect(stream.source.frames == expectedFrames)
+                let overHTTP = try await Fixtures.readAll(stream, maxFrames: 3000)
+                let local = try await Fixtures.readAll(try await AudioInput.open(.file(file), output: Self.output))
+                #expect(overHTTP.count > 2 * 140_000)
+                #expect(overHTTP == local, "\(path) over HTTP differs from the file")
+            }
+            await server.stop()
+        }
+    }
+
+    /// MP3 over HTTP does not open yet (mpg123 refuses the unknown-length virtual I/O): `mp3OverHTTP` shows it.
+    static func streamedFormats(_ f: Files) -> [(String, String, String)] { [("/tone.wav", f.wavPath, "WAV")] }
+
+    @Test(.disabled("mpg123 inside libsndfile 1.2.0 refuses to open an MP3 through the unknown-length virtual I/O"))
+    func mp3OverHTTP() async throws {
+        try await withTimeLimit {
+            let f = try Self.files()
+            let server = try await TestHTTPServer(["/live/tone.mp3": .body(f.mp3, type: "audio/mpeg", length: false)])
+            let overHTTP = try await Fixtures.readAll(try await AudioInput.open(server.url("/live/tone.mp3"), output: Self.output))
+            let local = try await Fixtures.readAll(try await AudioInput.open(.file(f.mp3Path), output: Self.output))
+            #expect(overHTTP == local)
+            await server.stop()
+        }
+    }
+
+    @Test func startAtSkipsInAStream() async throws {
+        try await withTimeLimit {
+            let f = try Self.files()
+            let server = try await TestHTTPServer(["/tone.wav": .body(f.wav, type: "audio/wav", length: false)])
+            let stream = try await AudioInput.open(server.url("/tone.wav"), output: .cd, startAt: .seconds(2))
+            #expect(stream.startFrame == 88_200)
+            let decoded = try await Fixtures.readAll(stream)
+            #expect(decoded == Fixtures.music(frames: 3 * 44_100, rate: 44_100)[(2 * 88_200)...].map(Int32.init))
+            await server.stop()
+        }
+    }
+
+    @Test func badAnswersFailInOpen() async throws {
+        try await withTimeLimit {
+            var random = SystemRandomNumberGenerator()
+            let server = try await TestHTTPServer([
+                "/page.mp3": .body(Array("<!DOCTYPE html><html><body>Radio</body></html>".utf8), type: "text/html; charset=utf-8", length: true),
+                "/noise.mp3": .body([0, 1] + (0..<5000).map { _ in UInt8.random(in: 0...255, using: &random) }, type: "application/octet-stream", length: true),
+                "/empty.mp3": .body([], type: "audio/mpeg", length: true),
+                "/broken": .status(500, "Internal Server Error"),
+            ])
+            let cases: [(String, AudioInputError.Code)] = [
+                ("/missing.mp3", .httpStatus), ("/broken", .httpStatus), ("/page.mp3", .notAudio), ("/noise.mp3", .notAudio),
+                ("/empty.mp3", .empty),
+            ]
+            for (path, code) in cases {
+                let error = await Fixtures.openError(server.url(path))
+                #expect(error?.code == code, "\(path): \(error.map { "\($0.codeName): \($0.message)" } ?? "opened")")
+                #expect(error.map { !$0.message.contains("\n") && $0.message.contains(path) } == true)
+            }
+            #expect(await Fixtures.openError(server.url("/missing.mp3"))?.message.contains("404") == true)
+            await server.stop()
+        }
+    }
+
+    @Test func refusedConnection() async throws {
+        try await withTimeLimit {
+            let listener = try await TCPListener.bind()
+            guard case .tcp(_, let port) = listener.boundAddress else { return }
+            listener.close()
+            let error = await Fixtures.openError(.url("http://127.0.0.1:\(port)/a.mp3"))
+            #expect(error?.code == .connectionFailed, "\(String(describing: error))")
+            #expect(error?.category == .connection)
+        }
+    }
+
+    @Test func silentServerStallsWithinTheTimeout() async throws {
+        try await withTimeLimit {
+            let server = try await TestHTTPServer(["/live.mp3": .stall(prefix: [], type: "audio/mpeg")])
+            let options = AudioInputOptions(connectTimeout: .seconds(5), stallTimeout: .milliseconds(300))
+            let error = await Fixtures.openError(server.url("/live.mp3"), options: options)
+            #expect(error?.code == .stalled, "\(String(describing: error))")
+            await server.stop()
+        }
+    }
+
+    @Test func stallInTheMiddleFailsTheRead() async throws {
+        try await withTimeLimit {
+            let f = try Self.files()
+            let server = try await TestHTTPServer(["/half.wav": .stall(prefix: Array(f.wav.prefix(200_000)), type: "audio/wav")])
+            let options = AudioInputOptions(stallTimeout: .milliseconds(300))
+            let stream = try await AudioInput.open(server.url("/half.wav"), output: .cd, options: options)
+            var frames = 0
+            await #expect(throws: AudioInputError(.stalled, "")) {
+                while let chunk = try await stream.next() { frames += chunk.frameCount }
+            }
+            // What came before the stall was delivered, but for the decoder's last block (4096 frames) that the stall
+            // cut: (200000 - 44 header bytes) / 4 bytes a frame.
+            let available = (200_000 - 44) / 4
+            #expect(frames <= available && frames > available - 4096, "\(frames) of \(available) frames")
+            await stream.close()
+            await server.stop()
+        }
+    }
+
+    @Test func closeEndsAWaitingRead() async throws {
+        try await withTimeLimit {
+            let f = try Self.files()
+            let server = try await TestHTTPServer(["/half.wav": .stall(prefix: Array(f.wav.prefix(100_000)), type: "audio/wav")])
+            // A stall timeout far beyond the test's limit: only close() can end the wait.
+            let stream = try await AudioInput.open(server.url("/half.wav"), output: .cd, options: AudioInputOptions(stallTimeout: .seconds(600)))
+            let reader = Task { () -> AudioInputError? in
+                do throws(AudioInputError) {
+                    while try await stream.next() != nil {}
+                    return nil
+                } catch {
+                    return error
+                }
+            }
+            // Wait until the reader has taken every byte there is, then close.
+            try await waitUntil("the reader is waiting for bytes") { await Self.isWaiting(stream) }
+            await stream.close()
+            let error = await reader.value
+            #expect(error?.code == .cancelled, "\(String(describing: error))")
+            await server.stop()
+        }
+    }
+
+    /// Whether the stream's decoder is blocked waiting for network bytes.
+    static func isWaiting(_ stream: AudioStream) async -> Bool { stream.waitingForNetwork }
+}
