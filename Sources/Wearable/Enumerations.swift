@@ -17,9 +17,9 @@ public enum SensorType: UInt8, CaseIterable, Sendable, Hashable, Comparable, Cus
     case uncalibratedMagnetometer = 6
 
     /// The sensor with id `id`; throws `.unknownSensor` for any other byte (`context` starts the message).
-    init(id: UInt8, in context: String) throws(WearableError) {
+    init(id: UInt8, in context: @autoclosure () -> String) throws(WearableError) {
         guard let sensor = SensorType(rawValue: id) else {
-            throw WearableError(.unknownSensor, "\(context): unknown sensor id \(id)")
+            throw WearableError(.unknownSensor, "\(context()): unknown sensor id \(id)")
         }
         self = sensor
     }
@@ -130,9 +130,9 @@ public enum GestureType: UInt8, CaseIterable, Sendable, Hashable, Comparable, Cu
     case headShake = 0x83
 
     /// The gesture with id `id`; throws `.unknownGesture` for any other byte (`context` starts the message).
-    init(id: UInt8, in context: String) throws(WearableError) {
+    init(id: UInt8, in context: @autoclosure () -> String) throws(WearableError) {
         guard let gesture = GestureType(rawValue: id) else {
-            throw WearableError(.unknownGesture, "\(context): unknown gesture id 0x\(hexByte(id))")
+            throw WearableError(.unknownGesture, "\(context()): unknown gesture id 0x\(hexByte(id))")
         }
         self = gesture
     }

@@ -58,18 +58,19 @@ public struct SensorDataNotification: Sendable, Hashable {
         var r = WireReader(bytes, context: "sensor data")
         while !r.isAtEnd {
             let start = r.offset
-            let label = "sensor data: record \(records.count) (offset \(start))"
+            // The record's name for errors; built only when one is thrown (it cost more than the decoding).
+            let label = { [index = records.count] in "sensor data: record \(index) (offset \(start))" }
             let id = try r.u8("sensor id")
-            let sensor = try SensorType(id: id, in: label)
+            let sensor = try SensorType(id: id, in: label())
             guard let entry = information[sensor] else {
-                throw WearableError(.sensorNotListed, "\(label): \(sensor) is not in the sensor information, its sample length is unknown")
+                throw WearableError(.sensorNotListed, "\(label()): \(sensor) is not in the sensor information, its sample length is unknown")
             }
             guard r.remaining >= SensorRecord.headerLength - 1 + entry.sampleLength else {
-                throw WearableError(.truncated, "\(label): \(sensor) record needs \(SensorRecord.headerLength + entry.sampleLength) bytes, "
+                throw WearableError(.truncated, "\(label()): \(sensor) record needs \(SensorRecord.headerLength + entry.sampleLength) bytes, "
                     + "\(r.remaining + 1) left")
             }
             let timestamp = try r.u16("timestamp")
-            var sampleReader = WireReader(try r.slice(entry.sampleLength, "sample"), context: label)
+            var sampleReader = WireReader(try r.slice(entry.sampleLength, "sample"), record: records.count, at: start, of: "sensor data")
             let sample = try SensorSample.read(sensor, &sampleReader)
             try sampleReader.expectEnd()
             records.append(SensorRecord(timestamp: timestamp, sample: sample))

@@ -4,12 +4,28 @@ struct WireReader {
     let bytes: ArraySlice<UInt8>
     /// Bytes read so far.
     private(set) var offset = 0
-    /// What the payload is, for error messages ("sensor information").
-    let context: String
+    /// What the payload is, for error messages ("sensor information"), and which record of it (-1: none).
+    private let name: String
+    private let record: Int
+    private let recordOffset: Int
+
+    /// What the payload is, for error messages: "sensor information", "sensor data: record 2 (offset 20)". Built
+    /// only when asked (an error), not for every record decoded.
+    var context: String { record < 0 ? name : "\(name): record \(record) (offset \(recordOffset))" }
 
     init(_ bytes: ArraySlice<UInt8>, context: String) {
         self.bytes = bytes
-        self.context = context
+        self.name = context
+        self.record = -1
+        self.recordOffset = 0
+    }
+
+    /// A reader of record `record` of a payload `name`, which starts at `offset` of that payload.
+    init(_ bytes: ArraySlice<UInt8>, record: Int, at offset: Int, of name: String) {
+        self.bytes = bytes
+        self.name = name
+        self.record = record
+        self.recordOffset = offset
     }
 
     /// Bytes not yet read.
