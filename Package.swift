@@ -131,7 +131,7 @@ let package = Package(
         // mixed to a speaker's PCM format.
         .target(
             name: "AudioInput",
-            dependencies: ["Failure", "Speaker", "Transport", "CSndfile", "CSoxr", "CCurl"],
+            dependencies: ["Failure", "Speaker", "SpeakerSession", "Transport", "CSndfile", "CSoxr", "CCurl"],
             swiftSettings: strict),
         // Firmware images: MCUboot signed images, Intel HEX, raw; keys; the simulated application's manifest.
         .target(
@@ -196,7 +196,7 @@ let package = Package(
             dependencies: [
                 "Failure", "LightX", "Transport", "Headset", "Simulator", "Firmware", "FirmwareUpdate", "USBTransport", "USBGadget",
                 "BluetoothTransport", "TuneupKit", "Recipe", "Records", "Station", "SpeakerSession", "SpeakerSimulator",
-                "Wearable", "WearableLink", "WearableSession", "WearableSimulator", "SpeakerHub",
+                "Wearable", "WearableLink", "WearableSession", "WearableSimulator", "SpeakerHub", "AudioInput",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

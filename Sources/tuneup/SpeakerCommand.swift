@@ -1,3 +1,4 @@
+import AudioInput
 import ArgumentParser
 import Foundation
 import SpeakerSession
@@ -365,17 +366,19 @@ extension SpeakerCommand {
 
     struct Play: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Play a WAV file on every speaker in sync, until its end, a stop, or Ctrl-C.",
+            abstract: "Play an audio file or web stream on every speaker in sync, until its end, a stop, or Ctrl-C.",
             discussion: """
                 Every speaker named (or discovered) joins the playback session; their clocks are synchronised and the \
                 audio goes to each over UDP with presentation times, --buffer-ms ahead. It prints the state, the time \
                 every second and speakers joining or lost (--format json: one JSON object per line). Other commands \
-                (pause, resume, stop, volume) act on the playback from anywhere; this one follows. PCM WAV files of \
-                16 or 24 bits are played as they are.
+                (pause, resume, stop, volume) act on the playback from anywhere; this one follows. Files in WAV, AIFF, \
+                FLAC, Ogg Vorbis, Opus or MP3 and http(s) streams (WAV, MP3, ...) are decoded (libsndfile) at their \
+                own rate; a source that cannot be read is refused with one line before any speaker plays.
                   $ tuneup speaker play song.wav --speaker 127.0.0.1:P1 --speaker 127.0.0.1:P2
-                  $ tuneup speaker play song.wav --from 30 --buffer-ms 300
+                  $ tuneup speaker play song.flac --from 30 --buffer-ms 300
+                  $ tuneup speaker play http://radio.example/stream.wav
                 """)
-        @Argument(help: ArgumentHelp("The WAV file.", valueName: "file"))
+        @Argument(help: ArgumentHelp("An audio file or an http(s) URL.", valueName: "file-or-url"))
         var file: String
         @Option(help: ArgumentHelp("Start this many seconds into the file.", valueName: "seconds"))
         var from: Double = 0
@@ -387,19 +390,16 @@ extension SpeakerCommand {
         func validate() throws {
             guard from.isFinite, from >= 0 else { throw ValidationError("--from must be 0 or more seconds") }
             guard (20...5000).contains(bufferMs) else { throw ValidationError("--buffer-ms must be 20...5000") }
-            if file.hasPrefix("http://") || file.hasPrefix("https://") {
-                throw ValidationError("HTTP streams are not playable yet (WAV files only)")
-            }
         }
 
         func run() async throws {
-            let source: WAVFileSource
-            do { source = try await WAVFileSource.open(path: file) } catch { throw failureExit(error) }
+            let source: AudioInputSource
+            do { source = try await AudioInputSource.open(try AudioSourceAddress(file)) } catch { throw failureExit(error) }
             try await SpeakerCommand.with(reach) { c in
                 try await c.setPlayerOptions(PlayerOptions(buffer: .milliseconds(bufferMs)))
                 try await c.addAllToSession()
                 let events = try await c.playerEvents()
-                try await c.play(source, title: (file as NSString).lastPathComponent, from: from)
+                try await c.play(source, title: source.source.title.isEmpty ? source.address.lastComponent : source.source.title, from: from)
                 for await e in events {
                     let line: PlayEvent
                     switch e {
