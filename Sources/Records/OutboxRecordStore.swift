@@ -73,12 +73,18 @@ public final class OutboxRecordStore: RecordStore {
     /// Stops the station's use of its leases and uploads what is left: unused leased values are voided (locally, then
     /// on the server), then uploads run until the outbox is empty or `within` has passed. Returns what is left.
     public func finish(within: Duration) async -> OutboxBacklog {
-        shared.state.withLock { $0.finished = true }
-        for lease in (try? await outbox.leasesWithUnused()) ?? [] {
-            _ = try? await outbox.voidUnused(lease: lease)
+        // No lease from now on; a refill under way ends first, so the block it brings is voided below too.
+        let refills = shared.state.withLock { s in
+            s.finished = true
+            return Array(s.refills.values)
         }
+        for refill in refills { _ = try? await refill.value }
         let deadline = ContinuousClock.now + within
         while ContinuousClock.now < deadline, !Task.isCancelled {
+            // Every round: a lease the server granted after a bounded wait gave up arrives late, and is voided then.
+            for lease in (try? await outbox.leasesWithUnused()) ?? [] {
+                _ = try? await outbox.voidUnused(lease: lease)
+            }
             await shared.upload()
             guard let left = try? await outbox.backlog(), !left.isEmpty else { break }
             try? await Task.sleep(for: .milliseconds(200))

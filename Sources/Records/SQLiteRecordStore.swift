@@ -45,11 +45,18 @@ public final class SQLiteRecordStore: RecordStore {
             } catch let error as DatabaseError where [.SQLITE_BUSY, .SQLITE_LOCKED].contains(error.resultCode) {
                 guard ContinuousClock.now < deadline else { throw mapped(error, path: path, busyTimeout: busyTimeout) }
                 usleep(5_000)
+            } catch let error as MigrationRace {
+                // Another station's migration is between two of its steps: wait for it to finish them.
+                guard ContinuousClock.now < deadline else { throw mapped(error.underlying, path: path, busyTimeout: busyTimeout) }
+                usleep(5_000)
             } catch {
                 throw mapped(error, path: path, busyTimeout: busyTimeout)
             }
         }
     }
+
+    /// A migration failed while the file's migrations are not all done: another opener's may be under way.
+    private struct MigrationRace: Error { let underlying: any Error }
 
     private static func openOnce(path: String, busyTimeout: Duration) throws -> SQLiteRecordStore {
         var configuration = Configuration()
@@ -65,7 +72,7 @@ public final class SQLiteRecordStore: RecordStore {
         do {
             try migrator.migrate(pool)
         } catch {
-            guard try pool.read({ try migrator.hasCompletedMigrations($0) }) else { throw error }
+            guard try pool.read({ try migrator.hasCompletedMigrations($0) }) else { throw MigrationRace(underlying: error) }
         }
         return SQLiteRecordStore(path: path, pool: pool, busyTimeout: busyTimeout)
     }

@@ -6,6 +6,16 @@ import TestSupport
 
 /// Audio files written at test time by libsndfile itself, with known content.
 enum Fixtures {
+    /// nil when the two sample arrays are equal, else where they first differ. Compare large arrays with this, not
+    /// with `#expect(a == b)`: on a mismatch swift-testing diffs the two collections (Myers, on the cooperative pool),
+    /// which for a million samples stalls every test of the run.
+    static func difference<T: Equatable>(_ a: [T], _ b: [T]) -> String? {
+        guard a != b else { return nil }
+        let first = (0..<min(a.count, b.count)).first { a[$0] != b[$0] } ?? min(a.count, b.count)
+        let shown = { (x: [T]) in first < x.count ? "\(x[first])" : "(end)" }
+        return "\(a.count) vs \(b.count) samples, first difference at \(first): \(shown(a)) vs \(shown(b))"
+    }
+
     /// A fresh directory under the system's temporary directory.
     static func directory() throws -> String {
         let path = NSTemporaryDirectory() + "audio-input-\(UUID().uuidString)"

@@ -101,7 +101,7 @@ extension ConnectionTests {
         }
         // Each loss halves the window until a lone erase gets through (progress); then five fruitless links.
         #expect(opened.count <= 10, "\(opened.count) links opened")
-        #expect(ContinuousClock.now - started < .seconds(30), "stopped well before the 60 s wait")
+        #expect(ContinuousClock.now - started < .seconds(50), "stopped before the 60 s wait (a generous bound: the whole suite runs on two cores)")
         // The device keeps running: the bootloader, ready for another attempt.
         #expect(await device.runningImage == .bootloader)
         await device.shutdown()
