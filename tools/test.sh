@@ -19,10 +19,11 @@ echo "== swift build (debug, with tests)"
 swift build --build-tests
 echo "== swift test"
 # Tests whose subject is real-time behaviour run on their own afterwards, one at a time: the line-outage test (four
-# stations, a PostgreSQL server stopped for 30 s, units that leave the line on their own time), playback to simulated
+# stations, a PostgreSQL server stopped for 30 s, units that leave the line on their own time; the watch-mode station on a
+# simulated line), playback to simulated
 # speakers over loopback (synchronisation measured in microseconds) and discovery across network namespaces. Under the
 # whole parallel suite's load on two cores they measure the load, not the code.
-realtime='LineOutageTests|LivePlaybackTests|SpeakerNamespaceTests'
+realtime='LineOutageTests|LivePlaybackTests|SpeakerNamespaceTests|watchModeProvisionsUnitsAsTheyArrive'
 swift test --skip-build --parallel --skip "$realtime"
 echo "== swift test: real-time tests, one at a time"
 swift test --skip-build --no-parallel --filter "$realtime"
