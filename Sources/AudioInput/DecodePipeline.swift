@@ -1,3 +1,4 @@
+import Synchronization
 import CSndfile
 import Glibc
 import Speaker
@@ -61,10 +62,18 @@ final class DecodePipeline: @unchecked Sendable {
         case .file(let path):
             descriptor = try openFile(path)
             let head = readHead(descriptor)
-            guard let opened = sf_open_fd(descriptor, Int32(SFM_READ), &info, 0) else {
-                let failure = openFailure(name: name, head: head)
+            // libsndfile keeps a failed open's error in one process-wide place (sf_error(NULL)): an open and the
+            // reading of its error are one step, or a concurrent open's error is reported for this file.
+            let attempt = Self.openLock.withLock { _ -> Result<OpaquePointer, AudioInputError> in
+                guard let opened = sf_open_fd(descriptor, Int32(SFM_READ), &info, 0) else {
+                    return .failure(openFailure(name: name, head: head))
+                }
+                return .success(opened)
+            }
+            guard case let .success(opened) = attempt else {
                 POSIX.close(descriptor)
-                throw failure
+                if case let .failure(failure) = attempt { throw failure }
+                throw AudioInputError(.decoderFailed, "\(name): cannot open")
             }
             file = opened
             if let truncation = truncation(of: opened, name: name) {
@@ -149,6 +158,9 @@ final class DecodePipeline: @unchecked Sendable {
         let n = head.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
         return Array(head.prefix(max(0, n)))
     }
+
+    /// Held while a file is opened and a failed open's process-wide error is read.
+    private static let openLock = Mutex(())
 
     /// The error for a source libsndfile could not open: a known but unsupported container, text, a truncated or
     /// damaged header, or bytes that are no audio format at all.
