@@ -108,16 +108,28 @@ final class HTTPByteSource: @unchecked Sendable {
         }
     }
 
-    /// libsndfile's read: blocks until bytes at the position arrive, the body ends, or it fails.
+    /// libsndfile's read: blocks until `count` bytes at the position have arrived, the body ends, or it fails.
+    ///
+    /// A read is short only at the end, as a file's is: libsndfile's virtual I/O divides the byte count by the item
+    /// size and does not read again, so a short read in the middle of a sample (or of a frame) would drop it and
+    /// shift every sample after it.
     func read(into destination: UnsafeMutableRawPointer, count: Int) -> Int {
         guard count > 0 else { return 0 }
         return gate.withLock { () -> Int in
-            if position >= Self.unknownLength - Int64(Self.headerLimit) { return 0 }
+            if position >= Self.unknownLength - Int64(Self.headerLimit) {
+                // The made-up end of a stream (mpg123 peeks at the last 128 bytes for an ID3v1 tag and refuses a
+                // source whose peek fails): zeros there, which are no tag. The stream's real end still ends reads.
+                let n = Int(min(Int64(count), max(0, Self.unknownLength - position)))
+                destination.initializeMemory(as: UInt8.self, repeating: 0, count: n)
+                position += Int64(n)
+                return n
+            }
             // While the decoder opens the source it sees only what has arrived: a jump past it (the WAV parser looks
             // for chunks after the audio data) finds the end at once instead of waiting for the whole body.
             if keepAll && position > received { return 0 }
+            let wanted = position + Int64(min(count, Self.ahead))   // the transfer never runs further ahead
             do {
-                try waitLocked(until: { received > position || finished || failure != nil })
+                try waitLocked(until: { received >= wanted || finished || failure != nil })
             } catch {
                 return 0
             }
