@@ -20,6 +20,11 @@ enum Output {
         line(json ? try Output.json(value) : text())
     }
 
+    /// Prints `value` as one JSON line (a stream of events: JSON Lines), or `text()` otherwise.
+    static func emitLine<T: Encodable>(_ value: T, json: Bool, text: () -> String) throws {
+        line(json ? try Output.jsonLine(value) : text())
+    }
+
     /// Writes one line to stdout at once (unbuffered, so pipes see it immediately; a failure is kept for the
     /// exit code: `Console`).
     static func line(_ text: String) {

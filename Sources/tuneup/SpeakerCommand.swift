@@ -21,7 +21,7 @@ struct SpeakerCommand: AsyncParsableCommand {
               $ tuneup speaker pause             (from another shell: the playing 'speaker play' follows)
             """,
         subcommands: [List.self, Info.self, Volume.self, Mute.self, Unmute.self, Rename.self, Group.self,
-                      Play.self, Pause.self, Resume.self, Stop.self, Status.self, Hub.self],
+                      Play.self, Pause.self, Resume.self, Stop.self, Status.self, Events.self, Hub.self],
         defaultSubcommand: List.self)
 
     /// How speakers are reached.
@@ -411,7 +411,7 @@ extension SpeakerCommand {
                     case let .speakerError(id, _, message): line = PlayEvent(event: "speaker-error", deviceId: id, message: message)
                     }
                     if line.event == "state", line.state == "initialized" { continue }
-                    try Output.emit(line, json: output.json) {
+                    try Output.emitLine(line, json: output.json) {
                         switch line.event {
                         case "state": line.state!
                         case "time": String(format: "%d:%02d", line.seconds! / 60, line.seconds! % 60)
