@@ -118,7 +118,7 @@ let package = Package(
         .target(
             name: "SpeakerHub",
             dependencies: [
-                "Failure", "SpeakerHubCore", "SpeakerSession", "Speaker", "Transport",
+                "AudioInput", "Failure", "SpeakerHubCore", "SpeakerSession", "Speaker", "Transport",
                 .product(name: "Hummingbird", package: "hummingbird"), .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],

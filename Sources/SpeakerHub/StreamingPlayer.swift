@@ -1,9 +1,11 @@
+import AudioInput
 import SpeakerHubCore
 import SpeakerSession
 
-/// The hub's player with audio (docs/hub.md §6): hub media (WAV files) is streamed by the controller's player
-/// (`SpeakerController.play`: PCM over UDP, in sync on every speaker of the playback session, on their clocks), so
-/// the state and elapsed time are the stream's. Web media has no HTTP decoder yet: it is announced to the speakers
+/// The hub's player with audio (docs/hub.md §6): hub media (files in any format AudioInput decodes: WAV, AIFF, FLAC,
+/// Ogg Vorbis, Opus, MP3) is streamed by the controller's player (`SpeakerController.play`: PCM over UDP, in sync on
+/// every speaker of the playback session, on their clocks), so the state and elapsed time are the stream's. Web media
+/// is the speakers' own business in the HKWHub model (a URL they play; it cannot be resumed): it is announced to them
 /// by a `ControlPlayer` (play, pause, resume, stop of a stream of source `01`) and timed on the hub's clock.
 public actor StreamingPlayer: HubPlayer {
     public let controller: SpeakerController
@@ -21,11 +23,11 @@ public actor StreamingPlayer: HubPlayer {
         try await stop()
         switch item {
         case let .media(m):
-            let source: WAVFileSource
+            let source: AudioInputSource
             do {
-                source = try await WAVFileSource.open(path: m.location)
+                source = try await AudioInputSource.open(.file(m.location))
             } catch {
-                throw HubError(.mediaUnreadable, "cannot stream '\(m.location)': \(error) (the hub streams WAV files)")
+                throw HubError(.mediaUnreadable, error.message)   // names the file and says what is wrong with it
             }
             let from = Double(position.components.seconds) + Double(position.components.attoseconds) / 1e18
             try await controller.play(source, title: m.title, kind: .localFile, from: from)

@@ -5,7 +5,7 @@ import SpeakerSession
 import TestSupport
 import Testing
 
-/// The hub with audio: `StreamingPlayer` streams a WAV file of the media folder to simulated speakers, which render
+/// The hub with audio: `StreamingPlayer` streams a file of the media folder (AudioInput decodes it) to simulated speakers, which render
 /// it; pause, resume and stop act on the stream; web media is announced. Real time: every wait polls a condition.
 @Suite("Hub streaming to simulated speakers")
 struct HubStreamingTests {
@@ -46,7 +46,7 @@ struct HubStreamingTests {
             #expect(try await hub.get("/v1/playback_status?\(s)").object()["PlaybackState"] as? String == "PlayerStateStopped")
             try await waitUntil("the speakers stop") { hub.sim.speakers.allSatisfy { !$0.deviceInfo.isPlaying } }
 
-            // Web media has no decoder yet: it is announced to the speakers (source 01) and timed by the hub.
+            // Web media is the speakers' own: it is announced to the speakers (source 01) and timed by the hub.
             let web = try await hub.get("/v1/play_web_media?\(s)&MediaUrl=http://example.com/a.mp3")
             #expect(web.status == 200, "\(web.body)")
             #expect(try await hub.get("/v1/is_playing?\(s)").body == #"{"IsPlaying":"true"}"#)
@@ -55,13 +55,14 @@ struct HubStreamingTests {
         }
     }
 
-    @Test func aMediaFileThatIsNotWAVIsRefusedWithAClearError() async throws {
+    @Test func aMediaFileThatCannotBeDecodedIsRefusedWithAClearError() async throws {
         try await withHub(speakers: 1, streaming: true) { hub in
             let s = "SessionID=\(try await hub.session())"
             _ = FileManager.default.createFile(atPath: hub.mediaDir + "/c-not-really.mp3", contents: Data("ID3 not audio".utf8))
             let pid = MediaInfo.persistentID(of: "c-not-really.mp3")
             let answer = try await hub.get("/v1/play_hub_media_party_mode?\(s)&PersistentID=\(pid)")
             #expect(try answer.status == 500 && answer.string("Error") == "MediaUnreadable", "\(answer.body)")
+            #expect(answer.body.contains("c-not-really.mp3") && answer.body.contains("not audio"), "\(answer.body)")
             #expect(try await hub.get("/v1/is_playing?\(s)").body == #"{"IsPlaying":"false"}"#)
         }
     }

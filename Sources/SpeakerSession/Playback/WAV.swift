@@ -1,8 +1,8 @@
 import Foundation
 import Speaker
 
-/// The canonical 44-byte WAV header (RIFF, `fmt ` PCM, `data`), written by the simulated speaker's recordings and read
-/// by `WAVFileSource`.
+/// The canonical 44-byte WAV header (RIFF, `fmt ` PCM, `data`), written by the simulated speaker's recordings; `parse`
+/// finds the PCM in a WAV file (the hub's media durations, benchmarks reading recordings).
 public enum WAV {
     public static let headerSize = 44
 
@@ -59,81 +59,5 @@ public enum WAV {
             offset = body + size + (size & 1)
         }
         throw bad("no data chunk in the first \(head.count) bytes")
-    }
-}
-
-/// PCM from a WAV file, read on a thread of its own (`DispatchQueue`), never on the cooperative pool.
-public final class WAVFileSource: PCMSource {
-    public let format: AudioFormat
-    public let totalFrames: UInt64?
-    public var isSeekable: Bool { true }
-    public let path: String
-    private let handle: FileHandle
-    private let dataOffset: UInt64
-    private let queue = DispatchQueue(label: "tuneup.wav-source")
-    private nonisolated(unsafe) var position: UInt64 = 0  // touched on `queue` only
-
-    private init(path: String, handle: FileHandle, format: AudioFormat, dataOffset: UInt64, dataBytes: UInt64) {
-        self.path = path
-        self.handle = handle
-        self.format = format
-        self.dataOffset = dataOffset
-        self.totalFrames = dataBytes / UInt64(format.bytesPerFrame)
-    }
-
-    deinit { try? handle.close() }
-
-    /// Opens and checks `path`.
-    /// - Throws: `SpeakerSessionError(.invalidArgument)` naming the file when it cannot be read or is not a PCM WAV.
-    public static func open(path: String) async throws -> WAVFileSource {
-        try await withCheckedThrowingContinuation { continuation in
-            DispatchQueue.global().async {
-                do {
-                    guard let handle = FileHandle(forReadingAtPath: path) else {
-                        throw SpeakerSessionError(.invalidArgument, "cannot open \(path) (no such file, or no permission)")
-                    }
-                    let size = (try? handle.seekToEnd()) ?? 0
-                    try? handle.seek(toOffset: 0)
-                    let head = (try? handle.read(upToCount: 65536)).map { [UInt8]($0) } ?? []
-                    do throws(SpeakerSessionError) {
-                        let (format, offset, bytes) = try WAV.parse(head, fileSize: size)
-                        continuation.resume(returning: WAVFileSource(path: path, handle: handle, format: format, dataOffset: offset, dataBytes: bytes))
-                    } catch {
-                        try? handle.close()
-                        throw SpeakerSessionError(.invalidArgument, "\(path): \(error.message)")
-                    }
-                } catch {
-                    continuation.resume(throwing: error)
-                }
-            }
-        }
-    }
-
-    public func read(maxFrames: Int) async throws -> [UInt8] {
-        try await withCheckedThrowingContinuation { continuation in
-            queue.async { [self] in
-                let remaining = (totalFrames ?? 0) > position ? totalFrames! - position : 0
-                let n = Int(min(remaining, UInt64(max(0, maxFrames))))
-                guard n > 0 else { return continuation.resume(returning: []) }
-                do {
-                    try handle.seek(toOffset: dataOffset + position * UInt64(format.bytesPerFrame))
-                    let data = try handle.read(upToCount: n * format.bytesPerFrame) ?? Data()
-                    let whole = data.count - data.count % format.bytesPerFrame
-                    position += UInt64(whole / format.bytesPerFrame)
-                    continuation.resume(returning: [UInt8](data.prefix(whole)))
-                } catch {
-                    continuation.resume(throwing: SpeakerSessionError(.invalidArgument, "cannot read \(path): \(error.localizedDescription)"))
-                }
-            }
-        }
-    }
-
-    public func seek(toFrame frame: UInt64) async throws {
-        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
-            queue.async { [self] in
-                position = min(frame, totalFrames ?? 0)
-                c.resume()
-            }
-        }
     }
 }
