@@ -89,6 +89,8 @@ import Testing
         // A copy, not a link: the station writes its records next to the recipe.
         try FileManager.default.copyItem(atPath: Self.repository.appendingPathComponent("recipes").path, toPath: directory + "/recipes")
         let line = try await RunningSimulator.start(["--blank", "--count", "4", "--time-scale", "0", "--listen", "tcp:127.0.0.1:0"], count: 4)
+        // Speaker examples name two simulated speakers at 127.0.0.1:4600 and :4601 (the README's `sim speaker`).
+        let speakers = try await RunningSimulator.start(["--count", "2", "--discovery-port", "0"], count: 2, kind: "speaker")
         var ran = 0, factory = 0
         for example in examples {
             var (words, background) = Self.words(example)
@@ -106,6 +108,7 @@ import Testing
             let isFactory = words.first == "factory"
             if isFactory { factory += 1 }
             words = words.map { $0 == "tcp:127.0.0.1:4100" ? (isFactory ? blank.addresses[0] : tcp.addresses[0]) : $0 }
+            words = words.map { $0 == "127.0.0.1:4600" ? speakers.addresses[0] : $0 == "127.0.0.1:4601" ? speakers.addresses[1] : $0 }
             words = words.map { word in
                 guard word.hasPrefix("tcp:127.0.0.1:430"), let k = Int(word.dropFirst("tcp:127.0.0.1:430".count)), k < 4 else { return word }
                 return line.addresses[k]
@@ -128,6 +131,7 @@ import Testing
         #expect(await tcp.quit() == 0)
         #expect(await blank.quit() == 0)
         #expect(await line.quit() == 0)
+        #expect(await speakers.quit() == 0)
         return factory
     }
 
