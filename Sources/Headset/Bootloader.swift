@@ -53,8 +53,22 @@ public struct Bootloader: Sendable {
 
     /// Authenticates the host (sheet §5): challenge, response = challenge XOR 0x5D, status.
     /// Throws `.challengeLength` for a challenge shorter than 16 bytes and `.authenticationFailed` when refused.
+    ///
+    /// The challenge request is never retransmitted: the device draws a new challenge for every request, so after a
+    /// repeated request the reply that arrives first holds a challenge the device no longer expects an answer to.
+    /// A challenge that times out starts the handshake again instead (three times at most), after the session's
+    /// quiet period, which keeps a late reply from being taken for the new one.
     public func authenticate() async throws {
-        let challenge = try await session.exchange(BootRequests.authChallenge(session.style))
+        var attempt = 1
+        let challenge: Packet
+        while true {
+            do {
+                challenge = try await session.exchange(BootRequests.authChallenge(session.style), retransmissions: 0)
+                break
+            } catch let error as HeadsetError where error.code == .timeout && attempt < 3 {
+                attempt += 1
+            }
+        }
         let response: [UInt8]
         do {
             response = try Authentication.response(to: challenge.buffer)

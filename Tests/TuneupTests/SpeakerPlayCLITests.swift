@@ -57,15 +57,21 @@ struct SpeakerPlayCLITests {
         let status = try await CLI.run(["speaker", "status", "--format", "json"] + sim.speakerArgs)
         #expect(status.status == 0 && status.stdout.components(separatedBy: "\"state\" : \"paused\"").count == 3, "\(status.stdout)")
 
+        let pausedAt = SpeakerEventsTests.events(p.out).compactMap { $0["seconds"] as? Int }.max() ?? 0
         let resume = try await CLI.run(["speaker", "resume"] + sim.speakerArgs)
         #expect(resume.status == 0, "\(resume.stderr)")
         try await Self.waitForState(p.out, "playing", count: 3)
+        // The playing command streams again: four more seconds play (more than a speaker waits for audio before it
+        // gives up on a stream), and the speakers still play.
+        _ = try await SpeakerEventsTests.waitFor(p.out, "time after resume") { $0["event"] as? String == "time" && ($0["seconds"] as? Int ?? 0) >= pausedAt + 4 }
+        let playing = try await CLI.run(["speaker", "status", "--format", "json"] + sim.speakerArgs)
+        #expect(playing.stdout.components(separatedBy: "\"state\" : \"playing\"").count == 3, "\(playing.stdout)\n\(p.out.linesBlocking(0, timeout: 0))")
         let volume = try await CLI.run(["speaker", "volume", "12", "--format", "json"] + sim.speakerArgs)
         let average = try json(volume.stdout)["averageVolume"] as? Double
         #expect(volume.status == 0 && average == 12, "\(volume.stdout) \(volume.stderr)")
 
         let stop = try await CLI.run(["speaker", "stop"] + sim.speakerArgs)
-        #expect(stop.status == 0, "\(stop.stderr)")
+        #expect(stop.status == 0, "\(stop.stderr)\n\(p.out.linesBlocking(0, timeout: 0))")
         let exit = try await offThePool { () -> Int32 in
             let deadline = Date().addingTimeInterval(30)
             while p.process.isRunning, Date() < deadline { usleep(10_000) }
