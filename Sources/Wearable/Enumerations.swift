@@ -35,6 +35,14 @@ public enum SensorType: UInt8, CaseIterable, Sendable, Hashable, Comparable, Cus
         }
     }
 
+    /// Whether the sample ends with a vector accuracy byte (0...3).
+    public var hasVectorAccuracy: Bool {
+        switch self {
+        case .accelerometer, .gyroscope, .orientation, .magnetometer: return true
+        case .rotation, .gameRotation, .uncalibratedMagnetometer: return false
+        }
+    }
+
     public var description: String {
         switch self {
         case .accelerometer: return "accelerometer"

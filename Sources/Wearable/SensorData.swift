@@ -115,7 +115,16 @@ public struct SensorDataParser: Sendable {
     }
 
     /// The device's sensor information: the sample lengths and the ranges.
-    public var information: SensorInformation
+    public var information: SensorInformation {
+        didSet {
+            layout = SensorDataLayout(information: information)
+            shape = nil
+        }
+    }
+    /// Where the records of a notification are (`parseViews`), from `information`.
+    public private(set) var layout: SensorDataLayout
+    /// The shape of the last notification `parseViews` accepted.
+    @usableFromInline var shape: SensorDataShape?
     /// The counts so far.
     public private(set) var statistics = Statistics()
     /// The error of the last refused notification.
@@ -124,14 +133,20 @@ public struct SensorDataParser: Sendable {
     /// A parser for a device whose sensor information is `information`.
     public init(information: SensorInformation) {
         self.information = information
+        self.layout = SensorDataLayout(information: information)
+    }
+
+    @usableFromInline
+    mutating func countAccepted(_ records: Int) {
+        statistics.accepted &+= 1
+        statistics.records &+= records
     }
 
     /// The records of one notification, or the error that refused it (counted in `statistics`).
     public mutating func parse(_ notification: ArraySlice<UInt8>) -> Result<[SensorRecord], WearableError> {
         do throws(WearableError) {
             let records = try SensorDataNotification(decoding: notification, using: information).records
-            statistics.accepted += 1
-            statistics.records += records.count
+            countAccepted(records.count)
             return .success(records)
         } catch {
             statistics.refused += 1
@@ -143,4 +158,156 @@ public struct SensorDataParser: Sendable {
 
     /// The records of one notification, or the error that refused it (see the slice variant).
     public mutating func parse(_ notification: [UInt8]) -> Result<[SensorRecord], WearableError> { parse(notification[...]) }
+}
+
+/// One record of a checked sensor data notification, in place: its sensor, timestamp and sample bytes, valid during
+/// the call that hands it out (`SensorDataLayout.forEachRecord`).
+public struct SensorRecordView {
+    public let sensor: SensorType
+    public let timestamp: SensorTimestamp
+    /// The sample's `sensor.sampleLength` bytes.
+    public let sampleBytes: UnsafeRawBufferPointer
+
+    @inlinable
+    init(sensor: SensorType, timestamp: SensorTimestamp, sampleBytes: UnsafeRawBufferPointer) {
+        self.sensor = sensor
+        self.timestamp = timestamp
+        self.sampleBytes = sampleBytes
+    }
+
+    /// The record as a value, its sample decoded (the layout checked the bytes, so this does not throw for a view
+    /// `SensorDataLayout` handed out).
+    public func record() throws(WearableError) -> SensorRecord {
+        var r = WireReader(Array(sampleBytes)[...], context: "sensor data")
+        return SensorRecord(timestamp: timestamp, sample: try SensorSample.read(sensor, &r))
+    }
+}
+
+/// Where a sensor data notification's records are, checked in place with one table lookup per record. It accepts
+/// exactly what `SensorDataNotification(decoding:using:)` accepts (every record of a sensor the information lists,
+/// whole, a vector accuracy byte 0...3, at least one record) — the fuzzer and the replay tests check that the two
+/// agree — and says nothing about why it refuses (the decoder does).
+public struct SensorDataLayout: Sendable, Hashable {
+    /// Per sensor id: the sample length (0: unknown or not listed), bit 7 set when the sample ends with a vector
+    /// accuracy byte.
+    private let table: [UInt8]
+
+    public init(information: SensorInformation) {
+        var table = [UInt8](repeating: 0, count: 256)
+        for entry in information.entries {
+            table[Int(entry.sensor.rawValue)] = UInt8(entry.sampleLength) | (entry.sensor.hasVectorAccuracy ? 0x80 : 0)
+        }
+        self.table = table
+    }
+
+    /// The records' places in `bytes`, or nil when the notification is refused.
+    public func shape(of bytes: UnsafeRawBufferPointer) -> SensorDataShape? {
+        let n = bytes.count
+        guard n > 0, n <= Int(UInt16.max) else { return nil }
+        return table.withUnsafeBufferPointer { table -> SensorDataShape? in
+            var records: [UInt32] = []
+            var i = 0
+            while i < n {
+                let entry = table[Int(bytes[i])]
+                let length = Int(entry & 0x7F)
+                let end = i + 3 + length
+                guard length != 0, end <= n else { return nil }
+                if entry & 0x80 != 0, bytes[end - 1] > 3 { return nil }
+                records.append(SensorDataShape.record(offset: i, id: bytes[i], sampleLength: length, accuracy: entry & 0x80 != 0))
+                i = end
+            }
+            return SensorDataShape(length: n, records: records)
+        }
+    }
+
+    /// Checks the whole notification, then hands each record to `body` in order. Returns the number of records, or
+    /// nil when the notification is refused (then `body` is never called).
+    public func forEachRecord(in bytes: UnsafeRawBufferPointer, _ body: (SensorRecordView) throws -> Void) rethrows -> Int? {
+        guard let shape = shape(of: bytes) else { return nil }
+        try shape.forEachRecord(in: bytes, body)
+        return shape.count
+    }
+}
+
+/// The places of a notification's records: their offsets and sensor ids, in order. A device sends the same shape
+/// every transmission period, so a parser keeps the last one and checks a new notification against it with
+/// independent loads (`matches`) instead of walking it record by record.
+public struct SensorDataShape: Sendable, Hashable {
+    /// The notification's length.
+    public let length: Int
+    /// Per record: offset (bits 0-15), sensor id (16-23), sample length (24-30), a vector accuracy byte (31).
+    @usableFromInline let records: [UInt32]
+
+    @usableFromInline
+    static func record(offset: Int, id: UInt8, sampleLength: Int, accuracy: Bool) -> UInt32 {
+        UInt32(offset) | UInt32(id) << 16 | UInt32(sampleLength) << 24 | (accuracy ? 1 << 31 : 0)
+    }
+
+    /// The number of records.
+    public var count: Int { records.count }
+
+    /// Whether `bytes` has this shape and passes the layout's checks: the same length, the same sensor id at every
+    /// record's offset (so the same record lengths), every vector accuracy byte 0...3.
+    @inlinable
+    public func matches(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        guard bytes.count == length else { return false }
+        return records.withUnsafeBufferPointer { records in
+            var bad: UInt8 = 0
+            for r in records {
+                let offset = Int(r & 0xFFFF)
+                bad |= bytes[offset] ^ UInt8(truncatingIfNeeded: r >> 16)
+                if r & 0x8000_0000 != 0 { bad |= bytes[offset &+ 2 &+ Int((r >> 24) & 0x7F)] & 0xFC }
+            }
+            return bad == 0
+        }
+    }
+
+    /// Hands each record of `bytes` (which has this shape) to `body`, in order.
+    @inlinable
+    public func forEachRecord(in bytes: UnsafeRawBufferPointer, _ body: (SensorRecordView) throws -> Void) rethrows {
+        try records.withUnsafeBufferPointer { records in
+            for r in records {
+                let offset = Int(r & 0xFFFF)
+                let length = Int((r >> 24) & 0x7F)
+                let sensor = SensorType(rawValue: UInt8(truncatingIfNeeded: r >> 16)).unsafelyUnwrapped
+                let timestamp = UInt16(bytes[offset &+ 1]) << 8 | UInt16(bytes[offset &+ 2])
+                try body(SensorRecordView(sensor: sensor, timestamp: timestamp,
+                                          sampleBytes: UnsafeRawBufferPointer(rebasing: bytes[(offset &+ 3)..<(offset &+ 3 &+ length)])))
+            }
+        }
+    }
+}
+
+extension SensorDataParser {
+    /// The records of one notification as views (no copies, no allocation once the device's shape is known), handed
+    /// to `body` once the whole notification is checked; false when it is refused (counted in `statistics` by the
+    /// decoder's error code, as `parse` counts it). The last accepted shape is kept (`SensorDataShape`).
+    @inlinable
+    public mutating func parseViews(_ notification: [UInt8], _ body: (SensorRecordView) -> Void) -> Bool {
+        // The device's usual shape: checked with independent loads, no walk.
+        if let known = shape {
+            let matched = notification.withUnsafeBytes { raw -> Bool in
+                guard known.matches(raw) else { return false }
+                known.forEachRecord(in: raw, body)
+                return true
+            }
+            if matched {
+                countAccepted(known.count)
+                return true
+            }
+        }
+        let layout = self.layout
+        if let found = notification.withUnsafeBytes({ raw -> SensorDataShape? in
+            guard let found = layout.shape(of: raw) else { return nil }
+            found.forEachRecord(in: raw, body)
+            return found
+        }) {
+            shape = found
+            countAccepted(found.count)
+            return true
+        }
+        // Refused: the decoder says why, and counts it (the two agree on what they accept: the fuzzer checks it).
+        _ = parse(notification)
+        return false
+    }
 }

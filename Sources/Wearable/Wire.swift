@@ -32,37 +32,37 @@ struct WireReader {
     var remaining: Int { bytes.count - offset }
     var isAtEnd: Bool { remaining == 0 }
 
-    private mutating func take(_ n: Int, _ field: String) throws(WearableError) -> ArraySlice<UInt8> {
+    private mutating func take(_ n: Int, _ field: @autoclosure () -> String) throws(WearableError) -> ArraySlice<UInt8> {
         guard remaining >= n else {
-            throw WearableError(.truncated, "\(context): \(field) needs \(n) bytes at offset \(offset), \(remaining) left")
+            throw WearableError(.truncated, "\(context): \(field()) needs \(n) bytes at offset \(offset), \(remaining) left")
         }
         let first = bytes.startIndex + offset
         offset += n
         return bytes[first..<(first + n)]
     }
 
-    mutating func u8(_ field: String) throws(WearableError) -> UInt8 {
-        let s = try take(1, field)
+    mutating func u8(_ field: @autoclosure () -> String) throws(WearableError) -> UInt8 {
+        let s = try take(1, field())
         return s[s.startIndex]
     }
 
-    mutating func u16(_ field: String) throws(WearableError) -> UInt16 {
-        let s = try take(2, field)
+    mutating func u16(_ field: @autoclosure () -> String) throws(WearableError) -> UInt16 {
+        let s = try take(2, field())
         return UInt16(s[s.startIndex]) << 8 | UInt16(s[s.startIndex + 1])
     }
 
-    mutating func i16(_ field: String) throws(WearableError) -> Int16 {
-        Int16(bitPattern: try u16(field))
+    mutating func i16(_ field: @autoclosure () -> String) throws(WearableError) -> Int16 {
+        Int16(bitPattern: try u16(field()))
     }
 
-    mutating func u32(_ field: String) throws(WearableError) -> UInt32 {
-        let s = try take(4, field)
+    mutating func u32(_ field: @autoclosure () -> String) throws(WearableError) -> UInt32 {
+        let s = try take(4, field())
         return s.reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
     }
 
     /// The next `n` bytes as a slice (indices of the original buffer).
-    mutating func slice(_ n: Int, _ field: String) throws(WearableError) -> ArraySlice<UInt8> {
-        try take(n, field)
+    mutating func slice(_ n: Int, _ field: @autoclosure () -> String) throws(WearableError) -> ArraySlice<UInt8> {
+        try take(n, field())
     }
 
     /// Throws `.malformed` when bytes are left over after a fixed-length payload.

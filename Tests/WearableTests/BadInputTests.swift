@@ -184,6 +184,34 @@ import Wearable
         #expect(parser.lastError?.code == .sensorNotListed)
     }
 
+    /// The views path (`parseViews`: the kept shape checked in place, else a walk) accepts, refuses and counts
+    /// exactly as `parse` does, hands out the same records, and re-checks the accuracy byte of a known shape.
+    @Test func viewsAgreeWithTheDecoder() throws {
+        let good = Self.accelerometerRecord + bytes("03 00 02 40 00 00 00 00 00 00 00")
+        var badAccuracy = good
+        badAccuracy[9] = 4   // the accelerometer's accuracy byte: the same shape, out of 0...3
+        let other = bytes("01 00 05 00 01 00 02 00 03 02") + Self.accelerometerRecord
+        let stream: [[UInt8]] = [good, [], good, badAccuracy, bytes("07 00 00"), Array(good.dropLast()), other, good, good + [5], other,
+                                 bytes("05 00 00 00 00 00 00 00 00 03"), good]
+        var decoder = SensorDataParser(information: Self.info), views = SensorDataParser(information: Self.info)
+        for notification in stream {
+            var viewed: [SensorRecord] = []
+            var handed = 0
+            let accepted = views.parseViews(notification) { view in
+                handed += 1
+                if let record = try? view.record() { viewed.append(record) }
+            }
+            switch decoder.parse(notification) {
+            case .success(let records): #expect(accepted && viewed == records && handed == records.count, "\(notification)")
+            case .failure(let error):
+                #expect(!accepted && handed == 0, "\(notification)")
+                #expect(views.lastError?.code == error.code)
+            }
+        }
+        #expect(views.statistics == decoder.statistics)
+        #expect(views.statistics.accepted == 6 && views.statistics.refused == 6, "\(views.statistics)")
+    }
+
     @Test func everyCodeIsDistinctAndKebabCase() {
         let names = WearableError.Code.allCases.map(\.rawValue)
         #expect(Set(names).count == names.count)

@@ -94,12 +94,30 @@ func replayThroughWearableDecoders(_ input: [UInt8]) -> WearableReplay {
         let information = carried.flatMap { $0.entries.isEmpty ? nil : $0 } ?? replaySensorInformation
         let notification = payload[infoEnd...]
         if target == .sensorData {
+            checkLayoutAgrees(notification, information, &result)
             if let error = checkSensorData(notification, information, &result) { refused(error) }
         } else {
             checkParser(notification, information, &result)
         }
     }
     return result
+}
+
+/// The in-place layout check accepts exactly what the decoder accepts, with the same records.
+private func checkLayoutAgrees(_ bytes: ArraySlice<UInt8>, _ information: SensorInformation, _ result: inout WearableReplay) {
+    let decoded = try? SensorDataNotification(decoding: bytes, using: information)
+    var viewed: [SensorRecord] = []
+    var unreadable = false
+    let count = Array(bytes).withUnsafeBytes { raw in
+        SensorDataLayout(information: information).forEachRecord(in: raw) { view in
+            if let record = try? view.record() { viewed.append(record) } else { unreadable = true }
+        }
+    }
+    if (count != nil) != (decoded != nil) {
+        result.problems.append("sensor data: the layout \(count == nil ? "refused" : "accepted") what the decoder \(decoded == nil ? "refused" : "accepted")")
+    } else if let decoded, unreadable || viewed != decoded.records || count != decoded.records.count {
+        result.problems.append("sensor data: the layout's records differ from the decoder's")
+    }
 }
 
 /// Checks accepted sensor data; returns the refusal when the decoder refused it.
