@@ -92,17 +92,27 @@ public struct ClockMap: Sendable, Hashable {
         let delays = samples.map(\.delay).sorted()
         let median = delays[(delays.count - 1) / 2]
         let kept = samples.filter { $0.delay <= median }
-        let reference = kept.map(\.midpoint).max()!
-        let points = kept.map { (x: Double(Int64(bitPattern: $0.midpoint &- reference)), y: Double($0.offset)) }
-        let n = Double(points.count)
-        let meanX = points.map(\.x).reduce(0, +) / n
-        let meanY = points.map(\.y).reduce(0, +) / n
-        let sxx = points.map { ($0.x - meanX) * ($0.x - meanX) }.reduce(0, +)
-        let sxy = points.map { ($0.x - meanX) * ($0.y - meanY) }.reduce(0, +)
-        let slope = sxx > 0 ? sxy / sxx : 0
-        let offsetAtReference = meanY - slope * meanX
-        let raw = (slope * 1e9).rounded()
+        return fit(kept, weights: kept.map { _ in 1 })
+    }
+
+    /// Fits a map to `samples` by weighted least squares of offset against controller time (`weights[i]` for
+    /// `samples[i]`, positive). The reference is the newest sample's midpoint. Nil without samples; with one sample
+    /// (or all at one time) the rate is 0. The rate is clamped to ±`maxRate`. `minimumSpread`: when the points' weighted spread in time (their standard deviation,
+    /// ns) is below it, the slope is not trusted and `fallbackRate` is used instead.
+    public static func fit(_ samples: [ClockSample], weights: [Double], minimumSpread: Double = 0, fallbackRate: Int32 = 0) -> ClockMap? {
+        guard !samples.isEmpty, weights.count == samples.count else { return nil }
+        let reference = samples.map(\.midpoint).max()!
+        let points = zip(samples, weights).map { (x: Double(Int64(bitPattern: $0.midpoint &- reference)), y: Double($0.offset), w: $1) }
+        let total = points.map(\.w).reduce(0, +)
+        guard total > 0 else { return nil }
+        let meanX = points.map { $0.w * $0.x }.reduce(0, +) / total
+        let meanY = points.map { $0.w * $0.y }.reduce(0, +) / total
+        let sxx = points.map { $0.w * ($0.x - meanX) * ($0.x - meanX) }.reduce(0, +)
+        let sxy = points.map { $0.w * ($0.x - meanX) * ($0.y - meanY) }.reduce(0, +)
+        let trusted = sxx > 0 && (sxx / total).squareRoot() >= minimumSpread
+        let raw = trusted ? (sxy / sxx * 1e9).rounded() : Double(fallbackRate)
         let ppb = raw.isFinite ? max(-Double(maxRate), min(Double(maxRate), raw)) : 0
+        let offsetAtReference = meanY - ppb / 1e9 * meanX
         let offset = Int64(exactly: offsetAtReference.rounded()) ?? 0
         return try? ClockMap(controllerReference: reference, speakerReference: reference &+ UInt64(bitPattern: offset),
                              rate: Int32(ppb))

@@ -4,21 +4,24 @@ import Speaker
 /// `ClockMap` to send out, and when to measure next. A pure value, so the live player and the virtual-time simulation
 /// (`VirtualPlayback`) run the same policy.
 ///
-/// - Filtering: only samples whose round trip is within `tolerance` of the smallest in the window are trusted (a
-///   sample that waited on one leg is off by up to half its extra delay); at least `minimumKept` of the fastest are
-///   always kept.
-/// - Fitting: over a span of at least `rateSpan` the offset and the drift are fitted (`ClockMap.fit`); before that
-///   the rate is taken as 0 and the offset is the fastest of the three newest samples', refreshed every `earlyInterval`.
+/// - Fitting: over a span of at least `rateSpan` the offset and the drift are fitted (`ClockMap.fit`, weighted least
+///   squares) through the fastest sample of each of `buckets` stretches of the window, so the slope is measured over
+///   all of it, each weighted by how close its round trip is to the fastest (one `tolerance` slower: half; a sample
+///   that waited on one leg is off by up to half its extra delay); before that the rate is taken as 0 and the offset is the fastest of the three newest samples', refreshed every `earlyInterval`.
 /// - Sending: a new map when none was sent, or when the new estimate places `horizon` from now more than
 ///   `sendThreshold` away from the map sent last.
 public struct ClockTracker: Sendable {
-    public var window = 64
+    public var window = 128
     public var tolerance: UInt64 = 100_000
-    public var minimumKept = 6
+    /// Stretches of the window the fitted points are taken from (one each).
+    public var buckets = 8
     public var rateSpan: UInt64 = 1_000_000_000
+    /// Exchanges stay at `earlyInterval` until the window spans this much (the first drift estimates, over a short
+    /// span, are the noisiest: more points make them better).
+    public var earlySpan: UInt64 = 3_000_000_000
     public var sendThreshold: UInt64 = 5_000
     public var horizon: UInt64 = 1_000_000_000
-    /// Exchanges during the first `burst` samples, before `rateSpan` is covered, and after.
+    /// Exchanges during the first `burst` samples, before `earlySpan` is covered, and after.
     public var burst = 8
     public var burstInterval: Duration = .milliseconds(10)
     public var earlyInterval: Duration = .milliseconds(50)
@@ -45,7 +48,7 @@ public struct ClockTracker: Sendable {
     /// How long to wait before the next exchange.
     public var nextInterval: Duration {
         if samples.count < burst { return burstInterval }
-        return span < rateSpan ? earlyInterval : steadyInterval
+        return span < earlySpan ? earlyInterval : steadyInterval
     }
 
     private var span: UInt64 {
@@ -61,11 +64,26 @@ public struct ClockTracker: Sendable {
             let best = samples.suffix(3).min { $0.delay < $1.delay }!
             return try? ClockMap(controllerReference: best.midpoint, speakerReference: best.midpoint &+ UInt64(bitPattern: best.offset), rate: 0)
         }
-        let fastest = UInt64(samples.map(\.delay).min()!)
-        var kept = samples.filter { UInt64($0.delay) <= fastest + tolerance }
-        if kept.count < minimumKept { kept = Array(samples.sorted { $0.delay < $1.delay }.prefix(minimumKept)) }
-        // ClockMap.fit keeps the faster half of these and fits offset and drift by least squares.
-        return ClockMap.fit(kept)
+        // The drift is the slope, so the fitted points must spread over the window: points crowded into one stretch
+        // of it turn their offset noise into a rate error (50 µs over 0.2 s is 250 ppm). So the fastest sample of
+        // each of `buckets` equal stretches of the window is a point, weighted by how close its round trip is to the
+        // fastest of all (a sample that waited on one leg is off by up to half its extra delay): one `tolerance`
+        // slower than the fastest counts half, three a tenth.
+        let first = samples.first!.midpoint, whole = max(1, span)
+        var best: [ClockSample?] = Array(repeating: nil, count: buckets)
+        for s in samples {
+            let (high, low) = (s.midpoint &- first).multipliedFullWidth(by: UInt64(buckets))
+            let b = min(buckets - 1, Int(whole.dividingFullWidth((high, low)).quotient))
+            if best[b].map({ s.delay < $0.delay }) ?? true { best[b] = s }
+        }
+        let points = best.compactMap { $0 }
+        let fastest = Double(points.map(\.delay).min()!)
+        // Points that count crowded into a short stretch (the others waited long: a loaded machine) cannot measure
+        // the drift: then the offset is fitted with the rate of the map sent last.
+        return ClockMap.fit(points, weights: points.map { p in
+            let excess = (Double(p.delay) - fastest) / Double(tolerance)
+            return 1 / (1 + excess * excess)
+        }, minimumSpread: Double(rateSpan) / 4, fallbackRate: sent?.rate ?? 0)
     }
 
     /// The map to send now (at controller time `now`), or nil when the speaker's map is still good.

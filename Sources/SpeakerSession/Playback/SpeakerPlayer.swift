@@ -31,7 +31,8 @@ public struct PlayerOptions: Sendable {
     /// How far ahead of their presentation time packets are sent: the latency from play to sound, and the jitter the
     /// speakers absorb.
     public var buffer: Duration
-    /// How often the streaming loop wakes.
+    /// How often the streaming loop wakes (at most a quarter of `buffer`): each wake sends every packet due within
+    /// `buffer`, so a longer tick means fewer wake-ups (the controller's CPU), not later audio.
     public var tick: Duration
     /// How long play waits for a speaker's clock to be synchronised.
     public var syncTimeout: Duration
@@ -39,7 +40,7 @@ public struct PlayerOptions: Sendable {
     public var reconnect: Bool
     public var reconnectInterval: Duration
 
-    public init(buffer: Duration = .milliseconds(200), tick: Duration = .milliseconds(5), syncTimeout: Duration = .seconds(3),
+    public init(buffer: Duration = .milliseconds(200), tick: Duration = .milliseconds(20), syncTimeout: Duration = .seconds(3),
                 reconnect: Bool = true, reconnectInterval: Duration = .milliseconds(500)) {
         self.buffer = buffer
         self.tick = tick
@@ -462,7 +463,7 @@ public actor SpeakerPlayer {
                 finishEnded()
                 return
             }
-            try? await clock.sleep(for: options.tick)
+            try? await clock.sleep(for: min(options.tick, options.buffer / 4))
         }
     }
 
