@@ -183,6 +183,18 @@ final class RunningSimulator: @unchecked Sendable {
     deinit { if process.isRunning { process.terminate() } }
 }
 
+/// The exit status of `process` once it ends by itself (waited for off the cooperative pool, at most `seconds`; then
+/// it is terminated).
+func exitStatus(of process: Process, within seconds: Double = 30) async throws -> Int32 {
+    try await offThePool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while process.isRunning, Date() < deadline { usleep(10_000) }
+        if process.isRunning { process.terminate() }
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+}
+
 /// Runs blocking `body` on a thread of its own and awaits its result, keeping the cooperative pool free.
 func offThePool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
     try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in

@@ -60,13 +60,7 @@ struct SpeakerEventsTests {
         #expect(removed["deviceId"] as? UInt64 == ids[1] && removed["reason"] as? String == "its connection ended", "\(removed)")
         #expect(p.process.isRunning, "one speaker is still followed")
         sim.send("off 0")
-        let status = try await offThePool { () -> Int32 in
-            let deadline = Date().addingTimeInterval(30)
-            while p.process.isRunning, Date() < deadline { usleep(10_000) }
-            if p.process.isRunning { p.process.terminate() }
-            p.process.waitUntilExit()
-            return p.process.terminationStatus
-        }
+        let status = try await exitStatus(of: p.process)
         #expect(status == 69, "\(p.err.textBlocking())")
         #expect(p.err.textBlocking().contains("tuneup: every speaker followed went away"))
         #expect(await sim.quit() == 0)

@@ -72,13 +72,7 @@ struct SpeakerPlayCLITests {
 
         let stop = try await CLI.run(["speaker", "stop"] + sim.speakerArgs)
         #expect(stop.status == 0, "\(stop.stderr)\n\(p.out.linesBlocking(0, timeout: 0))")
-        let exit = try await offThePool { () -> Int32 in
-            let deadline = Date().addingTimeInterval(30)
-            while p.process.isRunning, Date() < deadline { usleep(10_000) }
-            if p.process.isRunning { p.process.terminate() }
-            p.process.waitUntilExit()
-            return p.process.terminationStatus
-        }
+        let exit = try await exitStatus(of: p.process)
         #expect(exit == 0, "\(p.err.textBlocking())")
         #expect(Self.states(p.out) == ["playing", "paused", "playing", "stopped"], "\(p.out.linesBlocking(0, timeout: 0))")
         #expect(await sim.quit() == 0)
