@@ -187,6 +187,138 @@ enum HCICommands {
     }
 }
 
+/// A socket on the kernel's Bluetooth management channel (an HCI socket bound to HCI_CHANNEL_CONTROL): commands to
+/// one adapter index and the events the kernel sends back. Needs CAP_NET_ADMIN. Blocking: use it on a `BlockingPool`
+/// thread. Internal.
+final class ManagementSocket {
+    struct Event {
+        var code: UInt16
+        var index: UInt16
+        var parameters: ArraySlice<UInt8>
+    }
+
+    static let commandComplete: UInt16 = 0x0001, commandStatus: UInt16 = 0x0002
+
+    private let fd: Int32
+    private var buffer = [UInt8](repeating: 0, count: 1024)
+
+    init() throws(Int32Error) {
+        let fd = socket(AF_BLUETOOTH, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue), BTPROTO_HCI)
+        guard fd >= 0 else { throw Int32Error(errno) }
+        // struct sockaddr_hci: family, device HCI_DEV_NONE, channel HCI_CHANNEL_CONTROL (3).
+        var address: [UInt16] = [UInt16(AF_BLUETOOTH), 0xFFFF, 3]
+        let bound = address.withUnsafeMutableBytes { Glibc.bind(fd, $0.baseAddress!.assumingMemoryBound(to: sockaddr.self), socklen_t($0.count)) }
+        guard bound == 0 else {
+            let e = errno
+            Glibc.close(fd)
+            throw Int32Error(e)
+        }
+        self.fd = fd
+    }
+
+    deinit { Glibc.close(fd) }
+
+    /// Sends a command and waits (at most 2 s) for its Command Complete or Command Status: the status (0: success).
+    func command(_ opcode: UInt16, index: UInt16, parameters: [UInt8]) -> Result<UInt8, Int32Error> {
+        func u16(_ v: UInt16) -> [UInt8] { [UInt8(v & 0xFF), UInt8(v >> 8)] }
+        let packet = u16(opcode) + u16(index) + u16(UInt16(parameters.count)) + parameters
+        guard packet.withUnsafeBytes({ Glibc.write(fd, $0.baseAddress, $0.count) }) == packet.count else { return .failure(Int32Error(errno)) }
+        let deadline = ContinuousClock.now + .seconds(2)
+        while ContinuousClock.now < deadline {
+            switch nextEvent(timeoutMs: 200) {
+            case let .failure(e): return .failure(e)
+            case let .success(event?) where event.code == Self.commandComplete || event.code == Self.commandStatus:
+                let p = event.parameters
+                guard event.index == index, p.count >= 3, UInt16(p[p.startIndex]) | UInt16(p[p.startIndex + 1]) << 8 == opcode else { continue }
+                return .success(p[p.startIndex + 2])
+            default: continue
+            }
+        }
+        return .failure(Int32Error(ETIMEDOUT))
+    }
+
+    /// The next event (header: code, index, length), or nil when none came within `timeoutMs`.
+    func nextEvent(timeoutMs: Int32) -> Result<Event?, Int32Error> {
+        var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        let ready = poll(&poller, 1, timeoutMs)
+        if ready < 0 { return errno == EINTR ? .success(nil) : .failure(Int32Error(errno)) }
+        guard ready > 0 else { return .success(nil) }
+        let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+        guard n >= 0 else { return .failure(Int32Error(errno)) }
+        guard n >= 6 else { return .success(nil) }
+        let length = Int(UInt16(buffer[4]) | UInt16(buffer[5]) << 8)
+        return .success(Event(code: UInt16(buffer[0]) | UInt16(buffer[1]) << 8, index: UInt16(buffer[2]) | UInt16(buffer[3]) << 8,
+                              parameters: buffer[6..<min(n, 6 + length)]))
+    }
+}
+
+/// Advertising through the kernel's management interface: Add Advertising (0x003E) with instance 1, connectable.
+/// The kernel picks legacy or extended advertising as the controller supports, so a central that scans with extended
+/// scanning (the kernel's own LE connect, on newer controllers) sees it, and it advertises again after a connection
+/// ends by itself. Internal.
+enum ManagementAdvertising {
+    static let instance: UInt8 = 1
+
+    /// Starts advertising `data` (with its own Flags field) on adapter `index`: the command's status (0: success),
+    /// or the errno of the socket.
+    static func add(index: UInt16, data: [UInt8]) -> Result<UInt8, Int32Error> {
+        // Instance, flags (connectable), duration 0, timeout 0 (until removed), data length, scan response length, data.
+        let parameters: [UInt8] = [instance, 0x01, 0, 0, 0, 0, 0, 0, 0, UInt8(data.count), 0] + data
+        do { return try ManagementSocket().command(0x003E, index: index, parameters: parameters) } catch { return .failure(error) }
+    }
+
+    /// Stops advertising instance 1 on adapter `index` (Remove Advertising, 0x003F).
+    @discardableResult
+    static func remove(index: UInt16) -> Result<UInt8, Int32Error> {
+        do { return try ManagementSocket().command(0x003F, index: index, parameters: [instance]) } catch { return .failure(error) }
+    }
+}
+
+/// LE discovery through the kernel's management interface (Start Discovery, 0x0023, LE public and random): the kernel
+/// scans with extended scanning where the controller has it, so extended advertisers are found as well as legacy
+/// ones. Device Found events (0x0012) carry the advertising data. Internal.
+enum ManagementDiscovery {
+    static let leTypes: UInt8 = 0x06
+
+    /// What the kernel reported until `deadline` or `stop`; nil when the management interface cannot be used here
+    /// (no permission, an old kernel, the adapter refused: the caller scans through HCI commands instead).
+    static func scan(index: UInt16, until deadline: ContinuousClock.Instant, stop: BLEScanner.StopFlag) -> [BLEAdvertisement]? {
+        guard let socket = try? ManagementSocket(), case .success(0) = socket.command(0x0023, index: index, parameters: [leTypes]) else {
+            return nil
+        }
+        defer { _ = socket.command(0x0024, index: index, parameters: [leTypes]) }
+        var found: [BLEAdvertisement] = []
+        while !stop.isStopped {
+            let left = deadline - ContinuousClock.now
+            if left <= .zero { break }
+            let ms = Int32(clamping: min(left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000 + 1, 100))
+            guard case let .success(event?) = socket.nextEvent(timeoutMs: ms), event.index == index else { continue }
+            switch event.code {
+            case 0x0012:
+                if let advertisement = deviceFound(event.parameters) { found.append(advertisement) }
+            case 0x0013 where event.parameters.count >= 2 && event.parameters[event.parameters.startIndex + 1] == 0:
+                // The kernel's discovery round ended before the caller's time: start another.
+                _ = socket.command(0x0023, index: index, parameters: [leTypes])
+            default:
+                continue
+            }
+        }
+        return found
+    }
+
+    /// A Device Found event's parameters: address (6, least significant first), address type (1 public, 2 random),
+    /// RSSI, flags (4), data length (2), data. Nil for a BR/EDR device or parameters cut short.
+    static func deviceFound(_ p: ArraySlice<UInt8>) -> BLEAdvertisement? {
+        let b = Array(p)
+        guard b.count >= 14, b[6] == 1 || b[6] == 2 else { return nil }
+        let length = Int(UInt16(b[12]) | UInt16(b[13]) << 8)
+        guard b.count >= 14 + length, let address = BluetoothAddress(BluetoothAddress.format(written: Array(b[0..<6].reversed()))) else { return nil }
+        let fields = AdvertisingData.decode(Array(b[14..<(14 + length)]))
+        return BLEAdvertisement(address: BLEAddress(address, random: b[6] == 2), name: fields.name, services16: fields.services16,
+                                rssi: Int8(bitPattern: b[7]))
+    }
+}
+
 /// Advertising data (Core spec Vol 3 Part C §11): length-type-value structures. Pure.
 public enum AdvertisingData {
     /// What one advertisement says.
@@ -312,7 +444,11 @@ public enum BLEScanner {
         let stop = StopFlag()
         let deadline = ContinuousClock.now + duration
         let result: Result<[BLEAdvertisement], TransportError> = try await withTaskCancellationHandler {
-            try await DedicatedThread.run(name: "tuneup-le-scan") { scanLoop(device: chosen.id, until: deadline, stop: stop, context: context) }
+            try await DedicatedThread.run(name: "tuneup-le-scan") { () -> Result<[BLEAdvertisement], TransportError> in
+                // The kernel's discovery (extended advertisers too) where it can be used; else raw HCI scanning.
+                if let found = ManagementDiscovery.scan(index: chosen.id, until: deadline, stop: stop) { return .success(found) }
+                return scanLoop(device: chosen.id, until: deadline, stop: stop, context: context)
+            }
         } onCancel: {
             stop.stop()
         }
@@ -399,6 +535,8 @@ public final class ATTListener: TransportListener, Sendable {
         var fd: Int32
         var closed = false
         var wake: WakeSignal?
+        /// The kernel advertises (management interface), and advertises again after a connection by itself.
+        var managedAdvertising = false
     }
 
     private struct Accepted {
@@ -443,7 +581,16 @@ public final class ATTListener: TransportListener, Sendable {
             throw TransportError(.io, "\(context): \(POSIX.describe(e))", errno: e)
         }
         let data = AdvertisingData.encode(.init(name: name, services16: [service]))
-        let started = try await DedicatedThread.run(name: "tuneup-le-adv") { HCICommands.startAdvertising(device: chosen.id, data: data) }
+        // The kernel's advertising (management interface) where it can; else raw HCI commands (legacy advertising,
+        // which centrals that scan with extended scanning do not see on every controller).
+        let managed = try await DedicatedThread.run(name: "tuneup-le-adv") { ManagementAdvertising.add(index: chosen.id, data: data) }
+        let started: Result<UInt8, Int32Error>
+        if case .success(0) = managed {
+            started = managed
+        } else {
+            logger?.debug("management advertising on \(chosen.name) failed (\(managed)); advertising through HCI commands")
+            started = try await DedicatedThread.run(name: "tuneup-le-adv") { HCICommands.startAdvertising(device: chosen.id, data: data) }
+        }
         switch started {
         case .success(0): break
         case let .success(status): throw TransportError(.io, "\(context): \(chosen.name) refused to advertise (HCI status 0x\(String(status, radix: 16)))")
@@ -451,7 +598,9 @@ public final class ATTListener: TransportListener, Sendable {
         }
         handedOver = true
         logger?.debug("advertising \"\(name)\" (service 0x\(String(service, radix: 16))) and listening for ATT on \(chosen.name) (\(chosen.address))")
-        return ATTListener(fd: fd, adapter: chosen, logger: logger)
+        let listener = ATTListener(fd: fd, adapter: chosen, logger: logger)
+        if case .success(0) = managed { listener.state.withLock { $0.managedAdvertising = true } }
+        return listener
     }
 
     private var closedError: TransportError { TransportError(.closed, "the listener on \(endpoint) is closed") }
@@ -502,6 +651,8 @@ public final class ATTListener: TransportListener, Sendable {
                 throw CancellationError()
             case .timedOut:
                 // A central that connected stopped the advertising: switch it on again (refused while on: no harm).
+                // The kernel's own advertising does that itself.
+                guard !state.withLock({ $0.managedAdvertising }) else { continue }
                 let id = adapter.id
                 _ = try? await DedicatedThread.run(name: "tuneup-le-adv") { HCICommands.send(device: id, ocf: 0x000A, parameters: [1]) }
             case .ready:
@@ -512,17 +663,21 @@ public final class ATTListener: TransportListener, Sendable {
 
     /// Stops listening and advertising. Idempotent.
     public func close() {
-        let closing: (Int32, WakeSignal?)? = state.withLock { s in
+        let closing: (Int32, WakeSignal?, Bool)? = state.withLock { s in
             guard !s.closed else { return nil }
             s.closed = true
-            return (s.fd, s.wake)
+            return (s.fd, s.wake, s.managedAdvertising)
         }
         guard let closing else { return }
-        let (fd, wake) = closing
+        let (fd, wake, managed) = closing
         wake?.fire()
         let id = adapter.id
         try? DedicatedThread.spawn(name: "tuneup-le-adv") {
-            _ = HCICommands.send(device: id, ocf: 0x000A, parameters: [0])
+            if managed {
+                ManagementAdvertising.remove(index: id)
+            } else {
+                _ = HCICommands.send(device: id, ocf: 0x000A, parameters: [0])
+            }
             POSIX.close(fd)
         }
     }

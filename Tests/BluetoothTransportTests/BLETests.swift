@@ -44,6 +44,20 @@ private func bytes(_ text: String) -> [UInt8] {
         #expect(BLEAdvertisement.reports(inLEMeta: Array(event.dropLast(3))).isEmpty)
         #expect(BLEAdvertisement.reports(inLEMeta: bytes("01 01")).isEmpty)
     }
+
+    /// A management Device Found event (0x0012): address, type (2: LE random), RSSI, flags, data length, data.
+    @Test func managementDeviceFound() {
+        let event = bytes("00 00 00 01 aa 00 02 c5 00 00 00 00 0d 00 02 01 06 03 03 d2 fd 05 09 77 65 61 72")
+        let found = ManagementDiscovery.deviceFound(event[...])
+        #expect(found?.address.description == "ble:00:AA:01:00:00:00:random")
+        #expect(found?.name == "wear" && found?.services16 == [0xFDD2] && found?.rssi == -59)
+        // BR/EDR (type 0) and data cut short are not LE advertisements.
+        var classic = event
+        classic[6] = 0
+        #expect(ManagementDiscovery.deviceFound(classic[...]) == nil)
+        #expect(ManagementDiscovery.deviceFound(event.dropLast(2)[...]) == nil)
+        #expect(ManagementDiscovery.deviceFound(bytes("00 00 00")[...]) == nil)
+    }
 }
 
 /// On this kernel (no AF_BLUETOOTH) every BLE entry point fails at once with one line.
