@@ -50,15 +50,17 @@ struct ProbeBenchmark {
     }
 }
 
-/// `tuneup sim headset --listen tcp:127.0.0.1:0 --count N` in a process of its own, with its N addresses.
+/// `tuneup sim KIND --count N` in a process of its own, with the N addresses it prints first (a headset: on TCP,
+/// port 0, battery not draining).
 final class SimulatorProcess {
     let addresses: [String]
     private let process = Process()
     private let input = Pipe()
 
-    init(tuneup: String, count: Int, extra: [String] = []) throws {
+    init(tuneup: String, kind: String = "headset", count: Int, extra: [String] = []) throws {
         process.executableURL = URL(fileURLWithPath: tuneup)
-        process.arguments = ["sim", "headset", "--listen", "tcp:127.0.0.1:0", "--count", "\(count)", "--battery-drain", "0"] + extra
+        let defaults = kind == "headset" ? ["--listen", "tcp:127.0.0.1:0", "--battery-drain", "0"] : []
+        process.arguments = ["sim", kind, "--count", "\(count)"] + defaults + extra
         let out = Pipe()
         process.standardOutput = out
         process.standardInput = input
@@ -73,7 +75,7 @@ final class SimulatorProcess {
         addresses = String(decoding: data, as: UTF8.self).split(separator: "\n").prefix(count).map(String.init)
     }
 
-    /// Stops the simulator and waits for it.
+    /// Stops the simulator (a speaker simulator writes its recordings) and waits for it.
     func quit() {
         input.fileHandleForWriting.write(Data("quit\n".utf8))
         process.waitUntilExit()

@@ -115,7 +115,7 @@ struct SpeakerSync: AsyncParsableCommand {
         let dir = NSTemporaryDirectory() + "tuneup-speaker-sync-\(getpid())"
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let sim = try SpeakerSimProcess(tuneup: binary, count: speakers, extra: [
+        let sim = try SimulatorProcess(tuneup: binary, kind: "speaker", count: speakers, extra: [
             "--drift-random", "\(maxDriftPpm)", "--offset-ms", "700", "--jitter-ms", "\(jitterMs)", "--record", dir,
             "--discovery-port", "0", "--seed", "\(seed)",
         ])
@@ -172,35 +172,5 @@ struct SpeakerSync: AsyncParsableCommand {
         var usage = rusage()
         getrusage(RUSAGE_SELF.rawValue, &usage)
         return Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6 + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
-    }
-}
-
-/// `tuneup sim speaker --count N` in a process of its own, with its N control addresses.
-final class SpeakerSimProcess {
-    let addresses: [String]
-    private let process = Process()
-    private let input = Pipe()
-
-    init(tuneup: String, count: Int, extra: [String]) throws {
-        process.executableURL = URL(fileURLWithPath: tuneup)
-        process.arguments = ["sim", "speaker", "--count", "\(count)"] + extra
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardInput = input
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        var data = Data()
-        while data.filter({ $0 == 0x0A }).count < count {
-            let chunk = out.fileHandleForReading.availableData
-            if chunk.isEmpty { throw BenchError("the speaker simulator exited before printing \(count) addresses") }
-            data.append(chunk)
-        }
-        addresses = String(decoding: data, as: UTF8.self).split(separator: "\n").prefix(count).map(String.init)
-    }
-
-    /// Stops the simulator (its recordings are written) and waits for it.
-    func quit() {
-        input.fileHandleForWriting.write(Data("quit\n".utf8))
-        process.waitUntilExit()
     }
 }
