@@ -189,6 +189,35 @@ struct ClockSyncTests {
     }
 }
 
+/// The tracker's fit on a speaker 4 s ahead drifting +300 ppm, every exchange's legs 100 µs: the drift comes from the
+/// whole window even when a burst of fast exchanges crowds one end, slow ones (a leg that waited) barely count, and
+/// exchanges that finished out of order (their midpoints not increasing) do not matter.
+@Suite("Clock tracker")
+struct ClockTrackerTests {
+    static func sample(at t: UInt64, extraDelay: UInt64 = 0) throws -> ClockSample {
+        let speaker = { (c: UInt64) in c + 4_000_000_000 + c * 300 / 1_000_000 }
+        let t1 = t, t2 = speaker(t + 100_000 + extraDelay), t4 = t + 200_000 + extraDelay
+        return ClockSample(try ClockSyncReply(t1: t1, t2: t2, t3: t2), receivedAt: t4)
+    }
+
+    @Test(arguments: [false, true])
+    func fitsTheDriftOverTheWindow(outOfOrder: Bool) throws {
+        var tracker = ClockTracker()
+        var samples: [ClockSample] = []
+        // A burst of 20 fast exchanges in 20 ms, then one every 250 ms for 4 s, every third waiting 5 ms on a leg.
+        for k in 0..<20 { samples.append(try Self.sample(at: 1_000_000_000 + UInt64(k) * 1_000_000)) }
+        for k in 0..<16 { samples.append(try Self.sample(at: 1_100_000_000 + UInt64(k) * 250_000_000, extraDelay: k % 3 == 0 ? 5_000_000 : 0)) }
+        if outOfOrder { samples.swapAt(0, 1); samples.swapAt(25, 26) }
+        for s in samples { tracker.add(s) }
+        let map = try #require(tracker.estimate)
+        #expect(abs(Int(map.rate) - 300_000) <= 2_000, "rate \(map.rate) ppb for 300 ppm")
+        let now: UInt64 = 5_100_000_000
+        let truth = now + 4_000_000_000 + now * 300 / 1_000_000
+        let error = Int64(bitPattern: map.speakerTime(forControllerTime: now) &- truth)
+        #expect(abs(error) <= 10_000, "offset error \(error) ns")
+    }
+}
+
 @Suite("Simulated speaker robustness")
 struct SimulatedSpeakerRobustnessTests {
     @Test func stateFileThatIsADirectoryOrHasNoDirectoryIsRefused() async throws {

@@ -51,9 +51,10 @@ public struct ClockTracker: Sendable {
         return span < earlySpan ? earlyInterval : steadyInterval
     }
 
+    /// The time the samples' midpoints cover.
     private var span: UInt64 {
-        guard let first = samples.first, let last = samples.last else { return 0 }
-        return last.midpoint &- first.midpoint
+        guard let first = samples.map(\.midpoint).min(), let last = samples.map(\.midpoint).max() else { return 0 }
+        return last - first
     }
 
     /// The current estimate (nil before the first sample).
@@ -69,10 +70,11 @@ public struct ClockTracker: Sendable {
         // each of `buckets` equal stretches of the window is a point, weighted by how close its round trip is to the
         // fastest of all (a sample that waited on one leg is off by up to half its extra delay): one `tolerance`
         // slower than the fastest counts half, three a tenth.
-        let first = samples.first!.midpoint, whole = max(1, span)
+        // (Bounds from the smallest and largest midpoint: exchanges that overlapped can finish out of order.)
+        let first = samples.map(\.midpoint).min()!, whole = max(1, span)
         var best: [ClockSample?] = Array(repeating: nil, count: buckets)
         for s in samples {
-            let (high, low) = (s.midpoint &- first).multipliedFullWidth(by: UInt64(buckets))
+            let (high, low) = (s.midpoint - first).multipliedFullWidth(by: UInt64(buckets))
             let b = min(buckets - 1, Int(whole.dividingFullWidth((high, low)).quotient))
             if best[b].map({ s.delay < $0.delay }) ?? true { best[b] = s }
         }
