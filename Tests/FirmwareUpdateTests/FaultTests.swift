@@ -34,6 +34,14 @@ import Transport
                     return await device.connect()
                 }
             } catch {}
+            // An update can take fewer flash operations than the clean run did (a sector the clean run wrote twice
+            // after a slow reply, on a loaded machine): a cut past its last operation never happens. Counted, not
+            // checked; every cut that happens is.
+            if await device.powerLossCount == 0, await device.flashStatistics.operations < cut {
+                outcomes["cut not reached", default: 0] += 1
+                await device.shutdown()
+                continue
+            }
             #expect(await device.powerLossCount == 1, "cut \(cut) happened")
             #expect(await device.waitUntilReady(), "cut \(cut): the device powers up")
             switch await device.runningImage {
@@ -56,6 +64,7 @@ import Transport
             await device.shutdown()
         }
         print("power-cut sweep: \(last - first) cut points tried; device after the cut: \(outcomes.sorted { $0.key < $1.key })")
+        #expect(outcomes["cut not reached", default: 0] <= 2, "most cut points are reached")
     }
 
     @Test(arguments: [
