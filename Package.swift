@@ -66,6 +66,8 @@ let package = Package(
         .target(name: "Speaker", dependencies: ["Failure"], swiftSettings: strict),
         // Small C helpers for libc calls Swift cannot import directly (pty allocation, eventfd).
         .target(name: "CShims"),
+        // Child processes that inherit only their standard streams (tests, benchmarks, the PostgreSQL helper, tools).
+        .target(name: "Spawn", dependencies: ["CShims"], swiftSettings: strict),
         // The transport abstraction, device addresses and the byte-stream back ends.
         .target(
             name: "Transport",
@@ -196,7 +198,7 @@ let package = Package(
             dependencies: [
                 "Failure", "LightX", "Transport", "Headset", "Simulator", "Firmware", "FirmwareUpdate", "USBTransport", "USBGadget",
                 "BluetoothTransport", "TuneupKit", "Recipe", "Records", "Station", "SpeakerSession", "SpeakerSimulator",
-                "Wearable", "WearableLink", "WearableSession", "WearableSimulator", "SpeakerHub", "AudioInput",
+                "Wearable", "WearableLink", "WearableSession", "WearableSimulator", "SpeakerHub", "AudioInput", "Spawn",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -207,12 +209,12 @@ let package = Package(
             dependencies: [
                 "LightX", "Transport", "Headset", "Firmware", "FirmwareUpdate", "Simulator", "TuneupKit", "Recipe", "Records", "Station",
                 "ThrowawayPostgres", "Wearable", "WearableSession", "WearableSimulator", "TestSupport", "SpeakerSession",
-                "SpeakerSimulator", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "SpeakerSimulator", "Spawn", .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict),
         // Helpers shared by the test targets.
         // A PostgreSQL server of a test's or benchmark's own (Debian's binaries, initdb into a temporary directory).
-        .target(name: "ThrowawayPostgres", dependencies: ["CShims"], swiftSettings: strict),
+        .target(name: "ThrowawayPostgres", dependencies: ["Spawn"], swiftSettings: strict),
         .target(name: "TestSupport", dependencies: ["ThrowawayPostgres"], path: "Tests/TestSupport", swiftSettings: strict),
         .testTarget(name: "LightXTests", dependencies: ["LightX", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "WearableTests", dependencies: ["Wearable", "TestSupport"], swiftSettings: strict),
@@ -227,7 +229,7 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "SpeakerHubTests",
-            dependencies: ["SpeakerHub", "SpeakerHubCore", "SpeakerSession", "SpeakerSimulator", "Speaker", "Transport", "TestSupport"],
+            dependencies: ["SpeakerHub", "SpeakerHubCore", "SpeakerSession", "SpeakerSimulator", "Speaker", "Transport", "TestSupport", "Spawn"],
             swiftSettings: strict),
         .testTarget(
             name: "AudioInputTests",
@@ -237,7 +239,7 @@ let package = Package(
         .testTarget(name: "SessionTests", dependencies: ["Session", "Transport", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "HeadsetTests", dependencies: ["Headset", "Simulator", "Transport", "LightX", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "SimulatorTests", dependencies: ["Simulator", "LightX", "Transport", "Firmware", "TestSupport"], swiftSettings: strict),
-        .testTarget(name: "FirmwareTests", dependencies: ["Firmware", "LightX", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "FirmwareTests", dependencies: ["Firmware", "LightX", "TestSupport", "Spawn"], swiftSettings: strict),
         .testTarget(
             name: "FirmwareUpdateTests",
             dependencies: ["FirmwareUpdate", "Firmware", "Simulator", "Headset", "Transport", "LightX", "Failure", "Progress", "TestSupport"],
@@ -259,6 +261,7 @@ let package = Package(
             name: "StationTests",
             dependencies: ["Station", "Simulator", "Records", "Recipe", "TuneupKit", "FirmwareUpdate", "LightX", "TestSupport"],
             swiftSettings: strict),
-        .testTarget(name: "TuneupTests", dependencies: ["tuneup", "LightX", "Transport", "TuneupKit", "Records"], swiftSettings: strict),
+        .testTarget(name: "SpawnTests", dependencies: ["Spawn"], swiftSettings: strict),
+        .testTarget(name: "TuneupTests", dependencies: ["tuneup", "LightX", "Transport", "TuneupKit", "Records", "Spawn"], swiftSettings: strict),
     ]
 )

@@ -90,3 +90,9 @@ size_t tuneup_sigset_size(void) { return sizeof(sigset_t); }
 int tuneup_spawn_closefrom(void *actions, int lowfd) {
     return posix_spawn_file_actions_addclosefrom_np((posix_spawn_file_actions_t *)actions, lowfd);
 }
+
+int tuneup_spawn_chdir(void *actions, const char *path) {
+    return posix_spawn_file_actions_addchdir_np((posix_spawn_file_actions_t *)actions, path);
+}
+
+int tuneup_pipe_cloexec(int fds[2]) { return pipe2(fds, O_CLOEXEC); }

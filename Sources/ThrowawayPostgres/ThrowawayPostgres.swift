@@ -1,5 +1,5 @@
-import CShims
 import Foundation
+import Spawn
 import Synchronization
 
 /// Why a throwaway server could not be made or a program of it failed.
@@ -103,8 +103,8 @@ public final class ThrowawayPostgres: Sendable {
     /// Runs one of the server's programs (as nobody when we are root), to completion, with its output in a file of
     /// the server's directory.
     ///
-    /// posix_spawn and waitpid, not Foundation's Process: `pg_ctl start` leaves a daemon behind, and Process waits
-    /// for a descriptor of its own that the daemon inherits, so it never sees pg_ctl end.
+    /// A `ChildProcess`, not Foundation's Process: `pg_ctl start` leaves a daemon behind, and Process waits for a
+    /// descriptor of its own that the daemon inherits, so it never sees pg_ctl end.
     @discardableResult
     private func run(_ program: String, _ arguments: [String]) throws -> String {
         let argv = (unprivileged
@@ -112,40 +112,23 @@ public final class ThrowawayPostgres: Sendable {
             : ["\(bin)/\(program)"]) + arguments
         let outputPath = "\(directory)/\(program)-\(UUID().uuidString).out"
         defer { unlink(outputPath) }
-        var environment = ProcessInfo.processInfo.environment
-        environment["LC_ALL"] = "C"
-        environment["PGCONNECT_TIMEOUT"] = "10"
-        let envp = environment.map { "\($0.key)=\($0.value)" }
 
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        // Nothing else of ours: `pg_ctl start` leaves the server behind, which must not hold our descriptors (a
-        // build lock, a test's sockets) for its whole life.
-        _ = tuneup_spawn_closefrom(&actions, 3)
-        var pid: pid_t = 0
-        let spawned = withCStrings(argv) { cargv in
-            withCStrings(envp) { cenvp in posix_spawn(&pid, argv[0], &actions, nil, cargv, cenvp) }
+        // Nothing else of ours reaches the program: `pg_ctl start` leaves the server behind, which must not hold our
+        // descriptors (a build lock, a test's sockets and pipes) for its whole life.
+        let child: ChildProcess
+        do {
+            child = try ChildProcess(argv[0], Array(argv.dropFirst()), environment: ["LC_ALL": "C", "PGCONNECT_TIMEOUT": "10"],
+                                     stdout: .file(outputPath), stderr: .stdout)
+        } catch {
+            throw ThrowawayPostgresError("\(error)")
         }
-        guard spawned == 0 else { throw ThrowawayPostgresError("cannot start \(argv[0]): error \(spawned)") }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        let end = child.waitUntilExit()
         let output = ((try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
-        let exited = status & 0x7f == 0
-        let code = (status >> 8) & 0xff
-        guard exited, code == 0 else {
-            throw ThrowawayPostgresError("\(program) \(arguments.joined(separator: " ")) failed (\(exited ? "exit \(code)" : "signal \(status & 0x7f)")): \(output)")
+        guard end == .exit(0) else {
+            let how = switch end { case let .exit(code): "exit \(code)"; case let .signal(number): "signal \(number)" }
+            throw ThrowawayPostgresError("\(program) \(arguments.joined(separator: " ")) failed (\(how)): \(output)")
         }
         return output
-    }
-
-    private func withCStrings<R>(_ strings: [String], _ body: (UnsafePointer<UnsafeMutablePointer<CChar>?>) -> R) -> R {
-        var pointers = strings.map { strdup($0) } + [nil]
-        defer { pointers.forEach { free($0) } }
-        return pointers.withUnsafeMutableBufferPointer { body($0.baseAddress!) }
     }
 
     /// A port nobody listens on now: bind to 0, read it, close.

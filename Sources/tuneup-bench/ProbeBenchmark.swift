@@ -1,4 +1,5 @@
 import Foundation
+import Spawn
 
 /// Starts `tuneup sim headset` on TCP and times whole `tuneup probe` processes against it.
 struct ProbeBenchmark {
@@ -34,19 +35,11 @@ struct ProbeBenchmark {
     }
 
     private func probe(_ address: String, verbose: Bool) throws -> String {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: tuneup)
-        p.arguments = ["probe", "--device", address] + (verbose ? ["--verbose"] : [])
-        let err = Pipe()
-        p.standardOutput = FileHandle.nullDevice
-        p.standardError = err
-        try p.run()
-        let log = err.fileHandleForReading.readDataToEndOfFile()
+        let p = try ChildProcess(tuneup, ["probe", "--device", address] + (verbose ? ["--verbose"] : []), stdout: .null)
         p.waitUntilExit()
-        guard p.terminationStatus == 0 else {
-            throw BenchError("tuneup probe failed (\(p.terminationStatus)): \(String(decoding: log, as: UTF8.self))")
-        }
-        return String(decoding: log, as: UTF8.self)
+        let log = p.errors!.textBlocking()
+        guard p.terminationStatus == 0 else { throw BenchError("tuneup probe failed (\(p.shellStatus)): \(log)") }
+        return log
     }
 }
 
@@ -54,50 +47,32 @@ struct ProbeBenchmark {
 /// port 0, battery not draining).
 final class SimulatorProcess {
     let addresses: [String]
-    private let process = Process()
-    private let input = Pipe()
+    private let process: ChildProcess
 
     init(tuneup: String, kind: String = "headset", count: Int, extra: [String] = []) throws {
-        process.executableURL = URL(fileURLWithPath: tuneup)
         let defaults = kind == "headset" ? ["--listen", "tcp:127.0.0.1:0", "--battery-drain", "0"] : []
-        process.arguments = ["sim", kind, "--count", "\(count)"] + defaults + extra
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardInput = input
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        var data = Data()
-        while data.filter({ $0 == 0x0A }).count < count {
-            let chunk = out.fileHandleForReading.availableData
-            if chunk.isEmpty { throw BenchError("the simulator exited before printing \(count) addresses") }
-            data.append(chunk)
+        process = try ChildProcess(tuneup, ["sim", kind, "--count", "\(count)"] + defaults + extra, stdin: .pipe, stderr: .null)
+        let lines = process.output!.linesBlocking(count, timeout: 60)
+        guard lines.count >= count else {
+            process.terminate()
+            throw BenchError("the simulator printed \(lines.count) of \(count) addresses")
         }
-        addresses = String(decoding: data, as: UTF8.self).split(separator: "\n").prefix(count).map(String.init)
+        addresses = Array(lines.prefix(count))
     }
 
     /// Stops the simulator (a speaker simulator writes its recordings) and waits for it.
     func quit() {
-        input.fileHandleForWriting.write(Data("quit\n".utf8))
-        process.waitUntilExit()
+        process.write("quit\n")
+        process.waitUntilExit(within: 60)
     }
 }
 
-/// Runs `path ARGS` with stdin, stdout and stderr on /dev/null; returns the exit status.
+/// Runs `path ARGS` with stdin, stdout and stderr on /dev/null; returns the exit status (128 + the signal for a
+/// process a signal ended).
 func spawnAndWait(_ path: String, _ args: [String]) throws -> Int32 {
-    var actions = posix_spawn_file_actions_t()
-    posix_spawn_file_actions_init(&actions)
-    defer { posix_spawn_file_actions_destroy(&actions) }
-    for fd in [Int32(0), 1, 2] {
-        posix_spawn_file_actions_addopen(&actions, fd, "/dev/null", fd == 0 ? O_RDONLY : O_WRONLY, 0)
-    }
-    let argv = ([path] + args).map { strdup($0) } + [nil]
-    defer { argv.forEach { free($0) } }
-    var pid = pid_t()
-    let rc = posix_spawn(&pid, path, &actions, nil, argv, environ)
-    guard rc == 0 else { throw BenchError("cannot start \(path): \(String(cString: strerror(rc)))") }
-    var status: Int32 = 0
-    while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-    return (status & 0x7F) == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
+    let p = try ChildProcess(path, args, stdout: .null, stderr: .null)
+    p.waitUntilExit()
+    return p.shellStatus
 }
 
 struct BenchError: Error, CustomStringConvertible {

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Spawn
 import Transport
 import Wearable
 
@@ -263,13 +264,7 @@ struct WearablePlot {
         guard let tool = path.split(separator: ":").map({ "\($0)/rsvg-convert" }).first(where: { FileManager.default.isExecutableFile(atPath: $0) })
         else { return nil }
         let png = (svg.hasSuffix(".svg") ? String(svg.dropLast(4)) : svg) + ".png"
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: tool)
-        process.arguments = ["-f", "png", "-o", png, svg]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        do { try process.run() } catch { return nil }
-        process.waitUntilExit()
-        return process.terminationStatus == 0 ? png : nil
+        guard let process = try? ChildProcess(tool, ["-f", "png", "-o", png, svg], stdout: .null, stderr: .null) else { return nil }
+        return process.waitUntilExit() == .exit(0) ? png : nil
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import LightX
+import Spawn
 import TestSupport
 @testable import Firmware
 
@@ -31,16 +32,9 @@ enum Imgtool {
 
     private static func runBlocking(_ args: [String]) throws -> Result {
         guard let path else { throw TestFailure(installHint) }
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: path)
-        p.arguments = args
-        let pipe = Pipe()
-        p.standardOutput = pipe
-        p.standardError = pipe
-        try p.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        return Result(status: p.terminationStatus, output: String(decoding: data, as: UTF8.self))
+        let p = try ChildProcess(path, args, stderr: .stdout)
+        p.waitUntilExit(within: 120)
+        return Result(status: p.terminationStatus, output: p.output!.textBlocking())
     }
 
     /// Runs imgtool and requires success.

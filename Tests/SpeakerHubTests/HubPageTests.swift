@@ -1,6 +1,7 @@
 import Foundation
 import SpeakerHubCore
 import SpeakerSession
+import Spawn
 import TestSupport
 import Testing
 
@@ -23,20 +24,9 @@ struct HubPageTests {
     /// Runs a program off the cooperative pool; its stdout, after it exits (killed after `limit` seconds).
     static func run(_ program: String, _ arguments: [String], limit: Double = 90) async throws -> (status: Int32, output: String) {
         try await offThePool {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: program)
-            process.arguments = arguments
-            let out = Pipe()
-            process.standardOutput = out
-            process.standardError = FileHandle.nullDevice
-            process.standardInput = FileHandle.nullDevice
-            try process.run()
-            let killer = DispatchWorkItem { if process.isRunning { process.terminate() } }
-            DispatchQueue.global().asyncAfter(deadline: .now() + limit, execute: killer)
-            let data = out.fileHandleForReading.readDataToEndOfFile()
-            process.waitUntilExit()
-            killer.cancel()
-            return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+            let process = try ChildProcess(program, arguments, stderr: .null)
+            process.waitUntilExit(within: limit)
+            return (process.terminationStatus, process.output!.textBlocking(timeout: 10))
         }
     }
 

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import Spawn
 
 /// Runs the built `tuneup` binary.
 enum CLI {
@@ -39,32 +39,17 @@ enum CLI {
     static func runProcess(_ executable: URL, _ args: [String], environment: [String: String?], stdin: String? = nil,
                            directory: String? = nil, stdoutTo: String? = nil, stderrTo: String? = nil,
                            timeout: Double, name: String) throws -> Result {
-        let p = Process()
-        p.executableURL = executable
-        if let directory { p.currentDirectoryURL = URL(fileURLWithPath: directory) }
-        p.arguments = args
-        var env = ProcessInfo.processInfo.environment
-        for (key, value) in environment { env[key] = value }
-        p.environment = env
-        let out = Pipe(), err = Pipe(), input = Pipe()
-        p.standardOutput = stdoutTo.flatMap { FileHandle(forWritingAtPath: $0) } ?? out
-        p.standardError = stderrTo.flatMap { FileHandle(forWritingAtPath: $0) } ?? err
-        p.standardInput = input
-        try p.run()
-        if let stdin { input.fileHandleForWriting.write(Data(stdin.utf8)) }
-        try input.fileHandleForWriting.close()
-        // A pipe not handed to the process never ends: collect only those that were.
-        let outData = stdoutTo == nil ? Collector(out.fileHandleForReading) : nil
-        let errData = stderrTo == nil ? Collector(err.fileHandleForReading) : nil
+        let p = try ChildProcess(executable.path, args, environment: environment, directory: directory,
+                                 stdin: .pipe, stdout: stdoutTo.map { .file($0) } ?? .pipe, stderr: stderrTo.map { .file($0) } ?? .pipe)
+        if let stdin { p.write(stdin) }
+        p.closeInput()
         let deadline = Date().addingTimeInterval(timeout)
-        while p.isRunning && Date() < deadline { usleep(10_000) }
+        while p.isRunning && Date() < deadline { usleep(5_000) }
         if p.isRunning {
-            p.terminate()
-            p.waitUntilExit()
-            throw CLIError("\(name) did not finish in \(timeout) s; stderr: \(errData?.textBlocking() ?? "")")
+            p.waitUntilExit(within: 0)
+            throw CLIError("\(name) did not finish in \(timeout) s; stderr: \(p.errors?.textBlocking(timeout: 5) ?? "")")
         }
-        p.waitUntilExit()
-        return Result(status: p.terminationStatus, stdout: outData?.textBlocking() ?? "", stderr: errData?.textBlocking() ?? "")
+        return Result(status: p.terminationStatus, stdout: p.output?.textBlocking() ?? "", stderr: p.errors?.textBlocking() ?? "")
     }
 }
 
@@ -73,29 +58,11 @@ struct CLIError: Error, CustomStringConvertible {
     init(_ d: String) { description = d }
 }
 
-/// Collects everything a pipe delivers, on a dedicated thread.
-final class Collector: Sendable {
-    private let data = Mutex(Data())
-    private let done = Mutex(false)
+/// What a child process writes to a pipe (`ChildProcess.output`/`errors`), with waits that keep the cooperative pool
+/// free.
+typealias Collector = OutputCollector
 
-    init(_ handle: FileHandle) {
-        let thread = Thread { [self] in
-            while true {
-                let chunk = handle.availableData
-                if chunk.isEmpty { break }
-                data.withLock { $0.append(chunk) }
-            }
-            done.withLock { $0 = true }
-        }
-        thread.start()
-    }
-
-    func textBlocking() -> String {
-        let deadline = Date().addingTimeInterval(30)
-        while !done.withLock({ $0 }) && Date() < deadline { usleep(1000) }
-        return data.withLock { String(decoding: $0, as: UTF8.self) }
-    }
-
+extension OutputCollector {
     /// Waits (off the cooperative pool) until at least `count` lines arrived; returns them.
     func lines(_ count: Int, timeout: Double = 30) async -> [String] {
         (try? await offThePool { self.linesBlocking(count, timeout: timeout) }) ?? []
@@ -105,26 +72,13 @@ final class Collector: Sendable {
     func text() async -> String {
         (try? await offThePool { self.textBlocking() }) ?? ""
     }
-
-    /// Waits until at least `count` lines arrived; returns them.
-    func linesBlocking(_ count: Int, timeout: Double = 30) -> [String] {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            let lines = data.withLock { String(decoding: $0, as: UTF8.self) }.split(separator: "\n").map(String.init)
-            if lines.count >= count { return lines }
-            usleep(5000)
-        }
-        return data.withLock { String(decoding: $0, as: UTF8.self) }.split(separator: "\n").map(String.init)
-    }
 }
 
 /// A long-running `tuneup sim KIND ...` (headset, speaker, ...) with its stdin open for control lines.
-/// (`@unchecked Sendable`: one test drives it at a time; only the waits move to other threads.)
-final class RunningSimulator: @unchecked Sendable {
-    let process = Process()
-    let input = Pipe()
-    let output: Collector
-    let errors: Collector
+final class RunningSimulator: Sendable {
+    let process: ChildProcess
+    var output: Collector { process.output! }
+    var errors: Collector { process.errors! }
     let addresses: [String]
 
     /// Starts `tuneup sim KIND ARGS` and waits (off the cooperative pool) for its `count` addresses.
@@ -135,62 +89,37 @@ final class RunningSimulator: @unchecked Sendable {
 
     private init(_ arguments: [String], count: Int, namespace: String?) throws {
         if let namespace {
-            process.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
-            process.arguments = ["netns", "exec", namespace, CLI.binary.path] + arguments
+            process = try ChildProcess("/usr/sbin/ip", ["netns", "exec", namespace, CLI.binary.path] + arguments, stdin: .pipe)
         } else {
-            process.executableURL = CLI.binary
-            process.arguments = arguments
+            process = try ChildProcess(CLI.binary.path, arguments, stdin: .pipe)
         }
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = input
-        try process.run()
-        output = Collector(out.fileHandleForReading)
-        errors = Collector(err.fileHandleForReading)
-        addresses = output.linesBlocking(count)
+        addresses = Array(process.output!.linesBlocking(count).prefix(count))
         guard addresses.count >= count else {
             process.terminate()
-            throw CLIError("\(arguments.prefix(2).joined(separator: " ")) printed no address; stderr: \(errors.textBlocking())")
+            throw CLIError("\(arguments.prefix(2).joined(separator: " ")) printed no address; stderr: \(process.errors!.textBlocking(timeout: 5))")
         }
     }
 
-    func send(_ line: String) { input.fileHandleForWriting.write(Data((line + "\n").utf8)) }
+    func send(_ line: String) { process.write(line + "\n") }
 
     /// Sends `quit` and waits (off the cooperative pool) for the exit status.
     func quit() async -> Int32 {
-        (try? await offThePool { self.quitBlocking() }) ?? -1
-    }
-
-    private func quitBlocking() -> Int32 {
         send("quit")
-        let deadline = Date().addingTimeInterval(30)
-        while process.isRunning && Date() < deadline { usleep(10_000) }
-        if process.isRunning { process.terminate() }
-        process.waitUntilExit()
-        return process.terminationStatus
+        return (try? await exitStatus(of: process)) ?? -1
     }
 
     /// Sends SIGTERM and waits (off the cooperative pool) for the exit status.
     func stop() async -> Int32 {
-        (try? await offThePool {
-            self.process.terminate()
-            self.process.waitUntilExit()
-            return self.process.terminationStatus
-        }) ?? -1
+        process.terminate()
+        return (try? await exitStatus(of: process)) ?? -1
     }
-
-    deinit { if process.isRunning { process.terminate() } }
 }
 
 /// The exit status of `process` once it ends by itself (waited for off the cooperative pool, at most `seconds`; then
 /// it is terminated).
-func exitStatus(of process: Process, within seconds: Double = 30) async throws -> Int32 {
+func exitStatus(of process: ChildProcess, within seconds: Double = 30) async throws -> Int32 {
     try await offThePool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while process.isRunning, Date() < deadline { usleep(10_000) }
-        if process.isRunning { process.terminate() }
-        process.waitUntilExit()
+        process.waitUntilExit(within: seconds)
         return process.terminationStatus
     }
 }

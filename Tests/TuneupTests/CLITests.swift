@@ -1,5 +1,6 @@
 import Foundation
 import LightX
+import Spawn
 import Testing
 import Transport
 
@@ -116,22 +117,13 @@ import Transport
         #expect((second["identity"] as? [String: Any])?["serial"] as? String == "TS1-000002")
 
         // The monitor sees a button press on the device.
-        let monitor = Process()
-        monitor.executableURL = CLI.binary
         // --duration only bounds a monitor that never sees the push; generous, as the machine may be loaded.
-        monitor.arguments = ["monitor", "--device", sim.addresses[0], "--count", "1", "--duration", "60", "--format", "json"]
-        let out = Pipe(), err = Pipe()
-        monitor.standardOutput = out
-        monitor.standardError = err
-        try monitor.run()
-        let lines = Collector(out.fileHandleForReading)
+        let monitor = try ChildProcess(CLI.binary.path, ["monitor", "--device", sim.addresses[0], "--count", "1", "--duration", "60", "--format", "json"])
+        let lines = monitor.output!
         // The monitor says so on stderr once it is subscribed to pushes.
-        #expect(await Collector(err.fileHandleForReading).lines(1).first?.contains("monitoring") == true)
+        #expect(await monitor.errors!.lines(1).first?.contains("monitoring") == true)
         sim.send("press anc")
-        let status = try await offThePool { [monitor] in
-            monitor.waitUntilExit()
-            return monitor.terminationStatus
-        }
+        let status = try await exitStatus(of: monitor, within: 90)
         #expect(status == 0)
         let output = await lines.text()
         if output.isEmpty { Issue.record("no push; simulator said: \(await sim.errors.lines(1, timeout: 1))") }

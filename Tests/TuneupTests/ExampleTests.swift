@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import Spawn
 import Testing
 
 /// Every example in `tuneup --help` (all commands, from the parser's JSON dump) and in the README runs as written,
@@ -144,12 +145,11 @@ import Testing
                 p.process.terminate()
                 throw CLIError("tuneup \(args.joined(separator: " ")) printed no address: \(p.err.textBlocking())")
             }
-            kill(p.process.processIdentifier, SIGTERM)
+            p.process.terminate()
             let deadline = Date().addingTimeInterval(30)
             while p.process.isRunning, Date() < deadline { usleep(10_000) }
             if p.process.isRunning {
-                p.process.terminate()
-                kill(p.process.processIdentifier, SIGKILL)
+                p.process.signal(SIGKILL)
                 throw CLIError("tuneup \(args.joined(separator: " ")) did not stop on SIGTERM within 30 s")
             }
             return p.process.terminationStatus
@@ -162,7 +162,7 @@ import Testing
             let p = try start(args, state: state, directory: directory)
             let deadline = Date().addingTimeInterval(30)
             while p.out.linesBlocking(1, timeout: 0.2).isEmpty, p.process.isRunning, Date() < deadline { sim.send("press anc") }
-            if !args.contains("--count") { kill(p.process.processIdentifier, SIGINT) }
+            if !args.contains("--count") { p.process.interrupt() }
             while p.process.isRunning, Date() < deadline { usleep(10_000) }
             if p.process.isRunning { p.process.terminate() }
             p.process.waitUntilExit()
@@ -171,26 +171,16 @@ import Testing
     }
 
     /// Starts `tuneup ARGS` with a private state directory, collecting stdout and stderr.
-    static func start(_ args: [String], state: String, directory: String?) throws -> (process: Process, out: Collector, err: Collector) {
-        let (process, out, err) = try start(args, state: state, directory: directory, keepPipe: true)
-        return (process, Collector(out), err)
+    static func start(_ args: [String], state: String, directory: String?) throws -> (process: ChildProcess, out: Collector, err: Collector) {
+        let process = try ChildProcess(CLI.binary.path, args, environment: ["XDG_STATE_HOME": state, "TUNEUP_DEVICE": nil],
+                                       directory: directory, stdin: .pipe)
+        return (process, process.output!, process.errors!)
     }
 
     /// The same, handing back stdout's read end itself (to read it, or close it, as the test likes).
-    static func start(_ args: [String], state: String, directory: String?, keepPipe: Bool) throws -> (process: Process, out: FileHandle, err: Collector) {
-        let process = Process()
-        process.executableURL = CLI.binary
-        process.arguments = args
-        if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
-        var env = ProcessInfo.processInfo.environment
-        env["XDG_STATE_HOME"] = state
-        env["TUNEUP_DEVICE"] = nil
-        process.environment = env
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = Pipe()
-        try process.run()
-        return (process, out.fileHandleForReading, Collector(err.fileHandleForReading))
+    static func start(_ args: [String], state: String, directory: String?, keepPipe: Bool) throws -> (process: ChildProcess, out: FileHandle, err: Collector) {
+        let process = try ChildProcess(CLI.binary.path, args, environment: ["XDG_STATE_HOME": state, "TUNEUP_DEVICE": nil],
+                                       directory: directory, stdin: .pipe, stdout: .pipeToCaller)
+        return (process, FileHandle(fileDescriptor: process.outputDescriptor!, closeOnDealloc: false), process.errors!)
     }
 }

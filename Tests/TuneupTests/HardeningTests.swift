@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import Spawn
 import Testing
 
 /// What a demanding user found (issue 7): output that cannot be written, signals, one exit-code rule, one-line
@@ -68,8 +69,10 @@ import Testing
             // As `| head -1`: read one line, then close the pipe.
             _ = Collector.firstLine(out)
             try out.close()
-            p.waitUntilExit()
-            return (p.terminationReason == .exit ? p.terminationStatus : -p.terminationStatus)
+            switch p.waitUntilExit() {
+            case let .exit(code): return code
+            case let .signal(number): return -number
+            }
         }
         #expect(status == 74, "exit \(status) (negative: killed by that signal)")
         #expect(try await Self.installedVersion(state) == "1.4.3")
@@ -91,7 +94,7 @@ import Testing
                                                            state: state, directory: nil)
             // Wait for the transfer to be under way.
             _ = Self.writePhaseBlocking(lines)
-            kill(p.processIdentifier, signal)
+            p.signal(signal)
             p.waitUntilExit()
             return (p.terminationStatus, lines.textBlocking(), errors.textBlocking())
         }
@@ -259,7 +262,7 @@ import Testing
         #expect(try await CLI.run(["bootloader", "enter"], state: state).status == 0)
         let (monitor, _, errors) = try ExampleTests.start(["monitor"], state: state, directory: nil)
         #expect(await errors.lines(1).first?.contains("monitoring") == true)
-        kill(monitor.processIdentifier, SIGKILL)
+        monitor.signal(SIGKILL)
         _ = try await offThePool { monitor.waitUntilExit() }
         let o = try await json(CLI.run(["probe", "--format", "json"], state: state).stdout)
         #expect(o["mode"] as? [String: String] == ["running": "application"], "\(o)")

@@ -90,11 +90,8 @@ struct SpeakerEventsTests {
         }
         #expect(back == 3, "the speaker that came back is followed again: \(p.out.linesBlocking(0, timeout: 0))")
         #expect(p.process.isRunning)
-        kill(p.process.processIdentifier, SIGINT)
-        let status = try await offThePool { () -> Int32 in
-            p.process.waitUntilExit()
-            return p.process.terminationStatus
-        }
+        p.process.interrupt()
+        let status = try await exitStatus(of: p.process)
         #expect(status == 130)
         #expect(await sim.quit() == 0)
     }

@@ -1,5 +1,6 @@
 import Foundation
 import Records
+import Spawn
 import Testing
 
 /// `tuneup station run` as an operator and a script use it, and as it survives being killed and units losing power.
@@ -191,28 +192,17 @@ import Testing
 }
 
 /// A `tuneup station run` in the background whose JSON Lines are watched as they come.
-final class StationProcess: @unchecked Sendable {
-    let process = Process()
-    let output: Collector
-    let errors: Collector
+final class StationProcess: Sendable {
+    let process: ChildProcess
+    var output: Collector { process.output! }
+    var errors: Collector { process.errors! }
 
     static func start(_ args: [String]) async throws -> StationProcess {
         try await offThePool { try StationProcess(args) }
     }
 
     private init(_ args: [String]) throws {
-        process.executableURL = CLI.binary
-        process.arguments = args
-        var env = ProcessInfo.processInfo.environment
-        env["XDG_STATE_HOME"] = Scratch.directory
-        process.environment = env
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        output = Collector(out.fileHandleForReading)
-        errors = Collector(err.fileHandleForReading)
+        process = try ChildProcess(CLI.binary.path, args, environment: ["XDG_STATE_HOME": Scratch.directory])
     }
 
     /// Waits for the first event `matches` accepts (true), or the end of the process (false).
@@ -236,7 +226,7 @@ final class StationProcess: @unchecked Sendable {
     func killWhen(_ matches: @escaping @Sendable ([String: Any]) -> Bool) async throws -> Bool {
         let seen = try await onEvent { event in
             guard matches(event) else { return false }
-            kill(self.process.processIdentifier, SIGKILL)
+            self.process.signal(SIGKILL)
             return true
         }
         _ = await exitStatus()
@@ -244,14 +234,6 @@ final class StationProcess: @unchecked Sendable {
     }
 
     func exitStatus(timeout: Double = 120) async -> Int32 {
-        (try? await offThePool {
-            let deadline = Date().addingTimeInterval(timeout)
-            while self.process.isRunning && Date() < deadline { usleep(10_000) }
-            if self.process.isRunning { self.process.terminate() }
-            self.process.waitUntilExit()
-            return self.process.terminationStatus
-        }) ?? -1
+        (try? await TuneupTests.exitStatus(of: process, within: timeout)) ?? -1
     }
-
-    deinit { if process.isRunning { process.terminate() } }
 }

@@ -1,16 +1,16 @@
 import Foundation
 import Glibc
+import Spawn
 #if canImport(FoundationXML)
 import FoundationXML
 #endif
 import Testing
 
 /// A long-running `tuneup sim wearable ...` with its stdin open for control lines.
-final class RunningWearable: @unchecked Sendable {
-    let process = Process()
-    let input = Pipe()
-    let output: Collector
-    let errors: Collector
+final class RunningWearable: Sendable {
+    let process: ChildProcess
+    var output: Collector { process.output! }
+    var errors: Collector { process.errors! }
     let address: String
 
     static func start(_ args: [String]) async throws -> RunningWearable {
@@ -18,37 +18,21 @@ final class RunningWearable: @unchecked Sendable {
     }
 
     private init(_ args: [String]) throws {
-        process.executableURL = CLI.binary
-        process.arguments = ["sim", "wearable"] + args
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = input
-        try process.run()
-        output = Collector(out.fileHandleForReading)
-        errors = Collector(err.fileHandleForReading)
-        guard let first = output.linesBlocking(1).first else {
+        process = try ChildProcess(CLI.binary.path, ["sim", "wearable"] + args, stdin: .pipe)
+        guard let first = process.output!.linesBlocking(1).first else {
             process.terminate()
-            throw CLIError("sim wearable printed no address; stderr: \(errors.textBlocking())")
+            throw CLIError("sim wearable printed no address; stderr: \(process.errors!.textBlocking(timeout: 5))")
         }
         address = first
     }
 
-    func send(_ line: String) { input.fileHandleForWriting.write(Data((line + "\n").utf8)) }
+    func send(_ line: String) { process.write(line + "\n") }
 
     /// Sends `quit` and waits for the exit status.
     func quit() async -> Int32 {
-        (try? await offThePool {
-            self.send("quit")
-            let deadline = Date().addingTimeInterval(30)
-            while self.process.isRunning && Date() < deadline { usleep(10_000) }
-            if self.process.isRunning { self.process.terminate() }
-            self.process.waitUntilExit()
-            return self.process.terminationStatus
-        }) ?? -1
+        send("quit")
+        return (try? await exitStatus(of: process)) ?? -1
     }
-
-    deinit { if process.isRunning { process.terminate() } }
 }
 
 /// The SVG's panels (by sensor) and gesture marks, read with an XML parser.
@@ -212,27 +196,12 @@ struct WearableCLITests {
     /// The link drops mid-stream: the stream reports the closed event with its error, its summary, one line, exit 69.
     @Test func aLinkDroppedMidStreamEndsWithItsError() async throws {
         let sim = try await RunningWearable.start([])
-        let stream = try await offThePool { () -> (Process, Collector, Collector) in
-            let p = Process()
-            p.executableURL = CLI.binary
-            p.arguments = ["wearable", "stream", "--device", sim.address, "--duration", "60s", "--format", "json"]
-            let out = Pipe(), err = Pipe()
-            p.standardOutput = out
-            p.standardError = err
-            try p.run()
-            return (p, Collector(out.fileHandleForReading), Collector(err.fileHandleForReading))
-        }
-        let (process, output, errors) = stream
+        let process = try ChildProcess(CLI.binary.path, ["wearable", "stream", "--device", sim.address, "--duration", "60s", "--format", "json"])
+        let (output, errors) = (process.output!, process.errors!)
         let first = await output.lines(5)
         #expect(first.count >= 5, "\(first)")
         sim.send("drop-link")
-        let status = try await offThePool { () -> Int32 in
-            let deadline = Date().addingTimeInterval(30)
-            while process.isRunning && Date() < deadline { usleep(10_000) }
-            if process.isRunning { process.terminate() }
-            process.waitUntilExit()
-            return process.terminationStatus
-        }
+        let status = try await exitStatus(of: process)
         #expect(status == 69)
         let lines = try jsonLines(await output.text())
         let closed = try #require(lines.first { $0["event"] as? String == "closed" })
@@ -289,26 +258,13 @@ struct WearableCLITests {
     /// Ctrl-C stops a recording without a duration: exit 0, both files written with what arrived.
     @Test func ctrlCStopsARecordingAndItsFilesAreWritten() async throws {
         let base = Scratch.directory + "/interrupted"
-        let (process, errors) = try await offThePool { () -> (Process, Collector) in
-            let p = Process()
-            p.executableURL = CLI.binary
-            p.arguments = ["wearable", "record", base, "--sensor", "gyroscope", "--period", "40ms"]
-            let err = Pipe()
-            p.standardOutput = FileHandle.nullDevice
-            p.standardError = err
-            try p.run()
-            return (p, Collector(err.fileHandleForReading))
-        }
+        let process = try ChildProcess(CLI.binary.path, ["wearable", "record", base, "--sensor", "gyroscope", "--period", "40ms"],
+                                       stdout: .null)
+        let errors = process.errors!
         let started = await errors.lines(1)
         #expect(started.first?.hasPrefix("recording to \(base).jsonl") == true, "\(started)")
-        let status = try await offThePool { () -> Int32 in
-            kill(process.processIdentifier, SIGINT)
-            let deadline = Date().addingTimeInterval(30)
-            while process.isRunning && Date() < deadline { usleep(10_000) }
-            if process.isRunning { process.terminate() }
-            process.waitUntilExit()
-            return process.terminationStatus
-        }
+        process.interrupt()
+        let status = try await exitStatus(of: process)
         let stderr = await errors.text()
         #expect(status == 0, "\(stderr)")
         let lines = try jsonLines(try String(contentsOfFile: base + ".jsonl", encoding: .utf8))

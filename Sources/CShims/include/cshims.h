@@ -48,4 +48,10 @@ size_t tuneup_sigset_size(void);
  * from `lowfd` up, so a daemon it leaves behind holds none of ours. `actions` is a posix_spawn_file_actions_t *. */
 int tuneup_spawn_closefrom(void *actions, int lowfd);
 
+/* posix_spawn_file_actions_addchdir_np (glibc 2.29, a GNU extension): the spawned program starts in `path`. */
+int tuneup_spawn_chdir(void *actions, const char *path);
+
+/* pipe2 (a GNU extension): a pipe whose ends are close-on-exec from the start (no window for a concurrent spawn). */
+int tuneup_pipe_cloexec(int fds[2]);
+
 #endif

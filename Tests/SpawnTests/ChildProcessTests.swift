@@ -1,0 +1,84 @@
+import Foundation
+import Glibc
+import Spawn
+import Testing
+
+/// `ChildProcess`: a child inherits nothing but its standard streams, so a long-lived child started meanwhile
+/// cannot keep another child's pipes open; its end is its exit status.
+@Suite struct ChildProcessTests {
+    /// The descriptors a running process holds.
+    static func descriptors(of pid: pid_t) throws -> [Int] {
+        try FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").compactMap(Int.init).sorted()
+    }
+
+    @Test func aChildHoldsOnlyItsStandardStreams() throws {
+        // A descriptor of ours without close-on-exec, as any library may leave one.
+        var leaky: [Int32] = [-1, -1]
+        #expect(pipe(&leaky) == 0)
+        defer { leaky.forEach { _ = close($0) } }
+        let child = try ChildProcess("/bin/sleep", ["30"], stdin: .pipe)
+        defer { child.waitUntilExit(within: 0) }
+        #expect(try Self.descriptors(of: child.processIdentifier) == [0, 1, 2])
+    }
+
+    /// The failure this type exists for: a child (the first) started before a long-lived one (the second) ends
+    /// while the second runs; its end and its output's end are seen at once.
+    @Test func aChildEndsWhileALongLivedOneStartedAfterItRuns() throws {
+        let first = try ChildProcess("/bin/sh", ["-c", "read line; echo \"got $line\"; echo oops >&2; exit 3"], stdin: .pipe)
+        let longLived = try ChildProcess("/bin/sleep", ["30"])
+        defer { longLived.waitUntilExit(within: 0) }
+        first.write("hello\n")
+        #expect(first.waitUntilExit(within: 10) == .exit(3))
+        #expect(longLived.isRunning)
+        #expect(first.output?.textBlocking(timeout: 10) == "got hello\n")
+        #expect(first.output?.isFinished == true)
+        #expect(first.errors?.textBlocking(timeout: 10) == "oops\n")
+    }
+
+    @Test func signalsAndStatuses() throws {
+        let sleeper = try ChildProcess("/bin/sleep", ["30"])
+        #expect(sleeper.isRunning && sleeper.termination == nil && sleeper.terminationStatus == -1)
+        sleeper.terminate()
+        #expect(sleeper.waitUntilExit() == .signal(SIGTERM))
+        #expect(sleeper.terminationStatus == SIGTERM && sleeper.shellStatus == 128 + SIGTERM)
+        sleeper.terminate()  // After it ended (and was reaped): nothing is sent.
+
+        // A child that does not end in time is stopped.
+        let slow = try ChildProcess("/bin/sleep", ["30"])
+        #expect(slow.waitUntilExit(within: 0.05) == .signal(SIGTERM))
+
+        // One that ignores SIGTERM is killed after the grace period.
+        let stubborn = try ChildProcess("/bin/sh", ["-c", "trap '' TERM; echo ready; sleep 30 & wait"])
+        #expect(stubborn.output?.linesBlocking(1, timeout: 10) == ["ready"])
+        #expect(stubborn.waitUntilExit(within: 0, grace: 0.2) == .signal(SIGKILL))
+    }
+
+    @Test func streamsEnvironmentAndDirectory() throws {
+        let dir = NSTemporaryDirectory() + "spawn-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        setenv("SPAWN_TEST_REMOVED", "present", 1)
+        let merged = try ChildProcess("/bin/sh", ["-c", "pwd; echo \"$SPAWN_TEST_SET:${SPAWN_TEST_REMOVED-unset}\"; echo err >&2"],
+                                      environment: ["SPAWN_TEST_SET": "set", "SPAWN_TEST_REMOVED": nil], directory: dir,
+                                      stderr: .stdout)
+        #expect(merged.waitUntilExit(within: 10) == .exit(0))
+        #expect(merged.errors == nil)
+        #expect(merged.output?.textBlocking(timeout: 10) == "\(dir)\nset:unset\nerr\n")
+
+        let file = dir + "/out.txt"
+        let toFile = try ChildProcess("/bin/echo", ["to a file"], stdout: .file(file), stderr: .null)
+        #expect(toFile.waitUntilExit(within: 10) == .exit(0))
+        #expect(try String(contentsOfFile: file, encoding: .utf8) == "to a file\n")
+
+        // stdin from a file, stdout handed to the caller.
+        let cat = try ChildProcess("/bin/cat", [], stdin: .file(file), stdout: .pipeToCaller)
+        let handle = FileHandle(fileDescriptor: try #require(cat.outputDescriptor), closeOnDealloc: true)
+        #expect(String(decoding: handle.readDataToEndOfFile(), as: UTF8.self) == "to a file\n")
+        #expect(cat.waitUntilExit(within: 10) == .exit(0))
+    }
+
+    @Test func aProgramThatCannotStartIsAnError() throws {
+        #expect(throws: SpawnError.self) { try ChildProcess("/nonexistent/program", []) }
+        #expect(throws: SpawnError.self) { try ChildProcess("/bin/true", [], directory: "/nonexistent/directory") }
+    }
+}
