@@ -87,16 +87,28 @@ extension Array where Element == UInt8 {
         let mp3: [UInt8]
         let wavPath: String
         let mp3Path: String
+        /// Every format served in `streamsDecodeLikeTheFile`: its URL path, file, bytes, container and media type.
+        let streamed: [(path: String, file: String, bytes: [UInt8], container: String, type: String)]
     }
 
     static func files() throws -> Files {
         let dir = try Fixtures.directory()
         let signal = Fixtures.music(frames: 3 * 44_100, rate: 44_100)
-        try Fixtures.write("\(dir)/tone.wav", format: Int32(SF_FORMAT_WAV | SF_FORMAT_PCM_16), rate: 44_100, channels: 2, samples: signal)
-        try Fixtures.write("\(dir)/tone.mp3", format: Int32(SF_FORMAT_MPEG | SF_FORMAT_MPEG_LAYER_III), rate: 44_100, channels: 2, samples: signal)
-        return Files(wav: [UInt8](try Data(contentsOf: URL(fileURLWithPath: "\(dir)/tone.wav"))),
-                     mp3: [UInt8](try Data(contentsOf: URL(fileURLWithPath: "\(dir)/tone.mp3"))),
-                     wavPath: "\(dir)/tone.wav", mp3Path: "\(dir)/tone.mp3")
+        let formats: [(name: String, format: Int32, container: String, type: String)] = [
+            ("tone.wav", Int32(SF_FORMAT_WAV | SF_FORMAT_PCM_16), "WAV", "audio/wav"),
+            ("tone.mp3", Int32(SF_FORMAT_MPEG | SF_FORMAT_MPEG_LAYER_III), "MP3", "audio/mpeg"),
+            ("tone.flac", Int32(SF_FORMAT_FLAC | SF_FORMAT_PCM_16), "FLAC", "audio/flac"),
+            ("tone.ogg", Int32(SF_FORMAT_OGG | SF_FORMAT_VORBIS), "Ogg", "audio/ogg"),
+        ]
+        var streamed: [(path: String, file: String, bytes: [UInt8], container: String, type: String)] = []
+        for f in formats {
+            try Fixtures.write("\(dir)/\(f.name)", format: f.format, rate: 44_100, channels: 2, samples: signal)
+            let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: "\(dir)/\(f.name)")))
+            // The MP3 as a live radio stream would be: under a path, never with a length.
+            streamed.append((f.container == "MP3" ? "/live/\(f.name)" : "/\(f.name)", "\(dir)/\(f.name)", bytes, f.container, f.type))
+        }
+        return Files(wav: streamed[0].bytes, mp3: streamed[1].bytes, wavPath: streamed[0].file, mp3Path: streamed[1].file,
+                     streamed: streamed)
     }
 
     // The source's own rate: these tests are about the transfer (the bytes over HTTP decode as the file does), not
@@ -107,18 +119,17 @@ extension Array where Element == UInt8 {
     func streamsDecodeLikeTheFile(withLength: Bool) async throws {
         try await withTimeLimit {
             let f = try Self.files()
-            let server = try await TestHTTPServer([
-                "/tone.wav": .body(f.wav, type: "audio/wav", length: withLength),
-                "/live/tone.mp3": .body(f.mp3, type: "audio/mpeg", length: withLength),
-            ])
-            for (path, file, container) in Self.streamedFormats(f) {
+            let server = try await TestHTTPServer(Dictionary(uniqueKeysWithValues: f.streamed.map {
+                ($0.path, TestHTTPServer.Answer.body($0.bytes, type: $0.type, length: withLength))
+            }))
+            for (path, file, _, container, _) in f.streamed {
                 let stream = try await AudioInput.open(server.url(path), output: Self.output)
                 #expect(stream.source.container == container)
                 #expect(stream.source.isNetworkStream)
-                #expect(stream.source.title == (path == "/tone.wav" ? "tone.wav" : "tone.mp3"))
-                // A WAV header counts its frames; an MP3 stream's length is not known.
-                let expectedFrames: Int64? = container == "WAV" ? 3 * 44_100 : nil
-                #expect(stream.source.frames == expectedFrames)
+                #expect(stream.source.title == String(path.split(separator: "/").last ?? ""))
+                // A WAV header and FLAC's STREAMINFO count the frames; an MP3 or Ogg stream's length is not known.
+                let frames: Int64 = 3 * 44_100
+                #expect(stream.source.frames == (container == "WAV" || container == "FLAC" ? frames : nil), "\(container)")
                 let overHTTP = try await Fixtures.readAll(stream, maxFrames: 3000)
                 let local = try await Fixtures.readAll(try await AudioInput.open(.file(file), output: Self.output))
                 #expect(container != "WAV" || overHTTP.count == 2 * 3 * 44_100, "three seconds of stereo")
@@ -127,10 +138,6 @@ extension Array where Element == UInt8 {
             }
             await server.stop()
         }
-    }
-
-    static func streamedFormats(_ f: Files) -> [(String, String, String)] {
-        [("/tone.wav", f.wavPath, "WAV"), ("/live/tone.mp3", f.mp3Path, "MP3")]
     }
 
     @Test func mp3OverHTTP() async throws {
