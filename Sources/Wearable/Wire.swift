@@ -1,6 +1,7 @@
-/// Reads the big-endian fields of a Wearable payload (every multi-byte field of the GATT service is big-endian).
-/// Never traps: reading past the end throws `.truncated` naming the field and its offset.
-struct WireReader {
+/// Reads the fields of a Wearable payload (every multi-byte field of the GATT service is big-endian), and of the
+/// PDUs that carry them: Tuneup's GATT framing (big-endian) and ATT (little-endian: `u16LE`). Never traps: reading
+/// past the end throws `.truncated` naming the field and its offset.
+package struct WireReader {
     let bytes: ArraySlice<UInt8>
     /// Bytes read so far.
     private(set) var offset = 0
@@ -13,7 +14,7 @@ struct WireReader {
     /// only when asked (an error), not for every record decoded.
     var context: String { record < 0 ? name : "\(name): record \(record) (offset \(recordOffset))" }
 
-    init(_ bytes: ArraySlice<UInt8>, context: String) {
+    package init(_ bytes: ArraySlice<UInt8>, context: String) {
         self.bytes = bytes
         self.name = context
         self.record = -1
@@ -29,8 +30,8 @@ struct WireReader {
     }
 
     /// Bytes not yet read.
-    var remaining: Int { bytes.count - offset }
-    var isAtEnd: Bool { remaining == 0 }
+    package var remaining: Int { bytes.count - offset }
+    package var isAtEnd: Bool { remaining == 0 }
 
     private mutating func take(_ n: Int, _ field: @autoclosure () -> String) throws(WearableError) -> ArraySlice<UInt8> {
         guard remaining >= n else {
@@ -41,14 +42,20 @@ struct WireReader {
         return bytes[first..<(first + n)]
     }
 
-    mutating func u8(_ field: @autoclosure () -> String) throws(WearableError) -> UInt8 {
+    package mutating func u8(_ field: @autoclosure () -> String) throws(WearableError) -> UInt8 {
         let s = try take(1, field())
         return s[s.startIndex]
     }
 
-    mutating func u16(_ field: @autoclosure () -> String) throws(WearableError) -> UInt16 {
+    package mutating func u16(_ field: @autoclosure () -> String) throws(WearableError) -> UInt16 {
         let s = try take(2, field())
         return UInt16(s[s.startIndex]) << 8 | UInt16(s[s.startIndex + 1])
+    }
+
+    /// A little-endian u16 (ATT).
+    package mutating func u16LE(_ field: @autoclosure () -> String) throws(WearableError) -> UInt16 {
+        let s = try take(2, field())
+        return UInt16(s[s.startIndex]) | UInt16(s[s.startIndex + 1]) << 8
     }
 
     mutating func i16(_ field: @autoclosure () -> String) throws(WearableError) -> Int16 {
@@ -61,12 +68,18 @@ struct WireReader {
     }
 
     /// The next `n` bytes as a slice (indices of the original buffer).
-    mutating func slice(_ n: Int, _ field: @autoclosure () -> String) throws(WearableError) -> ArraySlice<UInt8> {
+    package mutating func slice(_ n: Int, _ field: @autoclosure () -> String) throws(WearableError) -> ArraySlice<UInt8> {
         try take(n, field())
     }
 
+    /// Everything not read yet (the reader is then at its end).
+    package mutating func rest() -> [UInt8] {
+        defer { offset = bytes.count }
+        return Array(bytes[(bytes.startIndex + offset)...])
+    }
+
     /// Throws `.malformed` when bytes are left over after a fixed-length payload.
-    func expectEnd() throws(WearableError) {
+    package func expectEnd() throws(WearableError) {
         guard isAtEnd else {
             throw WearableError(.malformed, "\(context): \(bytes.count) bytes, \(remaining) more than the \(offset) of its layout")
         }
@@ -109,10 +122,10 @@ func forEachEntry(
 }
 
 /// Two hex digits.
-func hexByte(_ b: UInt8) -> String {
+package func hexByte(_ b: UInt8) -> String {
     let digits = Array("0123456789abcdef")
     return String([digits[Int(b >> 4)], digits[Int(b & 0x0F)]])
 }
 
 /// Four hex digits.
-func hex16(_ v: UInt16) -> String { hexByte(UInt8(v >> 8)) + hexByte(UInt8(v & 0xFF)) }
+package func hex16(_ v: UInt16) -> String { hexByte(UInt8(v >> 8)) + hexByte(UInt8(v & 0xFF)) }

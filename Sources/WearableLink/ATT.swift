@@ -41,7 +41,7 @@ public enum ATTUUID: Sendable, Hashable, CustomStringConvertible {
     public var description: String {
         switch self {
         case let .uuid16(v): return "0x" + hex16(v)
-        case let .uuid128(b): return b.map(hex).joined()
+        case let .uuid128(b): return b.map(hexByte).joined()
         }
     }
 }
@@ -251,35 +251,35 @@ public enum ATTCodec {
     /// (bytes left over, a list whose length field does not fit). An unknown opcode is `.other`, not an error.
     public static func decode(_ packet: [UInt8]) throws(WearableError) -> ATTPDU {
         guard let opcode = packet.first else { throw WearableError(.truncated, "ATT PDU: empty packet") }
-        var r = Reader(bytes: packet.dropFirst(), opcode: opcode)
+        var r = WireReader(packet.dropFirst(), context: "ATT PDU 0x\(hexByte(opcode))")
         let pdu: ATTPDU
         switch opcode {
         case ATTPDU.Opcode.errorResponse:
-            pdu = .errorResponse(requestOpcode: try r.u8("request opcode"), handle: try r.u16("handle"), error: ATTError(rawValue: try r.u8("error code")))
-        case ATTPDU.Opcode.exchangeMTURequest: pdu = .exchangeMTURequest(mtu: try r.u16("MTU"))
-        case ATTPDU.Opcode.exchangeMTUResponse: pdu = .exchangeMTUResponse(mtu: try r.u16("MTU"))
+            pdu = .errorResponse(requestOpcode: try r.u8("request opcode"), handle: try r.u16LE("handle"), error: ATTError(rawValue: try r.u8("error code")))
+        case ATTPDU.Opcode.exchangeMTURequest: pdu = .exchangeMTURequest(mtu: try r.u16LE("MTU"))
+        case ATTPDU.Opcode.exchangeMTUResponse: pdu = .exchangeMTUResponse(mtu: try r.u16LE("MTU"))
         case ATTPDU.Opcode.findInformationRequest:
-            pdu = .findInformationRequest(start: try r.u16("start handle"), end: try r.u16("end handle"))
+            pdu = .findInformationRequest(start: try r.u16LE("start handle"), end: try r.u16LE("end handle"))
         case ATTPDU.Opcode.findInformationResponse:
             let format = try r.u8("format")
             guard format == 1 || format == 2 else { throw WearableError(.malformed, "ATT PDU 0x05: format \(format) is neither 1 nor 2") }
             var entries: [ATTHandleType] = []
             repeat {
-                let h = try r.u16("handle")
-                let type = ATTUUID(wire: try r.take(format == 1 ? 2 : 16, "UUID"))!
+                let h = try r.u16LE("handle")
+                let type = ATTUUID(wire: try r.slice(format == 1 ? 2 : 16, "UUID"))!
                 entries.append(ATTHandleType(handle: h, type: type))
             } while !r.isAtEnd
             pdu = .findInformationResponse(entries)
         case ATTPDU.Opcode.findByTypeValueRequest:
-            pdu = .findByTypeValueRequest(start: try r.u16("start handle"), end: try r.u16("end handle"), type: try r.u16("type"), value: r.rest())
+            pdu = .findByTypeValueRequest(start: try r.u16LE("start handle"), end: try r.u16LE("end handle"), type: try r.u16LE("type"), value: r.rest())
         case ATTPDU.Opcode.findByTypeValueResponse:
             var groups: [ATTGroup] = []
-            repeat { groups.append(ATTGroup(handle: try r.u16("found handle"), end: try r.u16("group end handle"))) } while !r.isAtEnd
+            repeat { groups.append(ATTGroup(handle: try r.u16LE("found handle"), end: try r.u16LE("group end handle"))) } while !r.isAtEnd
             pdu = .findByTypeValueResponse(groups)
         case ATTPDU.Opcode.readByTypeRequest, ATTPDU.Opcode.readByGroupTypeRequest:
-            let s = try r.u16("start handle"), e = try r.u16("end handle")
+            let s = try r.u16LE("start handle"), e = try r.u16LE("end handle")
             guard let type = ATTUUID(wire: r.rest()[...]) else {
-                throw WearableError(.malformed, "ATT PDU 0x\(hex(opcode)): the type is neither a 16-bit nor a 128-bit UUID")
+                throw WearableError(.malformed, "ATT PDU 0x\(hexByte(opcode)): the type is neither a 16-bit nor a 128-bit UUID")
             }
             pdu = opcode == ATTPDU.Opcode.readByTypeRequest ? .readByTypeRequest(start: s, end: e, type: type)
                 : .readByGroupTypeRequest(start: s, end: e, type: type)
@@ -287,67 +287,33 @@ public enum ATTCodec {
             let group = opcode == ATTPDU.Opcode.readByGroupTypeResponse
             let length = Int(try r.u8("length"))
             let header = group ? 4 : 2
-            guard length >= header, r.count > 0, r.count % length == 0 else {
-                throw WearableError(.malformed, "ATT PDU 0x\(hex(opcode)): entries of \(length) bytes do not fill \(r.count) bytes")
+            guard length >= header, r.remaining > 0, r.remaining % length == 0 else {
+                throw WearableError(.malformed, "ATT PDU 0x\(hexByte(opcode)): entries of \(length) bytes do not fill \(r.remaining) bytes")
             }
             var values: [ATTHandleValue] = [], groups: [ATTGroupValue] = []
             while !r.isAtEnd {
-                let h = try r.u16("handle")
+                let h = try r.u16LE("handle")
                 if group {
-                    let end = try r.u16("group end handle")
-                    groups.append(ATTGroupValue(handle: h, end: end, value: Array(try r.take(length - 4, "value"))))
+                    let end = try r.u16LE("group end handle")
+                    groups.append(ATTGroupValue(handle: h, end: end, value: Array(try r.slice(length - 4, "value"))))
                 } else {
-                    values.append(ATTHandleValue(handle: h, value: Array(try r.take(length - 2, "value"))))
+                    values.append(ATTHandleValue(handle: h, value: Array(try r.slice(length - 2, "value"))))
                 }
             }
             pdu = group ? .readByGroupTypeResponse(groups) : .readByTypeResponse(values)
-        case ATTPDU.Opcode.readRequest: pdu = .readRequest(handle: try r.u16("handle"))
+        case ATTPDU.Opcode.readRequest: pdu = .readRequest(handle: try r.u16LE("handle"))
         case ATTPDU.Opcode.readResponse: pdu = .readResponse(value: r.rest())
-        case ATTPDU.Opcode.readBlobRequest: pdu = .readBlobRequest(handle: try r.u16("handle"), offset: try r.u16("offset"))
+        case ATTPDU.Opcode.readBlobRequest: pdu = .readBlobRequest(handle: try r.u16LE("handle"), offset: try r.u16LE("offset"))
         case ATTPDU.Opcode.readBlobResponse: pdu = .readBlobResponse(value: r.rest())
-        case ATTPDU.Opcode.writeRequest: pdu = .writeRequest(handle: try r.u16("handle"), value: r.rest())
+        case ATTPDU.Opcode.writeRequest: pdu = .writeRequest(handle: try r.u16LE("handle"), value: r.rest())
         case ATTPDU.Opcode.writeResponse: pdu = .writeResponse
-        case ATTPDU.Opcode.writeCommand: pdu = .writeCommand(handle: try r.u16("handle"), value: r.rest())
-        case ATTPDU.Opcode.notification: pdu = .notification(handle: try r.u16("handle"), value: r.rest())
-        case ATTPDU.Opcode.indication: pdu = .indication(handle: try r.u16("handle"), value: r.rest())
+        case ATTPDU.Opcode.writeCommand: pdu = .writeCommand(handle: try r.u16LE("handle"), value: r.rest())
+        case ATTPDU.Opcode.notification: pdu = .notification(handle: try r.u16LE("handle"), value: r.rest())
+        case ATTPDU.Opcode.indication: pdu = .indication(handle: try r.u16LE("handle"), value: r.rest())
         case ATTPDU.Opcode.confirmation: pdu = .confirmation
         default: pdu = .other(opcode: opcode, parameters: r.rest())
         }
         try r.expectEnd()
         return pdu
-    }
-
-    private struct Reader {
-        var bytes: ArraySlice<UInt8>
-        let opcode: UInt8
-
-        var isAtEnd: Bool { bytes.isEmpty }
-        var count: Int { bytes.count }
-
-        mutating func take(_ n: Int, _ field: String) throws(WearableError) -> ArraySlice<UInt8> {
-            guard bytes.count >= n else {
-                throw WearableError(.truncated, "ATT PDU 0x\(hex(opcode)): \(field) needs \(n) bytes, \(bytes.count) left")
-            }
-            defer { bytes = bytes.dropFirst(n) }
-            return bytes.prefix(n)
-        }
-
-        mutating func u8(_ field: String) throws(WearableError) -> UInt8 { try take(1, field).first! }
-
-        mutating func u16(_ field: String) throws(WearableError) -> UInt16 {
-            let s = try take(2, field)
-            return UInt16(s[s.startIndex]) | UInt16(s[s.startIndex + 1]) << 8
-        }
-
-        mutating func rest() -> [UInt8] {
-            defer { bytes = [] }
-            return Array(bytes)
-        }
-
-        func expectEnd() throws(WearableError) {
-            guard bytes.isEmpty else {
-                throw WearableError(.malformed, "ATT PDU 0x\(hex(opcode)): \(bytes.count) bytes more than its layout")
-            }
-        }
     }
 }

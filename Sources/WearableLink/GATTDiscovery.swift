@@ -87,9 +87,9 @@ public struct GATTDiscovery: Sendable {
         case let (.descriptors(index, _), .errorResponse(_, _, .attributeNotFound)):
             return descriptors(index: index + 1)
         case let (_, .errorResponse(op, handle, e)):
-            return .failed("the device refused request 0x\(hex(op)) at handle 0x\(hex16(handle)): \(e)")
+            return .failed("the device refused request 0x\(hexByte(op)) at handle 0x\(hex16(handle)): \(e)")
         default:
-            return .failed("the device answered discovery with opcode 0x\(hex(response.opcode))")
+            return .failed("the device answered discovery with opcode 0x\(hexByte(response.opcode))")
         }
     }
 

@@ -103,7 +103,7 @@ public struct GATTKey: Sendable, Hashable, CustomStringConvertible {
         case GATTPDU.Opcode.discoverRequest: return "service discovery"
         case GATTPDU.Opcode.readRequest: name = "read"
         case GATTPDU.Opcode.writeRequest: name = "write"
-        default: name = "request 0x\(hex(requestOpcode))"
+        default: name = "request 0x\(hexByte(requestOpcode))"
         }
         return "\(name) of handle 0x\(hex16(handle))"
     }
@@ -149,7 +149,7 @@ public struct ATTError: RawRepresentable, Sendable, Hashable, CustomStringConver
             0x82: "payload budget exceeded", 0x83: "sensor not available", 0x84: "gesture not available",
             0x85: "mixed periods",
         ]
-        return "ATT error 0x\(hex(rawValue))" + (names[rawValue].map { " (\($0))" } ?? "")
+        return "ATT error 0x\(hexByte(rawValue))" + (names[rawValue].map { " (\($0))" } ?? "")
     }
 }
 
@@ -234,12 +234,5 @@ private func hexValue(_ c: UInt8) -> UInt8? {
     }
 }
 
-func hex(_ b: UInt8) -> String {
-    let digits = Array("0123456789abcdef")
-    return String([digits[Int(b >> 4)], digits[Int(b & 0x0F)]])
-}
-
-func hex16(_ v: UInt16) -> String { hex(UInt8(v >> 8)) + hex(UInt8(v & 0xFF)) }
-
 /// Bytes as spaced lower-case hex ("57 00 03 0a 00 03").
-public func hexString(_ bytes: [UInt8]) -> String { bytes.map(hex).joined(separator: " ") }
+public func hexString(_ bytes: [UInt8]) -> String { bytes.map(hexByte).joined(separator: " ") }

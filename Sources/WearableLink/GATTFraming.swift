@@ -54,7 +54,7 @@ public enum GATTFraming {
     /// `.malformed` (an unknown opcode, bytes left over, a reason that is not UTF-8).
     public static func decodeBody(_ body: ArraySlice<UInt8>) throws(WearableError) -> GATTPDU {
         guard let opcode = body.first else { throw WearableError(.truncated, "GATT frame: empty body") }
-        var r = Reader(bytes: body.dropFirst(), opcode: opcode)
+        var r = WireReader(body.dropFirst(), context: "GATT PDU 0x\(hexByte(opcode))")
         let pdu: GATTPDU
         switch opcode {
         case GATTPDU.Opcode.errorResponse:
@@ -74,7 +74,7 @@ public enum GATTFraming {
             var entries: [GATTCharacteristicEntry] = []
             while !r.isAtEnd {
                 let value = try r.u16("value handle"), cccd = try r.u16("CCCD handle"), props = try r.u8("properties")
-                let id = try r.take(16, "characteristic UUID")
+                let id = try r.slice(16, "characteristic UUID")
                 entries.append(GATTCharacteristicEntry(valueHandle: value, configurationHandle: cccd, properties: props, uuid: Array(id)))
             }
             pdu = .discoverResponse(GATTServiceLayout(serviceUUID16: uuid, startHandle: start, endHandle: end, characteristics: entries))
@@ -82,7 +82,7 @@ public enum GATTFraming {
         case GATTPDU.Opcode.writeResponse: pdu = .writeResponse(handle: try r.u16("handle"))
         case GATTPDU.Opcode.notification: pdu = .notification(handle: try r.u16("handle"), value: r.rest())
         default:
-            throw WearableError(.malformed, "GATT frame: unknown opcode 0x\(hex(opcode))")
+            throw WearableError(.malformed, "GATT frame: unknown opcode 0x\(hexByte(opcode))")
         }
         try r.expectEnd()
         return pdu
@@ -91,46 +91,13 @@ public enum GATTFraming {
     /// Decodes exactly one whole frame (see `GATTDeframer` for a stream).
     public static func decode(_ frame: [UInt8]) throws(WearableError) -> GATTPDU {
         guard frame.count >= headerLength else { throw WearableError(.truncated, "GATT frame: \(frame.count) bytes, no header") }
-        guard frame[0] == magic else { throw WearableError(.malformed, "GATT frame: first byte 0x\(hex(frame[0])) is not 0x57") }
+        guard frame[0] == magic else { throw WearableError(.malformed, "GATT frame: first byte 0x\(hexByte(frame[0])) is not 0x57") }
         let length = Int(frame[1]) << 8 | Int(frame[2])
         guard length == frame.count - headerLength else {
             throw WearableError(length > frame.count - headerLength ? .truncated : .malformed,
                                 "GATT frame: length \(length), \(frame.count - headerLength) bytes follow")
         }
         return try decodeBody(frame[headerLength...])
-    }
-
-    private struct Reader {
-        var bytes: ArraySlice<UInt8>
-        let opcode: UInt8
-
-        var isAtEnd: Bool { bytes.isEmpty }
-
-        mutating func take(_ n: Int, _ field: String) throws(WearableError) -> ArraySlice<UInt8> {
-            guard bytes.count >= n else {
-                throw WearableError(.truncated, "GATT PDU 0x\(hex(opcode)): \(field) needs \(n) bytes, \(bytes.count) left")
-            }
-            defer { bytes = bytes.dropFirst(n) }
-            return bytes.prefix(n)
-        }
-
-        mutating func u8(_ field: String) throws(WearableError) -> UInt8 { try take(1, field).first! }
-
-        mutating func u16(_ field: String) throws(WearableError) -> UInt16 {
-            let s = try take(2, field)
-            return UInt16(s[s.startIndex]) << 8 | UInt16(s[s.startIndex + 1])
-        }
-
-        mutating func rest() -> [UInt8] {
-            defer { bytes = [] }
-            return Array(bytes)
-        }
-
-        func expectEnd() throws(WearableError) {
-            guard bytes.isEmpty else {
-                throw WearableError(.malformed, "GATT PDU 0x\(hex(opcode)): \(bytes.count) bytes more than its layout")
-            }
-        }
     }
 }
 
