@@ -32,19 +32,26 @@ public struct VirtualPlayback {
         public var format: AudioFormat = .cd
         /// Seconds of signal played.
         public var seconds: Double = 10
-        /// The player's buffer (ns): packets are sent this far ahead of their presentation time.
-        public var buffer: UInt64 = 200_000_000
+        /// The player's buffer and tick, as the live player (`SpeakerPlayer`) takes them.
+        public var player = PlayerOptions()
         /// Seconds of clock tracking before play (speakers are in the session from the start).
         public var leadIn: Double = 1.5
         public var controlLatency: UInt64 = 300_000
         public var audioLatency: UInt64 = 300_000
-        /// The streaming loop's tick (ns).
-        public var tick: UInt64 = 5_000_000
         public var seed: UInt64 = 1
         /// Keep each speaker's output PCM (for fidelity checks).
         public var keepOutput = true
 
         public init(speakers: [Speaker]) { self.speakers = speakers }
+
+        /// Packets are sent this far ahead of their presentation time (ns).
+        var buffer: UInt64 { nanoseconds(player.buffer) }
+        /// The streaming loop wakes this often (ns), as the live player's.
+        var tick: UInt64 { nanoseconds(player.wakeInterval) }
+
+        private func nanoseconds(_ d: Duration) -> UInt64 {
+            UInt64(d.components.seconds) * 1_000_000_000 + UInt64(d.components.attoseconds / 1_000_000_000)
+        }
     }
 
     /// What one speaker did.

@@ -48,6 +48,9 @@ public struct PlayerOptions: Sendable {
         self.reconnect = reconnect
         self.reconnectInterval = reconnectInterval
     }
+
+    /// How long the streaming loop sleeps between wakes: `tick`, at most a quarter of `buffer`.
+    public var wakeInterval: Duration { min(tick, buffer / 4) }
 }
 
 /// Plays PCM to the speakers of a playback session in sync (docs/speaker-protocol.md §6-7): it keeps each member's
@@ -463,7 +466,7 @@ public actor SpeakerPlayer {
                 finishEnded()
                 return
             }
-            try? await clock.sleep(for: min(options.tick, options.buffer / 4))
+            try? await clock.sleep(for: options.wakeInterval)
         }
     }
 
