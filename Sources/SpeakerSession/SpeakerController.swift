@@ -194,7 +194,7 @@ public actor SpeakerController {
         try await s.joinSession()
         members.append(id)
         infos[id] = try await s.deviceInfo()
-        await try player().add(s)
+        try await player().add(s)
     }
 
     /// Adds every speaker to the playback session (the later seed's "all speakers added at start").
@@ -291,7 +291,7 @@ public actor SpeakerController {
 
     /// The player's events: state changes, playback time every second, the end, speakers joining and lost.
     public func playerEvents() async throws -> AsyncStream<PlayerEvent> {
-        await try player().playerEvents()
+        try await player().playerEvents()
     }
 
     /// Closes every session (a stream of this controller is stopped first).

@@ -16,7 +16,11 @@ final class WAVRecorder: Sendable {
         self.path = path
         self.format = format
         queue.async { [self] in
-            FileManager.default.createFile(atPath: path, contents: Data(WAV.header(format: format, dataBytes: 0)))
+            guard FileManager.default.createFile(atPath: path, contents: Data(WAV.header(format: format, dataBytes: 0))) else {
+                // The simulator goes on playing; the missing recording is said once, where its operator reads.
+                FileHandle.standardError.write(Data("tuneup: cannot create the recording \(path); this stream is not recorded\n".utf8))
+                return
+            }
             handle = FileHandle(forWritingAtPath: path)
             _ = try? handle?.seekToEnd()
         }
