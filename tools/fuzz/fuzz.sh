@@ -11,7 +11,7 @@ shift 7
 root=$(cd "$(dirname "$0")/../.." && pwd)
 binary="$dir/fuzz-$name"
 
-swiftc -O -sanitize=fuzzer,address -parse-as-library -module-name "${target}Fuzz" \
+swiftc -O -sanitize=fuzzer,address -parse-as-library -module-name "${target}Fuzz" -package-name tuneup \
     "$root"/Sources/Failure/*.swift "$root"/Sources/"$target"/*.swift "$root/$replay" "$harness" \
     "$@" -o "$binary"
 
