@@ -2,21 +2,14 @@ import Failure
 
 /// Why an audio source cannot be opened or decoded: a stable code, a category (and so the CLI's exit code) and one
 /// line naming the source. Compares by code only.
-public struct AudioInputError: CodedError, Hashable {
-    public typealias Code = ErrorCodeIn<AudioInputError>
+public typealias AudioInputError = CodedFailure<AudioInputErrors>
 
-    public var code: Code
-    public var message: String
-
-    public init(_ code: Code, _ message: String) {
-        self.code = code
-        self.message = message
-    }
-
-    /// A local file that cannot be read is a local-file failure; an address or option the caller got wrong is usage;
-    /// a server that cannot be reached, refuses or stalls is a connection failure; bytes that are not (supported)
-    /// audio are a data failure (`device`, like an invalid firmware image).
-    public var category: FailureCategory {
+/// The categories of `AudioInputError`'s codes.
+public enum AudioInputErrors: ErrorDomain {
+    /// A local file that cannot be read is a local-file failure; an address or option the caller got wrong is usage; a
+    /// server that cannot be reached, refuses or stalls is a connection failure; bytes that are not (supported) audio
+    /// are a data failure (`device`, like an invalid firmware image).
+    public static func category(of code: AudioInputError.Code) -> FailureCategory {
         switch code {
         case .fileNotFound, .notAFile, .fileUnreadable: .localFile
         case .badAddress, .badOption: .usage

@@ -55,3 +55,37 @@ public struct ErrorCodeIn<Domain>: ErrorCode {
     public let rawValue: String
     public init(rawValue: String) { self.rawValue = rawValue }
 }
+
+/// What a module whose errors are a code and a message says about them: the category of each of its codes.
+/// (`CodedFailure<Domain>` is then the module's error type: `public typealias LightXError = CodedFailure<LightXErrors>`,
+/// its codes declared in `extension ErrorCodeIn where Domain == LightXError`.)
+public protocol ErrorDomain: Sendable {
+    /// The category of an error with `code` (and so the CLI's exit code).
+    static func category(of code: CodedFailure<Self>.Code) -> FailureCategory
+}
+
+/// The error type of a module whose failures are a stable code and one line (`Domain` says each code's category).
+/// Compares and hashes by code only.
+public struct CodedFailure<Domain: ErrorDomain>: CodedError, Hashable {
+    /// Stable classification: the module's codes.
+    public typealias Code = ErrorCodeIn<CodedFailure<Domain>>
+
+    /// What kind of failure this is, for programs.
+    public var code: Code
+    /// One line for people: names what failed (a file, a field, a device) and why.
+    public var message: String
+
+    /// An error with a code and a one-line message.
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    /// An error with only a code (the expected value in a test: errors compare by code).
+    public init(_ code: Code) {
+        self.init(code, code.rawValue)
+    }
+
+    /// What kind of failure this is (the module's rule for its codes).
+    public var category: FailureCategory { Domain.category(of: code) }
+}

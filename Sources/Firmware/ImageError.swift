@@ -4,35 +4,22 @@ import Failure
 /// Contract: `code` is a stable classification scripts and tests can rely on; `message` is one line that names
 /// the file (when there is one) and says what is wrong. Errors compare and hash by `code` only, so tests can
 /// write `#expect(throws: ImageError(.badHash))`.
-public struct ImageError: CodedError, Hashable {
-    /// Stable classification of image errors; the raw values appear in JSON output and logs.
-    public typealias Code = ErrorCodeIn<ImageError>
+public typealias ImageError = CodedFailure<ImageErrors>
 
-    /// What kind of problem this is.
-    public var code: Code
-    /// One line for people: names the file when known and says what is wrong.
-    public var message: String
-
-    /// An error with a code and a one-line message.
-    public init(_ code: Code, _ message: String) {
-        self.code = code
-        self.message = message
-    }
-
-    /// An error with only a code (useful as the expected value in tests; errors compare by code).
-    public init(_ code: Code) {
-        self.init(code, code.rawValue)
-    }
-
+/// The categories of `ImageError`'s codes.
+public enum ImageErrors: ErrorDomain {
     /// A file that cannot be read or written is local; a bad image, key or manifest is refused like a device.
-    public var category: FailureCategory { code == .io ? .localFile : .device }
+    public static func category(of code: ImageError.Code) -> FailureCategory {
+        code == .io ? .localFile : .device
+    }
+}
 
+extension ImageError {
     /// The same error with `name: ` in front of the message, unless the message already starts with it.
     public func naming(_ name: String) -> ImageError {
         guard !name.isEmpty, !message.hasPrefix(name + ":") else { return self }
         return ImageError(code, "\(name): \(message)")
     }
-
 }
 
 extension ErrorCodeIn where Domain == ImageError {

@@ -4,28 +4,25 @@ import Headset
 import LightX
 
 /// Why an update did not complete: a stable code and a one-line message.
-public struct UpdateError: CodedError, Hashable {
-    public typealias Code = ErrorCodeIn<UpdateError>
+public typealias UpdateError = CodedFailure<UpdateErrors>
 
-    public var code: Code
-    public var message: String
-
-    public init(_ code: Code, _ message: String) {
-        self.code = code
-        self.message = message
-    }
-
+/// The categories of `UpdateError`'s codes.
+public enum UpdateErrors: ErrorDomain {
     /// A device that cannot be used now (lost, not ready, busy) is a connection failure; everything else the device's
     /// or the image's.
-    public var category: FailureCategory {
+    public static func category(of code: UpdateError.Code) -> FailureCategory {
         switch code {
-        case .connectionLost, .notReady, .deviceBusy: return .connection
-        default: return .device
+        case .connectionLost, .notReady, .deviceBusy: .connection
+        default: .device
         }
     }
+}
 
+extension UpdateError {
     /// The device is being updated by another host.
-    static let busy = UpdateError(.deviceBusy, "another host is updating this device; wait for it to finish (or power-cycle the device)")
+    static var busy: UpdateError {
+        UpdateError(.deviceBusy, "another host is updating this device; wait for it to finish (or power-cycle the device)")
+    }
 
     /// The refusal for an image error found before touching the device.
     static func image(_ error: ImageError) -> UpdateError {

@@ -2,21 +2,14 @@
 import Failure  // tools/fuzz/run.sh compiles LightX and Failure as one module
 #endif
 /// An error from encoding or decoding LightX values, with a stable code and a one-line message.
-public struct LightXError: CodedError, Hashable {
-    /// Stable classification.
-    public typealias Code = ErrorCodeIn<LightXError>
+public typealias LightXError = CodedFailure<LightXErrors>
 
-    public var code: Code
-    public var message: String
-
-    public init(_ code: Code, _ message: String) {
-        self.code = code
-        self.message = message
-    }
-
+/// The categories of `LightXError`'s codes.
+public enum LightXErrors: ErrorDomain {
     /// Bytes that do not fit the protocol: the device's (or the image's) fault.
-    public var category: FailureCategory { .device }
-
+    public static func category(of code: LightXError.Code) -> FailureCategory {
+        .device
+    }
 }
 
 extension ErrorCodeIn where Domain == LightXError {

@@ -1,18 +1,12 @@
 import Failure
 
 /// An error of the unit records: the store could not be opened, is busy, or refused a change.
-public struct RecordsError: CodedError, Hashable {
-    public typealias Code = ErrorCodeIn<RecordsError>
+public typealias RecordsError = CodedFailure<RecordsErrors>
 
-    public let code: Code
-    public let message: String
-
-    public init(_ code: Code, _ message: String) {
-        self.code = code
-        self.message = message
-    }
-
-    public var category: FailureCategory {
+/// The categories of `RecordsError`'s codes.
+public enum RecordsErrors: ErrorDomain {
+    /// A store that is busy or cannot be reached is a connection failure; one that cannot be opened or written, local.
+    public static func category(of code: RecordsError.Code) -> FailureCategory {
         switch code {
         case .busy, .unreachable: .connection
         case .cannotOpen, .notADatabase, .newerSchema, .storage: .localFile

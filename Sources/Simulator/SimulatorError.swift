@@ -1,29 +1,17 @@
 import Failure
 /// An error from the simulator (state file, lock, profile, fault-spec or control-line parsing), with a stable code and a
 /// one-line message that names the file or text at fault.
-public struct SimulatorError: CodedError, Hashable {
-    /// Stable classification.
-    public typealias Code = ErrorCodeIn<SimulatorError>
+public typealias SimulatorError = CodedFailure<SimulatorErrors>
 
-    /// The failure class.
-    public var code: Code
-    /// A human-readable, single-line explanation.
-    public var message: String
-
-    /// Creates an error.
-    public init(_ code: Code, _ message: String) {
-        self.code = code
-        self.message = message
-    }
-
+/// The categories of `SimulatorError`'s codes.
+public enum SimulatorErrors: ErrorDomain {
     /// State-file problems are local files; bad profiles, fault specs, control lines and arguments are usage.
-    public var category: FailureCategory {
+    public static func category(of code: SimulatorError.Code) -> FailureCategory {
         switch code {
-        case .corruptState, .unsupportedStateVersion, .stateLocked, .io: return .localFile
-        default: return .usage
+        case .corruptState, .unsupportedStateVersion, .stateLocked, .io: .localFile
+        default: .usage
         }
     }
-
 }
 
 extension ErrorCodeIn where Domain == SimulatorError {

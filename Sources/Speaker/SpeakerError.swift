@@ -4,20 +4,14 @@ import Failure  // tools/fuzz/speaker/run.sh compiles Speaker and Failure as one
 
 /// An error from encoding or decoding Speaker protocol values (control frames and messages, audio and discovery
 /// datagrams), with a stable code and a one-line message. Compares by code only.
-public struct SpeakerError: CodedError, Hashable {
-    /// Stable classification.
-    public typealias Code = ErrorCodeIn<SpeakerError>
+public typealias SpeakerError = CodedFailure<SpeakerErrors>
 
-    public var code: Code
-    public var message: String
-
-    public init(_ code: Code, _ message: String) {
-        self.code = code
-        self.message = message
-    }
-
+/// The categories of `SpeakerError`'s codes.
+public enum SpeakerErrors: ErrorDomain {
     /// Bytes or values that do not fit the protocol: the peer's fault (or the caller's, for a value out of range).
-    public var category: FailureCategory { .device }
+    public static func category(of code: SpeakerError.Code) -> FailureCategory {
+        .device
+    }
 }
 
 extension ErrorCodeIn where Domain == SpeakerError {

@@ -4,18 +4,13 @@ import Failure  // tools/fuzz/hub/run.sh compiles SpeakerHubCore and Failure as 
 
 /// Every refusal of the hub (docs/hub.md §4): a stable code, the name the JSON answer carries in `Error`, the HTTP
 /// status, one line. Compares by code only.
-public struct HubError: CodedError, Hashable {
-    public typealias Code = ErrorCodeIn<HubError>
+public typealias HubError = CodedFailure<HubErrors>
 
-    public var code: Code
-    public var message: String
-
-    public init(_ code: Code, _ message: String) {
-        self.code = code
-        self.message = message
-    }
-
-    public var category: FailureCategory {
+/// The categories of `HubError`'s codes.
+public enum HubErrors: ErrorDomain {
+    /// A speaker's failure is the device's, an unreadable media file local, a full or unservable hub a connection
+    /// failure; everything else is the caller's request (usage).
+    public static func category(of code: HubError.Code) -> FailureCategory {
         switch code {
         case .speakerFailed: .device
         case .mediaUnreadable: .localFile
@@ -23,7 +18,9 @@ public struct HubError: CodedError, Hashable {
         default: .usage
         }
     }
+}
 
+extension HubError {
     /// The name in the answer's `Error` field (the published API's style: "SessionNotFound").
     public var name: String { Self.entry(code).name }
 
