@@ -83,48 +83,26 @@ public enum BLEConnection {
     public static func connect(to address: BLEAddress, adapter: String? = nil, timeout: Duration = .seconds(10),
                                logger: Logger? = nil) async throws -> any Transport {
         let context = "cannot connect to \(address)"
-        let selector: AdapterSelector?
-        do {
-            selector = try adapter.map { name throws(TransportError) in try AdapterSelector(parsing: name) }
-        } catch {
-            throw TransportError(.invalidAddress, "\(context): \(error.message)")
-        }
+        let selector = try BluetoothConnect.selector(adapter, context: context)
         return try await Timeouts.run(
             limit: timeout,
             timeoutError: TransportError(.timedOut, "\(context): no connection after \(timeout.shortDescription) (is the device on, in range and advertising?)"),
             discard: { transport in await transport.close() }
         ) {
-            let type = Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
-            let fd = socket(AF_BLUETOOTH, type, BTPROTO_L2CAP)
-            guard fd >= 0 else { throw BluetoothErrors.socketError(errno, context: context, protocolName: "L2CAP") }
-            var handedOver = false
-            defer { if !handedOver { POSIX.close(fd) } }
             var local = BluetoothAddress.anyKernelAddress
             if let selector {
-                let chosen = try BluetoothAdapters.adapter(selector, context: context)
-                guard chosen.isUp else {
-                    throw TransportError(.notFound, "\(context): adapter \(chosen.name) is down (bring it up: hciconfig \(chosen.name) up)")
-                }
+                let chosen = try BluetoothConnect.upAdapter(selector, context: context)
                 local = chosen.address.kernelAddress
                 logger?.debug("connecting to \(address) from \(chosen.name) (\(chosen.address))")
             }
-            guard L2CAPLESocketAddress(address: local, type: 1).withSockaddr({ Glibc.bind(fd, $0, $1) }) == 0 else {
-                throw connectError(errno, address: address, context: context)
-            }
+            let source = L2CAPLESocketAddress(address: local, type: 1)
             let remote = L2CAPLESocketAddress(address: address.address.kernelAddress, type: address.kernelType)
-            if remote.withSockaddr({ Glibc.connect(fd, $0, $1) }) != 0 {
-                let e = errno
-                guard e == EINPROGRESS || e == EINTR || e == EAGAIN else { throw connectError(e, address: address, context: context) }
-                let wake = try WakeSignal()
-                defer { wake.close() }
-                let outcome = try await BluetoothThread.wait(for: Int16(POLLOUT), on: fd, wake: wake, name: "tuneup-le-conn")
-                if outcome == .woken { throw CancellationError() }
-                var pending: Int32 = 0
-                var length = socklen_t(MemoryLayout<Int32>.size)
-                if getsockopt(fd, SOL_SOCKET, SO_ERROR, &pending, &length) != 0 { pending = errno }
-                if pending != 0 { throw connectError(pending, address: address, context: context) }
-            }
-            handedOver = true
+            let fd = try await BluetoothConnect.connectedSocket(
+                type: Int32(SOCK_SEQPACKET.rawValue), proto: BTPROTO_L2CAP, threadName: "tuneup-le-conn",
+                bind: { fd in source.withSockaddr { Glibc.bind(fd, $0, $1) } },
+                connect: { fd in remote.withSockaddr { Glibc.connect(fd, $0, $1) } },
+                socketFailure: { BluetoothErrors.socketError($0, context: context, protocolName: "L2CAP") },
+                failure: { connectError($0, address: address, context: context) })
             logger?.debug("connected to \(address) (ATT, CID 4)")
             return try FileDescriptorTransport(adopting: fd, peerDescription: address.description, framing: .packets, logger: logger)
         }

@@ -37,12 +37,7 @@ public enum RFCOMMTransport {
         if let channel, !(1...30).contains(channel) {
             throw TransportError(.invalidAddress, "\(context): RFCOMM channel \(channel) is out of range (1...30)")
         }
-        let selector: AdapterSelector?
-        do {
-            selector = try adapter.map { name throws(TransportError) in try AdapterSelector(parsing: name) }
-        } catch {
-            throw TransportError(.invalidAddress, "\(context): \(error.message)")
-        }
+        let selector = try BluetoothConnect.selector(adapter, context: context)
         return try await Timeouts.run(
             limit: timeout,
             timeoutError: TransportError(
@@ -51,10 +46,7 @@ public enum RFCOMMTransport {
         ) {
             var local: bdaddr_t?
             if let selector {
-                let chosen = try BluetoothAdapters.adapter(selector, context: context)
-                guard chosen.isUp else {
-                    throw TransportError(.notFound, "\(context): adapter \(chosen.name) is down (bring it up: hciconfig \(chosen.name) up)")
-                }
+                let chosen = try BluetoothConnect.upAdapter(selector, context: context)
                 local = chosen.address.kernelAddress
                 logger?.debug("connecting to \(display) from \(chosen.name) (\(chosen.address))")
             }
@@ -73,38 +65,16 @@ public enum RFCOMMTransport {
         _ address: BluetoothAddress, channel: UInt8, from local: bdaddr_t?, context: String, logger: Logger?
     ) async throws -> any Transport {
         let peer = DeviceAddress.bluetooth(address: address, channel: channel).description
-        let type = Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
-        let fd = socket(AF_BLUETOOTH, type, BTPROTO_RFCOMM)
-        guard fd >= 0 else { throw BluetoothErrors.socketError(errno, context: context) }
-        var handedOver = false
-        defer { if !handedOver { POSIX.close(fd) } }
-
-        if let local {
-            // Binding to the adapter's address (channel 0) picks the adapter the connection leaves from.
-            let source = RFCOMMSocketAddress(address: local, channel: 0)
-            guard source.withSockaddr({ Glibc.bind(fd, $0, $1) }) == 0 else {
-                throw BluetoothErrors.connectError(errno, address: address, channel: channel, context: context)
-            }
-        }
         let started = ContinuousClock.now
+        // Binding to the adapter's address (channel 0) picks the adapter the connection leaves from.
+        let source = local.map { RFCOMMSocketAddress(address: $0, channel: 0) }
         let remote = RFCOMMSocketAddress(address: address.kernelAddress, channel: channel)
-        if remote.withSockaddr({ Glibc.connect(fd, $0, $1) }) != 0 {
-            let e = errno
-            guard e == EINPROGRESS || e == EINTR || e == EAGAIN else {
-                throw BluetoothErrors.connectError(e, address: address, channel: channel, context: context)
-            }
-            let wake = try WakeSignal()
-            defer { wake.close() }
-            let outcome = try await BluetoothThread.wait(for: Int16(POLLOUT), on: fd, wake: wake, name: "tuneup-rfcomm")
-            if outcome == .woken { throw CancellationError() }
-            var pending: Int32 = 0
-            var length = socklen_t(MemoryLayout<Int32>.size)
-            if getsockopt(fd, SOL_SOCKET, SO_ERROR, &pending, &length) != 0 { pending = errno }
-            if pending != 0 {
-                throw BluetoothErrors.connectError(pending, address: address, channel: channel, context: context)
-            }
-        }
-        handedOver = true
+        let fd = try await BluetoothConnect.connectedSocket(
+            type: Int32(SOCK_STREAM.rawValue), proto: BTPROTO_RFCOMM, threadName: "tuneup-rfcomm",
+            bind: source.map { source in { fd in source.withSockaddr { Glibc.bind(fd, $0, $1) } } },
+            connect: { fd in remote.withSockaddr { Glibc.connect(fd, $0, $1) } },
+            socketFailure: { BluetoothErrors.socketError($0, context: context) },
+            failure: { BluetoothErrors.connectError($0, address: address, channel: channel, context: context) })
         logger?.debug("connected to \(peer) in \((ContinuousClock.now - started).shortDescription)")
         return try FileDescriptorTransport(adopting: fd, peerDescription: peer, logger: logger)
     }
