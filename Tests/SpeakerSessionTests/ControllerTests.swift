@@ -216,6 +216,36 @@ struct ClockTrackerTests {
         let error = Int64(bitPattern: map.speakerTime(forControllerTime: now) &- truth)
         #expect(abs(error) <= 10_000, "offset error \(error) ns")
     }
+
+    /// The case the window-wide fit is for: the fastest exchanges are crowded into half a second and one of their
+    /// legs jitters (their offsets scatter by up to ±50 µs), while the exchanges spread over the next 3 s are slower
+    /// but symmetric (their offsets are exact). A fit through the fastest samples alone — the tracker before the
+    /// window-wide fit kept only samples within 100 µs of the fastest round trip — takes its slope from the crowded
+    /// half second (tens of ppm off); the drift must come from the whole window.
+    @Test func crowdedFastSamplesDoNotSetTheDrift() throws {
+        let rate: UInt64 = 300  // ppm
+        let speaker = { (c: UInt64) in c + 4_000_000_000 + c * rate / 1_000_000 }
+        var random = SeededRandom(seed: 11)
+        func sample(at t1: UInt64, outbound: UInt64, inbound: UInt64) throws -> ClockSample {
+            let t2 = speaker(t1 + outbound)
+            return ClockSample(try ClockSyncReply(t1: t1, t2: t2, t3: t2), receivedAt: t1 + outbound + inbound)
+        }
+        var tracker = ClockTracker()
+        // 50 exchanges 10 ms apart: 100 µs each way, the way out up to 100 µs longer.
+        for k in 0..<50 {
+            let t = 1_000_000_000 + UInt64(k) * 10_000_000
+            tracker.add(try sample(at: t, outbound: 100_000 + random.next(upperBound: UInt64(100_000)), inbound: 100_000))
+        }
+        // 13 exchanges 250 ms apart: 250 µs each way.
+        for k in 1...13 {
+            tracker.add(try sample(at: 1_490_000_000 + UInt64(k) * 250_000_000, outbound: 250_000, inbound: 250_000))
+        }
+        let map = try #require(tracker.estimate)
+        #expect(abs(Int(map.rate) - Int(rate) * 1_000) <= 5_000, "rate \(map.rate) ppb for \(rate) ppm")
+        let now: UInt64 = 5_000_000_000
+        let error = Int64(bitPattern: map.speakerTime(forControllerTime: now) &- speaker(now))
+        #expect(abs(error) <= 20_000, "offset error \(error) ns at 5 s")
+    }
 }
 
 @Suite("Simulated speaker robustness")
