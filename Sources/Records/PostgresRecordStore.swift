@@ -11,7 +11,7 @@ import PostgresNIO
 /// one-identity-per-unit index is run again. Every operation is bounded by `timeout`: a server that is down or
 /// unreachable is a `RecordsError.unreachable` naming it, never a hang. Nothing blocks Swift's cooperative pool
 /// (postgres-nio runs on its own event loops).
-public final class PostgresRecordStore: LineRecordServer {
+public final class PostgresRecordStore: LineRecordServer, StoredValues {
     /// `host:port/database`, for messages.
     public let name: String
     private let client: PostgresClient
@@ -552,17 +552,6 @@ public final class PostgresRecordStore: LineRecordServer {
             low: try row["low"].decode(Double?.self), high: try row["high"].decode(Double?.self),
             marginalLow: try row["marginal_low"].decode(Double?.self), marginalHigh: try row["marginal_high"].decode(Double?.self),
             outcome: try decode(MeasurementOutcome.self, try row["outcome"].decode(String.self)))
-    }
-
-    private static func decode<T: RawRepresentable>(_ type: T.Type, _ raw: String) throws -> T where T.RawValue == String {
-        guard let value = T(rawValue: raw) else { throw RecordsError(.storage, "records database holds an unknown \(T.self) \"\(raw)\"") }
-        return value
-    }
-
-    private static func encodeHashes(_ hashes: [String: String]) throws -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = .sortedKeys
-        return String(decoding: try encoder.encode(hashes), as: UTF8.self)
     }
 }
 

@@ -9,7 +9,7 @@ import GRDB
 /// transaction and then fails with `RecordsError.busy`. Every method is one IMMEDIATE transaction, so a killed
 /// process leaves no half-written record. Database work runs on GRDB's own dispatch queues, opening and migrating
 /// on a queue of this type's: nothing blocks Swift's cooperative pool.
-public final class SQLiteRecordStore: RecordStore {
+public final class SQLiteRecordStore: RecordStore, StoredValues {
     /// The database file.
     public let path: String
     private let pool: DatabasePool
@@ -428,17 +428,6 @@ public final class SQLiteRecordStore: RecordStore {
             name: row["name"], value: row["value"], unit: row["unit"], low: row["low"], high: row["high"],
             marginalLow: row["marginal_low"], marginalHigh: row["marginal_high"],
             outcome: try decode(MeasurementOutcome.self, row["outcome"]))
-    }
-
-    private static func decode<T: RawRepresentable>(_ type: T.Type, _ raw: String) throws -> T where T.RawValue == String {
-        guard let value = T(rawValue: raw) else { throw RecordsError(.storage, "records database holds an unknown \(T.self) \"\(raw)\"") }
-        return value
-    }
-
-    private static func encodeHashes(_ hashes: [String: String]) throws -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = .sortedKeys
-        return String(decoding: try encoder.encode(hashes), as: UTF8.self)
     }
 }
 
