@@ -70,3 +70,17 @@ func hexDump(_ bytes: some Collection<UInt8>, limit: Int = 512) -> String {
     if bytes.count > limit { out += " …(+\(bytes.count - limit) bytes)" }
     return out
 }
+
+extension TransportError {
+    /// A socket that cannot be bound (or listen) on its address (errno `e`): in use is `.busy`, not allowed
+    /// `.permissionDenied`, not an address of this host `.notFound`.
+    static func bindFailed(_ e: Int32, context: String) -> TransportError {
+        let message = "\(context): \(POSIX.describe(e))"
+        switch e {
+        case EADDRINUSE: return TransportError(.busy, message, errno: e)
+        case EACCES, EPERM: return TransportError(.permissionDenied, message, errno: e)
+        case EADDRNOTAVAIL: return TransportError(.notFound, message, errno: e)
+        default: return TransportError(.io, message, errno: e)
+        }
+    }
+}

@@ -74,13 +74,7 @@ public final class UDPSocket: Sendable {
         guard address.withSockaddr({ Glibc.bind(fd, $0, $1) }) == 0 else {
             let e = errno
             POSIX.close(fd)
-            let message = "\(context): \(POSIX.describe(e))"
-            switch e {
-            case EADDRINUSE: throw TransportError(.busy, message, errno: e)
-            case EACCES, EPERM: throw TransportError(.permissionDenied, message, errno: e)
-            case EADDRNOTAVAIL: throw TransportError(.notFound, message, errno: e)
-            default: throw TransportError(.io, message, errno: e)
-            }
+            throw TransportError.bindFailed(e, context: context)
         }
         let bound = SocketAddress.local(of: fd)
         do {
