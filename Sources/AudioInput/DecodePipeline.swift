@@ -28,7 +28,7 @@ final class DecodePipeline: @unchecked Sendable {
     private static let blockFrames = 4096
 
     private init(file: OpaquePointer, descriptor: Int32, network: HTTPByteSource?, info: SF_INFO, name: String,
-                 description: AudioSourceDescription, output: AudioFormat, startFrame: Int64) throws(AudioInputError) {
+                 description: AudioSourceDescription, output: AudioFormat, startFrame: Int64, resampler: Resampler?) {
         self.file = file
         self.descriptor = descriptor
         self.network = network
@@ -39,10 +39,7 @@ final class DecodePipeline: @unchecked Sendable {
         self.sourceChannels = Int(info.channels)
         self.outputChannels = Int(output.channels)
         self.readBuffer = [Double](repeating: 0, count: Self.blockFrames * Int(info.channels))
-        if Int(info.samplerate) != Int(output.sampleRate) {
-            resampler = try Resampler(from: Double(info.samplerate), to: Double(output.sampleRate),
-                                      channels: min(sourceChannels, outputChannels), name: name)
-        }
+        self.resampler = resampler
     }
 
     deinit {
@@ -104,15 +101,22 @@ final class DecodePipeline: @unchecked Sendable {
             if descriptor >= 0 { POSIX.close(descriptor) }
             throw AudioInputError(.startBeyondEnd, "\(name): the start \(startAt) is at or past the end (\(description.duration ?? .zero))")
         }
-        let pipeline: DecodePipeline
+        // The resampler is made before the pipeline: from then on the pipeline owns the file and the descriptor and
+        // its deinit releases them. (A pipeline whose initialiser threw after initialising itself was deinitialised
+        // and then released here a second time: a second close of the descriptor closed whatever file another thread
+        // had opened under that number meanwhile.)
+        let resampler: Resampler?
         do {
-            pipeline = try DecodePipeline(file: file, descriptor: descriptor, network: network, info: info, name: name,
-                                          description: description, output: output, startFrame: startFrame)
+            resampler = Int(info.samplerate) == Int(output.sampleRate) ? nil
+                : try Resampler(from: Double(info.samplerate), to: Double(output.sampleRate),
+                                channels: min(Int(info.channels), Int(output.channels)), name: name)
         } catch {
             sf_close(file)
             if descriptor >= 0 { POSIX.close(descriptor) }
             throw error
         }
+        let pipeline = DecodePipeline(file: file, descriptor: descriptor, network: network, info: info, name: name,
+                                      description: description, output: output, startFrame: startFrame, resampler: resampler)
         try pipeline.seek(to: startFrame, isNetwork: isNetwork)
         // Decode the first frames now: whatever is wrong with the audio data shows before anything plays.
         try pipeline.fill(atLeast: 1)
