@@ -14,7 +14,6 @@ final class DecodePipeline: @unchecked Sendable {
     private let output: AudioFormat
     private let name: String
     private var file: OpaquePointer?
-    private var descriptor: Int32
     private let sourceChannels: Int
     private let outputChannels: Int
     private var resampler: Resampler?
@@ -27,10 +26,9 @@ final class DecodePipeline: @unchecked Sendable {
 
     private static let blockFrames = 4096
 
-    private init(file: OpaquePointer, descriptor: Int32, network: HTTPByteSource?, info: SF_INFO, name: String,
+    private init(file: OpaquePointer, network: HTTPByteSource?, info: SF_INFO, name: String,
                  description: AudioSourceDescription, output: AudioFormat, startFrame: Int64, resampler: Resampler?) {
         self.file = file
-        self.descriptor = descriptor
         self.network = network
         self.name = name
         self.description = description
@@ -44,7 +42,6 @@ final class DecodePipeline: @unchecked Sendable {
 
     deinit {
         if let file { sf_close(file) }
-        if descriptor >= 0 { POSIX.close(descriptor) }
     }
 
     // MARK: - Opening
@@ -54,28 +51,28 @@ final class DecodePipeline: @unchecked Sendable {
         let name = source.description
         var info = SF_INFO()
         let file: OpaquePointer
-        var descriptor: Int32 = -1
         switch source {
         case .file(let path):
-            descriptor = try openFile(path)
+            let descriptor = try openFile(path)
             let head = readHead(descriptor)
             // libsndfile keeps a failed open's error in one process-wide place (sf_error(NULL)): an open and the
             // reading of its error are one step, or a concurrent open's error is reported for this file.
+            // The descriptor is libsndfile's from here on (close_desc): sf_close closes it, and a failed sf_open_fd
+            // closes it too, whatever close_desc says (libsndfile 1.2.0). Closing it again here closed whatever
+            // another thread had opened under that number meanwhile (a concurrent read failed "Bad file descriptor").
             let attempt = Self.openLock.withLock { _ -> Result<OpaquePointer, AudioInputError> in
-                guard let opened = sf_open_fd(descriptor, Int32(SFM_READ), &info, 0) else {
+                guard let opened = sf_open_fd(descriptor, Int32(SFM_READ), &info, 1) else {
                     return .failure(openFailure(name: name, head: head))
                 }
                 return .success(opened)
             }
             guard case let .success(opened) = attempt else {
-                POSIX.close(descriptor)
                 if case let .failure(failure) = attempt { throw failure }
                 throw AudioInputError(.decoderFailed, "\(name): cannot open")
             }
             file = opened
             if let truncation = truncation(of: opened, name: name) {
                 sf_close(opened)
-                POSIX.close(descriptor)
                 throw truncation
             }
         case .url:
@@ -98,13 +95,10 @@ final class DecodePipeline: @unchecked Sendable {
         let startFrame = seconds * rate + Int64((Int128(atto) * Int128(rate)) / 1_000_000_000_000_000_000)
         if startFrame > 0, let frames = description.frames, startFrame >= frames {
             sf_close(file)
-            if descriptor >= 0 { POSIX.close(descriptor) }
             throw AudioInputError(.startBeyondEnd, "\(name): the start \(startAt) is at or past the end (\(description.duration ?? .zero))")
         }
-        // The resampler is made before the pipeline: from then on the pipeline owns the file and the descriptor and
-        // its deinit releases them. (A pipeline whose initialiser threw after initialising itself was deinitialised
-        // and then released here a second time: a second close of the descriptor closed whatever file another thread
-        // had opened under that number meanwhile.)
+        // The resampler is made before the pipeline: from then on the pipeline owns the file and its deinit closes it
+        // (a pipeline whose initialiser throws after initialising itself is deinitialised, and was closed twice).
         let resampler: Resampler?
         do {
             resampler = Int(info.samplerate) == Int(output.sampleRate) ? nil
@@ -112,10 +106,9 @@ final class DecodePipeline: @unchecked Sendable {
                                 channels: min(Int(info.channels), Int(output.channels)), name: name)
         } catch {
             sf_close(file)
-            if descriptor >= 0 { POSIX.close(descriptor) }
             throw error
         }
-        let pipeline = DecodePipeline(file: file, descriptor: descriptor, network: network, info: info, name: name,
+        let pipeline = DecodePipeline(file: file, network: network, info: info, name: name,
                                       description: description, output: output, startFrame: startFrame, resampler: resampler)
         try pipeline.seek(to: startFrame, isNetwork: isNetwork)
         // Decode the first frames now: whatever is wrong with the audio data shows before anything plays.
