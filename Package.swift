@@ -66,12 +66,15 @@ let package = Package(
         .target(name: "Speaker", dependencies: ["Failure"], swiftSettings: strict),
         // Small C helpers for libc calls Swift cannot import directly (pty allocation, eventfd).
         .target(name: "CShims"),
+        // The one executor for blocking work (file and database I/O, fsync, waitpid, sleeps): a bounded thread pool
+        // outside Swift's cooperative pool, serial lanes on it, and threads for event loops.
+        .target(name: "Support", dependencies: ["CShims", "Failure"], swiftSettings: strict),
         // Child processes that inherit only their standard streams (tests, benchmarks, the PostgreSQL helper, tools).
         .target(name: "Spawn", dependencies: ["CShims"], swiftSettings: strict),
         // The transport abstraction, device addresses and the byte-stream back ends.
         .target(
             name: "Transport",
-            dependencies: ["CShims", "Failure", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["CShims", "Failure", "Support", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict),
         // libusb-1.0 and BlueZ's libbluetooth, found with pkg-config.
         .systemLibrary(name: "CLibUSB", pkgConfig: "libusb-1.0", providers: [.apt(["libusb-1.0-0-dev"])]),
@@ -110,7 +113,7 @@ let package = Package(
         // and drift, the discovery responder; served by the generic SimulatedDeviceServer.
         .target(
             name: "SpeakerSimulator",
-            dependencies: ["Failure", "Speaker", "SpeakerSession", "Simulator", "Transport", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["Failure", "Speaker", "SpeakerSession", "Simulator", "Support", "Transport", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict),
         // The HKWHub v1 API as pure code: query parsing, client sessions with priorities, pre-emption and expiry on an
         // injected clock, the calls' rules over a speakers/player protocol, JSON rendering. No I/O (fuzzed).
@@ -133,7 +136,7 @@ let package = Package(
         // mixed to a speaker's PCM format.
         .target(
             name: "AudioInput",
-            dependencies: ["Failure", "Speaker", "SpeakerSession", "Transport", "CSndfile", "CSoxr", "CCurl"],
+            dependencies: ["Failure", "Speaker", "SpeakerSession", "Support", "Transport", "CSndfile", "CSoxr", "CCurl"],
             swiftSettings: strict),
         // Firmware images: MCUboot signed images, Intel HEX, raw; keys; the simulated application's manifest.
         .target(
@@ -154,7 +157,7 @@ let package = Package(
         // The simulated headset: bootloader and application firmware on a modelled NOR flash, and its servers.
         .target(
             name: "Simulator",
-            dependencies: ["Failure", "LightX", "Transport", "Firmware", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["Failure", "LightX", "Support", "Transport", "Firmware", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict),
         // Provisioning recipes: the YAML file parsed and validated (images, key, model, identity rules, settings,
         // tests, lock), its content hash, and the identity generator.
@@ -180,7 +183,7 @@ let package = Package(
         .target(
             name: "Records",
             dependencies: [
-                "Failure", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "PostgresNIO", package: "postgres-nio"),
+                "Failure", "Support", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"), .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ],
@@ -198,7 +201,7 @@ let package = Package(
             dependencies: [
                 "Failure", "LightX", "Transport", "Headset", "Simulator", "Firmware", "FirmwareUpdate", "USBTransport", "USBGadget",
                 "BluetoothTransport", "TuneupKit", "Recipe", "Records", "Station", "SpeakerSession", "SpeakerSimulator",
-                "Wearable", "WearableLink", "WearableSession", "WearableSimulator", "SpeakerHub", "AudioInput", "Spawn",
+                "Wearable", "WearableLink", "WearableSession", "WearableSimulator", "SpeakerHub", "AudioInput", "Spawn", "Support",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -209,13 +212,13 @@ let package = Package(
             dependencies: [
                 "LightX", "Transport", "Headset", "Firmware", "FirmwareUpdate", "Simulator", "TuneupKit", "Recipe", "Records", "Station",
                 "ThrowawayPostgres", "Wearable", "WearableSession", "WearableSimulator", "TestSupport", "SpeakerSession",
-                "SpeakerSimulator", "Spawn", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "SpeakerSimulator", "Spawn", "Support", .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict),
         // Helpers shared by the test targets.
         // A PostgreSQL server of a test's or benchmark's own (Debian's binaries, initdb into a temporary directory).
         .target(name: "ThrowawayPostgres", dependencies: ["Spawn"], swiftSettings: strict),
-        .target(name: "TestSupport", dependencies: ["ThrowawayPostgres"], path: "Tests/TestSupport", swiftSettings: strict),
+        .target(name: "TestSupport", dependencies: ["ThrowawayPostgres", "Support"], path: "Tests/TestSupport", swiftSettings: strict),
         .testTarget(name: "LightXTests", dependencies: ["LightX", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "WearableTests", dependencies: ["Wearable", "TestSupport"], swiftSettings: strict),
         .testTarget(
@@ -235,7 +238,8 @@ let package = Package(
             name: "AudioInputTests",
             dependencies: ["AudioInput", "Speaker", "Transport", "CSndfile", "TestSupport"],
             swiftSettings: strict),
-        .testTarget(name: "TransportTests", dependencies: ["Transport", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "SupportTests", dependencies: ["Support", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "TransportTests", dependencies: ["Transport", "Support", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "SessionTests", dependencies: ["Session", "Transport", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "HeadsetTests", dependencies: ["Headset", "Simulator", "Transport", "LightX", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "SimulatorTests", dependencies: ["Simulator", "LightX", "Transport", "Firmware", "TestSupport"], swiftSettings: strict),
@@ -261,7 +265,7 @@ let package = Package(
             name: "StationTests",
             dependencies: ["Station", "Simulator", "Records", "Recipe", "TuneupKit", "FirmwareUpdate", "LightX", "TestSupport"],
             swiftSettings: strict),
-        .testTarget(name: "SpawnTests", dependencies: ["Spawn"], swiftSettings: strict),
-        .testTarget(name: "TuneupTests", dependencies: ["tuneup", "LightX", "Transport", "TuneupKit", "Records", "Spawn"], swiftSettings: strict),
+        .testTarget(name: "SpawnTests", dependencies: ["Spawn", "Support"], swiftSettings: strict),
+        .testTarget(name: "TuneupTests", dependencies: ["tuneup", "LightX", "Transport", "TuneupKit", "Records", "Spawn", "TestSupport"], swiftSettings: strict),
     ]
 )

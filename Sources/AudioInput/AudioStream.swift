@@ -1,6 +1,7 @@
 import Speaker
 import Synchronization
 import Transport
+import Support
 
 /// A run of decoded PCM in the stream's output format.
 public struct AudioChunk: Sendable, Hashable {
