@@ -1,6 +1,6 @@
-import Dispatch
 import Foundation
 import GRDB
+import Support
 
 /// The records in one SQLite file, through GRDB.
 ///
@@ -8,7 +8,7 @@ import GRDB
 /// store instances) may share one file on a local disk; a writer waits up to `busyTimeout` for another's
 /// transaction and then fails with `RecordsError.busy`. Every method is one IMMEDIATE transaction, so a killed
 /// process leaves no half-written record. Database work runs on GRDB's own dispatch queues, opening and migrating
-/// on a queue of this type's: nothing blocks Swift's cooperative pool.
+/// on the blocking executor (`Blocking`): nothing blocks Swift's cooperative pool.
 public final class SQLiteRecordStore: RecordStore, StoredValues {
     /// The database file.
     public let path: String
@@ -21,22 +21,16 @@ public final class SQLiteRecordStore: RecordStore, StoredValues {
         self.busyTimeout = busyTimeout
     }
 
-    private static let openQueue = DispatchQueue(label: "tuneup.records.open", attributes: .concurrent)
-
     /// Opens the records in the SQLite file at `path`, creating it and migrating its schema as needed.
     /// - Parameter busyTimeout: how long a change waits for another station's transaction before `busy`.
     public static func open(path: String, busyTimeout: Duration = .seconds(10)) async throws -> SQLiteRecordStore {
-        try await withCheckedThrowingContinuation { continuation in
-            openQueue.async {
-                continuation.resume(with: Result { try openNow(path: path, busyTimeout: busyTimeout) })
-            }
-        }
+        try await Blocking.perform("records open") { try openNow(path: path, busyTimeout: busyTimeout) }
     }
 
     /// Opens, checks and migrates. Two stations creating one new file at the same moment may get BUSY at once
     /// (SQLite does not wait for the busy timeout while the other sets up WAL mode), or fail on the tables the other's
-    /// migration made: until the busy timeout has passed, such a failure is retried (on this queue, not the
-    /// cooperative pool), and it is no failure once the other station's migration is complete.
+    /// migration made: until the busy timeout has passed, such a failure is retried (on the blocking executor, not
+    /// the cooperative pool), and it is no failure once the other station's migration is complete.
     private static func openNow(path: String, busyTimeout: Duration) throws -> SQLiteRecordStore {
         let deadline = ContinuousClock.now + busyTimeout
         while true {

@@ -1,21 +1,21 @@
-import Dispatch
 import Foundation
 import Speaker
 import SpeakerSession
+import Support
 
-/// Writes what a simulated speaker played to a WAV file as it plays, on a serial queue of its own (never on the
-/// cooperative pool); the sizes in the header are set when it is closed.
+/// Writes what a simulated speaker played to a WAV file as it plays, on a serial lane of the blocking executor (never
+/// on the cooperative pool); the sizes in the header are set when it is closed.
 final class WAVRecorder: Sendable {
     let path: String
-    private let queue = DispatchQueue(label: "tuneup.speaker-recording")
-    private nonisolated(unsafe) var handle: FileHandle?  // touched on `queue` only
+    private let queue = SerialLane("speaker recording")
+    private nonisolated(unsafe) var handle: FileHandle?  // touched on `queue` only (one job at a time)
     private nonisolated(unsafe) var bytes: UInt64 = 0
     private let format: AudioFormat
 
     init(path: String, format: AudioFormat) {
         self.path = path
         self.format = format
-        queue.async { [self] in
+        try? queue.submit { [self] in
             guard FileManager.default.createFile(atPath: path, contents: Data(WAV.header(format: format, dataBytes: 0))) else {
                 // The simulator goes on playing; the missing recording is said once, where its operator reads.
                 FileHandle.standardError.write(Data("tuneup: cannot create the recording \(path); this stream is not recorded\n".utf8))
@@ -28,7 +28,7 @@ final class WAVRecorder: Sendable {
 
     func append(_ pcm: [UInt8]) {
         guard !pcm.isEmpty else { return }
-        queue.async { [self] in
+        try? queue.submit { [self] in
             guard let handle else { return }
             do {
                 try handle.write(contentsOf: pcm)
@@ -42,7 +42,7 @@ final class WAVRecorder: Sendable {
 
     /// Sets the header's sizes, closes the file, and writes `log` next to it (`.render.log`).
     func close(log: String?) {
-        queue.async { [self] in
+        try? queue.submit { [self] in
             if let handle {
                 try? handle.seek(toOffset: 0)
                 try? handle.write(contentsOf: WAV.header(format: format, dataBytes: UInt32(truncatingIfNeeded: bytes)))
@@ -58,6 +58,6 @@ final class WAVRecorder: Sendable {
 
     /// Waits until everything so far is written.
     func flush() async {
-        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in queue.async { c.resume() } }
+        _ = try? await queue.perform(unavailable: { $0 }) { () throws(SupportError) in }
     }
 }

@@ -1,15 +1,15 @@
-import Dispatch
 import Foundation
 import Simulator
+import Support
 import Synchronization
 
 /// The settings of a simulation's speakers in one JSON file (`{"speakers": {"0": {...}, ...}}`), by speaker index.
-/// Writes go through one serial queue off the cooperative pool, atomically (temporary file and rename); `flush()`
+/// Writes go through one serial lane of the blocking executor (off the cooperative pool), atomically (temporary file and rename); `flush()`
 /// waits for them.
 public final class SpeakerStateFile: Sendable {
     public let path: String
     private let settings: Mutex<[String: SpeakerSettings]>
-    private let queue = DispatchQueue(label: "tuneup.speaker-state")
+    private let queue = SerialLane("speaker state")
 
     private struct Contents: Codable {
         var speakers: [String: SpeakerSettings]
@@ -44,18 +44,11 @@ public final class SpeakerStateFile: Sendable {
         settings = Mutex(loaded)
     }
 
-    /// Opens the file as `init(path:)` does, reading it on a thread of its own (not the cooperative pool).
+    /// Opens the file as `init(path:)` does, reading it on the blocking executor (not the cooperative pool).
     public static func open(path: String) async throws(SimulatorError) -> SpeakerStateFile {
-        let result: Result<SpeakerStateFile, SimulatorError> = await withCheckedContinuation { continuation in
-            DispatchQueue.global().async {
-                do throws(SimulatorError) {
-                    continuation.resume(returning: .success(try SpeakerStateFile(path: path)))
-                } catch {
-                    continuation.resume(returning: .failure(error))
-                }
-            }
+        try await Blocking.perform("speaker state open", unavailable: { SimulatorError(.io, $0.message) }) {
+            () throws(SimulatorError) -> SpeakerStateFile in try SpeakerStateFile(path: path)
         }
-        return try result.get()
     }
 
     /// The saved settings of speaker `index` (nil when none, or when they are not valid).
@@ -70,7 +63,7 @@ public final class SpeakerStateFile: Sendable {
             return s
         }
         let path = self.path
-        queue.async {
+        try? queue.submit {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
             guard let data = try? encoder.encode(Contents(speakers: snapshot)) else { return }
@@ -80,6 +73,6 @@ public final class SpeakerStateFile: Sendable {
 
     /// Waits until every save so far is on disk.
     public func flush() async {
-        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in queue.async { c.resume() } }
+        _ = try? await queue.perform(unavailable: { $0 }) { () throws(SupportError) in }
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Support
 import ThrowawayPostgres
 
 /// A line of station processes sharing one PostgreSQL server of the benchmark's own: `stations` processes of
@@ -51,7 +52,7 @@ struct LineBenchmark {
         async let down: Double = outage > 0 ? Self.stop(pg, after: outageAfter, for: outage) : 0
         let codes = try await withThrowingTaskGroup(of: Int32.self) { group in
             for args in commands {
-                group.addTask { try await offThread { try spawnAndWait(tuneup, args) } }
+                group.addTask { try await Blocking.perform("station process") { try spawnAndWait(tuneup, args) } }
             }
             var codes: [Int32] = []
             for try await code in group { codes.append(code) }
@@ -83,16 +84,9 @@ extension LineBenchmark {
     static func stop(_ pg: ThrowawayPostgres, after: Double, for seconds: Double) async throws -> Double {
         try await Task.sleep(for: .seconds(after))
         let down = ContinuousClock.now
-        try await offThread { try pg.pause() }
+        try await Blocking.perform("pg_ctl stop") { try pg.pause() }
         try await Task.sleep(for: .seconds(seconds))
-        try await offThread { try pg.start() }
+        try await Blocking.perform("pg_ctl start") { try pg.start() }
         return (ContinuousClock.now - down) / .seconds(1)
-    }
-}
-
-/// Runs blocking `body` on a thread of its own (a process wait), not on the cooperative pool.
-func offThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { continuation in
-        Thread { continuation.resume(with: Result { try body() }) }.start()
     }
 }

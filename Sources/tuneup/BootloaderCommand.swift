@@ -7,6 +7,7 @@ import LightX
 import Logging
 import Transport
 import TuneupKit
+import Support
 
 /// A bootloader client for the device options (reconnecting as the device resets).
 func bootloaderClient(_ device: DeviceOptions, wait: Double) throws -> BootloaderClient {
@@ -161,7 +162,7 @@ struct FirmwareCommand: AsyncParsableCommand {
                 return (bytes, inApplication)
             }
             do {
-                try Data(bytes).write(to: URL(fileURLWithPath: output), options: .atomic)
+                try await Blocking.perform("write \(output)") { [output] in try Data(bytes).write(to: URL(fileURLWithPath: output), options: .atomic) }
             } catch {
                 throw failureExit(CommandFailure(message: "cannot write \(output): \(error.localizedDescription)", code: Exit.localIO))
             }

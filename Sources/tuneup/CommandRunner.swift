@@ -2,6 +2,7 @@ import ArgumentParser
 import Dispatch
 import Foundation
 import Glibc
+import Support
 import Synchronization
 import Transport
 
@@ -49,7 +50,9 @@ enum CommandRunner {
             if var asyncCommand = command as? AsyncParsableCommand {
                 try await asyncCommand.run()
             } else {
-                try command.run()
+                // A synchronous command (images: files, hashes, signatures) blocks: it runs on the blocking executor.
+                let box = CommandBox(command)
+                try await Blocking.perform("command") { var command = box.command; try command.run() }
             }
             if let signal = Interrupts.received { return 128 + signal }
             return 0
@@ -173,8 +176,13 @@ enum Interrupts {
                 if first {
                     cancel()
                 } else {
-                    Console.flush()
-                    exit(exitCode(sig))
+                    // A second signal ends the process: what is written so far gets a second to reach its reader (a
+                    // stalled reader must not keep the process alive), then it exits whatever.
+                    let flushed = DispatchSemaphore(value: 0)
+                    if (try? Threads.spawn(name: "final flush", { Console.flush(); flushed.signal() })) != nil {
+                        _ = flushed.wait(timeout: .now() + 1)
+                    }
+                    _exit(exitCode(sig))
                 }
             }
         }

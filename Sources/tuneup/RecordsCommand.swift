@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Records
+import Support
 
 /// `tuneup records`: the unit records of provisioning, listed, shown, exported and summed up.
 struct RecordsCommand: AsyncParsableCommand {
@@ -214,7 +215,7 @@ struct RecordsCommand: AsyncParsableCommand {
                 return
             }
             do {
-                try Data(text.utf8).write(to: URL(fileURLWithPath: output), options: .atomic)
+                try await Blocking.perform("write \(output)") { try Data(text.utf8).write(to: URL(fileURLWithPath: output), options: .atomic) }
             } catch {
                 throw CommandFailure(message: "cannot write \(output): \((error as NSError).localizedDescription)", code: Exit.localIO)
             }

@@ -3,6 +3,7 @@ import Foundation
 import Recipe
 import Records
 import Station
+import Support
 import TuneupKit
 
 /// `tuneup station run`: the provisioning station (docs/provisioning.md).
@@ -105,7 +106,7 @@ struct StationCommand: AsyncParsableCommand {
             let loaded: LoadedRecipe
             let store: any RecordStore
             var line: (store: OutboxRecordStore, path: String)?
-            let stationName = station ?? ProcessInfo.processInfo.hostName
+            let stationName = station ?? Self.hostName()
             do {
                 loaded = try await Self.loadRecipe(recipe)
                 try Self.checkMeasurable(loaded)
@@ -191,13 +192,17 @@ struct StationCommand: AsyncParsableCommand {
             String(station.map { $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" || $0 == "." ? $0 : "_" })
         }
 
-        /// Loads the recipe off the cooperative pool (it reads and verifies the images).
+        /// This machine's name (gethostname: no name-service lookup, unlike Foundation's hostName).
+        static func hostName() -> String {
+            var buffer = [CChar](repeating: 0, count: 256)
+            guard gethostname(&buffer, buffer.count - 1) == 0 else { return "station" }
+            let name = String(cString: buffer)
+            return name.isEmpty ? "station" : name
+        }
+
+        /// Loads the recipe on the blocking executor, off the cooperative pool (it reads and verifies the images).
         static func loadRecipe(_ path: String) async throws -> LoadedRecipe {
-            try await withCheckedThrowingContinuation { continuation in
-                DispatchQueue.global().async {
-                    continuation.resume(with: Result { try ProvisioningRecipe.load(path: path) })
-                }
-            }
+            try await Blocking.perform("recipe load") { try ProvisioningRecipe.load(path: path) }
         }
 
         /// Every test of the recipe must be a measurement the station can take.

@@ -1,4 +1,5 @@
 import Foundation
+import Support
 import Synchronization
 @_exported import ThrowawayPostgres
 
@@ -85,13 +86,11 @@ public func settledValue(below limit: Int, within seconds: Double = 10, _ measur
     return value
 }
 
-/// Runs blocking `body` (a subprocess wait, a blocking syscall) on a thread of its own, so that it does not hold one
-/// of the few threads of Swift's cooperative pool (one per core) that every other test in the run needs.
+/// Runs blocking `body` (a subprocess wait, a blocking syscall, a long computation) on the blocking executor, so that
+/// it does not hold one of the few threads of Swift's cooperative pool (one per core) that every other test in the
+/// run needs.
 public func offThePool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
-        let thread = Thread { continuation.resume(with: Result { try body() }) }
-        thread.start()
-    }
+    try await Blocking.perform("test", body)
 }
 
 /// SplitMix64: a tiny seeded generator so property tests are reproducible.
@@ -110,4 +109,14 @@ public struct TestRandom: RandomNumberGenerator, Sendable {
 /// A u32 in little-endian bytes, as LightX arguments carry it.
 public func u32(_ v: UInt32) -> [UInt8] {
     [UInt8(truncatingIfNeeded: v), UInt8(truncatingIfNeeded: v >> 8), UInt8(truncatingIfNeeded: v >> 16), UInt8(truncatingIfNeeded: v >> 24)]
+}
+
+/// Runs `body` with a PostgreSQL server of its own, stopped (on the blocking executor, not the cooperative pool)
+/// whether `body` returns or throws.
+public func withDedicatedPostgres<T: Sendable>(_ body: (ThrowawayPostgres) async throws -> T) async throws -> T {
+    let pg = try await offThePool { try ThrowawayPostgres.dedicated() }
+    let result: Result<T, any Error>
+    do { result = .success(try await body(pg)) } catch { result = .failure(error) }
+    _ = try? await offThePool { pg.stop() }
+    return try result.get()
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Spawn
+@_exported import TestSupport
 
 /// Runs the built `tuneup` binary.
 enum CLI {
@@ -63,15 +64,8 @@ struct CLIError: Error, CustomStringConvertible {
 typealias Collector = OutputCollector
 
 extension OutputCollector {
-    /// Waits (off the cooperative pool) until at least `count` lines arrived; returns them.
-    func lines(_ count: Int, timeout: Double = 30) async -> [String] {
-        (try? await offThePool { self.linesBlocking(count, timeout: timeout) }) ?? []
-    }
-
-    /// Everything collected once the pipe closed (waits for that off the cooperative pool).
-    func text() async -> String {
-        (try? await offThePool { self.textBlocking() }) ?? ""
-    }
+    /// Everything collected once the pipe closed (the wait suspends: it holds no thread).
+    func text() async -> String { await finishedText() }
 }
 
 /// A long-running `tuneup sim KIND ...` (headset, speaker, ...) with its stdin open for control lines.
@@ -118,17 +112,8 @@ final class RunningSimulator: Sendable {
 /// The exit status of `process` once it ends by itself (waited for off the cooperative pool, at most `seconds`; then
 /// it is terminated).
 func exitStatus(of process: ChildProcess, within seconds: Double = 30) async throws -> Int32 {
-    try await offThePool {
-        process.waitUntilExit(within: seconds)
-        return process.terminationStatus
-    }
-}
-
-/// Runs blocking `body` on a thread of its own and awaits its result, keeping the cooperative pool free.
-func offThePool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
-        Thread { continuation.resume(with: Result { try body() }) }.start()
-    }
+    await process.exited(within: seconds)
+    return process.terminationStatus
 }
 
 /// A fresh directory per test.

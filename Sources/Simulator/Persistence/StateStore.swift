@@ -1,6 +1,6 @@
-import Dispatch
 import Foundation
 import Glibc
+import Support
 import Synchronization
 
 /// The simulator's state file: the states of all simulated devices of one server, owned by one process at a time.
@@ -22,13 +22,14 @@ import Synchronization
 ///   it over the state file and fsyncs the directory, so a killed process leaves either the old or the new file,
 ///   never a partial one. A failed save removes its temporary file.
 /// - **Off the cooperative pool.** Every file-system call (open, lock attempts, read, write, fsync, rename) runs on the
-///   store's own serial dispatch queue; callers only suspend. Saves are written in the order they were enqueued.
+///   store's serial lane on the blocking executor (`SerialLane`); callers only suspend. Saves are written in the
+///   order they were enqueued.
 /// - A missing parent directory is created (mode 0700).
 ///
 /// **Flash.** Each device's 2 MiB NOR flash and the running state of an in-process device that stayed on live in a
 /// second file, `PATH.flash` (see `FlashFile` for its fixed binary layout), covered by the same lock. Flash operations
 /// are persisted as they happen with one `pwrite` of the touched bytes each (`enqueueFlashWrite`), in order, on the
-/// same queue — never a rewrite of the whole 2 MiB. A device missing from it starts from the factory flash, which is
+/// same lane — never a rewrite of the whole 2 MiB. A device missing from it starts from the factory flash, which is
 /// written once in full; so a state file from before flash existed (version 1 JSON without `PATH.flash`) loads with
 /// its settings kept and a fresh factory flash.
 public final class StateStore: Sendable {
@@ -56,12 +57,12 @@ public final class StateStore: Sendable {
         var closed = false
     }
 
-    private let queue: DispatchQueue
+    private let queue: SerialLane
     private let storage: Mutex<Storage>
     private let flashBytes = Atomic<Int>(0)
     private static let tempCounter = Atomic<Int>(0)
 
-    private init(path: String, lockPath: String, queue: DispatchQueue, lockFD: Int32, devices: [HeadsetState],
+    private init(path: String, lockPath: String, queue: SerialLane, lockFD: Int32, devices: [HeadsetState],
                  flash: FlashFile.Loaded) {
         self.path = path
         self.lockPath = lockPath
@@ -85,7 +86,7 @@ public final class StateStore: Sendable {
     ///   `.corruptState` / `.unsupportedStateVersion` for a bad file (the lock is released again), `.io` for
     ///   operating-system failures — or `CancellationError`.
     public static func open(path: String, lockTimeout: Duration = defaultLockTimeout) async throws -> StateStore {
-        let queue = DispatchQueue(label: "tuneup.simulator.state")
+        let queue = SerialLane("simulator state")
         let lockPath = path + ".lock"
         let fd = try await run(on: queue) { () throws(SimulatorError) -> Int32 in
             try FileIO.makeParentDirectory(of: path)
@@ -145,8 +146,10 @@ public final class StateStore: Sendable {
             return
         }
         let path = self.path
-        queue.async {
-            completion(Result { () throws(SimulatorError) in try Self.write(snapshot, to: path) })
+        do {
+            try queue.submit { completion(Result { () throws(SimulatorError) in try Self.write(snapshot, to: path) }) }
+        } catch {
+            completion(.failure(Self.unavailable(error)))
         }
     }
 
@@ -249,15 +252,19 @@ public final class StateStore: Sendable {
         }
         let path = flashPath
         // Capturing self keeps the descriptor open (deinit closes it) until the write has run.
-        queue.async { [self] in
-            _ = self
-            completion(Result { () throws(SimulatorError) in try body(fd, path) })
+        do {
+            try queue.submit { [self] in
+                _ = self
+                completion(Result { () throws(SimulatorError) in try body(fd, path) })
+            }
+        } catch {
+            completion(.failure(Self.unavailable(error)))
         }
     }
 
     /// Reads and validates a state file without locking it (for inspection). Nil when the file does not exist.
     public static func read(path: String) async throws -> [HeadsetState]? {
-        try await run(on: DispatchQueue(label: "tuneup.simulator.state.read")) { () throws(SimulatorError) -> [HeadsetState]? in
+        try await Blocking.perform("simulator state read", unavailable: unavailable) { () throws(SimulatorError) -> [HeadsetState]? in
             try FileIO.readFile(path).map { bytes throws(SimulatorError) in try decode(bytes, path: path) }
         }
     }
@@ -347,12 +354,13 @@ public final class StateStore: Sendable {
     // MARK: - Running on the queue
 
     private static func run<T: Sendable>(
-        on queue: DispatchQueue, _ body: @escaping @Sendable () throws(SimulatorError) -> T
+        on queue: SerialLane, _ body: @escaping @Sendable () throws(SimulatorError) -> T
     ) async throws(SimulatorError) -> T {
-        let result: Result<T, SimulatorError> = await withCheckedContinuation { continuation in
-            queue.async { continuation.resume(returning: Result { () throws(SimulatorError) in try body() }) }
-        }
-        return try result.get()
+        try await queue.perform(unavailable: unavailable, body)
+    }
+
+    @Sendable private static func unavailable(_ error: SupportError) -> SimulatorError {
+        SimulatorError(.io, "cannot run the simulator's file work: \(error.message)")
     }
 
     private static func format(_ d: Duration) -> String {
