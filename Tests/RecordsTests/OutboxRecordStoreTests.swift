@@ -64,46 +64,46 @@ import Testing
         // Six values out of leases of four: two leases, two values unused until the station finishes.
         let left = await store.finish(within: .seconds(10))
         #expect(left.isEmpty)
-        let leased = try await pg.psql(String(url.split(separator: "/").last!.split(separator: "?").first!),
-                                       "SELECT state, COUNT(*) FROM identities GROUP BY state ORDER BY state")
+        let database = String(url.split(separator: "/").last!.split(separator: "?").first!)
+        let leased = try await offThePool { try pg.psql(database, "SELECT state, COUNT(*) FROM identities GROUP BY state ORDER BY state") }
         #expect(leased == "committed|6\nvoided|2", "unused leased values are voided on the server: \(leased)")
         await server.close()
     }
 
     @Test func aStationKeepsProvisioningWhileTheServerIsDownAndUploadsWhenItReturns() async throws {
-        let pg = try await offThePool { try ThrowawayPostgres.dedicated() }
-        defer { pg.stop() }
-        let url = try await offThePool { try pg.createDatabase() }
-        let server = try await PostgresRecordStore.open(url: url)
-        let directory = try Self.directory()
-        let stations = [try await Self.station("a", server: server, directory: directory, leaseSize: 8),
-                        try await Self.station("b", server: server, directory: directory, leaseSize: 8)]
-        // Each station holds a lease before the server goes away.
-        for (k, store) in stations.enumerated() { _ = try await Self.provision("hw-\(k)-0", on: store) }
+        try await withDedicatedPostgres { pg in
+            let url = try await offThePool { try pg.createDatabase() }
+            let server = try await PostgresRecordStore.open(url: url)
+            let directory = try Self.directory()
+            let stations = [try await Self.station("a", server: server, directory: directory, leaseSize: 8),
+                            try await Self.station("b", server: server, directory: directory, leaseSize: 8)]
+            // Each station holds a lease before the server goes away.
+            for (k, store) in stations.enumerated() { _ = try await Self.provision("hw-\(k)-0", on: store) }
 
-        try await offThePool { try pg.pause() }
-        var given: [String] = []
-        for unit in 1..<5 {
-            for (k, store) in stations.enumerated() { given.append(try await Self.provision("hw-\(k)-\(unit)", on: store).value) }
-        }
-        for store in stations {
-            let backlog = try await store.backlog()
-            #expect(backlog.runs >= 4, "runs wait in the outbox while the server is down: \(backlog)")
-            #expect(store.serverProblem != nil)
-        }
+            try await offThePool { try pg.pause() }
+            var given: [String] = []
+            for unit in 1..<5 {
+                for (k, store) in stations.enumerated() { given.append(try await Self.provision("hw-\(k)-\(unit)", on: store).value) }
+            }
+            for store in stations {
+                let backlog = try await store.backlog()
+                #expect(backlog.runs >= 4, "runs wait in the outbox while the server is down: \(backlog)")
+                #expect(store.serverProblem != nil)
+            }
 
-        try await offThePool { try pg.start() }
-        for store in stations {
-            try await waitUntil("the outbox of \(store.station) is uploaded", within: 60) { try await store.backlog().isEmpty }
+            try await offThePool { try pg.start() }
+            for store in stations {
+                try await waitUntil("the outbox of \(store.station) is uploaded", within: 60) { try await store.backlog().isEmpty }
+            }
+            let units = try await server.units()
+            #expect(units.count == 10)
+            #expect(units.allSatisfy { $0.runs.map(\.outcome) == [.pass] }, "nothing lost, nothing twice")
+            let live = units.flatMap(\.identities).filter { $0.state != .voided }
+            #expect(live.count == 10 && Set(live.map(\.value)).count == 10 && live.allSatisfy { $0.state == .committed })
+            #expect(Set(given).isSubset(of: Set(live.map(\.value))))
+            for store in stations { #expect(await store.finish(within: .seconds(10)).isEmpty) }
+            await server.close()
         }
-        let units = try await server.units()
-        #expect(units.count == 10)
-        #expect(units.allSatisfy { $0.runs.map(\.outcome) == [.pass] }, "nothing lost, nothing twice")
-        let live = units.flatMap(\.identities).filter { $0.state != .voided }
-        #expect(live.count == 10 && Set(live.map(\.value)).count == 10 && live.allSatisfy { $0.state == .committed })
-        #expect(Set(given).isSubset(of: Set(live.map(\.value))))
-        for store in stations { #expect(await store.finish(within: .seconds(10)).isEmpty) }
-        await server.close()
     }
 
     @Test func aUnitTheServerKnowsKeepsItsIdentityAtAnotherStation() async throws {
@@ -125,29 +125,29 @@ import Testing
 
     /// A station killed with records in its outbox: its next start uploads them, once.
     @Test func aRestartedStationUploadsWhatItsKilledProcessLeft() async throws {
-        let pg = try await offThePool { try ThrowawayPostgres.dedicated() }
-        defer { pg.stop() }
-        let url = try await offThePool { try pg.createDatabase() }
-        let server = try await PostgresRecordStore.open(url: url)
-        let directory = try Self.directory()
-        do {
-            let killed = try await Self.station("s", server: server, directory: directory)
-            _ = try await Self.provision("hw-warm", on: killed)
-            try await waitUntil("the first run is uploaded") { try await killed.backlog().isEmpty }
-            try await offThePool { try pg.pause() }
-            _ = try await Self.provision("hw-1", on: killed)
-            _ = try await killed.startRun(RunStart(hardwareID: "hw-2", station: "s", slot: "slot-1"))
-            #expect(try await killed.backlog().runs == 1)
-        }  // dropped without finish: the process died
-        try await offThePool { try pg.start() }
-        let restarted = try await Self.station("s", server: server, directory: directory)
-        #expect(try await restarted.abortOpenRuns(station: "s", at: Date()).count == 1)
-        try await waitUntil("the outbox is uploaded", within: 60) { try await restarted.backlog().isEmpty }
-        #expect(try await server.runs(hardwareID: "hw-1", station: nil).map(\.outcome) == [.pass])
-        #expect(try await server.runs(hardwareID: "hw-2", station: nil).map(\.outcome) == [.aborted])
-        #expect(try await server.runs().count == 3)
-        _ = await restarted.finish(within: .seconds(10))
-        await server.close()
+        try await withDedicatedPostgres { pg in
+            let url = try await offThePool { try pg.createDatabase() }
+            let server = try await PostgresRecordStore.open(url: url)
+            let directory = try Self.directory()
+            do {
+                let killed = try await Self.station("s", server: server, directory: directory)
+                _ = try await Self.provision("hw-warm", on: killed)
+                try await waitUntil("the first run is uploaded") { try await killed.backlog().isEmpty }
+                try await offThePool { try pg.pause() }
+                _ = try await Self.provision("hw-1", on: killed)
+                _ = try await killed.startRun(RunStart(hardwareID: "hw-2", station: "s", slot: "slot-1"))
+                #expect(try await killed.backlog().runs == 1)
+            }  // dropped without finish: the process died
+            try await offThePool { try pg.start() }
+            let restarted = try await Self.station("s", server: server, directory: directory)
+            #expect(try await restarted.abortOpenRuns(station: "s", at: Date()).count == 1)
+            try await waitUntil("the outbox is uploaded", within: 60) { try await restarted.backlog().isEmpty }
+            #expect(try await server.runs(hardwareID: "hw-1", station: nil).map(\.outcome) == [.pass])
+            #expect(try await server.runs(hardwareID: "hw-2", station: nil).map(\.outcome) == [.aborted])
+            #expect(try await server.runs().count == 3)
+            _ = await restarted.finish(within: .seconds(10))
+            await server.close()
+        }
     }
 
     @Test func importingARunTwiceRecordsItOnce() async throws {

@@ -40,8 +40,10 @@ import Testing
         _ = try await store.reserveIdentity(.serial, for: "hw-1", station: "s1", values: ["SN-1"])
         let pg = try await Self.server()
         let database = String(url.split(separator: "/").last!.split(separator: "?").first!)
-        #expect(throws: ThrowawayPostgresError.self) {
-            try pg.psql(database, "INSERT INTO identities (kind, value, state, hardware_id, station, updated_at) VALUES ('serial', 'SN-1', 'voided', NULL, 'x', now())")
+        await #expect(throws: ThrowawayPostgresError.self) {
+            try await offThePool {
+                try pg.psql(database, "INSERT INTO identities (kind, value, state, hardware_id, station, updated_at) VALUES ('serial', 'SN-1', 'voided', NULL, 'x', now())")
+            }
         }
         await store.close()
     }
@@ -135,14 +137,12 @@ import Testing
         #expect(missing?.code == .cannotOpen, "\(missing?.message ?? "")")
     }
 
-    /// Nobody listens: a clear, bounded error naming the server.
-    @Test func anUnreachableServerIsAClearErrorNotAHang() async throws {
-        let started = ContinuousClock.now
+    /// Nobody listens: a clear, bounded error naming the server (a hang would trip the time limit).
+    @Test(.timeLimit(.minutes(1))) func anUnreachableServerIsAClearErrorNotAHang() async throws {
         let error = await #expect(throws: RecordsError.self) {
             _ = try await PostgresRecordStore.open(url: "postgres://tuneup@127.0.0.1:9/records?sslmode=disable", timeout: .seconds(3))
         }
         #expect(error?.code == .unreachable, "\(error?.message ?? "")")
         #expect(error?.message.contains("127.0.0.1:9/records") == true)
-        #expect(ContinuousClock.now - started < .seconds(30))
     }
 }

@@ -61,8 +61,9 @@ struct SpeakerEventsTests {
         #expect(p.process.isRunning, "one speaker is still followed")
         sim.send("off 0")
         let status = try await exitStatus(of: p.process)
-        #expect(status == 69, "\(p.err.textBlocking())")
-        #expect(p.err.textBlocking().contains("tuneup: every speaker followed went away"))
+        let errors = await p.err.text()
+        #expect(status == 69, "\(errors)")
+        #expect(errors.contains("tuneup: every speaker followed went away"))
         #expect(await sim.quit() == 0)
     }
 
