@@ -40,8 +40,9 @@ import Transport
             let result = try await BluetoothThread.wait(for: Int16(POLLIN), on: r, wake: wake, timeout: .milliseconds(100), name: "t-wait")
             let elapsed = ContinuousClock.now - start
             #expect(result == .timedOut)
-            // At least the timeout; the ceiling only catches a wait that ignores it (timers run late under load).
-            #expect(elapsed >= .milliseconds(100) && elapsed < .seconds(30))
+            // At least the timeout (a floor: a loaded machine is later, never earlier); a wait that ignored it would
+            // never end and trip the time limit.
+            #expect(elapsed >= .milliseconds(100))
         }
     }
 
@@ -57,12 +58,9 @@ import Transport
                     try await BluetoothThread.wait(for: Int16(POLLIN), on: r, wake: wake, name: "t-cancel")
                 }
                 try await waitUntil("the wait polls on its thread") { wake.isWatched }
-                let start = ContinuousClock.now
                 task.cancel()
                 let result = try await task.value
-                #expect(result == .woken)
-                // Without the wake-up the wait never ends; the bound is loose because a loaded machine is slow.
-                #expect(ContinuousClock.now - start < .seconds(10))
+                #expect(result == .woken)  // without the wake-up the wait never ends: the time limit
             }
             // Tests running in parallel open descriptors too: let them settle (a leak would not).
             let growth = try await settledValue(below: 25) { openDescriptors() - before }
@@ -115,16 +113,14 @@ import Transport
 
     @Test func deadlineThrowsTheTimeoutErrorAndDiscardsLateValues() async throws {
         try await withTimeLimit {
-            let start = ContinuousClock.now
             await #expect(throws: TransportError(.timedOut, "")) {
                 _ = try await Timeouts.run(limit: .milliseconds(100), timeoutError: TransportError(.timedOut, "too slow"),
                                                   discard: { (_: Int) in }) {
-                    try await Task.sleep(for: .seconds(60))  // the slow operation the deadline must cut short
+                    // The slow operation the deadline must cut short (an hour: not cut, it trips the time limit).
+                    try await Task.sleep(for: .seconds(3600))
                     return 1
                 }
             }
-            // Far below the 60 s operation; loose because timers run late on a loaded machine.
-            #expect(ContinuousClock.now - start < .seconds(30))
             // A value produced although the operation was cancelled goes to discard.
             let discarded = Mutex<[Int]>([])
             await #expect(throws: TransportError(.timedOut, "")) {
@@ -178,13 +174,11 @@ import Transport
             let pending = Task { try await listener.accept() }
             let second = Task { try await listener.accept() }
             try await waitUntil("both accepts wait on their threads") { listener.pendingAccepts == 2 }
-            let start = ContinuousClock.now
             listener.close()
             // An accept that close() does not wake is cancelled by the watchdog and fails the check below.
             for task in [pending, second] {
                 await #expect(throws: TransportError(.closed, "")) { _ = try await value(of: task, cancellingAfter: .seconds(30)) }
             }
-            #expect(ContinuousClock.now - start < .seconds(30))
             let later = await expectTransportError(.closed) { _ = try await listener.accept() }
             #expect(later?.message == "the listener on bt:00:AA:01:00:00:00:5 is closed")
             listener.close()  // idempotent

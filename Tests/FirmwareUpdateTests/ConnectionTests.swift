@@ -11,8 +11,9 @@ import Transport
 /// Opening the device, and losing and finding it again.
 @Suite struct ConnectionTests {
     /// A device that cannot be opened at all (no such port, nothing listening, a corrupt simulator file) fails at
-    /// once with the error as it is: the reconnect wait is for a device coming back, not for one never there.
-    @Test func firstOpenFailsAtOnceWithItsOwnError() async throws {
+    /// once with the error as it is: the reconnect wait is for a device coming back, not for one never there. (The
+    /// wait is an hour: a test that waited it out would trip the time limit; one open attempt shows none was made.)
+    @Test(.timeLimit(.minutes(2))) func firstOpenFailsAtOnceWithItsOwnError() async throws {
         let image = try sampleImage("app-1.4.3-small.img")
         let attempts = Counter()
         let refusal = TransportError(.notFound, "serial:/nonexistent: no such device")
@@ -20,8 +21,7 @@ import Transport
             _ = attempts.next()
             throw refusal
         }
-        let options = testOptions(wait: .seconds(30))
-        let started = ContinuousClock.now
+        let options = testOptions(wait: .seconds(3600))
         let updater = FirmwareUpdater(image: image, options: options, sessionOptions: fastSession, connect: connect)
         do {
             _ = try await updater.run()
@@ -30,16 +30,13 @@ import Transport
             #expect(error.code == .notFound)
             #expect(error.message == refusal.message)
         }
-        #expect(ContinuousClock.now - started < .seconds(1), "failed at once, not after the 30 s wait")
-        #expect(attempts.count == 1)
+        #expect(attempts.count == 1, "tried again instead of failing with the first error")
 
         // The bootloader commands and `firmware read` too.
-        let client = BootloaderClient(sessionOptions: fastSession, wait: .seconds(30), connect: connect)
-        let again = ContinuousClock.now
+        let client = BootloaderClient(sessionOptions: fastSession, wait: .seconds(3600), connect: connect)
         await #expect(throws: TransportError.self) { _ = try await client.status() }
         await #expect(throws: TransportError.self) { try await client.enter() }
         await #expect(throws: TransportError.self) { _ = try await client.read(.application, length: 256) }
-        #expect(ContinuousClock.now - again < .seconds(1))
         await client.close()
     }
 }
@@ -87,14 +84,13 @@ extension ConnectionTests {
     }
 
     /// A link that can never carry a write to its acknowledgement ends with connection-lost after a bounded number
-    /// of fruitless reconnects, not after the whole wait (or never).
-    @Test func linkThatNeverGetsABlockThroughStops() async throws {
+    /// of fruitless reconnects, not after the whole wait (an hour: waiting it out would trip the time limit).
+    @Test(.timeLimit(.minutes(3))) func linkThatNeverGetsABlockThroughStops() async throws {
         let device = try await makeDevice()
         let image = try sampleImage("app-1.4.3-small.img")
         let opened = Counter()
-        let started = ContinuousClock.now
         do {
-            _ = try await update(device, image, options: testOptions(wait: .seconds(60))) {
+            _ = try await update(device, image, options: testOptions(wait: .seconds(3600))) {
                 _ = opened.next()
                 return DropsOnWrite(await device.connect())
             }
@@ -105,7 +101,6 @@ extension ConnectionTests {
         }
         // Each loss halves the window until a lone erase gets through (progress); then five fruitless links.
         #expect(opened.count <= 10, "\(opened.count) links opened")
-        #expect(ContinuousClock.now - started < .seconds(50), "stopped before the 60 s wait (a generous bound: the whole suite runs on two cores)")
         // The device keeps running: the bootloader, ready for another attempt.
         #expect(await device.runningImage == .bootloader)
         await device.shutdown()
@@ -156,31 +151,29 @@ extension ConnectionTests {
     }
 
     /// A link that opens but on which the device never answers (a wrong tty such as /dev/null, a port that accepts and
-    /// hangs up, a silent device) fails with its first error too, not after the reconnect wait.
-    @Test(arguments: [true, false])
+    /// hangs up, a silent device) fails with its first error too, not after the reconnect wait (an hour: waiting it
+    /// out would trip the time limit). The silent device's requests time out at once: nothing could answer them.
+    @Test(.timeLimit(.minutes(2)), arguments: [true, false])
     func aDeviceThatNeverAnsweredIsNotWaitedFor(hangsUp: Bool) async throws {
         let image = try sampleImage("app-1.4.3-small.img")
         let attempts = Counter()
         let connect: @Sendable () async throws -> any Transport = {
             _ = attempts.next()
             let (host, device) = InMemoryTransport.pair()
-            if hangsUp { await device.close() } else { Task { _ = device; try? await Task.sleep(for: .seconds(60)) } }
+            if hangsUp { await device.close() } else { Task { _ = device; try? await Task.sleep(for: .seconds(3600)) } }
             return host
         }
-        let started = ContinuousClock.now
-        let updater = FirmwareUpdater(image: image, options: testOptions(wait: .seconds(30)), sessionOptions: fastSession, connect: connect)
+        let silent = LightXSession.Options(timeout: .milliseconds(100), retransmissions: 0)
+        let updater = FirmwareUpdater(image: image, options: testOptions(wait: .seconds(3600)), sessionOptions: silent, connect: connect)
         do {
             _ = try await updater.run()
             Issue.record("the update succeeded without a device")
         } catch let error as HeadsetError {
             #expect(error.category == .connection, "\(error)")
         }
-        #expect(ContinuousClock.now - started < .seconds(20), "failed with its first error, not after the 30 s wait")
-        #expect(attempts.count == 1)
-        let client = BootloaderClient(sessionOptions: fastSession, wait: .seconds(30), connect: connect)
-        let again = ContinuousClock.now
+        #expect(attempts.count == 1, "tried again instead of failing with the first error")
+        let client = BootloaderClient(sessionOptions: silent, wait: .seconds(3600), connect: connect)
         await #expect(throws: HeadsetError.self) { _ = try await client.status() }
-        #expect(ContinuousClock.now - again < .seconds(10))
         await client.close()
     }
 }

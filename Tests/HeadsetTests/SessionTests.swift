@@ -51,18 +51,17 @@ import Transport
             let pending = reply(request, .pending)
             return [pending, pending]
         }
-        // Pending at once, then the final reply only after longer than one timeout (measured from the request reaching
-        // the device, so it is later still for the session). The timeout is long enough for the Pending reply to
-        // arrive in time on a loaded machine; the pending timeout is far beyond when the final reply comes.
-        let timeout = Duration.seconds(2)
-        let session = LightXSession(transport: host, options: .init(timeout: timeout, retransmissions: 2, pendingTimeout: .seconds(60)))
+        // Pending at once, then the final reply only after more than one timeout has passed on the session's clock.
+        let clock = ManualClock()
+        let session = LightXSession(
+            transport: host, options: .init(timeout: .seconds(2), retransmissions: 2, pendingTimeout: .seconds(60)), clock: clock)
         let request = try BootRequests.commit(sectors: 4)
-        Task {
-            try await waitUntil("the device received the request") { !device.requests.isEmpty }
-            try await Task.sleep(for: timeout + .milliseconds(500))
-            try await device.send(reply(request, .ok))
-        }
-        let r = try await session.request(request)
+        let answer = Task { try await session.request(request) }
+        // The Pending reply replaced the 2 s timer with the pending timeout.
+        try await waitUntil("the Pending reply was taken") { device.requests.count == 1 && clock.nextDeadline == .seconds(60) }
+        clock.advance(by: .milliseconds(2500))
+        try await device.send(reply(request, .ok))
+        let r = try await answer.value
         #expect(r.status == .ok)
         #expect(device.requests.count == 1, "a Pending reply must not cause a retransmission")
         await session.close()
@@ -71,9 +70,13 @@ import Transport
 
     @Test func acceptedRequestThatNeverFinishesTimesOutWithoutRetransmission() async throws {
         let (device, host) = FakeDevice.start { request, _ in [reply(request, .pending)] }
-        // The Pending reply must beat the first timeout even on a loaded machine (100 ms did not always).
-        let session = LightXSession(transport: host, options: .init(timeout: .seconds(2), retransmissions: 2, pendingTimeout: .milliseconds(2500)))
-        await #expect(throws: HeadsetError(.timeout, "")) { try await session.request(try BootRequests.commit(sectors: 1)) }
+        let clock = ManualClock()
+        let session = LightXSession(
+            transport: host, options: .init(timeout: .seconds(2), retransmissions: 2, pendingTimeout: .milliseconds(2500)), clock: clock)
+        let request = Task { try await session.request(try BootRequests.commit(sectors: 1)) }
+        try await waitUntil("the Pending reply was taken") { device.requests.count == 1 && clock.nextDeadline == .milliseconds(2500) }
+        clock.advance(by: .milliseconds(2500))
+        await #expect(throws: HeadsetError(.timeout, "")) { try await request.value }
         #expect(device.requests.count == 1)
         await session.close()
         await device.stop()
@@ -81,14 +84,15 @@ import Transport
 
     @Test func silentDeviceTimesOutAfterRetransmissions() async throws {
         let (device, host) = FakeDevice.start { _, _ in [] }
-        let session = LightXSession(transport: host, options: fast)
-        let start = ContinuousClock.now
-        await #expect(throws: HeadsetError(.timeout, "")) {
-            try await session.request(AppSettings.batteryLevel.readRequest())
+        let clock = ManualClock()
+        let session = LightXSession(transport: host, options: fast, clock: clock)
+        let request = Task { try await session.request(AppSettings.batteryLevel.readRequest()) }
+        for attempt in 1...3 {
+            let due = Duration.milliseconds(150 * attempt)
+            try await waitUntil("send \(attempt) and its timer") { device.requests.count == attempt && clock.nextDeadline == due }
+            clock.advance(by: .milliseconds(150))
         }
-        let elapsed = ContinuousClock.now - start
-        // Three timeouts at least; the ceiling only catches a hang (timers run late on a loaded machine).
-        #expect(elapsed >= .milliseconds(450) && elapsed < .seconds(20))
+        await #expect(throws: HeadsetError(.timeout, "")) { try await request.value }
         #expect(device.requests.count == 3, "one send and two retransmissions")
         let stats = await session.statistics
         #expect(stats.timeouts == 3 && stats.retransmissions == 2)
@@ -100,10 +104,13 @@ import Transport
         let (device, host) = FakeDevice.start { request, index in
             index == 0 ? [] : [reply(request, .ok, u32(77))]
         }
-        // The first attempt must time out, and the reply to the retransmission must then come within one timeout:
-        // 2 s makes the test take 2 s but holds on a loaded machine (150 ms did not).
-        let session = LightXSession(transport: host, options: .init(timeout: .seconds(2), retransmissions: 2))
-        let r = try await session.request(AppSettings.batteryLevel.readRequest())
+        // The first attempt times out on the session's clock; the reply to the retransmission comes before the next.
+        let clock = ManualClock()
+        let session = LightXSession(transport: host, options: .init(timeout: .seconds(2), retransmissions: 2), clock: clock)
+        let answer = Task { try await session.request(AppSettings.batteryLevel.readRequest()) }
+        try await waitUntil("the first send and its timer") { device.requests.count == 1 && clock.nextDeadline == .seconds(2) }
+        clock.advance(by: .seconds(2))
+        let r = try await answer.value
         #expect(Array(r.buffer) == u32(77))
         #expect(device.requests.count == 2)
         await session.close()
@@ -120,11 +127,20 @@ import Transport
             if index == 1, let first = await held.take() { return [reply(first, .ok, u32(1)), reply(request, .ok, u32(2))] }
             return [reply(request, .ok, u32(UInt32(index + 1)))]
         }
-        // The first attempt must time out; every answer after that must come within one timeout, also on a loaded
-        // machine (else a further retransmission shifts the values).
-        let session = LightXSession(transport: host, options: .init(timeout: .seconds(2), retransmissions: 2))
-        let first = try await session.request(AppSettings.batteryLevel.readRequest())
-        let second = try await session.request(AppSettings.batteryLevel.readRequest())
+        // The first attempt times out on the session's clock; nothing else does (the clock moves only here).
+        let clock = ManualClock()
+        let session = LightXSession(transport: host, options: .init(timeout: .seconds(2), retransmissions: 2), clock: clock)
+        let firstAnswer = Task { try await session.request(AppSettings.batteryLevel.readRequest()) }
+        try await waitUntil("the first send and its timer") { device.requests.count == 1 && clock.nextDeadline == .seconds(2) }
+        clock.advance(by: .seconds(2))
+        let first = try await firstAnswer.value
+        // The retransmission's key waits out its quiet period (one timeout) before the next request goes out.
+        let secondAnswer = Task { try await session.request(AppSettings.batteryLevel.readRequest()) }
+        try await waitUntil("the next request sent or waiting out the quiet period") {
+            device.requests.count == 3 || clock.nextDeadline == .seconds(4)
+        }
+        if device.requests.count < 3 { clock.advance(by: .seconds(2)) }
+        let second = try await secondAnswer.value
         #expect(Array(first.buffer) == u32(1) || Array(first.buffer) == u32(2))
         #expect(Array(second.buffer) == u32(3), "the second request must get its own answer, not the duplicate")
         #expect(await session.statistics.unexpectedReplies == 1)
@@ -221,15 +237,14 @@ import Transport
     /// end as soon as they are cancelled: they do not wait for the key or the quiet period (both 10 s here).
     @Test func cancelledWaitsForTheSameParam0EndAtOnce() async throws {
         let (device, host) = FakeDevice.start { _, _ in [] }
-        let session = LightXSession(transport: host, options: .init(timeout: .seconds(10), retransmissions: 0))
+        let session = LightXSession(transport: host, options: .init(timeout: .seconds(10), retransmissions: 0), clock: ManualClock())
         let first = Task { try await session.request(AppSettings.batteryLevel.readRequest()) }
         try await waitUntil("the first request reached the device") { device.requests.count == 1 }
         let queued = Task { try await session.request(AppSettings.batteryLevel.readRequest()) }
         try await waitUntil("the second request is queued") { await session.queuedRequests == 1 }
-        var start = ContinuousClock.now
+        // Ended by the cancellation alone: on this session's clock, which never moves, the key's wait would never end.
         queued.cancel()
         await #expect(throws: CancellationError.self) { try await queued.value }
-        #expect(ContinuousClock.now - start < .seconds(5), "waited for the key (10 s), not ended at once")
         #expect(await session.queuedRequests == 0)
 
         // The first one cancelled too: its param0 is now quiet for the timeout (10 s).
@@ -237,10 +252,8 @@ import Transport
         await #expect(throws: CancellationError.self) { try await first.value }
         let quiet = Task { try await session.request(AppSettings.batteryLevel.readRequest()) }
         try await waitUntil("the third request waits out the quiet period") { await session.quietKeys == 1 }
-        start = ContinuousClock.now
         quiet.cancel()
         await #expect(throws: CancellationError.self) { try await quiet.value }
-        #expect(ContinuousClock.now - start < .seconds(5), "waited for the quiet period (10 s), not ended at once")
         #expect(device.requests.count == 1, "nothing else was sent")
         await session.close()
         await device.stop()

@@ -159,10 +159,8 @@ import Transport
             let queued = Task { try await f.session.request(.request(2)) }
             try await waitUntil("the second request is queued") { await f.session.queuedRequests == 1 }
             // Virtual time never moves here: a wait that did not end on cancellation would hang (the time limit).
-            var start = ContinuousClock.now
             queued.cancel()
             await #expect(throws: CancellationError.self) { try await queued.value }
-            #expect(ContinuousClock.now - start < .seconds(5), "half the 10 s timeout: the wait ended on cancellation")
             #expect(await f.session.queuedRequests == 0)
 
             // The first one cancelled while waiting for its reply: its key is quiet for the timeout.
@@ -172,10 +170,8 @@ import Transport
             try await waitUntil("the third request waits out the quiet period") {
                 await f.session.quietKeys == 1 && f.clock.deadlines == [.seconds(10)]
             }
-            start = ContinuousClock.now
             quiet.cancel()
             await #expect(throws: CancellationError.self) { try await quiet.value }
-            #expect(ContinuousClock.now - start < .seconds(5), "half the 10 s timeout: the wait ended on cancellation")
             #expect(f.clock.pendingSleeps == 0, "the quiet wait is gone, not left sleeping")
             #expect(f.peer.requests.count == 1, "nothing else was sent")
             #expect(f.clock.now == .init(offset: .zero))

@@ -6,24 +6,21 @@ import Transport
 
 /// Waits inside the simulator end promptly when cancelled.
 @Suite struct CancellationTests {
-    // Time limits here are generous (a loaded machine may take a while to run a task); what they tell apart is a
-    // wait that ends when cancelled from one that lasts its full, much longer, course.
+    // Each wait here would last hours if the cancellation did not end it: the test's time limit (a hang guard, not
+    // a performance bound) tells a wait that ends when cancelled from one that lasts its course, whatever the load.
 
     /// A reply waiting out its delay (the `.slow` profile's) is not sent when the link's task is cancelled — as a
     /// server shutting down does —: the drain ends at once (the writer used to sleep through the cancellation).
     @Test func aCancelledDrainDoesNotWaitOutTheReplyDelay() async throws {
         try await withTimeLimit {
             let (client, served) = InMemoryTransport.pair()
-            let host = HostLink(link: served, replyDelay: .seconds(30))
+            let host = HostLink(link: served, replyDelay: .seconds(3600))
             let after = Counter()
             host.reply([1, 2, 3]) { after.increment() }
             host.finish()
             let draining = Task { await host.drainAndClose() }
-            let started = ContinuousClock.now
             draining.cancel()
             await draining.value
-            let took = ContinuousClock.now - started
-            #expect(took < .seconds(5), "the cancelled drain took \(took)")
             #expect(after.count == 1, "a reply that is not sent still runs its `after`")
             await #expect(throws: TransportError.self) { _ = try await client.receive() }
         }
@@ -32,15 +29,12 @@ import Transport
     /// While the device is off, `waitUntilReady` sleeps until the power-up (no polling); cancelled, it returns at once.
     @Test func aCancelledWaitForReadinessReturnsAtOnce() async throws {
         try await withTimeLimit {
-            let device = try await SimulatedHeadset(statePath: nil, options: SimulatorOptions(timeScale: 100))
-            await device.powerCut()  // off for 30 s, then NotReady for 150 s
-            let waiting = Task { await device.waitUntilReady(timeout: .seconds(300)) }
+            let device = try await SimulatedHeadset(statePath: nil, options: SimulatorOptions(timeScale: 100_000))
+            await device.powerCut()  // off for 8 h, then NotReady for 40 h
+            let waiting = Task { await device.waitUntilReady(timeout: .seconds(360_000)) }
             try await waitUntil("the wait is pending") { await device.readinessWaiters.count == 1 }
-            let started = ContinuousClock.now
             waiting.cancel()
             let ready = await waiting.value
-            let took = ContinuousClock.now - started
-            #expect(took < .seconds(5), "the cancelled wait took \(took)")
             #expect(!ready)
             #expect(await device.readinessWaiters.isEmpty)
             await device.shutdown()
@@ -69,8 +63,8 @@ import Transport
     /// serves the link ends that wait at once (it used to last until the device had processed a request).
     @Test func aCancelledLinkWaitingForRoomInTheQueueEndsAtOnce() async throws {
         try await withTimeLimit {
-            // Booting the application reads it at 1 kB/s: a minute of busy time. Q = 1.
-            let timing = DeviceTiming(pageProgram: .zero, readBytesPerSecond: 1_000, readyDelay: .zero, powerUpDelay: .zero)
+            // Booting the application reads it at 100 B/s: ten minutes of busy time. Q = 1.
+            let timing = DeviceTiming(pageProgram: .zero, readBytesPerSecond: 100, readyDelay: .zero, powerUpDelay: .zero)
             let device = try await SimulatedHeadset(statePath: nil, options: SimulatorOptions(
                 drainInterval: .zero, timeScale: 1, timing: timing, queueDepth: 1))
             let (client, served) = InMemoryTransport.pair()
@@ -89,11 +83,8 @@ import Transport
             try await host.send(AppSettings.batteryLevel.readRequest())
             try await host.send(AppSettings.batteryLevel.readRequest())
             try await waitUntil("a request waits for room") { await device.roomWaiters.count == 1 }
-            let started = ContinuousClock.now
             serving.cancel()
             await serving.value
-            let took = ContinuousClock.now - started
-            #expect(took < .seconds(5), "the cancelled link took \(took) to end")
             #expect(await device.roomWaiters.isEmpty)
             await device.shutdown()
         }

@@ -8,26 +8,43 @@ import Testing
 import Transport
 
 /// Sync and fidelity on virtual time: the controller's schedule and clock tracking, the codec and the speakers'
-/// renderers, exact to the nanosecond.
+/// renderers, exact to the nanosecond. The simulation and the sample-by-sample analysis are seconds of computation in
+/// a debug build: they run on the blocking executor (`computed`), never on the cooperative pool, and the checks then
+/// read their results.
 @Suite("Playback on virtual time")
 struct VirtualPlaybackTests {
     static let format = try! AudioFormat(sampleRate: 48_000, channels: 2, sampleFormat: .s16le)
 
-    @Test func speakersWithDifferentDriftPlayInSyncAndSampleForSample() {
+    /// What a run and its analysis computed, handed from the blocking executor to the test.
+    struct Computed<T>: @unchecked Sendable { let value: T }
+
+    /// Runs `body` (a playback simulation and its analysis) on `input` off the cooperative pool.
+    func computed<I, T>(_ input: I, _ body: @escaping @Sendable (I) -> T) async throws -> T {
+        let boxed = Computed(value: input)
+        return try await offThePool { Computed(value: body(boxed.value)) }.value
+    }
+
+    @Test func speakersWithDifferentDriftPlayInSyncAndSampleForSample() async throws {
         let drifts: [Double] = [-400, -120, 0, 250, 480]
         var config = VirtualPlayback.Configuration(speakers: drifts.enumerated().map { k, ppm in
             VirtualPlayback.Speaker(clock: DACClock(offset: Int64(k) * 3_700_000_123, driftPPM: ppm))
         })
         config.format = Self.format
         config.seconds = 6
-        let source = GeneratedSignal(format: Self.format, seconds: 6, seed: 3)
-        let r = VirtualPlayback(config, source: source).run()
-        let spreads = PlaybackAnalysis.spreads(r.speakers.map(\.log), frames: 0..<288_000, stride: 480)
+        let (r, spreads, fidelity) = try await computed(config) { config in
+            let source = GeneratedSignal(format: Self.format, seconds: 6, seed: 3)
+            let r = VirtualPlayback(config, source: source).run()
+            let spreads = PlaybackAnalysis.spreads(r.speakers.map(\.log), frames: 0..<288_000, stride: 480)
+            let fidelity = r.speakers.map { s in
+                let f = PlaybackAnalysis.fidelity(s.log, pcm: s.pcm, source: source)
+                return (exact: f.isExact(given: s.log.statistics), description: "\(f)")
+            }
+            return (r, spreads, fidelity)
+        }
         #expect(spreads.count > 500)
         #expect(PlaybackAnalysis.percentile(spreads, 99) <= 100_000, "p99 spread \(PlaybackAnalysis.percentile(spreads, 99)) ns")
         for (k, s) in r.speakers.enumerated() {
-            let f = PlaybackAnalysis.fidelity(s.log, pcm: s.pcm, source: source)
-            #expect(f.isExact(given: s.log.statistics), "speaker \(k): \(f), \(s.log.statistics)")
+            #expect(fidelity[k].exact, "speaker \(k): \(fidelity[k].description), \(s.log.statistics)")
             #expect(s.log.statistics.renderedFrames >= 287_000, "speaker \(k) rendered \(s.log.statistics.renderedFrames)")
             // About drift × 6 s × 48000 corrections (a drifting clock must be corrected, a true one hardly).
             let expected = abs(drifts[k]) * 1e-6 * 6 * 48_000
@@ -38,7 +55,7 @@ struct VirtualPlaybackTests {
         }
     }
 
-    @Test func jitterAndLossAreAbsorbedAndCounted() {
+    @Test func jitterAndLossAreAbsorbedAndCounted() async throws {
         let audio = LinkJitter(maximum: 20_000_000, probability: 1, loss: 0.02)
         let control = LinkJitter(maximum: 20_000_000, probability: 0.3, floor: 50_000)
         var config = VirtualPlayback.Configuration(speakers: [-300.0, 300].map {
@@ -46,34 +63,37 @@ struct VirtualPlaybackTests {
         })
         config.format = Self.format
         config.seconds = 5
-        let source = GeneratedSignal(format: Self.format, seconds: 5, seed: 4)
-        let r = VirtualPlayback(config, source: source).run()
-        let spreads = PlaybackAnalysis.spreads(r.speakers.map(\.log), frames: 0..<240_000, stride: 480)
+        let (r, spreads, exact) = try await computed(config) { config in
+            let source = GeneratedSignal(format: Self.format, seconds: 5, seed: 4)
+            let r = VirtualPlayback(config, source: source).run()
+            let spreads = PlaybackAnalysis.spreads(r.speakers.map(\.log), frames: 0..<240_000, stride: 480)
+            let exact = r.speakers.map { PlaybackAnalysis.fidelity($0.log, pcm: $0.pcm, source: source).isExact(given: $0.log.statistics) }
+            return (r, spreads, exact)
+        }
         #expect(PlaybackAnalysis.percentile(spreads, 99) <= 100_000, "p99 spread \(PlaybackAnalysis.percentile(spreads, 99)) ns")
-        for s in r.speakers {
+        for (k, s) in r.speakers.enumerated() {
             let stats = s.log.statistics
             #expect(stats.lostPackets > 0, "\(stats)")
             #expect(stats.lostFrames > 0, "\(stats)")
-            #expect(PlaybackAnalysis.fidelity(s.log, pcm: s.pcm, source: source).isExact(given: stats), "\(stats)")
+            #expect(exact[k], "\(stats)")
         }
     }
 
-    @Test func aSpeakerAddedDuringPlaybackJoinsInSyncWithinOneSecond() {
+    @Test func aSpeakerAddedDuringPlaybackJoinsInSyncWithinOneSecond() async throws {
         var config = VirtualPlayback.Configuration(speakers: [
             VirtualPlayback.Speaker(clock: DACClock(offset: 5_000_000_000, driftPPM: 200)),
             VirtualPlayback.Speaker(clock: DACClock(offset: 9_000_000_000, driftPPM: -350), joinsAfter: 2),
         ])
         config.format = Self.format
         config.seconds = 5
-        let source = GeneratedSignal(format: Self.format, seconds: 5, seed: 5)
-        let r = VirtualPlayback(config, source: source).run()
+        let r = try await computed(config) { config in VirtualPlayback(config, source: GeneratedSignal(format: Self.format, seconds: 5, seed: 5)).run() }
         let joiner = r.speakers[1]
         let first = try! #require(joiner.firstOut)
         #expect(first - joiner.addedAt <= 1_000_000_000, "joined after \(Double(first - joiner.addedAt) / 1e6) ms")
         let firstFrame = joiner.log.firstSource!.sourceFrame
         // Joined 2 s after play, when frame (2 s − 200 ms buffer) × 48000 was heard, within a second.
         #expect(firstFrame > 86_400 && firstFrame < 86_400 + 48_000, "first frame \(firstFrame)")
-        let spreads = PlaybackAnalysis.spreads(r.speakers.map(\.log), frames: firstFrame..<240_000, stride: 480)
+        let spreads = try await computed(r.speakers.map(\.log)) { logs in PlaybackAnalysis.spreads(logs, frames: firstFrame..<240_000, stride: 480) }
         #expect(spreads.count > 200)
         #expect(PlaybackAnalysis.percentile(spreads, 100) <= 100_000, "max spread \(PlaybackAnalysis.percentile(spreads, 100)) ns")
     }

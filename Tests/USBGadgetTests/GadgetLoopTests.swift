@@ -150,18 +150,16 @@ import Transport
             try await link.send(reply)
             rig.fs.clearLog()
             let gadget = rig.gadget
-            // A generous drain timeout: the host below fetches as soon as the reset waits, however slow the machine.
+            // An hour's drain timeout: the host below fetches as soon as the reset waits, however slow the machine, and a
+            // reset that waited it out would trip the test's time limit.
             let reset = Task {
-                try await gadget.reenumerate(productID: 0x0002, product: "Tuneup Sim Headset (bootloader)", drainTimeout: .seconds(30))
+                try await gadget.reenumerate(productID: 0x0002, product: "Tuneup Sim Headset (bootloader)", drainTimeout: .seconds(3600))
             }
             let unbound = { rig.fs.log.contains { $0.hasSuffix("/UDC=\n") } }
             try await waitUntil("the reset waits for the host (or unbinds at once)") { gadget.isWaitingForDrain || unbound() }
             #expect(!unbound(), "no unbind before the host fetched the reply")
             #expect(try await rig.host.receivePacket() == reply)
             let took = try await reset.value
-            // Unbind, identity, rebind on the fake configfs take microseconds; the bound only catches a wait (it is
-            // not tighter because the gadget's thread may wait for a core on a loaded machine).
-            #expect(took < .seconds(5))
             let G = "/cfg/usb_gadget/tuneup"
             #expect(rig.fs.log == ["write \(G)/UDC=\n", "write \(G)/idProduct=0x0002",
                                    "write \(G)/strings/0x409/product=Tuneup Sim Headset (bootloader)", "write \(G)/UDC=dummy_udc.0"])
