@@ -1,20 +1,30 @@
 #!/usr/bin/env bash
 # The project's test command: builds everything and runs the unit and integration tests, then the bad-input sweep
 # (about 200 wrong arguments, files, environments and devices against the built tuneup).
-# With CI=true (as in .ci/run), or with --vm, it also:
+# With CI=true (as in .ci/run), or with --under-load, it runs the parallel suite a second time while two CPU-bound busy
+# loops hold both cores (tests must not depend on the machine's speed or load). With CI=true, or with --vm, it also:
 #   - fuzzes the LightX stream decoder for 60 seconds (CI only);
 #   - boots a Debian kernel under QEMU and drives the simulated headset through the real Linux USB and Bluetooth
 #     stacks (tools/vm/e2e.sh tools/vm/tuneup; a few minutes, downloads cached in ~/.cache/tuneup-vm).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 vm=false
-[ "${CI:-}" = "true" ] && vm=true
-[ "${1:-}" = "--vm" ] && vm=true
+under_load=false
+[ "${CI:-}" = "true" ] && vm=true && under_load=true
+for argument in "$@"; do
+    case "$argument" in
+        --vm) vm=true ;;
+        --under-load) under_load=true ;;
+        *) echo "usage: tools/test.sh [--vm] [--under-load]" >&2; exit 64 ;;
+    esac
+done
 
 # What the build and the tests need (Debian packages, imgtool); a no-op when all is installed, so the command also
 # works on a fresh machine and not only under .ci/run.
 tools/install-deps.sh
 
+echo "== blocking calls off the cooperative pool (tools/check-blocking.py)"
+python3 tools/check-blocking.py
 echo "== swift build (debug, with tests)"
 swift build --build-tests
 echo "== swift test"
@@ -24,9 +34,26 @@ echo "== swift test"
 # speakers over loopback (synchronisation measured in microseconds; `speaker play` controlled by other commands, where a
 # speaker gives up on a stream after 3 s without audio) and discovery across network namespaces. Under the
 # whole parallel suite's load on two cores they measure the load, not the code. (The descriptor-leak check counts the
-# whole process's descriptors, which other tests open meanwhile.)
-realtime='LineOutageTests|LivePlaybackTests|SpeakerPlayCLITests|SpeakerNamespaceTests|watchModeProvisionsUnitsAsTheyArrive|cancellationWakesTheWaitPromptlyAndLeaksNothing'
+# whole process's descriptors, which other tests open meanwhile.) Also here: the link conditioner's pacing (it emulates a
+# link on the real clock by design), the hub's streaming to speakers (a speaker gives up after 3 s without audio),
+# discovery windows of a fraction of a second, and the hub page in headless Chromium (a browser's load, not its timing).
+realtime='LineOutageTests|LivePlaybackTests|SpeakerPlayCLITests|SpeakerNamespaceTests|watchModeProvisionsUnitsAsTheyArrive|cancellationWakesTheWaitPromptlyAndLeaksNothing|LinkConditionerTests|HubStreamingTests|HubPageTests|discoveryFollowsSpeakersThatAppearAndVanish|listFindsSimulatedSpeakersByDiscovery|findsSpeakersAndReportsAddedAndRemoved'
+started=$(date +%s)
 swift test --skip-build --parallel --skip "$realtime"
+echo "== the parallel suite took $(( $(date +%s) - started )) s"
+if $under_load; then
+    # The same suite while two busy loops hold both cores: a test that waits on wall-clock time, or code that blocks
+    # Swift's cooperative pool, fails here. The loops end with the script, whatever happens.
+    echo "== swift test again, under load: two CPU-bound busy loops on both cores"
+    busy_loops=()
+    for _ in 1 2; do (while :; do :; done) & busy_loops+=($!); done
+    trap 'kill "${busy_loops[@]}" 2>/dev/null || true' EXIT
+    started=$(date +%s)
+    swift test --skip-build --parallel --skip "$realtime"
+    echo "== the parallel suite under load took $(( $(date +%s) - started )) s"
+    kill "${busy_loops[@]}" 2>/dev/null || true
+    trap - EXIT
+fi
 echo "== swift test: real-time tests, one at a time"
 swift test --skip-build --no-parallel --filter "$realtime"
 echo "== bad-input sweep (tools/bad-input-sweep.py)"
