@@ -28,10 +28,11 @@ import Testing
         return (packets, decoder)
     }
 
-    @Test func roundTripRandomPackets() throws {
+    @Test func roundTripRandomPackets() async throws {
         var rng = TestRandom(seed: 1)
         var bufferless = 0
         for _ in 0..<2000 {
+            await Task.yield()  // a long loop in a debug build: let the cooperative pool's other tasks run
             let p = randomPacket(&rng)
             if !p.header.hasBuffer && !p.buffer.isEmpty { bufferless += 1 }
             let frame = SPPFraming.encode(p)
@@ -181,12 +182,13 @@ import Testing
         #expect(d.statistics.discardedBytes == bogus.count)
     }
 
-    @Test func randomInputNeverTrapsAndStaysBounded() {
+    @Test func randomInputNeverTrapsAndStaysBounded() async {
         var rng = TestRandom(seed: 11)
         var d = SPPStreamDecoder()
         let valid = realisticPackets(count: 50, seed: 12).map(SPPFraming.encode)
         var fed = 0
         for _ in 0..<5000 {
+            await Task.yield()  // a long loop in a debug build: let the cooperative pool's other tasks run
             var chunk: [UInt8]
             switch Int.random(in: 0..<4, using: &rng) {
             case 0: chunk = (0..<Int.random(in: 0...300, using: &rng)).map { _ in .random(in: 0...255, using: &rng) }

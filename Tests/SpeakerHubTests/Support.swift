@@ -51,6 +51,17 @@ func httpGet(_ port: Int, _ target: String) async throws -> HTTPAnswer {
 }
 
 /// A WAV file: 8 kHz mono 16-bit, `seconds` long (a quiet tone), with an INFO chunk when tags are given.
+/// One second of a 440 Hz tone, 8 kHz mono s16le.
+let oneSecondOf440Hz: [UInt8] = {
+    var bytes = [UInt8](repeating: 0, count: 16000)
+    for i in 0..<8000 {
+        let v = UInt16(bitPattern: Int16(sin(Double(i) * 2 * .pi * 440 / 8000) * 2000))
+        bytes[2 * i] = UInt8(v & 0xff)
+        bytes[2 * i + 1] = UInt8(v >> 8)
+    }
+    return bytes
+}()
+
 func wavFile(seconds: Int, title: String? = nil, artist: String? = nil, album: String? = nil) -> [UInt8] {
     func u32(_ v: Int) -> [UInt8] { [UInt8(v & 0xff), UInt8(v >> 8 & 0xff), UInt8(v >> 16 & 0xff), UInt8(v >> 24 & 0xff)] }
     func u16(_ v: Int) -> [UInt8] { [UInt8(v & 0xff), UInt8(v >> 8 & 0xff)] }
@@ -63,12 +74,11 @@ func wavFile(seconds: Int, title: String? = nil, artist: String? = nil, album: S
     }
     let fmt = Array("fmt ".utf8) + u32(16) + u16(1) + u16(1) + u32(8000) + u32(16000) + u16(2) + u16(16)
     let list = info.isEmpty ? [] : Array("LIST".utf8) + u32(4 + info.count) + Array("INFO".utf8) + info
+    // 440 Hz repeats exactly every second at 8 kHz: one second is computed once (in a debug build the sample loop took
+    // seconds of a cooperative thread per fixture).
     var samples: [UInt8] = []
     samples.reserveCapacity(seconds * 16000)
-    for i in 0..<(seconds * 8000) {
-        let v = Int(sin(Double(i) * 2 * .pi * 440 / 8000) * 2000)
-        samples += u16(v & 0xffff)
-    }
+    for _ in 0..<seconds { samples += oneSecondOf440Hz }
     let data = Array("data".utf8) + u32(samples.count) + samples
     let body = Array("WAVE".utf8) + fmt + list + data
     return Array("RIFF".utf8) + u32(body.count) + body

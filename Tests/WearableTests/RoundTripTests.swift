@@ -6,9 +6,10 @@ import Wearable
 @Suite struct RoundTripTests {
     static let iterations = 2000
 
-    @Test(arguments: [1, 2, 3] as [UInt64]) func valuesSurviveEncoding(seed: UInt64) throws {
+    @Test(arguments: [1, 2, 3] as [UInt64]) func valuesSurviveEncoding(seed: UInt64) async throws {
         var rng = TestRandom(seed: seed)
         for i in 0..<Self.iterations {
+            if i % 100 == 0 { await Task.yield() }  // seconds of work in a debug build: let the pool's other tasks run
             let device = rng.deviceInformation()
             #expect(try DeviceInformation(decoding: device.encoded()) == device, "seed \(seed) #\(i)")
             #expect(device.encoded().count == DeviceInformation.length)
@@ -63,10 +64,11 @@ import Wearable
 
     /// Sensor data made of valid records with one byte changed: accepted ones re-encode unchanged, refused ones are
     /// refused with a code (and the replay checks hold either way).
-    @Test func mutatedSensorDataKeepsTheReplayInvariants() throws {
+    @Test func mutatedSensorDataKeepsTheReplayInvariants() async throws {
         var rng = TestRandom(seed: 77)
         var outcomes = [String: Int]()
         for i in 0..<3000 {
+            if i % 100 == 0 { await Task.yield() }
             var wire = rng.notification(of: replaySensorInformation).encoded()
             let k = Int.random(in: 0..<wire.count, using: &rng)
             switch Int.random(in: 0..<3, using: &rng) {
@@ -84,10 +86,11 @@ import Wearable
     }
 
     /// The configuration's mutating methods keep the one-period rule, so every value they make encodes and decodes.
-    @Test func configurationEditsStayValid() throws {
+    @Test func configurationEditsStayValid() async throws {
         var rng = TestRandom(seed: 9)
         var config = try SensorConfiguration(disabled: [])
         for i in 0..<5000 {
+            await Task.yield()  // a long loop in a debug build: let the cooperative pool's other tasks run
             let sensor = SensorType.allCases.randomElement(using: &rng)!
             let period = SamplePeriod.allCases.randomElement(using: &rng)!
             switch Int.random(in: 0..<4, using: &rng) {

@@ -79,7 +79,7 @@ import Wearable
     }
 
     /// Samples scale component by component; each shape comes back from its scaled value.
-    @Test func samplesScaleAndComeBack() throws {
+    @Test func samplesScaleAndComeBack() async throws {
         let q = Self.ranges[2]
         let rotation = SensorSample.rotation(RawQuaternion(x: -16384, y: 0, z: 8192, w: 16384), accuracy: 164)
         #expect(rotation.scaled(by: q) == .quaternion(Quaternion(x: -1, y: 0, z: 0.5, w: 1), estimatedAccuracy: 164.0 / 16384))
@@ -88,6 +88,7 @@ import Wearable
         #expect(try SensorSample(sensor: .uncalibratedMagnetometer, value: uncalibrated.scaled(by: q), in: q) == uncalibrated)
         var rng = TestRandom(seed: 42)
         for _ in 0..<2000 {
+            await Task.yield()  // a long loop in a debug build: let the cooperative pool's other tasks run
             let range = rng.range()
             for sensor in SensorType.allCases {
                 let sample = rng.sample(of: sensor)
