@@ -38,9 +38,14 @@ echo "== swift test"
 # link on the real clock by design), the hub's streaming to speakers (a speaker gives up after 3 s without audio),
 # discovery windows of a fraction of a second, and the hub page in headless Chromium (a browser's load, not its timing).
 realtime='LineOutageTests|LivePlaybackTests|SpeakerPlayCLITests|SpeakerNamespaceTests|watchModeProvisionsUnitsAsTheyArrive|cancellationWakesTheWaitPromptlyAndLeaksNothing|LinkConditionerTests|HubStreamingTests|HubPageTests|discoveryFollowsSpeakersThatAppearAndVanish|listFindsSimulatedSpeakersByDiscovery|findsSpeakersAndReportsAddedAndRemoved'
+# Seconds of CPU each in a debug build (seeded fuzz loops, playback simulations with sample-by-sample analysis): run
+# one at a time after the parallel suite, so that they do not take the cores from the timers of every other test.
+heavy='FirmwareFuzzTests|RoundTripTests|FuzzTests|VirtualPlaybackTests|SeededRandomTests|StreamDecoderTests|MotionTests'
 started=$(date +%s)
-swift test --skip-build --parallel --skip "$realtime"
+swift test --skip-build --parallel --skip "$realtime|$heavy"
 echo "== the parallel suite took $(( $(date +%s) - started )) s"
+echo "== swift test: CPU-heavy tests, one at a time"
+swift test --skip-build --no-parallel --filter "$heavy"
 if $under_load; then
     # The same suite while two busy loops hold both cores: a test that waits on wall-clock time, or code that blocks
     # Swift's cooperative pool, fails here. The loops end with the script, whatever happens.
@@ -49,7 +54,7 @@ if $under_load; then
     for _ in 1 2; do (while :; do :; done) & busy_loops+=($!); done
     trap 'kill "${busy_loops[@]}" 2>/dev/null || true' EXIT
     started=$(date +%s)
-    swift test --skip-build --parallel --skip "$realtime"
+    swift test --skip-build --parallel --skip "$realtime|$heavy"
     echo "== the parallel suite under load took $(( $(date +%s) - started )) s"
     kill "${busy_loops[@]}" 2>/dev/null || true
     trap - EXIT
