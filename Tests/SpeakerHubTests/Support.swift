@@ -121,7 +121,9 @@ final class HubFixture: Sendable {
             let parts = e.split(separator: ":")
             return (String(parts[0]), UInt16(parts[1])!)
         }
-        let controller = try await SpeakerController.connect(endpoints)
+        // Every reply of a simulated speaker comes: a long timeout keeps a loaded machine's delays from looking like
+        // a lost reply (the hub would answer 502).
+        let controller = try await SpeakerController.connect(endpoints, options: RequestOptions(timeout: .seconds(30)))
         let clock = ManualClock()
         let now: @Sendable () -> Duration = { clock.now.offset }
         let player: any HubPlayer = streaming ? StreamingPlayer(controller: controller, now: now) : ControlPlayer(controller: controller, now: now)
