@@ -283,30 +283,36 @@ public final class OutputCollector: Sendable {
 
 // Waits from async code: they suspend (polling on the task's clock) and never hold a thread, so tests and tools can
 // wait for children on Swift's cooperative pool without blocking it.
+
+/// Suspends until `done()` holds or `seconds` have passed (nil: no limit); false when it gave up (time, or the task
+/// was cancelled).
+private func poll(every interval: Duration = .milliseconds(2), for seconds: Double? = nil, until done: () -> Bool) async -> Bool {
+    let deadline = seconds.map { ContinuousClock.now + .seconds($0) }
+    while !done() {
+        if let deadline, ContinuousClock.now >= deadline { return false }
+        do { try await Task.sleep(for: interval) } catch { return done() }
+    }
+    return true
+}
+
 extension ChildProcess {
     /// Waits until the child ends; returns how. Cancellation stops the wait (the child keeps running): nil then.
     public func exited() async -> Termination? {
-        while true {
-            if let end = termination { return end }
-            do { try await Task.sleep(for: .milliseconds(2)) } catch { return termination }
-        }
+        _ = await poll { !isRunning }
+        return termination
     }
 
     /// Waits at most `seconds` for the child to end; then sends SIGTERM and, if it is still there after `grace`
     /// seconds, SIGKILL. Returns how it ended.
     @discardableResult
     public func exited(within seconds: Double, grace: Double = 10) async -> Termination {
-        let deadline = ContinuousClock.now + .milliseconds(Int64(seconds * 1000))
-        while isRunning, ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(2)) }
-        if isRunning {
+        if await !poll(for: seconds, until: { !isRunning }) {
             terminate()
-            let killAt = ContinuousClock.now + .milliseconds(Int64(grace * 1000))
-            while isRunning, ContinuousClock.now < killAt { try? await Task.sleep(for: .milliseconds(2)) }
-            signal(SIGKILL)
+            if await !poll(for: grace, until: { !isRunning }) { signal(SIGKILL) }
         }
         while true {
             if let end = termination { return end }
-            try? await Task.sleep(for: .milliseconds(2))
+            try? await Task.sleep(for: .milliseconds(2))  // killed: it ends at once
         }
     }
 }
@@ -314,18 +320,13 @@ extension ChildProcess {
 extension OutputCollector {
     /// Everything, once the writer closed its end (waits at most `timeout` seconds, then returns what arrived).
     public func finishedText(timeout: Double = 30) async -> String {
-        let deadline = ContinuousClock.now + .milliseconds(Int64(timeout * 1000))
-        while !isFinished, ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(2)) }
+        _ = await poll(for: timeout) { isFinished }
         return text
     }
 
     /// Waits until at least `count` lines arrived or `timeout` seconds passed; returns the lines.
     public func lines(_ count: Int, timeout: Double = 30) async -> [String] {
-        let deadline = ContinuousClock.now + .milliseconds(Int64(timeout * 1000))
-        while true {
-            let lines = text.split(separator: "\n").map(String.init)
-            if lines.count >= count || ContinuousClock.now >= deadline { return lines }
-            try? await Task.sleep(for: .milliseconds(5))
-        }
+        _ = await poll(every: .milliseconds(5), for: timeout) { text.split(separator: "\n").count >= count }
+        return text.split(separator: "\n").map(String.init)
     }
 }

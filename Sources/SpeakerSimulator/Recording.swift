@@ -58,6 +58,6 @@ final class WAVRecorder: Sendable {
 
     /// Waits until everything so far is written.
     func flush() async {
-        _ = try? await queue.perform(unavailable: { $0 }) { () throws(SupportError) in }
+        await queue.flush()
     }
 }

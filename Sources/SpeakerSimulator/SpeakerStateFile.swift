@@ -4,8 +4,8 @@ import Support
 import Synchronization
 
 /// The settings of a simulation's speakers in one JSON file (`{"speakers": {"0": {...}, ...}}`), by speaker index.
-/// Writes go through one serial lane of the blocking executor (off the cooperative pool), atomically (temporary file and rename); `flush()`
-/// waits for them.
+/// Writes go through one serial lane of the blocking executor (off the cooperative pool), atomically (temporary file
+/// and rename); `flush()` waits for them.
 public final class SpeakerStateFile: Sendable {
     public let path: String
     private let settings: Mutex<[String: SpeakerSettings]>
@@ -73,6 +73,6 @@ public final class SpeakerStateFile: Sendable {
 
     /// Waits until every save so far is on disk.
     public func flush() async {
-        _ = try? await queue.perform(unavailable: { $0 }) { () throws(SupportError) in }
+        await queue.flush()
     }
 }

@@ -208,13 +208,7 @@ public enum Blocking {
         pool: BlockingPool = .shared,
         _ body: @escaping @Sendable () throws -> T
     ) async throws -> T {
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
-            do {
-                try pool.submit(name: name) { continuation.resume(with: Result { try body() }) }
-            } catch {
-                continuation.resume(throwing: error)
-            }
-        }
+        try await perform(name, pool: pool, unavailable: { $0 }, body)
     }
 
     /// `perform` with the body's own error type: `unavailable` turns the pool's refusal into one of it.
@@ -224,9 +218,19 @@ public enum Blocking {
         unavailable: @escaping @Sendable (SupportError) -> E,
         _ body: @escaping @Sendable () throws(E) -> T
     ) async throws(E) -> T {
+        try await result(of: body, submittedBy: { job throws(SupportError) in try pool.submit(name: name, job) }, unavailable: unavailable)
+    }
+
+    /// Hands `body` to `submit` (the pool, or a lane) and waits for its result; a refused submission is
+    /// `unavailable(error)`.
+    static func result<T: Sendable, E: Error>(
+        of body: @escaping @Sendable () throws(E) -> T,
+        submittedBy submit: (@escaping BlockingPool.Job) throws(SupportError) -> Void,
+        unavailable: @escaping @Sendable (SupportError) -> E
+    ) async throws(E) -> T {
         let result: Result<T, E> = await withCheckedContinuation { continuation in
             do throws(SupportError) {
-                try pool.submit(name: name) { continuation.resume(returning: Result { () throws(E) in try body() }) }
+                try submit { continuation.resume(returning: Result { () throws(E) in try body() }) }
             } catch {
                 continuation.resume(returning: .failure(unavailable(error)))
             }
@@ -281,14 +285,12 @@ public final class SerialLane: Sendable {
         unavailable: @escaping @Sendable (SupportError) -> E,
         _ body: @escaping @Sendable () throws(E) -> T
     ) async throws(E) -> T {
-        let result: Result<T, E> = await withCheckedContinuation { continuation in
-            do throws(SupportError) {
-                try submit { continuation.resume(returning: Result { () throws(E) in try body() }) }
-            } catch {
-                continuation.resume(returning: .failure(unavailable(error)))
-            }
-        }
-        return try result.get()
+        try await Blocking.result(of: body, submittedBy: { job throws(SupportError) in try submit(job) }, unavailable: unavailable)
+    }
+
+    /// Waits until every job queued before it has run.
+    public func flush() async {
+        _ = try? await perform(unavailable: { $0 }) { () throws(SupportError) in }
     }
 
     private func drain() {

@@ -101,6 +101,15 @@ import Transport
         await device.stop()
     }
 
+    /// Reads the battery level on a fresh session whose 2 s timeout runs on `clock`: once the first send's timer is
+    /// pending, the clock moves past it (one timeout, so one retransmission); returns the reply.
+    static func batteryLevelAfterOneTimeout(_ session: LightXSession, _ device: FakeDevice, _ clock: ManualClock) async throws -> Packet {
+        let answer = Task { try await session.request(AppSettings.batteryLevel.readRequest()) }
+        try await waitUntil("the first send and its timer") { device.requests.count == 1 && clock.nextDeadline == .seconds(2) }
+        clock.advance(by: .seconds(2))
+        return try await answer.value
+    }
+
     @Test func lostReplyIsRecoveredByRetransmission() async throws {
         let (device, host) = FakeDevice.start { request, index in
             index == 0 ? [] : [reply(request, .ok, u32(77))]
@@ -108,10 +117,7 @@ import Transport
         // The first attempt times out on the session's clock; the reply to the retransmission comes before the next.
         let clock = ManualClock()
         let session = LightXSession(transport: host, options: .init(timeout: .seconds(2), retransmissions: 2), clock: clock)
-        let answer = Task { try await session.request(AppSettings.batteryLevel.readRequest()) }
-        try await waitUntil("the first send and its timer") { device.requests.count == 1 && clock.nextDeadline == .seconds(2) }
-        clock.advance(by: .seconds(2))
-        let r = try await answer.value
+        let r = try await Self.batteryLevelAfterOneTimeout(session, device, clock)
         #expect(Array(r.buffer) == u32(77))
         #expect(device.requests.count == 2)
         await session.close()
@@ -131,10 +137,7 @@ import Transport
         // The first attempt times out on the session's clock; nothing else does (the clock moves only here).
         let clock = ManualClock()
         let session = LightXSession(transport: host, options: .init(timeout: .seconds(2), retransmissions: 2), clock: clock)
-        let firstAnswer = Task { try await session.request(AppSettings.batteryLevel.readRequest()) }
-        try await waitUntil("the first send and its timer") { device.requests.count == 1 && clock.nextDeadline == .seconds(2) }
-        clock.advance(by: .seconds(2))
-        let first = try await firstAnswer.value
+        let first = try await Self.batteryLevelAfterOneTimeout(session, device, clock)
         // The retransmission's key waits out its quiet period (one timeout) before the next request goes out.
         let secondAnswer = Task { try await session.request(AppSettings.batteryLevel.readRequest()) }
         try await waitUntil("the next request sent or waiting out the quiet period") {

@@ -146,11 +146,7 @@ public final class StateStore: Sendable {
             return
         }
         let path = self.path
-        do {
-            try queue.submit { completion(Result { () throws(SimulatorError) in try Self.write(snapshot, to: path) }) }
-        } catch {
-            completion(.failure(Self.unavailable(error)))
-        }
+        enqueue(completion) { () throws(SimulatorError) in try Self.write(snapshot, to: path) }
     }
 
     /// Saves `state` for device `index` and waits until it is on disk. Calls from one task are written in order;
@@ -252,13 +248,9 @@ public final class StateStore: Sendable {
         }
         let path = flashPath
         // Capturing self keeps the descriptor open (deinit closes it) until the write has run.
-        do {
-            try queue.submit { [self] in
-                _ = self
-                completion(Result { () throws(SimulatorError) in try body(fd, path) })
-            }
-        } catch {
-            completion(.failure(Self.unavailable(error)))
+        enqueue(completion) { [self] () throws(SimulatorError) in
+            _ = self
+            try body(fd, path)
         }
     }
 
@@ -357,6 +349,17 @@ public final class StateStore: Sendable {
         on queue: SerialLane, _ body: @escaping @Sendable () throws(SimulatorError) -> T
     ) async throws(SimulatorError) -> T {
         try await queue.perform(unavailable: unavailable, body)
+    }
+
+    /// Runs `work` on the store's lane, after everything enqueued before it; `completion` gets its outcome (or the
+    /// executor's refusal).
+    private func enqueue(_ completion: @escaping @Sendable (Result<Void, SimulatorError>) -> Void,
+                         _ work: @escaping @Sendable () throws(SimulatorError) -> Void) {
+        do {
+            try queue.submit { completion(Result { () throws(SimulatorError) in try work() }) }
+        } catch {
+            completion(.failure(Self.unavailable(error)))
+        }
     }
 
     @Sendable private static func unavailable(_ error: SupportError) -> SimulatorError {
