@@ -9,6 +9,7 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <spawn.h>
+#include <sys/syscall.h>
 #include "cshims.h"
 
 int tuneup_posix_openpt(int flags) { return posix_openpt(flags); }
@@ -96,3 +97,5 @@ int tuneup_spawn_chdir(void *actions, const char *path) {
 }
 
 int tuneup_pipe_cloexec(int fds[2]) { return pipe2(fds, O_CLOEXEC); }
+
+int tuneup_pidfd_open(int pid) { return (int)syscall(SYS_pidfd_open, pid, 0); }

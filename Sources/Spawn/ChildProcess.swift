@@ -194,15 +194,34 @@ public final class ChildProcess: Sendable {
     /// `grace` seconds, SIGKILL. Returns how it ended.
     @discardableResult
     public func waitUntilExit(within seconds: Double, grace: Double = 10) -> Termination {
-        let deadline = Date().addingTimeInterval(seconds)
-        while isRunning, Date() < deadline { usleep(2_000) }
-        if isRunning {
+        if !waitForEnd(upTo: seconds) {
             terminate()
-            let killAt = Date().addingTimeInterval(grace)
-            while isRunning, Date() < killAt { usleep(2_000) }
-            signal(SIGKILL)
+            if !waitForEnd(upTo: grace) { signal(SIGKILL) }
         }
         return waitUntilExit()
+    }
+
+    /// Blocks until the child ends or `seconds` pass; true when it ended. The thread sleeps in poll(2) on the child's
+    /// pidfd (no polling loop: on a loaded machine hundreds of waits that wake every few milliseconds cost the CPU
+    /// the children need); without pidfds (before Linux 5.3) it checks every 2 ms.
+    public func waitForEnd(upTo seconds: Double) -> Bool {
+        if !isRunning { return true }
+        let deadline = ContinuousClock.now + .seconds(max(0, seconds))
+        let fd = tuneup_pidfd_open(processIdentifier)
+        guard fd >= 0 else {
+            while isRunning, ContinuousClock.now < deadline { usleep(2_000) }
+            return !isRunning
+        }
+        defer { _ = Glibc.close(fd) }
+        var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        while isRunning {
+            let left = ContinuousClock.now.duration(to: deadline)
+            guard left > .zero else { break }
+            let milliseconds = Int32(min(Int64(Int32.max), left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000 + 1))
+            let ready = poll(&descriptor, 1, milliseconds)
+            if ready < 0, errno != EINTR { usleep(2_000) }  // not expected; never spin
+        }
+        return !isRunning
     }
 
     /// The exit code, or for a child ended by a signal the signal's number (as Foundation's `Process` reports it).
@@ -237,10 +256,13 @@ public struct SpawnError: Error, CustomStringConvertible, Sendable {
     public init(_ description: String) { self.description = description }
 }
 
-/// Collects everything a descriptor delivers until its end, on a thread of its own, and closes it then.
-public final class OutputCollector: Sendable {
-    private let data = Mutex(Data())
-    private let done = Mutex(false)
+/// Collects everything a descriptor delivers until its end, on a thread of its own, and closes it then. The
+/// blocking waits sleep on a condition the reader signals (no polling).
+public final class OutputCollector: @unchecked Sendable {
+    // `collected` and `finished` change only under `condition`.
+    private let condition = NSCondition()
+    private var collected = Data()
+    private var finished = false
 
     init(fd: Int32) {
         let thread = Thread { [self] in
@@ -249,35 +271,55 @@ public final class OutputCollector: Sendable {
                 let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
                 if n < 0 && errno == EINTR { continue }
                 if n <= 0 { break }
-                data.withLock { $0.append(contentsOf: buffer[..<n]) }
+                locked { $0.collected.append(contentsOf: buffer[..<n]) }
             }
             _ = Glibc.close(fd)
-            done.withLock { $0 = true }
+            locked { $0.finished = true }
         }
         thread.start()
     }
 
+    /// Runs `change` under the condition and wakes its waiters.
+    private func locked(_ change: (OutputCollector) -> Void) {
+        condition.lock()
+        change(self)
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// Blocks until `done` holds (checked under the condition, at every arrival) or `timeout` seconds pass.
+    private func wait(timeout: Double, until done: (Data, Bool) -> Bool) {
+        let deadline = Date().addingTimeInterval(timeout)
+        condition.lock()
+        while !done(collected, finished), condition.wait(until: deadline) {}
+        condition.unlock()
+    }
+
     /// Whether the writer closed its end (everything is collected).
-    public var isFinished: Bool { done.withLock { $0 } }
+    public var isFinished: Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        return finished
+    }
 
     /// What arrived so far.
-    public var text: String { data.withLock { String(decoding: $0, as: UTF8.self) } }
+    public var text: String {
+        condition.lock()
+        defer { condition.unlock() }
+        return String(decoding: collected, as: UTF8.self)
+    }
 
     /// Everything, once the writer closed its end (waits at most `timeout` seconds, then returns what arrived).
     public func textBlocking(timeout: Double = 30) -> String {
-        let deadline = Date().addingTimeInterval(timeout)
-        while !isFinished && Date() < deadline { usleep(1000) }
+        wait(timeout: timeout) { _, finished in finished }
         return text
     }
 
-    /// Waits until at least `count` lines arrived or `timeout` seconds passed; returns the lines.
+    /// Waits until at least `count` lines arrived, the writer closed its end, or `timeout` seconds passed; returns
+    /// the lines.
     public func linesBlocking(_ count: Int, timeout: Double = 30) -> [String] {
-        let deadline = Date().addingTimeInterval(timeout)
-        while true {
-            let lines = text.split(separator: "\n").map(String.init)
-            if lines.count >= count || Date() >= deadline { return lines }
-            usleep(5000)
-        }
+        wait(timeout: timeout) { data, finished in finished || data.split(separator: UInt8(ascii: "\n")).count >= count }
+        return text.split(separator: "\n").map(String.init)
     }
 }
 

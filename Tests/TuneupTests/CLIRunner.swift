@@ -44,9 +44,7 @@ enum CLI {
                                  stdin: .pipe, stdout: stdoutTo.map { .file($0) } ?? .pipe, stderr: stderrTo.map { .file($0) } ?? .pipe)
         if let stdin { p.write(stdin) }
         p.closeInput()
-        let deadline = Date().addingTimeInterval(timeout)
-        while p.isRunning && Date() < deadline { usleep(5_000) }
-        if p.isRunning {
+        if !p.waitForEnd(upTo: timeout) {
             p.waitUntilExit(within: 0)
             throw CLIError("\(name) did not finish in \(timeout) s; stderr: \(p.errors?.textBlocking(timeout: 5) ?? "")")
         }

@@ -146,9 +146,7 @@ import Testing
                 throw CLIError("tuneup \(args.joined(separator: " ")) printed no address: \(p.err.textBlocking())")
             }
             p.process.terminate()
-            let deadline = Date().addingTimeInterval(30)
-            while p.process.isRunning, Date() < deadline { usleep(10_000) }
-            if p.process.isRunning {
+            if !p.process.waitForEnd(upTo: 30) {
                 p.process.signal(SIGKILL)
                 throw CLIError("tuneup \(args.joined(separator: " ")) did not stop on SIGTERM within 30 s")
             }
@@ -163,8 +161,7 @@ import Testing
             let deadline = Date().addingTimeInterval(30)
             while p.out.linesBlocking(1, timeout: 0.2).isEmpty, p.process.isRunning, Date() < deadline { sim.send("press anc") }
             if !args.contains("--count") { p.process.interrupt() }
-            while p.process.isRunning, Date() < deadline { usleep(10_000) }
-            if p.process.isRunning { p.process.terminate() }
+            if !p.process.waitForEnd(upTo: max(0, deadline.timeIntervalSinceNow)) { p.process.terminate() }
             p.process.waitUntilExit()
             return p.process.terminationStatus
         }

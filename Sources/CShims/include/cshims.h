@@ -37,6 +37,9 @@ int tuneup_epoll_wait(int epfd, tuneup_epoll_event *events, int maxevents, int t
  * block the signal can take it first and discard it. Returns 0, or -1 with errno. */
 int tuneup_forward_signals(const int *signals, int count, int fd);
 
+/* A descriptor that becomes readable when process `pid` (a child) ends (pidfd_open, Linux 5.3); -1 with errno. */
+int tuneup_pidfd_open(int pid);
+
 /* Blocks the termination signals (SIGINT, SIGTERM, SIGHUP, SIGQUIT) in the calling thread, so that threads it creates
  * afterwards inherit a mask that leaves those signals to the threads that expect them. Returns the old mask in
  * `old` (a sigset_t) for tuneup_restore_signal_mask. */
