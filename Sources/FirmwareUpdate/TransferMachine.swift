@@ -8,22 +8,29 @@ struct TransferPlan: Sendable {
     let padded: [UInt8]
     /// The sectors this transfer erases and writes.
     let sectors: Range<Int>
+    /// Per sector of the padded image, the offsets of its blocks that hold data (found once: the machine asks for
+    /// them at every event, and scanning 4 KiB each time made an update's planning quadratic in its sectors).
+    private let dataBlocks: [[Int]]
 
     init(region: FlashRegion, image: [UInt8], from firstSector: Int = 0) {
         self.region = region
         let count = FlashRegion.sectorCount(forLength: image.count)
-        padded = image + [UInt8](repeating: 0xFF, count: count * FlashRegion.sectorSize - image.count)
+        let padded = image + [UInt8](repeating: 0xFF, count: count * FlashRegion.sectorSize - image.count)
+        self.padded = padded
         sectors = min(firstSector, count)..<count
+        dataBlocks = (0..<count).map { sector in
+            let first = sector * FlashRegion.sectorSize
+            return stride(from: first, to: first + FlashRegion.sectorSize, by: FlashRegion.blockSize).filter { offset in
+                padded[offset..<(offset + FlashRegion.blockSize)].contains { $0 != 0xFF }
+            }
+        }
     }
 
     var sectorCount: Int { padded.count / FlashRegion.sectorSize }
 
     /// Offsets of the blocks of `sector` that hold data. All-0xFF blocks are what an erase leaves: not written.
     func blocks(in sector: Int) -> [Int] {
-        let first = sector * FlashRegion.sectorSize
-        return stride(from: first, to: first + FlashRegion.sectorSize, by: FlashRegion.blockSize).filter { offset in
-            padded[offset..<(offset + FlashRegion.blockSize)].contains { $0 != 0xFF }
-        }
+        dataBlocks.indices.contains(sector) ? dataBlocks[sector] : []
     }
 
     /// Bytes this transfer programs.

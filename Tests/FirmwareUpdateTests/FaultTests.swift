@@ -77,7 +77,8 @@ import Transport
         let device = try await makeDevice()
         let conditions = try LinkConditions(parsing: spec)
         let image = try sampleImage("app-1.5.0.img")
-        let (result, _) = try await update(device, image) {
+        // Lost requests are this test's subject: each costs the request timeout, so it is short.
+        let (result, _) = try await update(device, image, options: testOptions(requestTimeout: .milliseconds(500))) {
             ConditionedTransport(wrapping: await device.connect(), conditions: conditions)
         }
         #expect(result.newVersion == "1.5.0", "\(name)")

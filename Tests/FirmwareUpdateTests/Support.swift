@@ -27,9 +27,12 @@ func makeDevice(_ options: SimulatorOptions = SimulatorOptions(timeScale: 0)) as
     try await SimulatedHeadset(statePath: nil, options: options)
 }
 
-/// Fast updater options for tests.
-func testOptions(window: Int? = nil, wait: Duration = .seconds(10)) -> UpdateOptions {
-    UpdateOptions(window: window, requestTimeout: .milliseconds(500), readyWait: wait, reconnectWait: wait)
+/// Updater options for tests. The request timeout is what a lost request costs: the tests whose subject is loss
+/// recovery (faulty links) make it short; elsewhere nothing is lost, and a short one would turn a loaded machine's
+/// delays into resends that spend a fault plan's byte or operation budget differently from run to run. The readiness
+/// and reconnection waits are long for the same reason (a device at time scale 0 is ready at once).
+func testOptions(window: Int? = nil, wait: Duration = .seconds(60), requestTimeout: Duration = .seconds(5)) -> UpdateOptions {
+    UpdateOptions(window: window, requestTimeout: requestTimeout, readyWait: wait, reconnectWait: wait)
 }
 
 /// The updater's session in tests. Its timeout is what a lost request costs on the faulty links, so it stays short; but

@@ -20,7 +20,15 @@ import Testing
         defer { leaky.forEach { _ = close($0) } }
         let child = try ChildProcess("/bin/sleep", ["30"], stdin: .pipe)
         defer { child.signal(SIGKILL) }
-        #expect(try Self.descriptors(of: child.processIdentifier) == [0, 1, 2])
+        // The program may hold a descriptor of its own for a moment as it starts (a locale file): wait for it to settle.
+        // An inherited descriptor would never go away.
+        var held = try Self.descriptors(of: child.processIdentifier)
+        let deadline = ContinuousClock.now + .seconds(10)
+        while held != [0, 1, 2], ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+            held = try Self.descriptors(of: child.processIdentifier)
+        }
+        #expect(held == [0, 1, 2])
         #expect(await child.exited(within: 0) == .signal(SIGTERM))
     }
 

@@ -125,8 +125,9 @@ struct SpeakerSessionTests {
 
     @Test func requestsBeforeHelloAndVersionMismatchAreRefused() async throws {
         let sim = try InProcessSpeaker()
-        // A raw core without the hello.
-        let core = RequestSession(transport: try sim.link(), definition: SpeakerProtocol(), options: RequestOptions())
+        // A raw core without the hello, on a clock that never moves: a slow reply is never retransmitted (a second
+        // hello after the mismatch would find the link closed).
+        let core = RequestSession(transport: try sim.link(), definition: SpeakerProtocol(), options: RequestOptions(), clock: ManualClock())
         let reply = try await core.request(try ControlPacket(requestId: 1, message: .getDeviceInfo))
         guard case let .failed(f) = reply.message else { Issue.record("expected failed, got \(reply.message)"); return }
         #expect(f.code == .helloRequired && f.request == .getDeviceInfo)

@@ -48,9 +48,10 @@ struct InProcessSpeaker {
         return a
     }
 
-    /// A session (hello done).
+    /// A session (hello done). The in-process speaker answers every request: a long timeout keeps a loaded machine's
+    /// delays from looking like a lost reply.
     func session() async throws -> SpeakerSession {
-        try await SpeakerSession.open(transport: try link(), address: "in-process")
+        try await SpeakerSession.open(transport: try link(), address: "in-process", options: RequestOptions(timeout: .seconds(30)))
     }
 }
 

@@ -41,10 +41,13 @@ struct LineFixture: Sendable {
 
     var slots: [Slot] { server.endpoints.map { Slot(address: $0) } }
 
-    /// A station on this line; its events are kept in `events`.
-    func station(name: String = "test-station", store: (any RecordStore)? = nil, events: EventLog = EventLog()) -> Station {
+    /// A station on this line; its events are kept in `events`. A simulated unit on the line answers every request:
+    /// the long default session timeout keeps a loaded machine's delays from failing a run. The real-time tests,
+    /// where units leave the line, use a short one.
+    func station(name: String = "test-station", store: (any RecordStore)? = nil, events: EventLog = EventLog(),
+                 sessionTimeout: Duration = .seconds(30)) -> Station {
         var connection = ConnectionOptions()
-        connection.session.timeout = .seconds(2)
+        connection.session.timeout = sessionTimeout
         return Station(recipe: recipe, store: store ?? self.store, options: StationOptions(station: name, toolVersion: "test", connection: connection,
                                                                               deviceWait: .seconds(10), pollInterval: .milliseconds(50))) {
             events.append($0)

@@ -38,7 +38,7 @@ import Testing
                 let store = OutboxRecordStore(server: server, outbox: outbox, station: "s\(k)", leaseSize: 8,
                                               serverWait: .seconds(1), retryInterval: .milliseconds(500))
                 stores.append(store)
-                stations.append(fixture.station(name: "s\(k)", store: store, events: logs[k]))
+                stations.append(fixture.station(name: "s\(k)", store: store, events: logs[k], sessionTimeout: .seconds(2)))
             }
             let tasks = stations.enumerated().map { k, station in
                 Task { try await station.watch(slots: [Slot(address: simulated.endpoints[k])]) }

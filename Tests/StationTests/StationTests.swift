@@ -126,7 +126,7 @@ import Testing
         let line = try await LineFixture.make(units: 1)
         defer { Task { await simulated.shutdown(); await line.close() } }
         let events = EventLog()
-        let station = line.station(events: events)
+        let station = line.station(events: events, sessionTimeout: .seconds(2))
         let task = Task { try await station.watch(slots: simulated.endpoints.map { Slot(address: $0) }) }
         try await waitUntil("five units were provisioned", within: 120) { station.totals.completed == 5 }
         task.cancel()

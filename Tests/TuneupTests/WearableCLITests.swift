@@ -218,11 +218,13 @@ struct WearableCLITests {
 
     /// record → plot: both files, and an SVG with a panel per sensor, axes with units and the gestures marked.
     @Test func recordThenPlotMakesAnSVGWithPanelsAndGestureMarks() async throws {
-        let sim = try await RunningWearable.start(["--motion", "still:0.2,nod:20:2:0.6,still:0.2,shake:25:2:0.6,still:5"])
+        // The head moves from the simulator's start on: 5 s of stillness first, so that the recording, however late
+        // a loaded machine starts it, is there for the nod (5.2-5.8 s) and the shake (6.0-6.6 s).
+        let sim = try await RunningWearable.start(["--motion", "still:5,nod:20:2:0.6,still:0.2,shake:25:2:0.6,still:5"])
         let directory = Scratch.directory
         let base = directory + "/nods"
         let r = try await CLI.run(["wearable", "record", base, "--device", sim.address, "--sensor", "accelerometer", "--sensor", "gyroscope",
-                                   "--sensor", "gameRotation", "--period", "40ms", "--duration", "2s", "--format", "json"])
+                                   "--sensor", "gameRotation", "--period", "40ms", "--duration", "7s", "--format", "json"])
         #expect(r.status == 0, "\(r.stderr)")
         let written = try json(r.stdout)
         #expect(written["jsonl"] as? String == base + ".jsonl" && written["csv"] as? String == base + ".csv")
