@@ -100,13 +100,20 @@ final class USBEventLoop: @unchecked Sendable {
 
     private func runEvents() {
         while true {
-            let (finished, exit) = state.withLock { s -> ([any Client], Bool) in
+            let finished = state.withLock { s -> [any Client] in
                 let finished = s.connections.values.filter(\.isReadyForTeardown)
                 for connection in finished { s.connections[ObjectIdentifier(connection)] = nil }
-                if s.connections.isEmpty { s.running = false }
-                return (finished, s.connections.isEmpty)
+                return finished
             }
             for connection in finished { connection.tearDown() }
+            // The thread says it has stopped only after the last teardown (it used to say so before it, and a caller
+            // that waited for the loop to stop could find its device not yet torn down); a device registered
+            // meanwhile keeps it running.
+            let exit = state.withLock { s -> Bool in
+                guard s.connections.isEmpty else { return false }
+                s.running = false
+                return true
+            }
             if exit { return }
             var timeout = timeval(tv_sec: 0, tv_usec: 100_000)
             let rc = libusb_handle_events_timeout_completed(context, &timeout, nil)
