@@ -258,29 +258,59 @@ enum ManagementAdvertising {
 enum ManagementDiscovery {
     static let leTypes: UInt8 = 0x06
 
+    static let busy: UInt8 = 0x0A
+
     /// What the kernel reported until `deadline` or `stop`; nil when the management interface cannot be used here
     /// (no permission, an old kernel, the adapter refused: the caller scans through HCI commands instead).
-    static func scan(index: UInt16, until deadline: ContinuousClock.Instant, stop: BLEScanner.StopFlag) -> [BLEAdvertisement]? {
-        guard let socket = try? ManagementSocket(), case .success(0) = socket.command(0x0023, index: index, parameters: [leTypes]) else {
+    ///
+    /// Busy (another discovery on the adapter, such as one bluetoothd left running, or the kernel still settling after
+    /// the adapter came up) is not a refusal: the kernel sends every Device Found event to every management socket, so
+    /// the scan listens to that discovery and asks again for its own every half second.
+    static func scan(index: UInt16, until deadline: ContinuousClock.Instant, stop: BLEScanner.StopFlag,
+                     log: (String) -> Void = { _ in }) -> [BLEAdvertisement]? {
+        guard let socket = try? ManagementSocket() else {
+            log("the management interface cannot be opened; scanning through HCI commands")
             return nil
         }
-        defer { _ = socket.command(0x0024, index: index, parameters: [leTypes]) }
+        var ours = false
+        var nextAttempt = ContinuousClock.now
+        func start() -> Bool {
+            let status = socket.command(0x0023, index: index, parameters: [leTypes])
+            switch status {
+            case .success(0):
+                ours = true
+                return true
+            case .success(busy):
+                log("discovery on hci\(index) is busy; listening to the one running and asking again")
+                nextAttempt = ContinuousClock.now + .milliseconds(500)
+                return true
+            default:
+                log("the kernel's discovery on hci\(index) refused (\(status)); scanning through HCI commands")
+                return false
+            }
+        }
+        guard start() else { return nil }
+        defer { if ours { _ = socket.command(0x0024, index: index, parameters: [leTypes]) } }
         var found: [BLEAdvertisement] = []
         while !stop.isStopped {
-            let left = deadline - ContinuousClock.now
+            let now = ContinuousClock.now
+            let left = deadline - now
             if left <= .zero { break }
+            if !ours, now >= nextAttempt, !start() { break }
             let ms = Int32(clamping: min(left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000 + 1, 100))
             guard case let .success(event?) = socket.nextEvent(timeoutMs: ms), event.index == index else { continue }
             switch event.code {
             case 0x0012:
                 if let advertisement = deviceFound(event.parameters) { found.append(advertisement) }
             case 0x0013 where event.parameters.count >= 2 && event.parameters[event.parameters.startIndex + 1] == 0:
-                // The kernel's discovery round ended before the caller's time: start another.
-                _ = socket.command(0x0023, index: index, parameters: [leTypes])
+                // The discovery round ended before the caller's time (ours, or the one we listened to): start another.
+                ours = false
+                nextAttempt = ContinuousClock.now
             default:
                 continue
             }
         }
+        log("the kernel's discovery on hci\(index) reported \(found.count) advertisements")
         return found
     }
 
@@ -424,7 +454,9 @@ public enum BLEScanner {
         let result: Result<[BLEAdvertisement], TransportError> = try await withTaskCancellationHandler {
             try await DedicatedThread.run(name: "tuneup-le-scan") { () -> Result<[BLEAdvertisement], TransportError> in
                 // The kernel's discovery (extended advertisers too) where it can be used; else raw HCI scanning.
-                if let found = ManagementDiscovery.scan(index: chosen.id, until: deadline, stop: stop) { return .success(found) }
+                if let found = ManagementDiscovery.scan(index: chosen.id, until: deadline, stop: stop, log: { logger?.debug("\($0)") }) {
+                    return .success(found)
+                }
                 return scanLoop(device: chosen.id, until: deadline, stop: stop, context: context)
             }
         } onCancel: {

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Logging
 import BluetoothTransport
 import TuneupKit
 import Transport
@@ -23,6 +24,9 @@ extension WearableCommand {
         @Option(help: ArgumentHelp("How long to scan (e.g. 3s).", valueName: "duration"))
         var duration: String = "3s"
 
+        @Flag(name: .shortAndLong, help: "Log how the scan runs to stderr (the kernel's discovery or HCI scanning).")
+        var verbose = false
+
         @OptionGroup var output: OutputOptions
 
         struct FoundJSON: Encodable {
@@ -44,9 +48,13 @@ extension WearableCommand {
         }
 
         func run() async throws {
+            LoggingSetup.bootstrap()
+            var logger = Logger(label: "tuneup.wearable")
+            logger.logLevel = verbose ? .debug : .warning
             let found: [BLEAdvertisement]
             do {
-                found = try await BLEScanner.scan(adapter: adapter ?? BluetoothBridge.adapterFromEnvironment(), for: try scanDuration(), service: 0xFDD2)
+                found = try await BLEScanner.scan(adapter: adapter ?? BluetoothBridge.adapterFromEnvironment(), for: try scanDuration(),
+                                                  service: 0xFDD2, logger: logger)
             } catch {
                 throw failureExit(error)
             }

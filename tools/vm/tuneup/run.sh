@@ -173,7 +173,7 @@ esac
 # uses extended advertising on these controllers, which the kernel's LE connect (extended scanning) on hci1 sees.
 grep -q "advertising through HCI commands" /tmp/ble-sim.err && echo "INFO ble: the simulator fell back to HCI advertising"
 export TUNEUP_BT_ADAPTER=hci1
-check ble-search timeout 20 tuneup wearable search --duration 3s
+check ble-search timeout 20 tuneup wearable search --duration 5s --verbose
 expect ble-search-finds-wearable /tmp/ble-search.out "$bleaddr  wearable 3"
 check ble-info timeout 30 tuneup wearable info --device "$bleaddr"
 expect ble-info-product /tmp/ble-info.out "0x4020 variant 1"
