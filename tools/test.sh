@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The project's test command: builds everything and runs the unit and integration tests, then the bad-input sweep
 # (about 200 wrong arguments, files, environments and devices against the built tuneup).
-# With CI=true (as in .ci/run), or with --under-load, the parallel suite runs while two CPU-bound busy loops hold both
-# cores (tests must not depend on the machine's speed or load). With CI=true, or with --vm, it also:
+# With CI=true (as in .ci/run), or with --under-load, it runs the parallel suite a second time while two CPU-bound busy
+# loops hold both cores (tests must not depend on the machine's speed or load). With CI=true, or with --vm, it also:
 #   - fuzzes the LightX stream decoder for 60 seconds (CI only);
 #   - boots a Debian kernel under QEMU and drives the simulated headset through the real Linux USB and Bluetooth
 #     stacks (tools/vm/e2e.sh tools/vm/tuneup; a few minutes, downloads cached in ~/.cache/tuneup-vm).
@@ -45,26 +45,25 @@ heavy='FirmwareFuzzTests|RoundTripTests|FuzzTests|VirtualPlaybackTests|SeededRan
 # timer late by whatever the others compute. Eight at a time is as fast (the cores are busy either way) and a test's
 # timers wait for seven others at most. (Swift Testing's own setting; swift test's --num-workers is XCTest's.)
 export SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH=${SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH:-8}
+echo "== swift test"
+started=$(date +%s)
+swift test --skip-build --parallel --skip "$realtime|$heavy"
+echo "== the parallel suite took $(( $(date +%s) - started )) s"
+echo "== swift test: CPU-heavy tests, one at a time"
+swift test --skip-build --no-parallel --filter "$heavy"
 if $under_load; then
-    # The parallel suite while two busy loops hold both cores: a test that waits on wall-clock time, or code that
-    # blocks Swift's cooperative pool, fails here. (A run on a quiet machine finds nothing this one would not.) The
-    # loops end with the script, whatever happens.
-    echo "== swift test, under load: two CPU-bound busy loops on both cores"
+    # The same suite while two busy loops hold both cores: a test that waits on wall-clock time, or code that blocks
+    # Swift's cooperative pool, fails here. The loops end with the script, whatever happens.
+    echo "== swift test again, under load: two CPU-bound busy loops on both cores"
     busy_loops=()
     for _ in 1 2; do (while :; do :; done) & busy_loops+=($!); done
     trap 'kill "${busy_loops[@]}" 2>/dev/null || true' EXIT
-else
-    echo "== swift test"
-fi
-started=$(date +%s)
-swift test --skip-build --parallel --skip "$realtime|$heavy"
-echo "== the parallel suite took $(( $(date +%s) - started )) s$($under_load && echo ' under load')"
-if $under_load; then
+    started=$(date +%s)
+    swift test --skip-build --parallel --skip "$realtime|$heavy"
+    echo "== the parallel suite under load took $(( $(date +%s) - started )) s"
     kill "${busy_loops[@]}" 2>/dev/null || true
     trap - EXIT
 fi
-echo "== swift test: CPU-heavy tests, one at a time"
-swift test --skip-build --no-parallel --filter "$heavy"
 echo "== swift test: real-time tests, one at a time"
 swift test --skip-build --no-parallel --filter "$realtime"
 echo "== bad-input sweep (tools/bad-input-sweep.py)"
