@@ -3,8 +3,10 @@
 /// - Counts (bytes, bits per second): a decimal number, or `0x` hex; SI suffixes are decimal and binary suffixes
 ///   binary: `k` = 1 000, `M` = 1 000 000, `G` = 10⁹; `KiB` = 1 024, `MiB` = 1 048 576, `GiB` = 2³⁰. A fraction is
 ///   allowed when the result is whole (`1.5k` = 1 500). `K` alone is refused: it could mean either.
-/// - Durations: a number with `ns`, `us` (or `µs`), `ms` or `s`: `50ms`, `0.5s`, `250us`. A bare number is refused
-///   (except `0`): say which unit.
+/// - Durations: a number (digits, an optional fraction) with `ns`, `us` (or `µs`), `ms`, `s`, `min` or `h`: `50ms`,
+///   `0.5s`, `250us`, `2min`, `1.5h`. A bare number is refused (except `0`): say which unit — unless the caller counts
+///   bare numbers in a unit (`bare: .seconds(1)` for the options counted in seconds, such as `--duration`). `m` is
+///   refused: minutes or milliseconds?
 package enum Quantities {
     /// Decimal (SI) and binary multipliers by suffix.
     package static let countUnits: [String: Int] = [
@@ -37,18 +39,27 @@ package enum Quantities {
         return Int(scaled)
     }
 
-    /// `15ms`, `250us`, `250µs`, `100ns`, `1.5s`, or `0`; nil otherwise (also for a bare number).
-    package static func parseDuration(_ text: String) -> Duration? {
+    /// The duration forms, for error messages: "a number with ms, s, min or h (500ms, 10s, 2min, 1h)".
+    package static let durationForms = "a number with ms, s, min or h (500ms, 10s, 2min, 1h)"
+
+    /// `15ms`, `250us`, `250µs`, `100ns`, `1.5s`, `2min`, `1h`, or `0`; a bare number (`10`, `2.5`) is that many
+    /// `bare` (nil: refused). Nil when it does not parse, is negative, or is a billion seconds or more.
+    package static func parseDuration(_ text: String, bare: Duration? = nil) -> Duration? {
         let t = Substring(text)
         if t == "0" { return .zero }
-        let units: [(String, Double)] = [("ns", 1e-9), ("us", 1e-6), ("µs", 1e-6), ("ms", 1e-3), ("s", 1)]
-        for (suffix, scale) in units where t.hasSuffix(suffix) {
-            let number = t.dropLast(suffix.count)
-            guard !number.isEmpty, number.allSatisfy({ $0.isASCIIDigit || $0 == "." }),
-                  let value = Double(number), value.isFinite, value * scale < 1e9 else { return nil }
+        func isNumber(_ s: Substring) -> Bool { !s.isEmpty && s.allSatisfy { $0.isASCIIDigit || $0 == "." } }
+        func make(_ number: Substring, _ scale: Double) -> Duration? {
+            guard isNumber(number), let value = Double(number), value.isFinite, value * scale < 1e9 else { return nil }
             return .nanoseconds(Int64((value * scale * 1e9).rounded()))
         }
-        return nil
+        // Longer suffixes first where one ends another ("ms", "ns", "us" end in "s").
+        let units: [(String, Double)] = [("ns", 1e-9), ("us", 1e-6), ("µs", 1e-6), ("ms", 1e-3), ("s", 1), ("min", 60), ("h", 3600)]
+        for (suffix, scale) in units where t.hasSuffix(suffix) {
+            return make(t.dropLast(suffix.count), scale)
+        }
+        guard let bare, isNumber(t) else { return nil }
+        let (seconds, attoseconds) = bare.components
+        return make(t, Double(seconds) + Double(attoseconds) * 1e-18)
     }
 }
 

@@ -68,7 +68,7 @@ import Testing
         ("bw=-5", "bad bandwidth '-5'"),
         ("bw=1.5", "bad bandwidth '1.5'"),
         ("latency=15", "bad latency '15'"),
-        ("latency=15min", "bad latency '15min'"),
+        ("latency=15m", "bad latency '15m'"),  // minutes or milliseconds? (15min is a duration, 15m is not)
         ("latency=-1ms", "bad latency '-1ms'"),
         ("corrupt=2", "bad corrupt rate '2'"),
         ("corrupt=-0.1", "bad corrupt rate '-0.1'"),
