@@ -1,0 +1,133 @@
+import Failure
+import Foundation
+import Glibc
+import Testing
+import TestSupport
+@testable import Support
+
+/// Output files (docs/cli.md, "Output files"): created, or a regular file replaced whole; a symbolic link's target
+/// written, the link kept; a device, FIFO, socket or directory refused before anything is opened.
+@Suite struct SafeOutputTests {
+    /// A fresh directory of the test's own.
+    static func directory() throws -> String {
+        var template = Array((NSTemporaryDirectory() + "tuneup-safe-output-XXXXXX").utf8CString)
+        guard let made = mkdtemp(&template) else { throw OutputFileError(.writeFailed, "mkdtemp failed") }
+        return String(cString: made)
+    }
+
+    static func kind(_ path: String, follow: Bool = false) -> mode_t? {
+        var info = stat()
+        guard (follow ? stat(path, &info) : lstat(path, &info)) == 0 else { return nil }
+        return info.st_mode & S_IFMT
+    }
+
+    static func contents(_ path: String) -> String? {
+        FileManager.default.contents(atPath: path).map { String(decoding: $0, as: UTF8.self) }
+    }
+
+    /// What the directory holds (no temporary file is ever left behind).
+    static func names(_ directory: String) -> [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).sorted()
+    }
+
+    static func code(of body: @escaping @Sendable () throws -> Void) async throws -> OutputFileError.Code? {
+        try await offThePool { () -> OutputFileError.Code? in
+            do {
+                try body()
+                return nil
+            } catch let error as OutputFileError {
+                return error.code
+            }
+        }
+    }
+
+    @Test func aNewFileIsCreatedAndARegularFileReplacedWholeKeepingItsMode() async throws {
+        let dir = try Self.directory()
+        let path = dir + "/out.svg"
+        try await offThePool { try SafeOutput.write("first\n", to: path) }
+        #expect(Self.contents(path) == "first\n")
+        chmod(path, 0o640)
+        try await offThePool { try SafeOutput.write("second\n", to: path) }
+        #expect(Self.contents(path) == "second\n")
+        var info = stat()
+        let statted = lstat(path, &info)
+        #expect(statted == 0 && info.st_mode & 0o777 == 0o640, "the replaced file keeps its permission bits")
+        #expect(Self.names(dir) == ["out.svg"])
+    }
+
+    @Test func aFIFOIsRefusedAndStaysAFIFO() async throws {
+        let dir = try Self.directory()
+        let fifo = dir + "/pipe"
+        #expect(mkfifo(fifo, 0o600) == 0)
+        #expect(try await Self.code { try SafeOutput.write("x", to: fifo) } == .notRegularFile)
+        // Opening for writing as it goes is refused too, and does not block for a reader.
+        #expect(try await Self.code { _ = try SafeOutput.openForWriting(fifo) } == .notRegularFile)
+        #expect(Self.kind(fifo) == S_IFIFO)
+        #expect(Self.names(dir) == ["pipe"])
+        do throws(OutputFileError) {
+            _ = try SafeOutput.resolve(fifo)
+            Issue.record("a FIFO resolved")
+        } catch {
+            #expect(error.message == "cannot write \(fifo): it is a FIFO, not a regular file (output files are never written over a device, "
+                + "FIFO, socket or directory)")
+            #expect(error.category == .localFile)
+        }
+    }
+
+    @Test func aSymbolicLinkIsKeptAndItsTargetWritten() async throws {
+        let dir = try Self.directory()
+        let target = dir + "/real.jsonl", link = dir + "/link.jsonl"
+        FileManager.default.createFile(atPath: target, contents: Data("old\n".utf8))
+        #expect(symlink("real.jsonl", link) == 0)  // relative: taken from the link's directory
+        try await offThePool { try SafeOutput.write("new\n", to: link) }
+        #expect(Self.kind(link) == S_IFLNK, "the link is still a link")
+        #expect(Self.contents(target) == "new\n")
+        // Written as it goes: the same target, truncated first.
+        let fd = try await offThePool { try SafeOutput.openForWriting(link) }
+        try SafeOutput.writeAll(Array("streamed\n".utf8), to: fd, path: link)
+        close(fd)
+        #expect(Self.kind(link) == S_IFLNK && Self.contents(target) == "streamed\n")
+        // A link whose target does not exist yet creates the target.
+        let dangling = dir + "/dangling.svg"
+        #expect(symlink(dir + "/made.svg", dangling) == 0)
+        try await offThePool { try SafeOutput.write("made\n", to: dangling) }
+        #expect(Self.kind(dangling) == S_IFLNK && Self.contents(dir + "/made.svg") == "made\n")
+        #expect(Self.names(dir) == ["dangling.svg", "link.jsonl", "made.svg", "real.jsonl"])
+    }
+
+    @Test func aSymbolicLinkToAFIFOIsRefusedAndBothStay() async throws {
+        let dir = try Self.directory()
+        let fifo = dir + "/pipe", link = dir + "/out.svg"
+        #expect(mkfifo(fifo, 0o600) == 0 && symlink(fifo, link) == 0)
+        #expect(try await Self.code { try SafeOutput.write("x", to: link) } == .notRegularFile)
+        #expect(Self.kind(link) == S_IFLNK && Self.kind(fifo) == S_IFIFO)
+    }
+
+    /// A character device is refused before it is opened (lstat only): /dev/null is read-checked, never written.
+    @Test func aDeviceIsRefusedBeforeItIsOpened() async throws {
+        let before = Self.kind("/dev/null")
+        try #require(before == S_IFCHR)
+        #expect(try await Self.code { try SafeOutput.write("x", to: "/dev/null") } == .notRegularFile)
+        #expect(try await Self.code { _ = try SafeOutput.openForWriting("/dev/null") } == .notRegularFile)
+        #expect(Self.kind("/dev/null") == S_IFCHR)
+    }
+
+    @Test func aDirectoryIsRefusedAndAMissingDirectoryNamed() async throws {
+        let dir = try Self.directory()
+        #expect(try await Self.code { try SafeOutput.write("x", to: dir) } == .notRegularFile)
+        #expect(try await Self.code { try SafeOutput.write("x", to: dir + "/nodir/f.jsonl") } == .noDirectory)
+        do throws(OutputFileError) {
+            _ = try SafeOutput.resolve(dir + "/nodir/f.jsonl")
+            Issue.record("a missing directory resolved")
+        } catch {
+            #expect(error.message == "cannot write \(dir)/nodir/f.jsonl: \(dir)/nodir is not a directory")
+        }
+        #expect(Self.names(dir).isEmpty)
+    }
+
+    @Test func aFileInTheCurrentDirectoryAndAtTheRootHaveTheirDirectories() {
+        #expect(SafeOutput.directoryOf("f.svg") == ".")
+        #expect(SafeOutput.directoryOf("/f.svg") == "/")
+        #expect(SafeOutput.directoryOf("a/b/f.svg") == "a/b")
+    }
+}
