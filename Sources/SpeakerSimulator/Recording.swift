@@ -16,13 +16,21 @@ final class WAVRecorder: Sendable {
         self.path = path
         self.format = format
         try? queue.submit { [self] in
-            guard FileManager.default.createFile(atPath: path, contents: Data(WAV.header(format: format, dataBytes: 0))) else {
-                // The simulator goes on playing; the missing recording is said once, where its operator reads.
-                FileHandle.standardError.write(Data("tuneup: cannot create the recording \(path); this stream is not recorded\n".utf8))
+            // Written in place as it plays: a new file, or the regular file there (a symbolic link's target)
+            // truncated; a device, FIFO, socket or directory in the way is refused (SafeOutput).
+            let reason: String
+            do {
+                let file = FileHandle(fileDescriptor: try SafeOutput.openForWriting(path), closeOnDealloc: true)
+                try file.write(contentsOf: WAV.header(format: format, dataBytes: 0))
+                handle = file
                 return
+            } catch let error as OutputFileError {
+                reason = error.message
+            } catch {
+                reason = "cannot write \(path): \(error.localizedDescription)"
             }
-            handle = FileHandle(forWritingAtPath: path)
-            _ = try? handle?.seekToEnd()
+            // The simulator goes on playing; the missing recording is said once, where its operator reads.
+            FileHandle.standardError.write(Data("tuneup: \(reason); this stream is not recorded\n".utf8))
         }
     }
 
@@ -51,7 +59,7 @@ final class WAVRecorder: Sendable {
             }
             if let log {
                 let logPath = (path.hasSuffix(".wav") ? String(path.dropLast(4)) : path) + ".render.log"
-                try? log.write(toFile: logPath, atomically: true, encoding: .utf8)
+                try? SafeOutput.write(log, to: logPath)
             }
         }
     }

@@ -162,9 +162,10 @@ struct FirmwareCommand: AsyncParsableCommand {
                 return (bytes, inApplication)
             }
             do {
-                try await Blocking.perform("write \(output)") { [output] in try Data(bytes).write(to: URL(fileURLWithPath: output), options: .atomic) }
+                // Replaced whole; a symbolic link's target is written; a device, FIFO or directory is refused (exit 74).
+                try await Blocking.perform("write \(output)") { [output] in try SafeOutput.write(bytes, to: output) }
             } catch {
-                throw failureExit(CommandFailure(message: "cannot write \(output): \(error.localizedDescription)", code: Exit.localIO))
+                throw failureExit(error)
             }
             struct Report: Encodable { var region: String; var bytes: Int; var file: String; var crc: String; var returnedToApplication: Bool }
             let report = Report(region: region.rawValue, bytes: bytes.count, file: output,

@@ -28,7 +28,7 @@ struct DeviceOptions: ParsableArguments {
     var pollInterval: String?
 
     /// `--poll-interval` as a duration (nil: adaptive polling).
-    var pollIntervalDuration: Duration? { pollInterval.flatMap(parseDuration) }
+    var pollIntervalDuration: Duration? { pollInterval.flatMap { parseDuration($0) } }
 
     func validate() throws {
         try checkSeconds(timeout, "--timeout")
@@ -78,5 +78,18 @@ func checkSeconds(_ value: Double, _ option: String) throws {
     }
 }
 
-/// A duration in the one grammar of `Quantities`: "50ms", "0.5s", "250us" (a bare number needs a unit).
-func parseDuration(_ text: String) -> Duration? { Quantities.parseDuration(text) }
+/// A duration in the one grammar of `Quantities`: "50ms", "0.5s", "250us", "2min", "1h" (a bare number needs a unit,
+/// unless `bare` says what it counts).
+func parseDuration(_ text: String, bare: Duration? = nil) -> Duration? { Quantities.parseDuration(text, bare: bare) }
+
+/// An option counted in seconds that takes a duration (`--duration`): a number with ms, s, min or h, or a plain
+/// number of seconds, more than 0 and at most `limit`; else one line naming the option, the forms and the range.
+func durationOption(_ text: String, _ option: String, upTo limit: Duration) throws -> Duration {
+    guard let d = parseDuration(text, bare: .seconds(1)), d > .zero, d <= limit else {
+        let seconds = limit.components.seconds
+        let most = seconds % 3600 == 0 ? "\(seconds / 3600) h" : seconds % 60 == 0 ? "\(seconds / 60) min" : "\(seconds) s"
+        throw ValidationError("\(option) takes \(Quantities.durationForms) or a plain number of seconds, more than 0 and at most \(most); "
+            + "got '\(text)'")
+    }
+    return d
+}

@@ -190,7 +190,9 @@ struct RecordsCommand: AsyncParsableCommand {
                 """)
         @Option(help: ArgumentHelp("json, csv or junit.", valueName: "format"))
         var format: String = "json"
-        @Option(name: .shortAndLong, help: ArgumentHelp("Write to this file (replaced whole, never half-written) instead of stdout.", valueName: "file"))
+        @Option(name: .shortAndLong, help: ArgumentHelp(
+            "Write to this file (replaced whole, never half-written; a link's target is written; a device, FIFO or directory is refused) instead of stdout.",
+            valueName: "file"))
         var output: String?
         @OptionGroup var source: Source
         @OptionGroup var filters: Filters
@@ -215,9 +217,10 @@ struct RecordsCommand: AsyncParsableCommand {
                 return
             }
             do {
-                try await Blocking.perform("write \(output)") { try Data(text.utf8).write(to: URL(fileURLWithPath: output), options: .atomic) }
+                // Replaced whole; a symbolic link's target is written; a device, FIFO or directory is refused (exit 74).
+                try await Blocking.perform("write \(output)") { try SafeOutput.write(text, to: output) }
             } catch {
-                throw CommandFailure(message: "cannot write \(output): \((error as NSError).localizedDescription)", code: Exit.localIO)
+                throw failureExit(error)
             }
         }
     }

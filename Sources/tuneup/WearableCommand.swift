@@ -40,7 +40,7 @@ struct WearableCommand: AsyncParsableCommand {
         @Option(parsing: .unconditional, help: ArgumentHelp("Seconds to wait for each reply.", valueName: "seconds"))
         var timeout: Double = 2
 
-        @Flag(name: .shortAndLong, help: "Log the session to stderr.")
+        @Flag(name: .shortAndLong, help: "Log every frame sent and received (requests, replies, notifications) to stderr.")
         var verbose = false
 
         func validate() throws {
@@ -59,9 +59,11 @@ struct WearableCommand: AsyncParsableCommand {
         func session() throws -> WearableDeviceSession {
             LoggingSetup.bootstrap()
             var logger = Logger(label: "tuneup.wearable")
-            logger.logLevel = verbose ? .debug : .warning
+            // As 'probe -v': the session logs each frame at trace, the link's back end its chunks.
+            logger.logLevel = verbose ? .trace : .warning
             let options = WearableDeviceSession.Options(requests: RequestOptions(timeout: .milliseconds(Int64(timeout * 1000)), retransmissions: 1))
-            return WearableDeviceSession(address: try address(), connector: Devices.connector(), options: options, logger: logger)
+            let connector = Devices.connector(ConnectionOptions(transportLogger: verbose ? logger : nil))
+            return WearableDeviceSession(address: try address(), connector: connector, options: options, logger: logger)
         }
     }
 

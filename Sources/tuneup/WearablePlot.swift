@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Spawn
+import Support
 import Transport
 import Wearable
 
@@ -9,11 +10,14 @@ extension WearableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Draw a recording as an SVG (one panel per sensor, gestures marked) and a PNG where rsvg-convert is installed.",
             discussion: """
-                Reads RECORDING (the .jsonl of 'tuneup wearable record'; PATH alone means PATH.jsonl) and writes \
-                RECORDING.svg (or --output): one panel per sensor with its components against the device time in \
-                seconds, the y axis in the sensor's unit, samples lost in a gap left as a break in the lines, and each \
-                gesture a dashed line across every panel, named in the first. A PNG of the same name is made with \
-                rsvg-convert (Debian: librsvg2-bin) when it is on PATH; --no-png skips it.
+                Reads RECORDING (the .jsonl of 'tuneup wearable record', any file name; PATH alone means \
+                PATH.jsonl when there is no file PATH, and PATH.csv its .jsonl) and writes RECORDING.svg (or \
+                --output): one panel per sensor with its components against the device time in seconds, the y axis in \
+                the sensor's unit, samples lost in a gap left as a break in the lines, and each gesture a dashed line \
+                across every panel, named in the first. A PNG of the same name (.png for .svg) is made with \
+                rsvg-convert (Debian: librsvg2-bin) when it is on PATH; --no-png skips it. Output files are replaced \
+                whole; a symbolic link's target is written; a device, FIFO, socket or directory is refused (exit 74). \
+                A file that is not a recording is refused with exit 65.
                 Examples:
                   tuneup wearable record /tmp/walk --duration 3s
                   tuneup wearable plot /tmp/walk.jsonl
@@ -21,13 +25,30 @@ extension WearableCommand {
                 """)
         @Argument(help: ArgumentHelp("The recording: PATH.jsonl written by 'record' (or PATH).", valueName: "recording"))
         var recording: String
-        @Option(help: ArgumentHelp("The SVG to write (default: the recording's name with .svg).", valueName: "file.svg"))
+        @Option(help: ArgumentHelp("The SVG to write (default: the recording's name with .svg; the PNG goes next to it with .png).",
+                                   valueName: "file.svg"))
         var output: String?
         @Flag(help: "Do not make a PNG.") var noPng = false
         @OptionGroup var format: OutputOptions
 
-        var input: String { recording.hasSuffix(".jsonl") ? recording : recording.hasSuffix(".csv") ? String(recording.dropLast(4)) + ".jsonl" : recording + ".jsonl" }
-        var svgPath: String { output ?? String(input.dropLast(".jsonl".count)) + ".svg" }
+        func validate() throws {
+            if let output, output.lowercased().hasSuffix(".png") {
+                throw ValidationError("--output names the SVG to write (e.g. plot.svg; the PNG is made next to it as plot.png), got '\(output)'")
+            }
+            if let output, output.isEmpty { throw ValidationError("--output needs a file name") }
+        }
+
+        /// The file to read: RECORDING when it is a file (any name), else RECORDING.jsonl; a .csv's .jsonl. Blocking.
+        static func inputPath(_ recording: String) -> String {
+            if recording.hasSuffix(".csv") { return String(recording.dropLast(4)) + ".jsonl" }
+            if recording.hasSuffix(".jsonl") || FileManager.default.fileExists(atPath: recording) { return recording }
+            return recording + ".jsonl"
+        }
+
+        /// The SVG's default path: the recording's, .jsonl replaced by .svg (or .svg added).
+        static func svgPath(for input: String) -> String {
+            (input.hasSuffix(".jsonl") ? String(input.dropLast(".jsonl".count)) : input) + ".svg"
+        }
 
         struct Made: Encodable {
             var svg: String
@@ -40,18 +61,20 @@ extension WearableCommand {
         }
 
         func run() async throws {
-            let input = self.input
-            let text: String
+            let recording = self.recording
+            let read: (String, String)
             do {
-                text = try await DedicatedThread.run(name: "plot-read") { () -> Result<String, CommandFailure> in
+                read = try await DedicatedThread.run(name: "plot-read") { () -> Result<(String, String), CommandFailure> in
+                    let input = Plot.inputPath(recording)
                     guard let data = FileManager.default.contents(atPath: input) else {
                         return .failure(CommandFailure(message: "cannot read the recording \(input): no such readable file", code: Exit.localIO))
                     }
-                    return .success(String(decoding: data, as: UTF8.self))
+                    return .success((input, String(decoding: data, as: UTF8.self)))
                 }.get()
             } catch {
                 throw failureExit(error)
             }
+            let (input, text) = read
             let plot: WearablePlot
             do {
                 plot = try WearablePlot(jsonLines: text, name: input)
@@ -59,25 +82,33 @@ extension WearableCommand {
                 throw failureExit(error)
             }
             let svg = plot.svg()
-            let svgPath = self.svgPath, noPng = self.noPng
-            let png: String? = try await DedicatedThread.run(name: "plot-write") { () -> Result<String?, CommandFailure> in
-                do {
-                    try Data(svg.utf8).write(to: URL(fileURLWithPath: svgPath), options: .atomic)
-                } catch {
-                    return .failure(CommandFailure(message: "cannot write \(svgPath): \((error as NSError).localizedDescription)", code: Exit.localIO))
-                }
-                guard !noPng else { return .success(nil) }
-                return .success(WearablePlot.convertToPNG(svgPath))
-            }.get()
+            let svgPath = output ?? Plot.svgPath(for: input), noPng = self.noPng
+            let png: String?
+            do {
+                png = try await DedicatedThread.run(name: "plot-write") { () -> Result<String?, OutputFileError> in
+                    do throws(OutputFileError) {
+                        try SafeOutput.write(svg, to: svgPath)
+                        return .success(try noPng ? nil : WearablePlot.convertToPNG(svgPath))
+                    } catch {
+                        return .failure(error)
+                    }
+                }.get()
+            } catch {
+                throw failureExit(error)
+            }
             if !noPng, png == nil { printError("no PNG made: rsvg-convert is not on PATH or failed (Debian: apt-get install librsvg2-bin)") }
             let made = Made(svg: svgPath, png: png, panels: plot.panels.map(\.sensor), samples: plot.sampleCount, gestures: plot.gestures.count,
                             gaps: Dictionary(uniqueKeysWithValues: plot.panels.map { ($0.sensor, $0.gaps.count) }), durationSeconds: plot.duration)
             try Output.emit(made, json: format.json) {
-                "wrote \(svgPath)\(png.map { " and \($0)" } ?? ""): \(made.panels.count) panels (\(made.panels.joined(separator: ", "))), "
-                    + "\(made.samples) samples, \(made.gestures) gestures over \(String(format: "%.1f", made.durationSeconds)) s"
+                "wrote \(svgPath)\(png.map { " and \($0)" } ?? ""): \(WearableCommand.counted(made.panels.count, "panel")) "
+                    + "(\(made.panels.joined(separator: ", "))), \(WearableCommand.counted(made.samples, "sample")), "
+                    + "\(WearableCommand.counted(made.gestures, "gesture")) over \(String(format: "%.1f", made.durationSeconds)) s"
             }
         }
     }
+
+    /// "1 sample", "2 samples", "0 samples".
+    static func counted(_ n: Int, _ noun: String) -> String { "\(n) \(noun)\(n == 1 ? "" : "s")" }
 }
 
 /// A recording laid out as an SVG: pure (text in, text out), so tests can check it.
@@ -172,7 +203,7 @@ struct WearablePlot {
             <?xml version="1.0" encoding="UTF-8"?>
             <svg xmlns="http://www.w3.org/2000/svg" width="\(Int(width))" height="\(Int(height))" viewBox="0 0 \(Int(width)) \(Int(height))" font-family="sans-serif" font-size="12">
             <rect width="100%" height="100%" fill="white"/>
-            <text x="\(left)" y="24" font-size="16">Wearable recording: \(panels.count) sensor\(panels.count == 1 ? "" : "s"), \(sampleCount) samples, \(gestures.count) gesture\(gestures.count == 1 ? "" : "s"), \(String(format: "%.1f", duration)) s</text>
+            <text x="\(left)" y="24" font-size="16">Wearable recording: \(WearableCommand.counted(panels.count, "sensor")), \(WearableCommand.counted(sampleCount, "sample")), \(WearableCommand.counted(gestures.count, "gesture")), \(String(format: "%.1f", duration)) s</text>
 
             """
         let timeTicks = Self.ticks(0, tMax, count: 8)
@@ -257,14 +288,24 @@ struct WearablePlot {
         return out
     }
 
-    /// Converts `svg` to a PNG next to it with rsvg-convert; the PNG's path, or nil when there is no converter or it
-    /// failed. Blocking: call it off the cooperative pool.
-    static func convertToPNG(_ svg: String) -> String? {
+    /// Converts `svg` to a PNG next to it (.png for .svg, else .png added) with rsvg-convert, into a private
+    /// temporary directory first and then written by the output rule (`SafeOutput`: never over a device, FIFO or
+    /// symbolic link); the PNG's path, or nil when there is no converter or it failed. Throws when the PNG's path is
+    /// refused or cannot be written. Blocking: call it off the cooperative pool.
+    static func convertToPNG(_ svg: String) throws(OutputFileError) -> String? {
         let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
         guard let tool = path.split(separator: ":").map({ "\($0)/rsvg-convert" }).first(where: { FileManager.default.isExecutableFile(atPath: $0) })
         else { return nil }
         let png = (svg.hasSuffix(".svg") ? String(svg.dropLast(4)) : svg) + ".png"
-        guard let process = try? ChildProcess(tool, ["-f", "png", "-o", png, svg], stdout: .null, stderr: .null) else { return nil }
-        return process.waitUntilExit() == .exit(0) ? png : nil
+        _ = try SafeOutput.resolve(png)
+        var template = Array((NSTemporaryDirectory() + "tuneup-plot-XXXXXX").utf8CString)
+        guard let made = mkdtemp(&template) else { return nil }
+        let directory = String(cString: made)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let converted = directory + "/plot.png"
+        guard let process = try? ChildProcess(tool, ["-f", "png", "-o", converted, svg], stdout: .null, stderr: .null),
+              process.waitUntilExit() == .exit(0), let bytes = FileManager.default.contents(atPath: converted) else { return nil }
+        try SafeOutput.write([UInt8](bytes), to: png)
+        return png
     }
 }

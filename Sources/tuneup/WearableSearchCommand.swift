@@ -21,7 +21,7 @@ extension WearableCommand {
         @Option(help: ArgumentHelp("The adapter to scan with: hciN or its address.", valueName: "adapter"))
         var adapter: String?
 
-        @Option(help: ArgumentHelp("How long to scan (e.g. 3s).", valueName: "duration"))
+        @Option(parsing: .unconditional, help: ArgumentHelp("How long to scan: 500ms, 3s, 1min or plain seconds (up to 10 min).", valueName: "duration"))
         var duration: String = "3s"
 
         @Flag(name: .shortAndLong, help: "Log how the scan runs to stderr (the kernel's discovery or HCI scanning).")
@@ -36,10 +36,7 @@ extension WearableCommand {
         }
 
         func scanDuration() throws -> Duration {
-            guard let d = parseDuration(duration), d > .zero, d <= .seconds(600) else {
-                throw ValidationError("--duration takes a duration like 3s (up to 10 min), got '\(duration)'")
-            }
-            return d
+            try durationOption(duration, "--duration", upTo: .seconds(600))
         }
 
         func validate() throws {

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Glibc
+import Support
 import Transport
 import Wearable
 import WearableSession
@@ -128,7 +129,8 @@ extension WearableCommand {
         @Option(help: ArgumentHelp("A gesture to listen for (repeatable; default: every gesture the device offers; 'none': no gestures).",
                                    valueName: "gesture"))
         var gesture: [String] = []
-        @Option(help: ArgumentHelp("Stop after this long (e.g. 10s, 2min; default: until Ctrl-C).", valueName: "duration"))
+        @Option(parsing: .unconditional, help: ArgumentHelp("Stop after this long: 500ms, 10s, 2min, 1h or plain seconds, up to 24 h (default: until Ctrl-C).",
+                                   valueName: "duration"))
         var duration: String?
         @Flag(help: "Skip the library's checks: let the device judge the configuration.") var noCheck = false
 
@@ -141,10 +143,7 @@ extension WearableCommand {
 
         func stopAfter() throws -> Duration? {
             guard let duration else { return nil }
-            guard let d = parseDuration(duration), d > .zero, d <= .seconds(86400) else {
-                throw ValidationError("--duration takes a duration like 10s or 2min (up to 24 h), got '\(duration)'")
-            }
-            return d
+            return try durationOption(duration, "--duration", upTo: .seconds(86400))
         }
 
         var sensors: [SensorType] { get throws { sensor.isEmpty ? [.accelerometer, .gyroscope] : try sensor.map(WearableCommand.sensor(named:)) } }
@@ -251,7 +250,7 @@ extension WearableCommand {
     /// The summary for people: one line per sensor, gestures, malformed notifications.
     static func summaryText(_ s: WearableLine) -> String {
         var lines = (s.counts ?? [:]).sorted { $0.key < $1.key }.map { name, c in
-            "\(name): \(c.samples) samples, \(c.gaps) gaps (\(c.missingSamples) missing), \(c.outOfOrder) out of order"
+            "\(name): \(counted(c.samples, "sample")), \(counted(c.gaps, "gap")) (\(c.missingSamples) missing), \(c.outOfOrder) out of order"
         }
         lines.append("gestures: \(s.gestureCount ?? 0); malformed notifications: \(s.malformedNotifications ?? 0)"
             + ((s.malformedByCode ?? [:]).isEmpty ? "" : " (" + s.malformedByCode!.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ") + ")"))
@@ -299,8 +298,9 @@ extension WearableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Record sensor samples and gestures to PATH.jsonl and PATH.csv (written when the recording stops).",
             discussion: """
-                As 'stream', into two files written atomically when the recording stops (--duration, Ctrl-C, or a \
-                lost link: what arrived is kept): PATH.jsonl holds every line 'stream --format json' prints, \
+                As 'stream', into two files written whole when the recording stops (--duration, Ctrl-C, or a \
+                lost link: what arrived is kept; a symbolic link's target is written; a missing directory, or a \
+                device, FIFO, socket or directory in the way, is refused before the device is opened, exit 74): PATH.jsonl holds every line 'stream --format json' prints, \
                 PATH.csv one row per sample or gesture (kind, sensor_or_gesture, timestamp, device_time_ms, \
                 host_time_s, x, y, z, w, accuracy, bias_x, bias_y, bias_z, missing_before). 'tuneup wearable plot \
                 PATH.jsonl' draws it. On a terminal the live view shows meanwhile.
@@ -321,11 +321,6 @@ extension WearableCommand {
 
         func validate() throws {
             guard !base.isEmpty, !base.hasSuffix("/") else { throw ValidationError("record needs a file path, got '\(path)'") }
-            let directory = (base as NSString).deletingLastPathComponent
-            var isDirectory: ObjCBool = false
-            if !directory.isEmpty, !(FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) && isDirectory.boolValue) {
-                throw CommandFailure(message: "cannot record to \(base).jsonl: \(directory) is not a directory", code: Exit.localIO)
-            }
         }
 
         struct Written: Encodable {
@@ -340,6 +335,15 @@ extension WearableCommand {
             var jsonl: [String] = [], csv: [String] = [WearableLine.csvHeader]
             var samples = 0, gestures = 0
             let base = self.base, json = output.json
+            // Where the files go is checked before the device is opened: a missing directory, a device, FIFO, socket
+            // or directory in the way is one line and exit 74, not a recording lost at the end.
+            do {
+                try await Blocking.perform("record check", unavailable: { OutputFileError(.writeFailed, $0.message) }) { () throws(OutputFileError) in
+                    for file in [base + ".jsonl", base + ".csv"] { _ = try SafeOutput.resolve(file) }
+                }
+            } catch {
+                throw failureExit(error)
+            }
             try await WearableCommand.stream(choice, setup, emit: { line in
                 if live { view.take(line) }
                 if !live, line.event == "configured" {
@@ -351,20 +355,21 @@ extension WearableCommand {
             }, finish: { summary in
                 if live { view.draw(force: true) }
                 let files = [(base + ".jsonl", jsonl), (base + ".csv", csv)]
-                let failure: String? = try await DedicatedThread.run(name: "record") {
+                let failure: OutputFileError? = try await DedicatedThread.run(name: "record") {
                     for (file, lines) in files {
-                        do {
-                            try Data((lines.joined(separator: "\n") + "\n").utf8).write(to: URL(fileURLWithPath: file), options: .atomic)
+                        do throws(OutputFileError) {
+                            try SafeOutput.write(lines.joined(separator: "\n") + "\n", to: file)
                         } catch {
-                            return "cannot write \(file): \((error as NSError).localizedDescription)"
+                            return error
                         }
                     }
                     return nil
                 }
-                if let failure { throw failureExit(CommandFailure(message: failure, code: Exit.localIO)) }
+                if let failure { throw failureExit(failure) }
                 let written = Written(jsonl: base + ".jsonl", csv: base + ".csv", samples: samples, gestures: gestures, summary: summary)
                 try Output.emit(written, json: json) {
-                    WearableCommand.summaryText(summary) + "\nwrote \(samples) samples and \(gestures) gestures to \(written.jsonl) and \(written.csv)"
+                    WearableCommand.summaryText(summary) + "\nwrote \(WearableCommand.counted(samples, "sample")) and "
+                        + "\(WearableCommand.counted(gestures, "gesture")) to \(written.jsonl) and \(written.csv)"
                 }
             })
         }
