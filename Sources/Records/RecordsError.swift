@@ -8,7 +8,7 @@ public enum RecordsErrors: ErrorDomain {
     /// A store that is busy or cannot be reached is a connection failure; one that cannot be opened or written, local.
     public static func category(of code: RecordsError.Code) -> FailureCategory {
         switch code {
-        case .busy, .unreachable: .connection
+        case .busy, .unreachable, .stationLive: .connection
         case .cannotOpen, .notADatabase, .newerSchema, .storage: .localFile
         default: .usage
         }
@@ -24,6 +24,8 @@ extension ErrorCodeIn where Domain == RecordsError {
     public static let newerSchema = Self(rawValue: "records-newer-schema")
     /// Another station held the database longer than the busy timeout.
     public static let busy = Self(rawValue: "records-busy")
+    /// Another live station of the same name holds the records (`StationLock`).
+    public static let stationLive = Self(rawValue: "records-station-live")
     /// The database server cannot be reached (PostgreSQL; not used by SQLite).
     public static let unreachable = Self(rawValue: "records-unreachable")
     /// Any other failure of the database (disk full, I/O error).

@@ -136,9 +136,12 @@ public final class Station: Sendable {
     public var stopReason: String? { context.stopReason }
 
     /// Closes the station's runs that a killed process left open (as aborted), so they are not left open forever.
-    /// Returns how many it closed.
+    /// Reports them (`recovered`) and returns how many it closed. Call it while holding the station's name on its records (`StationLock`): a live
+    /// station's runs are not a killed one's.
     public func recover() async throws -> Int {
-        try await context.store.abortOpenRuns(station: context.options.station, at: Date()).count
+        let closed = try await context.store.abortOpenRuns(station: context.options.station, at: Date())
+        if !closed.isEmpty { context.emit(.recovered(runs: closed.map(\.rawValue))) }
+        return closed.count
     }
 
     /// Provisions the unit in each slot once, all at once; returns the results in slot order.
@@ -186,9 +189,12 @@ public final class Station: Sendable {
             station: context.options.station))
     }
 
+    /// Provisions the unit in `slot`: its `finished` event, then the totals that count it (a slot whose unit never
+    /// answered counts as an error).
     private func provision(_ slot: Slot, address: DeviceAddress) async -> UnitResult {
-        let result = await UnitRun(station: context, slot: slot, address: address, emit: context.emit).run()
+        let (result, firstTime) = await UnitRun(station: context, slot: slot, address: address, emit: context.emit).run()
         context.emit(.finished(result))
+        context.count(result, firstTime: firstTime)
         return result
     }
 

@@ -58,6 +58,8 @@ public struct UnitResult: Sendable, Hashable, Codable {
 public enum StationEvent: Sendable, Hashable {
     /// The station took its slots and waits for or starts on units.
     case started(slots: [String], recipe: String, recipeHash: String, station: String)
+    /// At start: runs a killed station of the same name left open, closed as aborted (their ids).
+    case recovered(runs: [Int64])
     /// A slot is empty and watched for a unit.
     case waiting(slot: String)
     /// A unit answered in a slot.
@@ -121,7 +123,7 @@ public struct StationTotals: Sendable, Hashable, Encodable {
 
 extension StationEvent: Encodable {
     private enum Keys: String, CodingKey {
-        case event, slot, slots, recipe, recipeHash, station, hardwareID, step, fraction, outcome, message, unit, reason, totals
+        case event, slot, slots, recipe, recipeHash, station, hardwareID, step, fraction, outcome, message, unit, reason, totals, runs
     }
 
     /// One JSON object per event, `{"event": "...", ...}`.
@@ -134,6 +136,9 @@ extension StationEvent: Encodable {
             try c.encode(recipe, forKey: .recipe)
             try c.encode(recipeHash, forKey: .recipeHash)
             try c.encode(station, forKey: .station)
+        case let .recovered(runs):
+            try c.encode("recovered", forKey: .event)
+            try c.encode(runs, forKey: .runs)
         case let .waiting(slot):
             try c.encode("waiting", forKey: .event)
             try c.encode(slot, forKey: .slot)

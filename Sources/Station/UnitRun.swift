@@ -35,8 +35,9 @@ struct UnitRun {
     private var recipe: ProvisioningRecipe { station.recipe.recipe }
     private var store: any RecordStore { station.store }
 
-    /// Provisions the unit; never throws: every ending is a result (and a recorded run when the unit was identified).
-    func run() async -> UnitResult {
+    /// Provisions the unit; never throws: every ending is a result (and a recorded run when the unit was identified),
+    /// and whether it was the unit's first time here (a pass then is a first pass).
+    func run() async -> (result: UnitResult, firstTime: Bool) {
         let client = Devices.bootloaderClient(
             address: address, wait: station.options.deviceWait, connection: station.options.connection, logger: station.logger)
         let result = await run(with: client)
@@ -44,7 +45,7 @@ struct UnitRun {
         return result
     }
 
-    private func run(with client: BootloaderClient) async -> UnitResult {
+    private func run(with client: BootloaderClient) async -> (result: UnitResult, firstTime: Bool) {
         let steps = FactorySteps(client: client)
         var result = UnitResult(
             slot: slot.name, hardwareID: nil, serial: nil, bluetoothAddress: nil, outcome: .error, failedStep: StepName.identify,
@@ -63,7 +64,7 @@ struct UnitRun {
         } catch {
             result.outcome = Task.isCancelled ? .aborted : .error
             result.message = describe(error)
-            return finish()
+            return (finish(), true)
         }
         let hardwareID = info.hardwareID
         result.hardwareID = hardwareID
@@ -80,7 +81,7 @@ struct UnitRun {
         } catch {
             result.message = "records: \(describe(error))"
             station.stop(because: "the records cannot be written: \(describe(error))")
-            return finish()
+            return (finish(), true)
         }
         result.run = runID.rawValue
         // A unit that failed or erred before comes back for rework: its pass is not a first pass.
@@ -111,9 +112,7 @@ struct UnitRun {
             do { try await store.finishRun(runID, outcome: outcome, at: Date()); return nil } catch { return error }
         }.value
         if let ended { result.message = (result.message.map { $0 + "; " } ?? "") + "records: \(describe(ended))" }
-        let done = finish()
-        station.count(done, firstTime: firstTime)
-        return done
+        return (finish(), firstTime)
     }
 
     // MARK: The steps
@@ -251,7 +250,10 @@ struct UnitRun {
             // One link to a unit at a time: a USB device has one owner (its interface is claimed). The client
             // opens its link again when it is next used.
             await client.close()
+            // One wait for a unit, in the flash as in every other step: for the bootloader to answer after a jump
+            // and for a lost link to come back (a unit pulled mid-flash is given up after --wait, not 30 s).
             var options = UpdateOptions(verificationKey: station.recipe.key)
+            options.readyWait = station.options.deviceWait
             options.reconnectWait = station.options.deviceWait
             let updater = Devices.updater(
                 image: image, address: address, options: options, connection: station.options.connection, logger: station.logger)

@@ -54,6 +54,14 @@ enum Console {
 
     static func errorText(_ e: Int32) -> String { String(cString: strerror(e)) }
 
+    /// The width of the terminal on `fd` (TIOCGWINSZ; it changes when the window is resized, so live views ask at
+    /// each redraw), else $COLUMNS, else nil.
+    static func columns(_ fd: Int32 = STDOUT_FILENO) -> Int? {
+        var size = winsize()
+        if withUnsafeMutablePointer(to: &size, { ioctl(fd, UInt(TIOCGWINSZ), $0) }) == 0, size.ws_col > 0 { return Int(size.ws_col) }
+        return getenv("COLUMNS").flatMap { Int(String(cString: $0)) }
+    }
+
     /// write(2) until every byte is written; the errno of a failure, or nil.
     private static func writeAll(_ bytes: [UInt8], _ fd: Int32) -> Int32? {
         var offset = 0

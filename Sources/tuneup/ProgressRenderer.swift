@@ -1,6 +1,7 @@
 import FirmwareUpdate
 import Foundation
 import Headset
+import Progress
 import Synchronization
 
 /// Shows update progress: a bar on a terminal (stderr), plain lines when stderr is not a terminal, JSON Lines
@@ -49,7 +50,8 @@ final class ProgressRenderer: Sendable {
             if let file { Console.write(line + "\n", to: file) }
         }
         if bar {
-            Console.err("\r" + Self.barLine(e) + "\u{1B}[K")
+            // Cut to the terminal's width: a bar line that wrapped would leave a row behind at every update.
+            Console.err("\r" + LiveRegion.fit(Self.barLine(e), columns: Console.columns(STDERR_FILENO)) + "\u{1B}[K")
             state.withLock { $0.barShown = true }
         } else if !json {
             // Plain lines: each phase change and every 10 % of the transfer.

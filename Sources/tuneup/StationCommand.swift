@@ -32,14 +32,19 @@ struct StationCommand: AsyncParsableCommand {
                 the recipe).
 
                 A line of stations shares one PostgreSQL database: --db postgres://USER[:PASSWORD]@HOST[:PORT]/DB. \
-                Each station then leases blocks of identities (--lease values of each kind), records every run in a \
+                Each station then leases blocks of Bluetooth addresses (--lease at a time; a unit's serial is made from its \
+                address), records every run in a \
                 local outbox file first (--outbox) and uploads it in the background, so it keeps provisioning while \
                 the server is briefly unreachable; at its end it waits up to --upload-wait seconds for the server, and \
-                what it could not upload is uploaded at its next start. Identity \
-                values it leased but did not use are voided when it stops (never issued to another unit).
+                what it could not upload is uploaded at its next start. Addresses \
+                it leased but did not use go back to the line's pool when it stops.
+
+                A station's name is held on its records while it runs: a second station of the same name on the same \
+                records file (or outbox) is refused, and only a killed station's open runs are closed as aborted.
 
                 Exit codes: 0 every unit passed, 1 a unit failed or erred, 64 bad arguments or recipe values, \
-                65 an image is invalid or not signed by the recipe's key, 74 the recipe, an image or the records \
+                65 an image is invalid or not signed by the recipe's key, 69 the line's database server cannot be \
+                reached or a station of the same name runs already, 74 the recipe, an image or the records \
                 database could not be read or written, 130 stopped by Ctrl-C (units being provisioned are recorded \
                 as aborted).
 
@@ -69,10 +74,10 @@ struct StationCommand: AsyncParsableCommand {
         @Option(help: ArgumentHelp("With a PostgreSQL --db: the station's local outbox file (default: STATION.outbox.sqlite next to the recipe).", valueName: "file"))
         var outbox: String?
 
-        @Option(help: ArgumentHelp("With a PostgreSQL --db: how many values of each identity the station leases at a time.", valueName: "count"))
+        @Option(parsing: .unconditional, help: ArgumentHelp("With a PostgreSQL --db: how many Bluetooth addresses the station leases at a time.", valueName: "count"))
         var lease: Int = 32
 
-        @Option(help: ArgumentHelp("With a PostgreSQL --db: how long the station waits at its end for the server to take what its outbox holds.", valueName: "seconds"))
+        @Option(parsing: .unconditional, help: ArgumentHelp("With a PostgreSQL --db: how long the station waits at its end for the server to take what its outbox holds.", valueName: "seconds"))
         var uploadWait: Double = 10
 
         @Option(help: ArgumentHelp("The station's name in the records (default: the host name).", valueName: "name"))
@@ -107,6 +112,9 @@ struct StationCommand: AsyncParsableCommand {
             let store: any RecordStore
             var line: (store: OutboxRecordStore, path: String)?
             let stationName = station ?? Self.hostName()
+            // Held until the station ends (the kernel drops it if the process dies): a second live station of this
+            // name on these records is refused instead of closing this one's runs as a killed station's.
+            let held: StationLock
             do {
                 loaded = try await Self.loadRecipe(recipe)
                 try Self.checkMeasurable(loaded)
@@ -118,12 +126,16 @@ struct StationCommand: AsyncParsableCommand {
                     let lined = OutboxRecordStore(server: server, outbox: outboxStore, station: stationName, leaseSize: lease)
                     line = (lined, path)
                     store = lined
+                    held = try await StationLock.acquire(station: stationName, recordsPath: path)
                 } else {
-                    store = try await SQLiteRecordStore.open(path: db ?? (directory + "/records.sqlite"))
+                    let path = db ?? (directory + "/records.sqlite")
+                    store = try await SQLiteRecordStore.open(path: path)
+                    held = try await StationLock.acquire(station: stationName, recordsPath: path)
                 }
             } catch {
                 throw failureExit(error)
             }
+            defer { withExtendedLifetime(held) {} }
             var connection = ConnectionOptions()
             connection.session.timeout = .milliseconds(Int64(timeout * 1000))
             let options = StationOptions(
@@ -146,8 +158,7 @@ struct StationCommand: AsyncParsableCommand {
             }
             let station = Station(recipe: loaded, store: store, options: options) { view.show($0) }
             do {
-                let closed = try await station.recover()
-                if closed > 0 { view.note("closed \(closed) run\(closed == 1 ? "" : "s") a killed station left open (recorded as aborted)") }
+                _ = try await station.recover()
             } catch {
                 throw failureExit(error)
             }

@@ -1,4 +1,5 @@
 import Foundation
+import Progress
 import Station
 import Synchronization
 
@@ -21,8 +22,8 @@ final class StationView: Sendable {
         var order: [String] = []
         var slots: [String: SlotLine] = [:]
         var totals = StationTotals()
-        /// Lines drawn by the last redraw (moved over by the next one).
-        var drawn = 0
+        /// The live block on the terminal (lines cut to its width, redrawn by screen rows).
+        var region = LiveRegion()
         var lastDraw = ContinuousClock.now - .seconds(1)
     }
 
@@ -40,6 +41,8 @@ final class StationView: Sendable {
             case let .started(slots, recipe, _, station):
                 for slot in slots where s.slots[slot] == nil { s.order.append(slot); s.slots[slot] = SlotLine() }
                 return live ? nil : "station \(station): recipe \(recipe), \(slots.count) slot\(slots.count == 1 ? "" : "s")"
+            case let .recovered(runs):
+                return "closed \(runs.count) run\(runs.count == 1 ? "" : "s") a killed station left open (recorded as aborted)"
             case let .waiting(slot):
                 update(&s, slot) { $0 = SlotLine(result: $0.result) }
                 return nil
@@ -82,14 +85,19 @@ final class StationView: Sendable {
         Output.line(text)
     }
 
-    /// The totals at the end (a last JSON event is the station's own `totals`).
+    /// The totals at the end (a last JSON event is the station's own `totals`). On a terminal the last frame of the
+    /// live block ends with them, so they are printed once.
     func summary(_ totals: StationTotals, stopReason: String?) {
         if json {
             if let line = try? Output.jsonLine(StationEvent.totals(totals)) { Output.line(line) }
             return
         }
-        if live { redraw(force: true) }
-        Output.line(Self.totalsText(totals))
+        if live {
+            state.withLock { $0.totals = totals }
+            redraw(force: true)
+        } else {
+            Output.line(Self.totalsText(totals))
+        }
     }
 
     private func update(_ s: inout State, _ slot: String, _ change: (inout SlotLine) -> Void) {
@@ -99,6 +107,7 @@ final class StationView: Sendable {
 
     /// Redraws at most 10 times a second (always when forced).
     private func redraw(force: Bool) {
+        let columns = Console.columns()
         let text: String? = state.withLock { s in
             let now = ContinuousClock.now
             guard force || now - s.lastDraw >= .milliseconds(100) else { return nil }
@@ -113,17 +122,15 @@ final class StationView: Sendable {
                     + step.padding(toLength: 26, withPad: " ", startingAt: 0) + "  " + line.result
             }
             lines.append(Self.totalsText(s.totals))
-            let up = s.drawn > 0 ? "\u{1B}[\(s.drawn)A" : ""
-            s.drawn = lines.count
-            return up + lines.map { "\r" + $0 + "\u{1B}[K" }.joined(separator: "\n") + "\n"
+            return s.region.frame(lines, columns: columns)
         }
         if let text { Console.out(text) }
     }
 
     /// Moves above the live lines and clears them, so a plain line can be printed there.
     private func clear() {
-        let up = state.withLock { s -> Int in defer { s.drawn = 0 }; return s.drawn }
-        if up > 0 { Console.out("\u{1B}[\(up)A\r\u{1B}[J") }
+        let text = state.withLock { $0.region.clear() }
+        if !text.isEmpty { Console.out(text) }
     }
 
     static func resultText(_ unit: UnitResult) -> String {

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Glibc
+import Progress
 import Support
 import Transport
 import Wearable
@@ -389,7 +390,8 @@ struct LiveView {
     var malformed = 0
     var deviceTime: Int64 = 0
     var origin: Int64?
-    var drawnLines = 0
+    /// The block on the terminal: lines cut to its width, redrawn by screen rows (as the station's live view).
+    var region = LiveRegion()
     var lastDraw = ContinuousClock.now - .seconds(1)
 
     init(device: String) { self.device = device }
@@ -428,13 +430,10 @@ struct LiveView {
             let unit = (try? WearableCommand.sensor(named: sensor)).map(WearableCommand.unit) ?? ""
             let values = [n(l?.x), n(l?.y), n(l?.z), l?.w == nil ? nil : n(l?.w)].compactMap { $0 }.joined(separator: " ")
             lines.append("\(sensor.padding(toLength: 14, withPad: " ", startingAt: 0)) \(periods[sensor]!) ms  \(values) \(unit)   "
-                + "\(c.samples) samples, \(c.gaps) gaps (\(c.missing) missing)")
+                + "\(c.samples) sample\(c.samples == 1 ? "" : "s"), \(c.gaps) gap\(c.gaps == 1 ? "" : "s") (\(c.missing) missing)")
         }
         lines.append("gestures \(gestureCount)\(gestures.isEmpty ? "" : ": " + gestures.joined(separator: ", "))"
             + (malformed > 0 ? "   malformed notifications \(malformed)" : ""))
-        var text = drawnLines > 0 ? "\u{1B}[\(drawnLines)A" : ""
-        text += lines.map { "\u{1B}[2K" + $0 + "\n" }.joined()
-        Console.out(text)
-        drawnLines = lines.count
+        Console.out(region.frame(lines, columns: Console.columns()))
     }
 }

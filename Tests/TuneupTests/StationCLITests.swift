@@ -68,6 +68,10 @@ import Testing
         Self.refused(missing, 74, "nope.yaml")
         let noSlots = try await CLI.run(["station", "run", "--recipe", recipe])
         Self.refused(noSlots, 64, "--device")
+        for (option, value) in [("--upload-wait", "-1"), ("--lease", "-1"), ("--lease", "0")] {
+            let negative = try await CLI.run(["station", "run", "--recipe", recipe, "-d", "tcp:127.0.0.1:9", option, value])
+            Self.refused(negative, 64, "\(option) must be")
+        }
 
         // Images: missing, signed by another key, made for another model; a test the station cannot measure.
         let images = Self.root + "/firmware-images/"
@@ -144,6 +148,29 @@ import Testing
         #expect(serialBefore.isEmpty || serialBefore == live.filter { $0.kind == .serial }.map(\.value))
         #expect(finished["serial"] as? String == live.first { $0.kind == .serial }?.value)
         _ = await sim.quit()
+    }
+
+    /// A second station of the same (default) name on the same records, started while the first provisions a unit:
+    /// refused with one line (exit 69), and the first one's run is neither closed nor disturbed.
+    @Test func aSecondLiveStationOfTheSameNameIsRefusedAndTheFirstGoesOn() async throws {
+        let (sim, db, args) = try await Self.oneUnit()
+        let first = try await StationProcess.start(args)
+        let busy = try await first.onEvent { $0["event"] as? String == "step-started" }
+        #expect(busy, "the first station never started a step")
+
+        let other = try await RunningSimulator.start(["--blank", "--time-scale", "0", "--listen", "tcp:127.0.0.1:0"])
+        let second = try await CLI.run(["station", "run", "--recipe", args[3], "-d", other.addresses[0], "--db", db], timeout: 120)
+        Self.refused(second, 69, "is running already on \(db)")
+        #expect(!second.stdout.contains("left open"), "stdout: \(second.stdout)")
+
+        let status = await first.exitStatus()
+        let stderr = await first.errors.finishedText()
+        #expect(status == 0, "stderr: \(stderr)")
+        let store = try await SQLiteRecordStore.open(path: db)
+        let runs = try await store.runs()
+        #expect(runs.map(\.outcome) == [.pass], "\(runs.map(\.outcome))")
+        _ = await sim.quit()
+        _ = await other.quit()
     }
 
     /// One blank unit (flash and boot timing at 5 %), a recipe, a records file, and the station's arguments for them.

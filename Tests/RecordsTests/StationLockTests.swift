@@ -1,0 +1,49 @@
+import Foundation
+@testable import Records
+import Testing
+
+/// A station's name held on one records file: refused while live, free once its holder is gone.
+struct StationLockTests {
+    static func records() -> String {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("station-lock-\(UUID().uuidString)")
+        try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        return directory.appendingPathComponent("records.sqlite").path
+    }
+
+    @Test func aSecondHolderOfTheSameNameIsRefusedWithOneLine() async throws {
+        let path = Self.records()
+        let first = try await StationLock.acquire(station: "s1", recordsPath: path)
+        let error = await #expect(throws: RecordsError.self) { _ = try await StationLock.acquire(station: "s1", recordsPath: path) }
+        #expect(error?.code == .stationLive)
+        #expect(error?.message.contains("station s1 is running already on \(path)") == true, "\(String(describing: error))")
+        #expect(error?.message.contains("\n") == false)
+        withExtendedLifetime(first) {}
+    }
+
+    @Test func otherNamesAndOtherFilesAreFree() async throws {
+        let path = Self.records()
+        let first = try await StationLock.acquire(station: "s1", recordsPath: path)
+        let other = try await StationLock.acquire(station: "s2", recordsPath: path)
+        let elsewhere = try await StationLock.acquire(station: "s1", recordsPath: Self.records())
+        #expect(first.path == other.path)
+        #expect(elsewhere.path != first.path)
+        #expect(StationLock.offset(of: "s1") != StationLock.offset(of: "s2"))
+        withExtendedLifetime((first, other, elsewhere)) {}
+    }
+
+    @Test func aGoneHolderLeavesTheNameFree() async throws {
+        let path = Self.records()
+        var first: StationLock? = try await StationLock.acquire(station: "line-3", recordsPath: path)
+        #expect(first != nil)
+        first = nil
+        let again = try await StationLock.acquire(station: "line-3", recordsPath: path)
+        #expect(again.station == "line-3")
+    }
+
+    @Test func anUnwritablePlaceIsRefusedWithOneLine() async throws {
+        let error = await #expect(throws: RecordsError.self) {
+            _ = try await StationLock.acquire(station: "s1", recordsPath: "/nonexistent-\(UUID().uuidString)/records.sqlite")
+        }
+        #expect(error?.code == .cannotOpen)
+    }
+}
