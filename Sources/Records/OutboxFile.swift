@@ -9,9 +9,15 @@ public protocol LineRecordServer: RecordStore {
     func importRun(_ run: RunRecord, origin: String) async throws -> RunID
 
     /// Brings the identity `kind`/`value` to `state` for `hardwareID`: an identity leased to `station` is taken by
-    /// the unit, one the unit holds moves forward (never back), an unused one is voided. Anything else (another
-    /// unit or station holds it, it is voided) throws `RecordsError.conflict`; an unknown value `notFound`.
+    /// the unit, one the unit holds moves forward (never back), an unused one is voided, one the server does not
+    /// know yet (a value made from another identity, such as a serial from its address) is issued to the unit.
+    /// Anything else (another unit or station holds it, it is voided) throws `RecordsError.conflict`; voiding an
+    /// unknown value `notFound`.
     func applyIdentity(_ kind: IdentityKind, value: String, hardwareID: String?, state: IdentityState, station: String) async throws
+
+    /// Returns the values of `station`'s lease that no unit took to the pool (they become free candidates again) and
+    /// says how many. Values that reached a unit, or were voided, stay as they are.
+    func releaseUnused(lease: LeaseID, station: String) async throws -> Int
 }
 
 /// What a station's outbox still holds for the line's server.
@@ -97,6 +103,20 @@ extension SQLiteRecordStore {
             try Int64.fetchAll(
                 db, sql: "SELECT DISTINCT lease_id FROM identities WHERE state = 'leased' AND lease_id IS NOT NULL ORDER BY lease_id"
             ).map(LeaseID.init)
+        }
+    }
+
+    /// The server's id of a local lease (nil for a lease made here).
+    func serverLease(of lease: LeaseID) async throws -> LeaseID? {
+        try await read { db in
+            try Int64.fetchOne(db, sql: "SELECT server_lease_id FROM leases WHERE id = ?", arguments: [lease.rawValue]).map(LeaseID.init)
+        }
+    }
+
+    /// Forgets the lease's values no unit took (the server has them back).
+    func dropUnused(lease: LeaseID) async throws {
+        try await write { db in
+            try db.execute(sql: "DELETE FROM identities WHERE lease_id = ? AND state = 'leased'", arguments: [lease.rawValue])
         }
     }
 

@@ -10,8 +10,10 @@ import Synchronization
 ///   the server already knows (it was given its identity at another station) gets that identity back.
 /// - Runs, steps and measurements are recorded locally as they happen; a run is uploaded once it has ended, in one
 ///   transaction, exactly once (its origin, `station/hardware-id/start-ms`, is unique on the server).
-/// - `finish(within:)` voids the leased values no unit took (locally and then on the server: never reissued) and
-///   uploads what is left; what cannot be uploaded stays in the outbox file for the next start of the station.
+/// - A serial is made from the unit's leased address (`reserveIdentity(_:exactly:for:station:)`): it needs no lease.
+/// - `finish(within:)` returns the leased values no unit took to the line's pool (they never reached a unit) and
+///   uploads what is left; what cannot be returned or uploaded stays in the outbox file for the next start of the
+///   station, which uses its leases first.
 ///
 /// Reads (`units`, `run`, ...) answer from the outbox: the station's own view. `runs(hardwareID:)` adds the
 /// server's runs of the unit when it answers, so a unit reworked at another station is known as such.
@@ -70,8 +72,8 @@ public final class OutboxRecordStore: RecordStore {
     /// Why the last upload failed, while the server does not answer (nil when it does).
     public var serverProblem: String? { shared.state.withLock { $0.problem } }
 
-    /// Stops the station's use of its leases and uploads what is left: unused leased values are voided (locally, then
-    /// on the server), then uploads run until the outbox is empty or `within` has passed. Returns what is left.
+    /// Stops the station's use of its leases and uploads what is left: unused leased values are returned to the
+    /// server's pool, then uploads run until the outbox is empty or `within` has passed. Returns what is left.
     public func finish(within: Duration) async -> OutboxBacklog {
         // No lease from now on; a refill under way ends first, so the block it brings is voided below too.
         let refills = shared.state.withLock { s in
@@ -81,9 +83,15 @@ public final class OutboxRecordStore: RecordStore {
         for refill in refills { _ = try? await refill.value }
         let deadline = ContinuousClock.now + within
         while ContinuousClock.now < deadline, !Task.isCancelled {
-            // Every round: a lease the server granted after a bounded wait gave up arrives late, and is voided then.
+            // Every round: a lease the server granted after a bounded wait gave up arrives late, and is returned then.
+            // Values no unit took go back to the line's pool (they never reached a unit); while the server does not
+            // answer they stay with the station, whose next start uses them first.
             for lease in (try? await outbox.leasesWithUnused()) ?? [] {
-                _ = try? await outbox.voidUnused(lease: lease)
+                _ = try? await shared.bounded {
+                    guard let serverLease = try await self.outbox.serverLease(of: lease) else { return }
+                    _ = try await self.server.releaseUnused(lease: serverLease, station: self.station)
+                    try await self.outbox.dropUnused(lease: lease)
+                }
             }
             await shared.upload()
             guard let left = try? await outbox.backlog(), !left.isEmpty else { break }
@@ -101,20 +109,7 @@ public final class OutboxRecordStore: RecordStore {
         _ kind: IdentityKind, for hardwareID: String, station: String, candidates: @escaping IdentityCandidates
     ) async throws -> Identity {
         shared.state.withLock { $0.candidates[kind] = candidates }
-        if let held = try await outbox.liveIdentity(kind, of: hardwareID) { return held }
-        if shared.serverUsable {
-            do {
-                let known = try await shared.bounded { try await self.server.identities(of: hardwareID) }
-                if let held = known.first(where: { $0.kind == kind && $0.state != .voided }) {
-                    return try await outbox.mirror(held: held)
-                }
-            } catch is CancellationError {
-                throw CancellationError()
-            } catch {
-                // The station does not depend on the server: whatever went wrong there, it goes on from its lease.
-                shared.down(error)
-            }
-        }
+        if let held = try await held(kind, by: hardwareID) { return held }
         for _ in 0..<4 {
             let (lease, free) = try await outbox.freeLease(kind)
             if let lease {
@@ -130,6 +125,34 @@ public final class OutboxRecordStore: RecordStore {
             try await shared.refill(kind)
         }
         throw RecordsError(.poolExhausted, "the station's leases of \(kind.rawValue) ran dry while it reserved one")
+    }
+
+    /// A value made from another identity the unit holds (its serial from its leased address) is reserved in the
+    /// outbox without a lease; the server takes it with the upload (`applyIdentity` issues a value it does not know
+    /// yet), and refuses it as a conflict should another unit hold it.
+    public func reserveIdentity(_ kind: IdentityKind, exactly value: String, for hardwareID: String, station: String) async throws -> Identity {
+        if let held = try await held(kind, by: hardwareID) { return held }
+        defer { shared.kick.yield() }
+        return try await outbox.reserveIdentity(kind, exactly: value, for: hardwareID, station: station)
+    }
+
+    /// The unit's live identity of `kind`: the outbox's, else the server's (when it answers in time: the station does
+    /// not depend on it), copied into the outbox.
+    private func held(_ kind: IdentityKind, by hardwareID: String) async throws -> Identity? {
+        if let held = try await outbox.liveIdentity(kind, of: hardwareID) { return held }
+        guard shared.serverUsable else { return nil }
+        do {
+            let known = try await shared.bounded { try await self.server.identities(of: hardwareID) }
+            if let held = known.first(where: { $0.kind == kind && $0.state != .voided }) {
+                return try await outbox.mirror(held: held)
+            }
+        } catch is CancellationError {
+            throw CancellationError()
+        } catch {
+            // Whatever went wrong there, the station goes on from its own records and leases.
+            shared.down(error)
+        }
+        return nil
     }
 
     public func reserveIdentity(_ kind: IdentityKind, for hardwareID: String, fromLease lease: LeaseID) async throws -> Identity {

@@ -1,5 +1,7 @@
 import Foundation
 import Logging
+import NIOCore
+import NIOPosix
 import PostgresNIO
 
 /// The records in a PostgreSQL database, for a line of stations (`--db postgres://USER[:PASSWORD]@HOST[:PORT]/DB`).
@@ -172,6 +174,15 @@ public final class PostgresRecordStore: LineRecordServer, StoredValues {
         }
     }
 
+    public func releaseUnused(lease: LeaseID, station: String) async throws -> Int {
+        try await transaction { c in
+            let rows = try await c.query("""
+                DELETE FROM identities WHERE lease_id = \(lease.rawValue) AND station = \(station) AND state = 'leased' RETURNING id
+                """, logger: self.logger).collect()
+            return rows.count
+        }
+    }
+
     public func identities(of hardwareID: String) async throws -> [Identity] {
         try await transaction { c in try await self.identities(c, "SELECT * FROM identities WHERE hardware_id = \(hardwareID) ORDER BY id") }
     }
@@ -310,7 +321,18 @@ public final class PostgresRecordStore: LineRecordServer, StoredValues {
             guard let current = try await self.identities(c, """
                 SELECT * FROM identities WHERE kind = \(kind.rawValue) AND value = \(value) FOR UPDATE
                 """).first else {
-                throw RecordsError(.notFound, "\(kind.rawValue) \(value) is not in the records database \(self.name)")
+                // A value made from another identity (a serial from its unit's address) reaches the server here.
+                guard let hardwareID, state != .voided, state != .leased else {
+                    throw RecordsError(.notFound, "\(kind.rawValue) \(value) is not in the records database \(self.name)")
+                }
+                try await self.ensureUnit(c, hardwareID, now)
+                if let held = try await self.activeIdentity(c, kind, hardwareID) { throw conflict("the unit holds \(held.value) already") }
+                // A concurrent insert of the value fails the transaction (unique violation), which is tried again.
+                try await c.query("""
+                    INSERT INTO identities (kind, value, state, hardware_id, station, updated_at)
+                    VALUES (\(kind.rawValue), \(value), \(state.rawValue), \(hardwareID), \(station), \(now))
+                    """, logger: self.logger)
+                return
             }
             if current.state == state, current.hardwareID == hardwareID { return }
             let rank: [IdentityState: Int] = [.leased: 0, .reserved: 1, .written: 2, .committed: 3]
@@ -445,8 +467,26 @@ public final class PostgresRecordStore: LineRecordServer, StoredValues {
             }
             return RecordsError(.storage, "records database \(name): \(message) (SQLSTATE \(state))")
         }
-        let cause = psql.underlying.map { String(describing: $0) } ?? "\(psql.code)"
-        return RecordsError(.unreachable, "records database \(name) is unreachable (\(cause.split(separator: "\n").first.map(String.init) ?? cause))")
+        if psql.code == .sslUnsupported {
+            return RecordsError(
+                .cannotOpen,
+                "cannot open records database \(name): the server does not offer TLS, which sslmode=require asks for (use sslmode=prefer or disable on the line's own network)")
+        }
+        let cause = psql.underlying.map(describe) ?? "\(psql.code)"
+        return RecordsError(.unreachable, "records database \(name) is unreachable (\(cause))")
+    }
+
+    /// Why a connection failed, in words: the system's for a refused or unreachable address, not the library's types.
+    static func describe(_ error: any Error) -> String {
+        if let failure = error as? NIOConnectionError {
+            if let first = failure.connectionErrors.first { return describe(first.error) }
+            if failure.dnsAError != nil || failure.dnsAAAAError != nil { return "cannot resolve \(failure.host)" }
+            return "cannot connect to \(failure.host):\(failure.port)"
+        }
+        if let io = error as? IOError { return String(cString: strerror(io.errnoCode)).lowercased() }
+        if let channel = error as? ChannelError, case .connectTimeout = channel { return "no answer to the connection" }
+        let text = String(describing: error)
+        return text.split(separator: "\n").first.map(String.init) ?? text
     }
 
     static func seconds(_ d: Duration) -> String {

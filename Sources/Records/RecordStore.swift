@@ -20,6 +20,12 @@ public protocol RecordStore: Sendable {
         _ kind: IdentityKind, for hardwareID: String, station: String, candidates: @escaping IdentityCandidates
     ) async throws -> Identity
 
+    /// The identity of `kind` for the unit: the one it already has, or a reservation of exactly `value`: an identity
+    /// made from another one the unit holds (a serial from its address's place in the recipe's block), which needs no
+    /// lease because the value it is made from is the unit's alone. Throws `poolExhausted` when someone else holds
+    /// `value` (or it is voided).
+    func reserveIdentity(_ kind: IdentityKind, exactly value: String, for hardwareID: String, station: String) async throws -> Identity
+
     /// The identity of `kind` for the unit: the one it already has, or the next free identity of the station's lease.
     /// Throws `poolExhausted` when the lease has none left.
     func reserveIdentity(_ kind: IdentityKind, for hardwareID: String, fromLease lease: LeaseID) async throws -> Identity
@@ -71,6 +77,11 @@ extension RecordStore {
         _ kind: IdentityKind, for hardwareID: String, station: String, values: [String]
     ) async throws -> Identity {
         try await reserveIdentity(kind, for: hardwareID, station: station) { $0 < values.count ? values[$0] : nil }
+    }
+
+    /// Reserves exactly `value` (see the requirement): the one candidate.
+    public func reserveIdentity(_ kind: IdentityKind, exactly value: String, for hardwareID: String, station: String) async throws -> Identity {
+        try await reserveIdentity(kind, for: hardwareID, station: station) { $0 == 0 ? value : nil }
     }
 
     /// Every run, oldest first.

@@ -58,15 +58,17 @@ final class IdentityIssuer: Sendable {
         hint.withLock { $0 = max($0, (index + 1) % block.count) }
         let counter = rules.firstCounter + index
         let date = Date()
+        // The serial is made from the address's place in the block, so a unit's serial and address always pair
+        // (on a line too: the address is the station's by lease, so its serial needs no lease of its own).
+        guard rules.counters.contains(counter) else {
+            throw RecordsError(.poolExhausted, "the serial numbers of '\(rules.serial.text)' end before counter \(counter) (address \(address.value))")
+        }
+        let paired = try rules.serial.render(counter: counter, date: date)
         let serial: Identity
         do {
-            serial = try await store.reserveIdentity(.serial, for: hardwareID, station: station) { attempt in
-                let c = counter + attempt
-                guard rules.counters.contains(c) else { return nil }
-                return try? rules.serial.render(counter: c, date: date)
-            }
+            serial = try await store.reserveIdentity(.serial, exactly: paired, for: hardwareID, station: station)
         } catch let error as RecordsError where error.code == .poolExhausted {
-            throw RecordsError(.poolExhausted, "the serial numbers of '\(rules.serial.text)' are used up from counter \(counter)")
+            throw RecordsError(.poolExhausted, "the serial \(paired), made from address \(address.value), is held otherwise or voided")
         }
         let name = try rules.bluetoothName.render(counter: counter, date: date, serial: serial.value, model: generator.model)
         return IssuedIdentity(serial: serial, address: address, name: name)

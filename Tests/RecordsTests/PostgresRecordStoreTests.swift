@@ -144,5 +144,18 @@ import Testing
         }
         #expect(error?.code == .unreachable, "\(error?.message ?? "")")
         #expect(error?.message.contains("127.0.0.1:9/records") == true)
+        #expect(error?.message.contains("connection refused") == true, "the system's words: \(error?.message ?? "")")
+        #expect(error?.message.contains("Failure") == false && error?.message.contains("(") == true, "no library types: \(error?.message ?? "")")
+    }
+
+    /// sslmode=require against a server without TLS: said so, not "unreachable".
+    @Test func requiringTLSFromAServerWithoutItSaysSo() async throws {
+        let pg = try await Self.server()
+        let url = pg.url("postgres").replacingOccurrences(of: "sslmode=disable", with: "sslmode=require")
+        let error = await #expect(throws: RecordsError.self) {
+            _ = try await PostgresRecordStore.open(url: url, timeout: .seconds(10))
+        }
+        #expect(error?.code == .cannotOpen, "\(error?.message ?? "")")
+        #expect(error?.message.contains("does not offer TLS") == true, "\(error?.message ?? "")")
     }
 }

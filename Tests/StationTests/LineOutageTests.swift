@@ -90,7 +90,7 @@ import Testing
             #expect(Set(live.map { "\($0.kind.rawValue) \($0.hardwareID ?? "")" }).count == live.count, "no unit holds two of a kind")
             let database = String(url.split(separator: "/").last!.split(separator: "?").first!)
             let leased = try await offThePool { try pg.psql(database, "SELECT COUNT(*) FROM identities WHERE state = 'leased'") }
-            #expect(leased == "0", "leased values no unit took are voided when the stations finish")
+            #expect(leased == "0", "leased values no unit took go back to the pool when the stations finish")
         }
     }
 }

@@ -4,6 +4,7 @@ import Recipe
 import Records
 import Simulator
 import Station
+import Synchronization
 import TestSupport
 import TuneupKit
 import Testing
@@ -139,6 +140,31 @@ import Testing
         #expect(left >= 3, "the slots saw units leave: \(left)")
     }
 
+    /// A unit taken out 5 % into its flash: the station waits `deviceWait` (here 1 s) for it to come back, as in every
+    /// other step, not the updater's own 30 s default.
+    @Test func aUnitPulledWhileFlashingIsWaitedForAsLongAsTheStationSays() async throws {
+        let line = try await LineFixture.make(units: 1)
+        defer { Task { await line.close() } }
+        // A unit whose flash takes a while (5 % of real timing), so that it is pulled mid-flash.
+        var simulated = SimulatorOptions(timeScale: 0.05)
+        simulated.production = ProductionLine(seed: 3)
+        let server = try await SimulatorServer.listenTCP(count: 1, statePath: nil, options: simulated)
+        defer { Task { await server.shutdown() } }
+        var connection = ConnectionOptions()
+        connection.session.timeout = .seconds(30)
+        let options = StationOptions(station: "pull", toolVersion: "test", connection: connection, deviceWait: .seconds(1))
+        let pulled = Mutex(false)
+        let station = Station(recipe: line.recipe, store: line.store, options: options) { event in
+            guard case let .progress(_, _, "flash-application", fraction) = event, fraction >= 0.05 else { return }
+            if pulled.withLock({ p in defer { p = true }; return !p }) { Task { await server.shutdown() } }
+        }
+        let results = try await withTimeLimit(120) { try await station.run(slots: server.endpoints.map { Slot(address: $0) }) }
+        let result = try #require(results.first)
+        #expect(pulled.withLock { $0 }, "the unit was pulled mid-flash")
+        #expect(result.outcome == .error && result.failedStep == "flash-application", "\(result)")
+        #expect(result.message?.contains("did not come back within 1 s") == true, "the wait of the station, not of the updater: \(result.message ?? "")")
+    }
+
     @Test func aUnitSwappedMidRunIsNotGivenTheFirstOnesIdentity() async throws {
         let line = try await LineFixture.make(units: 1)
         defer { Task { await line.close() } }
@@ -180,5 +206,58 @@ import Testing
         #expect(Set(results.compactMap(\.bluetoothAddress)).count == 6)
         let stations = Set(try await line.store.runs().map(\.start.station))
         #expect(stations == ["station-a", "station-b"])
+        Self.expectPaired(results, rules: line.recipe.identityGenerator.rules)
+    }
+
+    /// Two stations of a PostgreSQL line, 4 units each from leases of 8: every unit's serial is the one its address's
+    /// place in the block makes (as on SQLite), and when the stations stop, every value is accounted for: issued to a
+    /// unit or free again; nothing leased is left over, nothing voided that never reached a unit.
+    @Test func aLineOnPostgreSQLPairsSerialsWithAddressesAndWastesNoIdentity() async throws {
+        let pg = try await offThePool { try ThrowawayPostgres.shared() }
+        let url = try await offThePool { try pg.createDatabase() }
+        let server = try await PostgresRecordStore.open(url: url)
+        let line = try await LineFixture.make(units: 8)
+        defer { Task { await line.close(); await server.close() } }
+        var stores: [OutboxRecordStore] = []
+        var stations: [Station] = []
+        for name in ["line-a", "line-b"] {
+            let outbox = try await SQLiteRecordStore.open(path: "\(line.directory)/\(name).outbox.sqlite")
+            let store = OutboxRecordStore(server: server, outbox: outbox, station: name, leaseSize: 8, serverWait: .seconds(10),
+                                          retryInterval: .milliseconds(100))
+            stores.append(store)
+            stations.append(line.station(name: name, store: store))
+        }
+        let slots = line.slots, a = stations[0], b = stations[1]
+        let results = try await withTimeLimit(300) {
+            async let first = a.run(slots: Array(slots[0..<4]))
+            async let other = b.run(slots: Array(slots[4..<8]))
+            return try await first + other
+        }
+        #expect(results.allSatisfy { $0.outcome == .pass }, "\(results)")
+        for store in stores {
+            let left = await store.finish(within: .seconds(60))
+            #expect(left.isEmpty && left.conflicts == 0, "\(store.station): \(left)")
+        }
+        Self.expectPaired(results, rules: line.recipe.identityGenerator.rules)
+
+        let identities = try await server.units().flatMap(\.identities)
+        #expect(identities.count == 16 && identities.allSatisfy { $0.state == .committed },
+                "\(identities.map { "\($0.kind.rawValue) \($0.value) \($0.state.rawValue)" })")
+        let database = String(url.split(separator: "/").last!.split(separator: "?").first!)
+        let states = try await offThePool { try pg.psql(database, "SELECT state, COUNT(*) FROM identities GROUP BY state ORDER BY state") }
+        #expect(states == "committed|16", "no value leased or voided without reaching a unit: \(states)")
+    }
+
+    /// Each unit's serial is the one the recipe makes from its address's place in the block.
+    static func expectPaired(_ results: [UnitResult], rules: IdentityRules, sourceLocation: Testing.SourceLocation = #_sourceLocation) {
+        for result in results {
+            guard let serial = result.serial, let address = result.bluetoothAddress.flatMap(BDAddress.init(parsing:)) else {
+                Issue.record("\(result.slot) has no identity", sourceLocation: sourceLocation)
+                continue
+            }
+            let counter = rules.firstCounter + Int(address.value - rules.addressBlock.start.value)
+            #expect(serial == (try? rules.serial.render(counter: counter, date: Date())), "address \(address) (counter \(counter)) got serial \(serial)",
+                    sourceLocation: sourceLocation)
+        }
     }
 }
