@@ -12,10 +12,10 @@ import Support
 public final class SQLiteRecordStore: RecordStore, StoredValues {
     /// The database file.
     public let path: String
-    private let pool: DatabasePool
+    private let pool: any DatabaseWriter
     private let busyTimeout: Duration
 
-    private init(path: String, pool: DatabasePool, busyTimeout: Duration) {
+    private init(path: String, pool: any DatabaseWriter, busyTimeout: Duration) {
         self.path = path
         self.pool = pool
         self.busyTimeout = busyTimeout
@@ -25,6 +25,56 @@ public final class SQLiteRecordStore: RecordStore, StoredValues {
     /// - Parameter busyTimeout: how long a change waits for another station's transaction before `busy`.
     public static func open(path: String, busyTimeout: Duration = .seconds(10)) async throws -> SQLiteRecordStore {
         try await Blocking.perform("records open") { try openNow(path: path, busyTimeout: busyTimeout) }
+    }
+
+    /// Opens the records at `path` for reading only: nothing is created, migrated or written, so a file the user may
+    /// only read (and its directory) is enough. Changes throw `RecordsError.storage`.
+    ///
+    /// Throws `cannotOpen` (no such file, or no permission to read it), `notADatabase`, `newerSchema`, and `storage`
+    /// for a file whose schema is older than this version's (a writing command, such as `station run`, upgrades it).
+    public static func openForReading(path: String, busyTimeout: Duration = .seconds(10)) async throws -> SQLiteRecordStore {
+        try await Blocking.perform("records open") {
+            do {
+                return try openReadOnly(path: path, busyTimeout: busyTimeout)
+            } catch let error as RecordsError {
+                throw error
+            } catch {
+                throw mapped(error, path: path, busyTimeout: busyTimeout)
+            }
+        }
+    }
+
+    private static func openReadOnly(path: String, busyTimeout: Duration) throws -> SQLiteRecordStore {
+        guard FileManager.default.isReadableFile(atPath: path) else {
+            throw RecordsError(.cannotOpen, "cannot read records database \(path): " + (FileManager.default.fileExists(atPath: path) ? "permission denied" : "no such file"))
+        }
+        var configuration = Configuration()
+        configuration.readonly = true
+        configuration.busyMode = .timeout(busyTimeout.seconds)
+        configuration.label = "records"
+        // A WAL-mode file is read through its shared-memory index, which a reader who may not write the directory
+        // can neither create nor use when it is missing: then the file is read as it is on disk (immutable), which is
+        // what it holds once its last writer has closed it.
+        func opened(_ location: String) throws -> DatabaseQueue {
+            let queue = try DatabaseQueue(path: location, configuration: configuration)
+            _ = try queue.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM sqlite_master") }
+            return queue
+        }
+        let queue: DatabaseQueue
+        do {
+            queue = try opened(path)
+        } catch let error as DatabaseError where error.resultCode == .SQLITE_CANTOPEN || error.resultCode == .SQLITE_READONLY {
+            queue = try opened("file:" + (path.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? path) + "?immutable=1")
+        }
+        let migrator = Schema.migrator
+        if try queue.read({ try migrator.hasBeenSuperseded($0) }) {
+            throw RecordsError(
+                .newerSchema, "records database \(path) was written by a newer Tuneup (its schema has migrations this version does not know)")
+        }
+        guard try queue.read({ try migrator.hasCompletedMigrations($0) }) else {
+            throw RecordsError(.storage, "records database \(path) was written by an older Tuneup: a station run on it upgrades it")
+        }
+        return SQLiteRecordStore(path: path, pool: queue, busyTimeout: busyTimeout)
     }
 
     /// Opens, checks and migrates. Two stations creating one new file at the same moment may get BUSY at once

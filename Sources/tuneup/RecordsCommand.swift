@@ -27,14 +27,14 @@ struct RecordsCommand: AsyncParsableCommand {
         @Option(help: ArgumentHelp("The records database: a SQLite file, or postgres://USER@HOST[:PORT]/DB (a line's).", valueName: "location"))
         var db: String = "records.sqlite"
 
-        /// Opens the records without creating them.
+        /// Opens the records for reading: nothing is created or written (a file the user may only read will do).
         func open() async throws -> any RecordStore {
             if RecordStores.isServer(db) { return try await PostgresRecordStore.open(url: db) }
             var isDirectory: ObjCBool = false
             guard FileManager.default.fileExists(atPath: db, isDirectory: &isDirectory), !isDirectory.boolValue else {
                 throw CommandFailure(message: "no records database at \(db) (name it with --db FILE)", code: Exit.localIO)
             }
-            return try await SQLiteRecordStore.open(path: db)
+            return try await SQLiteRecordStore.openForReading(path: db)
         }
     }
 
@@ -52,7 +52,7 @@ struct RecordsCommand: AsyncParsableCommand {
         @Option(help: ArgumentHelp("Only runs started at or after this time (2026-11-24 or 2026-11-24T08:00:00Z).", valueName: "time"))
         var since: String?
 
-        @Option(help: ArgumentHelp("Only runs started before this time.", valueName: "time"))
+        @Option(help: ArgumentHelp("Only runs started before this time; a date alone (2026-11-24) takes in that whole day (UTC).", valueName: "time"))
         var until: String?
 
         func validate() throws { _ = try filter() }
@@ -66,15 +66,16 @@ struct RecordsCommand: AsyncParsableCommand {
                 outcomeValue = parsed
             }
             return RecordsFilter(station: station, hardwareID: unit, outcome: outcomeValue,
-                                 since: try since.map { try Self.time($0, "--since") }, until: try until.map { try Self.time($0, "--until") })
+                                 since: try since.map { try Self.time($0, "--since") }, until: try until.map { try Self.time($0, "--until", endOfDay: true) })
         }
 
-        static func time(_ text: String, _ option: String) throws -> Date {
+        /// A UTC time, or a date: its start, or with `endOfDay` the start of the next day (so `--until D` keeps D).
+        static func time(_ text: String, _ option: String, endOfDay: Bool = false) throws -> Date {
             let full = ISO8601DateFormatter()
             if let date = full.date(from: text) { return date }
             let day = ISO8601DateFormatter()
             day.formatOptions = [.withFullDate]
-            if let date = day.date(from: text) { return date }
+            if let date = day.date(from: text) { return endOfDay ? date.addingTimeInterval(86_400) : date }
             throw ValidationError("\(option) takes a date (2026-11-24) or a UTC time (2026-11-24T08:00:00Z), got '\(text)'")
         }
     }
@@ -165,8 +166,10 @@ struct RecordsCommand: AsyncParsableCommand {
             for run in record.runs {
                 lines.append("Run \(run.id): \(run.outcome?.rawValue ?? "open") at \(run.start.station) slot \(run.start.slot), "
                              + "\(RecordsExport.timestamp(run.start.startedAt))" + (run.reworkCount > 0 ? ", rework \(run.reworkCount)" : ""))
+                // Names in full (padding(toLength:) also cuts), aligned on the run's longest.
+                let width = max(24, run.steps.map(\.name.count).max() ?? 0)
                 for step in run.steps {
-                    var line = "  \(step.name.padding(toLength: 24, withPad: " ", startingAt: 0)) \(step.outcome.rawValue)"
+                    var line = "  \(step.name.padding(toLength: width, withPad: " ", startingAt: 0)) \(step.outcome.rawValue)"
                     if step.retries > 0 { line += " (\(step.retries) retr\(step.retries == 1 ? "y" : "ies"))" }
                     if !step.message.isEmpty { line += "  \(step.message)" }
                     lines.append(line)

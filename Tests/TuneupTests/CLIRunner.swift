@@ -29,6 +29,18 @@ enum CLI {
         try await offThePool { try runBlocking(args, state: state, stdin: stdin, directory: directory, timeout: timeout) }
     }
 
+    /// Runs `binary ARGS` as the user `nobody` (setpriv; uid and gid 65534, no groups): a user who may not write
+    /// what root made.
+    static func runAsNobody(_ binary: String, _ args: [String], timeout: Double = 60) async throws -> Result {
+        let state = Scratch.directory
+        try FileManager.default.setAttributes([.posixPermissions: 0o777], ofItemAtPath: state)
+        return try await offThePool {
+            try runProcess(URL(fileURLWithPath: "/usr/bin/setpriv"), ["--reuid", "65534", "--regid", "65534", "--clear-groups", binary] + args,
+                           environment: ["XDG_STATE_HOME": state, "TUNEUP_DEVICE": nil], timeout: timeout,
+                           name: "tuneup \(args.joined(separator: " ")) as nobody")
+        }
+    }
+
     private static func runBlocking(_ args: [String], state: String, stdin: String?, directory: String?, timeout: Double) throws -> Result {
         try runProcess(binary, args, environment: ["XDG_STATE_HOME": state, "TUNEUP_DEVICE": nil], stdin: stdin,
                        directory: directory, timeout: timeout, name: "tuneup \(args.joined(separator: " "))")

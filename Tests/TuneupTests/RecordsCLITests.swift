@@ -44,13 +44,57 @@ import Testing
         #expect(runs.map { $0["reworkCount"] as? Int } == [0, 1])
         let text = try await CLI.run(["records", "show", "a0a0a0a0a0a0a0a0", "--db", db])
         #expect(text.stdout.contains("mic-sensitivity-left = -43.5 dBFS [-42.0...-34.0] fail"), "\(text.stdout)")
+        #expect(text.stdout.contains("  test:mic-sensitivity-left fail  mic-sensitivity-left -43.50 dBFS"), "step names in full: \(text.stdout)")
 
         let report = try json(try await CLI.run(["records", "report", "--db", db, "--format", "json"]).stdout)
         #expect(report["units"] as? Int == 2 && report["runs"] as? Int == 3)
         #expect(report["firstPassYield"] as? Double == 0.5 && report["finalYield"] as? Double == 1)
         #expect((report["pareto"] as? [[String: Any]])?.first?["cause"] as? String == "mic-sensitivity-left")
+        // A date alone as --until takes in that whole day.
+        let day = ISO8601DateFormatter()
+        day.formatOptions = [.withFullDate]
+        let today = day.string(from: Date()), yesterday = day.string(from: Date().addingTimeInterval(-86_400))
+        let untilToday = try json(try await CLI.run(["records", "report", "--db", db, "--until", today, "--format", "json"]).stdout)
+        #expect(untilToday["runs"] as? Int == 3, "--until \(today) keeps today's runs: \(untilToday)")
+        let untilYesterday = try json(try await CLI.run(["records", "report", "--db", db, "--until", yesterday, "--format", "json"]).stdout)
+        #expect(untilYesterday["runs"] as? Int == 0, "\(untilYesterday)")
         let table = try await CLI.run(["records", "report", "--db", db, "--station", "s1"])
         #expect(table.stdout.contains("First-pass yield 50.0 %, final yield 100.0 %"), "\(table.stdout)")
+    }
+
+    /// A user who may only read the records file (and not write its directory) lists, shows, reports and exports it;
+    /// nothing is created next to it. Run as `nobody` through setpriv (root may write anything).
+    @Test func readingCommandsWorkOnARecordsFileTheUserMayOnlyRead() async throws {
+        let db = try await Self.filled()
+        let directory = (db as NSString).deletingLastPathComponent
+        // A user who may not write: the binary must be executable by them (copied when its folder is private).
+        var binary = CLI.binary.path
+        if try await CLI.runAsNobody(binary, ["--version"]).status != 0 {
+            let copy = Scratch.directory + "/tuneup"
+            try FileManager.default.copyItem(atPath: binary, toPath: copy)
+            binary = copy
+        }
+        try FileManager.default.setAttributes([.posixPermissions: 0o444], ofItemAtPath: db)
+        try FileManager.default.setAttributes([.posixPermissions: 0o555], ofItemAtPath: directory)
+        defer { try? FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: directory) }
+        let before = try FileManager.default.contentsOfDirectory(atPath: directory).sorted()
+
+        let list = try await CLI.runAsNobody(binary, ["records", "list", "--db", db])
+        #expect(list.status == 0, "stderr: \(list.stderr)")
+        #expect(list.stdout.contains("a0a0a0a0a0a0a0a0  SN-a0"), "\(list.stdout)")
+        let show = try await CLI.runAsNobody(binary, ["records", "show", "SN-b1", "--db", db])
+        #expect(show.status == 0 && show.stdout.contains("b1b1b1b1b1b1b1b1"), "stderr: \(show.stderr)")
+        let report = try await CLI.runAsNobody(binary, ["records", "report", "--db", db])
+        #expect(report.status == 0 && report.stdout.contains("First-pass yield 50.0 %"), "stderr: \(report.stderr)")
+        let export = try await CLI.runAsNobody(binary, ["records", "export", "--format", "csv", "--db", db])
+        #expect(export.status == 0 && export.stdout.contains("SN-a0"), "stderr: \(export.stderr)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory).sorted() == before)
+
+        // A file they may not read at all: one line, exit 74.
+        try FileManager.default.setAttributes([.posixPermissions: 0o000], ofItemAtPath: db)
+        let unreadable = try await CLI.runAsNobody(binary, ["records", "list", "--db", db])
+        #expect(unreadable.status == 74 && unreadable.stderrLines.count == 1, "stderr: \(unreadable.stderr)")
+        #expect(unreadable.stderr.contains("cannot read records database \(db): permission denied"), "\(unreadable.stderr)")
     }
 
     @Test func exportsToFilesAtomicallyAndToStdout() async throws {
