@@ -109,6 +109,15 @@ extension BDAddress: Comparable, Encodable {
     /// A group (multicast) address: the least significant bit of the first byte. A device's own address is not one.
     public var isGroup: Bool { bytes[0] & 0x01 != 0 }
 
+    /// Why this address cannot be a device's own, nil when it can: the broadcast address, a group (multicast)
+    /// address, or all zeros. Recipes' address blocks and `factory identity --bt-address` refuse such addresses.
+    public var notADeviceAddress: String? {
+        if bytes.allSatisfy({ $0 == 0xFF }) { return "\(self) is the broadcast address, which no device has" }
+        if isGroup { return "\(self) is a group (multicast) address; a device address has bit 0 of the first byte clear" }
+        if value == 0 { return "\(self) is the all-zero address, which no device has" }
+        return nil
+    }
+
     public static func < (l: Self, r: Self) -> Bool { l.value < r.value }
 
     public func encode(to encoder: any Encoder) throws {

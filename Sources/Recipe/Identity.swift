@@ -8,11 +8,9 @@ public struct AddressBlock: Sendable, Hashable, Encodable {
 
     /// Throws `.identityExhausted` when the block is empty or runs past the last address with the start's first
     /// byte (xx:FF:FF:FF:FF:FF: the next first byte is another company's, or a group address), `.outOfRange` for a
-    /// group address (the message is the reason; the recipe parser adds position and key).
+    /// group, broadcast or all-zero start (the message is the reason; the recipe parser adds position and key).
     public init(start: BDAddress, count: Int) throws(RecipeError) {
-        guard !start.isGroup else {
-            throw RecipeError(.outOfRange, "\(start) is a group (multicast) address; a device address has bit 0 of the first byte clear")
-        }
+        if let problem = start.notADeviceAddress { throw RecipeError(.outOfRange, problem) }
         guard count >= 1 else { throw RecipeError(.identityExhausted, "the block holds no address (count \(count))") }
         // The first byte's bit 0 marks group addresses, so a block ends where its first byte would change.
         let end = BDAddress(value: start.value | 0xFF_FFFF_FFFF)!

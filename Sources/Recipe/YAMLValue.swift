@@ -113,7 +113,11 @@ struct YAMLValue {
     }
 
     func bool() throws(RecipeError) -> Bool {
-        guard tagName == .bool, let value = node.bool else { throw error(.wrongType, "expected true or false, got \(describe())") }
+        // YAML 1.1's yes/no/on/off read as booleans by the parser, but YAML 1.2 (and a person reading `off`) does not:
+        // only true and false are booleans here.
+        guard tagName == .bool, let value = node.bool, ["true", "false"].contains(node.scalar?.string.lowercased() ?? "") else {
+            throw error(.wrongType, "expected true or false, got \(describe())")
+        }
         return value
     }
 

@@ -89,6 +89,7 @@ struct FactoryCommand: AsyncParsableCommand {
                 guard let address = BDAddress(parsing: btAddress) else {
                     throw ValidationError("--bt-address takes six hex bytes separated by colons (AA:BB:CC:DD:EE:FF), got '\(btAddress)'")
                 }
+                if let problem = address.notADeviceAddress { throw ValidationError("--bt-address: \(problem)") }
                 identity.bluetoothAddress = address
             }
             return identity

@@ -94,5 +94,7 @@ func generator(serial: String = "TS1-{gggg}{ww}-{counter:06}", name: String = "T
         #expect(try AddressBlock(start: end, count: 2).last.description == "00:FF:FF:FF:FF:FF")
         #expect(throws: RecipeError(.identityExhausted)) { try AddressBlock(start: end, count: 3) }
         #expect(throws: RecipeError(.outOfRange)) { try AddressBlock(start: try #require(BDAddress(parsing: "01:00:00:00:00:00")), count: 1) }
+        #expect(throws: RecipeError(.outOfRange)) { try AddressBlock(start: try #require(BDAddress(parsing: "00:00:00:00:00:00")), count: 1) }
+        #expect(throws: RecipeError(.outOfRange)) { try AddressBlock(start: try #require(BDAddress(parsing: "FF:FF:FF:FF:FF:FF")), count: 1) }
     }
 }

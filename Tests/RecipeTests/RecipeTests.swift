@@ -146,6 +146,9 @@ func expectError(_ text: String, _ code: RecipeError.Code, line: Int, column: In
         expectError(replacing("level: 0.5", with: "level: loud"), .wrongType, line: 17, column: 12, key: "settings.anc.level",
                     contains: "expected a number")
         expectError(replacing("enabled: true", with: "enabled: 1"), .wrongType, line: 16, key: "settings.anc.enabled")
+        for spelling in ["yes", "no", "on", "off", "y", "Off"] {
+            expectError(replacing("enabled: true", with: "enabled: \(spelling)"), .wrongType, line: 16, key: "settings.anc.enabled", contains: "true or false")
+        }
         expectError(replacing("  anc:\n    enabled: true\n    level: 0.5\n", with: "  anc: [1]\n"), .wrongType, line: 15,
                     key: "settings.anc", contains: "expected a mapping")
     }

@@ -140,6 +140,13 @@ import Testing
             #expect(result.status == 64, "\(args): \(result.stderr)")
             #expect(result.stderrLines.count == 1, "\(args): \(result.stderr)")
         }
+        // Addresses no device may have, refused as a recipe's address block refuses them.
+        for (address, why) in [("01:1B:66:00:00:2A", "group (multicast)"), ("FF:FF:FF:FF:FF:FF", "broadcast"),
+                               ("00:00:00:00:00:00", "all-zero")] {
+            let result = try await CLI.run(["factory", "identity", "--bt-address", address, "--device", "tcp:127.0.0.1:1"])
+            #expect(result.status == 64, "\(address): \(result.stderr)")
+            #expect(result.stderrLines.count == 1 && result.stderr.contains(why), "\(address): \(result.stderr)")
+        }
         let unreachable = try await CLI.run(["factory", "info", "--device", "tcp:127.0.0.1:1"])
         #expect(unreachable.status == 69, "\(unreachable.stderr)")
         #expect(unreachable.stderrLines.count == 1)
