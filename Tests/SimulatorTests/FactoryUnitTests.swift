@@ -68,6 +68,19 @@ extension DeviceMachine {
         #expect(ids != (0..<64).map { ProductionLine(seed: 100).unit($0).hardwareID })
     }
 
+    /// Nearby seeds are independent lines: the eight units of seeds 0...7 are eight different sets of spreads and
+    /// failing units (not one set in another order, as when the seed was XORed with the index).
+    @Test func nearbySeedsMakeIndependentLines() {
+        let lines = (0..<8).map { seed in (0..<8).map { ProductionLine(seed: UInt64(seed), failShare: 0.5).unit($0) } }
+        let spreads = lines.map { Set($0.map(\.microphoneOffsets)) }
+        #expect(Set(spreads).count == 8, "every seed its own units")
+        for k in 1..<lines.count {
+            #expect(spreads[k].isDisjoint(with: spreads[0]), "seed \(k) shares a unit's spread with seed 0")
+        }
+        let failing = lines.map { $0.map(\.failsLimit) }
+        #expect(Set(failing).count > 1, "which units fail differs from seed to seed: \(failing)")
+    }
+
     @Test func spreadIsPerUnitDeterministicPerSeedAndHasAYield() {
         let line = ProductionLine(seed: 3, failShare: 0.25)
         let units = (0..<64).map { line.unit($0) }

@@ -49,7 +49,10 @@ public struct FactoryUnit: Sendable, Hashable {
         // Multiplying by an odd constant is a bijection modulo 2^32, so distinct indices give distinct uids.
         let position = (UInt32(truncatingIfNeeded: index) &* 0x9E37_79B1) ^ 0x5A5A_5A5A
         hardwareID = HardwareID(lotAndWafer | UInt64(position))
-        var random = SeededRandom(seed: line.seed ^ (0xFAC7_0000_0000_0000 &+ UInt64(truncatingIfNeeded: index)))
+        // The unit's own generator: from a second draw of the line's (so nearby line seeds share nothing: a seed
+        // XORed with the index made seeds 0...7 give one set of units in another order) and the index.
+        let unitBase = lineRandom.next()
+        var random = SeededRandom(seed: unitBase &+ UInt64(truncatingIfNeeded: index) &* 0x9E37_79B9_7F4A_7C15)
         func uniform() -> Double { Double(random.next() >> 11) / Double(1 << 53) }
         failsLimit = uniform() < line.failShare
         var offsets = (0..<4).map { _ -> Int16 in
