@@ -81,6 +81,15 @@ extension DeviceMachine {
         #expect(Set(failing).count > 1, "which units fail differs from seed to seed: \(failing)")
     }
 
+    /// The lines the docs show: docs/provisioning.md's four units of seed 8 at 25 % include one failing unit, and
+    /// docs/records.md's twelve of seed 20 at 30 % exactly one (its report says "failed 1").
+    @Test func theDocumentedLinesFailAsTheDocsSay() {
+        let quickStart = (0..<4).filter { ProductionLine(seed: 8, failShare: 0.25).unit($0).failsLimit }
+        #expect(quickStart.count == 1, "docs/provisioning.md's example shows a failing unit: \(quickStart)")
+        let report = (0..<12).filter { ProductionLine(seed: 20, failShare: 0.3).unit($0).failsLimit }
+        #expect(report.count == 1, "docs/records.md's report: failed 1, got \(report)")
+    }
+
     @Test func spreadIsPerUnitDeterministicPerSeedAndHasAYield() {
         let line = ProductionLine(seed: 3, failShare: 0.25)
         let units = (0..<64).map { line.unit($0) }
