@@ -23,6 +23,10 @@ final class DecodePipeline: @unchecked Sendable {
     private var queueHead = 0
     private var sourceDone = false
     private var delivered: UInt64 = 0
+    /// Source frames decoded since the start position (a network source's length is checked against its header's).
+    private var decodedSourceFrames: Int64 = 0
+    /// A failure met while frames decoded before it were still queued: thrown once they are handed out.
+    private var pendingError: AudioInputError?
 
     private static let blockFrames = 4096
 
@@ -113,6 +117,7 @@ final class DecodePipeline: @unchecked Sendable {
         try pipeline.seek(to: startFrame, isNetwork: isNetwork)
         // Decode the first frames now: whatever is wrong with the audio data shows before anything plays.
         try pipeline.fill(atLeast: 1)
+        if let failure = pipeline.pendingError { throw failure }
         if pipeline.queuedFrames == 0 {
             throw startFrame > 0
                 ? AudioInputError(.startBeyondEnd, "\(name): the start \(startAt) is at or past the end")
@@ -254,10 +259,16 @@ final class DecodePipeline: @unchecked Sendable {
     }
 
     /// The next chunk of at most `maxFrames` output frames, or nil at the end.
+    ///
+    /// A source that fails (damaged data, a cut or stalled transfer) first hands out every frame decoded before the
+    /// failure, then throws it.
     func next(maxFrames: Int) throws(AudioInputError) -> AudioChunk? {
         try fill(atLeast: maxFrames)
         let n = min(maxFrames, queuedFrames)
-        guard n > 0 else { return nil }
+        guard n > 0 else {
+            if let failure = pendingError { throw failure }
+            return nil
+        }
         let count = n * outputChannels
         let pcm = queue.withUnsafeBufferPointer { all in
             PCMEncoding.encode(UnsafeBufferPointer(rebasing: all[queueHead..<(queueHead + count)]), as: output.sampleFormat)
@@ -275,7 +286,17 @@ final class DecodePipeline: @unchecked Sendable {
     /// Decodes until `frames` output frames are queued or the source ends.
     func fill(atLeast frames: Int) throws(AudioInputError) {
         while queuedFrames < frames && !sourceDone {
-            try decodeBlock()
+            do {
+                try decodeBlock()
+            } catch {
+                // The frames already decoded are the source's too: they go out first (with the resampler's tail).
+                sourceDone = true
+                if let resampler, let tail = try? resampler.flush() {
+                    append(ChannelMap.map(tail, from: sourceChannels, to: outputChannels, stage: .up))
+                }
+                guard queuedFrames > 0 else { throw error }
+                pendingError = error
+            }
         }
     }
 
@@ -284,12 +305,14 @@ final class DecodePipeline: @unchecked Sendable {
         let got = readBuffer.withUnsafeMutableBufferPointer { sf_readf_double(file, $0.baseAddress, Int64(Self.blockFrames)) }
         if got <= 0 {
             try checkReadError()
+            try checkLength()
             if let resampler {
                 append(ChannelMap.map(try resampler.flush(), from: sourceChannels, to: outputChannels, stage: .up))
             }
             sourceDone = true
             return
         }
+        decodedSourceFrames += got
         var samples = Array(readBuffer[0..<(Int(got) * sourceChannels)])
         samples = ChannelMap.map(samples, from: sourceChannels, to: outputChannels, stage: .down)
         if let resampler { samples = try resampler.process(samples) }
@@ -298,6 +321,34 @@ final class DecodePipeline: @unchecked Sendable {
 
     private func append(_ samples: [Double]) {
         queue.append(contentsOf: samples)
+    }
+
+    /// A source whose header counts its frames exactly (a FLAC file's STREAMINFO; over HTTP, a WAV, AIFF or FLAC
+    /// header) and that ends before them was cut: libFLAC ends a cut file quietly, and a server that closes a response
+    /// with no Content-Length early looks like its end to the transfer. (A cut WAV or AIFF file fails in `open`; Ogg
+    /// and MP3 lengths are estimates, and over HTTP unknown.) Headers of live streams that announce a placeholder
+    /// length (hours of audio) are not held to it.
+    private func checkLength() throws(AudioInputError) {
+        guard countsFramesExactly, let frames = description.frames, frames < Self.placeholderFrames else { return }
+        let expected = frames - startFrame
+        guard decodedSourceFrames < expected else { return }
+        let rate = Double(max(1, description.sampleRate))
+        let at = Double(startFrame + decodedSourceFrames) / rate
+        throw AudioInputError(.truncated, "\(name): is truncated: the audio ends at \(Self.seconds(at)) s of the \(Self.seconds(Double(frames) / rate)) s its header announces")
+    }
+
+    /// Whether `description.frames` is the header's exact count (see `checkLength`).
+    private var countsFramesExactly: Bool {
+        network != nil || description.container == "FLAC"   // (over HTTP, MPEG and Ogg lengths are nil: `describe`)
+    }
+
+    /// Frames beyond which a stream's header count is taken for a live stream's placeholder (2^28: 1.5 h at 48 kHz).
+    private static let placeholderFrames: Int64 = 1 << 28
+
+    /// Seconds with one decimal.
+    private static func seconds(_ value: Double) -> String {
+        let tenths = Int64((value * 10).rounded(.down))
+        return "\(tenths / 10).\(tenths % 10)"
     }
 
     private func checkReadError() throws(AudioInputError) {

@@ -31,6 +31,8 @@ final class HTTPByteSource: @unchecked Sendable {
     private var responded = false
     private var finished = false
     private var aborted = false
+    /// `abort()` was called: the consumer is done, nothing more is read.
+    private var closedByConsumer = false
     private var failure: AudioInputError?
     private var status = 0
     private var contentType: String?
@@ -103,6 +105,7 @@ final class HTTPByteSource: @unchecked Sendable {
     func abort() {
         gate.withLock {
             aborted = true
+            closedByConsumer = true
             if failure == nil { failure = AudioInputError(.cancelled, "\(url): the stream was closed") }
             gate.broadcast()
         }
@@ -128,12 +131,11 @@ final class HTTPByteSource: @unchecked Sendable {
             // for chunks after the audio data) finds the end at once instead of waiting for the whole body.
             if keepAll && position > received { return 0 }
             let wanted = position + Int64(min(count, Self.ahead))   // the transfer never runs further ahead
-            do {
-                try waitLocked(until: { received >= wanted || finished || failure != nil })
-            } catch {
-                return 0
-            }
-            guard failure == nil else { return 0 }
+            // A transfer that fails (the connection cut, the server stalled) still hands over every byte that arrived
+            // before the failure: the decoder plays them, then reads the end and reports the failure (`error`). Only
+            // the consumer's own `abort()` ends reads at once.
+            try? waitLocked(until: { received >= wanted || finished || failure != nil })
+            if closedByConsumer { return 0 }
             guard position >= bufferStart else {
                 fail(AudioInputError(.corrupt, "\(url): the decoder seeks back to byte \(position), which a stream no longer holds"))
                 return 0
@@ -189,7 +191,7 @@ final class HTTPByteSource: @unchecked Sendable {
                 }
                 if condition() { break }
                 let seconds = Double(stallTimeout.components.seconds) + Double(stallTimeout.components.attoseconds) / 1e18
-                let error = AudioInputError(.stalled, "\(url): no data for \(seconds) s")
+                let error = AudioInputError(.stalled, "\(url) sent nothing for \(seconds) s")
                 fail(error)
                 throw error
             }

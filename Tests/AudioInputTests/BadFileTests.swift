@@ -51,6 +51,29 @@ import TestSupport
         await Self.expectError(path, .truncated)
     }
 
+    /// Issue 19: a FLAC file cut in the middle opens (its header is whole) and plays to where it was cut, then fails
+    /// saying so; libFLAC alone ends it quietly, as if it were the end.
+    @Test func aFLACFileCutInTheMiddleGivesItsFramesThenFails() async throws {
+        let dir = try Fixtures.directory()
+        let whole = "\(dir)/whole.flac", path = "\(dir)/cut.flac"
+        try Fixtures.write(whole, format: Int32(SF_FORMAT_FLAC | SF_FORMAT_PCM_16), rate: 44_100, channels: 2,
+                           samples: Fixtures.music(frames: 2 * 44_100, rate: 44_100))
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: whole))
+        try bytes.prefix(bytes.count / 2).write(to: URL(fileURLWithPath: path))
+        let stream = try await AudioInput.open(.file(path), output: Fixtures.format(rate: 44_100, channels: 2))
+        var frames = 0
+        var failure: AudioInputError?
+        do throws(AudioInputError) {
+            while let chunk = try await stream.next() { frames += chunk.frameCount }
+        } catch {
+            failure = error
+        }
+        await stream.close()
+        #expect(frames > 44_100 / 2 && frames < 2 * 44_100, "\(frames) frames")
+        #expect(failure?.code == .truncated || failure?.code == .corrupt, "\(String(describing: failure))")
+        #expect(failure?.category == .device && failure?.message.contains(path) == true, "\(String(describing: failure))")
+    }
+
     @Test func garbageBytes() async throws {
         let path = "\(try Fixtures.directory())/noise.wav"
         var random = SystemRandomNumberGenerator()

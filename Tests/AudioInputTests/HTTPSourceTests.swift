@@ -14,6 +14,9 @@ final class TestHTTPServer: Sendable {
         case status(Int, String)
         /// The headers and `prefix` bytes of a body, then nothing until the server stops.
         case stall(prefix: [UInt8], type: String)
+        /// The headers (with a Content-Length of `announced` bytes when given) and `prefix` bytes of a body, then the
+        /// connection closes: a transfer cut short.
+        case cut(prefix: [UInt8], type: String, announced: Int?)
     }
 
     let listener: TCPListener
@@ -73,6 +76,10 @@ final class TestHTTPServer: Sendable {
         case .stall(let prefix, let type):
             _ = await send(Array("HTTP/1.1 200 OK\r\nContent-Type: \(type)\r\nConnection: close\r\n\r\n".utf8) + prefix)
             try? await Task.sleep(for: .seconds(3600))
+        case .cut(let prefix, let type, let announced):
+            var head = "HTTP/1.1 200 OK\r\nContent-Type: \(type)\r\nConnection: close\r\n"
+            if let announced { head += "Content-Length: \(announced)\r\n" }
+            _ = await send(Array((head + "\r\n").utf8) + prefix)
         }
     }
 }
@@ -215,13 +222,65 @@ extension Array where Element == UInt8 {
             let options = AudioInputOptions(stallTimeout: .milliseconds(300))
             let stream = try await AudioInput.open(server.url("/half.wav"), output: .cd, options: options)
             var frames = 0
-            await #expect(throws: AudioInputError(.stalled, "")) {
+            var failure: AudioInputError?
+            do throws(AudioInputError) {
                 while let chunk = try await stream.next() { frames += chunk.frameCount }
+            } catch {
+                failure = error
             }
-            // What came before the stall was delivered, but for the decoder's last block (4096 frames) that the stall
-            // cut: (200000 - 44 header bytes) / 4 bytes a frame.
+            #expect(failure?.code == .stalled, "\(String(describing: failure))")
+            // Every frame that came before the stall is delivered, then the stall: (200000 - 44 header bytes) / 4
+            // bytes a frame.
             let available = (200_000 - 44) / 4
-            #expect(frames <= available && frames > available - 4096, "\(frames) of \(available) frames")
+            #expect(frames == available, "\(frames) of \(available) frames")
+            #expect(failure?.message.hasSuffix("/half.wav sent nothing for 0.3 s") == true, "\(String(describing: failure))")
+            await stream.close()
+            await server.stop()
+        }
+    }
+
+    /// Issue 19: a transfer cut in the middle (1/3 of a WAV with its Content-Length) hands over every frame that
+    /// arrived, then fails with the transfer's error; before, the frames still buffered were thrown away.
+    @Test func aCutTransferHandsOverWhatArrivedThenFails() async throws {
+        try await withTimeLimit {
+            let f = try Self.files()
+            let cut = 44 + (f.wav.count - 44) / 3 / 4 * 4
+            let server = try await TestHTTPServer(["/song.wav": .cut(prefix: Array(f.wav.prefix(cut)), type: "audio/wav", announced: f.wav.count)])
+            let stream = try await AudioInput.open(server.url("/song.wav"), output: Self.output)
+            var samples: [Int32] = []
+            var failure: AudioInputError?
+            do throws(AudioInputError) {
+                while let chunk = try await stream.next() { samples += chunk.samples }
+            } catch {
+                failure = error
+            }
+            #expect(failure?.code == .connectionFailed && failure?.message.contains("/song.wav") == true, "\(String(describing: failure))")
+            let arrived = (cut - 44) / 4
+            #expect(samples.count == 2 * arrived, "\(samples.count / 2) of the \(arrived) frames that arrived")
+            #expect(Fixtures.difference(samples, Fixtures.music(frames: 3 * 44_100, rate: 44_100).prefix(2 * arrived).map(Int32.init)) == nil)
+            await stream.close()
+            await server.stop()
+        }
+    }
+
+    /// A stream with no Content-Length that ends before the frames its WAV header counts was cut too: the frames that
+    /// arrived, then `.truncated` saying where it ended.
+    @Test func aStreamEndingBeforeItsHeaderSaysIsTruncated() async throws {
+        try await withTimeLimit {
+            let f = try Self.files()
+            let cut = 44 + (f.wav.count - 44) / 2 / 4 * 4
+            let server = try await TestHTTPServer(["/song.wav": .cut(prefix: Array(f.wav.prefix(cut)), type: "audio/wav", announced: nil)])
+            let stream = try await AudioInput.open(server.url("/song.wav"), output: Self.output)
+            var frames = 0
+            var failure: AudioInputError?
+            do throws(AudioInputError) {
+                while let chunk = try await stream.next() { frames += chunk.frameCount }
+            } catch {
+                failure = error
+            }
+            #expect(frames == (cut - 44) / 4)
+            #expect(failure?.code == .truncated, "\(String(describing: failure))")
+            #expect(failure?.message.contains("is truncated: the audio ends at 1.5 s of the 3.0 s") == true, "\(String(describing: failure))")
             await stream.close()
             await server.stop()
         }
