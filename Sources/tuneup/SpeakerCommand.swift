@@ -179,14 +179,23 @@ struct SpeakerCommand: AsyncParsableCommand {
     struct Volume: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Show or set the volume (0-50) of one speaker, or of all (the average is reported).")
-        @Argument(help: ArgumentHelp("The new volume, 0...50; none: show.", valueName: "level"))
-        var level: Int?
+        // Every word no option took, so that a negative level (`volume -1`) reaches the range check instead of
+        // being taken for an option; `validate` lets one integer through.
+        @Argument(parsing: .allUnrecognized, help: ArgumentHelp("The new volume, 0...50; none: show.", valueName: "level"))
+        var words: [String] = []
         @OptionGroup var reach: Reach
         @OptionGroup var selector: Selector
         @OptionGroup var output: OutputOptions
 
+        var level: Int? { words.first.flatMap { Int($0) } }
+
         func validate() throws {
-            if let level, !(0...50).contains(level) { throw ValidationError("volume \(level) is outside 0...50") }
+            guard let word = words.first else { return }
+            guard words.count == 1 else { throw ValidationError("give one volume level, got '\(words.joined(separator: " "))'") }
+            guard let level = Int(word) else {
+                throw ValidationError(word.hasPrefix("-") && Double(word) == nil ? "Unknown option '\(word)'" : "the volume is a whole number 0...50, got '\(word)'")
+            }
+            if !(0...50).contains(level) { throw ValidationError("volume \(level) is outside 0...50") }
         }
 
         func run() async throws {
@@ -352,6 +361,18 @@ extension SpeakerCommand {
         var seconds: Int?
         var deviceId: UInt64?
         var message: String?
+        /// Where a failing source stopped (`source-error`), in seconds of the stream.
+        var at: Double?
+    }
+
+    /// How long an http(s) source may send nothing before `play` fails with it: less than the speakers wait for audio
+    /// (3 s) before they give up on a stream, so that a stalled server is named, not the speakers' underrun.
+    static let sourceStallTimeout: Duration = .seconds(2)
+
+    /// Seconds with one decimal, rounded down (where a source stopped).
+    static func tenths(_ seconds: Double) -> String {
+        let t = Int64((max(0, seconds) * 10).rounded(.down))
+        return "\(t / 10).\(t % 10)"
     }
 
     static func stateName(_ s: PlayerState) -> String {
@@ -373,14 +394,16 @@ extension SpeakerCommand {
                 every second and speakers joining or lost (--format json: one JSON object per line). Other commands \
                 (pause, resume, stop, volume) act on the playback from anywhere; this one follows. Files in WAV, AIFF, \
                 FLAC, Ogg Vorbis, Opus or MP3 and http(s) streams (WAV, MP3, ...) are decoded (libsndfile) at their \
-                own rate; a source that cannot be read is refused with one line before any speaker plays.
+                own rate; a source that cannot be read is refused with one line before any speaker plays. A source \
+                that fails while it plays (damaged data, a cut transfer, a server silent for 2 s) plays what it gave, \
+                then ends the command with one line saying where it stopped, and exit 65 (data) or 69 (the server).
                   $ tuneup speaker play song.wav --speaker 127.0.0.1:P1 --speaker 127.0.0.1:P2
                   $ tuneup speaker play song.flac --from 30 --buffer-ms 300
                   $ tuneup speaker play http://radio.example/stream.wav
                 """)
         @Argument(help: ArgumentHelp("An audio file or an http(s) URL.", valueName: "file-or-url"))
         var file: String
-        @Option(help: ArgumentHelp("Start this many seconds into the file.", valueName: "seconds"))
+        @Option(parsing: .unconditional, help: ArgumentHelp("Start this many seconds into the file.", valueName: "seconds"))
         var from: Double = 0
         @Option(help: ArgumentHelp("How far ahead audio is sent (20...5000 ms): latency against jitter.", valueName: "ms"))
         var bufferMs: Int = 200
@@ -388,27 +411,43 @@ extension SpeakerCommand {
         @OptionGroup var output: OutputOptions
 
         func validate() throws {
-            guard from.isFinite, from >= 0 else { throw ValidationError("--from must be 0 or more seconds") }
+            guard from.isFinite, from >= 0 else { throw ValidationError("--from must be 0 or more seconds, got \(from.formatted())") }
             guard (20...5000).contains(bufferMs) else { throw ValidationError("--buffer-ms must be 20...5000") }
         }
 
         func run() async throws {
             let source: AudioInputSource
-            do { source = try await AudioInputSource.open(try AudioSourceAddress(file)) } catch { throw failureExit(error) }
+            do {
+                source = try await AudioInputSource.open(try AudioSourceAddress(file),
+                                                         options: AudioInputOptions(stallTimeout: SpeakerCommand.sourceStallTimeout))
+            } catch {
+                throw failureExit(error)
+            }
             try await SpeakerCommand.with(reach) { c in
                 try await c.setPlayerOptions(PlayerOptions(buffer: .milliseconds(bufferMs)))
                 try await c.addAllToSession()
                 let events = try await c.playerEvents()
                 try await c.play(source, title: source.source.title.isEmpty ? source.address.lastComponent : source.source.title, from: from)
+                // A source that fails is the command's failure (not a speaker's): what it gave plays, then the command
+                // ends with one line saying where the source stopped, and the failure's exit code.
+                var sourceFailure: CommandFailure?
                 for await e in events {
                     let line: PlayEvent
                     switch e {
                     case let .stateChanged(s): line = PlayEvent(event: "state", state: SpeakerCommand.stateName(s))
                     case let .time(seconds): line = PlayEvent(event: "time", seconds: seconds)
-                    case .ended: line = PlayEvent(event: "ended")
+                    case .ended:
+                        if sourceFailure != nil { continue }   // not the source's end: the failure is said instead
+                        line = PlayEvent(event: "ended")
                     case let .speakerJoined(id): line = PlayEvent(event: "speaker-joined", deviceId: id)
                     case let .speakerLost(id, reason): line = PlayEvent(event: "speaker-lost", deviceId: id, message: reason)
                     case let .speakerError(id, _, message): line = PlayEvent(event: "speaker-error", deviceId: id, message: message)
+                    case let .sourceFailed(seconds, category, message):
+                        sourceFailure = CommandFailure(message: "the source failed at \(SpeakerCommand.tenths(seconds)) s: \(message)",
+                                                       code: Exit.code(for: category))
+                        // The stderr line ends the command; JSON Lines also get it as an event, in order.
+                        guard output.json else { continue }
+                        line = PlayEvent(event: "source-error", message: message, at: (seconds * 10).rounded(.down) / 10)
                     }
                     if line.event == "state", line.state == "initialized" { continue }
                     try Output.emitLine(line, json: output.json) {
@@ -421,6 +460,7 @@ extension SpeakerCommand {
                     }
                     if e == .stateChanged(.stopped) { break }
                 }
+                if let sourceFailure { throw sourceFailure }
             }
         }
     }

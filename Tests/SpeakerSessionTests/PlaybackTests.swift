@@ -1,3 +1,4 @@
+import Failure
 import Foundation
 import Simulator
 import SpeakerSession
@@ -297,6 +298,62 @@ struct LivePlaybackTests {
             #expect(log.all.contains { if case .error(_, .playbackInterrupted, _) = $0 { true } else { false } })
             #expect(try await observer.status().state == .stopped)
             await observer.close()
+            await sim.shutdown()
+        }
+    }
+
+    /// A source that gives `frames` frames of a signal, then fails (as a cut transfer or damaged data does).
+    final class FailingSource: PCMSource {
+        struct Broken: Error, CustomStringConvertible { var description: String { "the bytes ran out" } }
+        let signal: GeneratedSignal
+        let frames: UInt64
+        private let position = Mutex<UInt64>(0)
+        var format: AudioFormat { signal.format }
+        var totalFrames: UInt64? { nil }
+        var isSeekable: Bool { false }
+
+        init(_ signal: GeneratedSignal, failingAfter frames: UInt64) {
+            self.signal = signal
+            self.frames = frames
+        }
+
+        func read(maxFrames: Int) async throws -> [UInt8] {
+            let (start, count) = position.withLock { p -> (UInt64, Int) in
+                let n = Int(min(UInt64(maxFrames), frames - p))
+                defer { p += UInt64(n) }
+                return (p, n)
+            }
+            guard count > 0 else { throw Broken() }
+            return signal.frames(start, count: count)
+        }
+
+        func seek(toFrame frame: UInt64) async throws { throw Broken() }
+    }
+
+    /// Issue 19: a source that fails is the source's failure, not a speaker's. Every frame it gave is played, the
+    /// failure is reported with where the source stopped, and the playback then ends.
+    @Test func aSourceThatFailsIsReportedWhereItStoppedAfterWhatItGaveIsPlayed() async throws {
+        try await withTimeLimit {
+            let (sim, c) = try await Self.start(1)
+            let events = try await PlayerEventLog(c)
+            let signal = GeneratedSignal(format: Self.format, seconds: 30, seed: 14)
+            try await c.play(FailingSource(signal, failingAfter: 60_000), title: "breaks")
+            try await events.waitFor("the end") { $0 == .stateChanged(.stopped) }
+            let failures = events.all.compactMap { e -> (Double, FailureCategory, String)? in
+                if case let .sourceFailed(seconds, category, message) = e { (seconds, category, message) } else { nil }
+            }
+            #expect(failures.count == 1, "\(events.all)")
+            #expect(failures.first?.0 == 1.25 && failures.first?.1 == .device && failures.first?.2 == "the bytes ran out", "\(failures)")
+            #expect(!events.all.contains { if case .speakerError = $0 { true } else { false } }, "\(events.all)")
+            // The failure comes before the end, and the end comes once what the source gave was heard.
+            let failed = events.all.firstIndex { if case .sourceFailed = $0 { true } else { false } }
+            let ended = events.all.firstIndex(of: .ended)
+            #expect(failed != nil && ended != nil && failed! < ended!, "\(events.all)")
+            let (log, pcm) = try #require(sim.speakers[0].renderLogs.last)
+            #expect(log.statistics.renderedFrames >= 59_000, "\(log.statistics)")
+            let f = PlaybackAnalysis.fidelity(log, pcm: pcm, source: signal)
+            #expect(f.isExact(given: log.statistics), "\(f) \(log.statistics)")
+            await c.close()
             await sim.shutdown()
         }
     }

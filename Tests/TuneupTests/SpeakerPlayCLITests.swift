@@ -1,5 +1,7 @@
 import Foundation
 import Testing
+import TestSupport
+import Transport
 
 /// `tuneup speaker play` on simulated speakers: a playback started by one command is paused, resumed, its volume
 /// changed and stopped by others, and the playing command follows; sources that cannot be played are refused with
@@ -94,5 +96,198 @@ struct SpeakerPlayCLITests {
         let status = try await CLI.run(["speaker", "status", "--format", "json"] + sim.speakerArgs)
         #expect(status.stdout.contains("\"renderedFrames\" : 0"), "nothing played: \(status.stdout)")
         #expect(await sim.quit() == 0)
+    }
+
+    /// The play's JSON Lines, the last `time` event's seconds and the `source-error` event.
+    static func outcome(_ r: CLI.Result) -> (times: [Int], sourceError: [String: Any]?, events: [String]) {
+        let lines = r.stdout.split(separator: "\n").compactMap { try? json(String($0)) }
+        return (lines.filter { $0["event"] as? String == "time" }.compactMap { $0["seconds"] as? Int },
+                lines.first { $0["event"] as? String == "source-error" }, lines.compactMap { $0["event"] as? String })
+    }
+
+    /// Issue 19: a source that fails while it plays is the source's failure, not speaker 0's: what it gave plays,
+    /// then one line says where the source stopped, and the play exits with the failure's code. Here a FLAC file
+    /// cut in the middle: bad data, 65.
+    @Test func aFileCutInTheMiddlePlaysWhatItHoldsThenFailsWithItsExitCode() async throws {
+        let sim = try await RunningSpeakers.start([], count: 1)
+        let path = Scratch.directory + "/cut.flac"
+        let flac = FLACWriter.verbatim(seconds: 4)
+        try Data(flac.prefix(flac.count / 2)).write(to: URL(fileURLWithPath: path))
+        let r = try await CLI.run(["speaker", "play", path, "--format", "json"] + sim.speakerArgs)
+        let (times, sourceError, events) = Self.outcome(r)
+        #expect(r.status == 65, "exit \(r.status): \(r.stderr)\n\(r.stdout)")
+        #expect(r.stderrLines.count == 1 && r.stderr.hasPrefix("tuneup: the source failed at 1.") && r.stderr.contains(path), "\(r.stderr)")
+        #expect((sourceError?["at"] as? Double).map { (1.5...2.0).contains($0) } == true, "\(r.stdout)")
+        #expect(!events.contains("speaker-error") && !events.contains("ended"), "\(r.stdout)")
+        #expect(times.max() == 1, "the two seconds the file holds played: \(r.stdout)")
+        #expect(await sim.quit() == 0)
+    }
+
+    /// Issue 19: an HTTP transfer cut after half of a 6 s WAV plays the 3 s that arrived (before, 0.09 s), then fails
+    /// with the server's exit code (69) saying where the source stopped.
+    @Test func aCutStreamPlaysWhatArrivedThenFails() async throws {
+        let sim = try await RunningSpeakers.start([], count: 1)
+        let wav = [UInt8](Self.wav(seconds: 6))
+        let cut = 44 + (wav.count - 44) / 2
+        let server = try await SourceServer(["/song.wav": .cut(Array(wav.prefix(cut)), announced: wav.count)])
+        let url = "http://127.0.0.1:\(server.port)/song.wav"
+        let r = try await CLI.run(["speaker", "play", url, "--format", "json"] + sim.speakerArgs)
+        let (times, sourceError, events) = Self.outcome(r)
+        #expect(r.status == 69, "exit \(r.status): \(r.stderr)\n\(r.stdout)")
+        #expect(r.stderrLines.count == 1 && r.stderr.hasPrefix("tuneup: the source failed at 3.0 s: \(url): "), "\(r.stderr)")
+        #expect(sourceError?["at"] as? Double == 3.0, "\(r.stdout)")
+        #expect(!events.contains("speaker-error") && !events.contains("ended"), "\(r.stdout)")
+        #expect(times.max() ?? 0 >= 2, "the three seconds that arrived played: \(r.stdout)")
+        await server.stop()
+        #expect(await sim.quit() == 0)
+    }
+
+    /// Issue 19: a server that stops sending is noticed by the play (after 2 s) before the speakers give up on the
+    /// stream (after 3 s with no audio), and named.
+    @Test func aStalledStreamIsNamedBeforeTheSpeakersGiveUp() async throws {
+        let sim = try await RunningSpeakers.start([], count: 1)
+        let wav = [UInt8](Self.wav(seconds: 30))
+        let sent = 44 + 2 * 48_000 * 4
+        let server = try await SourceServer(["/live.wav": .stall(Array(wav.prefix(sent)))])
+        let url = "http://127.0.0.1:\(server.port)/live.wav"
+        let r = try await CLI.run(["speaker", "play", url] + sim.speakerArgs)
+        #expect(r.status == 69, "exit \(r.status): \(r.stderr)\n\(r.stdout)")
+        #expect(r.stderrLines == ["tuneup: the source failed at 2.0 s: \(url) sent nothing for 2.0 s"], "\(r.stderr)")
+        #expect(!r.stdout.contains("no audio for stream") && !r.stdout.contains("speaker-error"), "\(r.stdout)")
+        let status = try await CLI.run(["speaker", "status", "--format", "json"] + sim.speakerArgs)
+        #expect(status.stdout.contains("\"state\" : \"stopped\""), "the speaker was stopped: \(status.stdout)")
+        await server.stop()
+        #expect(await sim.quit() == 0)
+    }
+
+    @Test func negativeNumbersGetTheirRangeError() async throws {
+        let from = try await CLI.run(["speaker", "play", "song.wav", "--from", "-1", "--speaker", "127.0.0.1:9"])
+        #expect(from.status == 64 && from.stderrLines.count == 1 && from.stderr.hasPrefix("tuneup: --from must be 0 or more seconds, got -1"),
+                "\(from.stderr)")
+        let volume = try await CLI.run(["speaker", "volume", "-1", "--speaker", "127.0.0.1:9"])
+        #expect(volume.status == 64 && volume.stderrLines.count == 1 && volume.stderr.hasPrefix("tuneup: volume -1 is outside 0...50"),
+                "\(volume.stderr)")
+        let words = try await CLI.run(["speaker", "volume", "loud", "--speaker", "127.0.0.1:9"])
+        #expect(words.status == 64 && words.stderr.hasPrefix("tuneup: the volume is a whole number 0...50, got 'loud'"), "\(words.stderr)")
+        let option = try await CLI.run(["speaker", "volume", "--bogus", "--speaker", "127.0.0.1:9"])
+        #expect(option.status == 64 && option.stderr.hasPrefix("tuneup: Unknown option '--bogus'"), "\(option.stderr)")
+    }
+}
+
+/// A small HTTP/1.1 server on loopback for `speaker play URL`: a body cut short, or a body that stops coming.
+final class SourceServer: Sendable {
+    enum Answer: Sendable {
+        /// 200 with a Content-Length of `announced` bytes, `prefix` of them, then the connection closes.
+        case cut([UInt8], announced: Int)
+        /// 200 with no length, `prefix`, then nothing until the server stops.
+        case stall([UInt8])
+    }
+
+    let port: UInt16
+    private let listener: TCPListener
+    private let task: Task<Void, Never>
+
+    init(_ routes: [String: Answer]) async throws {
+        listener = try await TCPListener.bind()
+        guard case .tcp(_, let port) = listener.boundAddress else { throw CLIError("not a TCP address") }
+        self.port = port
+        let listener = self.listener
+        task = Task {
+            await withTaskGroup(of: Void.self) { group in
+                while let link = try? await listener.accept() {
+                    group.addTask { await Self.serve(link, routes) }
+                }
+                group.cancelAll()
+            }
+        }
+    }
+
+    func stop() async {
+        listener.close()
+        task.cancel()
+        await task.value
+    }
+
+    private static func serve(_ link: any Transport, _ routes: [String: Answer]) async {
+        defer { Task { await link.close() } }
+        var request: [UInt8] = []
+        while request.count < 4 || Array(request.suffix(4)) != Array("\r\n\r\n".utf8) {
+            guard let bytes = try? await link.receive(), !bytes.isEmpty else { return }
+            request += bytes
+        }
+        let path = String(decoding: request.prefix(while: { $0 != 0x0D }), as: UTF8.self).split(separator: " ").dropFirst().first.map(String.init)
+        func send(_ bytes: [UInt8]) async {
+            var offset = 0
+            while offset < bytes.count {
+                let end = min(bytes.count, offset + 65_536)
+                guard (try? await link.send(Array(bytes[offset..<end]))) != nil else { return }
+                offset = end
+            }
+        }
+        switch path.flatMap({ routes[$0] }) {
+        case .cut(let prefix, let announced)?:
+            await send(Array("HTTP/1.1 200 OK\r\nContent-Type: audio/wav\r\nContent-Length: \(announced)\r\nConnection: close\r\n\r\n".utf8) + prefix)
+        case .stall(let prefix)?:
+            await send(Array("HTTP/1.1 200 OK\r\nContent-Type: audio/wav\r\nConnection: close\r\n\r\n".utf8) + prefix)
+            try? await Task.sleep(for: .seconds(3600))
+        case nil:
+            await send(Array("HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".utf8))
+        }
+    }
+}
+
+/// FLAC files without an encoder: 16-bit stereo 48 kHz, every subframe VERBATIM (the format's uncompressed form), a
+/// 440 Hz tone; what libFLAC decodes like any other FLAC file.
+enum FLACWriter {
+    static func verbatim(seconds: Double) -> [UInt8] {
+        let rate = 48_000, block = 4096
+        let total = Int(seconds * Double(rate))
+        var out = Array("fLaC".utf8)
+        out += [0x80, 0, 0, 34]   // the last metadata block: STREAMINFO, 34 bytes
+        out += [UInt8(block >> 8), UInt8(block & 0xFF), UInt8(block >> 8), UInt8(block & 0xFF), 0, 0, 0, 0, 0, 0]
+        // 20 bits rate, 3 bits channels - 1, 5 bits bits per sample - 1, 36 bits total samples.
+        let packed = UInt64(rate) << 44 | UInt64(1) << 41 | UInt64(15) << 36 | UInt64(total)
+        out += (0..<8).map { UInt8(truncatingIfNeeded: packed >> (56 - 8 * UInt64($0))) }
+        out += [UInt8](repeating: 0, count: 16)   // no MD5
+        var first = 0, number = 0
+        while first < total {
+            let count = min(block, total - first)
+            // Sync, fixed block size; block size 4096 (or 16 bits at the end), 48 kHz; two independent channels,
+            // 16 bits; the frame number (below 128: one byte).
+            var frame: [UInt8] = [0xFF, 0xF8, UInt8(count == block ? 0xC : 0x7) << 4 | 0xA, 0x18, UInt8(number)]
+            if count != block { frame += [UInt8((count - 1) >> 8), UInt8((count - 1) & 0xFF)] }
+            frame.append(crc8(frame))
+            for _ in 0..<2 {
+                frame.append(0x02)   // VERBATIM, no wasted bits
+                for i in first..<(first + count) {
+                    let v = UInt16(bitPattern: Int16(8000 * sin(2 * Double.pi * 440 * Double(i) / Double(rate))))
+                    frame += [UInt8(v >> 8), UInt8(v & 0xFF)]
+                }
+            }
+            let crc = crc16(frame)
+            frame += [UInt8(crc >> 8), UInt8(crc & 0xFF)]
+            out += frame
+            first += count
+            number += 1
+        }
+        return out
+    }
+
+    static func crc8(_ bytes: [UInt8]) -> UInt8 {
+        var crc: UInt8 = 0
+        for b in bytes {
+            crc ^= b
+            for _ in 0..<8 { crc = crc & 0x80 != 0 ? (crc << 1) ^ 0x07 : crc << 1 }
+        }
+        return crc
+    }
+
+    static func crc16(_ bytes: [UInt8]) -> UInt16 {
+        var crc: UInt16 = 0
+        for b in bytes {
+            crc ^= UInt16(b) << 8
+            for _ in 0..<8 { crc = crc & 0x8000 != 0 ? (crc << 1) ^ 0x8005 : crc << 1 }
+        }
+        return crc
     }
 }

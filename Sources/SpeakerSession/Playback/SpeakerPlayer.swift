@@ -1,3 +1,4 @@
+import Failure
 import Glibc
 import Logging
 import Speaker
@@ -24,6 +25,10 @@ public enum PlayerEvent: Sendable, Hashable {
     case speakerLost(deviceId: UInt64, reason: String)
     /// A speaker refused or reported an error (renamed while playing, audio underrun, ...).
     case speakerError(deviceId: UInt64, code: DeviceErrorCode?, message: String)
+    /// The source failed (damaged data, a cut or stalled transfer) after `seconds` of the stream (stream time, from
+    /// its start even after `--from`): what it gave before still plays, then the playback ends (`.ended` follows
+    /// once the speakers heard it). `category` is the failure's (`CodedError`'s; `.device` for other errors).
+    case sourceFailed(seconds: Double, category: FailureCategory, message: String)
 }
 
 /// How the player streams.
@@ -88,6 +93,8 @@ public actor SpeakerPlayer {
     private var title = ""
     private var sourceKind: StreamSource = .localFile
     private var pending: [UInt8] = []
+    /// Frames read from the source since the stream's first frame (where a failing source stopped).
+    private var readFrames: UInt64 = 0
     private var sourceDone = false
     private var endOfStreamSent = false
     private var endFrame: UInt64?
@@ -168,6 +175,7 @@ public actor SpeakerPlayer {
         self.title = title
         sourceKind = kind
         pending = []
+        readFrames = 0
         sourceDone = false
         endOfStreamSent = false
         endFrame = nil
@@ -462,7 +470,11 @@ public actor SpeakerPlayer {
             trimHistory()
             reportTime()
             if endOfStreamSent, let endFrame, let s = schedule, now() > s.presentationTime(ofFrame: endFrame) &+ 500_000_000 {
-                // No speaker said it ended (all lost?): end on the timeline.
+                // No speaker said it ended (all lost, or the last packets came too late after a source that stalled):
+                // stop the speakers that still wait for the stream, and end on the timeline.
+                for id in receivingIds {
+                    try? await members[id]?.session.stop(streamId: s.streamId)
+                }
                 finishEnded()
                 return
             }
@@ -478,11 +490,23 @@ public actor SpeakerPlayer {
             do {
                 let chunk = try await source.read(maxFrames: max(frames, 4096))
                 guard g == generation else { return }
-                if chunk.isEmpty { sourceDone = true } else { pending += chunk }
+                if chunk.isEmpty {
+                    sourceDone = true
+                } else {
+                    pending += chunk
+                    readFrames += UInt64(chunk.count / format.bytesPerFrame)
+                }
             } catch {
                 guard g == generation else { return }
-                events.yield(.speakerError(deviceId: 0, code: nil, message: "reading the source failed: \(error)"))
+                // The source's failure, not a speaker's: what it gave still plays (then the end), and it is reported
+                // with where the source stopped.
                 sourceDone = true
+                let seconds = Double(startFrame + readFrames) / Double(format.sampleRate)
+                let (category, message): (FailureCategory, String) = switch error {
+                case let coded as any CodedError: (coded.category, coded.message)
+                default: (.device, "\(error)")
+                }
+                events.yield(.sourceFailed(seconds: seconds, category: category, message: message))
             }
         }
     }
