@@ -113,12 +113,20 @@ public final class SpeakerSession: Sendable {
 
     // MARK: Requests
 
-    /// Every DeviceInfo attribute.
+    /// Every DeviceInfo attribute. A speaker that gives no address of its own (one listening on every interface says
+    /// `0.0.0.0` or `::`) gets the host it was reached at (for a discovered speaker, the address its answer came from),
+    /// so that `ipAddress:port` reaches it.
     public func deviceInfo() async throws -> DeviceInfo {
         let reply = try await send(.getDeviceInfo, .getDeviceInfo)
-        guard case let .deviceInfo(info) = reply else { throw Self.refusalOrUnexpected(reply, for: .getDeviceInfo) }
+        guard case var .deviceInfo(info) = reply else { throw Self.refusalOrUnexpected(reply, for: .getDeviceInfo) }
+        if Self.unspecifiedAddresses.contains(info.ipAddress.value), let host, let reached = try? WireText(host) {
+            info.ipAddress = reached
+        }
         return info
     }
+
+    /// What a speaker bound to every interface says its address is.
+    static let unspecifiedAddresses: Set<String> = ["", "0.0.0.0", "::", "[::]", "0:0:0:0:0:0:0:0"]
 
     /// Player state and audio health.
     public func status() async throws -> PlaybackStatus {

@@ -79,13 +79,20 @@ struct SpeakerCLITests {
     @Test func listFindsSimulatedSpeakersByDiscovery() async throws {
         // A port of this test's own (not 45454, which other runs may use), queried on the loopback broadcast as the
         // standard targets do.
+        // Speakers listening on every interface (they know no address of their own: 0.0.0.0) are listed at the address
+        // their answer came from (issue 19), and that address reaches them.
         let port = UInt16.random(in: 47000...48999)
-        let sim = try await RunningSpeakers.start([], count: 2, discoveryPort: port)
+        let sim = try await RunningSpeakers.start(["--listen", "tcp:0.0.0.0:0"], count: 2, discoveryPort: port)
         let list = try await CLI.run(["speaker", "list", "--discovery-target", "127.255.255.255:\(port)", "--window", "0.5", "--format", "json"])
         #expect(list.status == 0, "\(list.stderr)")
         let speakers = try json(list.stdout)["speakers"] as? [[String: Any]] ?? []
-        let found = Set(speakers.compactMap { s in (s["port"] as? Int).map { "127.0.0.1:\($0)" } })
-        #expect(found == Set(sim.addresses), "\(list.stdout)")
+        let found = Set(speakers.compactMap { s in (s["ipAddress"] as? String).flatMap { ip in (s["port"] as? Int).map { "\(ip):\($0)" } } })
+        let expected = Set(sim.addresses.compactMap { $0.split(separator: ":").last.map { "127.0.0.1:\($0)" } })
+        #expect(expected.count == 2 && found == expected, "\(list.stdout)")
+        let text = try await CLI.run(["speaker", "list", "--discovery-target", "127.255.255.255:\(port)", "--window", "0.5"])
+        #expect(expected.allSatisfy { text.stdout.contains("  \($0)  ") } && !text.stdout.contains("0.0.0.0"), "\(text.stdout)")
+        let named = try await CLI.run(["speaker", "list"] + found.sorted().flatMap { ["--speaker", $0] })
+        #expect(named.status == 0, "\(named.stderr)")
         #expect(await sim.stop() == 0)
     }
 

@@ -69,6 +69,9 @@ struct SpeakerNamespaceTests {
         #expect(ports.count == 3)
         let ids = Set(speakers.compactMap { $0["deviceId"] as? UInt64 ?? ($0["deviceId"] as? Int).map(UInt64.init) })
         #expect(ids.count == 3)
+        // Each is listed at the address its answer came from (it listens on 0.0.0.0 and knows no other), not 0.0.0.0.
+        let addresses = speakers.compactMap { $0["ipAddress"] as? String }
+        #expect(addresses.sorted() == [net.address("spk1"), net.address("spk1"), net.address("spk2")], "\(result.stdout)")
         #expect(await first.stop() == 0)
         #expect(await second.stop() == 0)
     }
