@@ -113,8 +113,11 @@ struct WearableCommand: AsyncParsableCommand {
         return s
     }
 
+    /// A gesture by name (double-tap, doubleTap, double_tap) or by id (129 or 0x81).
     static func gesture(named text: String) throws -> GestureType {
         let key = text.lowercased().replacingOccurrences(of: "-", with: "").replacingOccurrences(of: "_", with: "")
+        let id = key.hasPrefix("0x") ? UInt8(key.dropFirst(2), radix: 16) : UInt8(key)
+        if let id, let g = GestureType(rawValue: id) { return g }
         guard let g = GestureType.allCases.first(where: { $0.description.lowercased() == key }) else {
             throw ValidationError("unknown gesture '\(text)' (\(GestureType.allCases.map(\.description).joined(separator: ", ")))")
         }

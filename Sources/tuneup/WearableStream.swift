@@ -56,16 +56,25 @@ struct WearableLine: Codable, Sendable {
         sensor = r.sensor.description
         timestamp = Int(r.timestamp)
         deviceTime = r.deviceTime
-        hostTime = r.hostTime.wearableSeconds
+        hostTime = (r.hostTime.wearableSeconds * 1e6).rounded() / 1e6
         missingBefore = r.missingBefore
+        // Nine decimals: far finer than a 16-bit sample's step, and no float noise (0.045916042000000004) in JSON
+        // and CSV.
+        let t = Self.tidy
         switch r.value {
         case let .vector(v, a):
-            (x, y, z, accuracy) = (v.x, v.y, v.z, Int(a.rawValue))
+            (x, y, z, accuracy) = (t(v.x), t(v.y), t(v.z), Int(a.rawValue))
         case let .quaternion(q, a):
-            (x, y, z, w, estimatedAccuracy) = (q.x, q.y, q.z, q.w, a)
+            (x, y, z, w, estimatedAccuracy) = (t(q.x), t(q.y), t(q.z), t(q.w), a)
         case let .uncalibratedVector(v, b):
-            (x, y, z, biasX, biasY, biasZ) = (v.x, v.y, v.z, b.x, b.y, b.z)
+            (x, y, z, biasX, biasY, biasZ) = (t(v.x), t(v.y), t(v.z), t(b.x), t(b.y), t(b.z))
         }
+    }
+
+    /// `value` to nine decimals (its shortest decimal form then has at most nine).
+    static func tidy(_ value: Double) -> Double {
+        guard value.isFinite, abs(value) < 1e6 else { return value }
+        return (value * 1e9).rounded() / 1e9
     }
 
     init(_ g: GestureReading) {
@@ -73,7 +82,7 @@ struct WearableLine: Codable, Sendable {
         gesture = g.gesture.description
         timestamp = Int(g.timestamp)
         deviceTime = g.deviceTime
-        hostTime = g.hostTime.wearableSeconds
+        hostTime = (g.hostTime.wearableSeconds * 1e6).rounded() / 1e6
     }
 
     static func closed(_ error: WearableSessionError?) -> WearableLine {
@@ -97,7 +106,10 @@ struct WearableLine: Codable, Sendable {
     }
 
     /// The CSV header and rows of samples and gestures (`record`).
-    static let csvHeader = "kind,sensor_or_gesture,timestamp,device_time_ms,host_time_s,x,y,z,w,accuracy,bias_x,bias_y,bias_z,missing_before"
+    static let csvHeader = CSV.row([
+        "kind", "sensor_or_gesture", "timestamp", "device_time_ms", "host_time_s", "x", "y", "z", "w", "accuracy", "bias_x", "bias_y",
+        "bias_z", "missing_before",
+    ])
 
     var csvRow: String? {
         func f(_ v: Double?) -> String { v.map { String($0) } ?? "" }
@@ -105,11 +117,10 @@ struct WearableLine: Codable, Sendable {
         switch type {
         case "sample":
             let acc = accuracy.map { String($0) } ?? f(estimatedAccuracy)
-            return ["sample", sensor ?? "", i(timestamp), deviceTime.map { String($0) } ?? "", f(hostTime), f(x), f(y), f(z), f(w), acc,
-                    f(biasX), f(biasY), f(biasZ), i(missingBefore)].joined(separator: ",")
+            return CSV.row(["sample", sensor ?? "", i(timestamp), deviceTime.map { String($0) } ?? "", f(hostTime), f(x), f(y), f(z), f(w), acc,
+                            f(biasX), f(biasY), f(biasZ), i(missingBefore)])
         case "gesture":
-            return ["gesture", gesture ?? "", i(timestamp), deviceTime.map { String($0) } ?? "", f(hostTime), "", "", "", "", "", "", "", "", ""]
-                .joined(separator: ",")
+            return CSV.row(["gesture", gesture ?? "", i(timestamp), deviceTime.map { String($0) } ?? "", f(hostTime), "", "", "", "", "", "", "", "", ""])
         default:
             return nil
         }
@@ -123,11 +134,11 @@ extension Duration {
 extension WearableCommand {
     /// What to stream: sensors at one period, gestures, for how long.
     struct StreamSetup: ParsableArguments {
-        @Option(help: ArgumentHelp("A sensor to stream (repeatable; default: accelerometer and gyroscope).", valueName: "sensor"))
+        @Option(help: ArgumentHelp("A sensor to stream, by name or id (repeatable; default: accelerometer and gyroscope; 'none': gestures alone).", valueName: "sensor"))
         var sensor: [String] = []
         @Option(help: ArgumentHelp("The shared sample period: 320ms, 160ms, 80ms, 40ms or 20ms.", valueName: "period"))
         var period: String = "20ms"
-        @Option(help: ArgumentHelp("A gesture to listen for (repeatable; default: every gesture the device offers; 'none': no gestures).",
+        @Option(help: ArgumentHelp("A gesture to listen for, by name or id (double-tap or 0x81; repeatable; default: every gesture the device offers; 'none': no gestures).",
                                    valueName: "gesture"))
         var gesture: [String] = []
         @Option(parsing: .unconditional, help: ArgumentHelp("Stop after this long: 500ms, 10s, 2min, 1h or plain seconds, up to 24 h (default: until Ctrl-C).",
@@ -136,7 +147,7 @@ extension WearableCommand {
         @Flag(help: "Skip the library's checks: let the device judge the configuration.") var noCheck = false
 
         func validate() throws {
-            for s in sensor { _ = try WearableCommand.sensor(named: s) }
+            _ = try sensors
             _ = try WearableCommand.period(period)
             if gesture != ["none"] { for g in gesture { _ = try WearableCommand.gesture(named: g) } }
             _ = try stopAfter()
@@ -147,7 +158,13 @@ extension WearableCommand {
             return try durationOption(duration, "--duration", upTo: .seconds(86400))
         }
 
-        var sensors: [SensorType] { get throws { sensor.isEmpty ? [.accelerometer, .gyroscope] : try sensor.map(WearableCommand.sensor(named:)) } }
+        /// The sensors to stream: accelerometer and gyroscope by default, none with `--sensor none` (gestures alone).
+        var sensors: [SensorType] {
+            get throws {
+                if sensor == ["none"] { return [] }
+                return sensor.isEmpty ? [.accelerometer, .gyroscope] : try sensor.map(WearableCommand.sensor(named:))
+            }
+        }
     }
 
     /// Runs one streaming session: opens, configures, hands every line to `emit` (in order, on one task), stops at
@@ -157,6 +174,8 @@ extension WearableCommand {
                        finish: (WearableLine) async throws -> Void) async throws {
         enum Item: Sendable {
             case event(WearableEvent), reading(SensorReading), gesture(GestureReading), stop
+            /// A forwarding task's stream ended (the session closed it); `drained`: the wait for them is over.
+            case forwarderEnded, drained
         }
         let sensors = try setup.sensors
         let period = try WearableCommand.period(setup.period)
@@ -188,15 +207,17 @@ extension WearableCommand {
             emit(line)
             throw failureExit(error)
         }
+        // Said once the device took the configuration: a refused one ends in its error line alone.
         var opened = WearableLine(type: "event", event: "opened")
         opened.device = session.peer
-        emit(opened)
         let readings = await session.sensorReadings(), gestureReadings = await session.gestureReadings()
         tasks.append(Task {
             for await r in readings { feed.yield(.reading(r)) }
+            feed.yield(.forwarderEnded)
         })
         tasks.append(Task {
             for await g in gestureReadings { feed.yield(.gesture(g)) }
+            feed.yield(.forwarderEnded)
         })
         do {
             let offered = await session.gestureInformation?.availableGestures ?? []
@@ -209,6 +230,7 @@ extension WearableCommand {
                 c.disableAll()
                 for gesture in wanted { c.set(gesture: gesture, enabled: true) }
             }
+            emit(opened)
             var line = WearableLine(type: "event", event: "configured")
             line.periods = Dictionary(uniqueKeysWithValues: s.entries.compactMap { e in e.period.map { (e.sensor.description, Int($0.milliseconds)) } })
             line.gestures = g.enabledGestures.map(\.description)
@@ -224,14 +246,29 @@ extension WearableCommand {
             })
         }
         var lost: WearableSessionError?
+        var closing = false
+        var forwarders = 2
+        // Stopping: the session is closed first, and what it received before is still on its way here; it is written
+        // before the summary, so that the summary counts what was written (at most 2 s for streams that do not end).
+        func close() async {
+            guard !closing else { return }
+            closing = true
+            if lost == nil { await session.close() }
+            tasks.append(Task {
+                try? await Task.sleep(for: .seconds(2))
+                feed.yield(.drained)
+            })
+        }
         loop: for await item in merged {
             switch item {
-            case .stop: break loop
+            case .stop: await close()
             case let .reading(r): emit(WearableLine(r))
             case let .gesture(g): emit(WearableLine(g))
-            case let .event(.didClose(error?)):
+            case .forwarderEnded: forwarders -= 1
+            case .drained: break loop
+            case let .event(.didClose(error?)) where !closing:
                 lost = error
-                break loop
+                await close()
             case let .event(.didReceiveMalformedNotification(c, error)):
                 var line = WearableLine(type: "event", event: "malformed")
                 line.error = "\(c): \(error.message)"
@@ -239,8 +276,8 @@ extension WearableCommand {
                 emit(line)
             case .event: break
             }
+            if closing && forwarders == 0 { break loop }
         }
-        if lost == nil { await session.close() }
         emit(.closed(lost))
         let summary = WearableLine.summary(await session.statistics, seconds: (ContinuousClock.now - started).wearableSeconds)
         emit(summary)
@@ -355,11 +392,11 @@ extension WearableCommand {
                 if line.type == "sample" { samples += 1 } else if line.type == "gesture" { gestures += 1 }
             }, finish: { summary in
                 if live { view.draw(force: true) }
-                let files = [(base + ".jsonl", jsonl), (base + ".csv", csv)]
+                let files = [(base + ".jsonl", jsonl.map { $0 + "\n" }.joined()), (base + ".csv", csv.map { $0 + CSV.lineEnding }.joined())]
                 let failure: OutputFileError? = try await DedicatedThread.run(name: "record") {
-                    for (file, lines) in files {
+                    for (file, text) in files {
                         do throws(OutputFileError) {
-                            try SafeOutput.write(lines.joined(separator: "\n") + "\n", to: file)
+                            try SafeOutput.write(text, to: file)
                         } catch {
                             return error
                         }
@@ -390,21 +427,30 @@ struct LiveView {
     var malformed = 0
     var deviceTime: Int64 = 0
     var origin: Int64?
+    /// When each sensor's latest sample came: a sensor silent for 5 periods (at least 1 s) is shown as stalled, not
+    /// with its last values as if they were current.
+    var lastSeen: [String: ContinuousClock.Instant] = [:]
     /// The block on the terminal: lines cut to its width, redrawn by screen rows (as the station's live view).
     var region = LiveRegion()
     var lastDraw = ContinuousClock.now - .seconds(1)
+
+    /// When the view began (a sensor that never sent a sample is silent since then).
+    let started = ContinuousClock.now
 
     init(device: String) { self.device = device }
 
     mutating func take(_ line: WearableLine) {
         switch (line.type, line.event) {
         case ("event", "opened"): state = "open"
-        case ("event", "configured"): periods = line.periods ?? [:]
+        case ("event", "configured"):
+            periods = line.periods ?? [:]
+            for sensor in periods.keys { lastSeen[sensor] = .now }
         case ("event", "malformed"): malformed += 1
         case ("event", "closed"): state = line.error.map { "closed: \($0)" } ?? "closed"
         case ("sample", _):
             guard let sensor = line.sensor else { break }
             latest[sensor] = line
+            lastSeen[sensor] = .now
             var c = counts[sensor] ?? (0, 0, 0)
             c.samples += 1
             if let m = line.missingBefore, m > 0 { c.gaps += 1; c.missing += m }
@@ -428,8 +474,12 @@ struct LiveView {
         for sensor in periods.keys.sorted() {
             let l = latest[sensor], c = counts[sensor] ?? (0, 0, 0)
             let unit = (try? WearableCommand.sensor(named: sensor)).map(WearableCommand.unit) ?? ""
-            let values = [n(l?.x), n(l?.y), n(l?.z), l?.w == nil ? nil : n(l?.w)].compactMap { $0 }.joined(separator: " ")
-            lines.append("\(sensor.padding(toLength: 14, withPad: " ", startingAt: 0)) \(periods[sensor]!) ms  \(values) \(unit)   "
+            var values = [n(l?.x), n(l?.y), n(l?.z), l?.w == nil ? nil : n(l?.w)].compactMap { $0 }.joined(separator: " ") + " \(unit)"
+            let silentFor = now - (lastSeen[sensor] ?? started)
+            if silentFor > max(.seconds(1), .milliseconds(5 * (periods[sensor] ?? 20))) {
+                values = String(format: "stalled: no samples for %.1f s", silentFor.wearableSeconds)
+            }
+            lines.append("\(sensor.padding(toLength: 14, withPad: " ", startingAt: 0)) \(periods[sensor]!) ms  \(values)   "
                 + "\(c.samples) sample\(c.samples == 1 ? "" : "s"), \(c.gaps) gap\(c.gaps == 1 ? "" : "s") (\(c.missing) missing)")
         }
         lines.append("gestures \(gestureCount)\(gestures.isEmpty ? "" : ": " + gestures.joined(separator: ", "))"

@@ -193,6 +193,49 @@ struct WearableCLITests {
         #expect(await sim.quit() == 0)
     }
 
+    /// Stopping at the duration: what the session received before it closed is written before the summary, so the
+    /// summary counts exactly the sample lines written, run after run at 20 ms (a notification in flight at the stop was
+    /// counted and never written, about one run in twenty).
+    @Test func theSummaryCountsExactlyTheSamplesWritten() async throws {
+        for run in 0..<6 {
+            let r = try await CLI.run(["wearable", "stream", "--device", "sim:wearable:\(run)", "--period", "20ms", "--duration", "1s",
+                                       "--format", "json"])
+            #expect(r.status == 0, "\(r.stderr)")
+            let lines = try jsonLines(r.stdout)
+            // Values as a person would write them: no float noise such as 0.045916042000000004.
+            let noisy = r.stdout.split(separator: "\n").filter { $0.contains("\"sample\"") && $0.contains(/\d\.\d{10,}/) }
+            #expect(noisy.isEmpty, "run \(run): \(noisy.prefix(2))")
+            let counts = try #require(lines.last?["counts"] as? [String: [String: Int]], "run \(run): \(lines.last ?? [:])")
+            for (sensor, count) in counts {
+                let written = lines.filter { $0["type"] as? String == "sample" && $0["sensor"] as? String == sensor }.count
+                #expect(count["samples"] == written, "run \(run), \(sensor): summary \(count["samples"] ?? -1), written \(written)")
+            }
+        }
+    }
+
+    /// A configuration the device (or the library, from the device's information) refuses: one error line, and no
+    /// "opened" event on stdout for a stream that never ran.
+    @Test func aRefusedConfigurationPrintsNoOpenedEvent() async throws {
+        for extra in [[], ["--no-check"]] {
+            let r = try await CLI.run(["wearable", "stream", "--device", "sim:wearable", "--sensor", "gyroscope", "--period", "320ms",
+                                       "--duration", "1s", "--format", "json"] + extra)
+            #expect(r.status != 0 && r.stderrLines.count == 1, "\(extra): \(r.stderr)")
+            #expect(!r.stdout.contains("\"opened\""), "\(extra): \(r.stdout)")
+        }
+    }
+
+    /// Gestures alone (--sensor none), and a gesture named by its id.
+    @Test func gesturesAloneAndByID() async throws {
+        let r = try await CLI.run(["wearable", "stream", "--device", "sim:wearable", "--sensor", "none", "--gesture", "0x81",
+                                   "--duration", "1s", "--format", "json"])
+        #expect(r.status == 0, "\(r.stderr)")
+        let lines = try jsonLines(r.stdout)
+        let configured = try #require(lines.first { $0["event"] as? String == "configured" })
+        #expect((configured["periods"] as? [String: Int])?.isEmpty != false, "no sensor: \(configured)")
+        #expect(configured["gestures"] as? [String] == ["doubleTap"], "\(configured)")
+        #expect(!lines.contains { $0["type"] as? String == "sample" })
+    }
+
     /// The link drops mid-stream: the stream reports the closed event with its error, its summary, one line, exit 69.
     @Test func aLinkDroppedMidStreamEndsWithItsError() async throws {
         let sim = try await RunningWearable.start([])
@@ -229,7 +272,9 @@ struct WearableCLITests {
         let written = try json(r.stdout)
         #expect(written["jsonl"] as? String == base + ".jsonl" && written["csv"] as? String == base + ".csv")
         #expect((written["gestures"] as? Int ?? 0) >= 2, "a nod and a shake: \(r.stdout)")
-        let csv = try String(contentsOfFile: base + ".csv", encoding: .utf8).split(separator: "\n")
+        let csvText = try String(contentsOfFile: base + ".csv", encoding: .utf8)
+        #expect(csvText.hasSuffix("\r\n") && !csvText.replacingOccurrences(of: "\r\n", with: "").contains("\n"), "RFC 4180 rows: CRLF")
+        let csv = csvText.split(whereSeparator: \.isNewline)
         #expect(csv.first?.hasPrefix("kind,sensor_or_gesture,timestamp,device_time_ms") == true)
         #expect(csv.contains { $0.hasPrefix("gesture,headNod,") } && csv.contains { $0.hasPrefix("gesture,headShake,") })
         #expect(csv.filter { $0.hasPrefix("sample,gameRotation,") }.count == (written["samples"] as? Int ?? 0) / 3)
