@@ -123,7 +123,7 @@ let package = Package(
         .target(
             name: "SpeakerHub",
             dependencies: [
-                "AudioInput", "Failure", "SpeakerHubCore", "SpeakerSession", "Speaker", "Transport",
+                "AudioInput", "Failure", "SpeakerHubCore", "SpeakerSession", "Speaker", "Support", "Transport",
                 .product(name: "Hummingbird", package: "hummingbird"), .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],

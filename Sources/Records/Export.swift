@@ -1,4 +1,5 @@
 import Foundation
+import Support
 
 /// The records written out for other tools: JSON (one object per unit, with its identities and its runs, steps and
 /// measurements), CSV (one row per measurement, a step without any on a row of its own), JUnit XML (a test suite per
@@ -75,12 +76,7 @@ public enum RecordsExport {
                 }
             }
         }
-        return rows.map { $0.map(csvField).joined(separator: ",") }.joined(separator: "\r\n") + "\r\n"
-    }
-
-    static func csvField(_ text: String) -> String {
-        guard text.contains(where: { $0 == "," || $0 == "\"" || $0 == "\r" || $0 == "\n" }) else { return text }
-        return "\"" + text.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+        return CSV.document(rows)
     }
 
     /// A `<testsuite>` per run (named by the unit's serial or hardware id and the run), a `<testcase>` per step:
@@ -135,22 +131,6 @@ public enum RecordsExport {
 
     static func seconds(_ t: TimeInterval) -> String { String(format: "%.3f", max(0, t)) }
 
-    /// XML text and attribute escaping; characters XML 1.0 cannot carry become U+FFFD.
-    static func escape(_ text: String) -> String {
-        var out = ""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "&": out += "&amp;"
-            case "<": out += "&lt;"
-            case ">": out += "&gt;"
-            case "\"": out += "&quot;"
-            case "'": out += "&apos;"
-            case "\n": out += "&#10;"
-            case "\t", "\r": out += "&#\(scalar.value);"
-            default:
-                out.unicodeScalars.append(scalar.value < 0x20 || (0xFFFE...0xFFFF).contains(scalar.value) ? "\u{FFFD}" : scalar)
-            }
-        }
-        return out
-    }
+    /// XML text and attribute escaping (`Markup.escape`).
+    static func escape(_ text: String) -> String { Markup.escape(text) }
 }

@@ -1,3 +1,4 @@
+import Support
 import SpeakerHubCore
 
 /// The hub's control page (`GET /`): the speakers with their volume, the media list, play/pause/stop and the
@@ -127,21 +128,8 @@ public enum HubPage {
         return .object(fields)
     }
 
-    /// Text made safe for HTML content and attribute values.
-    static func html(_ text: String) -> String {
-        var out = ""
-        for c in text {
-            switch c {
-            case "&": out += "&amp;"
-            case "<": out += "&lt;"
-            case ">": out += "&gt;"
-            case "\"": out += "&quot;"
-            case "'": out += "&#39;"
-            default: out.append(c)
-            }
-        }
-        return out
-    }
+    /// Text made safe for HTML content and attribute values (`Markup.escape`).
+    static func html(_ text: String) -> String { Markup.escape(text) }
 
     /// m:ss.
     static func clock(_ seconds: Int) -> String {

@@ -188,9 +188,8 @@ struct WearablePlot {
         return String(format: "%g", (v * 1000).rounded() / 1000)
     }
 
-    static func escape(_ s: String) -> String {
-        s.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;").replacingOccurrences(of: ">", with: "&gt;")
-    }
+    /// SVG text and attributes (`Markup.escape`: quotes too).
+    static func escape(_ s: String) -> String { Markup.escape(s) }
 
     func svg() -> String {
         let width = 1000.0, left = 90.0, right = 30.0, top = 50.0, panelHeight = 200.0, gap = 60.0
