@@ -134,12 +134,13 @@ t=$(now)
 check bt-flash tuneup flash /images/app-1.5.0.img --device "$baddr" --key /images/dev-public.pem --wait 60
 echo "INFO rfcomm flash of app-1.5.0.img (164515 bytes): $(since $t) s"
 grep -E "^Written|^Total" /tmp/bt-flash.out | sed 's/^/INFO rfcomm: /'
-check bt-probe-after-flash tuneup probe --device "$baddr"
+check bt-probe-after-flash tuneup probe --device "$baddr" --verbose
 expect bt-probe-new-version /tmp/bt-probe-after-flash.out "1.5.0"
 kill $btsim; wait $btsim
 
 if [ $failed != 0 ]; then
   echo "--- bluetooth simulator stderr"; tail -30 /tmp/bt-sim.err
+  echo "--- bt-probe-after-flash"; grep -v "^$" /tmp/bt-probe-after-flash.out | tail -15
   echo "--- dmesg"; dmesg | tail -40
 fi
 
@@ -173,7 +174,15 @@ esac
 # uses extended advertising on these controllers, which the kernel's LE connect (extended scanning) on hci1 sees.
 grep -q "advertising through HCI commands" /tmp/ble-sim.err && echo "INFO ble: the simulator fell back to HCI advertising"
 export TUNEUP_BT_ADAPTER=hci1
-check ble-search timeout 20 tuneup wearable search --duration 5s --verbose
+# Known and open: in about 1 run in 4 under QEMU the kernel's discovery on hci1 reports no advertisement at all in the
+# first search (Start Discovery succeeds, no Device Found event), while the connection that follows works. Said as an
+# INFO line and searched once more; the check fails if the second search finds nothing too.
+if timeout 20 tuneup wearable search --duration 5s --verbose >/tmp/ble-search.out 2>&1; then
+  echo "PASS ble-search"
+else
+  echo "INFO ble-search: the first search found nothing ($(tail -2 /tmp/ble-search.out | tr '\n' ' ')); searching again"
+  check ble-search timeout 20 tuneup wearable search --duration 5s --verbose
+fi
 expect ble-search-finds-wearable /tmp/ble-search.out "$bleaddr  wearable 3"
 check ble-info timeout 30 tuneup wearable info --device "$bleaddr"
 expect ble-info-product /tmp/ble-info.out "0x4020 variant 1"
