@@ -56,22 +56,7 @@ public enum RFCOMMTransport {
             } else {
                 resolved = try await SDP.findSerialPortChannel(on: address, from: local, context: context, logger: logger)
             }
-            // A connection made just after another to the same device closed (a probe right after a flash) can meet
-            // the old link still being torn down (the kernel keeps an idle ACL link for about 2 s): the kernel fails
-            // it (EACCES, ECONNRESET or EBUSY). Tried again, within the timeout, for about 4 s; a device that really
-            // wants pairing costs that much more to say so.
-            var pause = Duration.milliseconds(250)
-            var attempt = 1
-            while true {
-                do {
-                    return try await open(address, channel: resolved, from: local, context: context, logger: logger)
-                } catch let error as TransportError where attempt < 5 && [EACCES, ECONNRESET, EBUSY].contains(error.errno ?? 0) {
-                    attempt += 1
-                    logger?.debug("\(error.message); trying again in \(pause.shortDescription) (attempt \(attempt) of 5)")
-                    try await Task.sleep(for: pause)
-                    pause *= 2
-                }
-            }
+            return try await open(address, channel: resolved, from: local, context: context, logger: logger)
         }
     }
 

@@ -170,8 +170,10 @@ extension WearableCommand {
     /// Runs one streaming session: opens, configures, hands every line to `emit` (in order, on one task), stops at
     /// the duration, on SIGINT/SIGTERM/SIGHUP or when the link is lost, closes and hands the summary over. A lost link
     /// or a failed open ends in its one line and exit code after `finish` ran (so recordings are written).
+    /// `shouldStop` is asked after each line: true stops the stream as the duration would (a recording that cannot
+    /// write any more).
     static func stream(_ choice: DeviceChoice, _ setup: StreamSetup, emit: (WearableLine) -> Void,
-                       finish: (WearableLine) async throws -> Void) async throws {
+                       shouldStop: () -> Bool = { false }, finish: (WearableLine) async throws -> Void) async throws {
         enum Item: Sendable {
             case event(WearableEvent), reading(SensorReading), gesture(GestureReading), stop
             /// A forwarding task's stream ended (the session closed it); `drained`: the wait for them is over.
@@ -276,6 +278,7 @@ extension WearableCommand {
                 emit(line)
             case .event: break
             }
+            if !closing, shouldStop() { await close() }
             if closing && forwarders == 0 { break loop }
         }
         emit(.closed(lost))
@@ -334,10 +337,11 @@ extension WearableCommand {
 
     struct Record: AsyncParsableCommand, HandlesItsOwnSignals {
         static let configuration = CommandConfiguration(
-            abstract: "Record sensor samples and gestures to PATH.jsonl and PATH.csv (written when the recording stops).",
+            abstract: "Record sensor samples and gestures to PATH.jsonl and PATH.csv, written as the recording goes.",
             discussion: """
-                As 'stream', into two files written whole when the recording stops (--duration, Ctrl-C, or a \
-                lost link: what arrived is kept; a symbolic link's target is written; a missing directory, or a \
+                As 'stream', into two files written as it goes, at least every second (a recording killed outright \
+                keeps all but its last second; a full disk stops it with one line, keeping what was written), until \
+                --duration, Ctrl-C or a lost link (what arrived is kept; a symbolic link's target is written; a missing directory, or a \
                 device, FIFO, socket or directory in the way, is refused before the device is opened, exit 74): PATH.jsonl holds every line 'stream --format json' prints, \
                 PATH.csv one row per sample or gesture (kind, sensor_or_gesture, timestamp, device_time_ms, \
                 host_time_s, x, y, z, w, accuracy, bias_x, bias_y, bias_z, missing_before). 'tuneup wearable plot \
@@ -370,46 +374,51 @@ extension WearableCommand {
         func run() async throws {
             let live = !output.json && WearableCommand.stdoutIsTerminal
             var view = LiveView(device: choice.device)
-            var jsonl: [String] = [], csv: [String] = [WearableLine.csvHeader]
             var samples = 0, gestures = 0
             let base = self.base, json = output.json
-            // Where the files go is checked before the device is opened: a missing directory, a device, FIFO, socket
-            // or directory in the way is one line and exit 74, not a recording lost at the end.
+            // The files are opened before the device is: a missing directory, a device, FIFO, socket or directory in
+            // the way is one line and exit 74, not a recording lost. They are written as the recording goes.
+            let writer: RecordingWriter
             do {
-                try await Blocking.perform("record check", unavailable: { OutputFileError(.writeFailed, $0.message) }) { () throws(OutputFileError) in
-                    for file in [base + ".jsonl", base + ".csv"] { _ = try SafeOutput.resolve(file) }
-                }
+                writer = try await RecordingWriter.open(base: base)
             } catch {
                 throw failureExit(error)
             }
-            try await WearableCommand.stream(choice, setup, emit: { line in
-                if live { view.take(line) }
-                if !live, line.event == "configured" {
-                    Console.err("recording to \(base).jsonl and \(base).csv" + (setup.duration.map { " for \($0)" } ?? "") + "; Ctrl-C stops\n")
+            writer.append(jsonl: nil, csv: WearableLine.csvHeader)
+            let ticker = Task {
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: .seconds(1))
+                    writer.flush()
                 }
-                if let text = try? Output.jsonLine(line) { jsonl.append(text) }
-                if let row = line.csvRow { csv.append(row) }
-                if line.type == "sample" { samples += 1 } else if line.type == "gesture" { gestures += 1 }
-            }, finish: { summary in
-                if live { view.draw(force: true) }
-                let files = [(base + ".jsonl", jsonl.map { $0 + "\n" }.joined()), (base + ".csv", csv.map { $0 + CSV.lineEnding }.joined())]
-                let failure: OutputFileError? = try await DedicatedThread.run(name: "record") {
-                    for (file, text) in files {
-                        do throws(OutputFileError) {
-                            try SafeOutput.write(text, to: file)
-                        } catch {
-                            return error
-                        }
+            }
+            defer { ticker.cancel() }
+            do {
+                try await WearableCommand.stream(choice, setup, emit: { line in
+                    if live { view.take(line) }
+                    if !live, line.event == "configured" {
+                        Console.err("recording to \(base).jsonl and \(base).csv" + (setup.duration.map { " for \($0)" } ?? "") + "; Ctrl-C stops\n")
                     }
-                    return nil
-                }
-                if let failure { throw failureExit(failure) }
-                let written = Written(jsonl: base + ".jsonl", csv: base + ".csv", samples: samples, gestures: gestures, summary: summary)
-                try Output.emit(written, json: json) {
-                    WearableCommand.summaryText(summary) + "\nwrote \(WearableCommand.counted(samples, "sample")) and "
-                        + "\(WearableCommand.counted(gestures, "gesture")) to \(written.jsonl) and \(written.csv)"
-                }
-            })
+                    writer.append(jsonl: try? Output.jsonLine(line), csv: line.csvRow)
+                    if line.type == "sample" { samples += 1 } else if line.type == "gesture" { gestures += 1 }
+                }, shouldStop: { writer.failure != nil }, finish: { summary in
+                    if live { view.draw(force: true) }
+                    if let failure = await writer.finish() {
+                        throw failureExit(OutputFileError(
+                            failure.code, "\(failure.message); the recording stopped there, what was written is kept"))
+                    }
+                    let written = Written(jsonl: writer.jsonlPath, csv: writer.csvPath, samples: samples, gestures: gestures, summary: summary)
+                    try Output.emit(written, json: json) {
+                        WearableCommand.summaryText(summary) + "\nwrote \(WearableCommand.counted(samples, "sample")) and "
+                            + "\(WearableCommand.counted(gestures, "gesture")) to \(written.jsonl) and \(written.csv)"
+                    }
+                })
+            } catch {
+                // A lost link: what was recorded until then is written and closed (finish ran). A device that could
+                // not be opened or configured: no recording, no files left behind.
+                _ = await writer.finish()
+                if samples == 0 && gestures == 0 { await writer.remove() }
+                throw error
+            }
         }
     }
 }

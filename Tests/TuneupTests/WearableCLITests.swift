@@ -320,6 +320,29 @@ struct WearableCLITests {
         #expect(csv.hasPrefix("kind,sensor_or_gesture,"))
     }
 
+    /// A recording is written as it goes: killed outright (SIGKILL), it keeps what it had received until about a second
+    /// before, every line whole.
+    @Test func aKilledRecordingKeepsWhatItWrote() async throws {
+        let base = Scratch.directory + "/killed"
+        let process = try ChildProcess(CLI.binary.path, ["wearable", "record", base, "--sensor", "accelerometer", "--period", "20ms",
+                                                         "--duration", "60s"], stdout: .null)
+        // Samples reach the file while the recording runs (before, nothing was written until its end).
+        func written() async throws -> [[String: Any]] {
+            let text = try await offThePool { (try? String(contentsOfFile: base + ".jsonl", encoding: .utf8)) ?? "" }
+            return text.split(separator: "\n").compactMap { try? json(String($0)) }
+        }
+        try await waitUntil("samples in \(base).jsonl", within: 60) { try await written().filter { $0["type"] as? String == "sample" }.count >= 20 }
+        process.signal(SIGKILL)
+        _ = try await exitStatus(of: process)
+        let text = try await offThePool { try String(contentsOfFile: base + ".jsonl", encoding: .utf8) }
+        #expect(text.hasSuffix("\n"), "whole lines only")
+        let lines = text.split(separator: "\n")
+        #expect(lines.allSatisfy { (try? json(String($0))) != nil }, "every line is JSON")
+        #expect(lines.filter { $0.contains("\"sample\"") }.count >= 20)
+        let csv = try await offThePool { try String(contentsOfFile: base + ".csv", encoding: .utf8) }
+        #expect(csv.hasPrefix("kind,sensor_or_gesture,") && csv.contains("sample,accelerometer,"))
+    }
+
     @Test func simWearableOnAPseudoTerminal() async throws {
         let sim = try await RunningWearable.start(["--pty", "--seed", "3"])
         #expect(sim.address.hasPrefix("serial:/dev/pts/"), "\(sim.address)")
