@@ -93,6 +93,6 @@ if $vm; then
         exit 1
     fi
     echo "== USB and Bluetooth through a real kernel (QEMU)"
-    tools/vm/e2e.sh tools/vm/tuneup --timeout 480
+    tools/vm/e2e.sh tools/vm/tuneup --timeout 600
 fi
 echo "== all tests passed"
