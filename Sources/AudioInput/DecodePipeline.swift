@@ -84,11 +84,9 @@ final class DecodePipeline: @unchecked Sendable {
             try network.start()
             var io = virtualIO
             let opened = sf_open_virtual(&io, Int32(SFM_READ), &info, Unmanaged.passUnretained(network).toOpaque())
-            if let error = network.error {
-                if let opened { sf_close(opened) }
-                throw error
-            }
-            guard let opened else { throw openFailure(name: name, head: network.head(512)) }
+            // A transfer that failed after its first bytes (a cut, a stall) does not fail an open that succeeded:
+            // what arrived is decoded first, then the failure is reported (`checkReadError`).
+            guard let opened else { throw network.error ?? openFailure(name: name, head: network.head(512)) }
             file = opened
             network.finishOpening()
         }

@@ -71,7 +71,9 @@ final class HTTPByteSource: @unchecked Sendable {
         }
         try gate.withLock { () throws(AudioInputError) in
             try waitLocked(until: { responded || finished || failure != nil })
-            if let failure { throw failure }
+            // A transfer cut right after its first bytes (a race with this wait) still hands over what arrived: the
+            // decoder plays it and then reports the failure. Only a failure before any body byte fails the start.
+            if let failure, buffer.isEmpty || !responded { throw failure }
             if let type = contentType?.lowercased(), type.hasPrefix("text/") || type.contains("html") {
                 let kind = type.split(separator: ";").first.map(String.init) ?? type
                 let error = AudioInputError(.notAudio, "\(url): the server sent \(kind), not audio")
