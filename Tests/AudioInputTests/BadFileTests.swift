@@ -61,13 +61,7 @@ import TestSupport
         let bytes = try Data(contentsOf: URL(fileURLWithPath: whole))
         try bytes.prefix(bytes.count / 2).write(to: URL(fileURLWithPath: path))
         let stream = try await AudioInput.open(.file(path), output: Fixtures.format(rate: 44_100, channels: 2))
-        var frames = 0
-        var failure: AudioInputError?
-        do throws(AudioInputError) {
-            while let chunk = try await stream.next() { frames += chunk.frameCount }
-        } catch {
-            failure = error
-        }
+        let (_, frames, failure) = await Fixtures.readUntilEnd(stream)
         await stream.close()
         #expect(frames > 44_100 / 2 && frames < 2 * 44_100, "\(frames) frames")
         #expect(failure?.code == .truncated || failure?.code == .corrupt, "\(String(describing: failure))")

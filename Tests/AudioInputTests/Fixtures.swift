@@ -99,6 +99,21 @@ enum Fixtures {
     }
 
     /// The code of the error `open` throws (nil when it opens), checking it is one line naming the source.
+    /// Reads `stream` to its end or its failure: the samples read before it, and the failure (nil at a clean end).
+    static func readUntilEnd(_ stream: AudioStream) async -> (samples: [Int32], frames: Int, failure: AudioInputError?) {
+        var samples: [Int32] = []
+        var frames = 0
+        do throws(AudioInputError) {
+            while let chunk = try await stream.next() {
+                samples += chunk.samples
+                frames += chunk.frameCount
+            }
+            return (samples, frames, nil)
+        } catch {
+            return (samples, frames, error)
+        }
+    }
+
     static func openError(_ source: AudioSourceAddress, output: AudioFormat = .cd, startAt: Duration = .zero,
                           options: AudioInputOptions = AudioInputOptions()) async -> AudioInputError? {
         do {

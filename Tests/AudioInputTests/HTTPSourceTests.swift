@@ -6,86 +6,9 @@ import Testing
 import TestSupport
 import Transport
 
-/// A small HTTP/1.1 server on loopback (the repo's `TCPListener`) with one answer per path.
-final class TestHTTPServer: Sendable {
-    enum Answer: Sendable {
-        /// 200 with the body; `length` false sends no Content-Length and ends the body by closing.
-        case body([UInt8], type: String, length: Bool)
-        case status(Int, String)
-        /// The headers and `prefix` bytes of a body, then nothing until the server stops.
-        case stall(prefix: [UInt8], type: String)
-        /// The headers (with a Content-Length of `announced` bytes when given) and `prefix` bytes of a body, then the
-        /// connection closes: a transfer cut short.
-        case cut(prefix: [UInt8], type: String, announced: Int?)
-    }
-
-    let listener: TCPListener
-    let port: UInt16
-    private let task: Task<Void, Never>
-
-    init(_ routes: [String: Answer]) async throws {
-        listener = try await TCPListener.bind()
-        guard case .tcp(_, let port) = listener.boundAddress else { throw TestFailure("not a TCP address") }
-        self.port = port
-        let listener = self.listener
-        task = Task {
-            await withTaskGroup(of: Void.self) { group in
-                while let link = try? await listener.accept() {
-                    group.addTask { await Self.serve(link, routes) }
-                }
-                group.cancelAll()
-            }
-        }
-    }
-
-    func url(_ path: String) -> AudioSourceAddress { .url("http://127.0.0.1:\(port)\(path)") }
-
-    func stop() async {
-        listener.close()
-        task.cancel()
-        await task.value
-    }
-
-    private static func serve(_ link: any Transport, _ routes: [String: Answer]) async {
-        defer { Task { await link.close() } }
-        var request: [UInt8] = []
-        while !request.ends(with: Array("\r\n\r\n".utf8)) {
-            guard let bytes = try? await link.receive(), !bytes.isEmpty else { return }
-            request += bytes
-        }
-        let line = String(decoding: request.prefix(while: { $0 != 0x0D }), as: UTF8.self)
-        let path = line.split(separator: " ").dropFirst().first.map(String.init) ?? "/"
-        func send(_ bytes: [UInt8]) async -> Bool {
-            var offset = 0
-            while offset < bytes.count {
-                // An odd size that no sample or frame divides: the decoder's reads straddle what has arrived.
-                let end = min(bytes.count, offset + 4093)
-                guard (try? await link.send(Array(bytes[offset..<end]))) != nil else { return false }
-                offset = end
-            }
-            return true
-        }
-        switch routes[path] ?? .status(404, "Not Found") {
-        case .body(let body, let type, let length):
-            var head = "HTTP/1.1 200 OK\r\nContent-Type: \(type)\r\nConnection: close\r\n"
-            if length { head += "Content-Length: \(body.count)\r\n" }
-            _ = await send(Array((head + "\r\n").utf8) + body)
-        case .status(let code, let reason):
-            let body = "<html><body>\(code) \(reason)</body></html>"
-            _ = await send(Array("HTTP/1.1 \(code) \(reason)\r\nContent-Type: text/html\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)".utf8))
-        case .stall(let prefix, let type):
-            _ = await send(Array("HTTP/1.1 200 OK\r\nContent-Type: \(type)\r\nConnection: close\r\n\r\n".utf8) + prefix)
-            try? await Task.sleep(for: .seconds(3600))
-        case .cut(let prefix, let type, let announced):
-            var head = "HTTP/1.1 200 OK\r\nContent-Type: \(type)\r\nConnection: close\r\n"
-            if let announced { head += "Content-Length: \(announced)\r\n" }
-            _ = await send(Array((head + "\r\n").utf8) + prefix)
-        }
-    }
-}
-
-extension Array where Element == UInt8 {
-    func ends(with suffix: [UInt8]) -> Bool { count >= suffix.count && Array(self[(count - suffix.count)...]) == suffix }
+extension TestHTTPServer {
+    /// The source address of `path` on this server.
+    func url(_ path: String) -> AudioSourceAddress { .url(address(path)) }
 }
 
 @Suite struct HTTPSourceTests {
@@ -221,13 +144,7 @@ extension Array where Element == UInt8 {
             let server = try await TestHTTPServer(["/half.wav": .stall(prefix: Array(f.wav.prefix(200_000)), type: "audio/wav")])
             let options = AudioInputOptions(stallTimeout: .milliseconds(300))
             let stream = try await AudioInput.open(server.url("/half.wav"), output: .cd, options: options)
-            var frames = 0
-            var failure: AudioInputError?
-            do throws(AudioInputError) {
-                while let chunk = try await stream.next() { frames += chunk.frameCount }
-            } catch {
-                failure = error
-            }
+            let (_, frames, failure) = await Fixtures.readUntilEnd(stream)
             #expect(failure?.code == .stalled, "\(String(describing: failure))")
             // Every frame that came before the stall is delivered, then the stall: (200000 - 44 header bytes) / 4
             // bytes a frame.
@@ -247,13 +164,7 @@ extension Array where Element == UInt8 {
             let cut = 44 + (f.wav.count - 44) / 3 / 4 * 4
             let server = try await TestHTTPServer(["/song.wav": .cut(prefix: Array(f.wav.prefix(cut)), type: "audio/wav", announced: f.wav.count)])
             let stream = try await AudioInput.open(server.url("/song.wav"), output: Self.output)
-            var samples: [Int32] = []
-            var failure: AudioInputError?
-            do throws(AudioInputError) {
-                while let chunk = try await stream.next() { samples += chunk.samples }
-            } catch {
-                failure = error
-            }
+            let (samples, _, failure) = await Fixtures.readUntilEnd(stream)
             #expect(failure?.code == .connectionFailed && failure?.message.contains("/song.wav") == true, "\(String(describing: failure))")
             let arrived = (cut - 44) / 4
             #expect(samples.count == 2 * arrived, "\(samples.count / 2) of the \(arrived) frames that arrived")
@@ -271,13 +182,7 @@ extension Array where Element == UInt8 {
             let cut = 44 + (f.wav.count - 44) / 2 / 4 * 4
             let server = try await TestHTTPServer(["/song.wav": .cut(prefix: Array(f.wav.prefix(cut)), type: "audio/wav", announced: nil)])
             let stream = try await AudioInput.open(server.url("/song.wav"), output: Self.output)
-            var frames = 0
-            var failure: AudioInputError?
-            do throws(AudioInputError) {
-                while let chunk = try await stream.next() { frames += chunk.frameCount }
-            } catch {
-                failure = error
-            }
+            let (_, frames, failure) = await Fixtures.readUntilEnd(stream)
             #expect(frames == (cut - 44) / 4)
             #expect(failure?.code == .truncated, "\(String(describing: failure))")
             #expect(failure?.message.contains("is truncated: the audio ends at 1.5 s of the 3.0 s") == true, "\(String(describing: failure))")

@@ -129,7 +129,7 @@ struct SpeakerPlayCLITests {
         let sim = try await RunningSpeakers.start([], count: 1)
         let wav = [UInt8](Self.wav(seconds: 6))
         let cut = 44 + (wav.count - 44) / 2
-        let server = try await SourceServer(["/song.wav": .cut(Array(wav.prefix(cut)), announced: wav.count)])
+        let server = try await TestHTTPServer(["/song.wav": .cut(prefix: Array(wav.prefix(cut)), type: "audio/wav", announced: wav.count)])
         let url = "http://127.0.0.1:\(server.port)/song.wav"
         let r = try await CLI.run(["speaker", "play", url, "--format", "json"] + sim.speakerArgs)
         let (times, sourceError, events) = Self.outcome(r)
@@ -148,7 +148,7 @@ struct SpeakerPlayCLITests {
         let sim = try await RunningSpeakers.start([], count: 1)
         let wav = [UInt8](Self.wav(seconds: 30))
         let sent = 44 + 2 * 48_000 * 4
-        let server = try await SourceServer(["/live.wav": .stall(Array(wav.prefix(sent)))])
+        let server = try await TestHTTPServer(["/live.wav": .stall(prefix: Array(wav.prefix(sent)), type: "audio/wav")])
         let url = "http://127.0.0.1:\(server.port)/live.wav"
         let r = try await CLI.run(["speaker", "play", url] + sim.speakerArgs)
         #expect(r.status == 69, "exit \(r.status): \(r.stderr)\n\(r.stdout)")
@@ -171,68 +171,6 @@ struct SpeakerPlayCLITests {
         #expect(words.status == 64 && words.stderr.hasPrefix("tuneup: the volume is a whole number 0...50, got 'loud'"), "\(words.stderr)")
         let option = try await CLI.run(["speaker", "volume", "--bogus", "--speaker", "127.0.0.1:9"])
         #expect(option.status == 64 && option.stderr.hasPrefix("tuneup: Unknown option '--bogus'"), "\(option.stderr)")
-    }
-}
-
-/// A small HTTP/1.1 server on loopback for `speaker play URL`: a body cut short, or a body that stops coming.
-final class SourceServer: Sendable {
-    enum Answer: Sendable {
-        /// 200 with a Content-Length of `announced` bytes, `prefix` of them, then the connection closes.
-        case cut([UInt8], announced: Int)
-        /// 200 with no length, `prefix`, then nothing until the server stops.
-        case stall([UInt8])
-    }
-
-    let port: UInt16
-    private let listener: TCPListener
-    private let task: Task<Void, Never>
-
-    init(_ routes: [String: Answer]) async throws {
-        listener = try await TCPListener.bind()
-        guard case .tcp(_, let port) = listener.boundAddress else { throw CLIError("not a TCP address") }
-        self.port = port
-        let listener = self.listener
-        task = Task {
-            await withTaskGroup(of: Void.self) { group in
-                while let link = try? await listener.accept() {
-                    group.addTask { await Self.serve(link, routes) }
-                }
-                group.cancelAll()
-            }
-        }
-    }
-
-    func stop() async {
-        listener.close()
-        task.cancel()
-        await task.value
-    }
-
-    private static func serve(_ link: any Transport, _ routes: [String: Answer]) async {
-        defer { Task { await link.close() } }
-        var request: [UInt8] = []
-        while request.count < 4 || Array(request.suffix(4)) != Array("\r\n\r\n".utf8) {
-            guard let bytes = try? await link.receive(), !bytes.isEmpty else { return }
-            request += bytes
-        }
-        let path = String(decoding: request.prefix(while: { $0 != 0x0D }), as: UTF8.self).split(separator: " ").dropFirst().first.map(String.init)
-        func send(_ bytes: [UInt8]) async {
-            var offset = 0
-            while offset < bytes.count {
-                let end = min(bytes.count, offset + 65_536)
-                guard (try? await link.send(Array(bytes[offset..<end]))) != nil else { return }
-                offset = end
-            }
-        }
-        switch path.flatMap({ routes[$0] }) {
-        case .cut(let prefix, let announced)?:
-            await send(Array("HTTP/1.1 200 OK\r\nContent-Type: audio/wav\r\nContent-Length: \(announced)\r\nConnection: close\r\n\r\n".utf8) + prefix)
-        case .stall(let prefix)?:
-            await send(Array("HTTP/1.1 200 OK\r\nContent-Type: audio/wav\r\nConnection: close\r\n\r\n".utf8) + prefix)
-            try? await Task.sleep(for: .seconds(3600))
-        case nil:
-            await send(Array("HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".utf8))
-        }
     }
 }
 
