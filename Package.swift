@@ -71,6 +71,9 @@ let package = Package(
         .target(name: "Support", dependencies: ["CShims", "Failure"], swiftSettings: strict),
         // Child processes that inherit only their standard streams (tests, benchmarks, the PostgreSQL helper, tools).
         .target(name: "Spawn", dependencies: ["CShims"], swiftSettings: strict),
+        // Unit labels: ZPL II for the printer and an SVG/PNG preview, barcodes encoded by Debian's libzint.
+        .systemLibrary(name: "CZint", path: "Sources/CZint", providers: [.apt(["libzint-dev"])]),
+        .target(name: "Labels", dependencies: ["CZint", "Failure", "Spawn", "Support"], swiftSettings: strict),
         // The transport abstraction, device addresses and the byte-stream back ends.
         .target(
             name: "Transport",
@@ -202,7 +205,7 @@ let package = Package(
                 "Failure", "LightX", "Transport", "Headset", "Simulator", "Firmware", "FirmwareUpdate", "USBTransport", "USBGadget",
                 "BluetoothTransport", "TuneupKit", "Recipe", "Records", "Station", "SpeakerSession", "SpeakerSimulator", "Progress",
                 "Wearable", "WearableLink", "WearableSession", "WearableSimulator", "SpeakerHub", "AudioInput", "Spawn", "Support",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "Labels", .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict),
@@ -239,6 +242,7 @@ let package = Package(
             dependencies: ["AudioInput", "Speaker", "Transport", "CSndfile", "TestSupport"],
             swiftSettings: strict),
         .testTarget(name: "SupportTests", dependencies: ["Support", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "LabelsTests", dependencies: ["Labels", "Spawn", "Support", "Transport", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "TransportTests", dependencies: ["Transport", "Support", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "SessionTests", dependencies: ["Session", "Transport", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "HeadsetTests", dependencies: ["Headset", "Simulator", "Transport", "LightX", "TestSupport"], swiftSettings: strict),

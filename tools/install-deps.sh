@@ -4,8 +4,9 @@ set -euo pipefail
 # librsvg2-bin: 'tuneup wearable plot' converts its SVG to PNG with rsvg-convert.
 # chromium: the hub's control page is tested in a real headless browser (Tests/SpeakerHubTests/HubPageTests).
 # libsndfile, libsoxr, libcurl: the speakers' audio input (decoding, resampling, web streams).
+# libzint-dev: the station's unit labels (barcodes); zbar-tools, dmtx-utils: the tests read the label previews back.
 packages=(pkg-config libusb-1.0-0-dev libbluetooth-dev umockdev libsqlite3-dev postgresql librsvg2-bin chromium
-          libsndfile1-dev libsoxr-dev libcurl4-openssl-dev)
+          libsndfile1-dev libsoxr-dev libcurl4-openssl-dev libzint-dev zbar-tools dmtx-utils)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

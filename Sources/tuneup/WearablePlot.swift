@@ -292,19 +292,11 @@ struct WearablePlot {
     /// symbolic link); the PNG's path, or nil when there is no converter or it failed. Throws when the PNG's path is
     /// refused or cannot be written. Blocking: call it off the cooperative pool.
     static func convertToPNG(_ svg: String) throws(OutputFileError) -> String? {
-        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
-        guard let tool = path.split(separator: ":").map({ "\($0)/rsvg-convert" }).first(where: { FileManager.default.isExecutableFile(atPath: $0) })
-        else { return nil }
+        guard SVGRasterizer.tool != nil else { return nil }
         let png = (svg.hasSuffix(".svg") ? String(svg.dropLast(4)) : svg) + ".png"
         _ = try SafeOutput.resolve(png)
-        var template = Array((NSTemporaryDirectory() + "tuneup-plot-XXXXXX").utf8CString)
-        guard let made = mkdtemp(&template) else { return nil }
-        let directory = String(cString: made)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let converted = directory + "/plot.png"
-        guard let process = try? ChildProcess(tool, ["-f", "png", "-o", converted, svg], stdout: .null, stderr: .null),
-              process.waitUntilExit() == .exit(0), let bytes = FileManager.default.contents(atPath: converted) else { return nil }
-        try SafeOutput.write([UInt8](bytes), to: png)
+        guard let bytes = SVGRasterizer.png(ofFile: svg) else { return nil }
+        try SafeOutput.write(bytes, to: png)
         return png
     }
 }
