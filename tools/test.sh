@@ -25,6 +25,28 @@ tools/install-deps.sh
 
 echo "== blocking calls off the cooperative pool (tools/check-blocking.py)"
 python3 tools/check-blocking.py
+
+static_build=
+busy_loops=()
+# Whatever happens, nothing this script started in the background outlives it.
+cleanup() {
+    [ ${#busy_loops[@]} -eq 0 ] || kill "${busy_loops[@]}" 2>/dev/null || true
+    [ -z "$static_build" ] || pkill -TERM -P "$static_build" 2>/dev/null || true
+    [ -z "$static_build" ] || kill "$static_build" 2>/dev/null || true
+}
+trap cleanup EXIT
+if $vm; then
+    # The guest's tuneup (a cold release build of its own: many minutes of both cores) is built in the background
+    # from the start, at the lowest CPU and I/O priority: the debug build and the tests take the cores whenever they
+    # want them, and the release build gets what they leave — the link steps of the debug build, the real-time and
+    # one-at-a-time tests (mostly waiting), the bad-input sweep, the fuzzers (fixed time, whatever the load). The
+    # dependencies are resolved once first, so the two builds never write Package.resolved at the same time.
+    swift package resolve
+    mkdir -p .build-static
+    echo "== building the guest's tuneup in the background, at idle priority (.build-static/build.log)"
+    nice -n 19 ionice -c 3 tools/vm/tuneup/build.sh > .build-static/build.log 2>&1 &
+    static_build=$!
+fi
 echo "== swift build (debug, with tests)"
 swift build --build-tests
 echo "== swift test"
@@ -55,29 +77,17 @@ if $under_load; then
     # The same suite while two busy loops hold both cores: a test that waits on wall-clock time, or code that blocks
     # Swift's cooperative pool, fails here. The loops end with the script, whatever happens.
     echo "== swift test again, under load: two CPU-bound busy loops on both cores"
-    busy_loops=()
     for _ in 1 2; do (while :; do :; done) & busy_loops+=($!); done
-    trap 'kill "${busy_loops[@]}" 2>/dev/null || true' EXIT
     started=$(date +%s)
     swift test --skip-build --parallel --skip "$realtime|$heavy"
     echo "== the parallel suite under load took $(( $(date +%s) - started )) s"
     kill "${busy_loops[@]}" 2>/dev/null || true
-    trap - EXIT
+    busy_loops=()
 fi
 echo "== swift test: real-time tests, one at a time"
 swift test --skip-build --no-parallel --filter "$realtime"
 echo "== bad-input sweep (tools/bad-input-sweep.py)"
 python3 tools/bad-input-sweep.py .build/debug/tuneup
-
-static_build=
-if $vm; then
-    # The guest's tuneup (a cold release build: minutes) is built while the fuzzers run: they run for a fixed time
-    # whatever the load, so the overlap costs them iterations, not the run minutes. Nothing timed runs meanwhile.
-    mkdir -p .build-static
-    echo "== building the guest's tuneup in the background (.build-static/build.log)"
-    tools/vm/tuneup/build.sh > .build-static/build.log 2>&1 &
-    static_build=$!
-fi
 
 if [ "${CI:-}" = "true" ]; then
     echo "== fuzzing the LightX stream decoder (60 s)"
@@ -87,11 +97,14 @@ if [ "${CI:-}" = "true" ]; then
     echo "== fuzzing the hub's query handling (20 s)" && tools/fuzz/hub/run.sh 20
 fi
 if $vm; then
+    echo "== waiting for the guest's tuneup"
     if ! wait "$static_build"; then
+        static_build=
         tail -40 .build-static/build.log
         echo "the guest's tuneup did not build (above: the end of .build-static/build.log)" >&2
         exit 1
     fi
+    static_build=
     echo "== USB and Bluetooth through a real kernel (QEMU)"
     tools/vm/e2e.sh tools/vm/tuneup --timeout 600
 fi
