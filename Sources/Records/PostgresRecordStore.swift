@@ -22,7 +22,10 @@ public final class PostgresRecordStore: LineRecordServer, StoredValues {
     private let timeout: Duration
 
     /// The schema versions this store knows, in order (the SQLite store's migrations, in PostgreSQL's dialect).
-    static let migrations: [(String, String)] = [("v1-records", PostgresSchema.v1), ("v2-origin", PostgresSchema.v2)]
+    static let migrations: [(String, String)] = [
+        ("v1-records", PostgresSchema.v1), ("v2-origin", PostgresSchema.v2),
+        ("v4-station-heartbeat", PostgresSchema.stationHeartbeat),
+    ]
 
     private init(name: String, client: PostgresClient, logger: Logger, timeout: Duration) {
         self.name = name
@@ -674,6 +677,13 @@ enum PostgresSchema {
         ALTER TABLE runs ADD COLUMN origin TEXT;
         CREATE UNIQUE INDEX runs_by_origin ON runs(origin) WHERE origin IS NOT NULL;
         """
+}
+
+extension PostgresRecordStore {
+    /// One transaction for the line's status and the stations' heartbeats (LineStatus.swift).
+    func lineTransaction<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection, Logger) async throws -> T) async throws -> T {
+        try await transaction { c in try await body(c, self.logger) }
+    }
 }
 
 extension Date {

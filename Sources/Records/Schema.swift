@@ -11,6 +11,9 @@ enum Schema {
         migrator.registerMigration("v2-outbox") { db in
             try db.execute(sql: v2)
         }
+        migrator.registerMigration("v4-station-heartbeat") { db in
+            try db.execute(sql: stationHeartbeat)
+        }
         return migrator
     }
 
