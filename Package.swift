@@ -29,6 +29,7 @@ let package = Package(
         .library(name: "SpeakerSimulator", targets: ["SpeakerSimulator"]),
         .library(name: "SpeakerHub", targets: ["SpeakerHub"]),
         .library(name: "AudioInput", targets: ["AudioInput"]),
+        .library(name: "StationPage", targets: ["StationPage"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -41,6 +42,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", exact: "2.28.1", traits: []),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird-websocket", exact: "2.8.1"),
     ],
     targets: [
         // The one error shape of every module: stable codes, a failure category, one line (no dependencies).
@@ -199,13 +201,25 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"), .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict),
+        // The station's operator page and the line dashboard: Hummingbird pages whose updates are pushed over a
+        // WebSocket (station events fanned out without blocking the station; the line's PostgreSQL read on a timer).
+        .target(
+            name: "StationPage",
+            dependencies: [
+                "Failure", "Records", "Station", "Support",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strict),
         .executableTarget(
             name: "tuneup",
             dependencies: [
                 "Failure", "LightX", "Transport", "Headset", "Simulator", "Firmware", "FirmwareUpdate", "USBTransport", "USBGadget",
                 "BluetoothTransport", "TuneupKit", "Recipe", "Records", "Station", "SpeakerSession", "SpeakerSimulator", "Progress",
                 "Wearable", "WearableLink", "WearableSession", "WearableSimulator", "SpeakerHub", "AudioInput", "Spawn", "Support",
-                "Labels", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "StationPage", "Labels", .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict),
@@ -215,7 +229,9 @@ let package = Package(
             dependencies: [
                 "LightX", "Transport", "Headset", "Firmware", "FirmwareUpdate", "Simulator", "TuneupKit", "Recipe", "Records", "Station",
                 "ThrowawayPostgres", "Wearable", "WearableSession", "WearableSimulator", "TestSupport", "SpeakerSession",
-                "SpeakerSimulator", "Spawn", "Support", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "SpeakerSimulator", "Spawn", "Support", "StationPage",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
             ],
             swiftSettings: strict),
         // Helpers shared by the test targets.
@@ -268,6 +284,13 @@ let package = Package(
         .testTarget(
             name: "StationTests",
             dependencies: ["Station", "Simulator", "Records", "Recipe", "TuneupKit", "FirmwareUpdate", "LightX", "TestSupport"],
+            swiftSettings: strict),
+        .testTarget(
+            name: "StationPageTests",
+            dependencies: [
+                "StationPage", "Station", "Simulator", "Records", "Recipe", "TuneupKit", "TestSupport", "Spawn", "Support",
+                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
+            ],
             swiftSettings: strict),
         .testTarget(name: "SpawnTests", dependencies: ["Spawn", "Support"], swiftSettings: strict),
         .testTarget(name: "TuneupTests", dependencies: ["tuneup", "LightX", "Transport", "TuneupKit", "Records", "Spawn", "TestSupport"], swiftSettings: strict),

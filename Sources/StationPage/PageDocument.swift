@@ -1,0 +1,226 @@
+import Support
+
+/// The pages as single self-contained HTML documents (no external script, style or font): the state as it is when
+/// the page is requested is embedded as JSON, the page's script draws it with DOM APIs (text is only ever set as
+/// `textContent`, never parsed as markup) and then applies the messages the server pushes over `/ws`.
+enum PageDocument {
+    enum Kind: String { case station, line }
+
+    static func render(kind: Kind, title: String, initialState: String) -> String {
+        // JSON inside a <script> element: "<" never appears raw, so no "</script>" or "<!--" can end it early.
+        let embedded = initialState.replacingOccurrences(of: "<", with: "\\u003c")
+        return """
+            <!DOCTYPE html>
+            <html lang="en">
+            <head>
+            <meta charset="utf-8">
+            <meta name="viewport" content="width=device-width, initial-scale=1">
+            <title>\(Markup.escape(title))</title>
+            <style>\(style)</style>
+            </head>
+            <body data-kind="\(kind.rawValue)" data-link="connecting" data-changes="0">
+            <header><h1 id="title">\(Markup.escape(title))</h1><div id="subtitle"></div><div id="link" title="updates">connecting</div></header>
+            <div id="stopping" hidden></div>
+            <main id="main"></main>
+            <script type="application/json" id="initial-state">\(embedded)</script>
+            <script>\(script)</script>
+            </body>
+            </html>
+            """
+    }
+
+    static let style = """
+        :root { font-family: system-ui, sans-serif; color: #1b1f24; background: #f3f4f6; }
+        body { margin: 0; }
+        header { display: flex; align-items: baseline; gap: 1.5em; padding: .6em 1em; background: #1f2937; color: #f9fafb; }
+        header h1 { margin: 0; font-size: 1.3em; }
+        #subtitle { flex: 1; opacity: .85; }
+        #link { font-size: .85em; padding: .1em .6em; border-radius: 1em; background: #b45309; }
+        body[data-link="open"] #link { background: #047857; }
+        #stopping { background: #b91c1c; color: white; padding: .5em 1em; font-weight: bold; }
+        main { padding: .8em 1em; display: grid; gap: 1em; }
+        section { background: white; border-radius: 6px; padding: .6em .9em; box-shadow: 0 1px 2px #0002; }
+        section h2 { margin: 0 0 .4em; font-size: 1em; color: #374151; }
+        .totals { display: flex; flex-wrap: wrap; gap: 1.6em; font-size: 1.05em; }
+        .totals b { font-size: 1.4em; display: block; }
+        .tiles { display: grid; grid-template-columns: repeat(auto-fill, minmax(15em, 1fr)); gap: .6em; }
+        .tile { border-radius: 6px; padding: .5em .7em; background: #e5e7eb; border-left: 6px solid #9ca3af; min-height: 6em; }
+        .tile .slot { font-weight: bold; }
+        .tile .unit, .tile .serial { font-family: ui-monospace, monospace; font-size: .9em; }
+        .tile .result { font-weight: bold; margin-top: .3em; }
+        .tile[data-state="running"] { background: #dbeafe; border-color: #2563eb; }
+        .tile[data-state="pass"] { background: #d1fae5; border-color: #059669; }
+        .tile[data-state="fail"], .tile[data-state="error"] { background: #fee2e2; border-color: #dc2626; }
+        .tile[data-state="aborted"] { background: #fef3c7; border-color: #d97706; }
+        progress { width: 100%; }
+        table { border-collapse: collapse; width: 100%; font-size: .9em; }
+        th, td { text-align: left; padding: .2em .5em; border-bottom: 1px solid #e5e7eb; vertical-align: top; }
+        td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
+        tr[data-outcome="pass"] td.outcome { color: #047857; font-weight: bold; }
+        tr[data-outcome="fail"] td.outcome, tr[data-outcome="error"] td.outcome { color: #b91c1c; font-weight: bold; }
+        tr[data-alive="false"] td { color: #9ca3af; }
+        .bar { background: #f87171; height: .8em; display: inline-block; }
+        details summary { cursor: pointer; }
+        .mono { font-family: ui-monospace, monospace; }
+        """
+
+    static let script = #"""
+        "use strict";
+        const S = {};
+        const el = (tag, attrs, ...children) => {
+          const e = document.createElement(tag);
+          for (const [k, v] of Object.entries(attrs || {})) {
+            if (v === null || v === undefined) continue;
+            if (k === "class") e.className = v; else e.setAttribute(k, String(v));
+          }
+          for (const c of children) {
+            if (c === null || c === undefined) continue;
+            e.appendChild(typeof c === "object" ? c : document.createTextNode(String(c)));
+          }
+          return e;
+        };
+        const pct = v => (v === null || v === undefined) ? "–" : (v * 100).toFixed(1) + " %";
+        const num = (v, d) => (v === null || v === undefined || typeof v !== "number") ? "–" : v.toFixed(d);
+        const when = ms => ms ? new Date(ms).toLocaleTimeString() : "";
+        const section = (id, title) => {
+          let s = document.getElementById(id);
+          if (!s) {
+            s = el("section", {id: id}, el("h2", {}, title), el("div", {class: "body"}));
+            document.getElementById("main").appendChild(s);
+          }
+          const body = s.querySelector(".body");
+          const fresh = el("div", {class: "body"});
+          s.replaceChild(fresh, body);
+          return fresh;
+        };
+        const table = (heads, rows) => el("table", {},
+          el("thead", {}, el("tr", {}, ...heads.map(h => el("th", {class: h.num ? "num" : null}, h.t || h)))),
+          el("tbody", {}, ...rows));
+        const td = (v, cls) => el("td", {class: cls}, v);
+        function stepsOf(u) {
+          if (!u.steps || !u.steps.length) return null;
+          const rows = [];
+          for (const s of u.steps) {
+            rows.push(el("tr", {"data-step": s.name, "data-outcome": s.outcome}, td(s.name), td(s.outcome, "outcome"),
+              td(num(s.seconds, 3), "num"), td(s.message)));
+            for (const m of s.measurements || []) {
+              rows.push(el("tr", {"data-measurement": m.name, "data-outcome": m.outcome}, td("  " + m.name),
+                td(m.outcome, "outcome"), td(num(m.value, 4) + " " + m.unit, "num"),
+                td("limits " + num(m.low, 4) + " … " + num(m.high, 4))));
+            }
+          }
+          return el("details", {}, el("summary", {}, u.steps.length + " steps"), table(["step", "result", {t: "s", num: 1}, ""], rows));
+        }
+        function unitsTable(units, withStation) {
+          const heads = ["run", "ended"].concat(withStation ? ["station"] : []).concat(["slot", "unit", "serial", "operator", "result",
+            {t: "s", num: 1}, "failed at"]).concat(withStation ? [] : ["record"]);
+          return table(heads, (units || []).map(u => {
+            const tr = el("tr", {"data-run": u.run, "data-hwid": u.hardwareID, "data-outcome": u.outcome}, td(u.run, "num"), td(when(u.endedAt)));
+            if (withStation) tr.appendChild(td(u.station));
+            for (const c of [td(u.slot), td(u.hardwareID, "mono"), td(u.serial || "", "mono serial"), td(u.operator || "", "operator"),
+              td((u.outcome || "").toUpperCase(), "outcome"), td(num(u.seconds, 1), "num"),
+              td((u.failedStep || "") + (u.message ? ": " + u.message : ""))]) tr.appendChild(c);
+            if (!withStation) tr.appendChild(el("td", {}, stepsOf(u)));
+            return tr;
+          }));
+        }
+        function paretoTable(rows) {
+          if (!rows || !rows.length) return el("p", {id: "no-failures"}, "no failures");
+          const top = rows[0].count;
+          return table(["cause", {t: "count", num: 1}, {t: "share", num: 1}, {t: "cumulative", num: 1}, ""],
+            rows.map(r => el("tr", {"data-cause": r.cause, "data-count": r.count}, td(r.cause), td(r.count, "num"), td(pct(r.share), "num"),
+              td(pct(r.cumulative), "num"), el("td", {}, el("span", {class: "bar", style: "width:" + Math.round(120 * r.count / top) + "px"})))));
+        }
+        function drawStation(changed) {
+          const h = S.header || {};
+          if (changed.has("header")) {
+            document.getElementById("title").textContent = "Station " + (h.station || "");
+            document.getElementById("subtitle").textContent = "recipe " + (h.recipe || "") + " · operator " + (h.operator || "–");
+            const stop = document.getElementById("stopping");
+            stop.hidden = !h.stopping;
+            stop.textContent = h.stopping ? "Station stopped taking units: " + h.stopping : "";
+          }
+          if (changed.has("totals") || !document.getElementById("totals")) {
+            const t = S.totals || {};
+            const b = section("totals", "Totals");
+            const item = (id, label, v) => el("div", {id: id}, el("b", {}, v), label);
+            b.appendChild(el("div", {class: "totals"}, item("t-passed", "passed", t.passed), item("t-failed", "failed", t.failed),
+              item("t-errors", "errors", t.errors), item("t-uph", "units/h", num(t.unitsPerHour, 1)),
+              item("t-fpy", "first-pass yield", pct(t.firstPassYield))));
+          }
+          const tileKeys = Object.keys(S).filter(k => k.startsWith("tile:"));
+          if (tileKeys.some(k => changed.has(k)) || !document.getElementById("slots")) {
+            const b = section("slots", "Slots");
+            const order = (h.slots || []).map(s => "tile:" + s);
+            for (const k of tileKeys) if (!order.includes(k)) order.push(k);
+            const grid = el("div", {class: "tiles"});
+            for (const k of order) {
+              const t = S[k];
+              if (!t) continue;
+              const result = t.state === "pass" ? "PASS" + (t.seconds != null ? " in " + num(t.seconds, 1) + " s" : "") + (t.present ? ": take it out" : "")
+                : ["fail", "error", "aborted"].includes(t.state) ? t.state.toUpperCase() + " at " + t.step + (t.message ? ": " + t.message : "")
+                : t.state === "running" ? t.step : "waiting for a unit";
+              grid.appendChild(el("div", {class: "tile", "data-slot": t.slot, "data-state": t.state, "data-unit": t.unit || "",
+                  "data-present": t.present ? "true" : "false"},
+                el("div", {class: "slot"}, t.slot), el("div", {class: "unit"}, t.unit || "–"), el("div", {class: "serial"}, t.serial || ""),
+                t.state === "running" && typeof t.fraction === "number" ? el("progress", {max: 1, value: t.fraction}) : null,
+                el("div", {class: "result"}, result)));
+            }
+            b.appendChild(grid);
+          }
+          if (changed.has("pareto") || !document.getElementById("pareto")) section("pareto", "Failures of the shift (Pareto)").appendChild(paretoTable(S.pareto));
+          if (changed.has("units") || !document.getElementById("units")) section("units", "Last units").appendChild(unitsTable(S.units, false));
+        }
+        function drawLine(changed) {
+          const l = S.line || {};
+          document.getElementById("title").textContent = "Line";
+          document.getElementById("subtitle").textContent = (l.database || "") + " · last " + (l.windowMinutes || 60) + " min";
+          const stop = document.getElementById("stopping");
+          stop.hidden = !S.problem;
+          stop.textContent = S.problem || "";
+          if (changed.has("line") || !document.getElementById("totals")) {
+            const b = section("totals", "Line");
+            const item = (id, label, v) => el("div", {id: id}, el("b", {}, v), label);
+            b.appendChild(el("div", {class: "totals"}, item("l-alive", "stations alive", (l.alive || 0) + " / " + (l.stations || 0)),
+              item("l-uph", "units/h", num(l.unitsPerHour, 1)), item("l-units", "units", l.units || 0),
+              item("l-yield", "yield", pct(l.yield)), item("l-fpy", "first-pass yield", pct(l.firstPassYield))));
+          }
+          if (changed.has("stations") || !document.getElementById("stations")) {
+            section("stations", "Stations").appendChild(table(["station", "alive", "last seen", {t: "units/h", num: 1}, {t: "units", num: 1},
+              {t: "passed", num: 1}, {t: "failed", num: 1}, {t: "errors", num: 1}, {t: "yield", num: 1}, {t: "first-pass", num: 1}],
+              (S.stations || []).map(s => el("tr", {"data-station": s.station, "data-alive": s.alive ? "true" : "false", "data-units": s.units},
+                td(s.station), td(s.alive ? "alive" : "silent", "alive"), td(s.lastSeen == null ? "never" : num(s.lastSeen, 0) + " s ago"),
+                td(num(s.unitsPerHour, 1), "num uph"), td(s.units, "num units"), td(s.passed, "num"), td(s.failed, "num"), td(s.errors, "num"),
+                td(pct(s.yield), "num"), td(pct(s.firstPassYield), "num")))));
+          }
+          if (changed.has("pareto") || !document.getElementById("pareto")) section("pareto", "Failures (Pareto)").appendChild(paretoTable(S.pareto));
+          if (changed.has("cpk") || !document.getElementById("cpk")) {
+            section("cpk", "Process capability (last units)").appendChild(table(["measurement", {t: "n", num: 1}, {t: "mean", num: 1},
+              {t: "σ", num: 1}, {t: "low", num: 1}, {t: "high", num: 1}, {t: "Cpk", num: 1}],
+              (S.cpk || []).map(m => el("tr", {"data-measurement": m.name, "data-count": m.count}, td(m.name), td(m.count, "num"),
+                td(num(m.mean, 4) + " " + m.unit, "num"), td(num(m.standardDeviation, 4), "num"), td(num(m.low, 4), "num"),
+                td(num(m.high, 4), "num"), td(num(m.cpk, 2), "num cpk")))));
+          }
+          if (changed.has("units") || !document.getElementById("units")) section("units", "Last units").appendChild(unitsTable(S.units, true));
+        }
+        function apply(message) {
+          const changed = new Set(Object.keys(message.sections || {}));
+          for (const [k, v] of Object.entries(message.sections || {})) S[k] = v;
+          if (document.body.dataset.kind === "line") drawLine(changed); else drawStation(changed);
+          document.body.dataset.changes = String(message.changes);
+        }
+        apply(JSON.parse(document.getElementById("initial-state").textContent));
+        let delay = 500;
+        function connect() {
+          const ws = new WebSocket((location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/ws");
+          const link = document.getElementById("link");
+          ws.onopen = () => { delay = 500; document.body.dataset.link = "open"; link.textContent = "live"; };
+          ws.onmessage = e => apply(JSON.parse(e.data));
+          ws.onclose = () => {
+            document.body.dataset.link = "closed"; link.textContent = "reconnecting";
+            setTimeout(connect, delay); delay = Math.min(delay * 2, 10000);
+          };
+        }
+        connect();
+        """#
+}

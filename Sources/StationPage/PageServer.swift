@@ -1,0 +1,168 @@
+import Failure
+import Foundation
+import Hummingbird
+import HummingbirdWebSocket
+import Logging
+import NIOCore
+import ServiceLifecycle
+
+/// The errors of the operator page and the line dashboard.
+public enum PageErrors: ErrorDomain {
+    public static func category(of code: PageError.Code) -> FailureCategory {
+        switch code {
+        case .cannotServe, .unreachable: .connection
+        default: .usage
+        }
+    }
+}
+
+public typealias PageError = CodedFailure<PageErrors>
+
+extension ErrorCodeIn where Domain == PageError {
+    /// A `--ui` / `--listen` address that is not HOST:PORT.
+    public static var badAddress: Self { Self(rawValue: "bad-address") }
+    /// The address cannot be bound (in use, not an address of this machine, no permission).
+    public static var cannotServe: Self { Self(rawValue: "cannot-serve") }
+    /// The line's database cannot be read.
+    public static var unreachable: Self { Self(rawValue: "unreachable") }
+}
+
+/// `HOST:PORT` or `[IPv6]:PORT` with a port 0...65535 (0: a free port).
+public struct ListenAddress: Sendable, Hashable, CustomStringConvertible {
+    public var host: String
+    public var port: Int
+
+    public init(host: String, port: Int) { (self.host, self.port) = (host, port) }
+
+    /// Parses `text`; `option` names the option in the error (`--ui`, `--listen`).
+    public init(parsing text: String, option: String) throws {
+        var host = Substring(text)
+        guard let colon = host.lastIndex(of: ":"), let port = Int(host[host.index(after: colon)...]), (0...65535).contains(port) else {
+            throw PageError(.badAddress, "\(option) takes HOST:PORT with a port 0...65535, got '\(text)'")
+        }
+        host = host[..<colon]
+        if host.hasPrefix("["), host.hasSuffix("]") { host = host.dropFirst().dropLast() }
+        guard !host.isEmpty, !host.contains(where: { $0.isWhitespace || $0 == "/" || $0 == "[" || $0 == "]" }) else {
+            throw PageError(.badAddress, "\(option) takes HOST:PORT, got '\(text)'")
+        }
+        if host.contains(":"), !text.hasPrefix("[") {
+            throw PageError(.badAddress, "\(option): write an IPv6 address in brackets, [ADDRESS]:PORT, got '\(text)'")
+        }
+        self.host = String(host)
+        self.port = port
+    }
+
+    public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+}
+
+/// Serves one page (`GET /`, a self-contained HTML document with the state as it is), the state as JSON
+/// (`GET /state`) and its pushed updates (`GET /ws`, a WebSocket: one text message per change, coalesced for a
+/// page that reads slowly). The browser never polls.
+public final class PageServer: Sendable {
+    public let host: String
+    public let port: Int
+    private let sections: Sections
+    private let group: ServiceGroup
+    private let task: Task<Void, any Error>
+
+    private init(host: String, port: Int, sections: Sections, group: ServiceGroup, task: Task<Void, any Error>) {
+        (self.host, self.port, self.sections, self.group, self.task) = (host, port, sections, group, task)
+    }
+
+    /// `http://HOST:PORT/`.
+    public var url: String { "http://\(host.contains(":") ? "[\(host)]" : host):\(port)/" }
+
+    /// Starts serving `sections` on `address`, the page made by `page` (given the state as a JSON message), and
+    /// returns once the server listens.
+    /// - Throws: `PageError(.cannotServe)` when the address cannot be bound.
+    public static func start(
+        _ sections: Sections, on address: ListenAddress, serverName: String, logger: Logger? = nil,
+        page: @escaping @Sendable (_ initialState: String) -> String
+    ) async throws -> PageServer {
+        var log = logger ?? Logger(label: "tuneup.page")
+        if logger == nil { log.logLevel = .critical }
+        let router = Router(context: BasicWebSocketRequestContext.self)
+        router.get("/") { _, _ -> Response in
+            respond(page(sections.fullMessage()), type: "text/html; charset=utf-8")
+        }
+        router.get("/state") { _, _ -> Response in
+            respond(sections.fullMessage(), type: "application/json; charset=utf-8")
+        }
+        router.ws("/ws") { inbound, outbound, _ in
+            try await serve(sections, inbound: inbound, outbound: outbound)
+        }
+        let (events, sink) = AsyncStream<Result<Int, PageError>>.makeStream()
+        let app = Application(
+            router: router, server: .http1WebSocketUpgrade(webSocketRouter: router),
+            configuration: .init(address: .hostname(address.host, port: address.port), serverName: serverName),
+            onServerRunning: { channel in sink.yield(.success(channel.localAddress?.port ?? address.port)) }, logger: log)
+        let group = ServiceGroup(configuration: .init(services: [app], logger: log))
+        let task = Task {
+            do {
+                try await group.run()
+                sink.yield(.failure(PageError(.cannotServe, "the page on \(address) stopped before it listened")))
+            } catch {
+                sink.yield(.failure(PageError(.cannotServe, "cannot serve the page on \(address): \(Self.describe(error))")))
+                throw error
+            }
+        }
+        for await event in events {
+            switch event {
+            case let .success(port): return PageServer(host: address.host, port: port, sections: sections, group: group, task: task)
+            case let .failure(error): throw error
+            }
+        }
+        task.cancel()
+        throw CancellationError()
+    }
+
+    /// A bind failure in one line ("Address already in use", not NIO's whole error value).
+    static func describe(_ error: any Error) -> String {
+        if let io = error as? IOError { return String(cString: strerror(io.errnoCode)).lowercased() }
+        let text = "\(error)"
+        if let range = text.range(of: "errno: ") ?? text.range(of: "errno ") {
+            let digits = text[range.upperBound...].prefix { $0.isNumber }
+            if let code = Int32(digits) { return String(cString: strerror(code)).lowercased() }
+        }
+        return text.split(separator: "\n").first.map(String.init) ?? text
+    }
+
+    static func respond(_ text: String, type: String) -> Response {
+        var headers = HTTPFields()
+        headers[.contentType] = type
+        headers[.cacheControl] = "no-store"
+        return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: text)))
+    }
+
+    /// One page's WebSocket: everything at once, then every change as it comes (coalesced while the page reads
+    /// slowly), until the page goes away or the server stops.
+    static func serve(_ sections: Sections, inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter) async throws {
+        let (id, wakeups) = sections.subscribe()
+        defer { sections.unsubscribe(id) }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            // The page sends nothing we need; reading tells when it closes.
+            group.addTask { for try await _ in inbound {} }
+            group.addTask {
+                var cursor: [String: Int] = [:]
+                for await _ in wakeups {
+                    if let message = sections.message(since: &cursor) { try await outbound.write(.text(message)) }
+                }
+            }
+            try await group.next()
+            group.cancelAll()
+        }
+    }
+
+    /// Pages connected now.
+    public var connectedPages: Int { sections.subscriberCount }
+
+    /// Stops serving and returns when the server has closed (connected pages are let go).
+    public func stop() async {
+        sections.finishAll()
+        await group.triggerGracefulShutdown()
+        _ = await task.result
+    }
+
+    /// Returns when the server ends (an error, or `stop()`).
+    public func wait() async throws { try await task.value }
+}
