@@ -17,8 +17,9 @@ struct Bench: AsyncParsableCommand {
             swift run -c release tuneup-bench line    # 4 station processes on one PostgreSQL: 64 units, no identity twice
             swift run -c release tuneup-bench wearable # 4 sensors at 20 ms, 100 listeners, 10 min of device time
             swift run -c release tuneup-bench speaker-sync  # 8 drifting speakers, jitter: sync, fidelity, latency, join, CPU
+            swift run -c release tuneup-bench page    # operator page: station event to WebSocket client, p50/p99
             """,
-        subcommands: [Codec.self, Probe.self, Flash.self, Many.self, Station.self, Line.self, WearableBench.self, SpeakerSync.self])
+        subcommands: [Codec.self, Probe.self, Flash.self, Many.self, Station.self, Line.self, WearableBench.self, SpeakerSync.self, Page.self])
 
     /// The tuneup binary the benchmarks run: `option`, or the one next to tuneup-bench.
     static func tuneupBinary(_ option: String?) throws -> String {
