@@ -31,7 +31,7 @@ struct Tuneup: AsyncParsableCommand {
         subcommands: [
             ProbeCommand.self, ANCCommand.self, AmbientCommand.self, EQCommand.self, BatteryCommand.self,
             SettingsCommand.self, MonitorCommand.self, DevicesCommand.self, FlashCommand.self, BootloaderCommand.self, FirmwareCommand.self, ImageCommand.self,
-            FactoryCommand.self, StationCommand.self, RecordsCommand.self,
+            FactoryCommand.self, StationCommand.self, RecordsCommand.self, LineCommand.self,
             SpeakerCommand.self,
             WearableCommand.self,
             SimCommand.self,
