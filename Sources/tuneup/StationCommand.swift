@@ -3,6 +3,7 @@ import Foundation
 import Recipe
 import Records
 import Station
+import StationPage
 import Support
 import TuneupKit
 
@@ -42,9 +43,14 @@ struct StationCommand: AsyncParsableCommand {
                 A station's name is held on its records while it runs: a second station of the same name on the same \
                 records file (or outbox) is refused, and only a killed station's open runs are closed as aborted.
 
+                --ui HOST:PORT serves the operator page (tiles per slot, totals, the shift's failure Pareto, the last \
+                units with their records), updated live over a WebSocket; with a PostgreSQL --db the station also \
+                beats a heartbeat for 'tuneup line serve'.
+
                 Exit codes: 0 every unit passed, 1 a unit failed or erred, 64 bad arguments or recipe values, \
                 65 an image is invalid or not signed by the recipe's key, 69 the line's database server cannot be \
-                reached or a station of the same name runs already, 74 the recipe, an image or the records \
+                reached, a station of the same name runs already or the --ui address cannot be bound, \
+                74 the recipe, an image or the records \
                 database could not be read or written, 130 stopped by Ctrl-C (units being provisioned are recorded \
                 as aborted).
 
@@ -91,6 +97,9 @@ struct StationCommand: AsyncParsableCommand {
 
         @OptionGroup var wait: BootloaderCommand.WaitOption
 
+        @Option(help: ArgumentHelp("Serve the operator page on HOST:PORT (port 0: a free port; the URL is printed on stderr).", valueName: "host:port"))
+        var ui: String?
+
         @OptionGroup var output: OutputOptions
 
         func validate() throws {
@@ -104,6 +113,7 @@ struct StationCommand: AsyncParsableCommand {
             if !(1...10_000).contains(lease) { throw ValidationError("--lease must be 1...10000") }
             if !(0...86_400).contains(uploadWait) { throw ValidationError("--upload-wait must be 0...86400 seconds") }
             if outbox != nil, !RecordStores.isServer(db ?? "") { throw ValidationError("--outbox is for a PostgreSQL --db (postgres://...)") }
+            if let ui { do { _ = try ListenAddress(parsing: ui, option: "--ui") } catch { throw ValidationError("\(error)") } }
         }
 
         func run() async throws {
@@ -111,6 +121,7 @@ struct StationCommand: AsyncParsableCommand {
             let loaded: LoadedRecipe
             let store: any RecordStore
             var line: (store: OutboxRecordStore, path: String)?
+            var lineServer: PostgresRecordStore?
             let stationName = station ?? Self.hostName()
             // Held until the station ends (the kernel drops it if the process dies): a second live station of this
             // name on these records is refused instead of closing this one's runs as a killed station's.
@@ -121,6 +132,7 @@ struct StationCommand: AsyncParsableCommand {
                 let directory = URL(fileURLWithPath: recipe).deletingLastPathComponent().path
                 if let db, RecordStores.isServer(db) {
                     let server = try await PostgresRecordStore.open(url: db)
+                    lineServer = server
                     let path = outbox ?? (directory + "/\(Self.fileName(stationName)).outbox.sqlite")
                     let outboxStore = try await SQLiteRecordStore.open(path: path)
                     let lined = OutboxRecordStore(server: server, outbox: outboxStore, station: stationName, leaseSize: lease)
@@ -156,7 +168,18 @@ struct StationCommand: AsyncParsableCommand {
                     view.note("records: \(left.conflicts) identity change\(left.conflicts == 1 ? " was" : "s were") refused by the line's database (another unit or station holds the value); see \(line.path)")
                 }
             }
-            let station = Station(recipe: loaded, store: store, options: options) { view.show($0) }
+            // The operator page (--ui) and, on a line, the station's heartbeat for the line dashboard.
+            let ui: StationUI?
+            do {
+                ui = try await StationUI.start(
+                    self.ui, store: store, station: stationName, recipe: recipe, operatorName: options.operatorName)
+            } catch {
+                throw failureExit(error)
+            }
+            let heartbeat = lineServer.map {
+                StationHeartbeat.start($0, station: stationName, slots: device.count, toolVersion: TuneupVersion.string)
+            }
+            let station = Station(recipe: loaded, store: store, options: options) { view.show($0); ui?.feed.handle($0) }
             do {
                 _ = try await station.recover()
             } catch {
@@ -186,10 +209,14 @@ struct StationCommand: AsyncParsableCommand {
                     results = try await station.run(slots: all)
                 }
             } catch {
+                await heartbeat?.stop()
+                await ui?.stop()
                 await finishLine()
                 throw failureExit(error)
             }
             view.summary(station.totals, stopReason: station.stopReason)
+            await heartbeat?.stop()
+            await ui?.stop()
             await finishLine()
             if Task.isCancelled { return }
             if let reason = station.stopReason, watch { throw CommandFailure(message: "the station stopped: \(reason)", code: 1) }
