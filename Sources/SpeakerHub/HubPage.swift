@@ -3,8 +3,8 @@ import SpeakerHubCore
 
 /// The hub's control page (`GET /`): the speakers with their volume, the media list, play/pause/stop and the
 /// elapsed time. The lists are written into the page by the server, so they are there without script; the script
-/// opens a session of its own and calls the v1 API for the buttons and sliders, and polls playback_status every
-/// second.
+/// opens a session of its own when it first acts (a page view holds none), calls the v1 API for the buttons and
+/// sliders, closes its session when the page goes away, and polls the player every second.
 public enum HubPage {
     public static func render(devices: [HubDevice], media: [HubMediaItem], playback: HubPlayback, problem: String?) -> String {
         var speakers = ""
@@ -56,9 +56,9 @@ public enum HubPage {
             .problem { color: #b00020; }
             </style></head>
             <body><header><h1>Tuneup hub</h1></header><main>
-            \(problem.map { "<p class=\"problem\">\(html($0))</p>" } ?? "")
+            <p id="problem" class="problem" role="status">\(problem.map { html($0) } ?? "")</p>
             <h2>Player</h2>
-            <div id="player"><span id="state">\(playback.state.rawValue)</span> &middot; <span id="current">\(current)</span>
+            <div id="player"><span id="state" data-state="\(playback.state.rawValue)">\(stateName(playback.state))</span> &middot; <span id="current">\(current)</span>
             &middot; elapsed <span id="elapsed">\(elapsed)</span><br>
             <button id="resume">&#9654; Play</button><button id="pause">&#10074;&#10074; Pause</button><button id="stop">&#9632; Stop</button></div>
             <h2>Speakers</h2>
@@ -69,15 +69,36 @@ public enum HubPage {
             \(items)</table>
             </main>
             <script>
-            let sid = null, lastMedia = \(resumable);
-            async function call(name, params) {
+            // The page's session is opened when it first acts (a view alone holds none), reused, opened again if the
+            // hub closed it (SessionNotFound: expired or displaced), and closed when the page goes away.
+            let sid = null, lastMedia = \(resumable), problemUntil = \(problem == nil ? "0" : "Date.now() + 10000");
+            const names = \(stateNamesJS);
+            function problem(text) {
+              document.getElementById("problem").textContent = text;
+              problemUntil = Date.now() + 10000;
+            }
+            async function session() {
+              if (sid === null) {
+                const j = await (await fetch("/v1/init_session?Priority=100")).json();
+                if (!j.SessionID) { problem(j.Error + ": " + j.Message); return null; }
+                sid = j.SessionID;
+              }
+              return sid;
+            }
+            async function call(name, params, again) {
+              if (await session() === null) return {};
               const q = new URLSearchParams(params || {});
-              if (sid !== null) q.set("SessionID", sid);
+              q.set("SessionID", sid);
               const r = await fetch("/v1/" + name + "?" + q.toString());
               const j = await r.json();
-              if (!r.ok || j.Result === "false") document.getElementById("state").textContent = j.Error + ": " + j.Message;
+              if (j.Error === "SessionNotFound" && !again) { sid = null; return call(name, params, true); }
+              if (!r.ok || j.Result === "false") problem(j.Error + ": " + j.Message);
               return j;
             }
+            window.addEventListener("pagehide", () => {
+              if (sid !== null) fetch("/v1/close_session?SessionID=" + sid, { keepalive: true });
+              sid = null;
+            });
             function picked() {
               return [...document.querySelectorAll("tr.speaker")].filter(r => r.querySelector(".pick").checked)
                 .map(r => r.dataset.deviceId).join(",");
@@ -86,7 +107,12 @@ public enum HubPage {
             async function status() {
               // The hub's player, whichever session plays (playback_status is this page's session's view).
               const j = await (await fetch("/page/status")).json();
-              document.getElementById("state").textContent = j.PlaybackState;
+              const state = document.getElementById("state");
+              state.dataset.state = j.PlaybackState;
+              state.textContent = names[j.PlaybackState] || j.PlaybackState;
+              // An error stays readable for 10 s, whatever the player does meanwhile.
+              if (Date.now() > problemUntil) document.getElementById("problem").textContent = "";
+              document.getElementById("player").dataset.live = "yes";
               document.getElementById("current").textContent = j.Title;
               document.getElementById("elapsed").textContent = clock(parseInt(j.TimeElapsed, 10));
               if (j.PersistentID) lastMedia = j.PersistentID;
@@ -108,7 +134,7 @@ public enum HubPage {
               if (lastMedia !== null) await call("resume_hub_media_selected_speakers", { PersistentID: lastMedia, DeviceIDList: picked() });
               status();
             });
-            call("init_session", { Priority: "100" }).then(j => { sid = j.SessionID; status(); setInterval(status, 1000); });
+            status(); setInterval(status, 1000);
             </script>
             </body></html>
 
@@ -126,6 +152,21 @@ public enum HubPage {
         case nil: fields += [("Title", .string("nothing"))]
         }
         return .object(fields)
+    }
+
+    /// A player state as the page shows it ("Playing"; the API's name stays in `data-state`).
+    public static func stateName(_ state: HubPlayerState) -> String {
+        switch state {
+        case .initialized: "Ready"
+        case .playing: "Playing"
+        case .paused: "Paused"
+        case .stopped: "Stopped"
+        }
+    }
+
+    /// `{"PlayerStatePlaying": "Playing", ...}` for the page's script.
+    static var stateNamesJS: String {
+        "{" + HubPlayerState.allCases.map { "\"\($0.rawValue)\": \"\(stateName($0))\"" }.joined(separator: ", ") + "}"
     }
 
     /// Text made safe for HTML content and attribute values (`Markup.escape`).

@@ -4,15 +4,29 @@ import NIOCore
 import ServiceLifecycle
 import SpeakerHubCore
 
+/// A request's context on the hub: Hummingbird's core, and the client's address (sessions are bounded per client).
+public struct HubRequestContext: RequestContext, RemoteAddressRequestContext {
+    public var coreContext: CoreRequestContextStorage
+    public let remoteAddress: SocketAddress?
+
+    public init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+        remoteAddress = source.channel.remoteAddress
+    }
+
+    /// The client's IP address (not its port: one browser's connections are one client).
+    var client: String { remoteAddress?.ipAddress ?? "" }
+}
+
 /// The hub on HTTP (Hummingbird): `GET /v1/NAME?QUERY` answered by `HubAPI`, `GET /` the control page. Every other
 /// path answers a JSON `UnknownCall` with 404.
 public enum SpeakerHubServer {
     /// The routes over `api`.
-    public static func router(_ api: HubAPI) -> Router<BasicRequestContext> {
-        let router = Router()
+    public static func router(_ api: HubAPI) -> Router<HubRequestContext> {
+        let router = Router(context: HubRequestContext.self)
         router.get("/v1/:name") { request, context -> Response in
             let name = context.parameters.get("name") ?? ""
-            let answer = await api.handle(name: Substring(name), query: request.uri.query.map { Substring($0) })
+            let answer = await api.handle(name: Substring(name), query: request.uri.query.map { Substring($0) }, client: context.client)
             return json(answer)
         }
         router.get("/") { _, _ -> Response in

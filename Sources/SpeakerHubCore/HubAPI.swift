@@ -15,24 +15,25 @@ public actor HubAPI {
 
     /// - Parameter now: the hub's clock: time since any fixed origin (tests inject a manual one).
     public init(speakers: any HubSpeakers, player: any HubPlayer, media: any HubMediaSource, sessionTimeout: Duration = .seconds(3600),
-                sessionCapacity: Int = 4096, now: @escaping @Sendable () -> Duration) {
+                sessionCapacity: Int = 4096, sessionsPerClient: Int = 32, now: @escaping @Sendable () -> Duration) {
         self.speakers = speakers
         self.player = player
         self.media = media
         self.now = now
-        self.sessions = HubSessions(timeout: sessionTimeout, capacity: sessionCapacity)
+        self.sessions = HubSessions(timeout: sessionTimeout, capacity: sessionCapacity, perClient: sessionsPerClient)
     }
 
     /// A hub on `clock` (a `ContinuousClock` when serving, a manual one in tests).
     public init<C: Clock>(speakers: any HubSpeakers, player: any HubPlayer, media: any HubMediaSource, sessionTimeout: Duration = .seconds(3600),
-                          sessionCapacity: Int = 4096, clock: C) where C.Duration == Duration {
+                          sessionCapacity: Int = 4096, sessionsPerClient: Int = 32, clock: C) where C.Duration == Duration {
         let origin = clock.now
         self.init(speakers: speakers, player: player, media: media, sessionTimeout: sessionTimeout, sessionCapacity: sessionCapacity,
-                  now: { origin.duration(to: clock.now) })
+                  sessionsPerClient: sessionsPerClient, now: { origin.duration(to: clock.now) })
     }
 
     /// Answers `/v1/NAME?QUERY`: never throws; a refusal is an answer with a 4xx or 5xx status.
-    public func handle(name: Substring, query: Substring?) async -> HubAnswer {
+    /// - Parameter client: the caller's address (its IP): sessions are bounded per client (`HubSessions.perClient`).
+    public func handle(name: Substring, query: Substring?, client: String = "") async -> HubAnswer {
         let request: HubRequest
         do {
             request = try HubRequest(name: name, query: query)
@@ -42,7 +43,7 @@ public actor HubAPI {
         await enter()
         defer { leave() }
         do {
-            return try await run(request)
+            return try await run(request, client: client)
         } catch let error as HubError {
             return error.answer
         } catch is CancellationError {
@@ -52,8 +53,8 @@ public actor HubAPI {
         }
     }
 
-    public func handle(name: String, query: String?) async -> HubAnswer {
-        await handle(name: Substring(name), query: query.map { Substring($0) })
+    public func handle(name: String, query: String?, client: String = "") async -> HubAnswer {
+        await handle(name: Substring(name), query: query.map { Substring($0) }, client: client)
     }
 
     /// What the control page shows: the speakers, the media, the player.
@@ -68,12 +69,13 @@ public actor HubAPI {
 
     // MARK: Calls
 
-    private func run(_ request: HubRequest) async throws -> HubAnswer {
+    private func run(_ request: HubRequest, client: String) async throws -> HubAnswer {
         let t = now()
         if case let .initSession(priority) = request.call {
-            let id = try sessions.open(priority: priority, now: t)
+            let id = try sessions.open(priority: priority, client: client, now: t)
             return HubAnswer(json: .object([("SessionID", .string(String(id)))]))
         }
+        if let spelled = request.unissuedSession { throw HubSessions.notFound(spelled: spelled) }
         guard let sid = request.sessionID else { throw HubError(.missingParameter, "parameter SessionID is missing") }
         try sessions.touch(sid, now: t)
         switch request.call {

@@ -115,6 +115,9 @@ public struct HubRequest: Sendable, Equatable {
     public var name: String
     public var call: HubCall
     public var sessionID: UInt64?
+    /// A SessionID the hub cannot have issued (not its decimal spelling: letters, a sign, leading zeros, too many
+    /// digits), as shown in messages: answered `SessionNotFound` like any other id it does not hold.
+    public var unissuedSession: String?
 
     /// Every call name, as published (`add_device_tosession`, the spec's spelling in one place, is an alias).
     public static let callNames = [
@@ -143,10 +146,13 @@ public struct HubRequest: Sendable, Equatable {
         self.name = name
         if name == "init_session" {
             sessionID = nil
+            unissuedSession = nil
             call = .initSession(priority: try Self.integer(q, "Priority", in: Self.priorityRange, default: Self.defaultPriority))
             return
         }
-        sessionID = try Self.id(q, "SessionID")
+        let spelled = try Self.required(q, "SessionID")
+        sessionID = Self.decimal(spelled).flatMap { String($0) == spelled ? $0 : nil }
+        unissuedSession = sessionID == nil ? HubQuery.shown(spelled) : nil
         func device() throws(HubError) -> UInt64 { try Self.id(q, "DeviceID") }
         func media() throws(HubError) -> UInt64 { try Self.id(q, "PersistentID") }
         func url() throws(HubError) -> String { try Self.mediaURL(q) }

@@ -5,6 +5,10 @@
 /// A playback request from a session whose priority is greater than or equal to the owner's takes the playback over;
 /// the owner's state becomes PlayerStateStopped and its id stays valid. A playback whose owner was closed or expired
 /// can be taken by anyone.
+///
+/// No client can lock the others out: a client address holds at most `perClient` sessions (opening one more closes
+/// that client's least recently used session that does not own the playback), and a session that never made a
+/// request after `init_session` expires after `unusedTimeout` instead of `timeout`.
 public struct HubSessions: Sendable {
     public struct Entry: Sendable, Equatable {
         public var id: UInt64
@@ -12,41 +16,65 @@ public struct HubSessions: Sendable {
         public var lastUsed: Duration
         /// This session's state while it does not own the playback: initialized until it plays, stopped after.
         public var ownState: HubPlayerState
+        /// The address of the client that opened it.
+        public var client: String
+        /// Whether a request named it after `init_session`.
+        public var used: Bool
     }
 
     public static let firstID: UInt64 = 1000
 
     public let timeout: Duration
     public let capacity: Int
+    public let perClient: Int
+    public let unusedTimeout: Duration
     public private(set) var entries: [UInt64: Entry] = [:]
     public private(set) var owner: UInt64?
     private var nextID = HubSessions.firstID
+    /// Sessions closed to make room for their client's newer ones (the most recent few, for a clear refusal).
+    private var displaced: [UInt64] = []
 
-    public init(timeout: Duration = .seconds(3600), capacity: Int = 4096) {
+    public init(timeout: Duration = .seconds(3600), capacity: Int = 4096, perClient: Int = 32, unusedTimeout: Duration = .seconds(300)) {
         self.timeout = timeout
         self.capacity = capacity
+        self.perClient = max(1, perClient)
+        self.unusedTimeout = min(unusedTimeout, timeout)
     }
 
-    /// A new session; expired ones are dropped first. Refused when `capacity` live sessions exist.
-    public mutating func open(priority: Int, now: Duration) throws(HubError) -> UInt64 {
+    /// A new session for `client`; expired ones are dropped first, and the client's least recently used one when it
+    /// holds `perClient` already. Refused when `capacity` live sessions exist.
+    public mutating func open(priority: Int, client: String = "", now: Duration) throws(HubError) -> UInt64 {
         expire(now: now)
+        let mine = entries.values.filter { $0.client == client && $0.id != owner }
+        if entries.values.filter({ $0.client == client }).count >= perClient,
+           let oldest = mine.min(by: { ($0.lastUsed, $0.id) < ($1.lastUsed, $1.id) }) {
+            entries[oldest.id] = nil
+            displaced.append(oldest.id)
+            if displaced.count > 4096 { displaced.removeFirst(displaced.count - 4096) }
+        }
         guard entries.count < capacity else {
             throw HubError(.tooManySessions, "the hub holds \(capacity) live sessions; close one (close_session) or wait for one to expire")
         }
         let id = nextID
         nextID += 1
-        entries[id] = Entry(id: id, priority: priority, lastUsed: now, ownState: .initialized)
+        entries[id] = Entry(id: id, priority: priority, lastUsed: now, ownState: .initialized, client: client, used: false)
         return id
     }
 
     /// Checks session `id` is live and restarts its expiry.
     public mutating func touch(_ id: UInt64, now: Duration) throws(HubError) {
-        guard var entry = entries[id] else { throw Self.notFound(id) }
-        guard now - entry.lastUsed < timeout else {
+        guard var entry = entries[id] else {
+            if displaced.contains(id) {
+                throw HubError(.sessionNotFound, "session \(id) was closed: its client opened more than \(perClient) sessions (close_session those you are done with)")
+            }
+            throw Self.notFound(id)
+        }
+        guard now - entry.lastUsed < lifetime(entry) else {
             entries[id] = nil
-            throw HubError(.sessionNotFound, "session \(id) expired (no request for \(Self.minutes(timeout)))")
+            throw HubError(.sessionNotFound, "session \(id) expired (no request for \(Self.minutes(lifetime(entry))))")
         }
         entry.lastUsed = now
+        entry.used = true
         entries[id] = entry
     }
 
@@ -54,9 +82,14 @@ public struct HubSessions: Sendable {
         entries[id] = nil
     }
 
-    /// Drops every session idle for `timeout` or longer.
+    /// Drops every session idle for its lifetime or longer.
     public mutating func expire(now: Duration) {
-        entries = entries.filter { now - $0.value.lastUsed < timeout }
+        entries = entries.filter { now - $0.value.lastUsed < lifetime($0.value) }
+    }
+
+    /// How long a session may stay idle: `timeout`, or `unusedTimeout` while it has made no request.
+    func lifetime(_ entry: Entry) -> Duration {
+        entry.used ? timeout : unusedTimeout
     }
 
     /// Whether session `id` may start, pause, resume or stop the playback.
@@ -92,6 +125,11 @@ public struct HubSessions: Sendable {
     }
 
     static func notFound(_ id: UInt64) -> HubError {
+        notFound(spelled: String(id))
+    }
+
+    /// A SessionID the hub did not issue, however it is spelled.
+    public static func notFound(spelled id: String) -> HubError {
         HubError(.sessionNotFound, "session \(id) is not open (init_session gives one; sessions expire after an hour without requests)")
     }
 

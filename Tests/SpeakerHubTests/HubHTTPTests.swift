@@ -202,15 +202,42 @@ struct HubHTTPTests {
         }
     }
 
+    /// One client cannot lock the others out (4,086 init_session calls once filled the hub for an hour): a client
+    /// address holds at most 32 sessions, its oldest make room for its newest, and other clients are not touched.
+    @Test func aClientThatFloodsInitSessionDisplacesOnlyItsOwnSessions() async throws {
+        try await withHub { hub in
+            let first = try await hub.session()
+            try Self.expectResult(try await hub.get("/v1/set_party_mode?SessionID=\(first)"), "the first session is used")
+            let other = await hub.api.handle(name: "init_session", query: nil, client: "192.0.2.7")
+            let otherID = try #require(other.body.split(separator: "\"").dropFirst(3).first.map(String.init), "\(other.body)")
+            var ids: [String] = []
+            for _ in 0..<200 { ids.append(try await hub.session()) }
+            let perClient = await hub.api.sessions.perClient
+            // Over HTTP every call comes from 127.0.0.1: that client keeps its newest sessions only.
+            #expect(await hub.api.sessions.entries.values.filter { $0.client == "127.0.0.1" }.count == perClient)
+            let displaced = try await hub.get("/v1/device_count?SessionID=\(first)")
+            #expect(try displaced.status == 404 && displaced.string("Error") == "SessionNotFound")
+            #expect(try displaced.string("Message")?.contains("its client opened more than \(perClient) sessions") == true, "\(displaced.body)")
+            #expect(try await hub.get("/v1/device_count?SessionID=\(ids.last!)").status == 200)
+            // The other client's session is untouched.
+            let answer = await hub.api.handle(name: "device_count", query: "SessionID=\(otherID)", client: "192.0.2.7")
+            #expect(answer.status == 200, "\(answer.body)")
+        }
+    }
+
     @Test func missingOrMalformedParametersAnswerAClearJSONError() async throws {
         try await withHub { hub in
             let sid = try await hub.session()
             let s = "SessionID=\(sid)"
             let cases: [(target: String, status: Int, error: String)] = [
                 ("/v1/device_count", 400, "MissingParameter"),
-                ("/v1/device_count?SessionID=abc", 400, "MalformedParameter"),
-                ("/v1/device_count?SessionID=-1", 400, "MalformedParameter"),
-                ("/v1/device_count?SessionID=99999999999999999999999", 400, "MalformedParameter"),
+                // A SessionID the hub never issued answers SessionNotFound however it is spelled.
+                ("/v1/device_count?SessionID=abc", 404, "SessionNotFound"),
+                ("/v1/device_count?SessionID=-1", 404, "SessionNotFound"),
+                ("/v1/device_count?SessionID=99999999999999999999999", 404, "SessionNotFound"),
+                ("/v1/device_count?SessionID=0\(sid)", 404, "SessionNotFound"),
+                ("/v1/device_count?SessionID=+\(sid)", 404, "SessionNotFound"),
+                ("/v1/device_count?SessionID=", 404, "SessionNotFound"),
                 ("/v1/device_count?SessionID=%zz", 400, "MalformedQuery"),
                 ("/v1/device_count?SessionID=%ff", 400, "MalformedQuery"),
                 ("/v1/device_count?SessionID=1000&SessionID=1000", 400, "MalformedQuery"),

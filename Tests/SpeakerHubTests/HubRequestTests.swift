@@ -31,10 +31,16 @@ struct HubRequestTests {
         // Unknown parameters are ignored (a browser's cache-buster, say).
         #expect(try call("is_playing", "SessionID=1&_=123") == .isPlaying)
 
+        // A SessionID the hub cannot have issued is read as such (the hub answers SessionNotFound), not refused here.
+        for spelled in ["", "+1", "01", "18446744073709551616", "abc", "-1"] {
+            let request = try HubRequest(name: "device_count", query: "SessionID=\(spelled)")
+            #expect(request.sessionID == nil && request.unissuedSession != nil, "\(spelled)")
+        }
+        #expect(try HubRequest(name: "device_count", query: "SessionID=1000").unissuedSession == nil)
+
         let refusals: [(String, String?, HubError.Code)] = [
             ("nope", "SessionID=1", .unknownCall), ("", nil, .unknownCall),
-            ("device_count", nil, .missingParameter), ("device_count", "SessionID=", .malformedParameter),
-            ("device_count", "SessionID=+1", .malformedParameter), ("device_count", "SessionID=18446744073709551616", .malformedParameter),
+            ("device_count", nil, .missingParameter),
             ("set_volume", "SessionID=1&Volume=-1", .malformedParameter), ("set_volume", "SessionID=1&Volume=051", .malformedParameter),
             ("init_session", "Priority=1000001", .malformedParameter),
             ("play_hub_media_selected_speakers", "SessionID=1&PersistentID=1&DeviceIDList=", .malformedParameter),
@@ -75,6 +81,28 @@ struct HubRequestTests {
         s.close(c)
         let d = try s.open(priority: 0, now: .seconds(120))
         #expect(d == 1003 && s.mayControlPlayback(d))
+    }
+
+    @Test func sessionsAreBoundedPerClientAndUnusedOnesExpireSooner() throws {
+        var s = HubSessions(timeout: .seconds(3600), capacity: 100, perClient: 3, unusedTimeout: .seconds(300))
+        let a = try s.open(priority: 100, client: "10.0.0.1", now: .zero)
+        let b = try s.open(priority: 100, client: "10.0.0.1", now: .seconds(1))
+        let c = try s.open(priority: 100, client: "10.0.0.1", now: .seconds(2))
+        let x = try s.open(priority: 100, client: "10.0.0.2", now: .seconds(2))
+        s.takePlayback(a)
+        try s.touch(b, now: .seconds(3))
+        // A fourth from 10.0.0.1 closes its least recently used session that does not own the playback: c.
+        let d = try s.open(priority: 100, client: "10.0.0.1", now: .seconds(4))
+        #expect(s.entries[c] == nil && s.entries[a] != nil && s.entries[b] != nil && s.entries[d] != nil && s.entries[x] != nil)
+        #expect(throws: HubError(.sessionNotFound, "")) { try s.touch(c, now: .seconds(5)) }
+        // Never used after init_session: gone after 5 minutes; used: kept for the hour.
+        try s.touch(a, now: .seconds(10))
+        #expect(throws: HubError(.sessionNotFound, "")) { try s.touch(x, now: .seconds(302)) }
+        try s.touch(b, now: .seconds(302))
+        try s.touch(a, now: .seconds(3000))
+        s.expire(now: .seconds(3000))
+        #expect(s.entries[d] == nil, "never used: expired at 5 minutes")
+        #expect(s.entries[a] != nil)
     }
 
     @Test func answersAreValidJSONWhateverTheStringsHold() throws {
