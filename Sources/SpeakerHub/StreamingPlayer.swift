@@ -5,18 +5,15 @@ import SpeakerSession
 /// The hub's player with audio (docs/hub.md §6): hub media (files in any format AudioInput decodes: WAV, AIFF, FLAC,
 /// Ogg Vorbis, Opus, MP3) is streamed by the controller's player (`SpeakerController.play`: PCM over UDP, in sync on
 /// every speaker of the playback session, on their clocks), so the state and elapsed time are the stream's. Web media
-/// is the speakers' own business in the HKWHub model (a URL they play; it cannot be resumed): it is announced to them
-/// by a `ControlPlayer` (play, pause, resume, stop of a stream of source `01`) and timed on the hub's clock.
+/// (an http or https URL, as HKWHub plays it) is fetched and decoded by AudioInput too and streamed the same way, as an
+/// HTTP stream (source `01`: it cannot be resumed; pausing it stops it). rtsp and mms URLs are refused with a clear
+/// `MediaUnreadable`: AudioInput cannot fetch them.
 public actor StreamingPlayer: HubPlayer {
     public let controller: SpeakerController
-    private let announcer: ControlPlayer
     private var item: HubPlayable?
-    /// Whether the current item is the controller's stream (else the announcer's).
-    private var streaming = false
 
-    public init(controller: SpeakerController, now: @escaping @Sendable () -> Duration) {
+    public init(controller: SpeakerController) {
         self.controller = controller
-        announcer = ControlPlayer(controller: controller, now: now)
     }
 
     public func play(_ item: HubPlayable, from position: Duration, on speakers: [UInt64]) async throws {
@@ -31,31 +28,41 @@ public actor StreamingPlayer: HubPlayer {
             }
             let from = Double(position.components.seconds) + Double(position.components.attoseconds) / 1e18
             try await controller.play(source, title: m.title, kind: .localFile, from: from)
-            streaming = true
-        case .web:
-            try await announcer.play(item, from: position, on: speakers)
-            streaming = false
+        case let .web(url):
+            let address: AudioSourceAddress
+            do {
+                address = try AudioSourceAddress(url)
+            } catch {
+                throw HubError(.mediaUnreadable, "MediaUrl \(url): this hub streams http and https URLs (\(error.message))")
+            }
+            let source: AudioInputSource
+            do {
+                source = try await AudioInputSource.open(address)
+            } catch {
+                throw HubError(.mediaUnreadable, error.message)   // names the URL and says what is wrong with it
+            }
+            try await controller.play(source, title: url, kind: .httpStream)
         }
         self.item = item
     }
 
     public func pause() async throws {
-        if streaming { try await controller.pause() } else { try await announcer.pause() }
+        try await controller.pause()
     }
 
     public func resume() async throws {
-        if streaming { try await controller.resume() } else { try await announcer.resume() }
+        try await controller.resume()
     }
 
     public func stop() async throws {
         guard item != nil else { return }
         let state = await playback().state
         guard state == .playing || state == .paused else { return }
-        if streaming { try await controller.stop() } else { try await announcer.stop() }
+        try await controller.stop()
     }
 
     public func playback() async -> HubPlayback {
-        guard streaming else { return await announcer.playback() }
+        guard item != nil else { return HubPlayback(state: .initialized, elapsed: nil, item: nil) }
         let state: HubPlayerState = switch await controller.playerState {
         case .initialized: .initialized
         case .playing, .preparing: .playing

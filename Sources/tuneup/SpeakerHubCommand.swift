@@ -67,7 +67,7 @@ extension SpeakerCommand {
             let clock = ContinuousClock()
             let origin = clock.now
             let now: @Sendable () -> Duration = { origin.duration(to: clock.now) }
-            let api = HubAPI(speakers: ControllerSpeakers(controller), player: StreamingPlayer(controller: controller, now: now),
+            let api = HubAPI(speakers: ControllerSpeakers(controller), player: StreamingPlayer(controller: controller),
                              media: folder, sessionTimeout: .milliseconds(Int64(sessionMinutes * 60_000)), now: now)
             let hub: RunningHub
             do {

@@ -6,7 +6,7 @@ import TestSupport
 import Testing
 
 /// The hub with audio: `StreamingPlayer` streams a file of the media folder (AudioInput decodes it) to simulated speakers, which render
-/// it; pause, resume and stop act on the stream; web media is announced. Real time: every wait polls a condition.
+/// it; pause, resume and stop act on the stream; web media is fetched and streamed too. Real time: every wait polls a condition.
 @Suite("Hub streaming to simulated speakers")
 struct HubStreamingTests {
     @Test func hubMediaIsStreamedAndRenderedPausedResumedAndStopped() async throws {
@@ -46,11 +46,43 @@ struct HubStreamingTests {
             #expect(try await hub.get("/v1/playback_status?\(s)").object()["PlaybackState"] as? String == "PlayerStateStopped")
             try await waitUntil("the speakers stop") { hub.sim.speakers.allSatisfy { !$0.deviceInfo.isPlaying } }
 
-            // Web media is the speakers' own: it is announced to the speakers (source 01) and timed by the hub.
-            let web = try await hub.get("/v1/play_web_media?\(s)&MediaUrl=http://example.com/a.mp3")
+        }
+    }
+
+    /// Web media is fetched and decoded by the hub and streamed in sync like its media folder (it once answered
+    /// PlayerStatePlaying while the speakers rendered silence): the speakers render the URL's audio; pausing it stops
+    /// it (web media cannot be resumed); a URL that cannot be fetched or played is MediaUnreadable with one line.
+    @Test func webMediaIsFetchedDecodedAndStreamedToTheSpeakers() async throws {
+        let wav = wavFile(seconds: 20, title: "Web Song", artist: "Net", album: "Stream")
+        let server = try await TestHTTPServer(["/song.wav": .body(wav, type: "audio/wav", length: true)])
+        defer { Task { await server.stop() } }
+        try await withHub(streaming: true) { hub in
+            let s = "SessionID=\(try await hub.session())"
+            #expect(try await hub.get("/v1/set_party_mode?\(s)").status == 200)
+            let url = server.address("/song.wav")
+            let web = try await hub.get("/v1/play_web_media?\(s)&MediaUrl=\(url)")
             #expect(web.status == 200, "\(web.body)")
-            #expect(try await hub.get("/v1/is_playing?\(s)").body == #"{"IsPlaying":"true"}"#)
-            #expect(try await hub.get("/v1/stop_play?\(s)").status == 200)
+            func rendered() async throws -> [UInt64] {
+                var frames: [UInt64] = []
+                for id in hub.ids { frames.append(try await hub.controller.session(id: id).status().renderedFrames) }
+                return frames
+            }
+            try await waitUntil("both speakers render the URL's audio") { try await rendered().allSatisfy { $0 > 0 } }
+            try await waitUntil("a second of it played") {
+                try await hub.get("/v1/playback_status?\(s)").string("TimeElapsed").flatMap(Int.init) ?? 0 >= 1
+            }
+            #expect(try await hub.get("/page/status").string("Title") == url)
+            // Pausing web media stops it; it cannot be resumed.
+            #expect(try await hub.get("/v1/pause_play?\(s)").status == 200)
+            #expect(try await hub.get("/v1/playback_status?\(s)").object()["PlaybackState"] as? String == "PlayerStateStopped")
+            try await waitUntil("the speakers stop") { hub.sim.speakers.allSatisfy { !$0.deviceInfo.isPlaying } }
+
+            for (target, says) in [(server.address("/missing.mp3"), "404"), ("rtsp://127.0.0.1:9/live", "http and https")] {
+                let refused = try await hub.get("/v1/play_web_media?\(s)&MediaUrl=\(target)")
+                #expect(try refused.status == 500 && refused.string("Error") == "MediaUnreadable", "\(refused.body)")
+                let message = try refused.string("Message") ?? ""
+                #expect(message.contains(says) && !message.contains("\n"), "\(message)")
+            }
             #expect(try await hub.get("/v1/is_playing?\(s)").body == #"{"IsPlaying":"false"}"#)
         }
     }

@@ -126,7 +126,7 @@ final class HubFixture: Sendable {
         let controller = try await SpeakerController.connect(endpoints, options: RequestOptions(timeout: .seconds(30)))
         let clock = ManualClock()
         let now: @Sendable () -> Duration = { clock.now.offset }
-        let player: any HubPlayer = streaming ? StreamingPlayer(controller: controller, now: now) : ControlPlayer(controller: controller, now: now)
+        let player: any HubPlayer = streaming ? StreamingPlayer(controller: controller) : ControlPlayer(controller: controller, now: now)
         let api = HubAPI(speakers: ControllerSpeakers(controller), player: player,
                          media: try MediaFolder(path: dir), sessionTimeout: sessionTimeout, now: now)
         let hub = try await SpeakerHubServer.start(api, host: "127.0.0.1", port: 0)
