@@ -42,6 +42,10 @@ public struct SensorReading: Sendable, Hashable {
     public var value: SensorValue
     /// Samples of this sensor missing just before this one (0 when none; > 0 marks a detected gap).
     public var missingBefore: Int
+
+    /// Yaw, pitch and roll in degrees of a rotation or game rotation sample (docs/wearable.md §4.1); nil for other
+    /// sensors.
+    public var orientation: Orientation? { value.orientation }
 }
 
 /// One gesture as listeners receive it.

@@ -14,7 +14,8 @@ extension WearableCommand {
                 PATH.jsonl when there is no file PATH, and PATH.csv its .jsonl) and writes RECORDING.svg (or \
                 --output): one panel per sensor with its components against the device time in seconds, the y axis in \
                 the sensor's unit, samples lost in a gap left as a break in the lines, and each gesture a dashed line \
-                across every panel, named in the first. A PNG of the same name (.png for .svg) is made with \
+                across every panel, named in the first. --orientation adds, under each rotation and game rotation \
+                panel, a panel of its yaw, pitch and roll in degrees (docs/wearable.md §4.1). A PNG of the same name (.png for .svg) is made with \
                 rsvg-convert (Debian: librsvg2-bin) when it is on PATH; --no-png skips it. Output files are replaced \
                 whole; a symbolic link's target is written; a device, FIFO, socket or directory is refused (exit 74). \
                 A file that is not a recording is refused with exit 65.
@@ -22,6 +23,8 @@ extension WearableCommand {
                   tuneup wearable record /tmp/walk --duration 3s
                   tuneup wearable plot /tmp/walk.jsonl
                   tuneup wearable plot /tmp/walk --output /tmp/walk-plot.svg --no-png --format json
+                  tuneup wearable record /tmp/head --sensor gameRotation --duration 5s
+                  tuneup wearable plot /tmp/head --orientation
                 """)
         @Argument(help: ArgumentHelp("The recording: PATH.jsonl written by 'record' (or PATH).", valueName: "recording"))
         var recording: String
@@ -29,6 +32,7 @@ extension WearableCommand {
                                    valueName: "file.svg"))
         var output: String?
         @Flag(help: "Do not make a PNG.") var noPng = false
+        @Flag(help: "Add a panel of yaw, pitch and roll (degrees) under each rotation or game rotation panel.") var orientation = false
         @OptionGroup var format: OutputOptions
 
         func validate() throws {
@@ -77,7 +81,7 @@ extension WearableCommand {
             let (input, text) = read
             let plot: WearablePlot
             do {
-                plot = try WearablePlot(jsonLines: text, name: input)
+                plot = try WearablePlot(jsonLines: text, name: input, orientation: orientation)
             } catch {
                 throw failureExit(error)
             }
@@ -96,9 +100,12 @@ extension WearableCommand {
             } catch {
                 throw failureExit(error)
             }
+            if orientation, !plot.panels.contains(where: { $0.kind == .orientation }) {
+                printError("no orientation panel: \(input) holds no rotation or game rotation samples")
+            }
             if !noPng, png == nil { printError("no PNG made: rsvg-convert is not on PATH or failed (Debian: apt-get install librsvg2-bin)") }
-            let made = Made(svg: svgPath, png: png, panels: plot.panels.map(\.sensor), samples: plot.sampleCount, gestures: plot.gestures.count,
-                            gaps: Dictionary(uniqueKeysWithValues: plot.panels.map { ($0.sensor, $0.gaps.count) }), durationSeconds: plot.duration)
+            let made = Made(svg: svgPath, png: png, panels: plot.panels.map(\.name), samples: plot.sampleCount, gestures: plot.gestures.count,
+                            gaps: Dictionary(plot.panels.map { ($0.name, $0.gaps.count) }, uniquingKeysWith: { a, _ in a }), durationSeconds: plot.duration)
             try Output.emit(made, json: format.json) {
                 "wrote \(svgPath)\(png.map { " and \($0)" } ?? ""): \(WearableCommand.counted(made.panels.count, "panel")) "
                     + "(\(made.panels.joined(separator: ", "))), \(WearableCommand.counted(made.samples, "sample")), "
@@ -114,8 +121,12 @@ extension WearableCommand {
 /// A recording laid out as an SVG: pure (text in, text out), so tests can check it.
 struct WearablePlot {
     struct Panel {
+        enum Kind { case values, orientation }
         var sensor: String
+        var kind: Kind = .values
         var unit: String
+        /// "accelerometer", or "gameRotation orientation" for an orientation panel.
+        var name: String { kind == .orientation ? "\(sensor) orientation" : sensor }
         /// Per component (x, y, z, w): runs of (seconds, value) points, broken at gaps.
         var series: [(name: String, runs: [[(Double, Double)]])]
         var gaps: [Double]
@@ -126,7 +137,9 @@ struct WearablePlot {
     var sampleCount = 0
     var duration: Double = 0
 
-    init(jsonLines text: String, name: String) throws {
+    /// `orientation`: under each quaternion sensor's panel, one of its yaw, pitch and roll (degrees), computed from the
+    /// quaternion (so recordings made before the yaw/pitch/roll fields plot too).
+    init(jsonLines text: String, name: String, orientation: Bool = false) throws {
         let decoder = JSONDecoder()
         var samples: [WearableLine] = []
         var gestureLines: [WearableLine] = []
@@ -164,8 +177,31 @@ struct WearablePlot {
             }
             let gaps = lines.filter { ($0.missingBefore ?? 0) > 0 }.map { Double($0.deviceTime! - origin) / 1000 }
             panels.append(Panel(sensor: sensor, unit: unit, series: series, gaps: gaps))
+            if orientation, let angles = Self.orientationSeries(lines, origin: origin) {
+                panels.append(Panel(sensor: sensor, kind: .orientation, unit: "°", series: angles, gaps: gaps))
+            }
         }
         gestures = gestureLines.map { ($0.gesture!, Double($0.deviceTime! - origin) / 1000) }
+    }
+
+    /// Yaw, pitch and roll of a quaternion sensor's samples, broken at gaps and where an angle wraps (±180°); nil when
+    /// the lines hold no quaternions.
+    static func orientationSeries(_ lines: [WearableLine], origin: Int64) -> [(name: String, runs: [[(Double, Double)]])]? {
+        var angles: [(String, [[(Double, Double)]])] = [("yaw", [[]]), ("pitch", [[]]), ("roll", [[]])]
+        var any = false
+        for l in lines {
+            guard let x = l.x, let y = l.y, let z = l.z, let w = l.w, let o = Orientation(Quaternion(x: x, y: y, z: z, w: w)) else { continue }
+            any = true
+            let t = Double(l.deviceTime! - origin) / 1000
+            for (k, v) in [o.yaw, o.pitch, o.roll].enumerated() {
+                let last = angles[k].1[angles[k].1.count - 1].last
+                if !(angles[k].1[angles[k].1.count - 1].isEmpty), (l.missingBefore ?? 0) > 0 || abs(v - (last?.1 ?? v)) > 180 {
+                    angles[k].1.append([])
+                }
+                angles[k].1[angles[k].1.count - 1].append((t, v))
+            }
+        }
+        return any ? angles : nil
     }
 
     /// 1, 2 or 5 times a power of ten, giving about `count` ticks over `low...high`.
@@ -195,7 +231,7 @@ struct WearablePlot {
         let width = 1000.0, left = 90.0, right = 30.0, top = 50.0, panelHeight = 200.0, gap = 60.0
         let plotWidth = width - left - right
         let height = top + Double(panels.count) * (panelHeight + gap) + 10
-        let colors = ["x": "#d62728", "y": "#2ca02c", "z": "#1f77b4", "w": "#7f7f7f"]
+        let colors = ["x": "#d62728", "y": "#2ca02c", "z": "#1f77b4", "w": "#7f7f7f", "yaw": "#d62728", "pitch": "#2ca02c", "roll": "#1f77b4"]
         let tMax = max(duration, 0.001)
         func xPos(_ t: Double) -> Double { left + t / tMax * plotWidth }
         var out = """
@@ -210,12 +246,19 @@ struct WearablePlot {
             let y0 = top + Double(index) * (panelHeight + gap)
             let values = panel.series.flatMap { $0.runs.flatMap { $0.map(\.1) } }
             var low = values.min() ?? -1, high = values.max() ?? 1
+            if panel.kind == .orientation {
+                // Degrees: a steady scale of whole ticks, at least ±10°.
+                low = min(low, -10)
+                high = max(high, 10)
+            }
             if high - low < 1e-6 { low -= 1; high += 1 }
             let pad = (high - low) * 0.05
             low -= pad
             high += pad
             func yPos(_ v: Double) -> Double { y0 + panelHeight - (v - low) / (high - low) * panelHeight }
-            out += "<g class=\"panel\" id=\"panel-\(panel.sensor)\" data-sensor=\"\(panel.sensor)\" data-unit=\"\(Self.escape(panel.unit))\">\n"
+            let panelID = panel.kind == .orientation ? "panel-\(panel.sensor)-orientation" : "panel-\(panel.sensor)"
+            let kind = panel.kind == .orientation ? " data-kind=\"orientation\"" : ""
+            out += "<g class=\"panel\" id=\"\(panelID)\" data-sensor=\"\(panel.sensor)\"\(kind) data-unit=\"\(Self.escape(panel.unit))\">\n"
             out += "<rect x=\"\(left)\" y=\"\(y0)\" width=\"\(plotWidth)\" height=\"\(panelHeight)\" fill=\"none\" stroke=\"#333\"/>\n"
             out += "<g class=\"y-axis\">\n"
             for t in Self.ticks(low, high) {
@@ -223,7 +266,8 @@ struct WearablePlot {
                 out += String(format: "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>", left, y, left + plotWidth, y)
                 out += String(format: "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%@</text>\n", left - 6, y + 4, Self.label(t))
             }
-            let axisLabel = panel.unit == "(unitless)" ? "\(panel.sensor) (quaternion)" : "\(panel.sensor) (\(panel.unit))"
+            let axisLabel = panel.kind == .orientation ? "\(panel.sensor) yaw, pitch, roll (°)"
+                : panel.unit == "(unitless)" ? "\(panel.sensor) (quaternion)" : "\(panel.sensor) (\(panel.unit))"
             out += String(format: "<text class=\"y-label\" x=\"18\" y=\"%.1f\" transform=\"rotate(-90 18 %.1f)\" text-anchor=\"middle\">%@</text>\n",
                           y0 + panelHeight / 2, y0 + panelHeight / 2, Self.escape(axisLabel))
             out += "</g>\n<g class=\"x-axis\">\n"

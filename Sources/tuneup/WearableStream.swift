@@ -30,6 +30,8 @@ struct WearableLine: Codable, Sendable {
     var accuracy: Int?
     var estimatedAccuracy: Double?
     var biasX: Double?, biasY: Double?, biasZ: Double?
+    /// Rotation and game rotation: the quaternion's yaw, pitch and roll in degrees (docs/wearable.md §4.1).
+    var yaw: Double?, pitch: Double?, roll: Double?
     /// Samples of this sensor missing just before this one (a detected gap).
     var missingBefore: Int?
     /// For configured: each enabled sensor's period in ms, and the enabled gestures.
@@ -66,6 +68,7 @@ struct WearableLine: Codable, Sendable {
             (x, y, z, accuracy) = (t(v.x), t(v.y), t(v.z), Int(a.rawValue))
         case let .quaternion(q, a):
             (x, y, z, w, estimatedAccuracy) = (t(q.x), t(q.y), t(q.z), t(q.w), a)
+            if let o = r.orientation { (yaw, pitch, roll) = (Self.degrees(o.yaw), Self.degrees(o.pitch), Self.degrees(o.roll)) }
         case let .uncalibratedVector(v, b):
             (x, y, z, biasX, biasY, biasZ) = (t(v.x), t(v.y), t(v.z), t(b.x), t(b.y), t(b.z))
         }
@@ -76,6 +79,9 @@ struct WearableLine: Codable, Sendable {
         guard value.isFinite, abs(value) < 1e6 else { return value }
         return (value * 1e9).rounded() / 1e9
     }
+
+    /// Degrees to four decimals (the 16-bit quaternion's step is about 0.007°).
+    static func degrees(_ value: Double) -> Double { (value * 1e4).rounded() / 1e4 }
 
     init(_ g: GestureReading) {
         type = "gesture"
@@ -108,7 +114,7 @@ struct WearableLine: Codable, Sendable {
     /// The CSV header and rows of samples and gestures (`record`).
     static let csvHeader = CSV.row([
         "kind", "sensor_or_gesture", "timestamp", "device_time_ms", "host_time_s", "x", "y", "z", "w", "accuracy", "bias_x", "bias_y",
-        "bias_z", "missing_before",
+        "bias_z", "missing_before", "yaw_deg", "pitch_deg", "roll_deg",
     ])
 
     var csvRow: String? {
@@ -118,9 +124,9 @@ struct WearableLine: Codable, Sendable {
         case "sample":
             let acc = accuracy.map { String($0) } ?? f(estimatedAccuracy)
             return CSV.row(["sample", sensor ?? "", i(timestamp), deviceTime.map { String($0) } ?? "", f(hostTime), f(x), f(y), f(z), f(w), acc,
-                            f(biasX), f(biasY), f(biasZ), i(missingBefore)])
+                            f(biasX), f(biasY), f(biasZ), i(missingBefore), f(yaw), f(pitch), f(roll)])
         case "gesture":
-            return CSV.row(["gesture", gesture ?? "", i(timestamp), deviceTime.map { String($0) } ?? "", f(hostTime), "", "", "", "", "", "", "", "", ""])
+            return CSV.row(["gesture", gesture ?? "", i(timestamp), deviceTime.map { String($0) } ?? "", f(hostTime), "", "", "", "", "", "", "", "", "", "", "", ""])
         default:
             return nil
         }
@@ -484,6 +490,10 @@ struct LiveView {
             let l = latest[sensor], c = counts[sensor] ?? (0, 0, 0)
             let unit = (try? WearableCommand.sensor(named: sensor)).map(WearableCommand.unit) ?? ""
             var values = [n(l?.x), n(l?.y), n(l?.z), l?.w == nil ? nil : n(l?.w)].compactMap { $0 }.joined(separator: " ") + " \(unit)"
+            if let l, let yaw = l.yaw, let pitch = l.pitch, let roll = l.roll {
+                // A quaternion is hard to read: its yaw, pitch and roll instead (the JSON has both).
+                values = String(format: "yaw %+6.1f° pitch %+5.1f° roll %+6.1f°", yaw, pitch, roll)
+            }
             let silentFor = now - (lastSeen[sensor] ?? started)
             if silentFor > max(.seconds(1), .milliseconds(5 * (periods[sensor] ?? 20))) {
                 values = String(format: "stalled: no samples for %.1f s", silentFor.wearableSeconds)

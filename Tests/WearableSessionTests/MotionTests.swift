@@ -122,4 +122,40 @@ private func distance(_ a: Vector, _ b: Vector) -> Double { norm(Vector(x: a.x -
         #expect(accel[1300]?.vector.map { abs($0.x) > 0.3 } == true)
         await f.shutdown()
     }
+    /// Yaw, pitch and roll of the streamed rotation and game rotation against the head model's known pose over a
+    /// scripted turn, nod and shake: within 0.5° (the 16-bit quaternion's step is about 0.007°).
+    @Test func orientationFollowsTheHead() async throws {
+        let motion = HeadMotion(script: [.init(.still, duration: 0.5), .init(.turn(degrees: 60), duration: 1),
+                                         .init(.nod(degrees: 20, count: 2), duration: 1.2), .init(.shake(degrees: 25, count: 2), duration: 1.4),
+                                         .init(.turn(degrees: -150), duration: 1), .init(.still, duration: 0.5)])
+        let f = try Fixture(profile: roomyProfile(motion: motion))
+        try await f.session.open()
+        let readings = await f.session.sensorReadings()
+        try await f.session.configureSensors { c in
+            for s in [SensorType.rotation, .gameRotation] { c.enable(sensor: s, at: ._20ms) }
+        }
+        let ticks = 140  // 5.6 s
+        async let samples = collect(readings, 4 * ticks)
+        await f.pump(ticks: ticks)
+        let r = await samples
+        #expect(r.count == 4 * ticks)
+        let degrees = 180 / Double.pi
+        var worst = 0.0, yaws: [Double] = [], pitches: [Double] = []
+        for reading in r {
+            guard let o = reading.orientation else {
+                Issue.record("no orientation for \(reading.sensor)")
+                continue
+            }
+            let pose = motion.pose(at: Double(reading.deviceTime) / 1000)
+            let heading = reading.sensor == .rotation ? motion.headingOffset : 0
+            let errors = [Orientation.difference(o.yaw, (pose.yaw + heading) * degrees), o.pitch - pose.pitch * degrees, o.roll]
+            worst = max(worst, errors.map(abs).max()!)
+            if reading.sensor == .gameRotation { yaws.append(o.yaw); pitches.append(o.pitch) }
+        }
+        #expect(worst <= 0.5, "worst error \(worst)°")
+        #expect(worst > 0, "quantized on the way")
+        // The script moves the head: yaw through +60 and back past -60 (and a shake), pitch down 20.
+        #expect(yaws.max()! > 59 && yaws.min()! < -85 && pitches.max()! > 19.5)
+        await f.shutdown()
+    }
 }

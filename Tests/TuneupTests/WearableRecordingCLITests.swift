@@ -1,0 +1,68 @@
+import Foundation
+import Glibc
+import Testing
+
+/// Issue 20, recordings: orientation in the records and the plot.
+@Suite("tuneup wearable: recordings (orientation, metadata, replay)", .serialized)
+struct WearableRecordingCLITests {
+    static func lines(_ path: String) throws -> [[String: Any]] {
+        try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").map { try json(String($0)) }
+    }
+
+    /// A game rotation recording carries yaw, pitch and roll (JSON and CSV, agreeing with the quaternion), and
+    /// `plot --orientation` adds their panel.
+    @Test func orientationIsRecordedAndPlotted() async throws {
+        let dir = Scratch.directory
+        let r = try await CLI.run(["wearable", "record", dir + "/head", "--sensor", "gameRotation", "--period", "40ms", "--gesture", "none",
+                                   "--duration", "0.5", "--device", "sim:wearable:3", "--format", "json"])
+        #expect(r.status == 0, "\(r.stderr)")
+        let samples = try Self.lines(dir + "/head.jsonl").filter { $0["type"] as? String == "sample" }
+        #expect(samples.count >= 5)
+        for s in samples {
+            guard let x = s["x"] as? Double, let y = s["y"] as? Double, let z = s["z"] as? Double, let w = s["w"] as? Double,
+                  let yaw = s["yaw"] as? Double, let pitch = s["pitch"] as? Double, let roll = s["roll"] as? Double else {
+                Issue.record("a sample without its quaternion or angles: \(s)")
+                continue
+            }
+            // The yaw of the quaternion, by the docs' formula.
+            let expected = atan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z)) * 180 / .pi
+            #expect(abs(yaw - expected) < 0.001 && abs(pitch) <= 90 && abs(roll) <= 180, "\(s)")
+        }
+        let csv = try String(contentsOfFile: dir + "/head.csv", encoding: .utf8).components(separatedBy: "\r\n").filter { !$0.isEmpty }
+        let header = csv.first { $0.hasPrefix("kind,") }?.split(separator: ",").map(String.init) ?? []
+        let yawColumn = try #require(header.firstIndex(of: "yaw_deg"))
+        #expect(header[yawColumn + 1] == "pitch_deg" && header[yawColumn + 2] == "roll_deg")
+        let firstRow = try #require(csv.first { $0.hasPrefix("sample,") }).split(separator: ",", omittingEmptySubsequences: false)
+        #expect(Double(firstRow[yawColumn]) == samples.first?["yaw"] as? Double)
+
+        let plain = try await CLI.run(["wearable", "plot", dir + "/head.jsonl", "--no-png", "--format", "json"])
+        #expect(plain.status == 0, "\(plain.stderr)")
+        #expect(try json(plain.stdout)["panels"] as? [String] == ["gameRotation"], "\(plain.stdout)")
+        let plot = try await CLI.run(["wearable", "plot", dir + "/head.jsonl", "--orientation", "--no-png", "--format", "json"])
+        #expect(plot.status == 0, "\(plot.stderr)")
+        #expect(try json(plot.stdout)["panels"] as? [String] == ["gameRotation", "gameRotation orientation"], "\(plot.stdout)")
+        let svg = try String(contentsOfFile: dir + "/head.svg", encoding: .utf8)
+        #expect(svg.contains(#"id="panel-gameRotation-orientation" data-sensor="gameRotation" data-kind="orientation""#))
+        for angle in ["yaw", "pitch", "roll"] { #expect(svg.contains(#"data-component="\#(angle)""#)) }
+    }
+
+    /// A recording made before the angles were recorded (a quaternion alone) plots its orientation too; one without
+    /// quaternions says so on stderr and plots the rest.
+    @Test func olderRecordingsPlotTheirOrientation() async throws {
+        let dir = Scratch.directory
+        let h = 0.5.squareRoot()
+        let text = [#"{"type":"sample","sensor":"rotation","timestamp":0,"deviceTime":0,"x":0,"y":0,"z":0,"w":1}"#,
+                    #"{"type":"sample","sensor":"rotation","timestamp":20,"deviceTime":20,"x":0,"y":0,"z":\#(h),"w":\#(h)}"#].joined(separator: "\n")
+        try Data(text.utf8).write(to: URL(fileURLWithPath: dir + "/old.jsonl"))
+        let r = try await CLI.run(["wearable", "plot", dir + "/old.jsonl", "--orientation", "--no-png", "--format", "json"])
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(try json(r.stdout)["panels"] as? [String] == ["rotation", "rotation orientation"], "\(r.stdout)")
+        let svg = try String(contentsOfFile: dir + "/old.svg", encoding: .utf8)
+        #expect(svg.contains(#"data-kind="orientation""#) && svg.contains("rotation yaw, pitch, roll (°)"))
+
+        try WearableOutputCLITests.recording(dir + "/accel.jsonl")
+        let none = try await CLI.run(["wearable", "plot", dir + "/accel.jsonl", "--orientation", "--no-png"])
+        #expect(none.status == 0 && none.stderrLines == ["tuneup: no orientation panel: \(dir)/accel.jsonl holds no rotation or game rotation samples"],
+                "\(none.stderr)")
+    }
+}
