@@ -136,7 +136,8 @@ public final class PageServer: Sendable {
 
     /// One page's WebSocket: everything at once, then every change as it comes (coalesced while the page reads
     /// slowly), until the page goes away or the server stops.
-    static func serve(_ sections: Sections, inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter) async throws {
+    static func serve(_ sections: Sections, inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter,
+                      stalled: Duration = .seconds(10)) async throws {
         let (id, wakeups) = sections.subscribe()
         defer { sections.unsubscribe(id) }
         try await withThrowingTaskGroup(of: Void.self) { group in
@@ -145,7 +146,18 @@ public final class PageServer: Sendable {
             group.addTask {
                 var cursor: [String: Int] = [:]
                 for await _ in wakeups {
-                    if let message = sections.message(since: &cursor) { try await outbound.write(.text(message)) }
+                    guard let message = sections.message(since: &cursor) else { continue }
+                    // A page that takes no data for `stalled` (its socket's buffers full) is dropped: it reconnects
+                    // and gets everything again, nothing waits for it meanwhile.
+                    try await withThrowingTaskGroup(of: Void.self) { write in
+                        write.addTask { try await outbound.write(.text(message)) }
+                        write.addTask {
+                            try await Task.sleep(for: stalled)
+                            throw PageError(.cannotServe, "a page took nothing for \(stalled)")
+                        }
+                        try await write.next()
+                        write.cancelAll()
+                    }
                 }
             }
             try await group.next()
