@@ -249,27 +249,41 @@ public final class StationHeartbeat: Sendable {
     private let slots: Int
     private let toolVersion: String
 
-    private init(task: Task<Void, Never>, server: PostgresRecordStore, station: String, startedAt: Date, slots: Int, toolVersion: String) {
+    /// Whether the server took the last beat.
+    private let answered: Answered
+
+    private final class Answered: Sendable {
+        let value = Mutex(false)
+    }
+
+    private init(task: Task<Void, Never>, server: PostgresRecordStore, station: String, startedAt: Date, slots: Int, toolVersion: String,
+                 answered: Answered) {
         (self.task, self.server, self.station, self.startedAt) = (task, server, station, startedAt)
         (self.slots, self.toolVersion) = (slots, toolVersion)
+        self.answered = answered
     }
 
     public static func start(_ server: PostgresRecordStore, station: String, slots: Int = 0, toolVersion: String = "",
                              interval: Duration = .seconds(2)) -> StationHeartbeat {
         let startedAt = Date()
+        let answered = Answered()
         let task = Task {
             while !Task.isCancelled {
-                try? await server.beat(station: station, startedAt: startedAt, slots: slots, toolVersion: toolVersion)
+                let ok = (try? await server.beat(station: station, startedAt: startedAt, slots: slots, toolVersion: toolVersion)) != nil
+                answered.value.withLock { $0 = ok }
                 do { try await Task.sleep(for: interval) } catch { return }
             }
         }
-        return StationHeartbeat(task: task, server: server, station: station, startedAt: startedAt, slots: slots, toolVersion: toolVersion)
+        return StationHeartbeat(task: task, server: server, station: station, startedAt: startedAt, slots: slots, toolVersion: toolVersion,
+                                answered: answered)
     }
 
-    /// Stops beating and marks the station stopped (as far as the server answers within its timeout).
+    /// Stops beating and marks the station stopped, when the server took the last beat (a server that is away
+    /// does not hold the station's end up: the dashboard then shows the station silent).
     public func stop() async {
         task.cancel()
         await task.value
+        guard answered.value.withLock({ $0 }) else { return }
         try? await server.beat(station: station, startedAt: startedAt, slots: slots, toolVersion: toolVersion, stopped: true)
     }
 }
