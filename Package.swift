@@ -213,6 +213,15 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strict),
+        // IPC-CFX (IPC-2591) messages mapped from the records: envelopes and bodies as JSON. Pure, no I/O.
+        .target(name: "CFX", dependencies: ["Records", .product(name: "Crypto", package: "swift-crypto")], swiftSettings: strict),
+        // Debian's Qpid Proton C library (AMQP 1.0), found with pkg-config.
+        .systemLibrary(name: "CQpidProton", pkgConfig: "libqpid-proton", providers: [.apt(["libqpid-proton11-dev"])]),
+        // The station's CFX publisher: a durable spool and an AMQP 1.0 sender on Proton's proactor (its own thread).
+        .target(
+            name: "CFXPublisher",
+            dependencies: ["CFX", "CQpidProton", "Failure", "Records", "Station", "Support"],
+            swiftSettings: strict),
         .executableTarget(
             name: "tuneup",
             dependencies: [
@@ -237,7 +246,7 @@ let package = Package(
         // Helpers shared by the test targets.
         // A PostgreSQL server of a test's or benchmark's own (Debian's binaries, initdb into a temporary directory).
         .target(name: "ThrowawayPostgres", dependencies: ["Spawn"], swiftSettings: strict),
-        .target(name: "TestSupport", dependencies: ["ThrowawayPostgres", "Support", "Transport"], path: "Tests/TestSupport", swiftSettings: strict),
+        .target(name: "TestSupport", dependencies: ["ThrowawayPostgres", "Spawn", "Support", "Transport"], path: "Tests/TestSupport", swiftSettings: strict),
         .testTarget(name: "LightXTests", dependencies: ["LightX", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "WearableTests", dependencies: ["Wearable", "TestSupport"], swiftSettings: strict),
         .testTarget(
@@ -291,6 +300,10 @@ let package = Package(
                 "StationPage", "Station", "Simulator", "Records", "Recipe", "TuneupKit", "TestSupport", "Spawn", "Support",
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
             ],
+            swiftSettings: strict),
+        .testTarget(
+            name: "CFXTests",
+            dependencies: ["CFX", "CFXPublisher", "Station", "Simulator", "Records", "Recipe", "TuneupKit", "TestSupport", "Spawn", "Support"],
             swiftSettings: strict),
         .testTarget(name: "SpawnTests", dependencies: ["Spawn", "Support"], swiftSettings: strict),
         .testTarget(name: "TuneupTests", dependencies: ["tuneup", "LightX", "Transport", "TuneupKit", "Records", "Spawn", "TestSupport"], swiftSettings: strict),

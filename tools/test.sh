@@ -60,8 +60,9 @@ echo "== swift test"
 # link on the real clock by design), the hub's streaming to speakers (a speaker gives up after 3 s without audio),
 # discovery windows of a fraction of a second, and the hub page in headless Chromium (a browser's load, not its timing).
 # The operator page and the line dashboard in headless Chromium: a browser each, and the dashboard's heartbeats and
-# refreshes run on the real clock.
-realtime='StationPageBrowserTests|LineDashboardBrowserTests|LineOutageTests|LivePlaybackTests|SpeakerPlayCLITests|SpeakerNamespaceTests|watchModeProvisionsUnitsAsTheyArrive|cancellationWakesTheWaitPromptlyAndLeaksNothing|LinkConditionerTests|HubStreamingTests|HubPageTests|discoveryFollowsSpeakersThatAppearAndVanish|listFindsSimulatedSpeakersByDiscovery|findsSpeakersAndReportsAddedAndRemoved'
+# refreshes run on the real clock. CFX over AMQP: a real RabbitMQ stopped for 20 s mid-run, its start-up and the
+# consumer's wait are real time (one broker for the suite).
+realtime='CFXBrokerTests|StationPageBrowserTests|LineDashboardBrowserTests|LineOutageTests|LivePlaybackTests|SpeakerPlayCLITests|SpeakerNamespaceTests|watchModeProvisionsUnitsAsTheyArrive|cancellationWakesTheWaitPromptlyAndLeaksNothing|LinkConditionerTests|HubStreamingTests|HubPageTests|discoveryFollowsSpeakersThatAppearAndVanish|listFindsSimulatedSpeakersByDiscovery|findsSpeakersAndReportsAddedAndRemoved'
 # Seconds of CPU each in a debug build (seeded fuzz loops, playback simulations with sample-by-sample analysis, audio
 # decoding with signal-to-noise analysis): run
 # one at a time after the parallel suite, so that they do not take the cores from the timers of every other test.
