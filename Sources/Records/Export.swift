@@ -52,6 +52,7 @@ public enum RecordsExport {
         "hardware_id", "serial", "bt_address", "run", "station", "slot", "operator", "run_outcome", "rework", "run_started",
         "step", "step_outcome", "retries", "step_started", "step_ended", "message",
         "measurement", "value", "unit", "low", "high", "marginal_low", "marginal_high", "measurement_outcome",
+        "work_order", "lot", "fixture", "metadata", "attachments",
     ]
 
     /// RFC 4180: CRLF line ends, fields with a comma, quote, CR or LF quoted, quotes doubled.
@@ -65,6 +66,9 @@ public enum RecordsExport {
             let head = [hw, identity(hw, .serial), identity(hw, .bluetoothAddress), run.id.description, run.start.station,
                         run.start.slot, run.start.operatorName, run.outcome?.rawValue ?? "open", String(run.reworkCount),
                         timestamp(run.start.startedAt)]
+            // Traceability last (columns added in schema v3): metadata as `key=value; ...`, attachments by name.
+            let trace = [run.start.workOrder ?? "", run.start.lot ?? "", run.start.fixture ?? "", Traceability.text(run.start.metadata),
+                         run.attachments.map(\.name).joined(separator: "; ")]
             for step in run.steps {
                 let stepFields = [step.name, step.outcome.rawValue, String(step.retries), timestamp(step.startedAt),
                                   timestamp(step.endedAt), step.message]
@@ -72,7 +76,7 @@ public enum RecordsExport {
                     [m.name, String(m.value), m.unit, number(m.low), number(m.high), number(m.marginalLow), number(m.marginalHigh), m.outcome.rawValue]
                 }
                 for fields in measurements.isEmpty ? [Array(repeating: "", count: 8)] : measurements {
-                    rows.append(head + stepFields + fields)
+                    rows.append(head + stepFields + fields + trace)
                 }
             }
         }
@@ -104,6 +108,9 @@ public enum RecordsExport {
             let properties = [("hardware-id", hw), ("serial", serials[hw].flatMap { $0 } ?? ""), ("station", run.start.station),
                               ("slot", run.start.slot), ("operator", run.start.operatorName), ("outcome", run.outcome?.rawValue ?? "open"),
                               ("rework", String(run.reworkCount)), ("recipe-hash", run.start.recipeHash), ("tool-version", run.start.toolVersion)]
+                + [("work-order", run.start.workOrder), ("lot", run.start.lot), ("fixture", run.start.fixture)].compactMap { name, value in value.map { (name, $0) } }
+                + run.start.metadata.sorted { $0.key < $1.key }.map { ("metadata.\($0.key)", $0.value) }
+                + run.attachments.map { ("attachment.\($0.name)", "\($0.mediaType), \($0.size) bytes, sha256 \($0.sha256)") }
             for (name, value) in properties {
                 xml += "      <property name=\"\(name)\" value=\"\(escape(value))\"/>\n"
             }

@@ -109,10 +109,17 @@ public struct RunStart: Sendable, Hashable, Codable {
     /// Image name → hash (e.g. "application" → SHA-256 hex).
     public var imageHashes: [String: String]
     public var startedAt: Date
+    /// Traceability (schema v3, `Traceability` checks them): the work order and lot the unit is built under, the
+    /// fixture it sat in, and free key/value metadata (the recipe's `metadata:` and the station's `--meta`).
+    public var workOrder: String?
+    public var lot: String?
+    public var fixture: String?
+    public var metadata: [String: String]
 
     public init(
         hardwareID: String, station: String, slot: String, operatorName: String = "", recipeHash: String = "",
-        toolVersion: String = "", imageHashes: [String: String] = [:], startedAt: Date = Date()
+        toolVersion: String = "", imageHashes: [String: String] = [:], startedAt: Date = Date(),
+        workOrder: String? = nil, lot: String? = nil, fixture: String? = nil, metadata: [String: String] = [:]
     ) {
         self.hardwareID = hardwareID
         self.station = station
@@ -122,6 +129,10 @@ public struct RunStart: Sendable, Hashable, Codable {
         self.toolVersion = toolVersion
         self.imageHashes = imageHashes
         self.startedAt = startedAt
+        self.workOrder = workOrder
+        self.lot = lot
+        self.fixture = fixture
+        self.metadata = metadata
     }
 }
 
@@ -186,14 +197,73 @@ public struct RunRecord: Sendable, Hashable, Codable {
     public var reworkCount: Int
     /// The steps in the order they were recorded; empty in listings.
     public var steps: [StepRecord]
+    /// The files the run's steps attached (a log, a measured curve), in the order they were recorded, without their
+    /// content (`RecordStore.attachment(run:name:)` has it); empty in listings.
+    public var attachments: [Attachment]
 
-    public init(id: RunID, start: RunStart, endedAt: Date?, outcome: RunOutcome?, reworkCount: Int, steps: [StepRecord] = []) {
+    public init(
+        id: RunID, start: RunStart, endedAt: Date?, outcome: RunOutcome?, reworkCount: Int, steps: [StepRecord] = [],
+        attachments: [Attachment] = []
+    ) {
         self.id = id
         self.start = start
         self.endedAt = endedAt
         self.outcome = outcome
         self.reworkCount = reworkCount
         self.steps = steps
+        self.attachments = attachments
+    }
+}
+
+/// A file a step attached to its run: a log, a measured curve. Kept in the records database whole (at most
+/// `Traceability.maxAttachmentBytes`), named uniquely within its run.
+public struct Attachment: Sendable, Hashable, Codable {
+    /// Unique within the run: `A-Z a-z 0-9 _ . -`, 1...128 characters.
+    public var name: String
+    /// The step that attached it (nil when the run did).
+    public var step: String?
+    /// `type/subtype`, e.g. `text/csv`.
+    public var mediaType: String
+    /// Bytes.
+    public var size: Int
+    /// SHA-256 of the content, lowercase hex.
+    public var sha256: String
+    public var createdAt: Date
+    /// The bytes; nil in a run's listing (exports carry the other fields only).
+    public var content: Data? = nil
+
+    /// An attachment of `content`: its size and SHA-256 are computed here.
+    public init(name: String, step: String? = nil, mediaType: String, content: Data, createdAt: Date = Date()) {
+        self.name = name
+        self.step = step
+        self.mediaType = mediaType
+        self.size = content.count
+        self.sha256 = Traceability.sha256(content)
+        self.createdAt = createdAt
+        self.content = content
+    }
+
+    /// A stored attachment's description (content optional).
+    public init(name: String, step: String?, mediaType: String, size: Int, sha256: String, createdAt: Date, content: Data?) {
+        (self.name, self.step, self.mediaType, self.size, self.sha256, self.createdAt, self.content) =
+            (name, step, mediaType, size, sha256, createdAt, content)
+    }
+
+    private enum CodingKeys: String, CodingKey { case name, step, mediaType, size, sha256, createdAt }
+}
+
+/// A quarantined unit let back onto the line (`tuneup records release`): who, when, why, and how many failed runs
+/// it released. Releases are never changed or deleted: they are the audit of the quarantine.
+public struct Release: Sendable, Hashable, Codable {
+    public var hardwareID: String
+    public var releasedAt: Date
+    public var releasedBy: String
+    public var reason: String
+    /// The unit's failed or erred runs since its previous release (what made it quarantined).
+    public var failures: Int
+
+    public init(hardwareID: String, releasedAt: Date, releasedBy: String, reason: String, failures: Int) {
+        (self.hardwareID, self.releasedAt, self.releasedBy, self.reason, self.failures) = (hardwareID, releasedAt, releasedBy, reason, failures)
     }
 }
 
@@ -205,12 +275,15 @@ public struct UnitRecord: Sendable, Hashable, Codable {
     public var identities: [Identity]
     /// Its runs, oldest first, without steps.
     public var runs: [RunRecord]
+    /// Its releases from quarantine, oldest first.
+    public var releases: [Release]
 
-    public init(hardwareID: String, firstSeen: Date, identities: [Identity], runs: [RunRecord]) {
+    public init(hardwareID: String, firstSeen: Date, identities: [Identity], runs: [RunRecord], releases: [Release] = []) {
         self.hardwareID = hardwareID
         self.firstSeen = firstSeen
         self.identities = identities
         self.runs = runs
+        self.releases = releases
     }
 }
 

@@ -3,7 +3,8 @@ import GRDB
 
 /// A records database a line of stations shares (PostgreSQL): what a station's outbox uploads to it.
 public protocol LineRecordServer: RecordStore {
-    /// Imports a finished run a station recorded (with its steps and measurements) once: a second import of the same
+    /// Imports a finished run a station recorded (with its steps and measurements, its traceability and its
+    /// attachments, whose content it must carry) once: a second import of the same
     /// `origin` changes nothing and returns the first one's id. The rework count is the server's (earlier failed or
     /// erred runs of the unit at any station).
     func importRun(_ run: RunRecord, origin: String) async throws -> RunID
@@ -151,6 +152,11 @@ extension SQLiteRecordStore {
         }
         let all = try await runs(hardwareID: hardwareID, station: nil)
         return all.filter { ids.contains($0.id.rawValue) }
+    }
+
+    /// A run's attachments with their content (an upload carries them whole).
+    func attachmentsForUpload(of run: RunID) async throws -> [Attachment] {
+        try await read { db in try Self.attachments(db, run.rawValue, content: true) }
     }
 
     /// The server holds the run.

@@ -191,6 +191,33 @@ public final class OutboxRecordStore: RecordStore {
         try await changed { try await self.outbox.abortOpenRuns(station: station, at: date) }
     }
 
+    // MARK: Traceability and rework
+
+    /// Kept in the outbox and uploaded with its run (content and all).
+    public func recordAttachment(_ attachment: Attachment, in run: RunID) async throws {
+        try await outbox.recordAttachment(attachment, in: run)
+    }
+    public func attachment(run: RunID, name: String) async throws -> Attachment? { try await outbox.attachment(run: run, name: name) }
+
+    /// A release is the line's: it is written to the server (within the station's wait), never only to the outbox.
+    public func release(_ hardwareID: String, by releasedBy: String, reason: String, at date: Date) async throws -> Release {
+        try await shared.bounded { try await self.server.release(hardwareID, by: releasedBy, reason: reason, at: date) }
+    }
+
+    /// The server's releases of the unit (where `tuneup records release` writes them) when it answers in time, else
+    /// the outbox's (none, unless the file is also used as a database of its own).
+    public func releases(of hardwareID: String) async throws -> [Release] {
+        guard shared.serverUsable else { return try await outbox.releases(of: hardwareID) }
+        do {
+            return try await shared.bounded { try await self.server.releases(of: hardwareID) }
+        } catch is CancellationError {
+            throw CancellationError()
+        } catch {
+            shared.down(error)
+            return try await outbox.releases(of: hardwareID)
+        }
+    }
+
     // MARK: Reading
 
     public func units() async throws -> [UnitRecord] { try await outbox.units() }
@@ -202,8 +229,12 @@ public final class OutboxRecordStore: RecordStore {
             return try await outbox.runs(hardwareID: hardwareID, station: station)
         }
         do {
+            // The outbox first: a run uploaded meanwhile is then on the server (and left out here by its origin), never
+            // in neither list.
+            let local = try await outbox.runsNotUploaded(of: hardwareID)
             let known = try await shared.bounded { try await self.server.runs(hardwareID: hardwareID, station: nil) }
-            return known + (try await outbox.runsNotUploaded(of: hardwareID))
+            let origins = Set(known.map(Self.origin))
+            return known + local.filter { !origins.contains(Self.origin($0)) }
         } catch is CancellationError {
             throw CancellationError()
         } catch {
@@ -335,7 +366,10 @@ public final class OutboxRecordStore: RecordStore {
                     state.withLock { $0.uploaded += 1 }
                 }
                 for id in try await outbox.runsToUpload() {
-                    guard let run = try await outbox.run(id) else { continue }
+                    guard var found = try await outbox.run(id) else { continue }
+                    // The run's attachments go with it, whole.
+                    found.attachments = try await outbox.attachmentsForUpload(of: id)
+                    let run = found
                     try await bounded {
                         _ = try await self.server.importRun(run, origin: OutboxRecordStore.origin(run))
                         try await self.outbox.markUploaded(run: id, at: Date())

@@ -23,7 +23,7 @@ public final class PostgresRecordStore: LineRecordServer, StoredValues {
 
     /// The schema versions this store knows, in order (the SQLite store's migrations, in PostgreSQL's dialect).
     static let migrations: [(String, String)] = [
-        ("v1-records", PostgresSchema.v1), ("v2-origin", PostgresSchema.v2),
+        ("v1-records", PostgresSchema.v1), ("v2-origin", PostgresSchema.v2), ("v3-traceability", PostgresSchema.v3),
         ("v4-station-heartbeat", PostgresSchema.stationHeartbeat),
     ]
 
@@ -206,7 +206,9 @@ public final class PostgresRecordStore: LineRecordServer, StoredValues {
 
     public func startRun(_ start: RunStart) async throws -> RunID {
         try Self.check(hardwareID: start.hardwareID)
+        try Traceability.check(start)
         let hashes = try Self.encodeHashes(start.imageHashes)
+        let metadata = try Self.encodeHashes(start.metadata)
         return try await transaction { c in
             try await self.ensureUnit(c, start.hardwareID, start.startedAt)
             // The unit's row serialises two stations starting runs of one unit.
@@ -218,9 +220,11 @@ public final class PostgresRecordStore: LineRecordServer, StoredValues {
                 SELECT COUNT(*) FROM runs WHERE hardware_id = \(start.hardwareID) AND outcome IN ('fail', 'error')
                 """, logger: self.logger).collect().first!.decode(Int64.self)
             let id = try await c.query("""
-                INSERT INTO runs (hardware_id, station, slot, operator, recipe_hash, tool_version, image_hashes, started_at, rework_count)
+                INSERT INTO runs (hardware_id, station, slot, operator, recipe_hash, tool_version, image_hashes, started_at, rework_count,
+                                  work_order, lot, fixture, metadata)
                 VALUES (\(start.hardwareID), \(start.station), \(start.slot), \(start.operatorName), \(start.recipeHash),
-                        \(start.toolVersion), \(hashes), \(start.startedAt), \(rework))
+                        \(start.toolVersion), \(hashes), \(start.startedAt), \(rework), \(start.workOrder), \(start.lot),
+                        \(start.fixture), \(metadata))
                 RETURNING id
                 """, logger: self.logger).collect().first!.decode(Int64.self)
             return RunID(id)
@@ -281,7 +285,10 @@ public final class PostgresRecordStore: LineRecordServer, StoredValues {
         }
         let start = run.start
         try Self.check(hardwareID: start.hardwareID)
+        try Traceability.check(start)
+        for attachment in run.attachments { try Traceability.check(attachment) }
         let hashes = try Self.encodeHashes(start.imageHashes)
+        let metadata = try Self.encodeHashes(start.metadata)
         return try await transaction { c in
             if let existing = try await c.query("SELECT id FROM runs WHERE origin = \(origin)", logger: self.logger).collect().first {
                 return RunID(try existing.decode(Int64.self))
@@ -297,9 +304,10 @@ public final class PostgresRecordStore: LineRecordServer, StoredValues {
                 """, logger: self.logger).collect().first!.decode(Int64.self)
             let id = try await c.query("""
                 INSERT INTO runs (hardware_id, station, slot, operator, recipe_hash, tool_version, image_hashes, started_at,
-                                  ended_at, outcome, rework_count, origin)
+                                  ended_at, outcome, rework_count, origin, work_order, lot, fixture, metadata)
                 VALUES (\(start.hardwareID), \(start.station), \(start.slot), \(start.operatorName), \(start.recipeHash),
-                        \(start.toolVersion), \(hashes), \(start.startedAt), \(ended), \(outcome.rawValue), \(rework), \(origin))
+                        \(start.toolVersion), \(hashes), \(start.startedAt), \(ended), \(outcome.rawValue), \(rework), \(origin),
+                        \(start.workOrder), \(start.lot), \(start.fixture), \(metadata))
                 RETURNING id
                 """, logger: self.logger).collect().first!.decode(Int64.self)
             for step in run.steps {
@@ -310,6 +318,7 @@ public final class PostgresRecordStore: LineRecordServer, StoredValues {
                     """, logger: self.logger).collect().first!.decode(Int64.self)
                 for measurement in step.measurements { try await self.insert(c, measurement, StepID(stepID)) }
             }
+            for attachment in run.attachments { try await self.insert(c, attachment, RunID(id)) }
             return RunID(id)
         }
     }
@@ -369,6 +378,85 @@ public final class PostgresRecordStore: LineRecordServer, StoredValues {
         }
     }
 
+    // MARK: - Traceability and rework
+
+    public func recordAttachment(_ attachment: Attachment, in run: RunID) async throws {
+        try Traceability.check(attachment)
+        try await transaction { c in
+            try await self.checkOpen(c, run)
+            try await self.insert(c, attachment, run)
+        }
+    }
+
+    public func attachment(run: RunID, name: String) async throws -> Attachment? {
+        try await transaction { c in
+            try await c.query("SELECT * FROM attachments WHERE run_id = \(run.rawValue) AND name = \(name)", logger: self.logger)
+                .collect().first.map { try Self.attachment($0.makeRandomAccess(), content: true) }
+        }
+    }
+
+    public func release(_ hardwareID: String, by releasedBy: String, reason: String, at date: Date) async throws -> Release {
+        try Self.check(hardwareID: hardwareID)
+        for (what, value) in [("the releaser's name", releasedBy), ("the reason", reason)] {
+            if let problem = Traceability.problem(value: value, what: what) { throw RecordsError(.invalidArgument, problem) }
+        }
+        return try await transaction { c in
+            // The unit's row serialises a release with a station starting a run of it.
+            guard try await !c.query("SELECT 1 FROM units WHERE hardware_id = \(hardwareID) FOR UPDATE", logger: self.logger).collect().isEmpty else {
+                throw RecordsError(.notFound, "unit \(hardwareID) has never been seen")
+            }
+            let runs = try await c.query("SELECT * FROM runs WHERE hardware_id = \(hardwareID) ORDER BY id", logger: self.logger)
+                .collect().map { try Self.run($0.makeRandomAccess()) }
+            let failures = Rework.failuresSinceRelease(runs: runs, releases: try await self.releases(c, hardwareID))
+            guard failures > 0 else {
+                throw RecordsError(.invalidTransition, "unit \(hardwareID) has no failed run since its last release: nothing to release")
+            }
+            let release = Release(hardwareID: hardwareID, releasedAt: date.toMilliseconds, releasedBy: releasedBy, reason: reason, failures: failures)
+            try await c.query("""
+                INSERT INTO releases (hardware_id, released_at, released_by, reason, failures)
+                VALUES (\(hardwareID), \(release.releasedAt), \(releasedBy), \(reason), \(Int64(failures)))
+                """, logger: self.logger)
+            return release
+        }
+    }
+
+    public func releases(of hardwareID: String) async throws -> [Release] {
+        try await transaction { c in try await self.releases(c, hardwareID) }
+    }
+
+    private func releases(_ c: PostgresConnection, _ hardwareID: String) async throws -> [Release] {
+        try await c.query("SELECT * FROM releases WHERE hardware_id = \(hardwareID) ORDER BY id", logger: logger).collect().map { raw in
+            let row = raw.makeRandomAccess()
+            return Release(
+                hardwareID: try row["hardware_id"].decode(String.self), releasedAt: try row["released_at"].decode(Date.self).toMilliseconds,
+                releasedBy: try row["released_by"].decode(String.self), reason: try row["reason"].decode(String.self),
+                failures: Int(try row["failures"].decode(Int64.self)))
+        }
+    }
+
+    private func insert(_ c: PostgresConnection, _ a: Attachment, _ run: RunID) async throws {
+        guard try await c.query("SELECT 1 FROM attachments WHERE run_id = \(run.rawValue) AND name = \(a.name)", logger: logger).collect().isEmpty else {
+            throw RecordsError(.invalidArgument, "run \(run) has an attachment named \(a.name) already")
+        }
+        let count = try await c.query("SELECT COUNT(*) FROM attachments WHERE run_id = \(run.rawValue)", logger: logger)
+            .collect().first!.decode(Int64.self)
+        guard count < Traceability.maxAttachments else {
+            throw RecordsError(.invalidArgument, "run \(run) has \(count) attachments; at most \(Traceability.maxAttachments)")
+        }
+        try await c.query("""
+            INSERT INTO attachments (run_id, step, name, media_type, size, sha256, content, created_at)
+            VALUES (\(run.rawValue), \(a.step), \(a.name), \(a.mediaType), \(Int64(a.size)), \(a.sha256), \(a.content ?? Data()), \(a.createdAt))
+            """, logger: logger)
+    }
+
+    private static func attachment(_ row: PostgresRandomAccessRow, content: Bool) throws -> Attachment {
+        Attachment(
+            name: try row["name"].decode(String.self), step: try row["step"].decode(String?.self),
+            mediaType: try row["media_type"].decode(String.self), size: Int(try row["size"].decode(Int64.self)),
+            sha256: try row["sha256"].decode(String.self), createdAt: try row["created_at"].decode(Date.self).toMilliseconds,
+            content: content ? try row["content"].decode(Data.self) : nil)
+    }
+
     // MARK: - Reading
 
     public func units() async throws -> [UnitRecord] {
@@ -416,6 +504,9 @@ public final class PostgresRecordStore: LineRecordServer, StoredValues {
                     retries: Int(try step["retries"].decode(Int64.self)), message: try step["message"].decode(String.self),
                     measurements: try measurements.filter { try $0["step_id"].decode(Int64.self) == stepID }.map(Self.measurement))
             }
+            run.attachments = try await c.query("""
+                SELECT name, step, media_type, size, sha256, created_at FROM attachments WHERE run_id = \(id.rawValue) ORDER BY id
+                """, logger: self.logger).collect().map { try Self.attachment($0.makeRandomAccess(), content: false) }
             return run
         }
     }
@@ -572,18 +663,22 @@ public final class PostgresRecordStore: LineRecordServer, StoredValues {
             hardwareID: hardwareID, firstSeen: try row["first_seen"].decode(Date.self).toMilliseconds,
             identities: try await identities(c, "SELECT * FROM identities WHERE hardware_id = \(hardwareID) ORDER BY id"),
             runs: try await c.query("SELECT * FROM runs WHERE hardware_id = \(hardwareID) ORDER BY id", logger: logger)
-                .collect().map { try Self.run($0.makeRandomAccess()) })
+                .collect().map { try Self.run($0.makeRandomAccess()) },
+            releases: try await releases(c, hardwareID))
     }
 
     private static func run(_ row: PostgresRandomAccessRow) throws -> RunRecord {
         let hashes = try JSONDecoder().decode([String: String].self, from: Data(try row["image_hashes"].decode(String.self).utf8))
+        let metadata = try JSONDecoder().decode([String: String].self, from: Data(try row["metadata"].decode(String.self).utf8))
         return RunRecord(
             id: RunID(try row["id"].decode(Int64.self)),
             start: RunStart(
                 hardwareID: try row["hardware_id"].decode(String.self), station: try row["station"].decode(String.self),
                 slot: try row["slot"].decode(String.self), operatorName: try row["operator"].decode(String.self),
                 recipeHash: try row["recipe_hash"].decode(String.self), toolVersion: try row["tool_version"].decode(String.self),
-                imageHashes: hashes, startedAt: try row["started_at"].decode(Date.self).toMilliseconds),
+                imageHashes: hashes, startedAt: try row["started_at"].decode(Date.self).toMilliseconds,
+                workOrder: try row["work_order"].decode(String?.self), lot: try row["lot"].decode(String?.self),
+                fixture: try row["fixture"].decode(String?.self), metadata: metadata),
             endedAt: try row["ended_at"].decode(Date?.self)?.toMilliseconds,
             outcome: try row["outcome"].decode(String?.self).map { try decode(RunOutcome.self, $0) },
             reworkCount: Int(try row["rework_count"].decode(Int64.self)), steps: [])
@@ -676,6 +771,37 @@ enum PostgresSchema {
     static let v2 = """
         ALTER TABLE runs ADD COLUMN origin TEXT;
         CREATE UNIQUE INDEX runs_by_origin ON runs(origin) WHERE origin IS NOT NULL;
+        """
+
+    /// Traceability, attachments and releases from quarantine: Schema.v3 in PostgreSQL's types.
+    static let v3 = """
+        ALTER TABLE runs ADD COLUMN work_order TEXT;
+        ALTER TABLE runs ADD COLUMN lot TEXT;
+        ALTER TABLE runs ADD COLUMN fixture TEXT;
+        ALTER TABLE runs ADD COLUMN metadata TEXT NOT NULL DEFAULT '{}';
+        CREATE INDEX runs_by_work_order ON runs(work_order) WHERE work_order IS NOT NULL;
+        CREATE INDEX runs_by_lot ON runs(lot) WHERE lot IS NOT NULL;
+        CREATE TABLE attachments (
+            id BIGSERIAL PRIMARY KEY,
+            run_id BIGINT NOT NULL REFERENCES runs(id),
+            step TEXT,
+            name TEXT NOT NULL CHECK (name <> ''),
+            media_type TEXT NOT NULL,
+            size BIGINT NOT NULL CHECK (size >= 0),
+            sha256 TEXT NOT NULL,
+            content BYTEA NOT NULL,
+            created_at TIMESTAMPTZ NOT NULL,
+            UNIQUE (run_id, name)
+        );
+        CREATE TABLE releases (
+            id BIGSERIAL PRIMARY KEY,
+            hardware_id TEXT NOT NULL REFERENCES units(hardware_id),
+            released_at TIMESTAMPTZ NOT NULL,
+            released_by TEXT NOT NULL,
+            reason TEXT NOT NULL,
+            failures BIGINT NOT NULL CHECK (failures >= 0)
+        );
+        CREATE INDEX releases_by_unit ON releases(hardware_id);
         """
 }
 

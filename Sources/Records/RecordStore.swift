@@ -59,6 +59,20 @@ public protocol RecordStore: Sendable {
     /// killed). Returns the runs it closed.
     func abortOpenRuns(station: String, at: Date) async throws -> [RunID]
 
+    // MARK: Traceability and rework (schema v3)
+
+    /// Stores a file a step attached to an open run (`Traceability.check` rules; a second attachment of one name in
+    /// a run is `invalidArgument`).
+    func recordAttachment(_ attachment: Attachment, in run: RunID) async throws
+    /// One attachment of a run with its content, or nil.
+    func attachment(run: RunID, name: String) async throws -> Attachment?
+    /// Lets a quarantined unit back onto the line: records who released it, when and why, with the failed runs it
+    /// released. Throws `notFound` for a unit never seen, `invalidTransition` when it has no failed run since its
+    /// last release (nothing to release).
+    func release(_ hardwareID: String, by releasedBy: String, reason: String, at date: Date) async throws -> Release
+    /// A unit's releases, oldest first.
+    func releases(of hardwareID: String) async throws -> [Release]
+
     // MARK: Reading
 
     /// Every unit, oldest first, with identities and runs (without steps).
@@ -67,7 +81,7 @@ public protocol RecordStore: Sendable {
     func unit(_ hardwareID: String) async throws -> UnitRecord?
     /// The runs, oldest first, optionally of one unit or one station, without steps.
     func runs(hardwareID: String?, station: String?) async throws -> [RunRecord]
-    /// One run with its steps and their measurements, or nil.
+    /// One run with its steps and their measurements, and its attachments (without content), or nil.
     func run(_ id: RunID) async throws -> RunRecord?
 }
 

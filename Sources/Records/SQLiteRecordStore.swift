@@ -223,7 +223,9 @@ public final class SQLiteRecordStore: RecordStore, StoredValues {
 
     public func startRun(_ start: RunStart) async throws -> RunID {
         try Self.check(hardwareID: start.hardwareID)
+        try Traceability.check(start)
         let hashes = try Self.encodeHashes(start.imageHashes)
+        let metadata = try Self.encodeHashes(start.metadata)
         return try await write { db in
             try Self.ensureUnit(db, start.hardwareID, start.startedAt)
             try db.execute(
@@ -235,12 +237,12 @@ public final class SQLiteRecordStore: RecordStore, StoredValues {
             try db.execute(
                 sql: """
                     INSERT INTO runs (hardware_id, station, slot, operator, recipe_hash, tool_version, image_hashes,
-                                      started_at, rework_count)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                      started_at, rework_count, work_order, lot, fixture, metadata)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
                     start.hardwareID, start.station, start.slot, start.operatorName, start.recipeHash, start.toolVersion,
-                    hashes, start.startedAt, rework,
+                    hashes, start.startedAt, rework, start.workOrder, start.lot, start.fixture, metadata,
                 ])
             return RunID(db.lastInsertedRowID)
         }
@@ -292,6 +294,85 @@ public final class SQLiteRecordStore: RecordStore, StoredValues {
         }
     }
 
+    // MARK: - Traceability and rework
+
+    public func recordAttachment(_ attachment: Attachment, in run: RunID) async throws {
+        try Traceability.check(attachment)
+        try await write { db in
+            try Self.checkOpen(db, run)
+            try Self.insert(db, attachment, run)
+        }
+    }
+
+    public func attachment(run: RunID, name: String) async throws -> Attachment? {
+        try await read { db in
+            try Row.fetchOne(db, sql: "SELECT * FROM attachments WHERE run_id = ? AND name = ?", arguments: [run.rawValue, name])
+                .map { Self.attachment($0, content: true) }
+        }
+    }
+
+    public func release(_ hardwareID: String, by releasedBy: String, reason: String, at date: Date) async throws -> Release {
+        try Self.check(hardwareID: hardwareID)
+        for (what, value) in [("the releaser's name", releasedBy), ("the reason", reason)] {
+            if let problem = Traceability.problem(value: value, what: what) { throw RecordsError(.invalidArgument, problem) }
+        }
+        return try await write { db in
+            guard try Bool.fetchOne(db, sql: "SELECT 1 FROM units WHERE hardware_id = ?", arguments: [hardwareID]) != nil else {
+                throw RecordsError(.notFound, "unit \(hardwareID) has never been seen")
+            }
+            let runs = try Row.fetchAll(db, sql: "SELECT * FROM runs WHERE hardware_id = ? ORDER BY id", arguments: [hardwareID]).map(Self.run)
+            let failures = Rework.failuresSinceRelease(runs: runs, releases: try Self.releases(db, hardwareID))
+            guard failures > 0 else {
+                throw RecordsError(.invalidTransition, "unit \(hardwareID) has no failed run since its last release: nothing to release")
+            }
+            let release = Release(hardwareID: hardwareID, releasedAt: date.toMilliseconds, releasedBy: releasedBy, reason: reason, failures: failures)
+            try db.execute(
+                sql: "INSERT INTO releases (hardware_id, released_at, released_by, reason, failures) VALUES (?, ?, ?, ?, ?)",
+                arguments: [hardwareID, release.releasedAt, releasedBy, reason, failures])
+            return release
+        }
+    }
+
+    public func releases(of hardwareID: String) async throws -> [Release] {
+        try await read { db in try Self.releases(db, hardwareID) }
+    }
+
+    static func releases(_ db: Database, _ hardwareID: String) throws -> [Release] {
+        try Row.fetchAll(db, sql: "SELECT * FROM releases WHERE hardware_id = ? ORDER BY id", arguments: [hardwareID]).map { row in
+            Release(hardwareID: row["hardware_id"], releasedAt: row["released_at"], releasedBy: row["released_by"], reason: row["reason"],
+                    failures: row["failures"])
+        }
+    }
+
+    static func insert(_ db: Database, _ a: Attachment, _ run: RunID) throws {
+        guard try Bool.fetchOne(db, sql: "SELECT 1 FROM attachments WHERE run_id = ? AND name = ?", arguments: [run.rawValue, a.name]) == nil else {
+            throw RecordsError(.invalidArgument, "run \(run) has an attachment named \(a.name) already")
+        }
+        let count = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM attachments WHERE run_id = ?", arguments: [run.rawValue]) ?? 0
+        guard count < Traceability.maxAttachments else {
+            throw RecordsError(.invalidArgument, "run \(run) has \(count) attachments; at most \(Traceability.maxAttachments)")
+        }
+        try db.execute(
+            sql: """
+                INSERT INTO attachments (run_id, step, name, media_type, size, sha256, content, created_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                """,
+            arguments: [run.rawValue, a.step, a.name, a.mediaType, a.size, a.sha256, a.content ?? Data(), a.createdAt])
+    }
+
+    static func attachment(_ row: Row, content: Bool) -> Attachment {
+        Attachment(
+            name: row["name"], step: row["step"], mediaType: row["media_type"], size: row["size"], sha256: row["sha256"],
+            createdAt: row["created_at"], content: content ? (row["content"] as Data?) ?? Data() : nil)
+    }
+
+    /// A run's attachments without content (or with it, for an upload), in the order they were recorded.
+    static func attachments(_ db: Database, _ run: Int64, content: Bool) throws -> [Attachment] {
+        let columns = "name, step, media_type, size, sha256, created_at" + (content ? ", content" : "")
+        return try Row.fetchAll(db, sql: "SELECT \(columns) FROM attachments WHERE run_id = ? ORDER BY id", arguments: [run])
+            .map { attachment($0, content: content) }
+    }
+
     // MARK: - Reading
 
     public func units() async throws -> [UnitRecord] {
@@ -331,6 +412,7 @@ public final class SQLiteRecordStore: RecordStore, StoredValues {
                     outcome: try Self.decode(StepOutcome.self, step["outcome"]), retries: step["retries"],
                     message: step["message"], measurements: try measurements.map(Self.measurement))
             }
+            run.attachments = try Self.attachments(db, id.rawValue, content: false)
             return run
         }
     }
@@ -452,17 +534,20 @@ public final class SQLiteRecordStore: RecordStore, StoredValues {
             hardwareID: hardwareID, firstSeen: row["first_seen"],
             identities: try identities(db, where: "hardware_id = ?", [hardwareID]),
             runs: try Row.fetchAll(db, sql: "SELECT * FROM runs WHERE hardware_id = ? ORDER BY id", arguments: [hardwareID])
-                .map(run))
+                .map(run),
+            releases: try releases(db, hardwareID))
     }
 
     private static func run(_ row: Row) throws -> RunRecord {
         let hashes = try JSONDecoder().decode([String: String].self, from: Data((row["image_hashes"] as String).utf8))
+        let metadata = try JSONDecoder().decode([String: String].self, from: Data(((row["metadata"] as String?) ?? "{}").utf8))
         return RunRecord(
             id: RunID(row["id"]),
             start: RunStart(
                 hardwareID: row["hardware_id"], station: row["station"], slot: row["slot"], operatorName: row["operator"],
                 recipeHash: row["recipe_hash"], toolVersion: row["tool_version"], imageHashes: hashes,
-                startedAt: row["started_at"]),
+                startedAt: row["started_at"], workOrder: row["work_order"], lot: row["lot"], fixture: row["fixture"],
+                metadata: metadata),
             endedAt: row["ended_at"], outcome: try (row["outcome"] as String?).map { try decode(RunOutcome.self, $0) },
             reworkCount: row["rework_count"], steps: [])
     }

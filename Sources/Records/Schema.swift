@@ -11,6 +11,9 @@ enum Schema {
         migrator.registerMigration("v2-outbox") { db in
             try db.execute(sql: v2)
         }
+        migrator.registerMigration("v3-traceability") { db in
+            try db.execute(sql: v3)
+        }
         migrator.registerMigration("v4-station-heartbeat") { db in
             try db.execute(sql: stationHeartbeat)
         }
@@ -95,5 +98,38 @@ enum Schema {
         ALTER TABLE identities ADD COLUMN uploaded_state TEXT;
         ALTER TABLE leases ADD COLUMN server_lease_id INTEGER;
         CREATE INDEX runs_to_upload ON runs(id) WHERE outcome IS NOT NULL AND uploaded_at IS NULL;
+        """
+
+    /// Traceability, attachments and releases from quarantine (docs/records.md): a run's work order, lot, fixture and
+    /// metadata (JSON, sorted keys), the files its steps attached (whole, with size and SHA-256), and the audit of
+    /// every release of a quarantined unit.
+    static let v3 = """
+        ALTER TABLE runs ADD COLUMN work_order TEXT;
+        ALTER TABLE runs ADD COLUMN lot TEXT;
+        ALTER TABLE runs ADD COLUMN fixture TEXT;
+        ALTER TABLE runs ADD COLUMN metadata TEXT NOT NULL DEFAULT '{}';
+        CREATE INDEX runs_by_work_order ON runs(work_order) WHERE work_order IS NOT NULL;
+        CREATE INDEX runs_by_lot ON runs(lot) WHERE lot IS NOT NULL;
+        CREATE TABLE attachments (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            run_id INTEGER NOT NULL REFERENCES runs(id),
+            step TEXT,
+            name TEXT NOT NULL CHECK (name <> ''),
+            media_type TEXT NOT NULL,
+            size INTEGER NOT NULL CHECK (size >= 0),
+            sha256 TEXT NOT NULL,
+            content BLOB NOT NULL,
+            created_at TEXT NOT NULL,
+            UNIQUE (run_id, name)
+        );
+        CREATE TABLE releases (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            hardware_id TEXT NOT NULL REFERENCES units(hardware_id),
+            released_at TEXT NOT NULL,
+            released_by TEXT NOT NULL,
+            reason TEXT NOT NULL,
+            failures INTEGER NOT NULL CHECK (failures >= 0)
+        );
+        CREATE INDEX releases_by_unit ON releases(hardware_id);
         """
 }
