@@ -133,6 +133,8 @@ public struct ProvisioningRecipe: Sendable, Hashable, Encodable {
         public var limits: Limits
         public var marginal: Limits?
         public var retry: RetryPolicy
+        /// Files the test attaches to the unit's run (nil: none).
+        public var attach: [AttachSpec]? = nil
 
         /// pass, marginal (within limits, outside the marginal limits) or fail.
         public func judge(_ value: Double) -> Judgement {
@@ -140,6 +142,40 @@ public struct ProvisioningRecipe: Sendable, Hashable, Encodable {
             if let marginal, !marginal.contains(value) { return .marginal }
             return .pass
         }
+    }
+
+    /// A file a test attaches to the unit's run (docs/recipe.md, `attach:`).
+    public enum AttachSpec: Sendable, Hashable, Encodable {
+        /// The test's readings (every attempt: its number, seconds from the step's start, value, judgement) as CSV.
+        case readings(name: String)
+        /// A file another program (the fixture) wrote: `path` relative to the recipe's directory, with the fields
+        /// `{hardware-id}` and `{serial}`; stored under `name`, of `mediaType` (nil: from the file name's extension).
+        case file(path: String, name: String, mediaType: String?)
+
+        /// The attachment's name in the run.
+        public var name: String {
+            switch self {
+            case let .readings(name), let .file(_, name, _): name
+            }
+        }
+
+        /// `path` with its fields filled in.
+        public static func render(_ path: String, hardwareID: String, serial: String) -> String {
+            path.replacingOccurrences(of: "{hardware-id}", with: hardwareID).replacingOccurrences(of: "{serial}", with: serial)
+        }
+    }
+
+    /// Statistical process control (docs/recipe.md, `spc:`): the station stops taking units when, over the last
+    /// `window` units, a measurement's Cpk or the first-pass yield falls below its limit.
+    public struct ProcessControl: Sendable, Hashable, Encodable {
+        /// 2...10000 units.
+        public var window: Int
+        /// Every measurement with limits (0.1...10).
+        public var minCpk: Double?
+        /// 0...1.
+        public var minFirstPassYield: Double?
+        /// Per measurement (a test's name, or `anc-correction`), its own least Cpk; 0 turns it off.
+        public var measurements: [String: Double]?
     }
 
     /// A measurement's outcome against its limits.
@@ -156,6 +192,13 @@ public struct ProvisioningRecipe: Sendable, Hashable, Encodable {
     public var tests: [TestSpec]
     /// Close the factory commands as the last step (and prove they are closed).
     public var lock: Bool
+    /// Free key/value traceability recorded with every run (nil: none).
+    public var metadata: [String: String]? = nil
+    /// A unit whose runs failed (or erred) this many times since its last release is quarantined: the station refuses
+    /// it until `tuneup records release` (nil: never).
+    public var maxRework: Int? = nil
+    /// Process control limits (nil: none).
+    public var spc: ProcessControl? = nil
 
     /// The identity generator of these rules and this model.
     public var identityGenerator: IdentityGenerator { IdentityGenerator(rules: identity, model: product.model) }

@@ -34,7 +34,9 @@ private struct RecipeParser {
     }
 
     mutating func recipe(_ root: YAMLValue) throws(RecipeError) -> ProvisioningRecipe {
-        let f = try root.fields(["version", "product", "images", "identity", "settings", "calibration", "tests", "lock"])
+        let f = try root.fields([
+            "version", "product", "images", "identity", "settings", "calibration", "tests", "lock", "metadata", "max-rework", "spc",
+        ])
         let version = try f.required("version").int(in: ProvisioningRecipe.formatVersion...ProvisioningRecipe.formatVersion)
         let product = try product(f.required("product"))
         let images = try images(f.required("images"))
@@ -45,9 +47,71 @@ private struct RecipeParser {
         if let value = f["calibration"] { calibration = try self.calibration(value) }
         var tests: [ProvisioningRecipe.TestSpec] = []
         if let value = f["tests"] { tests = try self.tests(value) }
-        return ProvisioningRecipe(
+        var recipe = ProvisioningRecipe(
             version: version, product: product, images: images, identity: identity, settings: settings,
             calibration: calibration, tests: tests, lock: try f["lock"]?.bool() ?? false)
+        if let value = f["metadata"] { recipe.metadata = try metadata(value) }
+        recipe.maxRework = try f["max-rework"]?.int(in: 1...1000)
+        if let value = f["spc"] { recipe.spc = try processControl(value, recipe: recipe) }
+        return recipe
+    }
+
+    /// `metadata:` a mapping of keys (`A-Z a-z 0-9 _ . -`, 1...64) to one-line texts (at most 256 characters).
+    func metadata(_ v: YAMLValue) throws(RecipeError) -> [String: String] {
+        let entries = try v.entries()
+        guard entries.count <= 32 else { throw v.error(.outOfRange, "\(entries.count) entries; at most 32") }
+        var result: [String: String] = [:]
+        for (key, value) in entries {
+            guard RecipeParser.isKey(key, maxLength: 64) else {
+                throw value.error(.outOfRange, "'\(key)': a metadata key uses 1...64 characters of A-Z a-z 0-9 _ . -")
+            }
+            let text = try value.string()
+            try RecipeParser.checkLine(text, value)
+            result[key] = text
+        }
+        return result
+    }
+
+    /// A one-line text of at most `maxLength` characters.
+    static func checkLine(_ text: String, _ value: YAMLValue, maxLength: Int = 256) throws(RecipeError) {
+        guard text.count <= maxLength else { throw value.error(.outOfRange, "is longer than \(maxLength) characters") }
+        guard !text.unicodeScalars.contains(where: { CharacterSet.controlCharacters.contains($0) || $0 == "\u{2028}" || $0 == "\u{2029}" }) else {
+            throw value.error(.outOfRange, "must be one line (no line breaks or control characters)")
+        }
+    }
+
+    static func isKey(_ text: String, maxLength: Int) -> Bool {
+        !text.isEmpty && text.count <= maxLength
+            && text.unicodeScalars.allSatisfy { $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "_.-".unicodeScalars.contains($0)) }
+    }
+
+    /// `spc:` window, min-cpk, min-first-pass-yield, and per-measurement minimums (names the recipe measures).
+    func processControl(_ v: YAMLValue, recipe: ProvisioningRecipe) throws(RecipeError) -> ProvisioningRecipe.ProcessControl {
+        let f = try v.fields(["window", "min-cpk", "min-first-pass-yield", "measurements"])
+        var spc = ProvisioningRecipe.ProcessControl(
+            window: try f.required("window").int(in: 2...10_000), minCpk: try f["min-cpk"]?.number(in: 0.1...10),
+            minFirstPassYield: try f["min-first-pass-yield"]?.number(in: 0...1))
+        var known = recipe.tests.map(\.name)
+        if recipe.calibration.anc?.enabled == true { known.append("anc-correction") }
+        if let m = f["measurements"] {
+            var measurements: [String: Double] = [:]
+            for (name, value) in try m.entries() {
+                guard known.contains(name) else {
+                    var text = "'\(name)' is not a measurement of this recipe"
+                    if let near = Spelling.closest(to: name, in: known) { text += "; did you mean '\(near)'?" }
+                    else { text += " (it measures \(known.joined(separator: ", ")))" }
+                    throw value.error(.unknownKey, text)
+                }
+                let least = try value.number(in: 0...10)
+                guard least == 0 || least >= 0.1 else { throw value.error(.outOfRange, "\(YAMLValue.format(least)) is out of range 0.1...10 (0 turns it off)") }
+                measurements[name] = least
+            }
+            spc.measurements = measurements
+        }
+        guard spc.minCpk != nil || spc.minFirstPassYield != nil || !(spc.measurements ?? [:]).isEmpty else {
+            throw v.error(.missingKey, "give min-cpk, min-first-pass-yield or measurements: the limits to hold")
+        }
+        return spc
     }
 
     mutating func product(_ v: YAMLValue) throws(RecipeError) -> ProvisioningRecipe.Product {
@@ -173,7 +237,7 @@ private struct RecipeParser {
     func tests(_ v: YAMLValue) throws(RecipeError) -> [ProvisioningRecipe.TestSpec] {
         var result: [ProvisioningRecipe.TestSpec] = []
         for item in try v.list() {
-            let f = try item.fields(["name", "unit", "limits", "marginal", "retry"])
+            let f = try item.fields(["name", "unit", "limits", "marginal", "retry", "attach"])
             let nameValue = try f.required("name")
             let name = try nameValue.text(maxLength: 64)
             guard name.allSatisfy({ $0.isASCII && ($0.isLowercase || $0.isNumber || "-_.".contains($0)) }) else {
@@ -198,7 +262,60 @@ private struct RecipeParser {
                 retry.attempts = try rf.required("attempts").int(in: 1...10)
                 if let d = rf["delay"] { retry.delay = try delay(d) }
             }
-            result.append(ProvisioningRecipe.TestSpec(name: name, unit: unit, limits: pass, marginal: marginal, retry: retry))
+            var spec = ProvisioningRecipe.TestSpec(name: name, unit: unit, limits: pass, marginal: marginal, retry: retry)
+            if let a = f["attach"] {
+                let taken = Set(result.flatMap { $0.attach ?? [] }.map(\.name))
+                spec.attach = try attachments(a, test: name, taken: taken)
+            }
+            result.append(spec)
+        }
+        return result
+    }
+
+    /// `attach:` a list of `readings` and `{ file: PATH, name: NAME, media-type: TYPE }` (at most 8 per test).
+    func attachments(_ v: YAMLValue, test: String, taken: Set<String>) throws(RecipeError) -> [ProvisioningRecipe.AttachSpec] {
+        let items = try v.list()
+        guard !items.isEmpty, items.count <= 8 else { throw v.error(.outOfRange, "give 1...8 attachments") }
+        var result: [ProvisioningRecipe.AttachSpec] = []
+        var names = taken
+        for item in items {
+            let spec: ProvisioningRecipe.AttachSpec
+            if case .scalar = item.node {
+                let word = try item.choice(["readings"])
+                spec = .readings(name: "\(test)-readings.csv")
+                _ = word
+            } else {
+                let f = try item.fields(["file", "name", "media-type"])
+                let fileValue = try f.required("file")
+                let path = try fileValue.text(maxLength: 4096)
+                let sample = ProvisioningRecipe.AttachSpec.render(path, hardwareID: "0", serial: "0")
+                guard !sample.contains("{"), !sample.contains("}") else {
+                    throw fileValue.error(.badTemplate, "'\(path)': the fields of a file are {hardware-id} and {serial}")
+                }
+                // By default the test's name and the file's extension: `mic-sensitivity-left-file.log`.
+                let ext = (sample as NSString).pathExtension
+                var name = "\(test)-file" + (ext.isEmpty ? "" : ".\(ext)")
+                if let n = f["name"] {
+                    name = try n.string()
+                    guard RecipeParser.isKey(name, maxLength: 128) else {
+                        throw n.error(.outOfRange, "'\(name)': an attachment name uses 1...128 characters of A-Z a-z 0-9 _ . -")
+                    }
+                } else if !RecipeParser.isKey(name, maxLength: 128) {
+                    throw fileValue.error(.outOfRange, "the file's name does not make an attachment name (A-Z a-z 0-9 _ . -): give name:")
+                }
+                var mediaType: String?
+                if let t = f["media-type"] {
+                    let text = try t.string()
+                    let parts = text.split(separator: "/", omittingEmptySubsequences: false)
+                    guard text.count <= 100, parts.count == 2, parts.allSatisfy({ part in
+                        !part.isEmpty && part.unicodeScalars.allSatisfy { $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "!#$&-^_.+".unicodeScalars.contains($0)) }
+                    }) else { throw t.error(.outOfRange, "'\(text)' is not a media type such as text/plain") }
+                    mediaType = text
+                }
+                spec = .file(path: path, name: name, mediaType: mediaType)
+            }
+            guard names.insert(spec.name).inserted else { throw item.error(.outOfRange, "a second attachment named '\(spec.name)'") }
+            result.append(spec)
         }
         return result
     }

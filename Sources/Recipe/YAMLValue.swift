@@ -146,6 +146,20 @@ struct YAMLValue {
         throw error(.outOfRange, message)
     }
 
+    /// A mapping's entries in file order, any keys (for maps of names the format does not fix, such as metadata).
+    func entries() throws(RecipeError) -> [(key: String, value: YAMLValue)] {
+        guard case let .mapping(mapping) = node else { throw error(.wrongType, "expected a mapping, got \(describe())") }
+        var result: [(key: String, value: YAMLValue)] = []
+        for (keyNode, valueNode) in mapping {
+            guard case .scalar = keyNode, let key = keyNode.string else {
+                let at = keyNode.mark.map { SourceLocation(file: file, line: $0.line, column: $0.column) }
+                throw RecipeError(.wrongType, "keys must be plain names", at: at, key: path)
+            }
+            result.append((key, YAMLValue(node: valueNode, path: path.isEmpty ? key : "\(path).\(key)", file: file, keyMark: keyNode.mark)))
+        }
+        return result
+    }
+
     func list() throws(RecipeError) -> [YAMLValue] {
         guard case let .sequence(sequence) = node else { throw error(.wrongType, "expected a list, got \(describe())") }
         return sequence.enumerated().map { YAMLValue(node: $1, path: "\(path)[\($0)]", file: file, keyMark: $1.mark) }
