@@ -19,7 +19,7 @@ struct Bench: AsyncParsableCommand {
             swift run -c release tuneup-bench speaker-sync  # 8 drifting speakers, jitter: sync, fidelity, latency, join, CPU
             swift run -c release tuneup-bench page    # operator page: station event to WebSocket client, p50/p99
             """,
-        subcommands: [Codec.self, Probe.self, Flash.self, Many.self, Station.self, Line.self, WearableBench.self, SpeakerSync.self, Page.self])
+        subcommands: [Codec.self, Probe.self, Flash.self, Many.self, Station.self, Line.self, WearableBench.self, SpeakerSync.self, Page.self, SpeakerReceiverBench.self])
 
     /// The tuneup binary the benchmarks run: `option`, or the one next to tuneup-bench.
     static func tuneupBinary(_ option: String?) throws -> String {
@@ -43,12 +43,14 @@ struct Bench: AsyncParsableCommand {
         @Option(help: "The recipe.") var recipe = "recipes/sim-headset.yaml"
         @Option(help: "The simulator's --time-scale (1: real flash and boot timing).") var timeScale = 1.0
         @Option(help: "Path of the tuneup binary (default: next to tuneup-bench).") var tuneup: String?
+        @Flag(help: "With the operator page on: its feed follows the station's events, a WebSocket client is connected.") var page = false
 
         func run() async throws {
             let binary = try Bench.tuneupBinary(tuneup)
             let loaded: LoadedRecipe
             do { loaded = try ProvisioningRecipe.load(path: recipe) } catch { throw ValidationError(error.message) }
-            let r = try await StationBenchmark(tuneup: binary, recipe: loaded, units: units, timeScale: timeScale).run()
+            let r = try await StationBenchmark(tuneup: binary, recipe: loaded, units: units, timeScale: timeScale, page: page).run()
+            if page { print("operator page on: a WebSocket client connected, \(r.many.pageMessages) messages pushed to it (\(r.many.units) at once)") }
             print("recipe \(recipe), simulator time scale \(timeScale)")
             print(String(format: "one: %.2f s   %d at once: %.2f s   ratio %.2f (goal <= 1.5)", r.one.seconds, r.many.units, r.many.seconds,
                          r.many.seconds / r.one.seconds))

@@ -121,3 +121,45 @@ struct PageBenchmark {
         return Int(text[range.upperBound...].prefix { $0.isNumber })
     }
 }
+
+/// The operator page beside a benchmarked station: its feed (the station's listener), its server, and a connected
+/// WebSocket client that counts what it receives.
+struct PageProbe: Sendable {
+    let feed: StationFeed
+    let server: PageServer
+    let client: Task<Void, any Error>
+    let received: Counter
+
+    final class Counter: Sendable {
+        let value = Mutex(0)
+    }
+
+    static func start(store: any RecordStore) async throws -> PageProbe {
+        let feed = StationFeed(store: store, station: "bench", operatorName: "bench")
+        await feed.start()
+        let server = try await feed.serve(on: ListenAddress(host: "127.0.0.1", port: 0))
+        let received = Counter()
+        let (connected, signal) = AsyncStream<Void>.makeStream()
+        var logger = Logger(label: "bench.page")
+        logger.logLevel = .critical
+        let client = Task<Void, any Error> {
+            try await WebSocketClient.connect(url: "ws://127.0.0.1:\(server.port)/ws", configuration: .init(maxFrameSize: 1 << 24), logger: logger) {
+                inbound, _, _ in
+                for try await _ in inbound.messages(maxSize: 1 << 24) {
+                    received.value.withLock { $0 += 1 }
+                    signal.yield(())
+                }
+            }
+        }
+        for await _ in connected { break }
+        return PageProbe(feed: feed, server: server, client: client, received: received)
+    }
+
+    /// Stops the client, the server and the feed; the messages the client received.
+    func stop() async -> Int {
+        client.cancel()
+        await server.stop()
+        feed.stop()
+        return received.value.withLock { $0 }
+    }
+}

@@ -2,6 +2,7 @@ import Foundation
 import Recipe
 import Records
 import Station
+import StationPage
 import TuneupKit
 
 /// Provisions blank simulated units with the station (flash, settings, identity, calibration, tests, lock): N at
@@ -14,12 +15,15 @@ struct StationBenchmark {
         var passed: Int
         var shareMean: Double
         var shareMax: Double
+        /// With the page on: the messages its WebSocket client received.
+        var pageMessages = 0
     }
 
     var tuneup: String
     var recipe: LoadedRecipe
     var units: Int
     var timeScale: Double
+    var page = false
 
     func run() async throws -> (one: Phase, many: Phase) {
         let one = try await phase(units: 1)
@@ -34,14 +38,18 @@ struct StationBenchmark {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let store = try await SQLiteRecordStore.open(path: directory + "/records.sqlite")
-        let station = Station(recipe: recipe, store: store, options: StationOptions(station: "bench", toolVersion: "bench"))
+        let page = self.page ? try await PageProbe.start(store: store) : nil
+        let station = Station(recipe: recipe, store: store, options: StationOptions(station: "bench", toolVersion: "bench")) { event in
+            page?.feed.handle(event)
+        }
         let start = ContinuousClock.now
         let results = try await station.run(slots: sim.addresses.map { Slot(address: $0) })
         let seconds = (ContinuousClock.now - start) / .seconds(1)
+        let messages = await page?.stop() ?? 0
         guard let failed = results.first(where: { $0.outcome != .pass }) else {
             let shares = results.map { $0.stationSeconds / $0.seconds }
             return Phase(units: units, seconds: seconds, passed: results.count, shareMean: shares.reduce(0, +) / Double(shares.count),
-                         shareMax: shares.max() ?? 0)
+                         shareMax: shares.max() ?? 0, pageMessages: messages)
         }
         throw BenchError("unit in \(failed.slot) did not pass: \(failed.outcome.rawValue) at \(failed.failedStep ?? "?"): \(failed.message ?? "")")
     }
