@@ -22,10 +22,17 @@ public struct StationOptions: Sendable {
     public var deviceWait: Duration
     /// Watch mode: how often an empty slot is looked at, and a finished unit checked for removal.
     public var pollInterval: Duration
+    /// Traceability recorded with every run: the work order, the lot, the fixture, and metadata (over the recipe's
+    /// `metadata:`, key by key).
+    public var workOrder: String?
+    public var lot: String?
+    public var fixture: String?
+    public var metadata: [String: String]
 
     public init(
         station: String = ProcessInfo.processInfo.hostName, operatorName: String = "", toolVersion: String = "",
-        connection: ConnectionOptions = .init(), deviceWait: Duration = .seconds(30), pollInterval: Duration = .milliseconds(200)
+        connection: ConnectionOptions = .init(), deviceWait: Duration = .seconds(30), pollInterval: Duration = .milliseconds(200),
+        workOrder: String? = nil, lot: String? = nil, fixture: String? = nil, metadata: [String: String] = [:]
     ) {
         self.station = station
         self.operatorName = operatorName
@@ -33,6 +40,10 @@ public struct StationOptions: Sendable {
         self.connection = connection
         self.deviceWait = deviceWait
         self.pollInterval = pollInterval
+        self.workOrder = workOrder
+        self.lot = lot
+        self.fixture = fixture
+        self.metadata = metadata
     }
 }
 
@@ -54,7 +65,15 @@ final class StationContext: Sendable {
         var totals = StationTotals()
         var shares: [Double] = []
         var stopReason: String?
+        /// The latest finished units, for the recipe's process control.
+        var window: ProcessWindow?
+        var alarm: ProcessAlarm?
     }
+
+    /// The recipe's process control limits, as the records' statistics take them.
+    let spcLimits: SPCLimits?
+    /// The recipe's metadata with the station's over it.
+    let metadata: [String: String]
 
     init(recipe: LoadedRecipe, store: any RecordStore, options: StationOptions, emit: @escaping @Sendable (StationEvent) -> Void) {
         self.recipe = recipe
@@ -68,7 +87,15 @@ final class StationContext: Sendable {
         var hashes = ["application": Self.sha256(recipe.application.bytes)]
         if let resource = recipe.resource { hashes["resource"] = Self.sha256(resource.bytes) }
         imageHashes = hashes
+        spcLimits = recipe.recipe.spc.map {
+            SPCLimits(window: $0.window, minCpk: $0.minCpk, minFirstPassYield: $0.minFirstPassYield, measurements: $0.measurements ?? [:])
+        }
+        metadata = (recipe.recipe.metadata ?? [:]).merging(options.metadata) { _, station in station }
+        if let spcLimits { state.withLock { $0.window = ProcessWindow(size: spcLimits.window) } }
     }
+
+    /// The SPC alarm that stopped the station, if one did.
+    var alarm: ProcessAlarm? { state.withLock { $0.alarm } }
 
     static func sha256(_ bytes: [UInt8]) -> String { SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined() }
 
@@ -85,9 +112,11 @@ final class StationContext: Sendable {
         if first { emit(.stopping(reason: reason)) }
     }
 
-    /// Counts a unit's result in the totals and reports them.
-    func count(_ result: UnitResult, firstTime: Bool) {
-        emit(.totals(state.withLock { s in
+    /// Counts a unit's result in the totals and reports them; a finished unit (pass, fail, error with a run) joins
+    /// the process control window with its measurements, and an alarm stops the station.
+    func count(_ result: UnitResult, firstTime: Bool, measurements: [Records.Measurement] = []) {
+        var raised: ProcessAlarm?
+        let totals = state.withLock { s in
             switch result.outcome {
             case .pass:
                 s.totals.passed += 1
@@ -95,10 +124,23 @@ final class StationContext: Sendable {
             case .fail: s.totals.failed += 1
             case .error: s.totals.errors += 1
             case .aborted: s.totals.aborted += 1
+            case .quarantined: s.totals.quarantined += 1
             }
-            if result.seconds > 0, result.outcome != .aborted { s.shares.append(result.stationSeconds / result.seconds) }
+            if result.seconds > 0, result.outcome != .aborted, result.outcome != .quarantined { s.shares.append(result.stationSeconds / result.seconds) }
+            if let limits = spcLimits, result.run != nil, [.pass, .fail, .error].contains(result.outcome), s.alarm == nil {
+                s.window?.add(ProcessWindow.Sample(firstPass: firstTime && result.outcome == .pass, measurements: measurements))
+                if let alarm = s.window?.alarm(limits) {
+                    s.alarm = alarm
+                    raised = alarm
+                }
+            }
             return totalsNow(&s)
-        }))
+        }
+        emit(.totals(totals))
+        if let raised {
+            emit(.alarm(raised))
+            stop(because: raised.message)
+        }
     }
 
     var totals: StationTotals { state.withLock { totalsNow(&$0) } }
@@ -134,6 +176,9 @@ public final class Station: Sendable {
 
     /// Why the station stopped taking units, if it did.
     public var stopReason: String? { context.stopReason }
+
+    /// The SPC alarm that stopped the station, if one did.
+    public var alarm: ProcessAlarm? { context.alarm }
 
     /// Closes the station's runs that a killed process left open (as aborted), so they are not left open forever.
     /// Reports them (`recovered`) and returns how many it closed. Call it while holding the station's name on its records (`StationLock`): a live
@@ -192,9 +237,9 @@ public final class Station: Sendable {
     /// Provisions the unit in `slot`: its `finished` event, then the totals that count it (a slot whose unit never
     /// answered counts as an error).
     private func provision(_ slot: Slot, address: DeviceAddress) async -> UnitResult {
-        let (result, firstTime) = await UnitRun(station: context, slot: slot, address: address, emit: context.emit).run()
+        let (result, firstTime, measurements) = await UnitRun(station: context, slot: slot, address: address, emit: context.emit).run()
         context.emit(.finished(result))
-        context.count(result, firstTime: firstTime)
+        context.count(result, firstTime: firstTime, measurements: measurements)
         return result
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import Records
 
 /// Where a unit is provisioned: a physical place (a USB port path such as `usb:1-2.3`, a fixture's TCP address) so
 /// two identical units never clash, and the address the station opens to reach the unit in it.
@@ -33,6 +34,9 @@ public enum StepName {
 public struct UnitResult: Sendable, Hashable, Codable {
     public enum Outcome: String, Sendable, Hashable, Codable {
         case pass, fail, error, aborted
+        /// Refused: the unit failed the recipe's `max-rework` times and waits for `tuneup records release` (no run
+        /// is recorded, nothing is flashed).
+        case quarantined
     }
 
     public var slot: String
@@ -72,8 +76,13 @@ public enum StationEvent: Sendable, Hashable {
     case finished(UnitResult)
     /// The unit was taken out of the slot.
     case left(slot: String)
-    /// The station stops taking units, and why (the identity pool is used up, the records cannot be written).
+    /// The station stops taking units, and why (the identity pool is used up, the records cannot be written, an SPC
+    /// alarm).
     case stopping(reason: String)
+    /// A unit that failed `maxRework` times since its last release is refused (its `finished` follows).
+    case quarantined(slot: String, hardwareID: String, failures: Int, maxRework: Int)
+    /// The recipe's process control limits are broken: the station stops taking units (a `stopping` follows).
+    case alarm(ProcessAlarm)
     /// The running totals after each unit, and the summary at the end.
     case totals(StationTotals)
 }
@@ -84,6 +93,8 @@ public struct StationTotals: Sendable, Hashable, Encodable {
     public var failed = 0
     public var errors = 0
     public var aborted = 0
+    /// Units refused because they are quarantined (not counted as completed).
+    public var quarantined = 0
     /// Units whose run in this station passed the first time they were provisioned here.
     public var firstPassed = 0
     /// Units with a result (pass, fail or error).
@@ -101,7 +112,7 @@ public struct StationTotals: Sendable, Hashable, Encodable {
     public init() {}
 
     private enum Keys: String, CodingKey {
-        case passed, failed, errors, aborted, firstPassed, completed, unitsPerHour, firstPassYield
+        case passed, failed, errors, aborted, quarantined, firstPassed, completed, unitsPerHour, firstPassYield
         case stationShareMean, stationShareMax, elapsed
     }
 
@@ -111,6 +122,7 @@ public struct StationTotals: Sendable, Hashable, Encodable {
         try c.encode(failed, forKey: .failed)
         try c.encode(errors, forKey: .errors)
         try c.encode(aborted, forKey: .aborted)
+        try c.encode(quarantined, forKey: .quarantined)
         try c.encode(firstPassed, forKey: .firstPassed)
         try c.encode(completed, forKey: .completed)
         try c.encode(unitsPerHour, forKey: .unitsPerHour)
@@ -124,6 +136,7 @@ public struct StationTotals: Sendable, Hashable, Encodable {
 extension StationEvent: Encodable {
     private enum Keys: String, CodingKey {
         case event, slot, slots, recipe, recipeHash, station, hardwareID, step, fraction, outcome, message, unit, reason, totals, runs
+        case failures, maxRework, kind, measurement, value, limit, window
     }
 
     /// One JSON object per event, `{"event": "...", ...}`.
@@ -177,6 +190,21 @@ extension StationEvent: Encodable {
         case let .totals(totals):
             try c.encode("totals", forKey: .event)
             try c.encode(totals, forKey: .totals)
+        case let .quarantined(slot, hardwareID, failures, maxRework):
+            try c.encode("quarantined", forKey: .event)
+            try c.encode(slot, forKey: .slot)
+            try c.encode(hardwareID, forKey: .hardwareID)
+            try c.encode(failures, forKey: .failures)
+            try c.encode(maxRework, forKey: .maxRework)
+            try c.encode("unit \(hardwareID) is quarantined: it failed \(failures) time\(failures == 1 ? "" : "s") (max-rework \(maxRework)); release it with 'tuneup records release \(hardwareID)'", forKey: .message)
+        case let .alarm(alarm):
+            try c.encode("alarm", forKey: .event)
+            try c.encode(alarm.kind.rawValue, forKey: .kind)
+            try c.encodeIfPresent(alarm.measurement, forKey: .measurement)
+            try c.encode((alarm.value * 10_000).rounded() / 10_000, forKey: .value)
+            try c.encode(alarm.limit, forKey: .limit)
+            try c.encode(alarm.window, forKey: .window)
+            try c.encode(alarm.message, forKey: .message)
         }
     }
 }

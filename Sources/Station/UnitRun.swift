@@ -6,6 +6,7 @@ import Headset
 import LightX
 import Recipe
 import Records
+import Support
 import Transport
 import TuneupKit
 
@@ -36,8 +37,8 @@ struct UnitRun {
     private var store: any RecordStore { station.store }
 
     /// Provisions the unit; never throws: every ending is a result (and a recorded run when the unit was identified),
-    /// and whether it was the unit's first time here (a pass then is a first pass).
-    func run() async -> (result: UnitResult, firstTime: Bool) {
+    /// whether it was the unit's first time here (a pass then is a first pass), and the measurements it recorded.
+    func run() async -> (result: UnitResult, firstTime: Bool, measurements: [Records.Measurement]) {
         let client = Devices.bootloaderClient(
             address: address, wait: station.options.deviceWait, connection: station.options.connection, logger: station.logger)
         let result = await run(with: client)
@@ -45,7 +46,7 @@ struct UnitRun {
         return result
     }
 
-    private func run(with client: BootloaderClient) async -> (result: UnitResult, firstTime: Bool) {
+    private func run(with client: BootloaderClient) async -> (result: UnitResult, firstTime: Bool, measurements: [Records.Measurement]) {
         let steps = FactorySteps(client: client)
         var result = UnitResult(
             slot: slot.name, hardwareID: nil, serial: nil, bluetoothAddress: nil, outcome: .error, failedStep: StepName.identify,
@@ -64,7 +65,7 @@ struct UnitRun {
         } catch {
             result.outcome = Task.isCancelled ? .aborted : .error
             result.message = describe(error)
-            return (finish(), true)
+            return (finish(), true, [])
         }
         let hardwareID = info.hardwareID
         result.hardwareID = hardwareID
@@ -74,14 +75,27 @@ struct UnitRun {
         let previous: [RunRecord]
         do {
             previous = try await store.runs(hardwareID: hardwareID, station: nil)
+            // Quarantine: a unit that failed max-rework times since its last release is refused, untouched.
+            if let maxRework = recipe.maxRework {
+                let failures = Rework.failuresSinceRelease(runs: previous, releases: try await store.releases(of: hardwareID))
+                if failures >= maxRework {
+                    emit(.quarantined(slot: slot.name, hardwareID: hardwareID, failures: failures, maxRework: maxRework))
+                    result.outcome = .quarantined
+                    result.failedStep = nil
+                    result.message = "quarantined: failed \(failures) time\(failures == 1 ? "" : "s") (max-rework \(maxRework)); release it with 'tuneup records release \(hardwareID)'"
+                    return (finish(), false, [])
+                }
+            }
+            let options = station.options
             runID = try await store.startRun(RunStart(
-                hardwareID: hardwareID, station: station.options.station, slot: slot.name, operatorName: station.options.operatorName,
-                recipeHash: station.recipe.contentHash, toolVersion: station.options.toolVersion,
-                imageHashes: station.imageHashes, startedAt: Date()))
+                hardwareID: hardwareID, station: options.station, slot: slot.name, operatorName: options.operatorName,
+                recipeHash: station.recipe.contentHash, toolVersion: options.toolVersion,
+                imageHashes: station.imageHashes, startedAt: Date(), workOrder: options.workOrder, lot: options.lot,
+                fixture: options.fixture, metadata: station.metadata))
         } catch {
             result.message = "records: \(describe(error))"
             station.stop(because: "the records cannot be written: \(describe(error))")
-            return (finish(), true)
+            return (finish(), true, [])
         }
         result.run = runID.rawValue
         // A unit that failed or erred before comes back for rework: its pass is not a first pass.
@@ -112,7 +126,7 @@ struct UnitRun {
             do { try await store.finishRun(runID, outcome: outcome, at: Date()); return nil } catch { return error }
         }.value
         if let ended { result.message = (result.message.map { $0 + "; " } ?? "") + "records: \(describe(ended))" }
-        return (finish(), firstTime)
+        return (finish(), firstTime, recorder.measurements)
     }
 
     // MARK: The steps
@@ -201,9 +215,21 @@ struct UnitRun {
         }
 
         for test in recipe.tests {
+            let serial = identity.serial.value
+            let runID = recorder.run
             try await recorder.step(StepName.test(test.name)) { record in
                 try await sameUnit(hardwareID, client)
-                return try await measure(test, steps: steps, record: &record)
+                var readings: [Reading] = []
+                let outcome: StepOutcome
+                do {
+                    outcome = try await measure(test, steps: steps, record: &record, readings: &readings)
+                } catch let stop as StepStop where stop.outcome == .fail {
+                    // A failing test attaches what it read too: that is when it is wanted most.
+                    try await attach(test, readings: readings, hardwareID: hardwareID, serial: serial, run: runID)
+                    throw stop
+                }
+                try await attach(test, readings: readings, hardwareID: hardwareID, serial: serial, run: runID)
+                return outcome
             }
         }
 
@@ -278,12 +304,23 @@ struct UnitRun {
         }
     }
 
-    private func measure(_ test: ProvisioningRecipe.TestSpec, steps: FactorySteps, record: inout StepRecord) async throws -> StepOutcome {
+    /// One attempt of a test: its number, when (seconds from the step's start), what it read and its judgement.
+    struct Reading {
+        var attempt: Int
+        var seconds: Double
+        var value: Double
+        var judgement: ProvisioningRecipe.Judgement
+    }
+
+    private func measure(
+        _ test: ProvisioningRecipe.TestSpec, steps: FactorySteps, record: inout StepRecord, readings: inout [Reading]
+    ) async throws -> StepOutcome {
         guard let measurement = FactoryMeasurement(name: test.name) else {
             throw StepStop(outcome: .error, message: "the station cannot measure '\(test.name)'")
         }
         var judgement = ProvisioningRecipe.Judgement.fail
         var value = Double.nan
+        let started = ContinuousClock.now
         for attempt in 1...test.retry.attempts {
             if attempt > 1 {
                 record.retries += 1
@@ -291,6 +328,8 @@ struct UnitRun {
             }
             value = try await time.device { try await steps.measure(measurement) }
             judgement = test.judge(value)
+            let elapsed = (ContinuousClock.now - started).components
+            readings.append(Reading(attempt: attempt, seconds: Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18, value: value, judgement: judgement))
             if judgement != .fail { break }
         }
         record.measurements.append(Measurement(
@@ -302,6 +341,55 @@ struct UnitRun {
         }
         if judgement == .marginal { record.message = "marginal" }
         return .pass
+    }
+
+    /// Stores the test's attachments in the run: its readings as CSV, files the fixture wrote (read on the blocking
+    /// executor). A file that is missing, unreadable or too large is the step's error.
+    private func attach(_ test: ProvisioningRecipe.TestSpec, readings: [Reading], hardwareID: String, serial: String, run: RunID) async throws {
+        let step = StepName.test(test.name)
+        for spec in test.attach ?? [] {
+            let attachment: Attachment
+            switch spec {
+            case let .readings(name):
+                var rows = [["attempt", "seconds", "value", "unit", "low", "high", "judgement"]]
+                for r in readings {
+                    rows.append([String(r.attempt), String(format: "%.3f", r.seconds), String(r.value), test.unit.rawValue,
+                                 test.limits.low.map { String($0) } ?? "", test.limits.high.map { String($0) } ?? "", r.judgement.rawValue])
+                }
+                attachment = Attachment(name: name, step: step, mediaType: "text/csv", content: Data(CSV.document(rows).utf8))
+            case let .file(path, name, mediaType):
+                let rendered = ProvisioningRecipe.AttachSpec.render(path, hardwareID: hardwareID, serial: serial)
+                let directory = (station.recipe.path as NSString).deletingLastPathComponent
+                let full = rendered.hasPrefix("/") ? rendered : (directory.isEmpty ? "." : directory) + "/" + rendered
+                let content = try await Blocking.perform("attachment \(name)") { () throws(StepStop) -> Data in try Self.readAttachment(full) }
+                attachment = Attachment(
+                    name: name, step: step, mediaType: mediaType ?? Traceability.mediaType(ofFile: rendered), content: content)
+            }
+            do {
+                try await store.recordAttachment(attachment, in: run)
+            } catch {
+                throw StepStop(outcome: .error, message: "attachment \(attachment.name): \(describe(error))")
+            }
+        }
+    }
+
+    /// A file to attach: a regular file of at most `Traceability.maxAttachmentBytes`. Blocking.
+    static func readAttachment(_ path: String) throws(StepStop) -> Data {
+        var status = stat()
+        guard stat(path, &status) == 0 else {
+            throw StepStop(outcome: .error, message: "attachment \(path): \(String(cString: strerror(errno)))")
+        }
+        guard (status.st_mode & S_IFMT) == S_IFREG else { throw StepStop(outcome: .error, message: "attachment \(path) is not a regular file") }
+        guard Int(status.st_size) <= Traceability.maxAttachmentBytes else {
+            throw StepStop(outcome: .error, message: "attachment \(path) is \(status.st_size) bytes; at most \(Traceability.maxAttachmentBytes) (4 MiB)")
+        }
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw StepStop(outcome: .error, message: "attachment \(path) cannot be read")
+        }
+        guard data.count <= Traceability.maxAttachmentBytes else {
+            throw StepStop(outcome: .error, message: "attachment \(path) is \(data.count) bytes; at most \(Traceability.maxAttachmentBytes) (4 MiB)")
+        }
+        return data
     }
 
     static func format(_ value: Double) -> String { String(format: "%.2f", value) }
@@ -328,6 +416,8 @@ struct StepRecorder {
     /// The step running now (the failing one after a stop).
     private(set) var current: String?
     private(set) var skipped: [String] = []
+    /// Every measurement recorded so far, in order (the station's process control takes them).
+    private(set) var measurements: [Records.Measurement] = []
 
     init(run: RunID, slot: String, hardwareID: String, store: any RecordStore, emit: @escaping @Sendable (StationEvent) -> Void) {
         (self.run, self.slot, self.hardwareID, self.store, self.emit) = (run, slot, hardwareID, store, emit)
@@ -361,6 +451,7 @@ struct StepRecorder {
         }
         record.endedAt = Date()
         if record.outcome == .skipped { skipped.append(name) }
+        measurements += record.measurements
         let (store, run, finished) = (self.store, self.run, record)
         // Recorded even while the station stops: an uncancelled task.
         let stored = await Task { () -> (any Error)? in
