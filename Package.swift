@@ -199,6 +199,7 @@ let package = Package(
             name: "Station",
             dependencies: [
                 "Failure", "LightX", "Transport", "Headset", "Firmware", "FirmwareUpdate", "Recipe", "Records", "TuneupKit",
+                "Support",  // attachments are read on the blocking executor
                 .product(name: "Crypto", package: "swift-crypto"), .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict),

@@ -10,7 +10,7 @@ struct RecordsCommand: AsyncParsableCommand {
         abstract: "List, show, export and report the unit records of provisioning (tuneup station run).",
         discussion: """
             Reads the records a station wrote (--db: the SQLite file, default records.sqlite here); nothing is \
-            changed. docs/records.md defines the report's figures and the export formats.
+            changed (`records label` prints a label again; `records release` records a quarantined unit's release). docs/records.md defines the report's figures and the export formats.
 
             Exit codes: 0 success, 64 bad arguments, 66 no such unit, 74 the records cannot be read or the output \
             cannot be written.
@@ -20,7 +20,7 @@ struct RecordsCommand: AsyncParsableCommand {
               tuneup records report --db recipes/records.sqlite
               tuneup records export --format csv --output /tmp/units.csv --db recipes/records.sqlite
             """,
-        subcommands: [List.self, Show.self, Export.self, Report.self])
+        subcommands: [List.self, Show.self, Export.self, Report.self, Label.self, SPC.self, AttachmentFile.self, ReleaseUnit.self])
 
     /// Where the records are.
     struct Source: ParsableArguments {
@@ -163,9 +163,21 @@ struct RecordsCommand: AsyncParsableCommand {
             for identity in record.identities {
                 lines.append("  \(identity.kind.rawValue) \(identity.value) (\(identity.state.rawValue), \(identity.station))")
             }
+            for release in record.releases {
+                lines.append("  released \(RecordsExport.timestamp(release.releasedAt)) by \(release.releasedBy) after \(release.failures) failed run\(release.failures == 1 ? "" : "s")"
+                             + (release.reason.isEmpty ? "" : ": \(release.reason)"))
+            }
             for run in record.runs {
                 lines.append("Run \(run.id): \(run.outcome?.rawValue ?? "open") at \(run.start.station) slot \(run.start.slot), "
-                             + "\(RecordsExport.timestamp(run.start.startedAt))" + (run.reworkCount > 0 ? ", rework \(run.reworkCount)" : ""))
+                             + "\(RecordsExport.timestamp(run.start.startedAt))" + (run.reworkCount > 0 ? ", rework \(run.reworkCount)" : "")
+                             + (run.start.operatorName.isEmpty ? "" : ", operator \(run.start.operatorName)"))
+                let trace = [("work order", run.start.workOrder), ("lot", run.start.lot), ("fixture", run.start.fixture)]
+                    .compactMap { name, value in value.map { "\(name) \($0)" } }
+                if !trace.isEmpty { lines.append("  " + trace.joined(separator: ", ")) }
+                if !run.start.metadata.isEmpty { lines.append("  metadata: " + Traceability.text(run.start.metadata)) }
+                for a in run.attachments {
+                    lines.append("  attachment \(a.name) (\(a.mediaType), \(a.size) bytes, sha256 \(a.sha256.prefix(16))...)" + (a.step.map { " from \($0)" } ?? ""))
+                }
                 // Names in full (padding(toLength:) also cuts), aligned on the run's longest.
                 let width = max(24, run.steps.map(\.name.count).max() ?? 0)
                 for step in run.steps {

@@ -43,11 +43,18 @@ struct StationCommand: AsyncParsableCommand {
                 A station's name is held on its records while it runs: a second station of the same name on the same \
                 records file (or outbox) is refused, and only a killed station's open runs are closed as aborted.
 
+                Traceability: --work-order, --lot, --fixture and --meta KEY=VALUE (repeatable, over the recipe's \
+                metadata:) are recorded with every run, with --operator (default: $USER, else the login name). A \
+                recipe's max-rework quarantines a unit that failed that many times: the station refuses it until \
+                'tuneup records release HWID'. A recipe's spc: limits stop the station (units in progress finish) \
+                when a measurement's Cpk or the first-pass yield over the last units falls below them.
+
                 --ui HOST:PORT serves the operator page (tiles per slot, totals, the shift's failure Pareto, the last \
                 units with their records), updated live over a WebSocket; with a PostgreSQL --db the station also \
                 beats a heartbeat for 'tuneup line serve'.
 
-                Exit codes: 0 every unit passed, 1 a unit failed or erred, 64 bad arguments or recipe values, \
+                Exit codes: 0 every unit passed, 1 a unit failed, erred or was quarantined, 3 an SPC alarm stopped \
+                the station, 64 bad arguments or recipe values, \
                 65 an image is invalid or not signed by the recipe's key, 69 the line's database server cannot be \
                 reached, a station of the same name runs already or the --ui address cannot be bound, \
                 74 the recipe, an image or the records \
@@ -89,8 +96,10 @@ struct StationCommand: AsyncParsableCommand {
         @Option(help: ArgumentHelp("The station's name in the records (default: the host name).", valueName: "name"))
         var station: String?
 
-        @Option(name: .customLong("operator"), help: ArgumentHelp("Who operates the station (recorded with every run).", valueName: "name"))
-        var operatorName: String = ProcessInfo.processInfo.environment["USER"] ?? ""
+        @Option(name: .customLong("operator"), help: ArgumentHelp("Who operates the station (recorded with every run; default: $USER, else the login name).", valueName: "name"))
+        var operatorName: String?
+
+        @OptionGroup(title: "Traceability (recorded with every run)") var trace: TraceabilityOptions
 
         @Option(parsing: .unconditional, help: ArgumentHelp("Seconds to wait for each reply before sending a request again.", valueName: "seconds"))
         var timeout: Double = 2
@@ -113,6 +122,7 @@ struct StationCommand: AsyncParsableCommand {
             if !(1...10_000).contains(lease) { throw ValidationError("--lease must be 1...10000") }
             if !(0...86_400).contains(uploadWait) { throw ValidationError("--upload-wait must be 0...86400 seconds") }
             if outbox != nil, !RecordStores.isServer(db ?? "") { throw ValidationError("--outbox is for a PostgreSQL --db (postgres://...)") }
+            _ = try OperatorName.resolve(operatorName)
             if let ui { do { _ = try ListenAddress(parsing: ui, option: "--ui") } catch { throw ValidationError("\(error)") } }
         }
 
@@ -151,8 +161,9 @@ struct StationCommand: AsyncParsableCommand {
             var connection = ConnectionOptions()
             connection.session.timeout = .milliseconds(Int64(timeout * 1000))
             let options = StationOptions(
-                station: stationName, operatorName: operatorName, toolVersion: TuneupVersion.string,
-                connection: connection, deviceWait: .milliseconds(Int64(wait.wait * 1000)))
+                station: stationName, operatorName: try OperatorName.resolve(operatorName), toolVersion: TuneupVersion.string,
+                connection: connection, deviceWait: .milliseconds(Int64(wait.wait * 1000)),
+                workOrder: trace.workOrder, lot: trace.lot, fixture: trace.fixture, metadata: try trace.metadata())
             let view = StationView(json: output.json, live: !output.json && isatty(STDOUT_FILENO) == 1)
             // Stopping (also by Ctrl-C): unused leased values are voided and the outbox uploaded, as far as it goes.
             func finishLine() async {
@@ -219,11 +230,16 @@ struct StationCommand: AsyncParsableCommand {
             await ui?.stop()
             await finishLine()
             if Task.isCancelled { return }
+            // An SPC alarm has its own code (3), in watch mode and not.
+            if let alarm = station.alarm { throw CommandFailure(message: "the station stopped: \(alarm.message)", code: Self.alarmExit) }
             if let reason = station.stopReason, watch { throw CommandFailure(message: "the station stopped: \(reason)", code: 1) }
-            if results.contains(where: { $0.outcome != .pass }) || station.totals.failed + station.totals.errors > 0 {
+            if results.contains(where: { $0.outcome != .pass }) || station.totals.failed + station.totals.errors + station.totals.quarantined > 0 {
                 throw ExitCode(1)
             }
         }
+
+        /// The exit code of a station stopped by an SPC alarm (the recipe's `spc:` limits).
+        static let alarmExit: Int32 = 3
 
         /// A station name as a file name (path separators and odd characters replaced).
         static func fileName(_ station: String) -> String {

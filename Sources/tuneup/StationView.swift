@@ -67,6 +67,12 @@ final class StationView: Sendable {
                 return nil
             case let .stopping(reason):
                 return "stopping: \(reason)"
+            case .quarantined:
+                // Its `finished` (QUARANTINED ...) is the one line.
+                return nil
+            case .alarm:
+                // Its `stopping` says why, in one line.
+                return nil
             case let .totals(totals):
                 s.totals = totals
                 return nil
@@ -141,12 +147,15 @@ final class StationView: Sendable {
             return "\(unit.outcome.rawValue.uppercased()) at \(unit.failedStep ?? "?"): \(unit.message ?? "")"
         case .aborted:
             return "ABORTED at \(unit.failedStep ?? "?")"
+        case .quarantined:
+            return "QUARANTINED: \(unit.message ?? "release it with 'tuneup records release'")"
         }
     }
 
     static func totalsText(_ t: StationTotals) -> String {
         var text = "passed \(t.passed), failed \(t.failed), errors \(t.errors)"
         if t.aborted > 0 { text += ", aborted \(t.aborted)" }
+        if t.quarantined > 0 { text += ", quarantined \(t.quarantined)" }
         text += String(format: ", %.0f units/h", t.unitsPerHour)
         if let fpy = t.firstPassYield { text += String(format: ", first-pass yield %.1f %%", fpy * 100) }
         if let mean = t.stationShareMean, let max = t.stationShareMax {
