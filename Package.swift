@@ -248,7 +248,7 @@ let package = Package(
         // Helpers shared by the test targets.
         // A PostgreSQL server of a test's or benchmark's own (Debian's binaries, initdb into a temporary directory).
         .target(name: "ThrowawayPostgres", dependencies: ["Spawn"], swiftSettings: strict),
-        .target(name: "TestSupport", dependencies: ["ThrowawayPostgres", "Spawn", "Support", "Transport"], path: "Tests/TestSupport", swiftSettings: strict),
+        .target(name: "TestSupport", dependencies: ["ThrowawayPostgres", "Spawn", "Support", "Transport", "CSndfile"], path: "Tests/TestSupport", swiftSettings: strict),
         .testTarget(name: "LightXTests", dependencies: ["LightX", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "WearableTests", dependencies: ["Wearable", "TestSupport"], swiftSettings: strict),
         .testTarget(

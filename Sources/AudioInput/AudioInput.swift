@@ -117,6 +117,12 @@ public struct AudioInputOptions: Sendable, Hashable {
 /// Opens audio sources: decodes local files and HTTP streams with libsndfile, resamples with libsoxr when rates
 /// differ, and maps channels, to the speaker's PCM format (docs/audio-input.md).
 public enum AudioInput {
+    /// What the local file at `path` is (container, encoding, rate, channels, length, title), read from its header;
+    /// nothing is decoded. Blocking (it opens and reads the file): call it from the blocking executor.
+    public static func describeFile(_ path: String) throws(AudioInputError) -> AudioSourceDescription {
+        try DecodePipeline.describeFile(path)
+    }
+
     /// Opens `source` and decodes its first frames, so that a missing, unreadable, non-audio, unsupported, corrupt or
     /// truncated source, an unreachable or refusing server fails here, with one line, before anything plays.
     ///

@@ -210,6 +210,27 @@ final class DecodePipeline: @unchecked Sendable {
         return nil
     }
 
+    /// What a local file is (container, encoding, rate, channels, length, title), from its header only: nothing is
+    /// decoded. Blocking: call it off the cooperative pool.
+    static func describeFile(_ path: String) throws(AudioInputError) -> AudioSourceDescription {
+        let descriptor = try openFile(path)
+        let head = readHead(descriptor)
+        var info = SF_INFO()
+        let attempt = Self.openLock.withLock { _ -> Result<OpaquePointer, AudioInputError> in
+            guard let opened = sf_open_fd(descriptor, Int32(SFM_READ), &info, 1) else {
+                return .failure(openFailure(name: path, head: head))
+            }
+            return .success(opened)
+        }
+        switch attempt {
+        case .failure(let failure):
+            throw failure
+        case .success(let file):
+            defer { sf_close(file) }
+            return describe(file, info: info, source: .file(path), isNetwork: false)
+        }
+    }
+
     private static func describe(_ file: OpaquePointer, info: SF_INFO, source: AudioSourceAddress, isNetwork: Bool) -> AudioSourceDescription {
         let major = info.format & Int32(SF_FORMAT_TYPEMASK)
         let minor = info.format & Int32(SF_FORMAT_SUBMASK)

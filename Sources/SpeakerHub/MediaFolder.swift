@@ -1,3 +1,4 @@
+import AudioInput
 import Foundation
 import SpeakerHubCore
 import SpeakerSession
@@ -5,7 +6,8 @@ import Transport
 
 /// The hub's media list: the audio files directly in a folder (by extension), sorted by name, each with a
 /// PersistentID derived from its name (stable across restarts), its title, artist and album from a WAV INFO chunk or
-/// else the file name, and its duration as the player would play it (a playable WAV file; 0 otherwise). The folder is read again on every
+/// else the file name, and its duration as the player would play it (a WAV file's data; other formats' length as
+/// libsndfile reads it from their header; 0 when unknown). The folder is read again on every
 /// request, on the blocking pool, so files added or removed show at once.
 public struct MediaFolder: HubMediaSource {
     public let path: String
@@ -54,10 +56,18 @@ public struct MediaFolder: HubMediaSource {
             let info = MediaInfo.read(head)
             // The duration is what the player would play: the one WAV reader of the project (SpeakerSession's).
             let size = ((try? FileManager.default.attributesOfItem(atPath: full))?[.size] as? NSNumber)?.uint64Value ?? 0
-            let duration = (try? WAV.parse(head, fileSize: size)).map { Int($0.dataBytes / UInt64($0.format.bytesPerFrame) / UInt64($0.format.sampleRate)) }
+            // Other formats (FLAC, MP3, Ogg, AIFF...): their length as libsndfile reads it from the header.
+            let duration: Int
+            if let wav = try? WAV.parse(head, fileSize: size) {
+                duration = Int(wav.dataBytes / UInt64(wav.format.bytesPerFrame) / UInt64(wav.format.sampleRate))
+            } else if let length = (try? AudioInput.describeFile(full))?.duration {
+                duration = Int(length.components.seconds)
+            } else {
+                duration = 0
+            }
             items.append(HubMediaItem(
                 persistentID: MediaInfo.persistentID(of: name), title: info.title ?? (name as NSString).deletingPathExtension,
-                artist: info.artist ?? "", albumTitle: info.album ?? "", duration: duration ?? 0, location: full))
+                artist: info.artist ?? "", albumTitle: info.album ?? "", duration: duration, location: full))
         }
         return items
     }

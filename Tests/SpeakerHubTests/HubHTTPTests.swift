@@ -1,3 +1,4 @@
+import CSndfile
 import Foundation
 import SpeakerHub
 import SpeakerHubCore
@@ -74,6 +75,15 @@ struct HubHTTPTests {
             #expect(song["AlbumTitle"] as? String == "Simply Worship")
             #expect(song["Duration"] as? Int == 20)
             #expect(media[1]["Title"] as? String == "b-untagged" && media[1]["Duration"] as? Int == 3)
+            // Other formats' durations come from their headers (a FLAC of 7.5 s: 7).
+            let flac = hub.mediaDir + "/c-tone.flac"
+            try await offThePool {
+                try SoundFiles.write(flac, format: Int32(SF_FORMAT_FLAC | SF_FORMAT_PCM_16), rate: 8000, channels: 1,
+                                     samples: (0..<60_000).map { Int16(truncatingIfNeeded: $0 &* 37) }, title: "Tone In FLAC")
+            }
+            let withFLAC = try await hub.get("/v1/media_list?\(s)").object()["MediaList"] as? [[String: Any]] ?? []
+            #expect(withFLAC.count == 3 && withFLAC[2]["Duration"] as? Int == 7, "\(withFLAC.last ?? [:])")
+            try FileManager.default.removeItem(atPath: flac)
             let pid = try #require(song["PersistentID"] as? String)
             #expect(pid == String(MediaInfo.persistentID(of: "a-song.wav")))
             // Stable: the same ids on the next read.
