@@ -135,6 +135,14 @@ let package = Package(
             swiftSettings: strict),
         // libsndfile (decoding), libsoxr (resampling) and libcurl (HTTP), Debian's, found with pkg-config.
         .systemLibrary(name: "CSndfile", pkgConfig: "sndfile", providers: [.apt(["libsndfile1-dev"])]),
+        .systemLibrary(name: "CALSA", pkgConfig: "alsa", providers: [.apt(["libasound2-dev"])]),
+        // A real speaker on this machine (`tuneup speaker receive`): the simulated speaker's protocol core with its
+        // output on an ALSA device, written by a thread of its own and kept on the DAC clock by the card's position.
+        .target(
+            name: "SpeakerReceiver",
+            dependencies: ["CALSA", "Failure", "Speaker", "SpeakerSimulator", "Simulator", "Support", "Transport",
+                           .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strict),
         .systemLibrary(name: "CSoxr", pkgConfig: "soxr", providers: [.apt(["libsoxr-dev"])]),
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         // Audio input for the speakers: local files and HTTP streams decoded (libsndfile), resampled (libsoxr) and
@@ -230,7 +238,7 @@ let package = Package(
                 "Failure", "LightX", "Transport", "Headset", "Simulator", "Firmware", "FirmwareUpdate", "USBTransport", "USBGadget",
                 "BluetoothTransport", "TuneupKit", "Recipe", "Records", "Station", "SpeakerSession", "SpeakerSimulator", "Progress",
                 "Wearable", "WearableLink", "WearableSession", "WearableSimulator", "SpeakerHub", "AudioInput", "Spawn", "Support",
-                "StationPage", "Labels", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "StationPage", "Labels", "SpeakerReceiver", .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict),
@@ -240,7 +248,7 @@ let package = Package(
             dependencies: [
                 "LightX", "Transport", "Headset", "Firmware", "FirmwareUpdate", "Simulator", "TuneupKit", "Recipe", "Records", "Station",
                 "ThrowawayPostgres", "Wearable", "WearableSession", "WearableSimulator", "TestSupport", "SpeakerSession",
-                "SpeakerSimulator", "Spawn", "Support", "StationPage",
+                "SpeakerSimulator", "Spawn", "Support", "StationPage", "SpeakerReceiver",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
             ],
@@ -259,6 +267,10 @@ let package = Package(
         .testTarget(
             name: "SpeakerSessionTests",
             dependencies: ["SpeakerSession", "SpeakerSimulator", "Speaker", "Simulator", "Transport", "TestSupport"],
+            swiftSettings: strict),
+        .testTarget(
+            name: "SpeakerReceiverTests",
+            dependencies: ["SpeakerReceiver", "SpeakerSession", "SpeakerSimulator", "Speaker", "Transport", "TestSupport"],
             swiftSettings: strict),
         .testTarget(
             name: "SpeakerHubTests",

@@ -5,10 +5,11 @@ set -euo pipefail
 # chromium: the hub's control page is tested in a real headless browser (Tests/SpeakerHubTests/HubPageTests).
 # libsndfile, libsoxr, libcurl: the speakers' audio input (decoding, resampling, web streams).
 # libzint-dev: the station's unit labels (barcodes); zbar-tools, dmtx-utils: the tests read the label previews back.
+# libasound2-dev: 'tuneup speaker receive' plays to the sound card through ALSA (tests use its file plugin, no card).
 # libqpid-proton11-dev: IPC-CFX over AMQP 1.0 (the station's publisher); rabbitmq-server, python3-qpid-proton: the
 # broker and the consumer of the CFX tests and benchmark.
 packages=(pkg-config libusb-1.0-0-dev libbluetooth-dev umockdev libsqlite3-dev postgresql librsvg2-bin chromium
-          libsndfile1-dev libsoxr-dev libcurl4-openssl-dev libzint-dev zbar-tools dmtx-utils
+          libsndfile1-dev libsoxr-dev libcurl4-openssl-dev libzint-dev zbar-tools dmtx-utils libasound2-dev
           libqpid-proton11-dev rabbitmq-server python3-qpid-proton)
 missing=()
 for p in "${packages[@]}"; do

@@ -22,6 +22,9 @@ import Transport
 /// - Faults: `audioJitter` (delay and loss of datagrams), `powerOff()`/`powerOn()` (a reboot or a speaker gone), a
 ///   stalled clock (`stallClock`); the controller that started a stream disconnecting, or its audio stopping for
 ///   `audioTimeout`, stops playback with an `errorOccurred` to the others.
+/// - The same speaker is the protocol core of a real receiver (`SpeakerReceiver`, `tuneup speaker receive`): with
+///   `externalOutput` there is no render pump; a sound card's writer renders by `render(through:)` while a stream
+///   plays, told of streams starting and ending by `observeStreams`, and nothing runs while none does.
 public final class SimulatedSpeaker: SimulatedDevice {
     /// How a speaker is made.
     public struct Configuration: Sendable {
@@ -42,6 +45,8 @@ public final class SimulatedSpeaker: SimulatedDevice {
         public var keepsRenderLogs: Bool
         /// How long a playing speaker waits for audio before it stops with `audio-underrun` (ns).
         public var audioTimeout: UInt64
+        /// Rendering is driven from outside (`render(through:)`, a sound card's writer) instead of a pump every 5 ms.
+        public var externalOutput: Bool = false
 
         public init(identity: SpeakerIdentity, clock: DACClock = DACClock(), ipAddress: String = "127.0.0.1",
                     audioPort: UInt16 = 45456, versions: ClosedRange<UInt8> = SpeakerProtocolVersion.supported,
@@ -87,6 +92,8 @@ public final class SimulatedSpeaker: SimulatedDevice {
         /// DAC time of the last audio datagram of the stream (or of play).
         var lastAudio: UInt64 = 0
         var finished: [(log: RenderLog, pcm: [UInt8])] = []
+        /// What the renderers of finished streams counted, summed.
+        var totals = RenderStatistics()
         var rng: SeededRandom
         /// True-time offset added to the clock by stalls so far, and a stall under way (true time it ends).
         var stallShift: Int64 = 0
@@ -119,6 +126,7 @@ public final class SimulatedSpeaker: SimulatedDevice {
     }
 
     private let audioTasks = Mutex<[Task<Void, Never>]>([])
+    private let streamObserver = Mutex<(@Sendable () -> Void)?>(nil)
     private let audioSocket = Mutex<UDPSocket?>(nil)
     private let pendingRecorders = Mutex<[WAVRecorder]>([])
 
@@ -460,6 +468,10 @@ public final class SimulatedSpeaker: SimulatedDevice {
                 self?.deliver(datagram.bytes)
             }
         }
+        guard !configuration.externalOutput else {
+            audioTasks.withLock { $0 += [receiver] }
+            return
+        }
         let pump = Task { [weak self] in
             while !Task.isCancelled {
                 try? await Task.sleep(for: .milliseconds(5))
@@ -468,6 +480,39 @@ public final class SimulatedSpeaker: SimulatedDevice {
             }
         }
         audioTasks.withLock { $0 += [receiver, pump] }
+    }
+
+    /// Calls `observer` whenever a stream starts or ends (with `externalOutput`: the output's writer wakes up and
+    /// looks at `streamFormat`). It is called with the speaker's state locked: it must only signal, never call back.
+    public func observeStreams(_ observer: @escaping @Sendable () -> Void) {
+        streamObserver.withLock { $0 = observer }
+    }
+
+    /// The format of the stream being rendered (nil: no stream).
+    public var streamFormat: AudioFormat? { state.withLock { $0.renderer?.format } }
+
+    /// The next DAC slot the renderer fills (nil: no stream). Slot n is the DAC clock's time n × 10⁹ / rate.
+    public var nextRenderSlot: UInt64? { state.withLock { $0.renderer?.nextSlot } }
+
+    /// What `render(through:)` rendered: the slots `firstSlot...` of the stream, as PCM in its format.
+    public struct RenderedSlots: Sendable {
+        public var format: AudioFormat
+        public var firstSlot: UInt64
+        public var pcm: [UInt8]
+        public var frames: Int { pcm.count / format.bytesPerFrame }
+    }
+
+    /// Renders every slot whose DAC time is at or before `time` — which may lie ahead of the DAC clock by what a sound
+    /// card holds queued — and returns them, with the stream's events sent; nil without a stream.
+    public func render(through time: UInt64) -> RenderedSlots? { render(upTo: time) }
+
+    /// Ends the stream being played with an `errorOccurred` (`code`, `message`) to every controller: the output
+    /// cannot play it (a sound card that failed).
+    public func stopPlayback(error code: DeviceErrorCode, message: String) {
+        state.withLock { s in
+            guard s.renderer != nil else { return }
+            endStream(&s, error: (code, message))
+        }
     }
 
     /// The UDP audio port (0 before `startAudio`).
@@ -486,12 +531,17 @@ public final class SimulatedSpeaker: SimulatedDevice {
     }
 
     /// Renders up to the DAC clock's now (the pump calls it every 5 ms).
-    public func renderNow() {
+    public func renderNow() { _ = render(upTo: nil) }
+
+    /// Renders up to DAC time `time` (nil: now); returns what was rendered.
+    private func render(upTo time: UInt64?) -> RenderedSlots? {
         state.withLock { s in
-            guard s.renderer != nil, !s.poweredOff else { return }
+            guard let renderer = s.renderer, !s.poweredOff else { return nil }
             let now = dacTime(&s)
+            let first = renderer.nextSlot
             var out: [UInt8] = []
-            let events = s.renderer!.render(through: now, output: &out, log: &s.log!.runs)
+            let events = s.renderer!.render(through: time ?? now, output: &out, log: &s.log!.runs)
+            let rendered = RenderedSlots(format: renderer.format, firstSlot: first, pcm: out)
             s.log!.statistics = s.renderer!.statistics
             s.recorder?.append(out)
             if configuration.keepsRenderLogs { s.output += out }
@@ -510,6 +560,16 @@ public final class SimulatedSpeaker: SimulatedDevice {
             } else if s.playerState == .playing, now > s.lastAudio, now - s.lastAudio > configuration.audioTimeout {
                 endStream(&s, error: (.audioUnderrun, "no audio for stream \(s.streamId) in \(configuration.audioTimeout / 1_000_000) ms"))
             }
+            return rendered
+        }
+    }
+
+    /// What the renderers counted (drift corrections, lost frames, ...) over every stream since the speaker started.
+    public var renderTotals: RenderStatistics {
+        state.withLock { s in
+            var t = s.totals
+            if let r = s.renderer { t.add(r.statistics) }
+            return t
         }
     }
 
@@ -580,6 +640,7 @@ public final class SimulatedSpeaker: SimulatedDevice {
         s.output = []
         s.owner = owner
         s.lastAudio = now
+        streamObserver.withLock { $0 }?()
         if let directory = configuration.recordDirectory {
             s.recorder = WAVRecorder(path: "\(directory)/speaker-\(index)-stream-\(p.streamId).wav", format: p.format)
         }
@@ -589,6 +650,7 @@ public final class SimulatedSpeaker: SimulatedDevice {
     private func finishStream(_ s: inout State) {
         guard s.renderer != nil, var log = s.log else { return }
         log.statistics = s.renderer!.statistics
+        s.totals.add(log.statistics)
         if configuration.keepsRenderLogs { s.finished.append((log, s.output)) }
         if let recorder = s.recorder {
             recorder.close(log: log.text())
@@ -599,6 +661,7 @@ public final class SimulatedSpeaker: SimulatedDevice {
         s.output = []
         s.recorder = nil
         s.owner = nil
+        streamObserver.withLock { $0 }?()
     }
 
     /// Stops the stream (ended, or an error) and tells every controller.

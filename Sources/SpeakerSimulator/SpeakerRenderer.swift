@@ -41,6 +41,19 @@ public struct RenderStatistics: Sendable, Hashable {
 
     /// Samples (frames) changed by drift correction.
     public var correctedSamples: UInt64 { repeatedSamples + skippedSamples }
+
+    /// Adds `other`'s counts to these.
+    public mutating func add(_ other: RenderStatistics) {
+        renderedFrames += other.renderedFrames
+        repeatedSamples += other.repeatedSamples
+        repeatedSilence += other.repeatedSilence
+        skippedSamples += other.skippedSamples
+        lostFrames += other.lostFrames
+        lostPackets += other.lostPackets
+        latePackets += other.latePackets
+        lateFrames += other.lateFrames
+        resyncs += other.resyncs
+    }
 }
 
 /// Something a renderer reports while rendering.

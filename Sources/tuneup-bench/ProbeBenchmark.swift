@@ -48,6 +48,8 @@ struct ProbeBenchmark {
 final class SimulatorProcess {
     let addresses: [String]
     private let process: ChildProcess
+    /// The simulator's process id (for its CPU time).
+    var pid: pid_t { process.processIdentifier }
 
     init(tuneup: String, kind: String = "headset", count: Int, extra: [String] = []) throws {
         let defaults = kind == "headset" ? ["--listen", "tcp:127.0.0.1:0", "--battery-drain", "0"] : []

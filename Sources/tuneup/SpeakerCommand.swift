@@ -21,7 +21,7 @@ struct SpeakerCommand: AsyncParsableCommand {
               $ tuneup speaker pause             (from another shell: the playing 'speaker play' follows)
             """,
         subcommands: [List.self, Info.self, Volume.self, Mute.self, Unmute.self, Rename.self, Group.self,
-                      Play.self, Pause.self, Resume.self, Stop.self, Status.self, Events.self, Hub.self],
+                      Play.self, Pause.self, Resume.self, Stop.self, Status.self, Events.self, Hub.self, Receive.self],
         defaultSubcommand: List.self)
 
     /// How speakers are reached.
