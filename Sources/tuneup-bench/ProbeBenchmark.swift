@@ -45,7 +45,7 @@ struct ProbeBenchmark {
 
 /// `tuneup sim KIND --count N` in a process of its own, with the N addresses it prints first (a headset: on TCP,
 /// port 0, battery not draining).
-final class SimulatorProcess {
+final class SimulatorProcess: Sendable {
     let addresses: [String]
     private let process: ChildProcess
     /// The simulator's process id (for its CPU time).

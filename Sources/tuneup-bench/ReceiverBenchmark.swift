@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Glibc
 import Spawn
+import Support
 import SpeakerSession
 import Transport
 
@@ -43,34 +44,43 @@ struct SpeakerReceiverBench: AsyncParsableCommand {
     func run() async throws {
         let binary = try Bench.tuneupBinary(tuneup)
         let dir = NSTemporaryDirectory() + "tuneup-speaker-receiver-\(getpid())"
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: dir) }
-        var environment: [String: String?] = [:]
-        let device: String
-        if let alsaDevice {
-            device = alsaDevice
-        } else {
-            try "pcm.capture { type file slave.pcm { type null } file \"\(dir)/out.raw\" format raw }\n"
-                .write(toFile: dir + "/asoundrc", atomically: true, encoding: .utf8)
-            environment["ALSA_CONFIG_PATH"] = dir + "/asoundrc"
-            device = "capture"
+        let alsaDevice = alsaDevice
+        // The processes are started, and every file and /proc read, on the blocking executor.
+        let (receiver, receiverAddress, sim, device) = try await Blocking.perform("start") { () throws -> (ChildProcess, String, SimulatorProcess, String) in
+            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+            var environment: [String: String?] = [:]
+            let device: String
+            if let alsaDevice {
+                device = alsaDevice
+            } else {
+                try "pcm.capture { type file slave.pcm { type null } file \"\(dir)/out.raw\" format raw }\n"
+                    .write(toFile: dir + "/asoundrc", atomically: true, encoding: .utf8)
+                environment["ALSA_CONFIG_PATH"] = dir + "/asoundrc"
+                device = "capture"
+            }
+            let receiver = try ChildProcess(binary, ["speaker", "receive", "--alsa-device", device, "--listen", "tcp:127.0.0.1:0",
+                                                     "--audio-port", "0", "--discovery-port", "0"],
+                                            environment: environment, stdin: .pipe, stderr: .pipe)
+            guard let address = receiver.output!.linesBlocking(1, timeout: 60).first else {
+                receiver.terminate()
+                throw BenchError("the receiver printed no address: \(receiver.errors!.textBlocking(timeout: 5))")
+            }
+            let sim = try SimulatorProcess(tuneup: binary, kind: "speaker", count: 1, extra: ["--discovery-port", "0"])
+            return (receiver, address, sim, device)
         }
-        let receiver = try ChildProcess(binary, ["speaker", "receive", "--alsa-device", device, "--listen", "tcp:127.0.0.1:0",
-                                                 "--audio-port", "0", "--discovery-port", "0"],
-                                        environment: environment, stdin: .pipe, stderr: .pipe)
-        defer { if receiver.isRunning { receiver.terminate() } }
-        guard let receiverAddress = receiver.output!.linesBlocking(1, timeout: 60).first else {
-            throw BenchError("the receiver printed no address: \(receiver.errors!.textBlocking(timeout: 5))")
+        defer {
+            if receiver.isRunning { receiver.terminate() }
+            try? FileManager.default.removeItem(atPath: dir)
         }
-        let sim = try SimulatorProcess(tuneup: binary, kind: "speaker", count: 1, extra: ["--discovery-port", "0"])
         let pids = [("receiver", receiver.processIdentifier), ("simulated speaker", sim.pid)]
+        let cpu = { @Sendable () async throws -> [Double] in try await Blocking.perform("cpu") { pids.map { Self.cpuSeconds(of: $0.1) } } }
 
         // Idle: started, nobody connected.
-        let idle0 = pids.map { Self.cpuSeconds(of: $0.1) }
+        let idle0 = try await cpu()
         let idleStart = monotonicNanoseconds()
         try await Task.sleep(for: .seconds(idleSeconds))
         let idleWall = Double(monotonicNanoseconds() - idleStart) / 1e9
-        let idle = zip(pids, idle0).map { Self.cpuSeconds(of: $0.0.1) - $0.1 }
+        let idle = zip(try await cpu(), idle0).map { $0 - $1 }
 
         let endpoints = [receiverAddress, sim.addresses[0]].map { a -> (host: String, port: UInt16) in
             let i = a.lastIndex(of: ":")!
@@ -83,15 +93,17 @@ struct SpeakerReceiverBench: AsyncParsableCommand {
         let events = try await controller.playerEvents()
         let format = try AudioFormat(sampleRate: 48_000, channels: 2, sampleFormat: .s16le)
         let source = GeneratedSignal(format: format, seconds: seconds, seed: 1)
-        let play0 = pids.map { Self.cpuSeconds(of: $0.1) }
+        let play0 = try await cpu()
         try await controller.play(source, title: "bench")
         for await e in events where e == .ended || e == .stateChanged(.stopped) { break }
-        let playing = zip(pids, play0).map { Self.cpuSeconds(of: $0.0.1) - $0.1 }
+        let playing = zip(try await cpu(), play0).map { $0 - $1 }
         await controller.close()
-        sim.quit()
-        receiver.write("quit\n")
-        receiver.waitUntilExit(within: 30)
-        let summary = receiver.errors!.textBlocking(timeout: 5).split(separator: "\n").last.map(String.init) ?? ""
+        let summary = try await Blocking.perform("stop") { () -> String in
+            sim.quit()
+            receiver.write("quit\n")
+            receiver.waitUntilExit(within: 30)
+            return receiver.errors!.textBlocking(timeout: 5).split(separator: "\n").last.map(String.init) ?? ""
+        }
 
         print("speaker-receiver: \(seconds.formatted()) s of \(format) to 'tuneup speaker receive' (ALSA '\(device)') and 'tuneup sim speaker', UDP loopback")
         for (k, (name, _)) in pids.enumerated() {
@@ -100,8 +112,9 @@ struct SpeakerReceiverBench: AsyncParsableCommand {
         }
         let ratio = playing[1] > 0 ? playing[0] / playing[1] : .infinity
         print(String(format: "  receiver / simulated speaker, playing: %.2f×", ratio))
-        if alsaDevice == nil, let size = (try? FileManager.default.attributesOfItem(atPath: dir + "/out.raw"))?[.size] as? NSNumber {
-            print(String(format: "  receiver output: %.2f s of audio captured", size.doubleValue / Double(format.bytesPerFrame) / 48_000))
+        let size = try await Blocking.perform("size") { (try? FileManager.default.attributesOfItem(atPath: dir + "/out.raw"))?[.size] as? Int }
+        if alsaDevice == nil, let size {
+            print(String(format: "  receiver output: %.2f s of audio captured", Double(size) / Double(format.bytesPerFrame) / 48_000))
         }
         print("  receiver: \(summary)")
         var missed: [String] = []
