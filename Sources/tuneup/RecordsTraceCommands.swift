@@ -134,7 +134,7 @@ extension RecordsCommand {
 
                 Examples:
                   tuneup records spc --window 20 --db recipes/records.sqlite
-                  tuneup records spc --station s1 --format json --db postgres://line@db.local/line
+                  tuneup records spc --window 5 --outcome pass --format json --db recipes/records.sqlite
                 """)
         @Option(parsing: .unconditional, help: ArgumentHelp("How many of the latest units (2...10000).", valueName: "count"))
         var window: Int = 20
