@@ -165,7 +165,7 @@ let package = Package(
         // The firmware updater: the update state machine and its progress stream.
         .target(
             name: "FirmwareUpdate",
-            dependencies: ["Failure", "Firmware", "Headset", "LightX", "Progress", "Transport", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["Failure", "Firmware", "Headset", "LightX", "Progress", "Session", "Transport", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict),
         // The simulated headset: bootloader and application firmware on a modelled NOR flash, and its servers.
         .target(

@@ -34,10 +34,12 @@ public final class BootloaderClient: Sendable {
 
     /// - Parameters:
     ///   - wait: how long to wait for the device to become ready, and to come back after a lost link.
+    ///   - clock: the clock of every wait, timeout and pause (tests pass a `ManualClock`).
     ///   - connect: opens a link to the device; called again to reconnect.
     public init(sessionOptions: LightXSession.Options = .init(), wait: Duration = .seconds(30),
+                clock: any Clock<Duration> = ContinuousClock(),
                 logger: Logger = Logger(label: "tuneup.bootloader"), connect: @escaping @Sendable () async throws -> any Transport) {
-        link = DeviceLink(connect: connect, sessionOptions: sessionOptions, reconnectWait: wait, logger: logger)
+        link = DeviceLink(connect: connect, sessionOptions: sessionOptions, reconnectWait: wait, clock: clock, logger: logger)
         readyWait = wait
         self.logger = logger
     }
@@ -225,7 +227,7 @@ public final class BootloaderClient: Sendable {
     /// once ready never got the jump (lost on the link), so it is sent again, up to five times. A jump that times
     /// out is not an error: the device may reset before it answers.
     private func switchMode(toBootloader wanted: Bool, jump: @Sendable (Headset) async throws -> Void) async throws {
-        let deadline = ContinuousClock.now + readyWait
+        let deadline = await link.now() + readyWait
         for attempt in 1...5 {
             try await link.retrying { headset in
                 do {
@@ -234,7 +236,7 @@ public final class BootloaderClient: Sendable {
                     // It may have reset before answering: the mode tells.
                 }
             }
-            let mode = try await link.imageType(wait: max(.zero, deadline - ContinuousClock.now))
+            let mode = try await link.imageType(wait: max(.zero, deadline - (await link.now())))
             if mode == wanted { return }
             logger.debug("the device is still in its \(mode ? "bootloader" : "application") after jump \(attempt); jumping again")
         }

@@ -1,6 +1,7 @@
 import Headset
 import LightX
 import Logging
+import Session
 import Transport
 
 /// The updater's connection to the device. It reopens the link when it drops (a lost connection, a device that
@@ -10,6 +11,9 @@ actor DeviceLink {
     let sessionOptions: LightXSession.Options
     private let reconnectWait: Duration
     private let logger: Logger
+    /// Every deadline and pause of the link (and the sessions it opens) is on this clock.
+    private let baseClock: any Clock<Duration>
+    private let clock: SessionClock
     private var headset: Headset?
     /// Whether a link was ever open (so the next open is a reconnection).
     private var everOpened = false
@@ -40,11 +44,21 @@ actor DeviceLink {
     }
 
     init(connect: @escaping @Sendable () async throws -> any Transport, sessionOptions: LightXSession.Options,
-         reconnectWait: Duration, logger: Logger) {
+         reconnectWait: Duration, clock: any Clock<Duration>, logger: Logger) {
         self.connect = connect
         self.sessionOptions = sessionOptions
         self.reconnectWait = reconnectWait
+        self.baseClock = clock
+        self.clock = SessionClock(clock)
         self.logger = logger
+    }
+
+    /// The link's time (since it was made).
+    func now() -> Duration { clock.now() }
+
+    /// Pauses for `duration` on the link's clock.
+    private func pause(_ duration: Duration) async throws {
+        try await clock.sleep(clock.now() + duration)
     }
 
     /// Calls `observer` on every attempt to reopen a lost link (from the actor; keep it short).
@@ -67,12 +81,12 @@ actor DeviceLink {
             everOpened = true
             return opened
         }
-        let deadline = ContinuousClock.now + reconnectWait
+        let deadline = clock.now() + reconnectWait
         var delay: Duration = .milliseconds(50)
         var lastError: Error?
         let reason = lossReason ?? "the link closed"
         var attempt = 0
-        while ContinuousClock.now < deadline {
+        while clock.now() < deadline {
             try Task.checkCancellation()
             attempt += 1
             reconnectObserver?(ReconnectAttempt(number: attempt, reason: reason, lastError: lastError.map { "\($0)" }))
@@ -86,7 +100,7 @@ actor DeviceLink {
             } catch {
                 lastError = error
                 logger.debug("reconnecting: \(error)")
-                try await Task.sleep(for: delay)
+                try await pause(delay)
                 delay = min(delay * 2, .seconds(1))
             }
         }
@@ -96,7 +110,7 @@ actor DeviceLink {
 
     private func open() async throws -> Headset {
         let transport = try await connect()
-        let opened = Headset(session: LightXSession(transport: transport, options: sessionOptions, logger: logger))
+        let opened = Headset(session: LightXSession(transport: transport, options: sessionOptions, clock: baseClock, logger: logger))
         headset = opened
         return opened
     }
@@ -116,7 +130,7 @@ actor DeviceLink {
 
     /// Runs an idempotent step, reopening the link and running it again when the link fails under it.
     func retrying<T: Sendable>(_ step: (Headset) async throws -> T) async throws -> T {
-        let deadline = ContinuousClock.now + reconnectWait
+        let deadline = clock.now() + reconnectWait
         while true {
             let headset = try await device()
             do {
@@ -125,7 +139,7 @@ actor DeviceLink {
                 return value
             } catch let error as HeadsetError where error.category == .connection && error.code != .timeout {
                 guard everAnswered else { throw error }
-                guard ContinuousClock.now < deadline else { throw UpdateError(.connectionLost, error.message) }
+                guard clock.now() < deadline else { throw UpdateError(.connectionLost, error.message) }
                 logger.debug("link lost (\(error.message)); reconnecting")
                 await drop(because: error.message)
             }
@@ -135,7 +149,7 @@ actor DeviceLink {
     /// Whether the device runs its bootloader, waiting while it answers NotReady or does not answer (after a jump
     /// or a power cycle), reconnecting when the link drops. Throws `.notReady` after `wait`.
     func imageType(wait: Duration, expecting wanted: Bool? = nil) async throws -> Bool {
-        let deadline = ContinuousClock.now + wait
+        let deadline = clock.now() + wait
         var lastNews = "no answer"
         while true {
             try Task.checkCancellation()
@@ -158,11 +172,11 @@ actor DeviceLink {
                 lastNews = error.message
                 if error.code != .timeout { await drop(because: error.message) }
             }
-            guard ContinuousClock.now < deadline else {
+            guard clock.now() < deadline else {
                 let what = wanted.map { $0 ? "the bootloader" : "the application" } ?? "the device"
                 throw UpdateError(.notReady, "\(what) did not become ready within \(wait.shortDescription) (\(lastNews))")
             }
-            try await Task.sleep(for: .milliseconds(50))
+            try await pause(.milliseconds(50))
         }
     }
 }

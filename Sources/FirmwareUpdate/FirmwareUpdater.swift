@@ -96,13 +96,19 @@ public final class FirmwareUpdater: Sendable {
     private let connect: @Sendable () async throws -> any Transport
     private let sessionOptions: LightXSession.Options
     private let logger: Logger
+    private let clock: any Clock<Duration>
 
-    /// - Parameter connect: opens a link to the device; called again to reconnect.
+    /// - Parameters:
+    ///   - clock: the clock of every wait, timeout, pause and stall limit (tests pass a `ManualClock`); the
+    ///     result's durations and rates are measured on the real clock whatever it is.
+    ///   - connect: opens a link to the device; called again to reconnect.
     public init(image: FirmwareImage, options: UpdateOptions = .init(), sessionOptions: LightXSession.Options = .init(),
+                clock: any Clock<Duration> = ContinuousClock(),
                 logger: Logger = Logger(label: "tuneup.update"), connect: @escaping @Sendable () async throws -> any Transport) {
         self.image = image
         self.options = options
         self.sessionOptions = sessionOptions
+        self.clock = clock
         self.logger = logger
         self.connect = connect
         reporter = ProgressReporter()
@@ -116,7 +122,7 @@ public final class FirmwareUpdater: Sendable {
         try checkImage()
 
         reporter.phase(.connect, message: "connecting")
-        let device = BootloaderClient(sessionOptions: sessionOptions, wait: options.readyWait, logger: logger, connect: connect)
+        let device = BootloaderClient(sessionOptions: sessionOptions, wait: options.readyWait, clock: clock, logger: logger, connect: connect)
         await device.link.observeReconnects { [reporter] attempt in reporter.phase(.reconnect, message: attempt.message) }
         do {
             let result = try await update(device, start: start)
@@ -162,7 +168,7 @@ public final class FirmwareUpdater: Sendable {
         var transferSeconds = 0.0
         var repairs = 0
         var mismatch = false
-        var stalls = StallGuard(wait: options.reconnectWait)
+        var stalls = StallGuard(wait: options.reconnectWait, now: await link.now())
         // Created on the first link (its window follows the device's queue depth) and kept across reconnects: what
         // the device acknowledged, and a window that a link dropping with requests in flight leaves smaller, so that
         // some of them are acknowledged before it drops again.
@@ -207,7 +213,7 @@ public final class FirmwareUpdater: Sendable {
                 logger.info("link lost during the update (\(error.message)); reconnecting to resume")
                 await link.drop(because: error.message)
                 machine?.linkLost()
-                try stalls.lost(error, progress: machine?.state.acknowledgements ?? 0)
+                try stalls.lost(error, progress: machine?.state.acknowledgements ?? 0, now: await link.now())
             }
         }
         let state = machine?.state ?? TransferState()
@@ -364,24 +370,29 @@ struct StallGuard {
     let wait: Duration
     private var streak = 0
     private var mark = 0
-    private var lastProgress = ContinuousClock.now
+    /// When the transfer last got somewhere, on the link's clock.
+    private var lastProgress: Duration
 
-    init(wait: Duration) { self.wait = wait }
+    init(wait: Duration, now: Duration) {
+        self.wait = wait
+        lastProgress = now
+    }
 
-    /// The link was lost (`error`) with `progress` acknowledgements so far. Throws `.connectionLost` to stop.
-    mutating func lost(_ error: HeadsetError, progress: Int) throws {
+    /// The link was lost (`error`) at `now` (the link's clock) with `progress` acknowledgements so far. Throws
+    /// `.connectionLost` to stop.
+    mutating func lost(_ error: HeadsetError, progress: Int, now: Duration) throws {
         if progress > mark {
             // This link got somewhere.
             mark = progress
             streak = 0
-            lastProgress = .now
+            lastProgress = now
             return
         }
         streak += 1
         if streak >= Self.limit {
             throw UpdateError(.connectionLost, "the link keeps dropping: \(streak) reconnects in a row without progress (last: \(error.message))")
         }
-        if ContinuousClock.now - lastProgress >= wait {
+        if now - lastProgress >= wait {
             throw UpdateError(.connectionLost, "the link keeps dropping: no progress within \(wait.shortDescription) (last: \(error.message))")
         }
     }

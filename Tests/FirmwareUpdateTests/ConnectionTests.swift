@@ -178,6 +178,49 @@ extension ConnectionTests {
     }
 }
 
+/// The updater's waits on the injected clock: a device lost mid-transfer that never comes back is given up after the
+/// reconnect wait of the updater's clock, with its backed-off attempts, and no real second of it is waited for.
+@Suite struct UpdaterClockTests {
+    @Test(.timeLimit(.minutes(2))) func aDeviceThatDoesNotComeBackIsGivenUpAfterTheReconnectWaitOnTheInjectedClock() async throws {
+        let device = try await makeDevice()
+        let image = try sampleImage("app-1.4.3-small.img")
+        let clock = ManualClock()
+        let attempts = Counter()
+        let updater = FirmwareUpdater(image: image, options: testOptions(wait: .seconds(30)), sessionOptions: fastSession, clock: clock) {
+            guard attempts.next() == 1 else { throw TransportError(.notFound, "tcp:sim: the device is gone") }
+            return ConditionedTransport(wrapping: await device.connect(), conditions: LinkConditions(disconnectAfterBytes: 6000))
+        }
+        let done = Counter()
+        let run = Task {
+            defer { _ = done.next() }
+            return try await updater.run()
+        }
+        // Until the link is lost, virtual time stands still (no request times out however slow the machine). From the
+        // first reconnect attempt on, the only sleeps are the reconnect pauses: each is run out at once.
+        try await waitUntil("the link is lost and reconnecting", within: 60) { attempts.count >= 2 || done.count > 0 }
+        var advanced = Duration.zero
+        while advanced < .seconds(120) {
+            try await waitUntil("a reconnect pause or the end", within: 60) { clock.pendingSleeps > 0 || done.count > 0 }
+            if done.count > 0 { break }
+            guard let next = clock.nextDeadline else { continue }
+            let step = max(next - clock.now.offset, .milliseconds(1))
+            clock.advance(by: step)
+            advanced += step
+            await Task.yield()
+        }
+        do {
+            _ = try await run.value
+            Issue.record("the update completed without its device")
+        } catch let error as UpdateError {
+            #expect(error.code == .connectionLost && error.message.contains("did not come back within 30 s"), "\(error.message)")
+        }
+        // Backed off from 50 ms to 1 s: 5 attempts in the first 1.55 s, then one a second: about 30, never a flood.
+        #expect((20...40).contains(attempts.count - 1), "\(attempts.count - 1) reconnect attempts in 30 virtual seconds")
+        #expect(advanced >= .seconds(29) && advanced <= .seconds(32), "virtual time run out: \(advanced)")
+        await device.shutdown()
+    }
+}
+
 /// `imageLength(in:)` needs the header and the TLV info: it reads 36 bytes, not the whole image.
 @Suite struct ImageLengthTests {
     @Test func readsOnlyTheHeaderAndTheTLVInfo() async throws {
