@@ -319,9 +319,11 @@ struct UnitRow: Encodable, Sendable, Equatable {
 extension StationFeed {
     /// Serves the operator page of this feed on `address` (see `PageServer`).
     public func serve(on address: ListenAddress, logger: Logger? = nil) async throws -> PageServer {
-        let title = "Station " + station
-        return try await PageServer.start(sections, on: address, serverName: "tuneup-station", logger: logger) {
-            PageDocument.render(kind: .station, title: title, initialState: $0)
-        }
+        try await PageServer.start(sections, on: address, serverName: "tuneup-station", logger: logger) { self.document($0) }
+    }
+
+    /// The operator page with `initialState` (a `Sections` message) embedded.
+    public func document(_ initialState: String) -> String {
+        PageDocument.render(kind: .station, title: "Station " + station, initialState: initialState)
     }
 }

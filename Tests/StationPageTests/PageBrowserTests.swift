@@ -72,6 +72,32 @@ import Testing
     }
 }
 
+extension StationPageBrowserTests {
+    /// A change made after the page's HTML was made reaches the browser only through the WebSocket: the page's
+    /// script applies it to the DOM.
+    @Test func thePageAppliesWhatIsPushedAfterItLoaded() async throws {
+        let (store, directory) = try await StationPageTests.emptyStore()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let feed = StationFeed(store: store, station: "push", operatorName: "Ada")
+        await feed.start()
+        feed.handle(.started(slots: ["slot-a"], recipe: "r.yaml", recipeHash: "h", station: "push"))
+        let served = Mutex(0)
+        let server = try await PageServer.start(feed.sections, on: ListenAddress(host: "127.0.0.1", port: 0), serverName: "t") { state in
+            let html = feed.document(state)
+            // Once the HTML is made, and before the page can connect: a unit arrives.
+            if served.withLock({ $0 += 1; return $0 == 1 }) { feed.handle(.arrived(slot: "slot-a", hardwareID: "pushed-after-load")) }
+            return html
+        }
+        defer { Task { await server.stop(); feed.stop() } }
+        let dom = try await Browser.dumpDOM(server.url)
+        #expect(served.withLock { $0 } == 1)
+        let tile = try #require(tags(in: dom, with: "data-slot").first, "the tile")
+        #expect(attribute("data-unit", of: tile) == "pushed-after-load", "the pushed change is in the DOM: \(tile)")
+        #expect(attribute("data-state", of: tile) == "running")
+        #expect(dom.contains("data-changes=\"\(feed.sections.changes)\""), "the page applied the latest message")
+    }
+}
+
 /// The line dashboard over two stations on one throwaway PostgreSQL: both alive with their counts, then one stops
 /// and the dashboard (refreshed on its timer, pushed to the page) shows it stopped.
 @Suite struct LineDashboardBrowserTests {
