@@ -52,6 +52,14 @@ for args in [
 ]:
     case(args, 64)
 
+# --- Traceability, quarantine and SPC: refused at parse time (64, one line) -------------------------------------
+RECIPE = os.path.join(ROOT, "recipes", "sim-headset.yaml")
+for extra in [["--meta", "bad key=1"], ["--meta", "novalue"], ["--meta", "k=1", "--meta", "k=2"], ["--work-order", "a\nb"],
+              ["--lot", ""], ["--operator", ""], ["--fixture", "x" * 300]]:
+    case(["station", "run", "--recipe", RECIPE, "-d", "tcp:127.0.0.1:9"] + extra, 64)
+for args in [["records", "spc", "--window", "1"], ["records", "attachment", "x", "y"], ["records", "release", "u", "--reason", "a\nb"]]:
+    case(args, 64)
+
 # --- Addresses -------------------------------------------------------------------------------------------------
 for address, code in [
     ("bogus:thing", 64), ("tcp:localhost", 64), ("tcp:127.0.0.1:99999", 64), ("tcp:127.0.0.1:1", 69),
