@@ -189,7 +189,7 @@ enum PageDocument {
             section("stations", "Stations").appendChild(table(["station", "alive", "last seen", {t: "units/h", num: 1}, {t: "units", num: 1},
               {t: "passed", num: 1}, {t: "failed", num: 1}, {t: "errors", num: 1}, {t: "yield", num: 1}, {t: "first-pass", num: 1}],
               (S.stations || []).map(s => el("tr", {"data-station": s.station, "data-alive": s.alive ? "true" : "false", "data-units": s.units},
-                td(s.station), td(s.alive ? "alive" : "silent", "alive"), td(s.lastSeen == null ? "never" : num(s.lastSeen, 0) + " s ago"),
+                td(s.station), td(s.alive ? "alive" : s.stopped ? "stopped" : "silent", "alive"), td(s.lastSeen == null ? "never" : num(s.lastSeen, 0) + " s ago"),
                 td(num(s.unitsPerHour, 1), "num uph"), td(s.units, "num units"), td(s.passed, "num"), td(s.failed, "num"), td(s.errors, "num"),
                 td(pct(s.yield), "num"), td(pct(s.firstPassYield), "num")))));
           }
