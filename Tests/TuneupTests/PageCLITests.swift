@@ -1,4 +1,5 @@
 import Foundation
+import Spawn
 import Testing
 
 /// `station run --ui` and `line serve`: addresses that are not HOST:PORT exit 64, addresses that cannot be bound
@@ -43,6 +44,62 @@ import Testing
         #expect(r.status == 69, "\(r.stderr)")
         #expect(r.stderrLines == ["tuneup: cannot serve the page on 127.0.0.1:\(held.port): address already in use"], "\(r.stderrLines)")
         #expect(!r.stdout.contains("\"arrived\""), "no unit was touched")
+    }
+
+    /// A watching station with --ui: the page's state shows the unit pass, with the operator; Ctrl-C ends both.
+    @Test func aWatchingStationServesItsPageUntilCtrlC() async throws {
+        let sim = try await RunningSimulator.start(["--blank", "--count", "1", "--time-scale", "0", "--listen", "tcp:127.0.0.1:0"], count: 1)
+        let (_, recipe) = try StationCLITests.recipe()
+        let station = try await offThePool {
+            try ChildProcess(CLI.binary.path, ["station", "run", "--recipe", recipe, "-d", sim.addresses[0], "--watch", "--ui", "127.0.0.1:0",
+                                               "--station", "page-cli", "--operator", "ann", "--format", "json"])
+        }
+        let first = await station.errors!.lines(1, timeout: 60).first ?? ""
+        #expect(first.hasPrefix("tuneup: operator page at http://127.0.0.1:"), "\(first)")
+        let port = Int(first.split(separator: ":").last?.filter(\.isNumber) ?? "") ?? 0
+        var state = ""
+        try await waitUntil("the unit passed on the page", within: 90) {
+            state = (try? await Self.get(port: port, path: "/state")) ?? ""
+            return state.contains("\"state\":\"pass\"")
+        }
+        #expect(state.contains("\"operator\":\"ann\"") && state.contains("\"station\":\"page-cli\""), "\(state.prefix(400))")
+        let page = try await Self.get(port: port, path: "/")
+        #expect(page.hasPrefix("<!DOCTYPE html>") && page.contains("<title>Station page-cli</title>"))
+        station.interrupt()
+        #expect(try await exitStatus(of: station, within: 30) == 130)
+        #expect((try? await Self.get(port: port, path: "/state")) == nil, "the page stopped with the station")
+        _ = await sim.quit()
+    }
+
+    /// GET on loopback (a plain socket, off the pool): the body of a 200, else an error.
+    static func get(port: Int, path: String) async throws -> String {
+        try await offThePool {
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            guard fd >= 0 else { throw CLIError("socket") }
+            defer { close(fd) }
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = in_port_t(UInt16(port).bigEndian)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            var timeout = timeval(tv_sec: 20, tv_usec: 0)
+            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+            let connected = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            guard connected == 0 else { throw CLIError("nothing listens on \(port)") }
+            let request = Array("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".utf8)
+            _ = request.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
+            var data = [UInt8]()
+            var buffer = [UInt8](repeating: 0, count: 65536)
+            while true {
+                let n = recv(fd, &buffer, buffer.count, 0)
+                if n <= 0 { break }
+                data += buffer[0..<n]
+            }
+            let text = String(decoding: data, as: UTF8.self)
+            guard text.hasPrefix("HTTP/1.1 200") else { throw CLIError("GET \(path): \(text.prefix(80))") }
+            return text.components(separatedBy: "\r\n\r\n").dropFirst().joined(separator: "\r\n\r\n")
+        }
     }
 
     @Test func lineServeRefusesBadArgumentsAndAnUnreachableDatabase() async throws {
