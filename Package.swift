@@ -238,7 +238,7 @@ let package = Package(
                 "Failure", "LightX", "Transport", "Headset", "Simulator", "Firmware", "FirmwareUpdate", "USBTransport", "USBGadget",
                 "BluetoothTransport", "TuneupKit", "Recipe", "Records", "Station", "SpeakerSession", "SpeakerSimulator", "Progress",
                 "Wearable", "WearableLink", "WearableSession", "WearableSimulator", "SpeakerHub", "AudioInput", "Spawn", "Support",
-                "StationPage", "Labels", "SpeakerReceiver", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "StationPage", "Labels", "CFX", "CFXPublisher", "SpeakerReceiver", .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict),
@@ -248,7 +248,7 @@ let package = Package(
             dependencies: [
                 "LightX", "Transport", "Headset", "Firmware", "FirmwareUpdate", "Simulator", "TuneupKit", "Recipe", "Records", "Station",
                 "ThrowawayPostgres", "Wearable", "WearableSession", "WearableSimulator", "TestSupport", "SpeakerSession",
-                "SpeakerSimulator", "Spawn", "Support", "StationPage", "SpeakerReceiver",
+                "SpeakerSimulator", "Spawn", "Support", "StationPage", "CFX", "CFXPublisher", "SpeakerReceiver",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
             ],

@@ -61,10 +61,10 @@ echo "== swift test"
 # discovery windows of a fraction of a second, and the hub page in headless Chromium (a browser's load, not its timing).
 # The operator page and the line dashboard in headless Chromium: a browser each, and the dashboard's heartbeats and
 # refreshes run on the real clock. CFX over AMQP: a real RabbitMQ stopped for 20 s mid-run, its start-up and the
-# consumer's wait are real time (one broker for the suite). The speaker receiver's capture: a real stream played on the
+# consumer's wait are real time (one broker per test process). The speaker receiver's capture: a real stream played on the
 # host's clock into ALSA's file plugin, compared sample for sample (a late tick under load is a late packet).
 # The SPC alarm in watch mode: a simulated line whose units leave after 1.5 s without a request, as in watch mode's test.
-realtime='anSPCAlarmStopsTheStation|SpeakerReceiveCLITests|CFXBrokerTests|StationPageBrowserTests|LineDashboardBrowserTests|LineOutageTests|LivePlaybackTests|SpeakerPlayCLITests|SpeakerNamespaceTests|watchModeProvisionsUnitsAsTheyArrive|cancellationWakesTheWaitPromptlyAndLeaksNothing|LinkConditionerTests|HubStreamingTests|HubPageTests|discoveryFollowsSpeakersThatAppearAndVanish|listFindsSimulatedSpeakersByDiscovery|findsSpeakersAndReportsAddedAndRemoved'
+realtime='anSPCAlarmStopsTheStation|SpeakerReceiveCLITests|CFXBrokerTests|StationCFXCLITests|StationPageBrowserTests|LineDashboardBrowserTests|LineOutageTests|LivePlaybackTests|SpeakerPlayCLITests|SpeakerNamespaceTests|watchModeProvisionsUnitsAsTheyArrive|cancellationWakesTheWaitPromptlyAndLeaksNothing|LinkConditionerTests|HubStreamingTests|HubPageTests|discoveryFollowsSpeakersThatAppearAndVanish|listFindsSimulatedSpeakersByDiscovery|findsSpeakersAndReportsAddedAndRemoved'
 # Seconds of CPU each in a debug build (seeded fuzz loops, playback simulations with sample-by-sample analysis, audio
 # decoding with signal-to-noise analysis): run
 # one at a time after the parallel suite, so that they do not take the cores from the timers of every other test.

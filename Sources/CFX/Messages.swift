@@ -191,8 +191,11 @@ public struct CFXMapper: Sendable {
         add("Bluetooth Address", unit.bluetoothAddress)
         add("Bluetooth Name", unit.bluetoothName)
         add("Hardware ID", run.start.hardwareID)
-        // TRACEABILITY: the run's work order, lot, fixture and metadata go here ("Work Order", "Lot", "Fixture",
-        // "meta.KEY") once the records carry them.
+        // Traceability (work order, lot, fixture, metadata): what the unit was built under, with its identity.
+        add("Work Order", run.start.workOrder)
+        add("Lot", run.start.lot)
+        add("Fixture", run.start.fixture)
+        for (key, value) in run.start.metadata.sorted(by: { $0.key < $1.key }) { add("meta.\(key)", value) }
         return envelope(.unitsPersonalized, run, at: step.endedAt, body: [
             ("TransactionId", .string(transactionID(run))),
             ("PersonalizedUnits", .array([.object([

@@ -66,9 +66,16 @@ public final class AMQPSender: Sendable {
     }
 
     /// Closes the connection and ends the thread; messages not accepted yet are dropped here (the spool keeps them).
+    /// A connection that does not close within 3 s (a broker that stopped answering) is cut.
     public func stop() async {
         shared.withLock { $0.stopping = true }
         proactor.interrupt()
+        let cut = Task { [self] in
+            try await Task.sleep(for: .seconds(3))
+            // Under the lock the loop takes before it frees the proactor: never a freed one.
+            ended.withLock { waiting in if waiting != nil { pn_proactor_disconnect(proactor.raw, nil) } }
+        }
+        defer { cut.cancel() }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let done = ended.withLock { waiting -> Bool in
                 guard waiting != nil else { return true }
@@ -110,11 +117,11 @@ public final class AMQPSender: Sendable {
                 while let event = pn_event_batch_next(batch) { handle(event) }
                 pn_proactor_done(p, batch)
             }
-            pn_proactor_free(p)
             let waiting = sender.ended.withLock { w -> [CheckedContinuation<Void, Never>] in
                 defer { w = nil }
                 return w ?? []
             }
+            pn_proactor_free(p)
             waiting.forEach { $0.resume() }
         }
 
@@ -151,7 +158,8 @@ public final class AMQPSender: Sendable {
                 pn_link_open(l)
                 link = l
             case PN_LINK_REMOTE_OPEN:
-                guard let l = pn_event_link(event), l == link, pn_link_remote_target(l) != nil else { return }
+                // A broker that refuses the address attaches without a target (and detaches with the reason).
+                guard let l = pn_event_link(event), l == link, pn_terminus_get_address(pn_link_remote_target(l)) != nil else { return }
                 linkOpen = true
                 reported = nil
                 sender.onEvent(.connected)
@@ -159,12 +167,16 @@ public final class AMQPSender: Sendable {
             case PN_LINK_FLOW:
                 flush()
             case PN_PROACTOR_INTERRUPT:
+                // A connection's state may be changed only in its own batch: wake it (sending and closing happen
+                // on PN_CONNECTION_WAKE).
+                if let c = connection {
+                    pn_connection_wake(c)
+                } else if sender.shared.withLock({ $0.stopping }) {
+                    finished = true
+                }
+            case PN_CONNECTION_WAKE:
                 if sender.shared.withLock({ $0.stopping }) {
-                    if let c = connection {
-                        pn_connection_close(c)
-                    } else {
-                        finished = true
-                    }
+                    if let c = pn_event_connection(event) { pn_connection_close(c) }
                     return
                 }
                 flush()

@@ -18,8 +18,9 @@ struct Bench: AsyncParsableCommand {
             swift run -c release tuneup-bench wearable # 4 sensors at 20 ms, 100 listeners, 10 min of device time
             swift run -c release tuneup-bench speaker-sync  # 8 drifting speakers, jitter: sync, fidelity, latency, join, CPU
             swift run -c release tuneup-bench page    # operator page: station event to WebSocket client, p50/p99
+            swift run -c release tuneup-bench cfx     # 64 units, CFX broker stopped 20 s: every message once, 0 lost
             """,
-        subcommands: [Codec.self, Probe.self, Flash.self, Many.self, Station.self, Line.self, WearableBench.self, SpeakerSync.self, Page.self, SpeakerReceiverBench.self])
+        subcommands: [Codec.self, Probe.self, Flash.self, Many.self, Station.self, Line.self, WearableBench.self, SpeakerSync.self, Page.self, SpeakerReceiverBench.self, CFXBench.self])
 
     /// The tuneup binary the benchmarks run: `option`, or the one next to tuneup-bench.
     static func tuneupBinary(_ option: String?) throws -> String {
@@ -56,6 +57,42 @@ struct Bench: AsyncParsableCommand {
                          r.many.seconds / r.one.seconds))
             print(String(format: "station time per unit: one %.2f %% (max %.2f %%), %d at once: mean %.2f %%, max %.2f %% (goal <= 5 %%)",
                          r.one.shareMean * 100, r.one.shareMax * 100, r.many.units, r.many.shareMean * 100, r.many.shareMax * 100))
+        }
+    }
+
+    struct CFXBench: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "cfx",
+            abstract: "IPC-CFX through a broker outage: every unit's messages delivered once by UniqueID, none lost.",
+            discussion: """
+                Starts a RabbitMQ broker of its own (Debian's rabbitmq-server with AMQP 1.0), 'tuneup sim headset \
+                --blank --count UNITS', and a station with the CFX publisher in process; the broker is stopped \
+                --outage-after seconds into the run and started again --outage seconds later. Then a consumer \
+                (tools/cfx-consume.py) receives the queue. Goals: every message the records call for delivered \
+                (by UniqueID), 0 lost; reported: duplicates, the backlog at the restart and how long it took to drain.
+                """)
+        @Option(help: "Units provisioned at once.") var units = 64
+        @Option(help: "Seconds the broker is stopped (0: no outage).") var outage = 20.0
+        @Option(help: "Seconds from the start of the run to the outage.") var outageAfter = 2.0
+        @Option(help: "The recipe.") var recipe = "recipes/sim-headset.yaml"
+        @Option(help: "The simulator's --time-scale (1: real flash and boot timing).") var timeScale = 0.05
+        @Option(help: "Path of the tuneup binary (default: next to tuneup-bench).") var tuneup: String?
+
+        func run() async throws {
+            let binary = try Bench.tuneupBinary(tuneup)
+            let loaded: LoadedRecipe
+            do { loaded = try ProvisioningRecipe.load(path: recipe) } catch { throw ValidationError(error.message) }
+            let r = try await CFXBenchmark(tuneup: binary, recipe: loaded, units: units, timeScale: timeScale, outage: outage, outageAfter: outageAfter).run()
+            print("recipe \(recipe), simulator time scale \(timeScale), \(r.units) units at once (\(r.passed) passed) in \(String(format: "%.1f", r.stationSeconds)) s")
+            if outage > 0 {
+                print(String(format: "broker down %.1f s (restart %.1f s of it); the station ", r.outageSeconds, r.brokerStartSeconds)
+                      + (r.stationDoneDuringOutage ? "finished its units during the outage" : "was still working when the broker came back"))
+                print("units finished before the broker was down: \(r.unitsBeforeStop) of \(r.units)")
+                print(String(format: "backlog at the restart: %d messages, drained in %.2f s after the broker was up", r.backlogAtRestart, r.drainSeconds))
+            }
+            print("messages: \(r.expected) expected from the records, \(r.distinct) delivered by UniqueID, \(r.lost) lost, \(r.duplicates) duplicate deliveries (\(r.received) received)")
+            print(r.lost == 0 && r.distinct == r.expected ? "goal met: every message delivered, 0 lost" : "GOAL MISSED")
+            if r.lost > 0 { throw ExitCode(1) }
         }
     }
 

@@ -1,4 +1,5 @@
 import ArgumentParser
+import CFXPublisher
 import Foundation
 import Recipe
 import Records
@@ -56,8 +57,8 @@ struct StationCommand: AsyncParsableCommand {
                 Exit codes: 0 every unit passed, 1 a unit failed, erred or was quarantined, 3 an SPC alarm stopped \
                 the station, 64 bad arguments or recipe values, \
                 65 an image is invalid or not signed by the recipe's key, 69 the line's database server cannot be \
-                reached, a station of the same name runs already or the --ui address cannot be bound, \
-                74 the recipe, an image or the records \
+                reached, a station of the same name runs already or the --ui address cannot be bound (an \
+                unreachable --cfx broker is a warning: messages wait in the spool), 74 the recipe, an image or the records \
                 database could not be read or written, 130 stopped by Ctrl-C (units being provisioned are recorded \
                 as aborted).
 
@@ -108,6 +109,8 @@ struct StationCommand: AsyncParsableCommand {
 
         @Option(help: ArgumentHelp("Serve the operator page on HOST:PORT (port 0: a free port; the URL is printed on stderr).", valueName: "host:port"))
         var ui: String?
+
+        @OptionGroup(title: "IPC-CFX (messages for every unit; docs/cfx.md)") var cfx: StationCFXOptions
 
         @OptionGroup var output: OutputOptions
 
@@ -190,7 +193,14 @@ struct StationCommand: AsyncParsableCommand {
             let heartbeat = lineServer.map {
                 StationHeartbeat.start($0, station: stationName, slots: device.count, toolVersion: TuneupVersion.string)
             }
-            let station = Station(recipe: loaded, store: store, options: options) { view.show($0); ui?.feed.handle($0) }
+            // IPC-CFX (--cfx): each finished unit's messages go to the spool, then to the broker; never waited for.
+            let publisher: CFXPublisher?
+            do {
+                publisher = try await cfx.start(store: store, recipe: recipe, db: db, outbox: outbox, station: stationName)
+            } catch {
+                throw failureExit(error)
+            }
+            let station = Station(recipe: loaded, store: store, options: options) { view.show($0); ui?.feed.handle($0); publisher?.handle($0) }
             do {
                 _ = try await station.recover()
             } catch {
@@ -222,12 +232,14 @@ struct StationCommand: AsyncParsableCommand {
             } catch {
                 await heartbeat?.stop()
                 await ui?.stop()
+                await cfx.finish(publisher) { view.note($0) }
                 await finishLine()
                 throw failureExit(error)
             }
             view.summary(station.totals, stopReason: station.stopReason)
             await heartbeat?.stop()
             await ui?.stop()
+            await cfx.finish(publisher) { view.note($0) }
             await finishLine()
             if Task.isCancelled { return }
             // An SPC alarm has its own code (3), in watch mode and not.

@@ -188,23 +188,24 @@ import TuneupKit
             CFXOptions(broker: try AMQPAddress(parsing: broker.url(queue)), spool: line.spool, handle: CFXMapper.handle(station: "cfx-3"),
                        reconnectDelay: .milliseconds(500)),
             store: line.store, notice: notices.add)
-        // The broker stops when the first unit is finished (its messages may be on the wire).
+        // One station, two waves of units: the broker stops as the first wave's first unit finishes (its messages
+        // may be on the wire), and the second wave runs while it is down.
         let outage = Mutex<Task<ContinuousClock.Instant, any Error>?>(nil)
-        let results = try await withTimeLimit(240) {
-            try await line.station("cfx-3") { event in
-                publisher.handle(event)
-                if case .finished = event {
-                    outage.withLock { task in
-                        if task == nil { task = Task { try await offThePool { try broker.pause() }; return ContinuousClock.now } }
-                    }
+        let station = line.station("cfx-3") { event in
+            publisher.handle(event)
+            if case .finished = event {
+                outage.withLock { task in
+                    if task == nil { task = Task { try await offThePool { try broker.pause() }; return ContinuousClock.now } }
                 }
-            }.run(slots: line.slots)
+            }
         }
-        #expect(results.count == units)
+        let first = try await withTimeLimit(240) { try await station.run(slots: Array(line.slots.prefix(units / 2))) }
         let stopped = try await #require(outage.withLock { $0 }).value
-        // The station went on: its run ended with the broker down (restarted only below).
+        let second = try await withTimeLimit(240) { try await station.run(slots: Array(line.slots.suffix(units / 2))) }
+        #expect(first.count + second.count == units)
+        // The station went on: the second wave ended with the broker down (it is started again only below).
         let waiting = publisher.status.waiting
-        #expect(waiting > 0, "messages wait in the spool during the outage")
+        #expect(waiting >= 3 * units / 2, "the second wave's messages wait in the spool during the outage: \(publisher.status)")
         #expect(try await publisher.spool.contents().count == waiting)
         try await Task.sleep(until: stopped + .seconds(20))
         try await offThePool { try broker.resume() }
