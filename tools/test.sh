@@ -62,7 +62,7 @@ echo "== swift test"
 # The operator page and the line dashboard in headless Chromium: a browser each, and the dashboard's heartbeats and
 # refreshes run on the real clock. CFX over AMQP: a real RabbitMQ stopped for 20 s mid-run, its start-up and the
 # consumer's wait are real time (one broker per test process). The speaker receiver's capture: a real stream played on the
-# host's clock into ALSA's file plugin, compared sample for sample (a late tick under load is a late packet).
+# host's clock into ALSA's file plugin, compared sample for sample, and its output thread's sleep between streams.
 # The SPC alarm in watch mode: a simulated line whose units leave after 1.5 s without a request, as in watch mode's test.
 realtime='anSPCAlarmStopsTheStation|SpeakerReceiveCLITests|CFXBrokerTests|StationCFXCLITests|StationPageBrowserTests|LineDashboardBrowserTests|LineOutageTests|LivePlaybackTests|SpeakerPlayCLITests|SpeakerNamespaceTests|watchModeProvisionsUnitsAsTheyArrive|cancellationWakesTheWaitPromptlyAndLeaksNothing|LinkConditionerTests|HubStreamingTests|HubPageTests|discoveryFollowsSpeakersThatAppearAndVanish|listFindsSimulatedSpeakersByDiscovery|findsSpeakersAndReportsAddedAndRemoved'
 # Seconds of CPU each in a debug build (seeded fuzz loops, playback simulations with sample-by-sample analysis, audio

@@ -34,6 +34,7 @@ public struct CardAligner: Sendable {
         public var droppedSamples: UInt64 = 0
         public var resyncs: UInt64 = 0
         public var correctedSamples: UInt64 { insertedSamples + droppedSamples }
+        public init() {}
     }
 
     /// Errors beyond this (ns) are a jump, not a drift (the renderer's own limit).

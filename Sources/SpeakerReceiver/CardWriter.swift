@@ -79,6 +79,8 @@ public struct OutputStatistics: Sendable, Hashable {
     public var timed: Bool?
     /// Ticks (writes) while streams played.
     public var ticks: UInt64 = 0
+    /// The writer sleeps until a stream starts, with no deadline (nothing runs).
+    public var idle = false
 }
 
 /// The receiver's sound card output: a thread of its own that sleeps on `WakeSignal` while no stream plays (no pump)
@@ -135,7 +137,9 @@ final class CardWriter: @unchecked Sendable {
                     aligner = nil
                 }
                 if stopping { break }
+                stats.withLock { $0.idle = true }
                 wake.wait(after: seen, until: nil)
+                stats.withLock { $0.idle = false }
                 continue
             }
             if pcm == nil || pcm?.format != format {
