@@ -63,6 +63,9 @@ let package = Package(
             name: "WearableSimulator",
             dependencies: ["Failure", "Wearable", "WearableLink", "Simulator", "Transport", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict),
+        // Wearable recordings (docs/wearable.md §10): the line format, the metadata header, the writer (written as it
+        // goes, off the cooperative pool), per-sensor CSVs, reading a recording back.
+        .target(name: "WearableRecording", dependencies: ["Failure", "Wearable", "WearableSession", "Support"], swiftSettings: strict),
         // The HKWirelessHD speaker protocols as pure values: control frames and messages, audio and discovery
         // datagrams, clock-sync maths, reason and error codes. No I/O.
         .target(name: "Speaker", dependencies: ["Failure"], swiftSettings: strict),
@@ -237,7 +240,7 @@ let package = Package(
             dependencies: [
                 "Failure", "LightX", "Transport", "Headset", "Simulator", "Firmware", "FirmwareUpdate", "USBTransport", "USBGadget",
                 "BluetoothTransport", "TuneupKit", "Recipe", "Records", "Station", "SpeakerSession", "SpeakerSimulator", "Progress",
-                "Wearable", "WearableLink", "WearableSession", "WearableSimulator", "SpeakerHub", "AudioInput", "Spawn", "Support",
+                "Wearable", "WearableLink", "WearableSession", "WearableSimulator", "WearableRecording", "SpeakerHub", "AudioInput", "Spawn", "Support",
                 "StationPage", "Labels", "CFX", "CFXPublisher", "SpeakerReceiver", .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -261,7 +264,8 @@ let package = Package(
         .testTarget(name: "WearableTests", dependencies: ["Wearable", "TestSupport"], swiftSettings: strict),
         .testTarget(
             name: "WearableSessionTests",
-            dependencies: ["WearableSession", "WearableSimulator", "WearableLink", "Wearable", "Simulator", "Transport", "TestSupport"],
+            dependencies: ["WearableSession", "WearableSimulator", "WearableRecording", "WearableLink", "Wearable", "Simulator", "Transport",
+                           "TestSupport"],
             swiftSettings: strict),
         .testTarget(name: "SpeakerTests", dependencies: ["Speaker", "TestSupport"], swiftSettings: strict),
         .testTarget(

@@ -43,6 +43,12 @@ public struct SensorReading: Sendable, Hashable {
     /// Samples of this sensor missing just before this one (0 when none; > 0 marks a detected gap).
     public var missingBefore: Int
 
+    public init(sensor: SensorType, timestamp: SensorTimestamp, deviceTime: Int64, hostTime: Duration, sample: SensorSample, value: SensorValue,
+                missingBefore: Int) {
+        (self.sensor, self.timestamp, self.deviceTime, self.hostTime, self.sample, self.value, self.missingBefore) =
+            (sensor, timestamp, deviceTime, hostTime, sample, value, missingBefore)
+    }
+
     /// Yaw, pitch and roll in degrees of a rotation or game rotation sample (docs/wearable.md §4.1); nil for other
     /// sensors.
     public var orientation: Orientation? { value.orientation }

@@ -4,6 +4,7 @@ import Spawn
 import Support
 import Transport
 import Wearable
+import WearableRecording
 
 extension WearableCommand {
     struct Plot: AsyncParsableCommand {
@@ -140,15 +141,16 @@ struct WearablePlot {
     /// `orientation`: under each quaternion sensor's panel, one of its yaw, pitch and roll (degrees), computed from the
     /// quaternion (so recordings made before the yaw/pitch/roll fields plot too).
     init(jsonLines text: String, name: String, orientation: Bool = false) throws {
-        let decoder = JSONDecoder()
         var samples: [WearableLine] = []
         var gestureLines: [WearableLine] = []
-        for (number, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-            let trimmed = raw.trimmingCharacters(in: .whitespaces)
-            guard !trimmed.isEmpty else { continue }
-            guard let line = try? decoder.decode(WearableLine.self, from: Data(trimmed.utf8)) else {
-                throw CommandFailure(message: "\(name):\(number + 1): not a line of a wearable recording", code: Exit.device)
-            }
+        // A recording with its metadata line or without (made before it): both plot.
+        let contents: WearableRecordingContents
+        do {
+            contents = try WearableRecordingContents(jsonLines: text, name: name)
+        } catch {
+            throw CommandFailure(message: error.message, code: Exit.device)
+        }
+        for line in contents.lines {
             if line.type == "sample", line.sensor != nil, line.deviceTime != nil { samples.append(line) }
             if line.type == "gesture", line.gesture != nil, line.deviceTime != nil { gestureLines.append(line) }
         }

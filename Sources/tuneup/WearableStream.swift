@@ -5,137 +5,8 @@ import Progress
 import Support
 import Transport
 import Wearable
+import WearableRecording
 import WearableSession
-
-/// One line of a stream or a recording (JSON Lines): an event, a sample, a gesture or the closing summary. Fields a
-/// line does not have are left out.
-struct WearableLine: Codable, Sendable {
-    /// "event", "sample", "gesture" or "summary".
-    var type: String
-    /// For events: "opened", "failedToOpen", "configured", "malformed", "closed".
-    var event: String?
-    var device: String?
-    /// For failedToOpen, closed (absent: closed as asked) and malformed: the error's one line and code.
-    var error: String?
-    var code: String?
-    var sensor: String?
-    var gesture: String?
-    /// The device's u16 millisecond timestamp as sent.
-    var timestamp: Int?
-    /// The timestamp unwrapped (ms on a monotonic line).
-    var deviceTime: Int64?
-    /// Arrival on the host, seconds since the command started its session.
-    var hostTime: Double?
-    var x: Double?, y: Double?, z: Double?, w: Double?
-    var accuracy: Int?
-    var estimatedAccuracy: Double?
-    var biasX: Double?, biasY: Double?, biasZ: Double?
-    /// Rotation and game rotation: the quaternion's yaw, pitch and roll in degrees (docs/wearable.md §4.1).
-    var yaw: Double?, pitch: Double?, roll: Double?
-    /// Samples of this sensor missing just before this one (a detected gap).
-    var missingBefore: Int?
-    /// For configured: each enabled sensor's period in ms, and the enabled gestures.
-    var periods: [String: Int]?
-    var gestures: [String]?
-    /// For the summary.
-    var durationSeconds: Double?
-    var counts: [String: Counts]?
-    var gestureCount: Int?
-    var malformedNotifications: Int?
-    var malformedByCode: [String: Int]?
-
-    struct Counts: Codable, Sendable {
-        var samples: Int, gaps: Int, missingSamples: Int, outOfOrder: Int
-    }
-
-    init(type: String, event: String? = nil) {
-        self.type = type
-        self.event = event
-    }
-
-    init(_ r: SensorReading) {
-        type = "sample"
-        sensor = r.sensor.description
-        timestamp = Int(r.timestamp)
-        deviceTime = r.deviceTime
-        hostTime = (r.hostTime.wearableSeconds * 1e6).rounded() / 1e6
-        missingBefore = r.missingBefore
-        // Nine decimals: far finer than a 16-bit sample's step, and no float noise (0.045916042000000004) in JSON
-        // and CSV.
-        let t = Self.tidy
-        switch r.value {
-        case let .vector(v, a):
-            (x, y, z, accuracy) = (t(v.x), t(v.y), t(v.z), Int(a.rawValue))
-        case let .quaternion(q, a):
-            (x, y, z, w, estimatedAccuracy) = (t(q.x), t(q.y), t(q.z), t(q.w), a)
-            if let o = r.orientation { (yaw, pitch, roll) = (Self.degrees(o.yaw), Self.degrees(o.pitch), Self.degrees(o.roll)) }
-        case let .uncalibratedVector(v, b):
-            (x, y, z, biasX, biasY, biasZ) = (t(v.x), t(v.y), t(v.z), t(b.x), t(b.y), t(b.z))
-        }
-    }
-
-    /// `value` to nine decimals (its shortest decimal form then has at most nine).
-    static func tidy(_ value: Double) -> Double {
-        guard value.isFinite, abs(value) < 1e6 else { return value }
-        return (value * 1e9).rounded() / 1e9
-    }
-
-    /// Degrees to four decimals (the 16-bit quaternion's step is about 0.007°).
-    static func degrees(_ value: Double) -> Double { (value * 1e4).rounded() / 1e4 }
-
-    init(_ g: GestureReading) {
-        type = "gesture"
-        gesture = g.gesture.description
-        timestamp = Int(g.timestamp)
-        deviceTime = g.deviceTime
-        hostTime = (g.hostTime.wearableSeconds * 1e6).rounded() / 1e6
-    }
-
-    static func closed(_ error: WearableSessionError?) -> WearableLine {
-        var line = WearableLine(type: "event", event: "closed")
-        line.error = error?.message
-        line.code = error?.code.rawValue
-        return line
-    }
-
-    static func summary(_ s: WearableStatistics, seconds: Double) -> WearableLine {
-        var line = WearableLine(type: "summary")
-        line.durationSeconds = seconds
-        line.counts = Dictionary(uniqueKeysWithValues: s.sensors.map {
-            ($0.key.description, Counts(samples: $0.value.samples, gaps: $0.value.gaps, missingSamples: $0.value.missingSamples,
-                                        outOfOrder: $0.value.outOfOrder))
-        })
-        line.gestureCount = s.gestures
-        line.malformedNotifications = s.malformedNotifications
-        line.malformedByCode = s.malformedByCode
-        return line
-    }
-
-    /// The CSV header and rows of samples and gestures (`record`).
-    static let csvHeader = CSV.row([
-        "kind", "sensor_or_gesture", "timestamp", "device_time_ms", "host_time_s", "x", "y", "z", "w", "accuracy", "bias_x", "bias_y",
-        "bias_z", "missing_before", "yaw_deg", "pitch_deg", "roll_deg",
-    ])
-
-    var csvRow: String? {
-        func f(_ v: Double?) -> String { v.map { String($0) } ?? "" }
-        func i(_ v: Int?) -> String { v.map { String($0) } ?? "" }
-        switch type {
-        case "sample":
-            let acc = accuracy.map { String($0) } ?? f(estimatedAccuracy)
-            return CSV.row(["sample", sensor ?? "", i(timestamp), deviceTime.map { String($0) } ?? "", f(hostTime), f(x), f(y), f(z), f(w), acc,
-                            f(biasX), f(biasY), f(biasZ), i(missingBefore), f(yaw), f(pitch), f(roll)])
-        case "gesture":
-            return CSV.row(["gesture", gesture ?? "", i(timestamp), deviceTime.map { String($0) } ?? "", f(hostTime), "", "", "", "", "", "", "", "", "", "", "", ""])
-        default:
-            return nil
-        }
-    }
-}
-
-extension Duration {
-    var wearableSeconds: Double { Double(components.seconds) + Double(components.attoseconds) * 1e-18 }
-}
 
 extension WearableCommand {
     /// What to stream: sensors at one period, gestures, for how long.
@@ -178,7 +49,9 @@ extension WearableCommand {
     /// or a failed open ends in its one line and exit code after `finish` ran (so recordings are written).
     /// `shouldStop` is asked after each line: true stops the stream as the duration would (a recording that cannot
     /// write any more).
-    static func stream(_ choice: DeviceChoice, _ setup: StreamSetup, emit: (WearableLine) -> Void,
+    /// `metadata`: a `metadata` line (the recording's header, docs/wearable.md §10) comes first once the device took
+    /// the configuration.
+    static func stream(_ choice: DeviceChoice, _ setup: StreamSetup, metadata: Bool = false, emit: (WearableLine) -> Void,
                        shouldStop: () -> Bool = { false }, finish: (WearableLine) async throws -> Void) async throws {
         enum Item: Sendable {
             case event(WearableEvent), reading(SensorReading), gesture(GestureReading), stop
@@ -237,6 +110,13 @@ extension WearableCommand {
             let g = try await session.configureGestures(checked: !setup.noCheck) { c in
                 c.disableAll()
                 for gesture in wanted { c.set(gesture: gesture, enabled: true) }
+            }
+            if metadata, let info = await session.deviceInformation, let sensorInfo = await session.sensorInformation {
+                var header = WearableLine(type: "metadata")
+                header.metadata = RecordingMetadata(
+                    tool: "tuneup \(TuneupVersion.string)", device: session.peer, information: info, sensorInformation: sensorInfo,
+                    gestureInformation: await session.gestureInformation, sensors: s, gestures: g)
+                emit(header)
             }
             emit(opened)
             var line = WearableLine(type: "event", event: "configured")
@@ -345,19 +225,28 @@ extension WearableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Record sensor samples and gestures to PATH.jsonl and PATH.csv, written as the recording goes.",
             discussion: """
-                As 'stream', into two files written as it goes, at least every second (a recording killed outright \
+                As 'stream', into files written as it goes, at least every second (a recording killed outright \
                 keeps all but its last second; a full disk stops it with one line, keeping what was written), until \
                 --duration, Ctrl-C or a lost link (what arrived is kept; a symbolic link's target is written; a missing directory, or a \
-                device, FIFO, socket or directory in the way, is refused before the device is opened, exit 74): PATH.jsonl holds every line 'stream --format json' prints, \
-                PATH.csv one row per sample or gesture (kind, sensor_or_gesture, timestamp, device_time_ms, \
-                host_time_s, x, y, z, w, accuracy, bias_x, bias_y, bias_z, missing_before). 'tuneup wearable plot \
-                PATH.jsonl' draws it. On a terminal the live view shows meanwhile.
+                device, FIFO, socket or directory in the way, is refused before the device is opened, exit 74). PATH.jsonl starts \
+                with a metadata line (device information, sensors with their period and scaling, gestures, the tool, the \
+                wall-clock time of device time zero: docs/wearable.md §10), then holds every line 'stream --format json' \
+                prints, samples and gestures with epochMs (ms since 1970 UTC); PATH.csv one row per sample or gesture \
+                (kind, sensor_or_gesture, timestamp, device_time_ms, host_time_s, x, y, z, w, accuracy, bias_x, bias_y, \
+                bias_z, missing_before, yaw_deg, pitch_deg, roll_deg, epoch_ms). --split-by-sensor also writes \
+                PATH.SENSOR.csv per sensor (epoch (ms), elapsed (s), device time (ms), x (g), y (g), z (g), accuracy, \
+                missing before; for gyroscope deg/s; quaternions x, y, z, w and yaw, pitch, roll in deg) and \
+                PATH.gestures.csv. 'tuneup wearable plot PATH.jsonl' draws it; 'tuneup sim wearable --replay PATH.jsonl' \
+                plays it back as a device. On a terminal the live view shows meanwhile.
                 Examples:
                   tuneup wearable record /tmp/session --duration 2s
                   tuneup wearable record /tmp/nods --sensor gameRotation --sensor gyroscope --period 20ms --duration 2s --device sim:wearable:3
+                  tuneup wearable record /tmp/walk --split-by-sensor --duration 2s
                 """)
         @Argument(help: ArgumentHelp("Where to write: PATH.jsonl and PATH.csv (a trailing .jsonl or .csv is dropped).", valueName: "path"))
         var path: String
+        @Flag(help: "Also write one CSV per sensor (PATH.SENSOR.csv) and one for the gestures (PATH.gestures.csv), with unit-bearing headers.")
+        var splitBySensor = false
         @OptionGroup var setup: StreamSetup
         @OptionGroup var choice: DeviceChoice
         @OptionGroup var output: OutputOptions
@@ -373,6 +262,8 @@ extension WearableCommand {
 
         struct Written: Encodable {
             var jsonl: String, csv: String
+            /// With --split-by-sensor: the per-sensor and gesture CSVs.
+            var split: [String]?
             var samples: Int, gestures: Int
             var summary: WearableLine
         }
@@ -380,17 +271,17 @@ extension WearableCommand {
         func run() async throws {
             let live = !output.json && WearableCommand.stdoutIsTerminal
             var view = LiveView(device: choice.device)
-            var samples = 0, gestures = 0
             let base = self.base, json = output.json
             // The files are opened before the device is: a missing directory, a device, FIFO, socket or directory in
             // the way is one line and exit 74, not a recording lost. They are written as the recording goes.
-            let writer: RecordingWriter
+            var recorder: WearableRecorder
             do {
-                writer = try await RecordingWriter.open(base: base)
-            } catch {
+                recorder = try await WearableRecorder.open(base: base, split: splitBySensor ? try setup.sensors : nil,
+                                                           splitGestures: splitBySensor && setup.gesture != ["none"])
+            } catch let error as OutputFileError {
                 throw failureExit(error)
             }
-            writer.append(jsonl: nil, csv: WearableLine.csvHeader)
+            let writer = recorder.writer
             let ticker = Task {
                 while !Task.isCancelled {
                     try? await Task.sleep(for: .seconds(1))
@@ -399,30 +290,31 @@ extension WearableCommand {
             }
             defer { ticker.cancel() }
             do {
-                try await WearableCommand.stream(choice, setup, emit: { line in
+                try await WearableCommand.stream(choice, setup, metadata: true, emit: { line in
                     if live { view.take(line) }
                     if !live, line.event == "configured" {
                         Console.err("recording to \(base).jsonl and \(base).csv" + (setup.duration.map { " for \($0)" } ?? "") + "; Ctrl-C stops\n")
                     }
-                    writer.append(jsonl: try? Output.jsonLine(line), csv: line.csvRow)
-                    if line.type == "sample" { samples += 1 } else if line.type == "gesture" { gestures += 1 }
+                    recorder.take(line)
                 }, shouldStop: { writer.failure != nil }, finish: { summary in
                     if live { view.draw(force: true) }
-                    if let failure = await writer.finish() {
+                    if let failure = await recorder.finish() {
                         throw failureExit(OutputFileError(
                             failure.code, "\(failure.message); the recording stopped there, what was written is kept"))
                     }
-                    let written = Written(jsonl: writer.jsonlPath, csv: writer.csvPath, samples: samples, gestures: gestures, summary: summary)
+                    let paths = recorder.paths
+                    let written = Written(jsonl: paths[0], csv: paths[1], split: paths.count > 2 ? Array(paths.dropFirst(2)) : nil,
+                                          samples: recorder.samples, gestures: recorder.gestures, summary: summary)
                     try Output.emit(written, json: json) {
-                        WearableCommand.summaryText(summary) + "\nwrote \(WearableCommand.counted(samples, "sample")) and "
-                            + "\(WearableCommand.counted(gestures, "gesture")) to \(written.jsonl) and \(written.csv)"
+                        WearableCommand.summaryText(summary) + "\nwrote \(WearableCommand.counted(written.samples, "sample")) and "
+                            + "\(WearableCommand.counted(written.gestures, "gesture")) to \(paths.joined(separator: ", "))"
                     }
                 })
             } catch {
                 // A lost link: what was recorded until then is written and closed (finish ran). A device that could
                 // not be opened or configured: no recording, no files left behind.
-                _ = await writer.finish()
-                if samples == 0 && gestures == 0 { await writer.remove() }
+                _ = await recorder.finish()
+                if recorder.samples == 0 && recorder.gestures == 0 { await writer.remove() }
                 throw error
             }
         }

@@ -315,7 +315,9 @@ struct WearableCLITests {
         let stderr = await errors.text()
         #expect(status == 0, "\(stderr)")
         let lines = try jsonLines(try String(contentsOfFile: base + ".jsonl", encoding: .utf8))
-        #expect(lines.first?["event"] as? String == "opened" && lines.last?["type"] as? String == "summary")
+        // The metadata first (without its time zero when no sample came before the Ctrl-C), then the stream's lines.
+        #expect(lines.first?["type"] as? String == "metadata" && lines.dropFirst().first?["event"] as? String == "opened")
+        #expect(lines.last?["type"] as? String == "summary")
         let csv = try String(contentsOfFile: base + ".csv", encoding: .utf8)
         #expect(csv.hasPrefix("kind,sensor_or_gesture,"))
     }

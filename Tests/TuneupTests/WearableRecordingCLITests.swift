@@ -65,4 +65,39 @@ struct WearableRecordingCLITests {
         #expect(none.status == 0 && none.stderrLines == ["tuneup: no orientation panel: \(dir)/accel.jsonl holds no rotation or game rotation samples"],
                 "\(none.stderr)")
     }
+
+    /// `record` starts with its metadata, every sample has epochMs = time zero + deviceTime, and --split-by-sensor
+    /// writes one CSV per sensor with unit-bearing headers.
+    @Test func recordingsStartWithTheirMetadataAndSplitBySensor() async throws {
+        let dir = Scratch.directory
+        let before = Int64(Date().timeIntervalSince1970 * 1000)
+        let r = try await CLI.run(["wearable", "record", dir + "/split", "--sensor", "accelerometer", "--sensor", "gyroscope", "--period", "40ms",
+                                   "--split-by-sensor", "--duration", "0.5", "--format", "json"])
+        #expect(r.status == 0, "\(r.stderr)")
+        let after = Int64(Date().timeIntervalSince1970 * 1000)
+        let written = try json(r.stdout)
+        #expect(written["split"] as? [String] == [dir + "/split.accelerometer.csv", dir + "/split.gyroscope.csv", dir + "/split.gestures.csv"])
+        let lines = try Self.lines(dir + "/split.jsonl")
+        let metadata = try #require(lines.first?["metadata"] as? [String: Any], "the first line is the metadata")
+        #expect(lines.first?["type"] as? String == "metadata" && (metadata["tool"] as? String)?.hasPrefix("tuneup ") == true)
+        #expect(metadata["format"] as? String == "tuneup-wearable-recording" && metadata["device"] as? String == "sim:wearable")
+        #expect((metadata["sensors"] as? [[String: Any]])?.compactMap { $0["sensor"] as? String } == ["accelerometer", "gyroscope"])
+        #expect((metadata["deviceInformation"] as? [String: Any])?["productID"] as? Int == 0x4020)
+        let zero = try #require(metadata["epochMsAtDeviceTimeZero"] as? Int64)
+        let samples = lines.filter { $0["type"] as? String == "sample" }
+        #expect(samples.count >= 10)
+        for s in samples {
+            let t = try #require(s["deviceTime"] as? Int64), epoch = try #require(s["epochMs"] as? Int64)
+            #expect(epoch == zero + t)
+            #expect(epoch >= before - 1000 && epoch <= after + 1000, "an absolute time of this run")
+        }
+        let accel = try String(contentsOfFile: dir + "/split.accelerometer.csv", encoding: .utf8).components(separatedBy: "\r\n")
+        #expect(accel[0] == "epoch (ms),elapsed (s),device time (ms),x (g),y (g),z (g),accuracy,missing before")
+        let gyro = try String(contentsOfFile: dir + "/split.gyroscope.csv", encoding: .utf8).components(separatedBy: "\r\n")
+        #expect(gyro[0] == "epoch (ms),elapsed (s),device time (ms),x (deg/s),y (deg/s),z (deg/s),accuracy,missing before")
+        #expect(accel.filter { !$0.isEmpty }.count - 1 == samples.filter { $0["sensor"] as? String == "accelerometer" }.count)
+        // The plot reads a recording with its metadata line.
+        let plot = try await CLI.run(["wearable", "plot", dir + "/split.jsonl", "--no-png", "--format", "json"])
+        #expect(plot.status == 0, "\(plot.stderr)")
+    }
 }

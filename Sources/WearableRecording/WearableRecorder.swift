@@ -1,0 +1,171 @@
+import Foundation
+import Glibc
+import Support
+import Wearable
+
+/// Writes a recording as its lines come (docs/wearable.md §10): `PATH.jsonl` (the metadata line first, then every line
+/// `stream --format json` prints, samples and gestures with `epochMs`), `PATH.csv` (one row per sample or gesture)
+/// and, split by sensor, `PATH.SENSOR.csv` per sensor and `PATH.gestures.csv` with unit-bearing headers. Lines that
+/// come before the first sample or gesture (the events) wait for it: its arrival fixes the wall-clock time of device
+/// time zero, which the metadata line carries. The writing itself is `RecordingWriter`'s (as it goes, off the pool).
+public struct WearableRecorder {
+    public let writer: RecordingWriter
+    public let jsonlPath: String, csvPath: String
+    /// With --split-by-sensor: the per-sensor files, and the gestures' file.
+    public let sensorFiles: [SensorType: Int]
+    public let gestureFile: Int?
+    private let wallClock: @Sendable () -> Int64
+    private var metadata: RecordingMetadata?
+    private var held: [WearableLine] = []
+    private var headerWritten = false
+    private var epochZero: Int64?
+    /// The device time of the recording's first sample or gesture (elapsed 0 in the split files).
+    private var origin: Int64?
+    public private(set) var samples = 0
+    public private(set) var gestures = 0
+
+    /// The wall clock in ms since 1970 UTC.
+    public static let systemWallClock: @Sendable () -> Int64 = {
+        var ts = timespec()
+        clock_gettime(CLOCK_REALTIME, &ts)
+        return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
+    }
+
+    /// The split files' names: `BASE.SENSOR.csv`, `BASE.gestures.csv`.
+    public static func splitPath(base: String, sensor: SensorType) -> String { "\(base).\(sensor.description).csv" }
+    public static func gesturesPath(base: String) -> String { "\(base).gestures.csv" }
+
+    /// Opens the files (before the device, so a path in the way is refused first); `split`: the sensors for which to
+    /// write one CSV each (nil: none), `splitGestures`: also one for the gestures.
+    public static func open(base: String, split: [SensorType]?, splitGestures: Bool,
+                            wallClock: @escaping @Sendable () -> Int64 = systemWallClock) async throws(OutputFileError) -> WearableRecorder {
+        var files = [RecordingWriter.File(base + ".jsonl", lineEnding: "\n"), RecordingWriter.File(base + ".csv", lineEnding: CSV.lineEnding)]
+        var sensorFiles: [SensorType: Int] = [:]
+        var gestureFile: Int?
+        if let split {
+            for sensor in split where sensorFiles[sensor] == nil {
+                sensorFiles[sensor] = files.count
+                files.append(.init(splitPath(base: base, sensor: sensor), lineEnding: CSV.lineEnding))
+            }
+            if splitGestures {
+                gestureFile = files.count
+                files.append(.init(gesturesPath(base: base), lineEnding: CSV.lineEnding))
+            }
+        }
+        let writer = try await RecordingWriter.open(files)
+        writer.append(WearableLine.csvHeader, to: 1)
+        for (sensor, index) in sensorFiles { writer.append(CSV.row(splitHeader(sensor)), to: index) }
+        if let gestureFile { writer.append(CSV.row(["epoch (ms)", "elapsed (s)", "device time (ms)", "gesture"]), to: gestureFile) }
+        return WearableRecorder(writer: writer, jsonlPath: base + ".jsonl", csvPath: base + ".csv", sensorFiles: sensorFiles,
+                                gestureFile: gestureFile, wallClock: wallClock)
+    }
+
+    private init(writer: RecordingWriter, jsonlPath: String, csvPath: String, sensorFiles: [SensorType: Int], gestureFile: Int?,
+                 wallClock: @escaping @Sendable () -> Int64) {
+        (self.writer, self.jsonlPath, self.csvPath, self.sensorFiles, self.gestureFile, self.wallClock) =
+            (writer, jsonlPath, csvPath, sensorFiles, gestureFile, wallClock)
+    }
+
+    /// Every file's path, the JSON Lines first.
+    public var paths: [String] { writer.files.map(\.path) }
+
+    /// A sensor's split CSV header: `epoch (ms), elapsed (s), device time (ms)`, its components with their unit,
+    /// accuracy, and `missing before` (samples lost just before this one).
+    public static func splitHeader(_ sensor: SensorType) -> [String] {
+        let unit = RecordingMetadata.unit(sensor)
+        func u(_ name: String) -> String { unit.isEmpty ? name : "\(name) (\(unit))" }
+        var columns = ["epoch (ms)", "elapsed (s)", "device time (ms)"]
+        switch sensor {
+        case .rotation: columns += ["x", "y", "z", "w", "accuracy (rad)", "yaw (deg)", "pitch (deg)", "roll (deg)"]
+        case .gameRotation: columns += ["x", "y", "z", "w", "yaw (deg)", "pitch (deg)", "roll (deg)"]
+        case .uncalibratedMagnetometer: columns += [u("x"), u("y"), u("z"), u("bias x"), u("bias y"), u("bias z")]
+        default: columns += [u("x"), u("y"), u("z"), "accuracy"]
+        }
+        return columns + ["missing before"]
+    }
+
+    /// Takes one line of the stream, in order.
+    public mutating func take(_ line: WearableLine) {
+        if line.type == "metadata" {
+            metadata = line.metadata
+            return
+        }
+        if !headerWritten {
+            guard (line.type == "sample" || line.type == "gesture"), let t = line.deviceTime else {
+                held.append(line)
+                return
+            }
+            epochZero = wallClock() - t
+            origin = t
+            writeHeader()
+        }
+        write(line)
+    }
+
+    /// Writes the metadata line and the lines held for it.
+    private mutating func writeHeader() {
+        headerWritten = true
+        if var metadata {
+            metadata.epochMsAtDeviceTimeZero = epochZero
+            if let epochZero, let origin { metadata.startedUTC = Self.iso8601(epochZero + origin) }
+            var line = WearableLine(type: "metadata")
+            line.metadata = metadata
+            if let text = Self.json(line) { writer.append(text, to: 0) }
+        }
+        let lines = held
+        held = []
+        for line in lines { write(line) }
+    }
+
+    private mutating func write(_ input: WearableLine) {
+        var line = input
+        if let t = line.deviceTime, let epochZero { line.epochMs = epochZero + t }
+        if let text = Self.json(line) { writer.append(text, to: 0) }
+        if let row = line.csvRow { writer.append(row, to: 1) }
+        let origin = self.origin
+        let elapsed = { (t: Int64) in String(Double(t - (origin ?? t)) / 1000) }
+        func f(_ v: Double?) -> String { v.map { String($0) } ?? "" }
+        let epoch = line.epochMs.map { String($0) } ?? ""
+        if line.type == "sample" {
+            samples += 1
+            if let name = line.sensor, let sensor = SensorType(name: name), let index = sensorFiles[sensor], let t = line.deviceTime {
+                var row = [epoch, elapsed(t), String(t)]
+                switch sensor {
+                case .rotation: row += [f(line.x), f(line.y), f(line.z), f(line.w), f(line.estimatedAccuracy), f(line.yaw), f(line.pitch), f(line.roll)]
+                case .gameRotation: row += [f(line.x), f(line.y), f(line.z), f(line.w), f(line.yaw), f(line.pitch), f(line.roll)]
+                case .uncalibratedMagnetometer: row += [f(line.x), f(line.y), f(line.z), f(line.biasX), f(line.biasY), f(line.biasZ)]
+                default: row += [f(line.x), f(line.y), f(line.z), line.accuracy.map { String($0) } ?? ""]
+                }
+                writer.append(CSV.row(row + [line.missingBefore.map { String($0) } ?? ""]), to: index)
+            }
+        } else if line.type == "gesture" {
+            gestures += 1
+            if let index = gestureFile, let t = line.deviceTime {
+                writer.append(CSV.row([epoch, elapsed(t), String(t), line.gesture ?? ""]), to: index)
+            }
+        }
+    }
+
+    /// Writes what is held (a recording with no sample: the metadata without its time zero), then finishes the
+    /// files. Returns the first write failure, if any.
+    public mutating func finish() async -> OutputFileError? {
+        if !headerWritten { writeHeader() }
+        return await writer.finish()
+    }
+
+    /// One JSON line as `stream --format json` prints it (sorted keys).
+    public static func json(_ line: WearableLine) -> String? {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return try? String(decoding: encoder.encode(line), as: UTF8.self)
+    }
+
+    /// `ms` since 1970 as `2026-11-27T18:30:00.123Z`.
+    public static func iso8601(_ ms: Int64) -> String {
+        var seconds = time_t(ms / 1000)
+        var parts = tm()
+        gmtime_r(&seconds, &parts)
+        return String(format: "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1, Int(parts.tm_mday),
+                      Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec), Int(ms % 1000))
+    }
+}
