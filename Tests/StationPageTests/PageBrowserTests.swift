@@ -50,8 +50,11 @@ import Testing
         #expect(dom.contains("<div id=\"t-failed\"><b>\(totals.failed)</b>failed</div>"))
         // The last units: every run of the records (both processes), newest first, with its outcome.
         let rows = tags(in: dom, with: "data-run")
-        #expect(rows.compactMap { attribute("data-run", of: $0) } == runs.sorted { ($0.endedAt ?? .distantPast, $0.id) > ($1.endedAt ?? .distantPast, $1.id) }
-            .map { String($0.id.rawValue) } || Set(rows.compactMap { attribute("data-run", of: $0) }) == Set(runs.map { String($0.id.rawValue) }))
+        // This process's units first (in the order they finished), then the previous one's, newest first.
+        let thisRun = Set(results.compactMap(\.run).map(String.init))
+        let listed = rows.compactMap { attribute("data-run", of: $0) }
+        #expect(listed.prefix(thisRun.count).allSatisfy(thisRun.contains), "\(listed)")
+        #expect(Array(listed.dropFirst(thisRun.count)) == runs.filter { !thisRun.contains(String($0.id.rawValue)) }.reversed().map { String($0.id.rawValue) })
         #expect(Set(rows.compactMap { attribute("data-run", of: $0) }) == Set(runs.map { String($0.id.rawValue) }))
         for run in runs {
             let row = try #require(rows.first { attribute("data-run", of: $0) == String(run.id.rawValue) })
