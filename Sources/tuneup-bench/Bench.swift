@@ -45,13 +45,15 @@ struct Bench: AsyncParsableCommand {
         @Option(help: "The simulator's --time-scale (1: real flash and boot timing).") var timeScale = 1.0
         @Option(help: "Path of the tuneup binary (default: next to tuneup-bench).") var tuneup: String?
         @Flag(help: "With the operator page on: its feed follows the station's events, a WebSocket client is connected.") var page = false
+        @Flag(help: "With IPC-CFX on: a RabbitMQ broker of its own, every unit's messages spooled and sent (docs/cfx.md).") var cfx = false
 
         func run() async throws {
             let binary = try Bench.tuneupBinary(tuneup)
             let loaded: LoadedRecipe
             do { loaded = try ProvisioningRecipe.load(path: recipe) } catch { throw ValidationError(error.message) }
-            let r = try await StationBenchmark(tuneup: binary, recipe: loaded, units: units, timeScale: timeScale, page: page).run()
+            let r = try await StationBenchmark(tuneup: binary, recipe: loaded, units: units, timeScale: timeScale, page: page, cfx: cfx).run()
             if page { print("operator page on: a WebSocket client connected, \(r.many.pageMessages) messages pushed to it (\(r.many.units) at once)") }
+            if cfx { print("CFX on: \(r.many.cfxAccepted) messages accepted by the broker (\(r.many.units) at once), \(r.one.cfxAccepted) (one)") }
             print("recipe \(recipe), simulator time scale \(timeScale)")
             print(String(format: "one: %.2f s   %d at once: %.2f s   ratio %.2f (goal <= 1.5)", r.one.seconds, r.many.units, r.many.seconds,
                          r.many.seconds / r.one.seconds))
