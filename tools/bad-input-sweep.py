@@ -60,6 +60,12 @@ for extra in [["--meta", "bad key=1"], ["--meta", "novalue"], ["--meta", "k=1", 
 for args in [["records", "spc", "--window", "1"], ["records", "attachment", "x", "y"], ["records", "release", "u", "--reason", "a\nb"]]:
     case(args, 64)
 
+# --- IPC-CFX (--cfx): a malformed broker URL or spool option, refused at parse time (64, one line) ----------------
+for extra in [["--cfx", "mes.local/cfx"], ["--cfx", "amqp://mes.local"], ["--cfx", "amqps://mes.local/cfx"],
+              ["--cfx", "amqp://mes.local:0/cfx"], ["--cfx", "amqp://:5672/cfx"], ["--cfx", "amqp://mes.local/a b"],
+              ["--cfx-spool", "/tmp/x"], ["--cfx", "amqp://mes.local/cfx", "--cfx-wait", "-1"]]:
+    case(["station", "run", "--recipe", RECIPE, "-d", "tcp:127.0.0.1:9"] + extra, 64)
+
 # --- Addresses -------------------------------------------------------------------------------------------------
 for address, code in [
     ("bogus:thing", 64), ("tcp:localhost", 64), ("tcp:127.0.0.1:99999", 64), ("tcp:127.0.0.1:1", 69),
