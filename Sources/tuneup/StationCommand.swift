@@ -1,11 +1,13 @@
 import ArgumentParser
 import CFXPublisher
 import Foundation
+import Labels
 import Recipe
 import Records
 import Station
 import StationPage
 import Support
+import Synchronization
 import TuneupKit
 
 /// `tuneup station run`: the provisioning station (docs/provisioning.md).
@@ -107,6 +109,8 @@ struct StationCommand: AsyncParsableCommand {
 
         @OptionGroup var wait: BootloaderCommand.WaitOption
 
+        @OptionGroup(title: "Labels (printed for every unit that passes)") var labels: LabelOptions
+
         @Option(help: ArgumentHelp("Serve the operator page on HOST:PORT (port 0: a free port; the URL is printed on stderr).", valueName: "host:port"))
         var ui: String?
 
@@ -182,6 +186,23 @@ struct StationCommand: AsyncParsableCommand {
                     view.note("records: \(left.conflicts) identity change\(left.conflicts == 1 ? " was" : "s were") refused by the line's database (another unit or station holds the value); see \(line.path)")
                 }
             }
+            // Everything that follows the station's events (the terminal view, the operator page, CFX, labels) is
+            // one listener here: each is called in event order and must return at once (queue its own work).
+            var listeners: [@Sendable (StationEvent) -> Void] = [{ view.show($0) }]
+            let labelPrinter: LabelPrinter?
+            do { labelPrinter = try await labels.makePrinter() } catch { throw failureExit(error) }
+            let unprinted = Mutex<[String]>([])
+            if let labelPrinter {
+                let product = loaded.recipe.product.name ?? loaded.recipe.product.model
+                listeners.append { event in
+                    guard case .finished(let unit) = event, unit.outcome == .pass, let serial = unit.serial else { return }
+                    let content = LabelContent(product: product, serial: serial, bluetoothAddress: unit.bluetoothAddress)
+                    labelPrinter.enqueue(content) { result in
+                        view.label(result, slot: unit.slot, serial: serial)
+                        if case .failure = result { unprinted.withLock { $0.append(serial) } }
+                    }
+                }
+            }
             // The operator page (--ui) and, on a line, the station's heartbeat for the line dashboard.
             let ui: StationUI?
             do {
@@ -190,9 +211,7 @@ struct StationCommand: AsyncParsableCommand {
             } catch {
                 throw failureExit(error)
             }
-            let heartbeat = lineServer.map {
-                StationHeartbeat.start($0, station: stationName, slots: device.count, toolVersion: TuneupVersion.string)
-            }
+            if let ui { listeners.append { ui.feed.handle($0) } }
             // IPC-CFX (--cfx): each finished unit's messages go to the spool, then to the broker; never waited for.
             let publisher: CFXPublisher?
             do {
@@ -200,7 +219,14 @@ struct StationCommand: AsyncParsableCommand {
             } catch {
                 throw failureExit(error)
             }
-            let station = Station(recipe: loaded, store: store, options: options) { view.show($0); ui?.feed.handle($0); publisher?.handle($0) }
+            if let publisher { listeners.append { publisher.handle($0) } }
+            let heartbeat = lineServer.map {
+                StationHeartbeat.start($0, station: stationName, slots: device.count, toolVersion: TuneupVersion.string)
+            }
+            let eventListeners = listeners
+            let station = Station(recipe: loaded, store: store, options: options) { event in
+                for listener in eventListeners { listener(event) }
+            }
             do {
                 _ = try await station.recover()
             } catch {
@@ -230,13 +256,19 @@ struct StationCommand: AsyncParsableCommand {
                     results = try await station.run(slots: all)
                 }
             } catch {
+                await labelPrinter?.flush()
                 await heartbeat?.stop()
                 await ui?.stop()
                 await cfx.finish(publisher) { view.note($0) }
                 await finishLine()
                 throw failureExit(error)
             }
+            await labelPrinter?.flush()
             view.summary(station.totals, stopReason: station.stopReason)
+            let missing = unprinted.withLock { $0 }
+            if !missing.isEmpty {
+                view.note("labels: \(missing.count) not printed (\(missing.prefix(5).joined(separator: ", "))\(missing.count > 5 ? ", ..." : "")): print them again with `tuneup records label SERIAL --product NAME` and the same label options")
+            }
             await heartbeat?.stop()
             await ui?.stop()
             await cfx.finish(publisher) { view.note($0) }

@@ -1,4 +1,5 @@
 import Foundation
+import Labels
 import Progress
 import Station
 import Synchronization
@@ -89,6 +90,40 @@ final class StationView: Sendable {
         if json { return }
         if live { clear() }
         Output.line(text)
+    }
+
+    /// A label printed, or not, for a unit that passed: a JSON `label` / `label-failed` event; otherwise a line for a
+    /// failure, a missing preview, and (without the live view) every label.
+    func label(_ result: Result<PrintedLabel, LabelError>, slot: String, serial: String) {
+        struct Event: Encodable {
+            var event: String
+            var slot: String
+            var serial: String
+            var files: [String]?
+            var printer: PrinterAddress?
+            var note: String?
+            var message: String?
+        }
+        switch result {
+        case .success(let printed):
+            if json {
+                let event = Event(event: "label", slot: slot, serial: serial, files: printed.files, printer: printed.printer, note: printed.previewProblem)
+                if let line = try? Output.jsonLine(event) { Output.line(line) }
+                return
+            }
+            if let problem = printed.previewProblem { note("label \(serial): \(problem)") }
+            if !live {
+                let places = printed.files.filter { $0.hasSuffix(".zpl") } + (printed.printer.map { [$0.description] } ?? [])
+                note("label \(serial): \(places.joined(separator: ", "))")
+            }
+        case .failure(let error):
+            if json {
+                let event = Event(event: "label-failed", slot: slot, serial: serial, message: error.message)
+                if let line = try? Output.jsonLine(event) { Output.line(line) }
+                return
+            }
+            note("label \(serial) not printed: \(error.message)")
+        }
     }
 
     /// The totals at the end (a last JSON event is the station's own `totals`). On a terminal the last frame of the
