@@ -60,6 +60,14 @@ for extra in [["--meta", "bad key=1"], ["--meta", "novalue"], ["--meta", "k=1", 
 for args in [["records", "spc", "--window", "1"], ["records", "attachment", "x", "y"], ["records", "release", "u", "--reason", "a\nb"]]:
     case(args, 64)
 
+# --- Labels: a malformed printer address or label kind, or no destination, refused at parse time (64, one line) ----
+for extra in [["--label-printer", "lpt1"], ["--label-printer", "tcp:"], ["--label-printer", "tcp:host:70000"],
+              ["--label-code", "qr", "--labels", "/tmp"], ["--label-code", "datamatrix"]]:
+    case(["station", "run", "--recipe", RECIPE, "-d", "tcp:127.0.0.1:9"] + extra, 64)
+for args in [["records", "label", "u", "--product", "P"], ["records", "label", "u", "--product", "", "--labels", "/tmp"],
+             ["records", "label", "u", "--product", "P", "--label-printer", "9100"]]:
+    case(args, 64)
+
 # --- IPC-CFX (--cfx): a malformed broker URL or spool option, refused at parse time (64, one line) ----------------
 for extra in [["--cfx", "mes.local/cfx"], ["--cfx", "amqp://mes.local"], ["--cfx", "amqps://mes.local/cfx"],
               ["--cfx", "amqp://mes.local:0/cfx"], ["--cfx", "amqp://:5672/cfx"], ["--cfx", "amqp://mes.local/a b"],
