@@ -87,10 +87,11 @@ struct Bench: AsyncParsableCommand {
             let r = try await CFXBenchmark(tuneup: binary, recipe: loaded, units: units, timeScale: timeScale, outage: outage, outageAfter: outageAfter).run()
             print("recipe \(recipe), simulator time scale \(timeScale), \(r.units) units at once (\(r.passed) passed) in \(String(format: "%.1f", r.stationSeconds)) s")
             if outage > 0 {
-                print(String(format: "broker down %.1f s (restart %.1f s of it); the station ", r.outageSeconds, r.brokerStartSeconds)
+                print(String(format: "broker down %.1f s (%.0f s stopped, then its restart); the station ", r.outageSeconds, outage)
                       + (r.stationDoneDuringOutage ? "finished its units during the outage" : "was still working when the broker came back"))
                 print("units finished before the broker was down: \(r.unitsBeforeStop) of \(r.units)")
-                print(String(format: "backlog at the restart: %d messages, drained in %.2f s after the broker was up", r.backlogAtRestart, r.drainSeconds))
+                print(String(format: "backlog at the restart: %d messages; the spool was empty %.2f s after the restart began (the broker took %.1f s to be fully up)",
+                             r.backlogAtRestart, r.drainSeconds, r.brokerStartSeconds))
             }
             print("messages: \(r.expected) expected from the records, \(r.distinct) delivered by UniqueID, \(r.lost) lost, \(r.duplicates) duplicate deliveries (\(r.received) received)")
             print(r.lost == 0 && r.distinct == r.expected ? "goal met: every message delivered, 0 lost" : "GOAL MISSED")
