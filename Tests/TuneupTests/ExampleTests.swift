@@ -119,6 +119,15 @@ import Testing
                 return line.addresses[k]
             }
             if words.first == "sim" { background = true }
+            // A receiver serves until stopped, like a simulator; there is no sound card here: it plays into a file
+            // (alsa-lib's file plugin over null), on free ports.
+            if words.starts(with: ["speaker", "receive"]) {
+                background = true
+                let device = "file:'\(directory)/receiver.raw',raw"
+                if let i = words.firstIndex(of: "--alsa-device"), i + 1 < words.count { words[i + 1] = device } else { words += ["--alsa-device", device] }
+                if !words.contains("--listen") { words += ["--listen", "tcp:127.0.0.1:0"] }
+                if let i = words.firstIndex(of: "--audio-port"), i + 1 < words.count { words[i + 1] = "0" } else { words += ["--audio-port", "0"] }
+            }
             if background {
                 let status = try await Self.runServer(words, state: state, directory: directory)
                 #expect(status == 0, "\(example): exit \(status)")
