@@ -215,7 +215,8 @@ enum PageDocument {
           const ws = new WebSocket((location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/ws");
           const link = document.getElementById("link");
           ws.onopen = () => { delay = 500; document.body.dataset.link = "open"; link.textContent = "live"; };
-          ws.onmessage = e => apply(JSON.parse(e.data));
+          // Each message is acknowledged once it is in the DOM (the server may measure its push latency by it).
+          ws.onmessage = e => { const m = JSON.parse(e.data); apply(m); ws.send('{"applied":' + Number(m.changes) + '}'); };
           ws.onclose = () => {
             document.body.dataset.link = "closed"; link.textContent = "reconnecting";
             setTimeout(connect, delay); delay = Math.min(delay * 2, 10000);

@@ -75,8 +75,11 @@ public final class PageServer: Sendable {
     /// Starts serving `sections` on `address`, the page made by `page` (given the state as a JSON message), and
     /// returns once the server listens.
     /// - Throws: `PageError(.cannotServe)` when the address cannot be bound.
+    /// `applied`: called with the `changes` count of each message a page acknowledges (its script does once the
+    /// message is in the DOM).
     public static func start(
         _ sections: Sections, on address: ListenAddress, serverName: String, logger: Logger? = nil,
+        applied: (@Sendable (Int) -> Void)? = nil,
         page: @escaping @Sendable (_ initialState: String) -> String
     ) async throws -> PageServer {
         var log = logger ?? Logger(label: "tuneup.page")
@@ -89,7 +92,7 @@ public final class PageServer: Sendable {
             respond(sections.fullMessage(), type: "application/json; charset=utf-8")
         }
         router.ws("/ws") { inbound, outbound, _ in
-            try await serve(sections, inbound: inbound, outbound: outbound)
+            try await serve(sections, inbound: inbound, outbound: outbound, applied: applied)
         }
         let (events, sink) = AsyncStream<Result<Int, PageError>>.makeStream()
         let app = Application(
@@ -137,12 +140,17 @@ public final class PageServer: Sendable {
     /// One page's WebSocket: everything at once, then every change as it comes (coalesced while the page reads
     /// slowly), until the page goes away or the server stops.
     static func serve(_ sections: Sections, inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter,
-                      stalled: Duration = .seconds(10)) async throws {
+                      applied: (@Sendable (Int) -> Void)? = nil, stalled: Duration = .seconds(10)) async throws {
         let (id, wakeups) = sections.subscribe()
         defer { sections.unsubscribe(id) }
         try await withThrowingTaskGroup(of: Void.self) { group in
-            // The page sends nothing we need; reading tells when it closes.
-            group.addTask { for try await _ in inbound {} }
+            // The page sends only acknowledgements (`{"applied":CHANGES}`); reading also tells when it closes.
+            group.addTask {
+                for try await message in inbound.messages(maxSize: 1024) {
+                    guard let applied, case let .text(text) = message, let range = text.range(of: "\"applied\":") else { continue }
+                    if let changes = Int(text[range.upperBound...].prefix { $0.isNumber }) { applied(changes) }
+                }
+            }
             group.addTask {
                 var cursor: [String: Int] = [:]
                 for await _ in wakeups {

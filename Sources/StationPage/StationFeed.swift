@@ -318,8 +318,8 @@ struct UnitRow: Encodable, Sendable, Equatable {
 
 extension StationFeed {
     /// Serves the operator page of this feed on `address` (see `PageServer`).
-    public func serve(on address: ListenAddress, logger: Logger? = nil) async throws -> PageServer {
-        try await PageServer.start(sections, on: address, serverName: "tuneup-station", logger: logger) { self.document($0) }
+    public func serve(on address: ListenAddress, logger: Logger? = nil, applied: (@Sendable (Int) -> Void)? = nil) async throws -> PageServer {
+        try await PageServer.start(sections, on: address, serverName: "tuneup-station", logger: logger, applied: applied) { self.document($0) }
     }
 
     /// The operator page with `initialState` (a `Sections` message) embedded.
