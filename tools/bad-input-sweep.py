@@ -116,6 +116,16 @@ case(["flash", os.path.join(IMAGES, "app-1.4.3-small.img"), "--progress-file", "
 case(["flash", os.path.join(IMAGES, "app-1.4.3-small.img"), "--format", "json"], 74, stdout="/dev/full")
 case(["flash", os.path.join(IMAGES, "app-1.4.3-small.img")], 74, stderr="/dev/full")
 
+# --- speaker receive: bad options (64), a device that does not exist, an address not this host's (69), a state file
+# in no directory (74): one line each, before anything plays ------------------------------------------------------
+for args in [["--latency-ms", "2000"], ["--latency-ms", "x"], ["--listen", "udp:1"], ["--alsa-device", ""], ["--name", ""]]:
+    case(["speaker", "receive"] + args, 64)
+RECEIVE = ["speaker", "receive", "--listen", "tcp:127.0.0.1:0", "--audio-port", "0", "--discovery-port", "0"]
+case(RECEIVE + ["--alsa-device", "hw:99"], 69)
+case(RECEIVE + ["--alsa-device", "no-such-device"], 69)
+case(["speaker", "receive", "--alsa-device", "file:'/dev/null',raw", "--listen", "tcp:192.0.2.1:0", "--audio-port", "0", "--discovery-port", "0"], 69)
+case(RECEIVE + ["--alsa-device", "file:'/dev/null',raw", "--state", "/nonexistent/dir/s.json"], 74)
+
 # --- Environment ----------------------------------------------------------------------------------------------
 case(["devices"], 64, env={"TUNEUP_USB_IDS": "0a12"})
 case(["probe", "--device", "usb:1209:0001"], 64, env={"TUNEUP_USB_IDS": "1209:0001/zz"})
