@@ -50,6 +50,8 @@ public final class SimulatedWearable: SimulatedDevice {
         /// Sample times (ms since boot) up to this one have been produced.
         var producedThrough: Int64
         var sensorNotificationIndex = 0
+        /// A replay: the device time (ms since boot) at which this link's sensor configuration started it.
+        var replayStart: Int64?
     }
 
     private struct State {
@@ -243,6 +245,7 @@ public final class SimulatedWearable: SimulatedDevice {
                     state.withLock { s in
                         s.links[id]?.sensors = configuration
                         s.links[id]?.producedThrough = through
+                        if s.links[id]?.replayStart == nil { s.links[id]?.replayStart = through }
                         s.statistics.writesAccepted += 1
                     }
                     return .writeResponse(handle: handle)
@@ -360,6 +363,20 @@ public final class SimulatedWearable: SimulatedDevice {
                 let p = Int64(period.milliseconds)
                 var records: [SensorRecord] = []
                 var t = (link.producedThrough / p + 1) * p
+                if let replay = profile.replay {
+                    // The recording's samples whose replay time falls in (producedThrough, through], with their own
+                    // timestamps; none from the motion.
+                    t = through + 1
+                    let start = (link.replayStart ?? link.producedThrough) + 1 - replay.origin
+                    var i = replay.firstSample(after: link.producedThrough - start)
+                    while i < replay.samples.count, replay.samples[i].deviceTime + start <= through {
+                        let r = replay.samples[i]
+                        i += 1
+                        guard link.sensors.isEnabled(r.sensor), !s.stalled.contains(r.sensor), let range = info[r.sensor]?.range,
+                              let sample = try? SensorSample(sensor: r.sensor, value: r.value, in: range) else { continue }
+                        records.append(SensorRecord(timestamp: UInt16(truncatingIfNeeded: r.deviceTime), sample: sample))
+                    }
+                }
                 while t <= through {
                     for sensor in link.sensors.enabledSensors where !s.stalled.contains(sensor) {
                         guard let range = info[sensor]?.range,
@@ -396,13 +413,29 @@ public final class SimulatedWearable: SimulatedDevice {
                 }
                 flush()
             }
+            let producedBefore = link.producedThrough
             link.producedThrough = max(link.producedThrough, through)
-            var made = motion.gestures(after: gesturesAfter, through: Double(through) / 1000).map { ($0.gesture, Int64(($0.time * 1000).rounded())) }
+            var made: [(GestureType, Int64)]
+            var replayed: [GestureType: [UInt16]] = [:]
+            if let replay = profile.replay {
+                // The recording's gestures in this transmission, at their recorded timestamps.
+                made = []
+                if let replayStart = link.replayStart {
+                    let start = replayStart + 1 - replay.origin
+                    for g in replay.gestures where g.deviceTime + start > producedBefore && g.deviceTime + start <= through {
+                        made.append((g.gesture, through))
+                        replayed[g.gesture, default: []].append(UInt16(truncatingIfNeeded: g.deviceTime))
+                    }
+                }
+            } else {
+                made = motion.gestures(after: gesturesAfter, through: Double(through) / 1000).map { ($0.gesture, Int64(($0.time * 1000).rounded())) }
+            }
             made += s.taps.map { ($0, through) }
             s.taps = []
             if link.notifying.contains(gestureHandles.configurationHandle) {
                 for (g, time) in made where link.gestures.isEnabled(g) {
-                    let value = GestureData(gesture: g, timestamp: UInt16(truncatingIfNeeded: boot + time)).encoded()
+                    let stamp = replayed[g]?.isEmpty == false ? replayed[g]!.removeFirst() : UInt16(truncatingIfNeeded: boot + time)
+                    let value = GestureData(gesture: g, timestamp: stamp).encoded()
                     frames.append(GATTServerConnection.encodeNotification(handle: gestureHandles.valueHandle, value: value, wire: link.wire))
                     s.statistics.gesturesSent[g, default: 0] += 1
                 }

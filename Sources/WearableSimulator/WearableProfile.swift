@@ -9,11 +9,14 @@ public struct WearableProfile: Sendable {
     public var bootTimestamp: UInt16
     /// The head's motion.
     public var motion: HeadMotion
+    /// A recording to play back instead of the motion (samples and gestures), nil for the motion.
+    public var replay: WearableReplay?
 
     public init(deviceInformation: DeviceInformation = WearableProfile.standardDevice,
                 sensorInformation: SensorInformation = WearableProfile.standardSensors,
                 gestureInformation: GestureInformation = WearableProfile.standardGestures,
-                bootTimestamp: UInt16 = 0, motion: HeadMotion = HeadMotion(seed: 1)) {
+                bootTimestamp: UInt16 = 0, motion: HeadMotion = HeadMotion(seed: 1), replay: WearableReplay? = nil) {
+        self.replay = replay
         self.deviceInformation = deviceInformation
         self.sensorInformation = sensorInformation
         self.gestureInformation = gestureInformation

@@ -1,9 +1,11 @@
 import ArgumentParser
 import BluetoothTransport
+import Foundation
 import Logging
 import Simulator
 import Transport
 import Wearable
+import WearableRecording
 import WearableSimulator
 
 extension SimCommand {
@@ -18,7 +20,11 @@ extension SimCommand {
                 it is a BLE peripheral: its GATT service on the adapter's ATT channel, advertising 0xFDD2 (keep \
                 bluetoothd off that adapter). Every connection starts with every sensor and \
                 gesture disabled. The head moves as --seed makes it (turns, nods, shakes, stillness) or as --motion \
-                writes it out; a nod ends with a headNod gesture, a shake with a headShake. Lines on stdin:
+                writes it out; a nod ends with a headNod gesture, a shake with a headShake. --replay FILE plays a \
+                recording of 'tuneup wearable record' (its .jsonl) back instead: the same device (from its metadata), \
+                each connection that configures its sensors gets the recorded samples and gestures at their recorded \
+                times, with the same values and gaps, then silence; a file that is not a recording (or is cut short \
+                or empty) is refused with one line, exit 65. Lines on stdin:
                   tap | double-tap        a single or double tap gesture at the next transmission
                   stall SENSOR            the sensor stops sending while it stays enabled
                   resume SENSOR           it sends again (its listeners see a gap)
@@ -30,6 +36,7 @@ extension SimCommand {
                   tuneup sim wearable --pty --motion 'still:1,nod:20:2:1.2,turn:45:1,shake:25:2:1.4'
                   tuneup sim wearable --drop-notifications 10,11,50 --boot-timestamp 65000
                   tuneup sim wearable --ble hci0 --seed 3
+                  tuneup sim wearable --replay /tmp/walk.jsonl
                 """)
 
         @Option(help: ArgumentHelp("Listen on tcp:HOST:PORT (port 0 picks a free port).", valueName: "addr"))
@@ -60,6 +67,9 @@ extension SimCommand {
         @Option(help: ArgumentHelp("Fault: this sensor is stalled from the start (enabled, but sends nothing until 'resume').", valueName: "sensor"))
         var stall: String?
 
+        @Option(help: ArgumentHelp("Play this recording (PATH.jsonl of 'tuneup wearable record') back instead of a head motion.", valueName: "file"))
+        var replay: String?
+
         @Flag(name: .shortAndLong, help: "Log to stderr.")
         var verbose = false
 
@@ -68,6 +78,7 @@ extension SimCommand {
             if let ble { _ = try AdapterSelector(parsing: ble) }
             if !pty && ble == nil { _ = try listenAddress() }
             if let motion { _ = try WearableSim.parseMotion(motion) }
+            if replay != nil, motion != nil { throw ValidationError("choose one of --motion and --replay") }
             _ = try dropIndices()
             if let stall { _ = try WearableCommand.sensor(named: stall) }
         }
@@ -90,6 +101,46 @@ extension SimCommand {
                 out.insert(n)
             }
             return out
+        }
+
+        /// The profile that replays `path`: its samples and gestures, the device and sensors of its metadata (a
+        /// recording without metadata: the standard device). One line and exit 74 for a file that cannot be read, 65 for
+        /// one that is not a recording (cut short, empty, or nothing to replay).
+        static func replayProfile(_ path: String, base: WearableProfile) async throws -> WearableProfile {
+            let text: String
+            do {
+                text = try await DedicatedThread.run(name: "replay-read") { () -> Result<String, CommandFailure> in
+                    guard let data = FileManager.default.contents(atPath: path) else {
+                        return .failure(CommandFailure(message: "cannot read the recording \(path): no such readable file", code: Exit.localIO))
+                    }
+                    return .success(String(decoding: data, as: UTF8.self))
+                }.get()
+            } catch {
+                throw failureExit(error)
+            }
+            do throws(WearableRecordingContents.NotARecording) {
+                let contents = try WearableRecordingContents(jsonLines: text, name: path)
+                let parts = try contents.recordedSamples(name: path)
+                guard let replay = WearableReplay(samples: parts.samples.map { .init(sensor: $0.sensor, deviceTime: $0.deviceTime, value: $0.value) },
+                                                  gestures: parts.gestures.map { .init(gesture: $0.gesture, deviceTime: $0.deviceTime) }) else {
+                    throw WearableRecordingContents.NotARecording(message: "\(path) holds no samples or gestures to replay")
+                }
+                var profile = base
+                profile.replay = replay
+                if let m = contents.metadata {
+                    guard let device = m.decodedDeviceInformation, let sensors = m.decodedSensorInformation else {
+                        throw WearableRecordingContents.NotARecording(message: "\(path): its metadata does not describe a device Tuneup can be")
+                    }
+                    profile.deviceInformation = device
+                    profile.sensorInformation = sensors
+                    if let gestures = try? GestureInformation(m.availableGestures.compactMap(GestureType.init(name:)).map { .init(gesture: $0, payloadLength: 0) }) {
+                        profile.gestureInformation = gestures
+                    }
+                }
+                return profile
+            } catch {
+                throw failureExit(CommandFailure(message: error.message, code: Exit.device))
+            }
         }
 
         /// Parses a --motion script.
@@ -123,8 +174,9 @@ extension SimCommand {
             var logger = Logger(label: "tuneup.sim.wearable")
             logger.logLevel = verbose ? .debug : .warning
             let motion = try self.motion.map(Self.parseMotion) ?? HeadMotion(seed: seed)
-            let device = SimulatedWearable(profile: WearableProfile(bootTimestamp: bootTimestamp, motion: motion),
-                                           name: "wearable \(seed)", logger: verbose ? logger : nil)
+            var profile = WearableProfile(bootTimestamp: bootTimestamp, motion: motion)
+            if let replay { profile = try await Self.replayProfile(replay, base: profile) }
+            let device = SimulatedWearable(profile: profile, name: "wearable \(seed)", logger: verbose ? logger : nil)
             device.dropSensorNotifications(try dropIndices())
             if let stall { device.stall(try WearableCommand.sensor(named: stall)) }
             let server: WearableSimulatorServer
@@ -151,7 +203,8 @@ extension SimCommand {
             // Signals are handled before the address goes out: whoever reads it may stop the simulator at once.
             let control = ControlInput.lines()
             for endpoint in server.endpoints { Output.line(endpoint) }
-            printError("simulating a Bose Wearable (\(self.motion == nil ? "seed \(seed)" : "scripted motion")); "
+            let what = replay.map { "replaying \($0)" } ?? (self.motion == nil ? "seed \(seed)" : "scripted motion")
+            printError("simulating a Bose Wearable (\(what)); "
                 + "stdin: tap, double-tap, stall|resume SENSOR, drop-link, quit; Ctrl-C to stop")
             for await line in control {
                 let words = line.split(separator: " ").map(String.init)

@@ -100,4 +100,52 @@ struct WearableRecordingCLITests {
         let plot = try await CLI.run(["wearable", "plot", dir + "/split.jsonl", "--no-png", "--format", "json"])
         #expect(plot.status == 0, "\(plot.stderr)")
     }
+
+    /// A recording (from `sim wearable` with dropped notifications: gaps) replayed by `sim wearable --replay` and
+    /// recorded again: the same samples, values, device times and gaps, and the same device (its metadata).
+    @Test func aRecordingReplaysAsADevice() async throws {
+        let dir = Scratch.directory
+        let sim = try await RunningWearable.start(["--seed", "5", "--drop-notifications", "3,9"])
+        let original = try await CLI.run(["wearable", "record", dir + "/orig", "--sensor", "accelerometer", "--sensor", "gameRotation",
+                                          "--period", "40ms", "--duration", "1", "--device", sim.address, "--format", "json"])
+        #expect(original.status == 0, "\(original.stderr)")
+        #expect(await sim.quit() == 0)
+        let replay = try await RunningWearable.start(["--replay", dir + "/orig.jsonl"])
+        let again = try await CLI.run(["wearable", "record", dir + "/again", "--sensor", "accelerometer", "--sensor", "gameRotation",
+                                       "--period", "40ms", "--duration", "3", "--device", replay.address, "--format", "json"])
+        #expect(again.status == 0, "\(again.stderr)")
+        #expect(await replay.quit() == 0)
+        func samples(_ path: String) throws -> [String] {
+            try Self.lines(path).filter { $0["type"] as? String == "sample" }.map { s in
+                ["sensor", "deviceTime", "timestamp", "x", "y", "z", "w", "accuracy", "missingBefore"].map { "\(s[$0] ?? "-")" }.joined(separator: " ")
+            }
+        }
+        let recorded = try samples(dir + "/orig.jsonl"), replayed = try samples(dir + "/again.jsonl")
+        #expect(recorded.count >= 30 && recorded.contains { !$0.hasSuffix(" 0") }, "samples, and the dropped notifications' gaps")
+        #expect(replayed == recorded)
+        let metadata = try Self.lines(dir + "/again.jsonl").first?["metadata"] as? [String: Any]
+        #expect((metadata?["deviceInformation"] as? [String: Any])?["productID"] as? Int == 0x4020)
+    }
+
+    /// A replay file that is not a recording, is cut short or is empty: one line, exit 65, before anything listens.
+    @Test func aReplayOfWhatIsNotARecordingIsRefused() async throws {
+        let dir = Scratch.directory
+        try WearableOutputCLITests.recording(dir + "/good.jsonl", samples: 3)
+        let good = try String(contentsOfFile: dir + "/good.jsonl", encoding: .utf8)
+        try Data(good.dropLast(20).utf8).write(to: URL(fileURLWithPath: dir + "/cut.jsonl"))
+        try Data().write(to: URL(fileURLWithPath: dir + "/empty.jsonl"))
+        try Data(#"{"type":"event","event":"opened"}"#.utf8).write(to: URL(fileURLWithPath: dir + "/events.jsonl"))
+        for (file, says) in [("/etc/passwd", "/etc/passwd:1: not a line of a wearable recording"),
+                             (dir + "/cut.jsonl", "\(dir)/cut.jsonl:4: not a line of a wearable recording"),
+                             (dir + "/empty.jsonl", "\(dir)/empty.jsonl holds no samples or gestures to replay"),
+                             (dir + "/events.jsonl", "\(dir)/events.jsonl holds no samples or gestures to replay")] {
+            let r = try await CLI.run(["sim", "wearable", "--replay", file], stdin: "quit\n", timeout: 30)
+            #expect(r.status == 65 && r.stderrLines == ["tuneup: \(says)"] && r.stdout.isEmpty, "\(file): \(r.status) \(r.stderr)")
+        }
+        let missing = try await CLI.run(["sim", "wearable", "--replay", dir + "/none.jsonl"], stdin: "quit\n", timeout: 30)
+        #expect(missing.status == 74 && missing.stderrLines.count == 1, "\(missing.stderr)")
+        // The good one serves (and quits on stdin).
+        let served = try await CLI.run(["sim", "wearable", "--replay", dir + "/good.jsonl"], stdin: "quit\n", timeout: 30)
+        #expect(served.status == 0 && served.stdout.hasPrefix("tcp:127.0.0.1:"), "\(served.stderr)")
+    }
 }
