@@ -25,6 +25,8 @@ tools/install-deps.sh
 
 echo "== blocking calls off the cooperative pool (tools/check-blocking.py)"
 python3 tools/check-blocking.py
+echo "== every command names itself (tools/check-command-names.py: a derived name costs every start a conformance scan)"
+python3 tools/check-command-names.py
 
 static_build=
 busy_loops=()

@@ -23,7 +23,7 @@ struct ANCCommand: AsyncParsableCommand {
     }
 
     struct Get: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Show whether ANC is on, and its level.")
+        static let configuration = CommandConfiguration(commandName: "get", abstract: "Show whether ANC is on, and its level.")
         @OptionGroup var device: DeviceOptions
         @OptionGroup var output: OutputOptions
         func run() async throws {
@@ -32,7 +32,7 @@ struct ANCCommand: AsyncParsableCommand {
     }
 
     struct On: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Switch ANC on.")
+        static let configuration = CommandConfiguration(commandName: "on", abstract: "Switch ANC on.")
         @OptionGroup var device: DeviceOptions
         @OptionGroup var output: OutputOptions
         func run() async throws {
@@ -44,7 +44,7 @@ struct ANCCommand: AsyncParsableCommand {
     }
 
     struct Off: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Switch ANC off.")
+        static let configuration = CommandConfiguration(commandName: "off", abstract: "Switch ANC off.")
         @OptionGroup var device: DeviceOptions
         @OptionGroup var output: OutputOptions
         func run() async throws {
@@ -57,6 +57,7 @@ struct ANCCommand: AsyncParsableCommand {
 
     struct Level: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "level",
             abstract: "Show or set the ANC level (0.0 to 1.0).",
             discussion: "Example: tuneup anc level 0.75")
         @Argument(help: ArgumentHelp("New level, 0.0 to 1.0; omit to show the current level.", valueName: "level"))

@@ -30,7 +30,7 @@ struct AmbientCommand: AsyncParsableCommand {
     }
 
     struct Get: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Show the left and right levels, the maximum and the preset.")
+        static let configuration = CommandConfiguration(commandName: "get", abstract: "Show the left and right levels, the maximum and the preset.")
         @OptionGroup var device: DeviceOptions
         @OptionGroup var output: OutputOptions
         func run() async throws {
@@ -40,6 +40,7 @@ struct AmbientCommand: AsyncParsableCommand {
 
     struct Set: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "set",
             abstract: "Set the left and/or right ambient level.",
             discussion: "Levels run from 0 to the device's maximum (see 'tuneup ambient get'). Example: tuneup ambient set --left 4 --right 4")
         @Option(parsing: .unconditional, help: ArgumentHelp("Left level.", valueName: "n")) var left: Int?
@@ -66,6 +67,7 @@ struct AmbientCommand: AsyncParsableCommand {
 
     struct Preset: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "preset",
             abstract: "Show or set the awareness preset: none, low, medium or high.",
             discussion: "Example: tuneup ambient preset medium")
         @Argument(help: ArgumentHelp("none, low, medium or high; omit to show.", valueName: "preset"))

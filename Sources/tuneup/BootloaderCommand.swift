@@ -81,7 +81,7 @@ struct BootloaderCommand: AsyncParsableCommand {
     }
 
     struct Status: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Show whether the bootloader or the application runs, and the firmware versions.")
+        static let configuration = CommandConfiguration(commandName: "status", abstract: "Show whether the bootloader or the application runs, and the firmware versions.")
         @OptionGroup var wait: WaitOption
         @OptionGroup var device: DeviceOptions
         @OptionGroup var output: OutputOptions
@@ -89,7 +89,7 @@ struct BootloaderCommand: AsyncParsableCommand {
     }
 
     struct Enter: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Authenticate and jump to the bootloader; wait until it is ready.")
+        static let configuration = CommandConfiguration(commandName: "enter", abstract: "Authenticate and jump to the bootloader; wait until it is ready.")
         @OptionGroup var wait: WaitOption
         @OptionGroup var device: DeviceOptions
         @OptionGroup var output: OutputOptions
@@ -97,7 +97,7 @@ struct BootloaderCommand: AsyncParsableCommand {
     }
 
     struct Leave: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Start the committed application; wait until it runs.")
+        static let configuration = CommandConfiguration(commandName: "leave", abstract: "Start the committed application; wait until it runs.")
         @OptionGroup var wait: WaitOption
         @OptionGroup var device: DeviceOptions
         @OptionGroup var output: OutputOptions
@@ -113,6 +113,7 @@ struct FirmwareCommand: AsyncParsableCommand {
 
     struct Read: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "read",
             abstract: "Read a flash region back into a file (through the bootloader).",
             discussion: """
                 By default the length is that of the signed image at the start of the region (its header says so), \

@@ -58,7 +58,7 @@ struct EQCommand: AsyncParsableCommand {
     }
 
     struct Info: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Show bands, gain range, band frequencies and presets.")
+        static let configuration = CommandConfiguration(commandName: "info", abstract: "Show bands, gain range, band frequencies and presets.")
         @OptionGroup var device: DeviceOptions
         @OptionGroup var output: OutputOptions
         func run() async throws {
@@ -78,7 +78,7 @@ struct EQCommand: AsyncParsableCommand {
     }
 
     struct Get: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Show the band gains of the current preset (or --preset).")
+        static let configuration = CommandConfiguration(commandName: "get", abstract: "Show the band gains of the current preset (or --preset).")
         @Option(help: ArgumentHelp("Preset name or number; default: the current preset.", valueName: "preset"))
         var preset: String?
         @OptionGroup var device: DeviceOptions
@@ -90,6 +90,7 @@ struct EQCommand: AsyncParsableCommand {
 
     struct Set: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "set",
             abstract: "Set all band gains of a preset, or one band.",
             discussion: """
                 Give one gain per band (dB, within the device's range; see 'tuneup eq info'), after '--' so that \
@@ -153,6 +154,7 @@ struct EQCommand: AsyncParsableCommand {
 
     struct Preset: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "preset",
             abstract: "Show or select the current graphic-EQ preset.",
             discussion: "Example: tuneup eq preset movie")
         @Argument(help: ArgumentHelp("Preset name or number to select; omit to show the current one.", valueName: "preset"))
@@ -171,6 +173,7 @@ struct EQCommand: AsyncParsableCommand {
 
     struct Persist: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "persist",
             abstract: "Store a preset's current gains in the device's non-volatile memory.",
             discussion: "Without persisting, gain changes last until the headset is switched off.")
         @Option(help: ArgumentHelp("Preset name or number; default: the current preset.", valueName: "preset"))
@@ -187,7 +190,7 @@ struct EQCommand: AsyncParsableCommand {
     }
 
     struct Default: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Make a preset the one the headset starts with.")
+        static let configuration = CommandConfiguration(commandName: "default", abstract: "Make a preset the one the headset starts with.")
         @Argument(help: ArgumentHelp("Preset name or number.", valueName: "preset"))
         var preset: String
         @OptionGroup var device: DeviceOptions
@@ -203,6 +206,7 @@ struct EQCommand: AsyncParsableCommand {
 
     struct Reset: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "reset",
             abstract: "Restore factory gains of one preset, or of all presets.",
             discussion: "Examples: tuneup eq reset --preset user;  tuneup eq reset --all")
         @Option(help: ArgumentHelp("Preset name or number to reset.", valueName: "preset"))
@@ -231,6 +235,7 @@ struct EQCommand: AsyncParsableCommand {
 
     struct Audio: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "audio",
             abstract: "Show or set the audio EQ preset: music, gaming, movie or conference.")
         @Argument(help: ArgumentHelp("music, gaming, movie or conference; omit to show.", valueName: "preset"))
         var preset: String?

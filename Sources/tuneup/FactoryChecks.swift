@@ -18,6 +18,7 @@ extension FactoryCommand {
 
     struct Measure: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "measure",
             abstract: "Take factory measurements: battery level, microphone sensitivities, ANC attenuation.",
             discussion: """
                 NAME is one of \(FactoryMeasurement.allCases.map(\.name).joined(separator: ", ")) (the tests of a \
@@ -64,6 +65,7 @@ extension FactoryCommand {
 
     struct Verify: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "verify",
             abstract: "Check that the unit holds the given identity, lock state and calibration.",
             discussion: """
                 Reads the unit's factory state (as 'info': nothing is written, the mode is not changed) and compares \

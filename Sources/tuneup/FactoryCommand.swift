@@ -50,6 +50,7 @@ struct FactoryCommand: AsyncParsableCommand {
 
     struct Info: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "info",
             abstract: "Show the hardware id, serial number, Bluetooth name and address, calibration and lock.",
             discussion: "Example: tuneup factory info --format json -d tcp:127.0.0.1:4100")
         @OptionGroup var wait: BootloaderCommand.WaitOption
@@ -62,6 +63,7 @@ struct FactoryCommand: AsyncParsableCommand {
 
     struct Identity: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "identity",
             abstract: "Write the serial number, Bluetooth name and/or Bluetooth address; read them back.",
             discussion: """
                 Examples:
@@ -103,6 +105,7 @@ struct FactoryCommand: AsyncParsableCommand {
 
     struct Calibrate: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "calibrate",
             abstract: "Run the ANC calibration measurement; with --store, keep it in flash.",
             discussion: "Example: tuneup factory calibrate --store -d tcp:127.0.0.1:4100")
         @Flag(help: "Store the measured calibration (and verify it was stored).")
@@ -121,6 +124,7 @@ struct FactoryCommand: AsyncParsableCommand {
 
     struct Lock: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "lock",
             abstract: "Lock the unit: identity writes, calibration and measurements are refused until an unlock.",
             discussion: """
                 Examples:
@@ -137,6 +141,7 @@ struct FactoryCommand: AsyncParsableCommand {
 
     struct Unlock: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "unlock",
             abstract: "Unlock the unit with the line's factory key.",
             discussion: """
                 Authenticates in the bootloader and writes the key (extension 0x6A); a wrong key exits 65.

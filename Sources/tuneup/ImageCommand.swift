@@ -66,6 +66,7 @@ struct ImageCommand: ParsableCommand {
 
     struct Keygen: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "keygen",
             abstract: "Generate an Ed25519 signing key (PKCS#8 PEM, readable by imgtool).",
             discussion: "The private key file is created with mode 0600. Example: tuneup image keygen -o key.pem --public-out pub.pem")
 
@@ -104,6 +105,7 @@ struct ImageCommand: ParsableCommand {
 
     struct Sign: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "sign",
             abstract: "Sign a raw or Intel HEX payload into an MCUboot image.",
             discussion: """
                 The result is what imgtool sign --pad-header --header-size SIZE --version V --custom-tlv 0xa0 MODEL \
@@ -193,6 +195,7 @@ struct ImageCommand: ParsableCommand {
 
     struct Verify: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "verify",
             abstract: "Check an image: structure, SHA-256, signature (with --key), and that it fits its region.",
             discussion: """
                 Without --key only the integrity hash is checked. Exits 65 with one line on stderr when the image \
@@ -257,6 +260,7 @@ struct ImageCommand: ParsableCommand {
 
     struct Inspect: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "inspect",
             abstract: "Show what an image holds: format, region, size, version, model, signature, hash, manifest.",
             discussion: """
                 A corrupted hash or signature is reported, not an error; only an image whose structure cannot be \

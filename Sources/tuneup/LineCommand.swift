@@ -12,6 +12,7 @@ struct LineCommand: AsyncParsableCommand {
 
     struct Serve: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "serve",
             abstract: "Serve the line dashboard: stations alive, units/h, yield, failure Pareto, Cpk, the last units.",
             discussion: """
                 Reads the line's PostgreSQL database (the stations' --db) every --refresh seconds and pushes what \

@@ -82,6 +82,7 @@ struct RecordsCommand: AsyncParsableCommand {
 
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "list",
             abstract: "One line per unit: hardware id, serial, Bluetooth address, runs, last outcome, station and time.")
         @OptionGroup var source: Source
         @Option(help: ArgumentHelp("Only units with a run of this station.", valueName: "name"))
@@ -129,7 +130,7 @@ struct RecordsCommand: AsyncParsableCommand {
     }
 
     struct Show: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "One unit (by hardware id or serial) with its identities, runs, steps and measurements.")
+        static let configuration = CommandConfiguration(commandName: "show", abstract: "One unit (by hardware id or serial) with its identities, runs, steps and measurements.")
         @Argument(help: ArgumentHelp("The unit's hardware id or serial number.", valueName: "unit"))
         var unit: String
         @OptionGroup var source: Source
@@ -197,6 +198,7 @@ struct RecordsCommand: AsyncParsableCommand {
 
     struct Export: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "export",
             abstract: "Write the records as JSON (per unit), CSV (per measurement) or JUnit XML (per run and step).",
             discussion: """
                 Examples:
@@ -242,6 +244,7 @@ struct RecordsCommand: AsyncParsableCommand {
 
     struct Report: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "report",
             abstract: "Yields, units per hour, yield per step, the failure Pareto, and per measurement mean, spread and Cpk.")
         @OptionGroup var source: Source
         @OptionGroup var filters: Filters

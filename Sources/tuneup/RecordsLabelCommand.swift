@@ -15,6 +15,7 @@ extension RecordsCommand {
     /// `tuneup records label`: a passed unit's label printed again (a jammed printer, a label torn off).
     struct Label: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "label",
             abstract: "Print a unit's label again, from its records (its serial and Bluetooth address).",
             discussion: """
                 The label is the one `tuneup station run --labels/--label-printer` prints when the unit passes: the \

@@ -46,7 +46,7 @@ struct SettingsCommand: AsyncParsableCommand {
     }
 
     struct Get: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Show all settings.")
+        static let configuration = CommandConfiguration(commandName: "get", abstract: "Show all settings.")
         @OptionGroup var device: DeviceOptions
         @OptionGroup var output: OutputOptions
         func run() async throws {
@@ -55,7 +55,7 @@ struct SettingsCommand: AsyncParsableCommand {
     }
 
     struct Set: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Change one setting: NAME on|off.")
+        static let configuration = CommandConfiguration(commandName: "set", abstract: "Change one setting: NAME on|off.")
         @Argument(help: ArgumentHelp("smart-button, auto-off or voice-prompt.", valueName: "name"))
         var name: Name
         @Argument(help: ArgumentHelp("on or off.", valueName: "value"))

@@ -155,7 +155,7 @@ struct SpeakerCommand: AsyncParsableCommand {
     }
 
     struct List: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "List the speakers with their id, name, model, address, volume and group.")
+        static let configuration = CommandConfiguration(commandName: "list", abstract: "List the speakers with their id, name, model, address, volume and group.")
         @OptionGroup var reach: Reach
         @OptionGroup var output: OutputOptions
         func run() async throws {
@@ -164,7 +164,7 @@ struct SpeakerCommand: AsyncParsableCommand {
     }
 
     struct Info: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Show every DeviceInfo field of one speaker (default: the first).")
+        static let configuration = CommandConfiguration(commandName: "info", abstract: "Show every DeviceInfo field of one speaker (default: the first).")
         @OptionGroup var reach: Reach
         @OptionGroup var selector: Selector
         @OptionGroup var output: OutputOptions
@@ -178,6 +178,7 @@ struct SpeakerCommand: AsyncParsableCommand {
 
     struct Volume: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "volume",
             abstract: "Show or set the volume (0-50) of one speaker, or of all (the average is reported).")
         // Every word no option took, so that a negative level (`volume -1`) reaches the range check instead of
         // being taken for an option; `validate` lets one integer through.
@@ -235,7 +236,7 @@ struct SpeakerCommand: AsyncParsableCommand {
     }
 
     struct Mute: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Mute one speaker, or all (each keeps its volume for unmute).")
+        static let configuration = CommandConfiguration(commandName: "mute", abstract: "Mute one speaker, or all (each keeps its volume for unmute).")
         @OptionGroup var reach: Reach
         @OptionGroup var selector: Selector
         @OptionGroup var output: OutputOptions
@@ -243,7 +244,7 @@ struct SpeakerCommand: AsyncParsableCommand {
     }
 
     struct Unmute: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Unmute one speaker, or all (the volume comes back).")
+        static let configuration = CommandConfiguration(commandName: "unmute", abstract: "Unmute one speaker, or all (the volume comes back).")
         @OptionGroup var reach: Reach
         @OptionGroup var selector: Selector
         @OptionGroup var output: OutputOptions
@@ -251,7 +252,7 @@ struct SpeakerCommand: AsyncParsableCommand {
     }
 
     struct Rename: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Rename one speaker (renaming one that plays interrupts playback).")
+        static let configuration = CommandConfiguration(commandName: "rename", abstract: "Rename one speaker (renaming one that plays interrupts playback).")
         @Argument(help: ArgumentHelp("The new name (1-255 bytes of UTF-8).", valueName: "name"))
         var name: String
         @OptionGroup var reach: Reach
@@ -279,6 +280,7 @@ struct SpeakerCommand: AsyncParsableCommand {
 
     struct Group: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "group",
             abstract: "List groups, put speakers in a group by name, or take one out (--leave).",
             discussion: """
                 The group's id is the id of its first member. With --speaker HOST:PORT ... or discovery:
@@ -387,6 +389,7 @@ extension SpeakerCommand {
 
     struct Play: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "play",
             abstract: "Play an audio file or web stream on every speaker in sync, until its end, a stop, or Ctrl-C.",
             discussion: """
                 Every speaker named (or discovered) joins the playback session; their clocks are synchronised and the \
@@ -480,6 +483,7 @@ extension SpeakerCommand {
 
     struct Pause: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "pause",
             abstract: "Pause the playback the speakers play (started by any controller; it follows).",
             discussion: "  $ tuneup speaker pause --speaker 127.0.0.1:P1 --speaker 127.0.0.1:P2")
         @OptionGroup var reach: Reach
@@ -489,6 +493,7 @@ extension SpeakerCommand {
 
     struct Resume: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "resume",
             abstract: "Resume a paused playback (the controller that streams it goes on from where it paused).",
             discussion: "  $ tuneup speaker resume --speaker 127.0.0.1:P1 --speaker 127.0.0.1:P2")
         @OptionGroup var reach: Reach
@@ -498,6 +503,7 @@ extension SpeakerCommand {
 
     struct Stop: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "stop",
             abstract: "Stop the playback (it cannot be resumed).",
             discussion: "  $ tuneup speaker stop --speaker 127.0.0.1:P1 --speaker 127.0.0.1:P2")
         @OptionGroup var reach: Reach
@@ -512,6 +518,7 @@ extension SpeakerCommand {
 
     struct Status: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "status",
             abstract: "Each speaker's player state, stream, frames rendered and audio losses.",
             discussion: "  $ tuneup speaker status --speaker 127.0.0.1:P1 --format json")
         @OptionGroup var reach: Reach

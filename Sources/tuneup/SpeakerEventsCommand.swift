@@ -6,6 +6,7 @@ extension SpeakerCommand {
     /// `tuneup speaker events`: every speaker's events as they happen, through `SpeakerEventFeed`.
     struct Events: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "events",
             abstract: "Print the speakers' events as they happen: state updates, errors, volume, playback.",
             discussion: """
                 Follows every speaker named with --speaker; without it, the speakers found by discovery, queried again \

@@ -20,6 +20,7 @@ struct StationCommand: AsyncParsableCommand {
 
     struct Run: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "run",
             abstract: "Run a provisioning recipe on units, several at once, recording every run.",
             discussion: """
                 Slots are places where units sit: --device ADDR (repeatable; each address is a slot), --usb (every \

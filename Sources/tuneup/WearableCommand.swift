@@ -217,6 +217,7 @@ struct WearableCommand: AsyncParsableCommand {
 
     struct Info: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "info",
             abstract: "Show the device's DeviceInformation: version, product, sensors, gestures, transmission budget, status.")
         @OptionGroup var choice: DeviceChoice
         @OptionGroup var output: OutputOptions
@@ -244,6 +245,7 @@ struct WearableCommand: AsyncParsableCommand {
 
     struct Sensors: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "sensors",
             abstract: "List the sensors (ranges, periods, configuration) and configure them in one write.",
             discussion: """
                 Without options: the SensorInformation and the current configuration. With options, one write: \
@@ -315,6 +317,7 @@ struct WearableCommand: AsyncParsableCommand {
 
     struct Gestures: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "gestures",
             abstract: "List the gestures (and whether each is on) and configure them in one write.",
             discussion: """
                 Examples:

@@ -9,6 +9,7 @@ import WearableRecording
 extension WearableCommand {
     struct Plot: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "plot",
             abstract: "Draw a recording as an SVG (one panel per sensor, gestures marked) and a PNG where rsvg-convert is installed.",
             discussion: """
                 Reads RECORDING (the .jsonl of 'tuneup wearable record', any file name; PATH alone means \

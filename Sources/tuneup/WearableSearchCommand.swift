@@ -8,6 +8,7 @@ extension WearableCommand {
     /// `tuneup wearable search`: an LE scan for devices advertising the Wearable service (0xFDD2).
     struct Search: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "search",
             abstract: "Find Bose Wearable devices nearby: an LE scan for the 0xFDD2 service (their ble: addresses).",
             discussion: """
                 Scans passively on the adapter (--adapter, else TUNEUP_BT_ADAPTER, else the first adapter that is \

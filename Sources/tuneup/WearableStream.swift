@@ -188,6 +188,7 @@ extension WearableCommand {
 
     struct Stream: AsyncParsableCommand, HandlesItsOwnSignals {
         static let configuration = CommandConfiguration(
+            commandName: "stream",
             abstract: "Stream sensor samples and gestures: a live view on a terminal, JSON Lines otherwise.",
             discussion: """
                 Enables the sensors at the period and the gestures, then shows every sample and gesture until \
@@ -223,6 +224,7 @@ extension WearableCommand {
 
     struct Record: AsyncParsableCommand, HandlesItsOwnSignals {
         static let configuration = CommandConfiguration(
+            commandName: "record",
             abstract: "Record sensor samples and gestures to PATH.jsonl and PATH.csv, written as the recording goes.",
             discussion: """
                 As 'stream', into files written as it goes, at least every second (a recording killed outright \
