@@ -140,15 +140,7 @@ struct RecordsCommand: AsyncParsableCommand {
             let record: UnitRecord
             do {
                 let store = try await source.open()
-                let found: UnitRecord?
-                if let byID = try await store.unit(unit) {
-                    found = byID
-                } else {
-                    found = try await store.units().first { $0.identities.contains { $0.kind == .serial && $0.value == unit } }
-                }
-                guard var unitRecord = found else {
-                    throw CommandFailure(message: "no unit with hardware id or serial '\(unit)' in \(source.db)", code: 66)
-                }
+                var unitRecord = try await RecordsCommand.findUnit(unit, in: store, db: source.db)
                 var runs: [RunRecord] = []
                 for run in unitRecord.runs { if let full = try await store.run(run.id) { runs.append(full) } }
                 unitRecord.runs = runs
