@@ -203,7 +203,11 @@ import TuneupKit
         let stopped = try await #require(outage.withLock { $0 }).value
         let second = try await withTimeLimit(240) { try await station.run(slots: Array(line.slots.suffix(units / 2))) }
         #expect(first.count + second.count == units)
-        // The station went on: the second wave ended with the broker down (it is started again only below).
+        // The station went on: the second wave ended with the broker down (it is started again only below). A unit's
+        // messages are made and spooled after its `finished`, on the publisher's own time: wait until every unit's
+        // are in the spool (a condition, not a delay), then count what waits.
+        let expected = try await Self.expected(line.store, station: "cfx-3")
+        try await waitUntil("every unit's messages spooled", within: 120) { publisher.status.spooled >= expected.count }
         let waiting = publisher.status.waiting
         #expect(waiting >= 3 * units / 2, "the second wave's messages wait in the spool during the outage: \(publisher.status)")
         #expect(try await publisher.spool.contents().count == waiting)
@@ -212,7 +216,6 @@ import TuneupKit
         let left = await publisher.drained(within: .seconds(180))
         #expect(left == 0)
         await publisher.close()
-        let expected = try await Self.expected(line.store, station: "cfx-3")
         let received = try await offThePool { try consumeAMQP(url: "amqp://127.0.0.1:\(broker.port)", address: queue, expect: expected.count) }
         let (count, distinct) = try Self.check(received, against: expected, units: units)
         let depth = try await offThePool { try broker.queueDepth(queue) }
