@@ -44,8 +44,18 @@ public final class AudioInputSource: PCMSource {
     }
 
     public func read(maxFrames: Int) async throws -> [UInt8] {
-        let current = stream.withLock { $0 }
-        return try await current.next(maxFrames: max(1, maxFrames))?.pcm ?? []
+        var current = stream.withLock { $0 }
+        while true {
+            do {
+                return try await current.next(maxFrames: max(1, maxFrames))?.pcm ?? []
+            } catch {
+                // A seek (a resume at the paused position) replaced and closed the stream under this read: the read
+                // goes on from the new one. Only a failure of the stream that is still the current one ends the source.
+                let now = stream.withLock { $0 }
+                guard now !== current else { throw error }
+                current = now
+            }
+        }
     }
 
     public func seek(toFrame frame: UInt64) async throws {
