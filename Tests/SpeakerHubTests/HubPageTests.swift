@@ -10,29 +10,13 @@ import Testing
 /// page's size that is not blank. Fails (does not skip) without chromium: tools/install-deps.sh installs it.
 @Suite("Hub control page in headless chromium")
 struct HubPageTests {
-    static func chromium() throws -> String {
-        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
-        for dir in path.split(separator: ":") + ["/usr/bin", "/usr/local/bin"] {
-            for name in ["chromium", "chromium-browser"] {
-                let candidate = "\(dir)/\(name)"
-                if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
-            }
-        }
-        throw TestFailure("chromium is not installed: the hub's page test needs it (tools/install-deps.sh installs Debian's chromium)")
-    }
+    static func chromium() throws -> String { try HeadlessChromium.path() }
 
-    /// Runs a program off the cooperative pool; its stdout, after it exits (killed after `limit` seconds).
     static func run(_ program: String, _ arguments: [String], limit: Double = 90) async throws -> (status: Int32, output: String) {
-        try await offThePool {
-            let process = try ChildProcess(program, arguments, stderr: .null)
-            process.waitUntilExit(within: limit)
-            return (process.terminationStatus, process.output!.textBlocking(timeout: 10))
-        }
+        try await HeadlessChromium.run(program, arguments, limit: limit)
     }
 
-    static func browser(_ profile: String, _ extra: [String]) -> [String] {
-        ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-extensions", "--user-data-dir=\(profile)"] + extra
-    }
+    static func browser(_ profile: String, _ extra: [String]) -> [String] { HeadlessChromium.arguments(profile, extra) }
 
     @Test func pageListsSpeakersAndMediaAndRendersInChromium() async throws {
         let chromium = try Self.chromium()

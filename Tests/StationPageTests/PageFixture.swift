@@ -116,28 +116,13 @@ func decodeMessage(_ text: String) throws -> PageMessage {
 
 /// Headless Chromium (Debian's), as the hub's page test runs it.
 enum Browser {
-    static func chromium() throws -> String {
-        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
-        for dir in path.split(separator: ":") + ["/usr/bin", "/usr/local/bin"] {
-            for name in ["chromium", "chromium-browser"] {
-                let candidate = "\(dir)/\(name)"
-                if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
-            }
-        }
-        throw TestFailure("chromium is not installed: the page tests need it (tools/install-deps.sh installs Debian's chromium)")
-    }
+    static func chromium() throws -> String { try HeadlessChromium.path() }
 
     static func run(_ program: String, _ arguments: [String], limit: Double = 90) async throws -> (status: Int32, output: String) {
-        try await offThePool {
-            let process = try ChildProcess(program, arguments, stderr: .null)
-            process.waitUntilExit(within: limit)
-            return (process.terminationStatus, process.output!.textBlocking(timeout: 10))
-        }
+        try await HeadlessChromium.run(program, arguments, limit: limit)
     }
 
-    static func arguments(_ profile: String, _ extra: [String]) -> [String] {
-        ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-extensions", "--user-data-dir=\(profile)"] + extra
-    }
+    static func arguments(_ profile: String, _ extra: [String]) -> [String] { HeadlessChromium.arguments(profile, extra) }
 
     /// The page's DOM after its script ran (and opened its WebSocket).
     static func dumpDOM(_ url: String) async throws -> String {
