@@ -23,9 +23,16 @@ done
 # works on a fresh machine and not only under .ci/run.
 tools/install-deps.sh
 
-echo "== blocking calls off the cooperative pool (tools/check-blocking.py)"
+# Every section's line says when it started, counted from the start of the run (.ci/run's start under CI), so that a
+# slow run's log shows where the time went.
+run_started=${TUNEUP_RUN_STARTED:-$(date +%s)}
+section() {
+    local t=$(( $(date +%s) - run_started ))
+    printf '== [%d:%02d] %s\n' $(( t / 60 )) $(( t % 60 )) "$*"
+}
+section "blocking calls off the cooperative pool (tools/check-blocking.py)"
 python3 tools/check-blocking.py
-echo "== every command names itself (tools/check-command-names.py: a derived name costs every start a conformance scan)"
+section "every command names itself (tools/check-command-names.py: a derived name costs every start a conformance scan)"
 python3 tools/check-command-names.py
 
 static_build=
@@ -45,13 +52,13 @@ if $vm; then
     # dependencies are resolved once first, so the two builds never write Package.resolved at the same time.
     swift package resolve
     mkdir -p .build-static
-    echo "== building the guest's tuneup in the background, at idle priority (.build-static/build.log)"
+    section "building the guest's tuneup in the background, at idle priority (.build-static/build.log)"
     nice -n 19 ionice -c 3 tools/vm/tuneup/build.sh > .build-static/build.log 2>&1 &
     static_build=$!
 fi
-echo "== swift build (debug, with tests)"
+section "swift build (debug, with tests)"
 swift build --build-tests
-echo "== swift test"
+section "swift test"
 # Tests whose subject is real-time behaviour run on their own afterwards, one at a time: the line-outage test (four
 # stations, a PostgreSQL server stopped for 30 s, units that leave the line on their own time; the watch-mode station on a
 # simulated line), playback to simulated
@@ -77,34 +84,38 @@ heavy='FirmwareFuzzTests|RoundTripTests|FuzzTests|VirtualPlaybackTests|SeededRan
 export SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH=${SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH:-8}
 started=$(date +%s)
 swift test --skip-build --parallel --skip "$realtime|$heavy"
-echo "== the parallel suite took $(( $(date +%s) - started )) s"
-echo "== swift test: CPU-heavy tests, one at a time"
+section "the parallel suite took $(( $(date +%s) - started )) s"
+section "swift test: CPU-heavy tests, one at a time"
 swift test --skip-build --no-parallel --filter "$heavy"
 if $under_load; then
     # The same suite while two busy loops hold both cores: a test that waits on wall-clock time, or code that blocks
     # Swift's cooperative pool, fails here. The loops end with the script, whatever happens.
-    echo "== swift test again, under load: two CPU-bound busy loops on both cores"
+    section "swift test again, under load: two CPU-bound busy loops on both cores"
     for _ in 1 2; do (while :; do :; done) & busy_loops+=($!); done
     started=$(date +%s)
     swift test --skip-build --parallel --skip "$realtime|$heavy"
-    echo "== the parallel suite under load took $(( $(date +%s) - started )) s"
+    section "the parallel suite under load took $(( $(date +%s) - started )) s"
     kill "${busy_loops[@]}" 2>/dev/null || true
     busy_loops=()
 fi
-echo "== swift test: real-time tests, one at a time"
+section "swift test: real-time tests, one at a time"
 swift test --skip-build --no-parallel --filter "$realtime"
-echo "== bad-input sweep (tools/bad-input-sweep.py)"
+section "bad-input sweep (tools/bad-input-sweep.py)"
 python3 tools/bad-input-sweep.py .build/debug/tuneup
 
 if [ "${CI:-}" = "true" ]; then
-    echo "== fuzzing the LightX stream decoder (60 s)"
+    section "fuzzing the LightX stream decoder (60 s)"
     tools/fuzz/run.sh 60
-    echo "== fuzzing the Wearable decoders (20 s)" && tools/fuzz/wearable/run.sh 20
-    echo "== fuzzing the Speaker protocol decoders (20 s)" && tools/fuzz/speaker/run.sh 20
-    echo "== fuzzing the hub's query handling (20 s)" && tools/fuzz/hub/run.sh 20
+    section "fuzzing the Wearable decoders (20 s)" && tools/fuzz/wearable/run.sh 20
+    section "fuzzing the Speaker protocol decoders (20 s)" && tools/fuzz/speaker/run.sh 20
+    section "fuzzing the hub's query handling (20 s)" && tools/fuzz/hub/run.sh 20
 fi
 if $vm; then
-    echo "== waiting for the guest's tuneup"
+    if kill -0 "$static_build" 2>/dev/null; then
+        section "waiting for the guest's tuneup (still building: this wait is the run's critical path)"
+    else
+        section "the guest's tuneup was built meanwhile"
+    fi
     if ! wait "$static_build"; then
         static_build=
         tail -40 .build-static/build.log
@@ -112,7 +123,8 @@ if $vm; then
         exit 1
     fi
     static_build=
-    echo "== USB and Bluetooth through a real kernel (QEMU)"
+    tail -1 .build-static/build.log
+    section "USB and Bluetooth through a real kernel (QEMU)"
     tools/vm/e2e.sh tools/vm/tuneup --timeout 600
 fi
-echo "== all tests passed"
+section "all tests passed"
