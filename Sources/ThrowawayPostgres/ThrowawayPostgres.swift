@@ -57,7 +57,7 @@ public final class ThrowawayPostgres: Sendable {
         var template = Array((NSTemporaryDirectory() + "tuneup-pg-XXXXXX").utf8CString)
         guard let made = mkdtemp(&template) else { throw ThrowawayPostgresError("cannot make a directory for PostgreSQL: \(errno)") }
         directory = String(cString: made)
-        port = try Self.freePort()
+        port = try LoopbackPort.unused()
         if unprivileged {
             chmod(directory, 0o755)
             guard chown(directory, 65534, 65534) == 0 else { throw ThrowawayPostgresError("cannot give \(directory) to nobody: \(errno)") }
@@ -110,41 +110,13 @@ public final class ThrowawayPostgres: Sendable {
         let argv = (unprivileged
             ? ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "\(bin)/\(program)"]
             : ["\(bin)/\(program)"]) + arguments
-        let outputPath = "\(directory)/\(program)-\(UUID().uuidString).out"
-        defer { unlink(outputPath) }
-
-        // Nothing else of ours reaches the program: `pg_ctl start` leaves the server behind, which must not hold our
-        // descriptors (a build lock, a test's sockets and pipes) for its whole life.
-        let child: ChildProcess
+        // Nothing else of ours reaches the program (`ChildProcess`): `pg_ctl start` leaves the server behind, which
+        // must not hold our descriptors (a build lock, a test's sockets and pipes) for its whole life.
         do {
-            child = try ChildProcess(argv[0], Array(argv.dropFirst()), environment: ["LC_ALL": "C", "PGCONNECT_TIMEOUT": "10"],
-                                     stdout: .file(outputPath), stderr: .stdout)
+            return try ChildProcess.runToEnd(argv[0], Array(argv.dropFirst()), environment: ["LC_ALL": "C", "PGCONNECT_TIMEOUT": "10"],
+                                             outputDirectory: directory)
         } catch {
-            throw ThrowawayPostgresError("\(error)")
+            throw ThrowawayPostgresError(error.description)
         }
-        let end = child.waitUntilExit()
-        let output = ((try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
-        guard end == .exit(0) else {
-            let how = switch end { case let .exit(code): "exit \(code)"; case let .signal(number): "signal \(number)" }
-            throw ThrowawayPostgresError("\(program) \(arguments.joined(separator: " ")) failed (\(how)): \(output)")
-        }
-        return output
-    }
-
-    /// A port nobody listens on now: bind to 0, read it, close.
-    private static func freePort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw ThrowawayPostgresError("socket: \(errno)") }
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
-        guard bound == 0 else { throw ThrowawayPostgresError("bind: \(errno)") }
-        let named = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
-        guard named == 0 else { throw ThrowawayPostgresError("getsockname: \(errno)") }
-        return Int(UInt16(bigEndian: address.sin_port))
     }
 }

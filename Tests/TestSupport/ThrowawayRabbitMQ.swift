@@ -144,36 +144,17 @@ public final class ThrowawayRabbitMQ: Sendable {
     /// Runs rabbitmqctl against this broker; returns its output, throws with it when it fails.
     @discardableResult
     public func ctl(_ arguments: [String]) throws -> String {
-        let outputPath = "\(directory)/ctl-\(UUID().uuidString).out"
-        defer { unlink(outputPath) }
-        let child: ChildProcess
         do {
-            child = try ChildProcess("\(Self.bin)/rabbitmqctl", ["-n", nodeName] + arguments, environment: environment,
-                                     stdout: .file(outputPath), stderr: .stdout)
+            return try ChildProcess.runToEnd("\(Self.bin)/rabbitmqctl", ["-n", nodeName] + arguments, environment: environment,
+                                             outputDirectory: directory, within: 180)
         } catch {
-            throw TestFailure("cannot run rabbitmqctl: \(error)")
+            throw TestFailure(error.description)
         }
-        let end = child.waitUntilExit(within: 180)
-        let output = ((try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
-        guard end == .exit(0) else { throw TestFailure("rabbitmqctl \(arguments.joined(separator: " ")) failed (\(end)): \(output)") }
-        return output
     }
 
     /// A port nobody listens on now.
     public static func freePort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw TestFailure("socket: \(errno)") }
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
-        guard bound == 0 else { throw TestFailure("bind: \(errno)") }
-        let named = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
-        guard named == 0 else { throw TestFailure("getsockname: \(errno)") }
-        return Int(UInt16(bigEndian: address.sin_port))
+        do { return try LoopbackPort.unused() } catch { throw TestFailure(error.description) }
     }
 }
 
