@@ -4,8 +4,8 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../../.." && pwd)
 cd "$root"
-# No debug information: the guest needs none (a crash still names its functions), and leaving it out makes the build
-# that CI runs beside everything else cheaper, the binary a third of the size and the initramfs quicker to pack.
+# No debug information: the guest's copy is stripped anyway (prepare.sh; a crash still names its functions), and
+# leaving it out saves the compiler and the linker work in the build that CI runs beside everything else.
 started=$(date +%s)
 swift build -c release --static-swift-stdlib -debug-info-format none --product tuneup --scratch-path "$root/.build-static"
 echo "guest build: $(( $(date +%s) - started )) s"
