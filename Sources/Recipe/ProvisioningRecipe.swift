@@ -199,6 +199,13 @@ public struct ProvisioningRecipe: Sendable, Hashable, Encodable {
     public var maxRework: Int? = nil
     /// Process control limits (nil: none).
     public var spc: ProcessControl? = nil
+    /// Steps that ask the operator, in their places among the tests (nil: none).
+    public var prompts: [PromptSpec]? = nil
+    /// A code the operator scans per unit, bound to it (nil: none).
+    public var scan: ScanSpec? = nil
+
+    /// Whether the station needs an operator to answer (prompts or a scan).
+    public var asksOperator: Bool { scan != nil || !(prompts ?? []).isEmpty }
 
     /// The identity generator of these rules and this model.
     public var identityGenerator: IdentityGenerator { IdentityGenerator(rules: identity, model: product.model) }

@@ -16,6 +16,12 @@ public struct LoadedRecipe: Sendable {
     public let resource: FirmwareImage?
     /// The key every image is signed with.
     public let key: VerificationKey
+    /// A prompt's image file: its path (relative ones from the recipe's directory) and its media type.
+    public func image(of prompt: ProvisioningRecipe.PromptSpec) -> (path: String, mediaType: String)? {
+        guard let image = prompt.image, let type = ProvisioningRecipe.PromptSpec.imageTypes[(image as NSString).pathExtension.lowercased()] else { return nil }
+        let directory = path.lastIndex(of: "/").map { String(path[...$0]) } ?? ""
+        return (image.hasPrefix("/") ? image : directory + image, type)
+    }
     /// `recipe.contentHash`.
     public var contentHash: String { recipe.contentHash }
     /// The identity generator of the recipe.
@@ -71,6 +77,22 @@ extension ProvisioningRecipe {
         let resource = try recipe.images.resource.map { r throws(RecipeError) in try image("images.resource", r, region: .resource) }
         if let manifest = application.manifest {
             try recipe.checkSettings(against: manifest, locations: locations)
+        }
+        // A prompt's image: in the recipe's folder (or absolute), a regular file the page can show.
+        for (index, prompt) in (recipe.prompts ?? []).enumerated() {
+            guard let image = prompt.image else { continue }
+            let key = "tests[\(prompt.position + index)].prompt.image"
+            let ext = (image as NSString).pathExtension.lowercased()
+            guard ProvisioningRecipe.PromptSpec.imageTypes[ext] != nil else {
+                throw locations.error(key, .outOfRange, "\(image): an image is .png, .jpg, .jpeg, .gif, .svg or .webp")
+            }
+            var status = stat()
+            guard stat(resolve(image), &status) == 0 else {
+                throw locations.error(key, .io, "\(resolve(image)): \(String(cString: strerror(errno)))")
+            }
+            guard (status.st_mode & S_IFMT) == S_IFREG, status.st_size <= 4 << 20 else {
+                throw locations.error(key, .outOfRange, "\(resolve(image)): is not a regular file of at most 4 MiB")
+            }
         }
         return LoadedRecipe(recipe: recipe, path: path, application: application, resource: resource, key: key)
     }

@@ -36,6 +36,7 @@ private struct RecipeParser {
     mutating func recipe(_ root: YAMLValue) throws(RecipeError) -> ProvisioningRecipe {
         let f = try root.fields([
             "version", "product", "images", "identity", "settings", "calibration", "tests", "lock", "metadata", "max-rework", "spc",
+            "scan",
         ])
         let version = try f.required("version").int(in: ProvisioningRecipe.formatVersion...ProvisioningRecipe.formatVersion)
         let product = try product(f.required("product"))
@@ -46,12 +47,15 @@ private struct RecipeParser {
         var calibration = ProvisioningRecipe.Calibration()
         if let value = f["calibration"] { calibration = try self.calibration(value) }
         var tests: [ProvisioningRecipe.TestSpec] = []
-        if let value = f["tests"] { tests = try self.tests(value) }
+        var prompts: [ProvisioningRecipe.PromptSpec] = []
+        if let value = f["tests"] { (tests, prompts) = try self.tests(value) }
         var recipe = ProvisioningRecipe(
             version: version, product: product, images: images, identity: identity, settings: settings,
             calibration: calibration, tests: tests, lock: try f["lock"]?.bool() ?? false)
         if let value = f["metadata"] { recipe.metadata = try metadata(value) }
         recipe.maxRework = try f["max-rework"]?.int(in: 1...1000)
+        if !prompts.isEmpty { recipe.prompts = prompts }
+        if let value = f["scan"] { recipe.scan = try scan(value) }
         if let value = f["spc"] { recipe.spc = try processControl(value, recipe: recipe) }
         return recipe
     }
@@ -91,7 +95,7 @@ private struct RecipeParser {
         var spc = ProvisioningRecipe.ProcessControl(
             window: try f.required("window").int(in: 2...10_000), minCpk: try f["min-cpk"]?.number(in: 0.1...10),
             minFirstPassYield: try f["min-first-pass-yield"]?.number(in: 0...1))
-        var known = recipe.tests.map(\.name)
+        var known = recipe.tests.map(\.name) + (recipe.prompts ?? []).filter { $0.limits != nil }.map(\.name)
         if recipe.calibration.anc?.enabled == true { known.append("anc-correction") }
         if let m = f["measurements"] {
             var measurements: [String: Double] = [:]
@@ -234,16 +238,27 @@ private struct RecipeParser {
         return c
     }
 
-    func tests(_ v: YAMLValue) throws(RecipeError) -> [ProvisioningRecipe.TestSpec] {
+    mutating func tests(_ v: YAMLValue) throws(RecipeError) -> ([ProvisioningRecipe.TestSpec], [ProvisioningRecipe.PromptSpec]) {
         var result: [ProvisioningRecipe.TestSpec] = []
+        var prompts: [ProvisioningRecipe.PromptSpec] = []
         for item in try v.list() {
+            if case let .mapping(mapping) = item.node, mapping.keys.contains(where: { $0.string == "prompt" }) {
+                let prompt = try self.prompt(try item.fields(["prompt"]).required("prompt"), position: result.count)
+                guard !result.contains(where: { $0.name == prompt.name }), !prompts.contains(where: { $0.name == prompt.name }) else {
+                    throw item.error(.outOfRange, "a second test or prompt named '\(prompt.name)'")
+                }
+                prompts.append(prompt)
+                continue
+            }
             let f = try item.fields(["name", "unit", "limits", "marginal", "retry", "attach"])
             let nameValue = try f.required("name")
             let name = try nameValue.text(maxLength: 64)
             guard name.allSatisfy({ $0.isASCII && ($0.isLowercase || $0.isNumber || "-_.".contains($0)) }) else {
                 throw nameValue.error(.outOfRange, "'\(name)': a test name uses a-z 0-9 - _ .")
             }
-            guard !result.contains(where: { $0.name == name }) else { throw nameValue.error(.outOfRange, "a second test named '\(name)'") }
+            guard !result.contains(where: { $0.name == name }), !prompts.contains(where: { $0.name == name }) else {
+                throw nameValue.error(.outOfRange, "a second test or prompt named '\(name)'")
+            }
             let unitValue = try f.required("unit")
             let unit = ProvisioningRecipe.MeasurementUnit(rawValue: try unitValue.choice(ProvisioningRecipe.MeasurementUnit.allCases.map(\.rawValue)))!
             let range: ClosedRange<Double> = -1e12...1e12
@@ -269,7 +284,74 @@ private struct RecipeParser {
             }
             result.append(spec)
         }
-        return result
+        return (result, prompts)
+    }
+
+    /// `prompt:` a step that asks the operator (docs/recipe.md, "Operator prompts and scans").
+    mutating func prompt(_ v: YAMLValue, position: Int) throws(RecipeError) -> ProvisioningRecipe.PromptSpec {
+        let f = try v.fields(["name", "text", "image", "answer", "pattern", "unit", "limits", "timeout"])
+        let nameValue = try f.required("name")
+        let name = try nameValue.text(maxLength: 64)
+        guard name.allSatisfy({ $0.isASCII && ($0.isLowercase || $0.isNumber || "-_.".contains($0)) }) else {
+            throw nameValue.error(.outOfRange, "'\(name)': a prompt name uses a-z 0-9 - _ .")
+        }
+        let textValue = try f.required("text")
+        let text = try textValue.text(maxLength: 256)
+        try RecipeParser.checkLine(text, textValue)
+        let answerValue = try f.required("answer")
+        let answer = ProvisioningRecipe.PromptSpec.Answer(rawValue: try answerValue.choice(ProvisioningRecipe.PromptSpec.Answer.allCases.map(\.rawValue)))!
+        var prompt = ProvisioningRecipe.PromptSpec(name: name, text: text, answer: answer, position: position)
+        if let image = f["image"] {
+            remember(image)
+            prompt.image = try image.text(maxLength: 4096)
+        }
+        for key in ["pattern", "unit", "limits"] where answer == .passFail {
+            if let value = f[key] { throw value.error(.outOfRange, "only a prompt with answer: value takes \(key)") }
+        }
+        if let p = f["pattern"] { prompt.pattern = try pattern(p) }
+        if let l = f["limits"] {
+            prompt.limits = try limits(l, range: -1e12...1e12)
+            let unitValue = try f.required("unit")
+            prompt.unit = ProvisioningRecipe.MeasurementUnit(rawValue: try unitValue.choice(ProvisioningRecipe.MeasurementUnit.allCases.map(\.rawValue)))!
+        } else if let u = f["unit"] {
+            throw u.error(.missingKey, "a unit goes with limits: give limits too (or leave unit out)")
+        }
+        if let t = f["timeout"] { prompt.timeout = try timeout(t) }
+        return prompt
+    }
+
+    /// `scan:` the code the operator scans per unit.
+    func scan(_ v: YAMLValue) throws(RecipeError) -> ProvisioningRecipe.ScanSpec {
+        let f = try v.fields(["label", "pattern", "check-digit", "allow-duplicates", "timeout"])
+        let labelValue = try f.required("label")
+        let label = try labelValue.text(maxLength: 64)
+        try RecipeParser.checkLine(label, labelValue)
+        var scan = ProvisioningRecipe.ScanSpec(
+            label: label, pattern: try pattern(f.required("pattern")), allowDuplicates: try f["allow-duplicates"]?.bool() ?? false)
+        if let c = f["check-digit"] {
+            scan.checkDigit = ProvisioningRecipe.CheckDigit(rawValue: try c.choice(ProvisioningRecipe.CheckDigit.allCases.map(\.rawValue)))
+        }
+        if let t = f["timeout"] { scan.timeout = try timeout(t) }
+        return scan
+    }
+
+    /// A regular expression (the whole answer must match it).
+    func pattern(_ v: YAMLValue) throws(RecipeError) -> String {
+        let text = try v.text(maxLength: 256)
+        if let problem = OperatorInput.patternProblem(text) {
+            throw v.error(.badTemplate, "'\(text)' is not a regular expression: \(problem)")
+        }
+        return text
+    }
+
+    /// How long the station waits for an operator: 1s...24h.
+    func timeout(_ v: YAMLValue) throws(RecipeError) -> Duration {
+        let text = try v.string()
+        guard let duration = Quantities.parseDuration(text) else {
+            throw v.error(.wrongType, "'\(text)' is not a duration such as 90s or 5min")
+        }
+        guard duration >= .seconds(1), duration <= .seconds(86_400) else { throw v.error(.outOfRange, "\(text) is out of range 1s...24h") }
+        return duration
     }
 
     /// `attach:` a list of `readings` and `{ file: PATH, name: NAME, media-type: TYPE }` (at most 8 per test).

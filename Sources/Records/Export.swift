@@ -52,7 +52,7 @@ public enum RecordsExport {
         "hardware_id", "serial", "bt_address", "run", "station", "slot", "operator", "run_outcome", "rework", "run_started",
         "step", "step_outcome", "retries", "step_started", "step_ended", "message",
         "measurement", "value", "unit", "low", "high", "marginal_low", "marginal_high", "measurement_outcome",
-        "work_order", "lot", "fixture", "metadata", "attachments",
+        "work_order", "lot", "fixture", "metadata", "attachments", "scan", "answers",
     ]
 
     /// RFC 4180: CRLF line ends, fields with a comma, quote, CR or LF quoted, quotes doubled.
@@ -69,6 +69,8 @@ public enum RecordsExport {
             // Traceability last (columns added in schema v3): metadata as `key=value; ...`, attachments by name.
             let trace = [run.start.workOrder ?? "", run.start.lot ?? "", run.start.fixture ?? "", Traceability.text(run.start.metadata),
                          run.attachments.map(\.name).joined(separator: "; ")]
+
+                + answerFields(run.answers)
             for step in run.steps {
                 let stepFields = [step.name, step.outcome.rawValue, String(step.retries), timestamp(step.startedAt),
                                   timestamp(step.endedAt), step.message]
@@ -81,6 +83,13 @@ public enum RecordsExport {
             }
         }
         return CSV.document(rows)
+    }
+
+    /// The CSV's operator answers (schema v5): the scanned codes, and each prompt's answer as `step=value`.
+    static func answerFields(_ answers: [OperatorAnswer]) -> [String] {
+        let scans: [String] = answers.filter { $0.kind == .scan }.map(\.value)
+        let others: [String] = answers.filter { $0.kind != .scan }.map { "\($0.step)=\($0.value)" }
+        return [scans.joined(separator: "; "), others.joined(separator: "; ")]
     }
 
     /// A `<testsuite>` per run (named by the unit's serial or hardware id and the run), a `<testcase>` per step:
@@ -105,12 +114,16 @@ public enum RecordsExport {
             xml += " skipped=\"\(steps.filter { $0.outcome == .skipped }.count)\""
             xml += " timestamp=\"\(timestamp(run.start.startedAt))\" time=\"\(seconds(time))\" hostname=\"\(escape(run.start.station))\">\n"
             xml += "    <properties>\n"
-            let properties = [("hardware-id", hw), ("serial", serials[hw].flatMap { $0 } ?? ""), ("station", run.start.station),
+            let answered: [(String, String)] = run.answers.map { a in
+                (a.kind == .scan ? "scan" : "answer.\(a.step)", "\(a.value) (by \(a.answeredBy) on the \(a.source), \(timestamp(a.answeredAt)))")
+            }
+            let properties: [(String, String)] = [("hardware-id", hw), ("serial", serials[hw].flatMap { $0 } ?? ""), ("station", run.start.station),
                               ("slot", run.start.slot), ("operator", run.start.operatorName), ("outcome", run.outcome?.rawValue ?? "open"),
                               ("rework", String(run.reworkCount)), ("recipe-hash", run.start.recipeHash), ("tool-version", run.start.toolVersion)]
                 + [("work-order", run.start.workOrder), ("lot", run.start.lot), ("fixture", run.start.fixture)].compactMap { name, value in value.map { (name, $0) } }
                 + run.start.metadata.sorted { $0.key < $1.key }.map { ("metadata.\($0.key)", $0.value) }
                 + run.attachments.map { ("attachment.\($0.name)", "\($0.mediaType), \($0.size) bytes, sha256 \($0.sha256)") }
+                + answered
             for (name, value) in properties {
                 xml += "      <property name=\"\(name)\" value=\"\(escape(value))\"/>\n"
             }

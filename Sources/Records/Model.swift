@@ -200,10 +200,12 @@ public struct RunRecord: Sendable, Hashable, Codable {
     /// The files the run's steps attached (a log, a measured curve), in the order they were recorded, without their
     /// content (`RecordStore.attachment(run:name:)` has it); empty in listings.
     public var attachments: [Attachment]
+    /// What the operator answered (scanned codes, prompts), in the order answered (schema v5); empty in listings.
+    public var answers: [OperatorAnswer]
 
     public init(
         id: RunID, start: RunStart, endedAt: Date?, outcome: RunOutcome?, reworkCount: Int, steps: [StepRecord] = [],
-        attachments: [Attachment] = []
+        attachments: [Attachment] = [], answers: [OperatorAnswer] = []
     ) {
         self.id = id
         self.start = start
@@ -212,6 +214,59 @@ public struct RunRecord: Sendable, Hashable, Codable {
         self.reworkCount = reworkCount
         self.steps = steps
         self.attachments = attachments
+        self.answers = answers
+    }
+}
+
+/// An operator's answer recorded with a run (schema v5, `v5-operator-answers`): a scanned code bound to the unit, or
+/// the answer to a recipe's prompt; who gave it, from where and when.
+public struct OperatorAnswer: Sendable, Hashable, Codable {
+    public enum Kind: String, Sendable, Hashable, Codable, CaseIterable {
+        /// A scanned (or typed) code bound to the unit.
+        case scan
+        /// PASS or FAIL.
+        case passFail = "pass-fail"
+        /// A value entered.
+        case value
+    }
+
+    /// The step it answered (`scan`, `prompt:NAME`).
+    public var step: String
+    public var kind: Kind
+    /// What was asked: the scan's label, the prompt's text.
+    public var label: String
+    /// What was answered: the code, `pass` or `fail`, the value as entered.
+    public var value: String
+    /// Who answered (the station's operator).
+    public var answeredBy: String
+    /// Where: `page` (the operator page) or `terminal`.
+    public var source: String
+    public var answeredAt: Date
+
+    public init(step: String, kind: Kind, label: String, value: String, answeredBy: String, source: String, answeredAt: Date = Date()) {
+        (self.step, self.kind, self.label, self.value, self.answeredBy, self.source, self.answeredAt) =
+            (step, kind, label, value, answeredBy, source, answeredAt)
+    }
+
+    /// The one rule of every store: texts of one line, a code of at most 128 characters.
+    func check() throws {
+        for (what, text, max) in [("step", step, 128), ("label", label, 256), ("value", value, 256), ("answered-by", answeredBy, 256), ("source", source, 32)] {
+            guard text.count <= max, !text.unicodeScalars.contains(where: { CharacterSet.controlCharacters.contains($0) }) else {
+                throw RecordsError(.invalidArgument, "an answer's \(what) is one line of at most \(max) characters")
+            }
+        }
+        guard !step.isEmpty else { throw RecordsError(.invalidArgument, "an answer names its step") }
+    }
+}
+
+/// A scanned code and the unit it is bound to.
+public struct ScanBinding: Sendable, Hashable, Codable {
+    public var code: String
+    public var hardwareID: String
+    public var run: RunID
+    public var answeredAt: Date
+    public init(code: String, hardwareID: String, run: RunID, answeredAt: Date) {
+        (self.code, self.hardwareID, self.run, self.answeredAt) = (code, hardwareID, run, answeredAt)
     }
 }
 

@@ -218,6 +218,29 @@ public final class OutboxRecordStore: RecordStore {
         }
     }
 
+    // MARK: Operator answers
+
+    /// Kept in the outbox and uploaded with its run.
+    public func recordAnswer(_ answer: OperatorAnswer, in run: RunID) async throws {
+        try await outbox.recordAnswer(answer, in: run)
+    }
+
+    /// The line's bindings of the code (the server's, when it answers in time) and the outbox's not uploaded yet.
+    public func bindings(ofCode code: String) async throws -> [ScanBinding] {
+        let local = try await outbox.bindings(ofCode: code)
+        guard shared.serverUsable else { return local }
+        do {
+            let known = try await shared.bounded { try await self.server.bindings(ofCode: code) }
+            let units = Set(known.map(\.hardwareID))
+            return known + local.filter { !units.contains($0.hardwareID) }
+        } catch is CancellationError {
+            throw CancellationError()
+        } catch {
+            shared.down(error)
+            return local
+        }
+    }
+
     // MARK: Reading
 
     public func units() async throws -> [UnitRecord] { try await outbox.units() }

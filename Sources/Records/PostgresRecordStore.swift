@@ -24,7 +24,7 @@ public final class PostgresRecordStore: LineRecordServer, StoredValues {
     /// The schema versions this store knows, in order (the SQLite store's migrations, in PostgreSQL's dialect).
     static let migrations: [(String, String)] = [
         ("v1-records", PostgresSchema.v1), ("v2-origin", PostgresSchema.v2), ("v3-traceability", PostgresSchema.v3),
-        ("v4-station-heartbeat", PostgresSchema.stationHeartbeat),
+        ("v4-station-heartbeat", PostgresSchema.stationHeartbeat), ("v5-operator-answers", PostgresSchema.v5),
     ]
 
     private init(name: String, client: PostgresClient, logger: Logger, timeout: Duration) {
@@ -287,6 +287,7 @@ public final class PostgresRecordStore: LineRecordServer, StoredValues {
         try Self.check(hardwareID: start.hardwareID)
         try Traceability.check(start)
         for attachment in run.attachments { try Traceability.check(attachment) }
+        for answer in run.answers { try answer.check() }
         let hashes = try Self.encodeHashes(start.imageHashes)
         let metadata = try Self.encodeHashes(start.metadata)
         return try await transaction { c in
@@ -319,6 +320,7 @@ public final class PostgresRecordStore: LineRecordServer, StoredValues {
                 for measurement in step.measurements { try await self.insert(c, measurement, StepID(stepID)) }
             }
             for attachment in run.attachments { try await self.insert(c, attachment, RunID(id)) }
+            for answer in run.answers { try await self.insert(c, answer, RunID(id)) }
             return RunID(id)
         }
     }
@@ -434,6 +436,39 @@ public final class PostgresRecordStore: LineRecordServer, StoredValues {
         }
     }
 
+    // MARK: - Operator answers
+
+    public func recordAnswer(_ answer: OperatorAnswer, in run: RunID) async throws {
+        try answer.check()
+        try await transaction { c in
+            let rows = try await c.query("SELECT outcome FROM runs WHERE id = \(run.rawValue)", logger: self.logger).collect()
+            guard let row = rows.first else { throw RecordsError(.notFound, "run \(run) does not exist") }
+            if let outcome = try row.decode(String?.self) {
+                throw RecordsError(.invalidTransition, "run \(run) has ended (\(outcome)); it takes no more records")
+            }
+            try await self.insert(c, answer, run)
+        }
+    }
+
+    public func bindings(ofCode code: String) async throws -> [ScanBinding] {
+        try await transaction { c in
+            try await c.query("""
+                SELECT a.value, r.hardware_id, r.id, a.answered_at FROM answers a JOIN runs r ON r.id = a.run_id
+                WHERE a.kind = 'scan' AND a.value = \(code) ORDER BY a.id
+                """, logger: self.logger).collect().map { row in
+                let (value, hardwareID, run, at) = try row.decode((String, String, Int64, Date).self)
+                return ScanBinding(code: value, hardwareID: hardwareID, run: RunID(run), answeredAt: at.toMilliseconds)
+            }
+        }
+    }
+
+    private func insert(_ c: PostgresConnection, _ a: OperatorAnswer, _ run: RunID) async throws {
+        try await c.query("""
+            INSERT INTO answers (run_id, step, kind, label, value, answered_by, source, answered_at)
+            VALUES (\(run.rawValue), \(a.step), \(a.kind.rawValue), \(a.label), \(a.value), \(a.answeredBy), \(a.source), \(a.answeredAt))
+            """, logger: logger)
+    }
+
     private func insert(_ c: PostgresConnection, _ a: Attachment, _ run: RunID) async throws {
         guard try await c.query("SELECT 1 FROM attachments WHERE run_id = \(run.rawValue) AND name = \(a.name)", logger: logger).collect().isEmpty else {
             throw RecordsError(.invalidArgument, "run \(run) has an attachment named \(a.name) already")
@@ -507,6 +542,14 @@ public final class PostgresRecordStore: LineRecordServer, StoredValues {
             run.attachments = try await c.query("""
                 SELECT name, step, media_type, size, sha256, created_at FROM attachments WHERE run_id = \(id.rawValue) ORDER BY id
                 """, logger: self.logger).collect().map { try Self.attachment($0.makeRandomAccess(), content: false) }
+            run.answers = try await c.query("""
+                SELECT step, kind, label, value, answered_by, source, answered_at FROM answers WHERE run_id = \(id.rawValue) ORDER BY id
+                """, logger: self.logger).collect().map { row in
+                let (step, kind, label, value, by, source, at) = try row.decode((String, String, String, String, String, String, Date).self)
+                return OperatorAnswer(
+                    step: step, kind: try Self.decode(OperatorAnswer.Kind.self, kind), label: label, value: value, answeredBy: by,
+                    source: source, answeredAt: at.toMilliseconds)
+            }
             return run
         }
     }
@@ -802,6 +845,23 @@ enum PostgresSchema {
             failures BIGINT NOT NULL CHECK (failures >= 0)
         );
         CREATE INDEX releases_by_unit ON releases(hardware_id);
+        """
+
+    /// Operator answers: Schema.v5 in PostgreSQL's types.
+    static let v5 = """
+        CREATE TABLE answers (
+            id BIGSERIAL PRIMARY KEY,
+            run_id BIGINT NOT NULL REFERENCES runs(id),
+            step TEXT NOT NULL CHECK (step <> ''),
+            kind TEXT NOT NULL CHECK (kind IN ('scan', 'pass-fail', 'value')),
+            label TEXT NOT NULL,
+            value TEXT NOT NULL,
+            answered_by TEXT NOT NULL,
+            source TEXT NOT NULL,
+            answered_at TIMESTAMPTZ NOT NULL
+        );
+        CREATE INDEX answers_by_run ON answers(run_id);
+        CREATE INDEX answers_by_code ON answers(value) WHERE kind = 'scan';
         """
 }
 

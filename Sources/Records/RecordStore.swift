@@ -73,6 +73,13 @@ public protocol RecordStore: Sendable {
     /// A unit's releases, oldest first.
     func releases(of hardwareID: String) async throws -> [Release]
 
+    // MARK: Operator answers (schema v5)
+
+    /// Records an operator's answer (a scanned code, a prompt's answer) with an open run.
+    func recordAnswer(_ answer: OperatorAnswer, in run: RunID) async throws
+    /// The units a scanned code is bound to (the `scan` answers of that value), oldest first.
+    func bindings(ofCode code: String) async throws -> [ScanBinding]
+
     // MARK: Reading
 
     /// Every unit, oldest first, with identities and runs (without steps).

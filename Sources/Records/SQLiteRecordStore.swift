@@ -373,6 +373,43 @@ public final class SQLiteRecordStore: RecordStore, StoredValues {
             .map { attachment($0, content: content) }
     }
 
+    // MARK: - Operator answers
+
+    public func recordAnswer(_ answer: OperatorAnswer, in run: RunID) async throws {
+        try answer.check()
+        try await write { db in
+            try Self.checkOpen(db, run)
+            try Self.insert(db, answer, run)
+        }
+    }
+
+    public func bindings(ofCode code: String) async throws -> [ScanBinding] {
+        try await read { db in
+            try Row.fetchAll(db, sql: """
+                SELECT a.value, r.hardware_id, r.id, a.answered_at FROM answers a JOIN runs r ON r.id = a.run_id
+                WHERE a.kind = 'scan' AND a.value = ? ORDER BY a.id
+                """, arguments: [code]).map { ScanBinding(code: $0[0], hardwareID: $0[1], run: RunID($0[2]), answeredAt: $0[3]) }
+        }
+    }
+
+    static func insert(_ db: Database, _ a: OperatorAnswer, _ run: RunID) throws {
+        try db.execute(
+            sql: """
+                INSERT INTO answers (run_id, step, kind, label, value, answered_by, source, answered_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                """,
+            arguments: [run.rawValue, a.step, a.kind.rawValue, a.label, a.value, a.answeredBy, a.source, a.answeredAt])
+    }
+
+    /// A run's operator answers, in the order they were given.
+    static func answers(_ db: Database, _ run: Int64) throws -> [OperatorAnswer] {
+        try Row.fetchAll(db, sql: "SELECT * FROM answers WHERE run_id = ? ORDER BY id", arguments: [run]).map { row in
+            OperatorAnswer(
+                step: row["step"], kind: try decode(OperatorAnswer.Kind.self, row["kind"]), label: row["label"], value: row["value"],
+                answeredBy: row["answered_by"], source: row["source"], answeredAt: row["answered_at"])
+        }
+    }
+
     // MARK: - Reading
 
     public func units() async throws -> [UnitRecord] {
@@ -413,6 +450,7 @@ public final class SQLiteRecordStore: RecordStore, StoredValues {
                     message: step["message"], measurements: try measurements.map(Self.measurement))
             }
             run.attachments = try Self.attachments(db, id.rawValue, content: false)
+            run.answers = try Self.answers(db, id.rawValue)
             return run
         }
     }

@@ -17,6 +17,9 @@ enum Schema {
         migrator.registerMigration("v4-station-heartbeat") { db in
             try db.execute(sql: stationHeartbeat)
         }
+        migrator.registerMigration("v5-operator-answers") { db in
+            try db.execute(sql: v5)
+        }
         return migrator
     }
 
@@ -131,5 +134,23 @@ enum Schema {
             failures INTEGER NOT NULL CHECK (failures >= 0)
         );
         CREATE INDEX releases_by_unit ON releases(hardware_id);
+        """
+
+    /// Operator answers (docs/records.md): the codes scanned to bind a unit and the answers to a recipe's prompts,
+    /// with who answered, from where and when. An index finds the units a code is bound to.
+    static let v5 = """
+        CREATE TABLE answers (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            run_id INTEGER NOT NULL REFERENCES runs(id),
+            step TEXT NOT NULL CHECK (step <> ''),
+            kind TEXT NOT NULL CHECK (kind IN ('scan', 'pass-fail', 'value')),
+            label TEXT NOT NULL,
+            value TEXT NOT NULL,
+            answered_by TEXT NOT NULL,
+            source TEXT NOT NULL,
+            answered_at TEXT NOT NULL
+        );
+        CREATE INDEX answers_by_run ON answers(run_id);
+        CREATE INDEX answers_by_code ON answers(value) WHERE kind = 'scan';
         """
 }

@@ -56,6 +56,8 @@ final class StationContext: Sendable {
     let identities: IdentityIssuer
     let imageHashes: [String: String]
     let emit: @Sendable (StationEvent) -> Void
+    /// Where the recipe's scans and prompts wait for the operator.
+    let desk: OperatorDesk
     /// For the updater and the bootloader client: the station reports through events, so only warnings pass.
     let logger: Logger
     private let state = Mutex(State())
@@ -75,7 +77,10 @@ final class StationContext: Sendable {
     /// The recipe's metadata with the station's over it.
     let metadata: [String: String]
 
-    init(recipe: LoadedRecipe, store: any RecordStore, options: StationOptions, emit: @escaping @Sendable (StationEvent) -> Void) {
+    init(recipe: LoadedRecipe, store: any RecordStore, options: StationOptions, desk: OperatorDesk,
+         emit: @escaping @Sendable (StationEvent) -> Void) {
+        self.desk = desk
+        desk.attach(emit, operatorName: options.operatorName)
         self.recipe = recipe
         self.store = store
         self.options = options
@@ -166,10 +171,14 @@ final class StationContext: Sendable {
 public final class Station: Sendable {
     let context: StationContext
 
-    public init(recipe: LoadedRecipe, store: any RecordStore, options: StationOptions = .init(),
+    /// - Parameter desk: where the recipe's scans and prompts wait for answers (the page's and the terminal's).
+    public init(recipe: LoadedRecipe, store: any RecordStore, options: StationOptions = .init(), desk: OperatorDesk = OperatorDesk(),
                 onEvent: @escaping @Sendable (StationEvent) -> Void = { _ in }) {
-        context = StationContext(recipe: recipe, store: store, options: options, emit: onEvent)
+        context = StationContext(recipe: recipe, store: store, options: options, desk: desk, emit: onEvent)
     }
+
+    /// Where the recipe's scans and prompts wait: the page and the terminal answer through it.
+    public var desk: OperatorDesk { context.desk }
 
     /// The totals so far.
     public var totals: StationTotals { context.totals }

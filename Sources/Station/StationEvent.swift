@@ -28,6 +28,10 @@ public enum StepName {
     public static let lock = "lock"
     /// A recipe test: `test:NAME`.
     public static func test(_ name: String) -> String { "test:\(name)" }
+    /// The code the recipe's `scan:` binds to the unit.
+    public static let scan = "scan"
+    /// A recipe prompt: `prompt:NAME`.
+    public static func prompt(_ name: String) -> String { "prompt:\(name)" }
 }
 
 /// How one unit's run ended, with what the station gave it.
@@ -85,6 +89,11 @@ public enum StationEvent: Sendable, Hashable {
     case alarm(ProcessAlarm)
     /// The running totals after each unit, and the summary at the end.
     case totals(StationTotals)
+    /// The station waits for the operator (a scan, a recipe prompt); again with `refusal` set when an answer was not
+    /// taken.
+    case prompt(OperatorPrompt)
+    /// A prompt is over: answered (`answer`, `source`), or given up (nil: the unit's run ended, timed out, cancelled).
+    case promptEnded(slot: String, id: Int, step: String, answer: String?, source: String?)
 }
 
 /// Running totals of a station.
@@ -137,6 +146,7 @@ extension StationEvent: Encodable {
     private enum Keys: String, CodingKey {
         case event, slot, slots, recipe, recipeHash, station, hardwareID, step, fraction, outcome, message, unit, reason, totals, runs
         case failures, maxRework, kind, measurement, value, limit, window
+        case prompt, answer, source
     }
 
     /// One JSON object per event, `{"event": "...", ...}`.
@@ -197,6 +207,17 @@ extension StationEvent: Encodable {
             try c.encode(failures, forKey: .failures)
             try c.encode(maxRework, forKey: .maxRework)
             try c.encode("unit \(hardwareID) is quarantined: it failed \(failures) time\(failures == 1 ? "" : "s") (max-rework \(maxRework)); release it with 'tuneup records release \(hardwareID)'", forKey: .message)
+        case let .prompt(prompt):
+            try c.encode("prompt", forKey: .event)
+            try c.encode(prompt.slot, forKey: .slot)
+            try c.encode(prompt, forKey: .prompt)
+        case let .promptEnded(slot, id, step, answer, source):
+            try c.encode("prompt-ended", forKey: .event)
+            try c.encode(slot, forKey: .slot)
+            try c.encode(id, forKey: .prompt)
+            try c.encode(step, forKey: .step)
+            try c.encodeIfPresent(answer, forKey: .answer)
+            try c.encodeIfPresent(source, forKey: .source)
         case let .alarm(alarm):
             try c.encode("alarm", forKey: .event)
             try c.encode(alarm.kind.rawValue, forKey: .kind)

@@ -27,7 +27,8 @@ struct UnitRun {
     let address: DeviceAddress
     let emit: @Sendable (StationEvent) -> Void
 
-    private let time = DeviceTime()
+    /// Device and link waits (and the operator's answers): not the station's own time.
+    let time = DeviceTime()
 
     init(station: StationContext, slot: Slot, address: DeviceAddress, emit: @escaping @Sendable (StationEvent) -> Void) {
         (self.station, self.slot, self.address, self.emit) = (station, slot, address, emit)
@@ -135,6 +136,11 @@ struct UnitRun {
         hardwareID: String, info: FactoryInfo, steps: FactorySteps, client: BootloaderClient,
         recorder: inout StepRecorder, result: inout UnitResult
     ) async throws {
+        // Scan to bind: the unit's code (a PCB or label serial) first, as the operator puts the unit in.
+        if let scan = recipe.scan {
+            let runID = recorder.run
+            try await recorder.step(StepName.scan) { record in try await self.scan(scan, hardwareID: hardwareID, run: runID, record: &record) }
+        }
         // Identities first: a unit that comes back keeps what it was given, and an exhausted pool stops the
         // station before a unit is flashed for nothing.
         let identity = try await recorder.unrecorded(StepName.identity) {
@@ -214,7 +220,15 @@ struct UnitRun {
             }
         }
 
-        for test in recipe.tests {
+        let prompts = recipe.prompts ?? []
+        for (index, test) in recipe.tests.enumerated() {
+            for prompt in prompts where prompt.position == index {
+                let runID = recorder.run
+                try await recorder.step(prompt.step) { record in
+                    try await sameUnit(hardwareID, client)
+                    return try await ask(prompt, hardwareID: hardwareID, run: runID, record: &record)
+                }
+            }
             let serial = identity.serial.value
             let runID = recorder.run
             try await recorder.step(StepName.test(test.name)) { record in
@@ -230,6 +244,14 @@ struct UnitRun {
                 }
                 try await attach(test, readings: readings, hardwareID: hardwareID, serial: serial, run: runID)
                 return outcome
+            }
+        }
+
+        for prompt in prompts where prompt.position >= recipe.tests.count {
+            let runID = recorder.run
+            try await recorder.step(prompt.step) { record in
+                try await sameUnit(hardwareID, client)
+                return try await ask(prompt, hardwareID: hardwareID, run: runID, record: &record)
             }
         }
 

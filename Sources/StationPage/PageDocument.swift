@@ -52,6 +52,14 @@ enum PageDocument {
         .tile[data-state="pass"] { background: #d1fae5; border-color: #059669; }
         .tile[data-state="fail"], .tile[data-state="error"] { background: #fee2e2; border-color: #dc2626; }
         .tile[data-state="aborted"] { background: #fef3c7; border-color: #d97706; }
+        .prompt { margin-top: .4em; padding: .4em; background: #fff; border: 2px solid #7c3aed; border-radius: 4px; }
+        .prompt .ask { font-weight: bold; }
+        .prompt img { max-width: 100%; max-height: 12em; display: block; margin: .3em 0; }
+        .prompt .hint { font-size: .85em; color: #4b5563; font-family: ui-monospace, monospace; }
+        .prompt .refusal { color: #b91c1c; font-weight: bold; }
+        .prompt button { font-size: 1.1em; margin: .3em .3em 0 0; padding: .2em .8em; }
+        .prompt button.pass { background: #059669; color: #fff; } .prompt button.fail { background: #dc2626; color: #fff; }
+        .prompt input { font-size: 1.1em; width: 70%; }
         progress { width: 100%; }
         table { border-collapse: collapse; width: 100%; font-size: .9em; }
         th, td { text-align: left; padding: .2em .5em; border-bottom: 1px solid #e5e7eb; vertical-align: top; }
@@ -131,6 +139,30 @@ enum PageDocument {
             rows.map(r => el("tr", {"data-cause": r.cause, "data-count": r.count}, td(r.cause), td(r.count, "num"), td(pct(r.share), "num"),
               td(pct(r.cumulative), "num"), el("td", {}, el("span", {class: "bar", style: "width:" + Math.round(120 * r.count / top) + "px"})))));
         }
+        function answer(id, value) {
+          if (socket && socket.readyState === 1) socket.send(JSON.stringify({answer: {prompt: id, value: value}}));
+        }
+        function promptOf(p, typed) {
+          const box = el("div", {class: "prompt", "data-prompt": p.id, "data-step": p.step, "data-kind": p.kind},
+            el("div", {class: "ask"}, "#" + p.id + " " + p.text),
+            p.image ? el("img", {src: "/image/" + encodeURIComponent(p.image), alt: p.text}) : null,
+            p.hint ? el("div", {class: "hint"}, p.hint) : null,
+            p.refusal ? el("div", {class: "refusal"}, p.refusal) : null);
+          if (p.kind === "pass-fail") {
+            const pass = el("button", {class: "pass"}, "PASS"), fail = el("button", {class: "fail"}, "FAIL");
+            pass.onclick = () => answer(p.id, "pass");
+            fail.onclick = () => answer(p.id, "fail");
+            box.appendChild(el("div", {}, pass, fail));
+          } else {
+            const input = el("input", {type: "text", autocomplete: "off", "data-prompt": p.id,
+              placeholder: p.kind === "scan" ? "scan or type, then Enter" : "value, then Enter"});
+            input.value = typed[String(p.id)] || "";
+            const form = el("form", {}, input, el("button", {type: "submit"}, "OK"));
+            form.onsubmit = ev => { ev.preventDefault(); answer(p.id, input.value); input.value = ""; };
+            box.appendChild(form);
+          }
+          return box;
+        }
         function drawStation(changed) {
           const h = S.header || {};
           if (changed.has("header")) {
@@ -150,6 +182,13 @@ enum PageDocument {
           }
           const tileKeys = Object.keys(S).filter(k => k.startsWith("tile:"));
           if (tileKeys.some(k => changed.has(k)) || !document.getElementById("slots")) {
+            // What the operator is typing survives a redraw (another slot's progress redraws every tile).
+            const typed = {};
+            let focused = null;
+            for (const i of document.querySelectorAll(".prompt input")) {
+              typed[i.dataset.prompt] = i.value;
+              if (document.activeElement === i) focused = i.dataset.prompt;
+            }
             const b = section("slots", "Slots");
             const order = (h.slots || []).map(s => "tile:" + s);
             for (const k of tileKeys) if (!order.includes(k)) order.push(k);
@@ -164,9 +203,14 @@ enum PageDocument {
                   "data-present": t.present ? "true" : "false"},
                 el("div", {class: "slot"}, t.slot), el("div", {class: "unit"}, t.unit || "–"), el("div", {class: "serial"}, t.serial || ""),
                 t.state === "running" && typeof t.fraction === "number" ? el("progress", {max: 1, value: t.fraction}) : null,
-                el("div", {class: "result"}, result)));
+                el("div", {class: "result"}, result), t.prompt ? promptOf(t.prompt, typed) : null));
             }
             b.appendChild(grid);
+            // The newest input takes the keyboard (a barcode scanner types into it) unless the operator was typing.
+            const inputs = [...document.querySelectorAll(".prompt input")];
+            const keep = inputs.find(i => i.dataset.prompt === focused);
+            const target = keep || inputs.sort((a, c) => Number(c.dataset.prompt) - Number(a.dataset.prompt))[0];
+            if (target) target.focus();
           }
           if (changed.has("pareto") || !document.getElementById("pareto")) section("pareto", "Failures of the shift (Pareto)").appendChild(paretoTable(S.pareto));
           if (changed.has("units") || !document.getElementById("units")) section("units", "Last units").appendChild(unitsTable(S.units, false));
@@ -211,9 +255,11 @@ enum PageDocument {
         }
         apply(JSON.parse(document.getElementById("initial-state").textContent));
         let delay = 500;
+        let socket = null;
         function connect() {
           const ws = new WebSocket((location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/ws");
           const link = document.getElementById("link");
+          socket = ws;
           ws.onopen = () => { delay = 500; document.body.dataset.link = "open"; link.textContent = "live"; };
           // Each message is acknowledged once it is in the DOM (the server may measure its push latency by it).
           ws.onmessage = e => { const m = JSON.parse(e.data); apply(m); ws.send('{"applied":' + Number(m.changes) + '}'); };

@@ -80,6 +80,8 @@ public final class PageServer: Sendable {
     public static func start(
         _ sections: Sections, on address: ListenAddress, serverName: String, logger: Logger? = nil,
         applied: (@Sendable (Int) -> Void)? = nil,
+        answer: (@Sendable (_ prompt: Int, _ text: String) async -> Void)? = nil,
+        image: (@Sendable (_ name: String) async -> (Data, String)?)? = nil,
         page: @escaping @Sendable (_ initialState: String) -> String
     ) async throws -> PageServer {
         var log = logger ?? Logger(label: "tuneup.page")
@@ -91,8 +93,18 @@ public final class PageServer: Sendable {
         router.get("/state") { _, _ -> Response in
             respond(sections.fullMessage(), type: "application/json; charset=utf-8")
         }
+        if let image {
+            router.get("/image/:name") { _, context -> Response in
+                guard let name = context.parameters.get("name"), let (data, type) = await image(name) else {
+                    return Response(status: .notFound)
+                }
+                var headers = HTTPFields()
+                headers[.contentType] = type
+                return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))
+            }
+        }
         router.ws("/ws") { inbound, outbound, _ in
-            try await serve(sections, inbound: inbound, outbound: outbound, applied: applied)
+            try await serve(sections, inbound: inbound, outbound: outbound, applied: applied, answer: answer)
         }
         let (events, sink) = AsyncStream<Result<Int, PageError>>.makeStream()
         let app = Application(
@@ -140,14 +152,22 @@ public final class PageServer: Sendable {
     /// One page's WebSocket: everything at once, then every change as it comes (coalesced while the page reads
     /// slowly), until the page goes away or the server stops.
     static func serve(_ sections: Sections, inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter,
-                      applied: (@Sendable (Int) -> Void)? = nil, stalled: Duration = .seconds(10)) async throws {
+                      applied: (@Sendable (Int) -> Void)? = nil, answer: (@Sendable (Int, String) async -> Void)? = nil,
+                      stalled: Duration = .seconds(10)) async throws {
         let (id, wakeups) = sections.subscribe()
         defer { sections.unsubscribe(id) }
         try await withThrowingTaskGroup(of: Void.self) { group in
-            // The page sends only acknowledgements (`{"applied":CHANGES}`); reading also tells when it closes.
+            // The page sends acknowledgements (`{"applied":CHANGES}`) and the operator's answers (`{"answer":
+            // {"prompt":ID,"value":TEXT}}`, checked by the station: a refusal comes back on the tile); reading also
+            // tells when it closes.
             group.addTask {
-                for try await message in inbound.messages(maxSize: 1024) {
-                    guard let applied, case let .text(text) = message, let range = text.range(of: "\"applied\":") else { continue }
+                for try await message in inbound.messages(maxSize: 4096) {
+                    guard case let .text(text) = message else { continue }
+                    if let answer, let given = try? JSONDecoder().decode(AnswerMessage.self, from: Data(text.utf8)).answer {
+                        await answer(given.prompt, given.value)
+                        continue
+                    }
+                    guard let applied, let range = text.range(of: "\"applied\":") else { continue }
                     if let changes = Int(text[range.upperBound...].prefix { $0.isNumber }) { applied(changes) }
                 }
             }
@@ -185,4 +205,13 @@ public final class PageServer: Sendable {
 
     /// Returns when the server ends (an error, or `stop()`).
     public func wait() async throws { try await task.value }
+}
+
+/// An answer from the page: `{"answer": {"prompt": ID, "value": TEXT}}`.
+struct AnswerMessage: Decodable {
+    struct Given: Decodable {
+        var prompt: Int
+        var value: String
+    }
+    var answer: Given
 }

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import Records
 import Station
+import Support
 import Synchronization
 
 /// The operator page's state, fed by a station's events: a tile per slot, the running totals, the failure Pareto of
@@ -19,13 +20,22 @@ public final class StationFeed: Sendable {
     private let finished: AsyncStream<UnitResult>.Continuation
     private let finishedStream: AsyncStream<UnitResult>
     private let reader = Mutex<Task<Void, Never>?>(nil)
+    /// Where the page's answers to the station's scans and prompts go (nil: the page only shows them).
+    private let desk: OperatorDesk?
+    /// The prompts' images by prompt name (`GET /image/NAME`).
+    private let images: [String: PromptImage]
 
     /// - Parameters:
     ///   - store: the station's records (read for the last units).
     ///   - station: the station's name in the records.
     ///   - operatorName: who operates it (as recorded on its runs).
     ///   - recent: how many of the last units the page lists.
-    public init(store: any RecordStore, station: String, recipe: String = "", operatorName: String = "", recent: Int = 50) {
+    ///   - desk: the station's desk: answers given on the page go to it (checked there, as the terminal's are).
+    ///   - images: the recipe's prompt images by prompt name.
+    public init(store: any RecordStore, station: String, recipe: String = "", operatorName: String = "", recent: Int = 50,
+                desk: OperatorDesk? = nil, images: [String: PromptImage] = [:]) {
+        self.desk = desk
+        self.images = images
         self.store = store
         self.station = station
         self.operatorName = operatorName
@@ -117,6 +127,10 @@ public final class StationFeed: Sendable {
                 e.set("header", header)
             case let .totals(totals):
                 e.set("totals", Totals(totals))
+            case let .prompt(prompt):
+                Self.tile(&e, prompt.slot) { $0.prompt = prompt }
+            case let .promptEnded(slot, id, _, _, _):
+                Self.tile(&e, slot) { tile in if tile.prompt?.id == id { tile.prompt = nil } }
             default:
                 // Events other parts of the station own (quarantine, prompts, ...) leave the page as it is.
                 return
@@ -199,6 +213,15 @@ struct Tile: Encodable, Sendable, Equatable {
     var present = false
     var message: String?
     var seconds: Double?
+    /// What the station asks the operator at this slot now (a scan, a prompt), answered on the tile.
+    var prompt: OperatorPrompt?
+}
+
+/// A prompt's image file, served as `/image/NAME`.
+public struct PromptImage: Sendable, Hashable {
+    public var path: String
+    public var mediaType: String
+    public init(path: String, mediaType: String) { (self.path, self.mediaType) = (path, mediaType) }
 }
 
 struct Totals: Encodable, Sendable, Equatable {
@@ -319,7 +342,25 @@ struct UnitRow: Encodable, Sendable, Equatable {
 extension StationFeed {
     /// Serves the operator page of this feed on `address` (see `PageServer`).
     public func serve(on address: ListenAddress, logger: Logger? = nil, applied: (@Sendable (Int) -> Void)? = nil) async throws -> PageServer {
-        try await PageServer.start(sections, on: address, serverName: "tuneup-station", logger: logger, applied: applied) { self.document($0) }
+        let desk = self.desk, images = self.images
+        var answer: (@Sendable (Int, String) async -> Void)?
+        if let desk {
+            answer = { @Sendable (id: Int, text: String) async -> Void in
+                _ = await desk.answer(text, to: id, source: "page")
+            }
+        }
+        // A prompt's image: read on the blocking executor, at most 4 MiB (checked when the recipe was loaded).
+        let image: @Sendable (String) async -> (Data, String)? = { name in
+            guard let found = images[name] else { return nil }
+            guard let data = try? await Blocking.perform("prompt image", { () throws -> Data in
+                try Data(contentsOf: URL(fileURLWithPath: found.path), options: .mappedIfSafe)
+            }), data.count <= 4 << 20 else { return nil }
+            return (data, found.mediaType)
+        }
+        let pageAnswer = answer
+        return try await PageServer.start(
+            sections, on: address, serverName: "tuneup-station", logger: logger, applied: applied, answer: pageAnswer, image: image
+        ) { self.document($0) }
     }
 
     /// The operator page with `initialState` (a `Sections` message) embedded.

@@ -171,6 +171,10 @@ struct RecordsCommand: AsyncParsableCommand {
                 for a in run.attachments {
                     lines.append("  attachment \(a.name) (\(a.mediaType), \(a.size) bytes, sha256 \(a.sha256.prefix(16))...)" + (a.step.map { " from \($0)" } ?? ""))
                 }
+                for a in run.answers {
+                    let what = a.kind == .scan ? "scanned \(a.label)" : "answered \(a.step)"
+                    lines.append("  \(what): \(a.value) (by \(a.answeredBy.isEmpty ? "?" : a.answeredBy) on the \(a.source), \(RecordsExport.timestamp(a.answeredAt)))")
+                }
                 // Names in full (padding(toLength:) also cuts), aligned on the run's longest.
                 let width = max(24, run.steps.map(\.name.count).max() ?? 0)
                 for step in run.steps {

@@ -166,6 +166,14 @@ struct StationCommand: AsyncParsableCommand {
                 throw failureExit(error)
             }
             defer { withExtendedLifetime(held) {} }
+            // A recipe that asks the operator (a scan, prompts) needs someone to answer: the page or a terminal.
+            let interactive = isatty(STDIN_FILENO) == 1
+            if loaded.recipe.asksOperator, self.ui == nil, !interactive {
+                throw CommandFailure(
+                    message: "\(recipe): the recipe asks the operator (scan or prompts) but stdin is not a terminal and there is no --ui: run the station on a terminal or give --ui HOST:PORT",
+                    code: Exit.usage)
+            }
+            let desk = OperatorDesk()
             var connection = ConnectionOptions()
             connection.session.timeout = .milliseconds(Int64(timeout * 1000))
             let options = StationOptions(
@@ -208,7 +216,8 @@ struct StationCommand: AsyncParsableCommand {
             let ui: StationUI?
             do {
                 ui = try await StationUI.start(
-                    self.ui, store: store, station: stationName, recipe: recipe, operatorName: options.operatorName)
+                    self.ui, store: store, station: stationName, recipe: recipe, operatorName: options.operatorName,
+                    desk: desk, loaded: loaded)
             } catch {
                 throw failureExit(error)
             }
@@ -225,9 +234,24 @@ struct StationCommand: AsyncParsableCommand {
                 StationHeartbeat.start($0, station: stationName, slots: device.count, toolVersion: TuneupVersion.string)
             }
             let eventListeners = listeners
-            let station = Station(recipe: loaded, store: store, options: options) { event in
+            let station = Station(recipe: loaded, store: store, options: options, desk: desk) { event in
                 for listener in eventListeners { listener(event) }
             }
+            // Answers typed on the terminal (a barcode scanner is a keyboard): read on a thread of their own.
+            var terminal: Task<Void, Never>?
+            if loaded.recipe.asksOperator, interactive {
+                let (lines, feed) = AsyncStream.makeStream(of: String.self)
+                do {
+                    try Threads.spawn(name: "tuneup-station-stdin") {
+                        while let line = readLine(strippingNewline: true) { feed.yield(line) }
+                        feed.finish()
+                    }
+                } catch {
+                    throw failureExit(error)
+                }
+                terminal = Task { await TerminalAnswers.serve(lines, desk: desk) { view.note($0) } }
+            }
+            defer { terminal?.cancel() }
             do {
                 _ = try await station.recover()
             } catch {

@@ -1,4 +1,5 @@
 import Foundation
+import Recipe
 import Records
 import Station
 import StationPage
@@ -11,10 +12,17 @@ struct StationUI: Sendable {
 
     /// Reads the last units from the records and serves the page; nil without `--ui`. A bind failure is a
     /// `PageError` (exit 69, one line).
-    static func start(_ address: String?, store: any RecordStore, station: String, recipe: String, operatorName: String) async throws -> StationUI? {
+    static func start(
+        _ address: String?, store: any RecordStore, station: String, recipe: String, operatorName: String, desk: OperatorDesk? = nil,
+        loaded: LoadedRecipe? = nil
+    ) async throws -> StationUI? {
         guard let address else { return nil }
         let listen = try ListenAddress(parsing: address, option: "--ui")
-        let feed = StationFeed(store: store, station: station, recipe: recipe, operatorName: operatorName)
+        var images: [String: PromptImage] = [:]
+        for prompt in loaded?.recipe.prompts ?? [] {
+            if let found = loaded?.image(of: prompt) { images[prompt.name] = PromptImage(path: found.path, mediaType: found.mediaType) }
+        }
+        let feed = StationFeed(store: store, station: station, recipe: recipe, operatorName: operatorName, desk: desk, images: images)
         await feed.start()
         let server: PageServer
         do { server = try await feed.serve(on: listen) } catch { feed.stop(); throw error }

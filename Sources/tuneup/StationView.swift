@@ -77,6 +77,14 @@ final class StationView: Sendable {
             case let .totals(totals):
                 s.totals = totals
                 return nil
+            case let .prompt(prompt):
+                // The operator answers on the terminal: a line answers the oldest prompt, `#N TEXT` prompt N.
+                update(&s, prompt.slot) { $0.step = "\(prompt.step): answer #\(prompt.id)"; $0.fraction = nil }
+                if let refusal = prompt.refusal { return "#\(prompt.id) not taken: \(refusal)" }
+                return "#\(prompt.id) \(prompt.slot) (unit \(prompt.hardwareID)): \(prompt.text)" + (prompt.hint.map { " [\($0)]" } ?? "")
+            case let .promptEnded(slot, id, step, answer, source):
+                update(&s, slot) { $0.step = step }
+                return answer.map { "#\(id) answered on the \(source ?? "?"): \($0)" }
             }
         }
         if let plain {
