@@ -1,5 +1,6 @@
 import Speaker
 import SpeakerSession
+import Support
 
 /// Measurements over render logs: how far apart speakers played the same frame, and whether each played the source
 /// sample for sample. Shared by the tests and `tuneup-bench speaker-sync`.
@@ -22,12 +23,10 @@ public enum PlaybackAnalysis {
         return out
     }
 
-    /// The `p`-th percentile (0...100) of `values` (0 when empty).
+    /// The `p`-th percentile (0...100) of `values` by the project's one rule (`Percentile`: nearest rank); 0 when
+    /// empty.
     public static func percentile(_ values: [Double], _ p: Double) -> Double {
-        guard !values.isEmpty else { return 0 }
-        let sorted = values.sorted()
-        let i = Int((p / 100 * Double(sorted.count - 1)).rounded(.up))
-        return sorted[min(sorted.count - 1, max(0, i))]
+        Percentile.of(sorted: values.sorted(), p) ?? 0
     }
 
     /// How one speaker's output compares with the source.

@@ -1,4 +1,5 @@
 import LightX
+import Transport
 
 /// Decode throughput of a long stream of mixed SPP frames against a plain byte-sum pass over the same bytes.
 struct CodecBenchmark {
@@ -22,7 +23,7 @@ struct CodecBenchmark {
 
     /// A realistic mix: plain reads (275 B), flash-block writes (275 B), u32 writes (23 B), short replies (19-35 B).
     static func makeStream(bytes target: Int) -> (stream: [UInt8], frames: Int) {
-        var rng = SplitMix64(seed: 42)
+        var rng = SeededRandom(seed: 42)
         var out: [UInt8] = []
         out.reserveCapacity(target + 300)
         var frames = 0
@@ -89,18 +90,6 @@ struct CodecBenchmark {
         }
         if sink == 42 { print("") }
         return Result(streamBytes: stream.count, frames: frames, sumSeconds: best.sum, viewSeconds: best.view, packetSeconds: best.packet)
-    }
-}
-
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
 

@@ -6,6 +6,7 @@ import Records
 import Spawn
 import Station
 import StationPage
+import Support
 import Synchronization
 
 extension Bench {
@@ -47,11 +48,7 @@ struct PageBenchmark {
         var messages: Int
         var listenerMean: Double
         var listenerMax: Double
-        func percentile(_ p: Double) -> Double {
-            let sorted = latencies.sorted()
-            guard !sorted.isEmpty else { return 0 }
-            return sorted[min(sorted.count - 1, Int((p * Double(sorted.count)).rounded(.up)) - 1)]
-        }
+        func percentile(_ p: Double) -> Double { Percentile.of(sorted: latencies.sorted(), p * 100) ?? 0 }
     }
 
     func run() async throws -> Result {

@@ -1,5 +1,6 @@
 import Foundation
 import Spawn
+import Support
 
 /// Starts `tuneup sim headset` on TCP and times whole `tuneup probe` processes against it.
 struct ProbeBenchmark {
@@ -7,8 +8,8 @@ struct ProbeBenchmark {
         var address: String
         var requestsPerProbe: Int
         var times: [Double]
-        var median: Double { times[times.count / 2] }
-        var p90: Double { times[Swift.min(times.count - 1, Int(Double(times.count) * 0.9))] }
+        var median: Double { Percentile.of(sorted: times, 50) ?? 0 }
+        var p90: Double { Percentile.of(sorted: times, 90) ?? 0 }
         var min: Double { times.first ?? 0 }
         var max: Double { times.last ?? 0 }
     }

@@ -1,5 +1,6 @@
 import Foundation
 import Simulator
+import Support
 import Synchronization
 import TestSupport
 import Transport
@@ -163,7 +164,7 @@ struct WearableBenchmark {
             }
         }
         last.sort()
-        func quantile(_ q: Double) -> Double { last.isEmpty ? .nan : Double(last[min(last.count - 1, Int(Double(last.count) * q))]) / 1e9 }
+        func quantile(_ q: Double) -> Double { Percentile.of(sorted: last, q * 100).map { Double($0) / 1e9 } ?? .nan }
         return LinkResult(link: tcp ? "tcp" : "in-process", wallSeconds: wall, transmissions: transmissions, sent: d.recordsSent,
                           dropped: d.recordsDropped, droppedNotifications: d.sensorNotificationsDropped, gesturesSent: gesturesSent,
                           problems: problems, p50: quantile(0.5), p99: quantile(0.99), max: last.last.map { Double($0) / 1e9 } ?? .nan,
