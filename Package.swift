@@ -133,6 +133,7 @@ let package = Package(
             dependencies: [
                 "AudioInput", "Failure", "SpeakerHubCore", "SpeakerSession", "Speaker", "Support", "Transport",
                 .product(name: "Hummingbird", package: "hummingbird"), .product(name: "Logging", package: "swift-log"),
+                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),  // /jsonrpc's WebSocket (docs/hub.md §8)
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strict),
@@ -278,7 +279,8 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "SpeakerHubTests",
-            dependencies: ["SpeakerHub", "SpeakerHubCore", "SpeakerSession", "SpeakerSimulator", "Speaker", "Transport", "TestSupport", "Spawn"],
+            dependencies: ["SpeakerHub", "SpeakerHubCore", "SpeakerSession", "SpeakerSimulator", "Speaker", "Transport", "TestSupport", "Spawn",
+                           .product(name: "HummingbirdWSClient", package: "hummingbird-websocket")],
             swiftSettings: strict),
         .testTarget(
             name: "AudioInputTests",

@@ -66,6 +66,13 @@ public actor ControlPlayer: HubPlayer {
         try await each(speakers) { try await $0.stop(streamId: id) }
     }
 
+    /// Moves the position (the speakers hear no audio from this player: nothing to tell them).
+    public func seek(to position: Duration) async throws {
+        guard state == .playing || state == .paused else { return }
+        self.position = position
+        since = now()
+    }
+
     public func playback() async -> HubPlayback {
         if state == .playing, case let .media(m)? = item, m.duration > 0, elapsed() >= .seconds(m.duration) {
             position = .seconds(m.duration)

@@ -24,6 +24,22 @@ public struct ControllerSpeakers: HubSpeakers {
     public func setVolume(_ volume: Int, of id: UInt64?) async throws {
         if let id { try await controller.setVolume(volume, of: id) } else { try await controller.setVolumeAll(volume) }
     }
+
+    public func setMute(_ muted: Bool, of id: UInt64) async throws { try await controller.setMute(muted, of: id) }
+
+    /// Each speaker's mute, from its playback status (read now).
+    public func mutes() async throws -> [UInt64: Bool] {
+        var out: [UInt64: Bool] = [:]
+        for d in await controller.devices { out[d.deviceId] = try await controller.session(id: d.deviceId).status().muted }
+        return out
+    }
+
+    /// The group `name` becomes exactly `ids`: its other members leave it, `ids` join it (an empty list disbands it).
+    public func setGroup(_ name: String, members ids: [UInt64]) async throws {
+        let current = await controller.groups.first { $0.name == name }?.members.map(\.deviceId) ?? []
+        for id in current where !ids.contains(id) { try await controller.leaveGroup(id) }
+        if !ids.isEmpty { try await controller.joinGroup(named: name, ids: ids) }
+    }
 }
 
 extension HubDevice {

@@ -1,25 +1,29 @@
 import Hummingbird
+import HummingbirdWebSocket
 import Logging
 import NIOCore
 import ServiceLifecycle
 import SpeakerHubCore
 
 /// A request's context on the hub: Hummingbird's core, and the client's address (sessions are bounded per client).
-public struct HubRequestContext: RequestContext, RemoteAddressRequestContext {
+public struct HubRequestContext: RequestContext, RemoteAddressRequestContext, WebSocketRequestContext {
     public var coreContext: CoreRequestContextStorage
     public let remoteAddress: SocketAddress?
+    public let webSocket: WebSocketHandlerReference<Self>
 
     public init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
         remoteAddress = source.channel.remoteAddress
+        webSocket = .init()
     }
 
     /// The client's IP address (not its port: one browser's connections are one client).
     var client: String { remoteAddress?.ipAddress ?? "" }
 }
 
-/// The hub on HTTP (Hummingbird): `GET /v1/NAME?QUERY` answered by `HubAPI`, `GET /` the control page. Every other
-/// path answers a JSON `UnknownCall` with 404.
+/// The hub on HTTP (Hummingbird): `GET /v1/NAME?QUERY` answered by `HubAPI`, `GET /` the control page, `/jsonrpc`
+/// the JSON-RPC 2.0 control (`POST`, or a WebSocket that also receives the hub's notifications). Every other path
+/// answers a JSON `UnknownCall` with 404.
 public enum SpeakerHubServer {
     /// The routes over `api`.
     public static func router(_ api: HubAPI) -> Router<HubRequestContext> {
@@ -39,6 +43,13 @@ public enum SpeakerHubServer {
         }
         router.get("/page/status") { _, _ -> Response in
             json(HubAnswer(json: HubPage.status(await api.player.playback())))
+        }
+        let peers = HubRPCServer.Peers()
+        router.post("/jsonrpc") { request, context -> Response in
+            await HubRPCServer.post(api, request: request, peer: peers.peer(for: context.client))
+        }
+        router.ws("/jsonrpc") { inbound, outbound, context in
+            try await HubRPCServer.serve(api, client: context.requestContext.client, inbound: inbound, outbound: outbound)
         }
         router.get("/**") { request, _ -> Response in
             json(HubError(.unknownCall, "there is nothing at '\(request.uri.path.prefix(80))'; calls are GET /v1/NAME (docs/hub.md)").answer)
@@ -60,8 +71,10 @@ public enum SpeakerHubServer {
         var log = logger ?? Logger(label: "tuneup.hub")
         if logger == nil { log.logLevel = .warning }
         let (events, sink) = AsyncStream<Result<Int, HubError>>.makeStream()
+        let routes = router(api)
         let app = Application(
-            router: router(api), configuration: .init(address: .hostname(host, port: port), serverName: "tuneup-hub"),
+            router: routes, server: .http1WebSocketUpgrade(webSocketRouter: routes, configuration: .init(ws: .init(maxFrameSize: HubRPCServer.maxSocketMessage))),
+            configuration: .init(address: .hostname(host, port: port), serverName: "tuneup-hub"),
             onServerRunning: { channel in sink.yield(.success(channel.localAddress?.port ?? port)) }, logger: log)
         let group = ServiceGroup(configuration: .init(services: [app], logger: log))
         let task = Task {
@@ -75,7 +88,7 @@ public enum SpeakerHubServer {
         }
         for await event in events {
             switch event {
-            case let .success(actual): return RunningHub(host: host, port: actual, group: group, task: task)
+            case let .success(actual): return RunningHub(host: host, port: actual, group: group, task: task, events: api.events)
             case let .failure(error): throw error
             }
         }
@@ -90,8 +103,10 @@ public final class RunningHub: Sendable {
     public let port: Int
     private let group: ServiceGroup
     private let task: Task<Void, any Error>
+    private let events: HubEvents?
 
-    init(host: String, port: Int, group: ServiceGroup, task: Task<Void, any Error>) {
+    init(host: String, port: Int, group: ServiceGroup, task: Task<Void, any Error>, events: HubEvents? = nil) {
+        self.events = events
         self.host = host
         self.port = port
         self.group = group
@@ -101,8 +116,10 @@ public final class RunningHub: Sendable {
     /// `http://HOST:PORT`.
     public var url: String { "http://\(host.contains(":") ? "[\(host)]" : host):\(port)" }
 
-    /// Stops serving (requests under way are answered first) and returns when the server has closed.
+    /// Stops serving (requests under way are answered first, JSON-RPC WebSockets are let go) and returns when the
+    /// server has closed.
     public func stop() async {
+        events?.finishAll()
         await group.triggerGracefulShutdown()
         _ = await task.result
     }

@@ -61,6 +61,15 @@ public actor StreamingPlayer: HubPlayer {
         try await controller.stop()
     }
 
+    /// Hub media starts again at `position` on the same speakers (paused media stays paused there); web media
+    /// cannot seek.
+    public func seek(to position: Duration) async throws {
+        guard case let .media(m)? = item else { throw HubError(.notSeekable, "web media cannot seek (it is streamed as it comes)") }
+        let paused = await playback().state == .paused
+        try await play(.media(m), from: position, on: await controller.sessionMembers)
+        if paused { try await controller.pause() }
+    }
+
     public func playback() async -> HubPlayback {
         guard item != nil else { return HubPlayback(state: .initialized, elapsed: nil, item: nil) }
         let state: HubPlayerState = switch await controller.playerState {

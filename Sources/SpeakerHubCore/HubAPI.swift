@@ -7,19 +7,31 @@ public actor HubAPI {
     public let speakers: any HubSpeakers
     public let player: any HubPlayer
     public let media: any HubMediaSource
-    private let now: @Sendable () -> Duration
-    public private(set) var sessions: HubSessions
+    let now: @Sendable () -> Duration
+    public internal(set) var sessions: HubSessions
 
     private var busy = false
     private var waiters: [CheckedContinuation<Void, Never>] = []
 
-    /// - Parameter now: the hub's clock: time since any fixed origin (tests inject a manual one).
+    /// The notifications pushed to JSON-RPC clients (docs/hub.md §8).
+    public nonisolated let events = HubEvents()
+    /// Sleeps on the hub's clock (the position ticker's second); nil: no position updates.
+    let sleep: (@Sendable (Duration) async throws -> Void)?
+    var ticker: Task<Void, Never>?
+    /// The player's state and item as last announced (`Player.OnStateChanged`).
+    var lastAnnounced = ""
+
+    /// - Parameters:
+    ///   - now: the hub's clock: time since any fixed origin (tests inject a manual one).
+    ///   - sleep: a sleep on the same clock, for the position pushed every second while playing (nil: none).
     public init(speakers: any HubSpeakers, player: any HubPlayer, media: any HubMediaSource, sessionTimeout: Duration = .seconds(3600),
-                sessionCapacity: Int = 4096, sessionsPerClient: Int = 32, now: @escaping @Sendable () -> Duration) {
+                sessionCapacity: Int = 4096, sessionsPerClient: Int = 32, now: @escaping @Sendable () -> Duration,
+                sleep: (@Sendable (Duration) async throws -> Void)? = nil) {
         self.speakers = speakers
         self.player = player
         self.media = media
         self.now = now
+        self.sleep = sleep
         self.sessions = HubSessions(timeout: sessionTimeout, capacity: sessionCapacity, perClient: sessionsPerClient)
     }
 
@@ -28,7 +40,7 @@ public actor HubAPI {
                           sessionCapacity: Int = 4096, sessionsPerClient: Int = 32, clock: C) where C.Duration == Duration {
         let origin = clock.now
         self.init(speakers: speakers, player: player, media: media, sessionTimeout: sessionTimeout, sessionCapacity: sessionCapacity,
-                  sessionsPerClient: sessionsPerClient, now: { origin.duration(to: clock.now) })
+                  sessionsPerClient: sessionsPerClient, now: { origin.duration(to: clock.now) }, sleep: { try await clock.sleep(for: $0) })
     }
 
     /// Answers `/v1/NAME?QUERY`: never throws; a refusal is an answer with a 4xx or 5xx status.
@@ -43,7 +55,10 @@ public actor HubAPI {
         await enter()
         defer { leave() }
         do {
-            return try await run(request, client: client)
+            let before = await Changes(self)
+            let answer = try await run(request, client: client)
+            await announce(request.call, since: before)
+            return answer
         } catch let error as HubError {
             return error.answer
         } catch is CancellationError {
@@ -69,7 +84,7 @@ public actor HubAPI {
 
     // MARK: Calls
 
-    private func run(_ request: HubRequest, client: String) async throws -> HubAnswer {
+    func run(_ request: HubRequest, client: String) async throws -> HubAnswer {
         let t = now()
         if case let .initSession(priority) = request.call {
             let id = try sessions.open(priority: priority, client: client, now: t)
@@ -173,7 +188,7 @@ public actor HubAPI {
     }
 
     /// A play request: the priority rule first (a refused request changes nothing), then the speakers, then play.
-    private func play(_ item: HubPlayable, from position: Duration, target: HubTarget, session sid: UInt64) async throws {
+    func play(_ item: HubPlayable, from position: Duration, target: HubTarget, session sid: UInt64) async throws {
         let state = await player.playback().state
         if state == .playing || state == .paused { try sessions.checkControl(sid) }
         try await choose(target)
@@ -184,7 +199,7 @@ public actor HubAPI {
     }
 
     /// Puts the playback session's speakers as `target` says.
-    private func choose(_ target: HubTarget) async throws {
+    func choose(_ target: HubTarget) async throws {
         switch target {
         case .session:
             return
@@ -198,19 +213,19 @@ public actor HubAPI {
         }
     }
 
-    private func device(_ id: UInt64) async throws -> HubDevice {
+    func device(_ id: UInt64) async throws -> HubDevice {
         guard let d = try await speakers.devices().first(where: { $0.deviceID == id }) else { throw Self.deviceNotFound(id) }
         return d
     }
 
-    private func mediaItem(_ pid: UInt64) async throws -> HubMediaItem {
+    func mediaItem(_ pid: UInt64) async throws -> HubMediaItem {
         guard let item = try await media.items().first(where: { $0.persistentID == pid }) else {
             throw HubError(.mediaNotFound, "there is no media item with PersistentID \(pid) (media_list lists them)")
         }
         return item
     }
 
-    private func noSpeakers() -> HubError {
+    func noSpeakers() -> HubError {
         HubError(.noSpeakerInSession, "no speaker is in the playback session (add_device_to_session or set_party_mode first)")
     }
 
@@ -220,7 +235,7 @@ public actor HubAPI {
 
     // MARK: One call at a time
 
-    private func enter() async {
+    func enter() async {
         if !busy {
             busy = true
             return
@@ -228,7 +243,7 @@ public actor HubAPI {
         await withCheckedContinuation { waiters.append($0) }
     }
 
-    private func leave() {
+    func leave() {
         if waiters.isEmpty {
             busy = false
         } else {

@@ -49,6 +49,8 @@ extension HubError {
         case .tooManySessions: ("TooManySessions", 503)
         case .speakerFailed: ("SpeakerFailed", 502)
         case .mediaUnreadable: ("MediaUnreadable", 500)
+        case .notSeekable: ("NotSeekable", 409)
+        case .unsupported: ("Unsupported", 501)
         default: ("HubError", 500)
         }
     }
@@ -83,6 +85,10 @@ extension ErrorCodeIn where Domain == HubError {
     public static var speakerFailed: Self { Self(rawValue: "speaker-failed") }
     /// A media file could not be read.
     public static var mediaUnreadable: Self { Self(rawValue: "media-unreadable") }
+    /// A seek in web media, or to a position outside the item.
+    public static var notSeekable: Self { Self(rawValue: "not-seekable") }
+    /// Something these speakers or this player cannot do (a speaker's latency: HKWirelessHD has no such setting).
+    public static var unsupported: Self { Self(rawValue: "unsupported") }
     /// The hub cannot listen on its address (not an answer: `tuneup speaker hub` reports it and exits).
     public static var cannotServe: Self { Self(rawValue: "cannot-serve") }
 }

@@ -3,7 +3,9 @@
 public indirect enum HubJSON: Sendable, Equatable {
     case string(String)
     case int(Int)
+    case double(Double)
     case bool(Bool)
+    case null
     case array([HubJSON])
     case object([(String, HubJSON)])
 
@@ -20,7 +22,9 @@ public indirect enum HubJSON: Sendable, Equatable {
         switch self {
         case let .string(s): Self.quote(s, to: &out)
         case let .int(i): out += String(i)
+        case let .double(d): out += d.isFinite ? (d == d.rounded() && abs(d) < 1e15 ? String(Int64(d)) : String(d)) : "null"
         case let .bool(b): out += b ? "true" : "false"
+        case .null: out += "null"
         case let .array(items):
             out += "["
             for (k, item) in items.enumerated() {

@@ -102,6 +102,25 @@ public protocol HubSpeakers: Sendable {
     func removeFromSession(_ id: UInt64) async throws
     /// Sets one speaker's volume, or every speaker's (`id` nil).
     func setVolume(_ volume: Int, of id: UInt64?) async throws
+    func setMute(_ muted: Bool, of id: UInt64) async throws
+    func mutes() async throws -> [UInt64: Bool]
+    func setGroup(_ name: String, members ids: [UInt64]) async throws
+}
+
+/// What the JSON-RPC control adds to the v1 API's speakers (docs/hub.md §8): mute and named groups. A model
+/// without them refuses with `Unsupported`.
+extension HubSpeakers {
+    public func setMute(_ muted: Bool, of id: UInt64) async throws {
+        throw HubError(.unsupported, "these speakers cannot be muted")
+    }
+
+    /// Which speakers are muted (read now); empty when unknown.
+    public func mutes() async throws -> [UInt64: Bool] { [:] }
+
+    /// Puts exactly `ids` in the group named `name` (members of that group not in `ids` leave it).
+    public func setGroup(_ name: String, members ids: [UInt64]) async throws {
+        throw HubError(.unsupported, "these speakers cannot be grouped")
+    }
 }
 
 /// What the hub needs of a player: play an item from a position on speakers, pause, resume, stop, and its state and
@@ -112,6 +131,14 @@ public protocol HubPlayer: Sendable {
     func resume() async throws
     func stop() async throws
     func playback() async -> HubPlayback
+    /// Moves the playing or paused item to `position` (it stays playing or paused).
+    func seek(to position: Duration) async throws
+}
+
+extension HubPlayer {
+    public func seek(to position: Duration) async throws {
+        throw HubError(.unsupported, "this player cannot seek")
+    }
 }
 
 /// The hub's media list.

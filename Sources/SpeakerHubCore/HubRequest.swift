@@ -239,7 +239,11 @@ public struct HubRequest: Sendable, Equatable {
 
     /// `SCHEME://HOST...` with a scheme the SDK streams (http, https, rtsp, mms).
     static func mediaURL(_ q: HubQuery) throws(HubError) -> String {
-        let text = try required(q, "MediaUrl")
+        try checkURL(try required(q, "MediaUrl"))
+    }
+
+    /// `text` when it is a URL web media may have (the checks of `MediaUrl`).
+    static func checkURL(_ text: String) throws(HubError) -> String {
         guard text.utf8.count <= maxURLLength else {
             throw HubError(.malformedParameter, "MediaUrl is longer than \(maxURLLength) bytes")
         }
@@ -250,5 +254,15 @@ public struct HubRequest: Sendable, Equatable {
             throw HubError(.malformedParameter, "MediaUrl '\(HubQuery.shown(text))' is not an http, https, rtsp or mms URL with a host")
         }
         return text
+    }
+}
+
+extension HubRequest {
+    /// A call the JSON-RPC control makes for session `session` (its parameters checked by the dispatcher).
+    init(call: HubCall, session: UInt64) {
+        name = ""
+        self.call = call
+        sessionID = session
+        unissuedSession = nil
     }
 }

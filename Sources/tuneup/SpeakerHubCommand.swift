@@ -14,12 +14,14 @@ extension SpeakerCommand {
             discussion: """
                 Finds the speakers as every speaker command does (--speaker HOST:PORT, or discovery), lists the audio \
                 files of --media DIR as the hub's media list, prints the hub's URL on stdout and serves until Ctrl-C \
-                or 'quit' on stdin. Every call is GET /v1/NAME?PARAMETERS and answers JSON; GET / is the control page.
+                or 'quit' on stdin. Every call is GET /v1/NAME?PARAMETERS and answers JSON; GET / is the control page; \
+                /jsonrpc is the JSON-RPC 2.0 control (POST, or a WebSocket that also pushes notifications).
                 Examples (the speakers of 'tuneup sim speaker --count 2' at 127.0.0.1:P1 and 127.0.0.1:P2):
                   $ tuneup speaker hub --media ~/Music --speaker 127.0.0.1:P1 --speaker 127.0.0.1:P2
                   $ tuneup speaker hub --listen 0.0.0.0:8080 --media ~/Music     (discovery; every interface)
                   $ curl 'http://127.0.0.1:8080/v1/init_session?Priority=100'      → {"SessionID":"1000"}
                   $ curl 'http://127.0.0.1:8080/v1/set_party_mode?SessionID=1000'  → {"Result":"true"}
+                  $ curl -d '{"jsonrpc":"2.0","id":1,"method":"Player.GetStatus"}' http://127.0.0.1:8080/jsonrpc
                 """)
 
         @Option(help: ArgumentHelp("Serve HTTP on HOST:PORT (port 0: a free port, printed).", valueName: "host:port"))
@@ -68,7 +70,11 @@ extension SpeakerCommand {
             let origin = clock.now
             let now: @Sendable () -> Duration = { origin.duration(to: clock.now) }
             let api = HubAPI(speakers: ControllerSpeakers(controller), player: StreamingPlayer(controller: controller),
-                             media: folder, sessionTimeout: .milliseconds(Int64(sessionMinutes * 60_000)), now: now)
+                             media: folder, sessionTimeout: .milliseconds(Int64(sessionMinutes * 60_000)), now: now,
+                             sleep: { try await clock.sleep(for: $0) })
+            // The player's own events (the end, speakers lost, source errors) become JSON-RPC notifications.
+            let follower = HubRPCServer.follow(controller, into: api)
+            defer { follower.cancel() }
             let hub: RunningHub
             do {
                 hub = try await SpeakerHubServer.start(api, host: host, port: port, logger: logger)

@@ -102,6 +102,27 @@ actor ModelSpeakers: HubSpeakers {
         guard (0...50).contains(volume) else { throw HubError(.malformedParameter, "model: volume \(volume)") }
         for k in list.indices where id == nil || list[k].deviceID == id { list[k].volume = volume }
     }
+
+    private var muted: Set<UInt64> = []
+
+    func setMute(_ muted: Bool, of id: UInt64) async throws {
+        if muted { self.muted.insert(id) } else { self.muted.remove(id) }
+    }
+
+    func mutes() async throws -> [UInt64: Bool] {
+        Dictionary(uniqueKeysWithValues: list.map { ($0.deviceID, muted.contains($0.deviceID)) })
+    }
+
+    func setGroup(_ name: String, members ids: [UInt64]) async throws {
+        let groupID = list.first { $0.groupName == name && $0.groupID != 0 }?.groupID ?? ids.first ?? 0
+        for k in list.indices {
+            if ids.contains(list[k].deviceID) {
+                (list[k].groupID, list[k].groupName) = (groupID, name)
+            } else if list[k].groupName == name {
+                (list[k].groupID, list[k].groupName) = (0, "harman")
+            }
+        }
+    }
 }
 
 /// A player in memory on the replay's clock.
@@ -132,6 +153,11 @@ actor ModelPlayer: HubPlayer {
     }
 
     func stop() async throws { state = .stopped }
+
+    func seek(to position: Duration) async throws {
+        guard state == .playing || state == .paused else { return }
+        (self.position, since) = (position, now())
+    }
 
     func playback() async -> HubPlayback {
         let elapsed = state == .playing ? position + (now() - since) : position

@@ -128,7 +128,8 @@ final class HubFixture: Sendable {
         let now: @Sendable () -> Duration = { clock.now.offset }
         let player: any HubPlayer = streaming ? StreamingPlayer(controller: controller) : ControlPlayer(controller: controller, now: now)
         let api = HubAPI(speakers: ControllerSpeakers(controller), player: player,
-                         media: try MediaFolder(path: dir), sessionTimeout: sessionTimeout, now: now)
+                         media: try MediaFolder(path: dir), sessionTimeout: sessionTimeout, now: now,
+                         sleep: { try await clock.sleep(for: $0) })
         let hub = try await SpeakerHubServer.start(api, host: "127.0.0.1", port: 0)
         return HubFixture(sim: sim, controller: controller, clock: clock, api: api, hub: hub, mediaDir: dir)
     }

@@ -1,0 +1,259 @@
+import Synchronization
+
+/// A JSON-RPC client of the hub (one WebSocket, or one client address's HTTP POSTs): its address and the hub
+/// session it controls playback with. The session is opened when the client first controls something (reading holds
+/// none), at the default priority, and reopened if it expired; `HubAPI.close(_:)` closes it.
+public final class HubRPCPeer: Sendable {
+    public let client: String
+    let session = Mutex<UInt64?>(nil)
+
+    public init(client: String) { self.client = client }
+
+    /// The hub session this client holds (nil before it controlled anything).
+    public var sessionID: UInt64? { session.withLock { $0 } }
+}
+
+/// The speakers in the playback session before a call (what it changed is announced after it).
+struct Changes {
+    let members: [UInt64]
+    init(_ api: HubAPI) async { members = await api.speakers.sessionMembers() }
+}
+
+extension HubAPI {
+    // MARK: Sessions of JSON-RPC clients
+
+    /// `peer`'s session: touched, or opened (again) when it has none or it expired.
+    func session(for peer: HubRPCPeer) throws(HubError) -> UInt64 {
+        let t = now()
+        if let sid = peer.sessionID, (try? sessions.touch(sid, now: t)) != nil { return sid }
+        let sid = try sessions.open(priority: HubRequest.defaultPriority, client: peer.client, now: t)
+        peer.session.withLock { $0 = sid }
+        return sid
+    }
+
+    /// Closes `peer`'s session (its WebSocket closed).
+    public func close(_ peer: HubRPCPeer) {
+        if let sid = peer.session.withLock({ s in defer { s = nil }; return s }) { sessions.close(sid) }
+    }
+
+    /// Runs a v1 call for `peer` (one at a time with every other call) and announces what it changed.
+    func perform(_ call: HubCall, for peer: HubRPCPeer) async throws -> HubAnswer {
+        let sid = try session(for: peer)
+        let before = await Changes(self)
+        let answer = try await run(HubRequest(call: call, session: sid), client: peer.client)
+        await announce(call, since: before)
+        return answer
+    }
+
+    // MARK: What JSON-RPC adds to the v1 calls
+
+    /// Moves the playing or paused hub media to `position`.
+    func seek(to position: Duration, for peer: HubRPCPeer) async throws {
+        let sid = try session(for: peer)
+        let playback = await player.playback()
+        guard playback.state == .playing || playback.state == .paused else {
+            throw HubError(.notPlaying, "nothing is playing or paused, so there is nothing to seek in")
+        }
+        try sessions.checkControl(sid)
+        guard case let .media(item)? = playback.item else {
+            throw HubError(.notSeekable, "web media cannot seek (it is streamed as it comes)")
+        }
+        if item.duration > 0, position >= .seconds(item.duration) {
+            throw HubError(.notSeekable, "position \(Self.seconds(position)) s is at or beyond the end of '\(item.title)' (\(item.duration) s)")
+        }
+        try await player.seek(to: position)
+        sessions.takePlayback(sid)
+        await announceState(force: true)
+    }
+
+    func setMute(_ muted: Bool, of id: UInt64) async throws {
+        _ = try await device(id)
+        try await speakers.setMute(muted, of: id)
+        await announceVolumes(of: [id])
+    }
+
+    func setGroup(_ name: String, members ids: [UInt64]) async throws {
+        let known = Set(try await speakers.devices().map(\.deviceID))
+        if let unknown = ids.first(where: { !known.contains($0) }) { throw Self.deviceNotFound(unknown) }
+        try await speakers.setGroup(name, members: ids)
+        events.publish(HubNotification("Group.OnChanged", .object([("groups", Self.groupsJSON(try await speakers.devices()))])))
+    }
+
+    // MARK: Notifications
+
+    /// Announces what `call` changed: volumes, the player's state, the playback session's members.
+    func announce(_ call: HubCall, since before: Changes) async {
+        switch call {
+        case .setVolume: await announceVolumes(of: nil)
+        case let .setVolumeDevice(id, _): await announceVolumes(of: [id])
+        case .playHubMedia, .playWebMedia, .pausePlay, .stopPlay, .resumeHubMedia, .removeDeviceFromSession:
+            await announceState(force: true)
+        default: break
+        }
+        let after = await speakers.sessionMembers()
+        for id in after where !before.members.contains(id) {
+            events.publish(HubNotification("Client.OnActiveChanged", .object([("id", .string(String(id))), ("active", .bool(true))])))
+        }
+        for id in before.members where !after.contains(id) {
+            events.publish(HubNotification("Client.OnActiveChanged", .object([("id", .string(String(id))), ("active", .bool(false))])))
+        }
+    }
+
+    /// `Client.OnVolumeChanged` for speakers `ids` (every speaker: nil), as the speakers report them now.
+    func announceVolumes(of ids: [UInt64]?) async {
+        guard let list = try? await speakers.devices() else { return }
+        let mutes = (try? await speakers.mutes()) ?? [:]
+        for d in list where ids?.contains(d.deviceID) ?? true {
+            events.publish(HubNotification("Client.OnVolumeChanged", .object([
+                ("id", .string(String(d.deviceID))), ("volume", Self.volumeJSON(d, muted: mutes[d.deviceID])),
+            ])))
+        }
+    }
+
+    /// `Player.OnStateChanged` with the player as it is (`force`: even when its state and item are as last
+    /// announced, e.g. after a seek); starts or stops the position ticker.
+    func announceState(force: Bool) async {
+        let playback = await player.playback()
+        let key = Self.stateKey(playback)
+        if force || key != lastAnnounced {
+            lastAnnounced = key
+            events.publish(HubNotification("Player.OnStateChanged", Self.playerJSON(playback)))
+        }
+        updateTicker(playback.state)
+    }
+
+    /// The player's own events (`tuneup speaker hub` follows the controller's player): a state it reached by itself
+    /// (the end of the item, a stop by another controller).
+    public func playerChanged() async {
+        await announceState(force: false)
+    }
+
+    /// A speaker gets the stream again (it joined during playback or came back after it was lost).
+    public func speakerJoined(_ id: UInt64) {
+        events.publish(HubNotification("Client.OnConnect", .object([("id", .string(String(id)))])))
+    }
+
+    /// A speaker's link was lost.
+    public func speakerLeft(_ id: UInt64, reason: String) {
+        events.publish(HubNotification("Client.OnDisconnect", .object([("id", .string(String(id))), ("reason", .string(reason))])))
+    }
+
+    /// An error the clients should see (a source that failed, a speaker's error): `Server.OnError`.
+    public func announceError(source: String, message: String, client: UInt64? = nil) {
+        var fields: [(String, HubJSON)] = [("source", .string(source)), ("message", .string(message))]
+        if let client { fields.append(("id", .string(String(client)))) }
+        events.publish(HubNotification("Server.OnError", .object(fields)))
+    }
+
+    // MARK: The position ticker
+
+    /// While playing, `Player.OnPosition` once a second on the hub's clock (nothing runs while nothing plays).
+    func updateTicker(_ state: HubPlayerState) {
+        if state == .playing {
+            guard ticker == nil, let sleep else { return }
+            ticker = Task { [weak self] in
+                while true {
+                    do { try await sleep(.seconds(1)) } catch { return }
+                    guard let self, await self.tick() else { return }
+                }
+            }
+        } else {
+            ticker?.cancel()
+            ticker = nil
+        }
+    }
+
+    /// One second: the position while playing (true), else the state it reached (false: the ticker ends).
+    func tick() async -> Bool {
+        guard !Task.isCancelled else { return false }
+        let playback = await player.playback()
+        guard playback.state == .playing else {
+            ticker = nil
+            await announceState(force: false)
+            return false
+        }
+        events.publish(HubNotification("Player.OnPosition", Self.positionJSON(playback)))
+        return true
+    }
+
+    // MARK: The JSON shapes (docs/hub.md §8)
+
+    static func seconds(_ d: Duration) -> Double {
+        Double(d.components.seconds) + Double(d.components.attoseconds / 1_000_000_000_000_000) / 1000
+    }
+
+    static func stateName(_ state: HubPlayerState) -> String {
+        switch state {
+        case .initialized: "idle"
+        case .playing: "playing"
+        case .paused: "paused"
+        case .stopped: "stopped"
+        }
+    }
+
+    static func stateKey(_ p: HubPlayback) -> String {
+        let item: String = switch p.item {
+        case let .media(m)?: "m\(m.persistentID)"
+        case let .web(url)?: "w" + url
+        case nil: ""
+        }
+        return stateName(p.state) + " " + item
+    }
+
+    static func positionJSON(_ p: HubPlayback) -> HubJSON {
+        var duration: HubJSON = .null
+        if case let .media(m)? = p.item, m.duration > 0 { duration = .int(m.duration) }
+        return .object([("position", p.elapsed.map { .double(seconds($0)) } ?? .null), ("duration", duration)])
+    }
+
+    static func playerJSON(_ p: HubPlayback) -> HubJSON {
+        var media: HubJSON = .null, url: HubJSON = .null, duration: HubJSON = .null
+        switch p.item {
+        case let .media(m)?:
+            media = mediaJSON(m)
+            if m.duration > 0 { duration = .int(m.duration) }
+        case let .web(u)?: url = .string(u)
+        case nil: break
+        }
+        return .object([
+            ("state", .string(stateName(p.state))), ("position", p.elapsed.map { .double(seconds($0)) } ?? .null),
+            ("duration", duration), ("media", media), ("url", url),
+        ])
+    }
+
+    static func mediaJSON(_ m: HubMediaItem) -> HubJSON {
+        .object([
+            ("id", .string(String(m.persistentID))), ("title", .string(m.title)), ("artist", .string(m.artist)),
+            ("album", .string(m.albumTitle)), ("duration", .int(m.duration)),
+        ])
+    }
+
+    static func volumeJSON(_ d: HubDevice, muted: Bool?) -> HubJSON {
+        .object([("level", .int(d.volume)), ("muted", muted.map { .bool($0) } ?? .null)])
+    }
+
+    static func clientJSON(_ d: HubDevice, muted: Bool?) -> HubJSON {
+        .object([
+            ("id", .string(String(d.deviceID))), ("name", .string(d.deviceName)), ("model", .string(d.modelName)),
+            ("host", .object([("ip", .string(d.ipAddress)), ("port", .int(d.port)), ("mac", .string(d.macAddress))])),
+            ("version", .string(d.version)), ("volume", volumeJSON(d, muted: muted)), ("active", .bool(d.active)),
+            ("playing", .bool(d.isPlaying)), ("group", d.groupID == 0 ? .null : .string(d.groupName)),
+        ])
+    }
+
+    /// The named groups (speakers in none are left out), in list order.
+    static func groupsJSON(_ devices: [HubDevice]) -> HubJSON {
+        var order: [String] = []
+        var members: [String: [HubDevice]] = [:]
+        for d in devices where d.groupID != 0 {
+            if members[d.groupName] == nil { order.append(d.groupName) }
+            members[d.groupName, default: []].append(d)
+        }
+        return .array(order.map { name in
+            .object([
+                ("id", .string(String(members[name]![0].groupID))), ("name", .string(name)),
+                ("clients", .array(members[name]!.map { .string(String($0.deviceID)) })),
+            ])
+        })
+    }
+}
