@@ -32,6 +32,14 @@ extension ProvisioningRecipe {
         /// Its place: the number of measurement tests before it in `tests:`.
         public var position: Int
 
+        public init(
+            name: String, text: String, image: String? = nil, answer: Answer, pattern: String? = nil, unit: MeasurementUnit? = nil,
+            limits: Limits? = nil, timeout: Duration? = nil, position: Int
+        ) {
+            (self.name, self.text, self.image, self.answer, self.pattern, self.unit, self.limits, self.timeout, self.position) =
+                (name, text, image, answer, pattern, unit, limits, timeout, position)
+        }
+
         /// The image files a prompt may show, by extension, with their media types.
         public static let imageTypes = [
             "png": "image/png", "jpg": "image/jpeg", "jpeg": "image/jpeg", "gif": "image/gif", "svg": "image/svg+xml", "webp": "image/webp",
@@ -67,6 +75,10 @@ extension ProvisioningRecipe {
         public var allowDuplicates: Bool
         /// How long the station waits for the scan (nil: as long as it takes).
         public var timeout: Duration?
+
+        public init(label: String, pattern: String, checkDigit: CheckDigit? = nil, allowDuplicates: Bool = false, timeout: Duration? = nil) {
+            (self.label, self.pattern, self.checkDigit, self.allowDuplicates, self.timeout) = (label, pattern, checkDigit, allowDuplicates, timeout)
+        }
 
         public func encode(to encoder: any Encoder) throws {
             var c = encoder.container(keyedBy: Keys.self)

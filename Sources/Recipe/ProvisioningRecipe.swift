@@ -85,6 +85,8 @@ public struct ProvisioningRecipe: Sendable, Hashable, Encodable {
         public var low: Double?
         public var high: Double?
 
+        public init(low: Double? = nil, high: Double? = nil) { (self.low, self.high) = (low, high) }
+
         public func contains(_ value: Double) -> Bool {
             (low.map { value >= $0 } ?? true) && (high.map { value <= $0 } ?? true)
         }

@@ -244,8 +244,9 @@ public struct OperatorAnswer: Sendable, Hashable, Codable {
     public var answeredAt: Date
 
     public init(step: String, kind: Kind, label: String, value: String, answeredBy: String, source: String, answeredAt: Date = Date()) {
+        // Kept to the millisecond, as every time of the records.
         (self.step, self.kind, self.label, self.value, self.answeredBy, self.source, self.answeredAt) =
-            (step, kind, label, value, answeredBy, source, answeredAt)
+            (step, kind, label, value, answeredBy, source, answeredAt.toMilliseconds)
     }
 
     /// The one rule of every store: texts of one line, a code of at most 128 characters.

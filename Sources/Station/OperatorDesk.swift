@@ -48,8 +48,8 @@ public enum AnswerOutcome: Sendable, Hashable {
 }
 
 /// No answer came within the prompt's `timeout:`.
-struct PromptTimedOut: Error {
-    var after: Duration
+public struct PromptTimedOut: Error, Sendable {
+    public var after: Duration
 }
 
 /// Where the station's questions wait for the operator. The station asks (`ask`) and waits; the page and the
@@ -57,7 +57,8 @@ struct PromptTimedOut: Error {
 /// bound to another unit) whoever sent it. A refused answer leaves the prompt waiting with the reason shown. No
 /// timeout unless the recipe gives one; a cancelled wait (Ctrl-C, the unit's task) ends at once.
 public final class OperatorDesk: Sendable {
-    typealias Check = @Sendable (String) async -> Result<OperatorInput.Accepted, OperatorInput.Refusal>
+    /// The check of an answer: accepted, or why not (it may look in the records: a code bound to another unit).
+    public typealias Check = @Sendable (String) async -> Result<OperatorInput.Accepted, OperatorInput.Refusal>
 
     private struct Waiting {
         var prompt: OperatorPrompt
@@ -97,7 +98,7 @@ public final class OperatorDesk: Sendable {
 
     /// Asks and waits for an accepted answer (throws `CancellationError` when cancelled, `PromptTimedOut` after
     /// `timeout`).
-    func ask(
+    public func ask(
         slot: String, hardwareID: String, step: String, kind: OperatorPrompt.Kind, text: String, image: String?, hint: String?,
         timeout: Duration?, check: @escaping Check
     ) async throws -> OperatorReply {
