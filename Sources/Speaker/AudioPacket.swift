@@ -98,7 +98,7 @@ public struct AudioPacket: Sendable, Hashable {
         let m = try r.take(2)
         guard m.elementsEqual(magic) else { throw SpeakerError(.badMagic, "an audio packet starts with 54 41, got \(speakerHex(m))") }
         let version = try r.u8()
-        guard SpeakerProtocolVersion.supported.contains(version) else {
+        guard SpeakerProtocolVersion.datagrams.contains(version) else {
             throw SpeakerError(.unsupportedVersion, "audio protocol version \(version) is not supported")
         }
         try CRC32.verifyTrailer(bytes[...], what: "audio packet")

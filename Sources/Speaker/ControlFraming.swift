@@ -1,10 +1,16 @@
 /// The protocol versions this codec speaks. The frame layout (header and CRC) is the same in every version; the
 /// version byte says which grammar the payload follows.
 public enum SpeakerProtocolVersion {
-    /// The version this codec writes.
+    /// The version this codec writes unless a session negotiated another: audio and discovery datagrams, hello and
+    /// its reply, and the events of version 1's grammar (version 2 changed none of them, so every speaker and
+    /// controller reads them).
     public static let current: UInt8 = 1
-    /// The versions this codec decodes.
-    public static let supported: ClosedRange<UInt8> = 1...1
+    /// The versions this codec decodes. Version 2 adds the `resendRequest` event (lost-packet recovery).
+    public static let supported: ClosedRange<UInt8> = 1...2
+    /// The first version with `resendRequest` (docs/speaker-protocol.md §7.1).
+    public static let resendRequests: UInt8 = 2
+    /// The versions of audio and discovery datagrams: version 2 changed only the control part, so they stay version 1.
+    public static let datagrams: ClosedRange<UInt8> = 1...1
 }
 
 /// One control frame as it travels on the TCP stream, before its payload is interpreted:

@@ -44,6 +44,8 @@ public enum ControlMessage: Sendable, Hashable {
     case volumeChanged(VolumeChange)
     case playbackStateChanged(PlaybackStateChange)
     case playbackTime(PlaybackTime)
+    /// Version 2 only.
+    case resendRequest(ResendRequest)
 }
 
 /// The type byte of the accepted (Pending) reply.
@@ -99,6 +101,7 @@ extension ControlMessage {
         case .volumeChanged: EventType.volumeChanged.rawValue
         case .playbackStateChanged: EventType.playbackStateChanged.rawValue
         case .playbackTime: EventType.playbackTime.rawValue
+        case .resendRequest: EventType.resendRequest.rawValue
         }
     }
 
@@ -152,6 +155,9 @@ extension ControlMessage {
         case .volumeChanged(let e): w.u64(e.deviceId); w.u8(e.volume.value); w.bool(e.muted)
         case .playbackStateChanged(let e): w.u32(e.streamId); w.u8(e.state.rawValue)
         case .playbackTime(let e): w.u32(e.streamId); w.u32(e.elapsedMilliseconds)
+        case .resendRequest(let e):
+            w.u32(e.streamId); w.u8(UInt8(e.sequences.count))
+            for q in e.sequences { w.u32(q) }
         }
         return w.bytes
     }
@@ -315,6 +321,12 @@ extension ControlMessage {
         case .playbackTime:
             let stream = try r.u32()
             return .playbackTime(PlaybackTime(streamId: stream, elapsedMilliseconds: try r.u32()))
+        case .resendRequest:
+            let stream = try r.u32()
+            let count = Int(try r.u8())
+            var sequences: [UInt32] = []
+            for _ in 0..<count { sequences.append(try r.u32()) }
+            return .resendRequest(try rethrow(r) { () throws(SpeakerError) in try ResendRequest(streamId: stream, sequences: sequences) })
         }
     }
 }
@@ -333,6 +345,9 @@ public struct ControlPacket: Sendable, Hashable {
         guard SpeakerProtocolVersion.supported.contains(version) else {
             throw SpeakerError(.unsupportedVersion, "control protocol version \(version) is not supported (this codec speaks \(SpeakerProtocolVersion.supported.lowerBound)...\(SpeakerProtocolVersion.supported.upperBound))")
         }
+        if case .resendRequest = message, version < SpeakerProtocolVersion.resendRequests {
+            throw SpeakerError(.unknownType, "control message type \(hex(message.type)) is not defined in version \(version)")
+        }
         let isEvent = message.kind == .event
         guard isEvent == (requestId == 0) else {
             throw SpeakerError(.badRequestId, isEvent
@@ -345,8 +360,8 @@ public struct ControlPacket: Sendable, Hashable {
     }
 
     /// An event (request id 0).
-    public static func event(_ message: ControlMessage) throws(SpeakerError) -> ControlPacket {
-        try ControlPacket(requestId: 0, message: message)
+    public static func event(_ message: ControlMessage, version: UInt8 = SpeakerProtocolVersion.current) throws(SpeakerError) -> ControlPacket {
+        try ControlPacket(requestId: 0, message: message, version: version)
     }
 
     /// The frame carrying this packet.
@@ -361,6 +376,9 @@ public struct ControlPacket: Sendable, Hashable {
     public init(frame: ControlFrame) throws(SpeakerError) {
         guard SpeakerProtocolVersion.supported.contains(frame.version) else {
             throw SpeakerError(.unsupportedVersion, "control protocol version \(frame.version) is not supported (this codec speaks \(SpeakerProtocolVersion.supported.lowerBound)...\(SpeakerProtocolVersion.supported.upperBound))")
+        }
+        if frame.type == EventType.resendRequest.rawValue, frame.version < SpeakerProtocolVersion.resendRequests {
+            throw SpeakerError(.unknownType, "control message type \(hex(frame.type)) is not defined in version \(frame.version)")
         }
         let message = try ControlMessage.decode(type: frame.type, payload: frame.payload[...])
         try self.init(requestId: frame.requestId, message: message, version: frame.version)

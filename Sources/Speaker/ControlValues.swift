@@ -79,6 +79,8 @@ public enum EventType: UInt8, Sendable, Hashable, CaseIterable {
     case playbackStateChanged = 0x44
     /// Elapsed stream time, every second.
     case playbackTime = 0x45
+    /// Version 2: audio packets the speaker misses, to be sent again (lost-packet recovery).
+    case resendRequest = 0x46
 }
 
 /// The controller's hello: the range of protocol versions it speaks and its name. Always sent in a version-1 frame,
@@ -308,5 +310,24 @@ public struct PlaybackTime: Sendable, Hashable {
     public init(streamId: UInt32, elapsedMilliseconds: UInt32) {
         self.streamId = streamId
         self.elapsedMilliseconds = elapsedMilliseconds
+    }
+}
+
+/// Version 2: the audio packets of a stream a speaker misses (gaps in the sequence numbers), which the stream's
+/// controller sends again if it still holds them (docs/speaker-protocol.md §7.1).
+public struct ResendRequest: Sendable, Hashable {
+    /// The most sequence numbers one request names.
+    public static let maxSequences = 64
+    public var streamId: UInt32
+    /// 1...64 sequence numbers.
+    public var sequences: [UInt32]
+
+    /// Throws `.valueOutOfRange` for no sequence or more than 64.
+    public init(streamId: UInt32, sequences: [UInt32]) throws(SpeakerError) {
+        guard (1...Self.maxSequences).contains(sequences.count) else {
+            throw SpeakerError(.valueOutOfRange, "a resend request names 1...\(Self.maxSequences) sequence numbers, got \(sequences.count)")
+        }
+        self.streamId = streamId
+        self.sequences = sequences
     }
 }

@@ -56,7 +56,7 @@ public enum DiscoveryMessage: Sendable, Hashable {
         let m = try r.take(2)
         guard m.elementsEqual(magic) else { throw SpeakerError(.badMagic, "a discovery datagram starts with 54 44, got \(speakerHex(m))") }
         let version = try r.u8()
-        guard SpeakerProtocolVersion.supported.contains(version) else {
+        guard SpeakerProtocolVersion.datagrams.contains(version) else {
             throw SpeakerError(.unsupportedVersion, "discovery protocol version \(version) is not supported")
         }
         try CRC32.verifyTrailer(bytes[...], what: "discovery datagram")

@@ -284,6 +284,11 @@ public actor SpeakerController {
         get async { await playerInstance?.state ?? .initialized }
     }
 
+    /// What the player did for lost-packet recovery (docs/speaker-protocol.md §7.1).
+    public var recoveryStatistics: PlayerRecoveryStatistics {
+        get async { await playerInstance?.recoveryStatistics ?? PlayerRecoveryStatistics() }
+    }
+
     /// Seconds of the stream heard (nil when nothing plays or is paused).
     public var elapsed: Double? {
         get async { await playerInstance?.elapsed }

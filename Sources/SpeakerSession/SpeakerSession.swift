@@ -221,6 +221,21 @@ public final class SpeakerSession: Sendable {
         }
     }
 
+    /// The speaker's `resendRequest`s (version 2, docs/speaker-protocol.md §7.1): audio packets it misses. The stream
+    /// ends with the session.
+    public func resendRequests() async -> AsyncStream<ResendRequest> {
+        let pushes = await core.pushes()
+        return AsyncStream(bufferingPolicy: .bufferingNewest(256)) { continuation in
+            let task = Task {
+                for await packet in pushes {
+                    if case let .resendRequest(r) = packet.message { continuation.yield(r) }
+                }
+                continuation.finish()
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        }
+    }
+
     /// Ends the session and closes the link.
     public func close() async { await core.close() }
 

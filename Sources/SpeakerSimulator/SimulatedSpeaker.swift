@@ -68,6 +68,8 @@ public final class SimulatedSpeaker: SimulatedDevice {
     private struct Connection {
         let link: any Transport
         let outbox: AsyncStream<[UInt8]>.Continuation
+        /// The protocol version negotiated by its hello (nil before).
+        var version: UInt8?
     }
 
     private struct State {
@@ -245,7 +247,10 @@ public final class SimulatedSpeaker: SimulatedDevice {
                 return false
             }
             version = chosen
-            let audioPort = state.withLock { $0.audioPort }
+            let audioPort = state.withLock { s in
+                s.connections[connection]?.version = chosen
+                return s.audioPort
+            }
             reply(packet.requestId, .helloReply(HelloReply(
                 version: chosen, deviceId: deviceId, audioPort: audioPort != 0 ? audioPort : configuration.audioPort,
                 modelName: Self.text(configuration.identity.modelName), firmwareVersion: Self.text(configuration.identity.firmwareVersion))),
@@ -527,7 +532,20 @@ public final class SimulatedSpeaker: SimulatedDevice {
             guard let delay = configuration.audioJitter.draw(&s.rng) else { return }
             s.lastAudio = now
             s.renderer!.receive(packet, arrival: now &+ delay)
+            askForMissing(&s, at: now)
         }
+    }
+
+    /// Sends the stream's controller a `resendRequest` for the packets recovery asks for now (§7.1) — only to a
+    /// controller that negotiated version 2; others get nothing, and the gaps play as silence (call locked).
+    private func askForMissing(_ s: inout State, at now: UInt64) {
+        guard s.renderer?.nextRecoveryEvent.map({ $0 <= now }) == true else { return }
+        let sequences = s.renderer!.resendRequests(at: now)
+        guard !sequences.isEmpty, let owner = s.owner, let c = s.connections[owner],
+              let version = c.version, version >= SpeakerProtocolVersion.resendRequests,
+              let request = try? ResendRequest(streamId: s.streamId, sequences: sequences),
+              let bytes = try? ControlPacket.event(.resendRequest(request), version: version).encode() else { return }
+        enqueue(bytes, on: c)
     }
 
     /// Renders up to the DAC clock's now (the pump calls it every 5 ms).
@@ -540,6 +558,8 @@ public final class SimulatedSpeaker: SimulatedDevice {
             let now = dacTime(&s)
             let first = renderer.nextSlot
             var out: [UInt8] = []
+            if let time, time > now { s.renderer!.renderLead = time - now }
+            askForMissing(&s, at: now)
             let events = s.renderer!.render(through: time ?? now, output: &out, log: &s.log!.runs)
             let rendered = RenderedSlots(format: renderer.format, firstSlot: first, pcm: out)
             s.log!.statistics = s.renderer!.statistics

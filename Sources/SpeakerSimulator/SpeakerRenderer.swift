@@ -38,6 +38,8 @@ public struct RenderStatistics: Sendable, Hashable {
     public var lateFrames: UInt64 = 0
     /// Times the output lost its lock on the stream by more than `SpeakerRenderer.correctionLimit` (a clock step).
     public var resyncs: UInt64 = 0
+    /// Missing packets that arrived after all (retransmitted on a `resendRequest`, or reordered).
+    public var recoveredPackets: UInt64 = 0
 
     /// Samples (frames) changed by drift correction.
     public var correctedSamples: UInt64 { repeatedSamples + skippedSamples }
@@ -53,6 +55,7 @@ public struct RenderStatistics: Sendable, Hashable {
         latePackets += other.latePackets
         lateFrames += other.lateFrames
         resyncs += other.resyncs
+        recoveredPackets += other.recoveredPackets
     }
 }
 
@@ -91,6 +94,12 @@ public struct SpeakerRenderer: Sendable {
     public private(set) var ended = false
     /// The next slot to render.
     public private(set) var nextSlot: UInt64
+    /// Lost-packet recovery (§7.1): the gaps in the sequence numbers, asked for through `resendRequests(at:)`.
+    public private(set) var recovery: LossRecovery
+    /// How far ahead of the DAC clock the output renders (a sound card's queue): a missing packet must arrive this
+    /// much before its frames are due to be of use.
+    public var renderLead: UInt64 = 0
+    private var fullPacketFrames = 0
 
     private var pending: [(arrival: UInt64, packet: AudioPacket)] = []
     private var buffer: [AudioPacket] = []
@@ -107,7 +116,9 @@ public struct SpeakerRenderer: Sendable {
     private let slotPeriod: Double
 
     /// A renderer whose first slot is the one at or after DAC time `startDAC`.
-    public init(streamId: UInt32, format: AudioFormat, map: ClockMap?, startDAC: UInt64) {
+    public init(streamId: UInt32, format: AudioFormat, map: ClockMap?, startDAC: UInt64,
+                recovery: LossRecovery.Policy = LossRecovery.Policy()) {
+        self.recovery = LossRecovery(policy: recovery)
         self.streamId = streamId
         self.format = format
         self.map = map
@@ -129,6 +140,12 @@ public struct SpeakerRenderer: Sendable {
     /// A packet that arrives at DAC time `arrival` (it is usable from then on).
     public mutating func receive(_ packet: AudioPacket, arrival: UInt64) {
         guard packet.streamId == streamId, packet.format == format else { return }
+        fullPacketFrames = max(fullPacketFrames, packet.frameCount)
+        let due = map.map { $0.speakerTime(forControllerTime: packet.presentationTime) &- renderLead }
+        if recovery.received(sequence: packet.sequence, due: due,
+                             packetDuration: format.nanoseconds(forFrames: UInt64(fullPacketFrames)), at: arrival) {
+            statistics.recoveredPackets += 1
+        }
         if let h = highestSequence {
             let ahead = packet.sequence &- h
             if ahead != 0, ahead < 1 << 31 {
@@ -145,8 +162,18 @@ public struct SpeakerRenderer: Sendable {
         pending.insert((arrival, packet), at: i)
     }
 
+    /// The sequence numbers to ask the controller for at DAC time `now` (a `resendRequest`; empty: nothing to ask).
+    public mutating func resendRequests(at now: UInt64) -> [UInt32] {
+        guard !ended else { return [] }
+        return recovery.requests(at: now)
+    }
+
+    /// When `resendRequests(at:)` has something to do next (nil: nothing is missing).
+    public var nextRecoveryEvent: UInt64? { ended ? nil : recovery.nextEvent }
+
     /// Forgets the packets held (pause): the next packet received starts the output anew.
     public mutating func reset() {
+        recovery.reset()
         pending.removeAll()
         buffer.removeAll()
         started = false

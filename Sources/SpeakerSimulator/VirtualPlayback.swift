@@ -41,6 +41,9 @@ public struct VirtualPlayback {
         public var seed: UInt64 = 1
         /// Keep each speaker's output PCM (for fidelity checks).
         public var keepOutput = true
+        /// Lost-packet recovery (§7.1): speakers send `resendRequest`s over the control path and the controller sends
+        /// the packets again from its history (false: protocol version 1, lost packets play as silence).
+        public var recovery = true
 
         public init(speakers: [Speaker]) { self.speakers = speakers }
 
@@ -64,6 +67,11 @@ public struct VirtualPlayback {
         public var firstOut: UInt64?
         public var mapsSent = 0
         public var clockSyncs = 0
+        /// What its lost-packet recovery counted.
+        public var recovery = LossRecovery.Statistics()
+        /// Resend requests it sent, and packets the controller sent it again.
+        public var resendRequests = 0
+        public var resentPackets = 0
     }
 
     public struct Result: Sendable {
@@ -107,6 +115,8 @@ public struct VirtualPlayback {
         var rng: SeededRandom
         var mapsSent = 0
         var clockSyncs = 0
+        var resendRequests = 0
+        var resentPackets = 0
     }
 
     /// Runs the playback to its end (plus half a second).
@@ -123,7 +133,8 @@ public struct VirtualPlayback {
         var schedule = StreamSchedule(streamId: 7, format: c.format, startFrame: 0, startTime: playAt)
         var playing = false
         var anchored = false
-        var history: [(presentation: UInt64, bytes: [UInt8])] = []
+        var history: [(sequence: UInt32, presentation: UInt64, bytes: [UInt8])] = []
+        var resends: [(at: UInt64, node: Int, sequences: [UInt32])] = []
         var packetsSent = 0
         var sourceFrame: UInt64 = 0
         var endSent = false
@@ -219,14 +230,37 @@ public struct VirtualPlayback {
                     let bytes = packet.encode()
                     packetsSent += 1
                     endSent = last
-                    history.append((packet.presentationTime, bytes))
+                    history.append((packet.sequence, packet.presentationTime, bytes))
                     if history.count > 256 { history.removeFirst(history.count - 256) }
-                    for k in nodes.indices where nodes[k].receiving { deliver(bytes, at: t, to: &nodes[k]) }
+                    for k in nodes.indices where nodes[k].receiving {
+                        // The end of the stream goes out three times, as the live player sends it.
+                        for _ in 0..<(last ? 3 : 1) { deliver(bytes, at: t, to: &nodes[k]) }
+                    }
                 }
+            }
+            // Lost-packet recovery: resend requests that reached the controller are answered from its history.
+            if !resends.isEmpty {
+                var waiting: [(at: UInt64, node: Int, sequences: [UInt32])] = []
+                for r in resends {
+                    guard r.at <= t else { waiting.append(r); continue }
+                    for sequence in r.sequences {
+                        guard let entry = history.first(where: { $0.sequence == sequence }), entry.presentation > t else { continue }
+                        nodes[r.node].resentPackets += 1
+                        deliver(entry.bytes, at: t, to: &nodes[r.node])
+                    }
+                }
+                resends = waiting
             }
             // Rendering.
             for k in nodes.indices where nodes[k].renderer != nil {
                 let dac = nodes[k].spec.clock.time(atTrueTime: t)
+                if c.recovery, let next = nodes[k].renderer!.nextRecoveryEvent, next <= dac {
+                    let sequences = nodes[k].renderer!.resendRequests(at: dac)
+                    if !sequences.isEmpty {
+                        nodes[k].resendRequests += 1
+                        resends.append((t + c.controlLatency + (nodes[k].spec.control.draw(&nodes[k].rng) ?? 0), k, sequences))
+                    }
+                }
                 var out: [UInt8] = []
                 var runs: [RenderRun] = []
                 swap(&runs, &nodes[k].log.runs)
@@ -242,7 +276,11 @@ public struct VirtualPlayback {
         }
         for k in nodes.indices { nodes[k].log.statistics = nodes[k].renderer?.statistics ?? RenderStatistics() }
         return Result(
-            speakers: nodes.map { SpeakerResult(log: $0.log, pcm: $0.pcm, addedAt: $0.addedAt, firstOut: $0.firstOut, mapsSent: $0.mapsSent, clockSyncs: $0.clockSyncs) },
+            speakers: nodes.map {
+                SpeakerResult(log: $0.log, pcm: $0.pcm, addedAt: $0.addedAt, firstOut: $0.firstOut, mapsSent: $0.mapsSent,
+                              clockSyncs: $0.clockSyncs, recovery: $0.renderer?.recovery.statistics ?? LossRecovery.Statistics(),
+                              resendRequests: $0.resendRequests, resentPackets: $0.resentPackets)
+            },
             playAt: playAt, anchorTime: schedule.anchorTime, anchorFrame: schedule.anchorFrame, format: c.format, packetsSent: packetsSent)
     }
 

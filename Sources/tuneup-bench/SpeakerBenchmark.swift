@@ -30,6 +30,9 @@ struct SpeakerSync: AsyncParsableCommand {
     @Option(help: "Seconds of music.") var seconds = 60.0
     @Option(help: "Drift range, ± ppm.") var maxDriftPpm = 500.0
     @Option(help: "Link jitter, ms (uniform per audio datagram).") var jitterMs = 20.0
+    @Option(help: "Audio datagram loss, % (retransmissions too; the control path loses nothing: TCP).") var loss = 0.0
+    @Flag(help: "No lost-packet recovery (protocol version 1 in the virtual run: lost packets play as silence).")
+    var noRecovery = false
     @Option(help: "When the extra speaker is added, seconds after play.") var join = 20.0
     @Option(help: "Seconds of the real-time run (0: skip it).") var realtimeSeconds = 20.0
     @Option(help: "Seed of drifts, offsets and jitter.") var seed: UInt64 = 1
@@ -37,6 +40,7 @@ struct SpeakerSync: AsyncParsableCommand {
 
     func validate() throws {
         guard (2...64).contains(speakers) else { throw ValidationError("--speakers must be 2...64") }
+        guard loss.isFinite, (0...50).contains(loss) else { throw ValidationError("--loss must be 0...50 (percent)") }
         guard seconds >= 2, join < seconds - 1 else { throw ValidationError("--seconds must be >= 2 and --join at least 1 s before the end") }
     }
 
@@ -62,7 +66,7 @@ struct SpeakerSync: AsyncParsableCommand {
     func runVirtual(_ missed: inout [String]) throws {
         let jitter = UInt64(jitterMs * 1e6)
         var rng = SeededRandom(seed: seed &+ 99)
-        let audio = LinkJitter(maximum: jitter)
+        let audio = LinkJitter(maximum: jitter, loss: loss / 100)
         let control = LinkJitter(maximum: jitter, probability: 0.3, floor: 50_000)
         var specs = drifts().map { ppm in
             VirtualPlayback.Speaker(clock: DACClock(offset: Int64.random(in: 0...10_000_000_000, using: &rng), driftPPM: ppm), audio: audio, control: control)
@@ -73,6 +77,7 @@ struct SpeakerSync: AsyncParsableCommand {
         config.format = Self.format
         config.seconds = seconds
         config.seed = seed
+        config.recovery = !noRecovery
         let source = GeneratedSignal(format: Self.format, seconds: seconds, seed: seed)
         let wall = ContinuousClock.now
         let r = VirtualPlayback(config, source: source).run()
@@ -84,7 +89,8 @@ struct SpeakerSync: AsyncParsableCommand {
         let p50 = PlaybackAnalysis.percentile(spreads, 50), p99 = PlaybackAnalysis.percentile(spreads, 99)
         let maxSpread = PlaybackAnalysis.percentile(spreads, 100)
         print("VIRTUAL TIME: \(speakers) speakers + 1 added at \(join.formatted()) s, \(seconds.formatted()) s of \(Self.format), buffer 200 ms, "
-            + "audio jitter 0-\(jitterMs.formatted()) ms, control jitter 30 % up to \(jitterMs.formatted()) ms; run took \(elapsed)")
+            + "audio jitter 0-\(jitterMs.formatted()) ms, audio loss \(loss.formatted()) %\(noRecovery ? " (no recovery)" : ""), "
+            + "control jitter 30 % up to \(jitterMs.formatted()) ms; run took \(elapsed)")
         print(String(format: "  spread between speakers, same frame (every 10 ms, %d frames): p50 %.1f µs  p99 %.1f µs  max %.1f µs (goal p99 <= 100 µs)",
                      spreads.count, p50 / 1000, p99 / 1000, maxSpread / 1000))
         if p99 > 100_000 { missed.append("virtual sync p99 \(Int(p99 / 1000)) µs") }
@@ -99,6 +105,20 @@ struct SpeakerSync: AsyncParsableCommand {
             print(String(format: "  speaker %d: drift %+5.0f ppm  corrected samples %5d (repeated %d, skipped %d)  frames %d  fidelity %@  clock maps %d",
                          k, s.log.clock.driftPPM, st.correctedSamples, st.repeatedSamples, st.skippedSamples, st.renderedFrames,
                          exact ? "exact" : "DIFFERS (\(f.mismatchedFrames) frames)", s.mapsSent))
+            if loss > 0 {
+                let rec = s.recovery
+                print("      lost packets \(rec.missing + rec.untracked): recovered \(st.recoveredPackets), given up \(rec.expired), not asked for \(rec.untracked); "
+                    + "\(s.resendRequests) resend requests, \(s.resentPackets) packets resent; frames played as silence \(st.lostFrames), "
+                    + "late \(st.lateFrames); the rest equals the source\(f.mismatchedFrames == 0 ? "" : " EXCEPT \(f.mismatchedFrames) frames")")
+            }
+        }
+        if loss > 0 {
+            let lost = r.speakers.reduce(UInt64(0)) { $0 + $1.log.statistics.lostFrames }
+            let recovered = r.speakers.reduce(UInt64(0)) { $0 + $1.log.statistics.recoveredPackets }
+            let missing = r.speakers.reduce(UInt64(0)) { $0 + $1.recovery.missing + $1.recovery.untracked }
+            print("  loss \(loss.formatted()) %: \(missing) packets lost on the way over all speakers, \(recovered) recovered, "
+                + "\(lost) frames played as silence (goal with recovery: 0)")
+            if !noRecovery, lost > 0 { missed.append("\(lost) frames lost to packet loss") }
         }
         let joiner = r.speakers[speakers]
         let joinDelay = Double((joiner.firstOut ?? .max) &- joiner.addedAt) / 1e6
@@ -117,7 +137,7 @@ struct SpeakerSync: AsyncParsableCommand {
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let sim = try SimulatorProcess(tuneup: binary, kind: "speaker", count: speakers, extra: [
             "--drift-random", "\(maxDriftPpm)", "--offset-ms", "700", "--jitter-ms", "\(jitterMs)", "--record", dir,
-            "--discovery-port", "0", "--seed", "\(seed)",
+            "--discovery-port", "0", "--seed", "\(seed)", "--loss", "\(loss)",
         ])
         let endpoints = sim.addresses.map { a -> (host: String, port: UInt16) in
             let i = a.lastIndex(of: ":")!
@@ -134,16 +154,18 @@ struct SpeakerSync: AsyncParsableCommand {
         try await controller.play(source, title: "bench")
         for await e in events where e == .ended || e == .stateChanged(.stopped) { break }
         let cpu = Self.cpuSeconds() - cpu0
+        let recovery = await controller.recoveryStatistics
         await controller.close()
         sim.quit()
         let share = cpu / realtimeSeconds
-        print("REAL TIME: \(speakers) speakers in 'tuneup sim speaker' (drift within ±\(maxDriftPpm.formatted()) ppm, audio jitter 0-\(jitterMs.formatted()) ms), "
+        print("REAL TIME: \(speakers) speakers in 'tuneup sim speaker' (drift within ±\(maxDriftPpm.formatted()) ppm, audio jitter 0-\(jitterMs.formatted()) ms, loss \(loss.formatted()) %), "
             + "\(realtimeSeconds.formatted()) s of \(Self.format) over UDP loopback")
         print(String(format: "  controller CPU: %.3f s for %.1f s of audio = %.2f %% of one core (goal <= 5 %%)", cpu, realtimeSeconds, share * 100))
         if share > 0.05 { missed.append("controller CPU \(String(format: "%.1f", share * 100)) %") }
         var logs: [RenderLog] = []
         var exact = 0
         var corrections: [UInt64] = []
+        var silent: [UInt64] = []
         for k in 0..<speakers {
             guard let name = try FileManager.default.contentsOfDirectory(atPath: dir).first(where: { $0.hasPrefix("speaker-\(k)-") && $0.hasSuffix(".render.log") }) else {
                 print("  speaker \(k): no recording")
@@ -155,6 +177,7 @@ struct SpeakerSync: AsyncParsableCommand {
             let f = PlaybackAnalysis.fidelity(log, pcm: Array(wav[Int(offset)...]), source: source)
             if f.mismatchedFrames == 0 { exact += 1 }
             corrections.append(f.repeatedFrames + f.missingFrames)
+            silent.append(Self.silentSlotsInside(log))
             logs.append(log)
         }
         let rate = UInt64(Self.format.sampleRate)
@@ -165,6 +188,17 @@ struct SpeakerSync: AsyncParsableCommand {
                      PlaybackAnalysis.percentile(spreads, 50) / 1000, PlaybackAnalysis.percentile(spreads, 99) / 1000,
                      PlaybackAnalysis.percentile(spreads, 100) / 1000, starts.max() ?? 0, exact, logs.count,
                      corrections.map(String.init).joined(separator: "/")))
+        if loss > 0 {
+            print("  loss \(loss.formatted()) %: the speakers asked for \(recovery.requested) packets, \(recovery.resent) resent, "
+                + "\(recovery.unavailable) no longer held; silent slots inside the stream per recording: \(silent.map(String.init).joined(separator: "/"))")
+        }
+    }
+
+    /// Silent slots between a recording's first and last source frame (lost frames, and repeats of them).
+    static func silentSlotsInside(_ log: RenderLog) -> UInt64 {
+        guard let first = log.runs.firstIndex(where: { $0.kind == .source }),
+              let last = log.runs.lastIndex(where: { $0.kind == .source }) else { return 0 }
+        return log.runs[first...last].filter { $0.kind == .silence }.reduce(0) { $0 + $1.count }
     }
 
     /// User + system CPU seconds of this process.

@@ -57,6 +57,8 @@ enum Examples {
             ("volume-changed", packet(0, .volumeChanged(VolumeChange(deviceId: deviceId, volume: try! SpeakerVolume(25), muted: false)))),
             ("playback-state-changed", packet(0, .playbackStateChanged(PlaybackStateChange(streamId: 7, state: .paused)))),
             ("playback-time", packet(0, .playbackTime(PlaybackTime(streamId: 7, elapsedMilliseconds: 15_000)))),
+            ("resend-request", try! ControlPacket(requestId: 0, message: .resendRequest(try! ResendRequest(streamId: 7, sequences: [41, 42, 97])),
+                                                  version: 2)),
         ]
     }
 

@@ -101,7 +101,10 @@ public actor SpeakerPlayer {
     private var startFrame: UInt64 = 0
     private var pausedFrame: UInt64 = 0
     private var lastSecond = -1
-    private var history: [(firstFrame: UInt64, frames: Int, presentation: UInt64, pcm: [UInt8], bytes: [UInt8])] = []
+    /// The packets sent whose frames are at most 1 s past: a joining member gets those still ahead, and they are the
+    /// retransmit buffer of lost-packet recovery (§7.1).
+    private var history: [(sequence: UInt32, firstFrame: UInt64, frames: Int, presentation: UInt64, pcm: [UInt8], bytes: [UInt8])] = []
+    public private(set) var recoveryStatistics = PlayerRecoveryStatistics()
     private var generation: UInt64 = 0
     private var streamTask: Task<Void, Never>?
     private var nextStreamId: UInt32 = UInt32.random(in: 1...0xFFFF)
@@ -236,7 +239,11 @@ public actor SpeakerPlayer {
             for await event in stream { await self?.speakerEvent(id, event) }
             await self?.lost(id, session)
         }
-        members[id]!.tasks = [syncTask, eventTask]
+        let resendTask = Task { [weak self] () -> Void in
+            let stream = await session.resendRequests()
+            for await request in stream { await self?.resend(request, to: id) }
+        }
+        members[id]!.tasks = [syncTask, eventTask, resendTask]
         if schedule != nil, state == .playing || state == .paused {
             if await startMember(id) {
                 if state == .paused, let schedule {
@@ -461,10 +468,14 @@ public actor SpeakerPlayer {
                     endOfStreamSent = true
                     endFrame = packet.firstFrame + UInt64(packet.frameCount)
                 }
-                history.append((packet.firstFrame, packet.frameCount, packet.presentationTime, pcm, bytes))
-                for id in order {
-                    guard let m = members[id], m.receiving, let host = m.session.host else { continue }
-                    try? await socket.send(bytes, toHost: host, port: m.session.hello.audioPort)
+                history.append((packet.sequence, packet.firstFrame, packet.frameCount, packet.presentationTime, pcm, bytes))
+                // The end of the stream goes out three times: no later packet would reveal its loss (a speaker
+                // drops the duplicates).
+                for _ in 0..<(last ? 3 : 1) {
+                    for id in order {
+                        guard let m = members[id], m.receiving, let host = m.session.host else { continue }
+                        try? await socket.send(bytes, toHost: host, port: m.session.hello.audioPort)
+                    }
                 }
             }
             trimHistory()
@@ -508,6 +519,23 @@ public actor SpeakerPlayer {
                 }
                 events.yield(.sourceFailed(seconds: seconds, category: category, message: message))
             }
+        }
+    }
+
+    /// A member's `resendRequest`: the packets asked for that are still held and not yet due go to it again.
+    private func resend(_ request: ResendRequest, to id: UInt64) async {
+        guard let schedule, request.streamId == schedule.streamId, let m = members[id], m.receiving,
+              let host = m.session.host, let first = history.first else { return }
+        let soon = now()
+        for sequence in request.sequences {
+            recoveryStatistics.requested += 1
+            let index = Int(sequence &- first.sequence)
+            guard index < history.count, history[index].sequence == sequence, history[index].presentation > soon else {
+                recoveryStatistics.unavailable += 1
+                continue
+            }
+            try? await socket.send(history[index].bytes, toHost: host, port: m.session.hello.audioPort)
+            recoveryStatistics.resent += 1
         }
     }
 
@@ -590,4 +618,15 @@ public actor SpeakerPlayer {
             }
         }
     }
+}
+
+/// What the player did for lost-packet recovery (§7.1), over its life.
+public struct PlayerRecoveryStatistics: Sendable, Hashable {
+    /// Sequence numbers the speakers asked for.
+    public var requested: UInt64 = 0
+    /// Packets sent again.
+    public var resent: UInt64 = 0
+    /// Asked for but no longer held, or already due (nothing sent).
+    public var unavailable: UInt64 = 0
+    public init() {}
 }
