@@ -26,9 +26,20 @@ struct HTTPAnswer: Sendable {
 /// GET `target` (sent as it is: any bytes a test wants in the request line) from 127.0.0.1:`port` over a TCP link of
 /// the project's own, with `Connection: close`; the whole answer is read until the server closes.
 func httpGet(_ port: Int, _ target: String) async throws -> HTTPAnswer {
+    try await httpRequest(port, "GET \(target) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+}
+
+/// POST `body` to `target` (as `httpGet` does).
+func httpPost(_ port: Int, _ target: String, _ body: String) async throws -> HTTPAnswer {
+    try await httpRequest(port, "POST \(target) HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                          + "Content-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n" + body)
+}
+
+/// Sends `request` as it is and reads the answer until the server closes.
+func httpRequest(_ port: Int, _ request: String) async throws -> HTTPAnswer {
     let link = try await TCPTransport.connect(host: "127.0.0.1", port: UInt16(port))
     defer { Task { await link.close() } }
-    try await link.send(Array("GET \(target) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".utf8))
+    try await link.send(Array(request.utf8))
     var bytes: [UInt8] = []
     while true {
         do { bytes += try await link.receive() } catch is TransportError { break }
