@@ -127,6 +127,12 @@ case(RECEIVE + ["--alsa-device", "no-such-device"], 69)
 case(["speaker", "receive", "--alsa-device", "file:'/dev/null',raw", "--listen", "tcp:192.0.2.1:0", "--audio-port", "0", "--discovery-port", "0"], 69)
 case(RECEIVE + ["--alsa-device", "file:'/dev/null',raw", "--state", "/nonexistent/dir/s.json"], 74)
 
+# --- speaker play - (standard input): a bad --raw, --raw without -, --from on a pipe: one line, 64, before reading --
+for args in [["-", "--raw", "s16le:48000"], ["-", "--raw", "u8:48000:2"], ["-", "--raw", "s16le:1000:2"],
+             ["-", "--raw", "s16le:48000:9"], ["-", "--raw", "s16le:x:2"], ["-", "--raw", ""],
+             ["song.wav", "--raw", "s16le:48000:2"], ["-", "--from", "3"]]:
+    case(["speaker", "play"] + args, 64)
+
 # --- Environment ----------------------------------------------------------------------------------------------
 case(["devices"], 64, env={"TUNEUP_USB_IDS": "0a12"})
 case(["probe", "--device", "usb:1209:0001"], 64, env={"TUNEUP_USB_IDS": "1209:0001/zz"})

@@ -1,16 +1,23 @@
+import Glibc
 import Speaker
 
-/// Where audio comes from: a local file or an HTTP(S) URL.
+/// Where audio comes from: a local file, an HTTP(S) URL, or the process's standard input.
 public enum AudioSourceAddress: Sendable, Hashable, CustomStringConvertible {
     /// A local file, by path.
     case file(String)
     /// An `http://` or `https://` URL: a file on a web server or a live stream.
     case url(String)
+    /// Standard input (`-`): a pipe, read as a stream (it cannot seek).
+    case standardInput
 
     /// Reads a command-line argument: `http://...` and `https://...` are URLs, `file:///path` is a path, any other
     /// `scheme://` is refused with `.badAddress`, and everything else is a path. An empty text is `.badAddress`.
     public init(_ text: String) throws(AudioInputError) {
         guard !text.isEmpty else { throw AudioInputError(.badAddress, "an audio source is a file path or an http(s) URL, got nothing") }
+        if text == "-" {
+            self = .standardInput
+            return
+        }
         let lower = text.lowercased()
         if lower.hasPrefix("http://") || lower.hasPrefix("https://") {
             let rest = text.drop(while: { $0 != ":" }).dropFirst(3)
@@ -36,6 +43,7 @@ public enum AudioSourceAddress: Sendable, Hashable, CustomStringConvertible {
         switch self {
         case .file(let path): path
         case .url(let url): url
+        case .standardInput: "standard input"
         }
     }
 
@@ -49,6 +57,8 @@ public enum AudioSourceAddress: Sendable, Hashable, CustomStringConvertible {
             let afterScheme = noQuery.drop(while: { $0 != ":" }).dropFirst(3)
             let parts = afterScheme.split(separator: "/")
             return parts.count > 1 ? String(parts.last!) : String(parts.first ?? Substring(url))
+        case .standardInput:
+            return "standard input"
         }
     }
 }
@@ -105,13 +115,64 @@ public struct AudioSourceDescription: Sendable, Hashable, CustomStringConvertibl
 public struct AudioInputOptions: Sendable, Hashable {
     /// Longest wait for the TCP (and TLS) connection to the server.
     public var connectTimeout: Duration
-    /// Longest wait for the next byte of a response once connected: a server silent for longer fails with `.stalled`.
+    /// Longest wait for the next byte of a response once connected (or of standard input): a source silent for
+    /// longer fails with `.stalled`.
     public var stallTimeout: Duration
+    /// The source is headerless PCM in this format (`--raw s16le:48000:2`), not a container libsndfile recognises.
+    public var raw: RawPCMFormat?
 
-    public init(connectTimeout: Duration = .seconds(10), stallTimeout: Duration = .seconds(10)) {
+    public init(connectTimeout: Duration = .seconds(10), stallTimeout: Duration = .seconds(10), raw: RawPCMFormat? = nil) {
         self.connectTimeout = connectTimeout
         self.stallTimeout = stallTimeout
+        self.raw = raw
     }
+}
+
+/// Headerless PCM: sample encoding, rate and channels, written `FORMAT:RATE:CHANNELS` (`s16le:48000:2`), as a pipe
+/// source gives it (Snapcast's pipe source is `s16le:48000:2` by default).
+public struct RawPCMFormat: Sendable, Hashable, CustomStringConvertible {
+    public enum Encoding: String, Sendable, Hashable, CaseIterable {
+        case s16le, s24le, s32le, f32le
+        /// Bytes per sample (s24le is packed, 3 bytes).
+        public var bytes: Int {
+            switch self {
+            case .s16le: 2
+            case .s24le: 3
+            case .s32le, .f32le: 4
+            }
+        }
+    }
+
+    public let encoding: Encoding
+    public let sampleRate: Int
+    public let channels: Int
+
+    /// Reads `FORMAT:RATE:CHANNELS`: FORMAT s16le, s24le, s32le or f32le, RATE 8000...192000 Hz, CHANNELS 1...8.
+    /// Throws `.badOption` with one line saying what is wrong.
+    public init(_ text: String) throws(AudioInputError) {
+        let parts = text.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
+        let formats = Encoding.allCases.map(\.rawValue).joined(separator: ", ")
+        guard parts.count == 3 else {
+            throw AudioInputError(.badOption, "--raw is FORMAT:RATE:CHANNELS (e.g. s16le:48000:2), got \"\(text)\"")
+        }
+        guard let encoding = Encoding(rawValue: parts[0].lowercased()) else {
+            throw AudioInputError(.badOption, "--raw: the sample format is one of \(formats), got \"\(parts[0])\"")
+        }
+        guard let rate = Int(parts[1]), AudioFormat.sampleRates.contains(UInt32(clamping: rate)), rate > 0 else {
+            throw AudioInputError(.badOption, "--raw: the rate is \(AudioFormat.sampleRates.lowerBound)...\(AudioFormat.sampleRates.upperBound) Hz, got \"\(parts[1])\"")
+        }
+        guard let channels = Int(parts[2]), AudioFormat.channelCounts.contains(UInt8(clamping: channels)), channels > 0 else {
+            throw AudioInputError(.badOption, "--raw: the channels are \(AudioFormat.channelCounts.lowerBound)...\(AudioFormat.channelCounts.upperBound), got \"\(parts[2])\"")
+        }
+        self.encoding = encoding
+        self.sampleRate = rate
+        self.channels = channels
+    }
+
+    public var description: String { "\(encoding.rawValue):\(sampleRate):\(channels)" }
+
+    /// The frame size in bytes.
+    public var bytesPerFrame: Int { encoding.bytes * channels }
 }
 
 /// Opens audio sources: decodes local files and HTTP streams with libsndfile, resamples with libsoxr when rates
@@ -137,9 +198,10 @@ public enum AudioInput {
         }
         var network: HTTPByteSource?
         if case .url(let url) = source { network = HTTPByteSource(url: url, options: options) }
+        if case .standardInput = source { network = HTTPByteSource(descriptor: STDIN_FILENO, name: source.description, options: options) }
         let transfer = network
         let pipeline = try await AudioBlocking.run("audio open", onCancel: { transfer?.abort() }) { () throws(AudioInputError) -> DecodePipeline in
-            try DecodePipeline.open(source, network: transfer, output: output, startAt: startAt)
+            try DecodePipeline.open(source, network: transfer, output: output, startAt: startAt, raw: options.raw)
         }
         return AudioStream(pipeline: pipeline, output: output)
     }

@@ -26,7 +26,20 @@ public final class AudioInputSource: PCMSource {
 
     /// Opens the source and decodes its first frames, so a missing, corrupt or unsupported file or an unreachable or
     /// non-audio URL fails here, with one line, before any speaker plays.
+    ///
+    /// Standard input is read once, so it is opened once: headerless PCM (`options.raw`) in its own rate and channels,
+    /// anything else decoded to 44.1 kHz stereo 16-bit (its header is only known once it is read).
     public static func open(_ address: AudioSourceAddress, options: AudioInputOptions = AudioInputOptions()) async throws(AudioInputError) -> AudioInputSource {
+        if address == .standardInput {
+            var output = AudioFormat.cd
+            if let raw = options.raw {
+                output = playbackFormat(for: AudioSourceDescription(
+                    container: "RAW", encoding: raw.encoding == .s16le ? "16-bit PCM" : "32-bit PCM", sampleRate: raw.sampleRate,
+                    channels: raw.channels, frames: nil, title: "", isNetworkStream: true))
+            }
+            let stream = try await AudioInput.open(address, output: output, options: options)
+            return AudioInputSource(address: address, stream: stream, options: options)
+        }
         let probe = try await AudioInput.open(address, output: .cd, options: options)
         let wanted = playbackFormat(for: probe.source)
         guard wanted != probe.output else { return AudioInputSource(address: address, stream: probe, options: options) }
@@ -59,7 +72,9 @@ public final class AudioInputSource: PCMSource {
     }
 
     public func seek(toFrame frame: UInt64) async throws {
-        guard isSeekable else { throw AudioInputError(.badOption, "\(address.lastComponent): a web stream cannot seek") }
+        guard isSeekable else {
+            throw AudioInputError(.badOption, address == .standardInput ? "standard input cannot seek" : "\(address.lastComponent): a web stream cannot seek")
+        }
         // The start as a Duration that AudioInput turns back into exactly `frame` (it rounds down: round up here).
         let rate = UInt64(format.sampleRate)
         let attoseconds = (Int128(frame % rate) * 1_000_000_000_000_000_000 + Int128(rate) - 1) / Int128(rate)

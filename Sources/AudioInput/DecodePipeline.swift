@@ -51,9 +51,21 @@ final class DecodePipeline: @unchecked Sendable {
     // MARK: - Opening
 
     static func open(_ source: AudioSourceAddress, network: HTTPByteSource?, output: AudioFormat,
-                     startAt: Duration) throws(AudioInputError) -> DecodePipeline {
+                     startAt: Duration, raw: RawPCMFormat? = nil) throws(AudioInputError) -> DecodePipeline {
         let name = source.description
         var info = SF_INFO()
+        if let raw {
+            // Headerless PCM: libsndfile is told what it is instead of sniffing.
+            let encoding: Int32 = switch raw.encoding {
+            case .s16le: Int32(SF_FORMAT_PCM_16)
+            case .s24le: Int32(SF_FORMAT_PCM_24)
+            case .s32le: Int32(SF_FORMAT_PCM_32)
+            case .f32le: Int32(SF_FORMAT_FLOAT)
+            }
+            info.format = Int32(SF_FORMAT_RAW) | encoding | Int32(bitPattern: UInt32(SF_ENDIAN_LITTLE))
+            info.samplerate = Int32(raw.sampleRate)
+            info.channels = Int32(raw.channels)
+        }
         let file: OpaquePointer
         switch source {
         case .file(let path):
@@ -79,7 +91,7 @@ final class DecodePipeline: @unchecked Sendable {
                 sf_close(opened)
                 throw truncation
             }
-        case .url:
+        case .url, .standardInput:
             guard let network else { throw AudioInputError(.decoderFailed, "\(name): no transfer") }
             try network.start()
             var io = virtualIO

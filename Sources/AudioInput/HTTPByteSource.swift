@@ -18,7 +18,10 @@ final class HTTPByteSource: @unchecked Sendable {
     static let window = 1 << 20
     static let ahead = 4 << 20
 
+    /// What the messages call the source: the URL, or "standard input".
     let url: String
+    /// A descriptor read instead of an HTTP transfer (standard input: a pipe), not closed here.
+    private let descriptor: Int32?
     private let connectTimeout: Duration
     private let stallTimeout: Duration
     private let gate = ConditionLock()
@@ -44,6 +47,16 @@ final class HTTPByteSource: @unchecked Sendable {
 
     init(url: String, options: AudioInputOptions) {
         self.url = url
+        self.descriptor = nil
+        self.connectTimeout = options.connectTimeout
+        self.stallTimeout = options.stallTimeout
+    }
+
+    /// The bytes of an open descriptor (standard input), read on a thread of its own as the transfer's are; its end
+    /// is the stream's end, a read error the stream's failure (`.fileUnreadable`).
+    init(descriptor: Int32, name: String, options: AudioInputOptions) {
+        self.url = name
+        self.descriptor = descriptor
         self.connectTimeout = options.connectTimeout
         self.stallTimeout = options.stallTimeout
     }
@@ -64,7 +77,11 @@ final class HTTPByteSource: @unchecked Sendable {
         }
         if spawned {
             do {
-                try DedicatedThread.spawn(name: "tuneup-http") { [self] in transfer() }
+                if let descriptor {
+                    try DedicatedThread.spawn(name: "tuneup-stdin") { [self] in readDescriptor(descriptor) }
+                } else {
+                    try DedicatedThread.spawn(name: "tuneup-http") { [self] in transfer() }
+                }
             } catch {
                 throw AudioInputError(.decoderFailed, "\(url): cannot start the transfer: \(error.message)")
             }
@@ -81,7 +98,7 @@ final class HTTPByteSource: @unchecked Sendable {
                 throw error
             }
             if finished && buffer.isEmpty {
-                throw AudioInputError(.empty, "\(url): the server sent an empty body")
+                throw AudioInputError(.empty, descriptor == nil ? "\(url): the server sent an empty body" : "\(url): is empty (no bytes)")
             }
         }
     }
@@ -280,6 +297,34 @@ final class HTTPByteSource: @unchecked Sendable {
         }
     }
 
+    /// The descriptor's reading thread: blocking reads (this thread's own, never the cooperative pool's) until the
+    /// end, a read error, or the consumer's abort.
+    private func readDescriptor(_ fd: Int32) {
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            if n < 0, errno == EINTR { continue }
+            let code = errno
+            let stop = gate.withLock { () -> Bool in
+                if aborted { return true }
+                if n < 0 {
+                    fail(AudioInputError(.fileUnreadable, "\(url): reading failed: \(POSIX.describe(code))"))
+                    return true
+                }
+                if n == 0 {
+                    responded = true
+                    finished = true
+                    gate.broadcast()
+                    return true
+                }
+                return false
+            }
+            if stop { return }
+            let kept = chunk.withUnsafeBytes { deliver(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
+            if kept < n { return }
+        }
+    }
+
     /// libcurl's write callback: keeps the bytes, waits while the reader is far behind. Returning less than the count
     /// aborts the transfer.
     private func deliver(_ bytes: UnsafeRawBufferPointer) -> Int {
@@ -287,7 +332,7 @@ final class HTTPByteSource: @unchecked Sendable {
             if !responded {
                 responded = true
                 var type: UnsafePointer<CChar>?
-                if tuneup_curl_get_string(handle, CURLINFO_CONTENT_TYPE, &type) == CURLE_OK, let type {
+                if handle != nil, tuneup_curl_get_string(handle, CURLINFO_CONTENT_TYPE, &type) == CURLE_OK, let type {
                     contentType = String(cString: type)
                 }
             }

@@ -399,13 +399,20 @@ extension SpeakerCommand {
                 FLAC, Ogg Vorbis, Opus or MP3 and http(s) streams (WAV, MP3, ...) are decoded (libsndfile) at their \
                 own rate; a source that cannot be read is refused with one line before any speaker plays. A source \
                 that fails while it plays (damaged data, a cut transfer, a server silent for 2 s) plays what it gave, \
-                then ends the command with one line saying where it stopped, and exit 65 (data) or 69 (the server).
+                then ends the command with one line saying where it stopped, and exit 65 (data) or 69 (the server). \
+                - reads standard input (a pipe: it cannot seek, so --from is refused): any of those formats, decoded to \
+                44.1 kHz stereo 16-bit, or headerless PCM with --raw FORMAT:RATE:CHANNELS (s16le, s24le, s32le, f32le) \
+                played at its own rate. Its end ends the play (exit 0); a read error exits 74, nothing for 2 s 69.
                   $ tuneup speaker play song.wav --speaker 127.0.0.1:P1 --speaker 127.0.0.1:P2
                   $ tuneup speaker play song.flac --from 30 --buffer-ms 300
                   $ tuneup speaker play http://radio.example/stream.wav
+                  $ ffmpeg -i song.mp3 -f s16le -ar 48000 -ac 2 - | tuneup speaker play - --raw s16le:48000:2
                 """)
-        @Argument(help: ArgumentHelp("An audio file or an http(s) URL.", valueName: "file-or-url"))
+        @Argument(help: ArgumentHelp("An audio file, an http(s) URL, or - (standard input).", valueName: "file-or-url"))
         var file: String
+        @Option(help: ArgumentHelp("Standard input is headerless PCM: FORMAT:RATE:CHANNELS, FORMAT s16le, s24le, s32le or f32le.",
+                                   valueName: "format"))
+        var raw: String?
         @Option(parsing: .unconditional, help: ArgumentHelp("Start this many seconds into the file.", valueName: "seconds"))
         var from: Double = 0
         @Option(help: ArgumentHelp("How far ahead audio is sent (20...5000 ms): latency against jitter.", valueName: "ms"))
@@ -416,13 +423,19 @@ extension SpeakerCommand {
         func validate() throws {
             guard from.isFinite, from >= 0 else { throw ValidationError("--from must be 0 or more seconds, got \(from.formatted())") }
             guard (20...5000).contains(bufferMs) else { throw ValidationError("--buffer-ms must be 20...5000") }
+            if let raw {
+                guard file == "-" else { throw ValidationError("--raw reads standard input: give - as the source") }
+                do { _ = try RawPCMFormat(raw) } catch { throw ValidationError(error.message) }
+            }
+            if file == "-", from > 0 { throw ValidationError("--from: standard input cannot seek (it is played as it comes)") }
         }
 
         func run() async throws {
             let source: AudioInputSource
             do {
+                let format = try raw.map { text throws(AudioInputError) in try RawPCMFormat(text) }
                 source = try await AudioInputSource.open(try AudioSourceAddress(file),
-                                                         options: AudioInputOptions(stallTimeout: SpeakerCommand.sourceStallTimeout))
+                                                         options: AudioInputOptions(stallTimeout: SpeakerCommand.sourceStallTimeout, raw: format))
             } catch {
                 throw failureExit(error)
             }
