@@ -1,4 +1,5 @@
 import Logging
+import Session
 import Transport
 import Wearable
 import WearableLink
@@ -29,12 +30,17 @@ public actor WearableDeviceSession {
         /// How many notifications' worth of undelivered readings a listener keeps before the oldest are dropped (nil:
         /// all).
         public var listenerBuffer: Int?
+        /// Reconnect after a lost link (nil: a lost link closes the session). With a policy the session reopens the
+        /// device, writes the last accepted sensor and gesture configurations again and goes on: listeners keep
+        /// their streams, `didLoseLink` and `didReconnect` mark the gap, `statistics.reconnects` counts them.
+        public var reconnect: ReconnectPolicy?
 
         public init(requests: RequestOptions = RequestOptions(timeout: .seconds(2), retransmissions: 1),
-                    mtu: UInt16 = 247, listenerBuffer: Int? = nil) {
+                    mtu: UInt16 = 247, listenerBuffer: Int? = nil, reconnect: ReconnectPolicy? = nil) {
             self.requests = requests
             self.mtu = mtu
             self.listenerBuffer = listenerBuffer
+            self.reconnect = reconnect
         }
     }
 
@@ -56,6 +62,8 @@ public actor WearableDeviceSession {
     private let connect: Connect
     private let clock: any Clock<Duration>
     private let elapsed: @Sendable () -> Duration
+    /// The clock of the reconnect waits (the session's `clock`, as time since the session was made).
+    private let sessionClock: SessionClock
     private let logger: Logger
     private var link: (any GATTClient)?
     private var layout: GATTServiceLayout?
@@ -64,6 +72,12 @@ public actor WearableDeviceSession {
     private var gapDetectors: [SensorType: GapDetector] = [:]
     /// A sensor configuration being written.
     private var pendingSensorConfiguration: SensorConfiguration?
+    /// The configurations last accepted by the device since `open()`: written again after a reconnect.
+    private var acceptedSensorConfiguration: SensorConfiguration?
+    private var acceptedGestureConfiguration: GestureConfiguration?
+    /// Reconnecting (with `options.reconnect`): the state value, and the task that drives it.
+    private var reconnector: ReconnectMachine?
+    private var reconnectTask: Task<Void, Never>?
     private var generation = 0
     private var opening = false
     private var tasks: [Task<Void, Never>] = []
@@ -81,6 +95,7 @@ public actor WearableDeviceSession {
         self.connect = connect
         self.clock = clock
         self.elapsed = Self.elapsedTime(clock)
+        self.sessionClock = SessionClock(clock)
         self.logger = logger
     }
 
@@ -120,17 +135,45 @@ public actor WearableDeviceSession {
     /// Whether the session is open.
     public var isOpen: Bool { link != nil }
 
+    /// Whether the session lost its link and is reconnecting (`options.reconnect`).
+    public var isReconnecting: Bool { reconnector?.isReconnecting ?? false }
+
     // MARK: Open and close
 
     /// Opens the session (nothing happens when it is open). Reports `didOpen` or `didFailToOpen` and throws the
     /// latter's error: `.connectFailed`, `.notAWearable`, `.timeout`, `.refused`, `.malformedReply`, ...
     public func open() async throws {
         guard link == nil else { return }
-        guard !opening else {
-            throw WearableSessionError(.notOpen, "the session with \(peer) is already opening", category: .usage)
+        guard !opening, !isReconnecting else {
+            throw WearableSessionError(.notOpen, "the session with \(peer) is already \(opening ? "opening" : "reconnecting")", category: .usage)
         }
         opening = true
         defer { opening = false }
+        statistics = WearableStatistics()
+        unwrapper = TimestampUnwrapper()
+        acceptedSensorConfiguration = nil
+        acceptedGestureConfiguration = nil
+        reconnector = options.reconnect.map(ReconnectMachine.init(policy:))
+        do {
+            try await establish()
+            eventBroadcast.yield(.didOpen)
+        } catch {
+            tearDown()
+            eventBroadcast.yield(.didFailToOpen(Self.openFailure(error, peer: peer)))
+            throw error
+        }
+    }
+
+    private static func openFailure(_ error: any Error, peer: String) -> WearableSessionError {
+        error as? WearableSessionError
+            ?? (error is CancellationError ? WearableSessionError(.notOpen, "opening \(peer) was cancelled", category: .connection)
+                : WearableSessionError(.connectFailed, "cannot open \(peer): \(error)", category: .connection))
+    }
+
+    /// Opens a link (a new generation): connects, exchanges the MTU, discovers, reads the information and turns the
+    /// notifications on; `again`: a reconnect, which writes the accepted configurations again before the link
+    /// counts as open. On failure the link is closed and forgotten (listeners stay: `open()` ends them).
+    private func establish(again: Bool = false) async throws {
         generation += 1
         let current = generation
         var session: (any GATTClient)?
@@ -149,8 +192,8 @@ public actor WearableDeviceSession {
             session = s
             let pushes = await s.pushes()
             let linkEvents = await s.events()
-            statistics = WearableStatistics()
-            unwrapper = TimestampUnwrapper()
+            // After a reconnect the first sample of each sensor starts afresh: the link's gap is the reconnect's,
+            // not samples the device lost (docs/wearable.md §7.1). The unwrapper goes on (the device clock does).
             gapDetectors = [:]
 
             switch try await s.perform(.exchangeMTURequest(mtu: options.mtu)) {
@@ -169,6 +212,9 @@ public actor WearableDeviceSession {
             }
             for c in WearableCharacteristic.allCases where found[c] == nil {
                 throw WearableSessionError(.notAWearable, "\(peer) is not a Bose Wearable device: it lacks the \(c) characteristic", category: .device)
+            }
+            guard generation == current else {
+                throw WearableSessionError(.notOpen, "opening \(peer) was abandoned", category: .connection)
             }
             layout = found
             link = s
@@ -190,27 +236,53 @@ public actor WearableDeviceSession {
             for c in [WearableCharacteristic.sensorData, .gestureData, .sensorConfiguration, .gestureConfiguration] {
                 try await setNotifications(c, on: true, link: s)
             }
+            if again { try await writeAcceptedConfigurations(on: s) }
             guard generation == current, link != nil else {
                 throw WearableSessionError(.linkLost, "the link to \(peer) was lost while opening", category: .connection)
             }
-            eventBroadcast.yield(.didOpen)
         } catch {
-            let failure = error as? WearableSessionError
-                ?? (error is CancellationError ? WearableSessionError(.notOpen, "opening \(peer) was cancelled", category: .connection)
-                    : WearableSessionError(.connectFailed, "cannot open \(peer): \(error)", category: .connection))
             if generation == current {
                 generation += 1
-                tearDown()
+                detachLink()
             }
             await session?.close()
-            eventBroadcast.yield(.didFailToOpen(failure))
             throw error
         }
     }
 
+    /// After a reconnect: the sensor and gesture configurations the device accepted before, written again (the
+    /// device starts every link with everything disabled) and read back.
+    private func writeAcceptedConfigurations(on s: any GATTClient) async throws {
+        if let wanted = acceptedSensorConfiguration, !wanted.enabledSensors.isEmpty {
+            try await write(.sensorConfiguration, wanted.encoded(), on: s)
+            eventBroadcast.yield(.didWriteSensorConfiguration)
+            updateSensorConfiguration(try decode(await read(.sensorConfiguration, on: s), "sensor configuration") { b throws(WearableError) in try SensorConfiguration(decoding: b) })
+        }
+        if let wanted = acceptedGestureConfiguration, !wanted.enabledGestures.isEmpty {
+            try await write(.gestureConfiguration, wanted.encoded(), on: s)
+            eventBroadcast.yield(.didWriteGestureConfiguration)
+            let value = try decode(await read(.gestureConfiguration, on: s), "gesture configuration") { b throws(WearableError) in try GestureConfiguration(decoding: b) }
+            gestureConfiguration = value
+            eventBroadcast.yield(.didUpdateGestureConfiguration(value))
+        }
+    }
+
     /// Closes the session at the caller's request (`didClose(nil)`); listeners end. Nothing happens when closed.
+    /// While reconnecting it stops the attempts at once (an attempt under way is abandoned).
     public func close() async {
+        if isReconnecting {
+            reconnector?.stop()
+            reconnectTask?.cancel()
+            reconnectTask = nil
+            generation += 1
+            let s = link
+            tearDown()
+            await s?.close()
+            eventBroadcast.yield(.didClose(nil))
+            return
+        }
         guard let s = link else { return }
+        reconnector?.stop()
         generation += 1
         tearDown()
         await s.close()
@@ -220,19 +292,81 @@ public actor WearableDeviceSession {
     private func linkEnded(_ error: WearableSessionError, generation ended: Int) {
         guard ended == generation, link != nil else { return }
         generation += 1
+        if isReconnecting {
+            // The link of an attempt under way died: that attempt fails on its own (its requests, or the final check).
+            detachLink()
+            return
+        }
+        if var machine = reconnector {
+            let action = machine.linkLost(error, at: sessionClock.now())
+            reconnector = machine
+            logger.info("wearable session with \(peer): link lost (\(error.message)); reconnecting")
+            detachLink()
+            eventBroadcast.yield(.didLoseLink(error))
+            reconnectTask = Task { [weak self] in await self?.reconnect(action, lost: error) }
+            return
+        }
         logger.info("wearable session with \(peer) closed: \(error.message)")
         tearDown()
         eventBroadcast.yield(.didClose(error))
     }
 
-    /// Forgets the link and what the device had configured (it disables everything on disconnect); ends the
-    /// listeners (later subscribers belong to the next open).
-    private func tearDown() {
+    /// The I/O shell of `ReconnectMachine`: does what it answers (open, wait on the session's clock) and tells it
+    /// what happened, until it reconnected, gave up, or `close()` stopped it.
+    private func reconnect(_ first: ReconnectMachine.Action, lost: WearableSessionError) async {
+        var action = first
+        while reconnector != nil {
+            switch action {
+            case let .connect(attempt):
+                logger.debug("wearable session with \(peer): reconnect attempt \(attempt)")
+                do {
+                    try await establish(again: true)
+                    guard !Task.isCancelled, isReconnecting else { return }
+                    action = reconnector!.attemptSucceeded(at: sessionClock.now())
+                } catch {
+                    guard !Task.isCancelled, isReconnecting else { return }
+                    let failure = Self.openFailure(error, peer: peer)
+                    let permanent = failure.code == .refused || failure.code == .notAWearable
+                    action = reconnector!.attemptFailed(failure, at: sessionClock.now(), permanent: permanent)
+                }
+            case let .retry(at: until):
+                do { try await sessionClock.sleep(until) } catch { return }
+                guard !Task.isCancelled, isReconnecting else { return }
+                action = reconnector!.timerFired(at: sessionClock.now())
+            case let .reconnected(gap, attempts):
+                statistics.reconnects += 1
+                statistics.linkDownTime += gap
+                reconnectTask = nil
+                logger.info("wearable session with \(peer): reconnected after \(gap) (\(attempts) attempts)")
+                eventBroadcast.yield(.didReconnect(gap: gap, attempts: attempts))
+                return
+            case let .giveUp(last):
+                reconnectTask = nil
+                let limit = options.reconnect?.giveUpAfter.map { " within \($0)" } ?? ""
+                let error = WearableSessionError(.linkLost, "\(lost.message); not back\(limit) (last attempt: \(last.message))", category: .connection)
+                generation += 1
+                tearDown()
+                eventBroadcast.yield(.didClose(error))
+                return
+            case .none:
+                return
+            }
+        }
+    }
+
+    /// Forgets the link and what the device had configured (it disables everything on disconnect); the listeners
+    /// go on (a reconnect feeds them again).
+    private func detachLink() {
         link = nil
         tasks.forEach { $0.cancel() }
         tasks = []
         sensorConfiguration = nil
         gestureConfiguration = nil
+    }
+
+    /// Forgets the link as `detachLink` does and ends the listeners (later subscribers belong to the next open).
+    private func tearDown() {
+        detachLink()
         readingBroadcast.finish()
         gestureBroadcast.finish()
         readingBroadcast = Broadcast()
@@ -307,6 +441,7 @@ public actor WearableDeviceSession {
             eventBroadcast.yield(.didWriteSensorConfiguration)
             let value = try decode(await read(.sensorConfiguration, on: s), "sensor configuration") { b throws(WearableError) in try SensorConfiguration(decoding: b) }
             updateSensorConfiguration(value)
+            acceptedSensorConfiguration = value
             return value
         } catch {
             eventBroadcast.yield(.didFailToWriteSensorConfiguration(Self.sessionError(error)))
@@ -331,6 +466,7 @@ public actor WearableDeviceSession {
             eventBroadcast.yield(.didWriteGestureConfiguration)
             let value = try decode(await read(.gestureConfiguration, on: s), "gesture configuration") { b throws(WearableError) in try GestureConfiguration(decoding: b) }
             gestureConfiguration = value
+            acceptedGestureConfiguration = value
             eventBroadcast.yield(.didUpdateGestureConfiguration(value))
             return value
         } catch {

@@ -8,6 +8,12 @@ public enum WearableEvent: Sendable, Hashable {
     case didFailToOpen(WearableSessionError)
     /// The session closed: nil for a requested `close()`, the error when the link was lost.
     case didClose(WearableSessionError?)
+    /// Reconnecting (`Options.reconnect`): the link was lost and the session is reopening the device; listeners go
+    /// on. `didReconnect` follows when it is back, `didClose(error)` when it gives up.
+    case didLoseLink(WearableSessionError)
+    /// The device is open again with the accepted configurations written again, `gap` after the link was lost
+    /// (loss to configuration written, on the session's clock), at the `attempts`th attempt.
+    case didReconnect(gap: Duration, attempts: Int)
     /// The device accepted a sensor configuration write (`didUpdateSensorConfiguration` follows).
     case didWriteSensorConfiguration
     /// The device's sensor configuration, read back after a write (or notified).
@@ -90,6 +96,10 @@ public struct WearableStatistics: Sendable, Hashable {
     public var malformedByCode: [String: Int] = [:]
     /// Notifications of handles the session does not know.
     public var unknownNotifications = 0
+    /// Reconnects after a lost link (`Options.reconnect`), and the time the link was down in them in all. The gap of
+    /// a reconnect is not counted as a sensor gap: a sensor's first sample after it has `missingBefore` 0.
+    public var reconnects = 0
+    public var linkDownTime: Duration = .zero
 
     public init() {}
 
