@@ -7,7 +7,7 @@ import WearableSession
 public struct WearableLine: Codable, Sendable, Hashable {
     /// "metadata" (a recording's first line), "event", "sample", "gesture" or "summary".
     public var type: String
-    /// For events: "opened", "failedToOpen", "configured", "malformed", "closed".
+    /// For events: "opened", "failedToOpen", "configured", "malformed", "linkLost", "reconnected", "closed".
     public var event: String?
     public var device: String?
     /// For failedToOpen, closed (absent: closed as asked) and malformed: the error's one line and code.
@@ -42,6 +42,12 @@ public struct WearableLine: Codable, Sendable, Hashable {
     public var malformedByCode: [String: Int]?
     /// For the metadata line.
     public var metadata: RecordingMetadata?
+    /// For `reconnected`: how long the link was down (from its loss to the configuration written again, s), the
+    /// attempt that opened it, and the reconnects so far. For the summary: `reconnects` and `linkDownSeconds`.
+    public var gapSeconds: Double?
+    public var attempts: Int?
+    public var reconnects: Int?
+    public var linkDownSeconds: Double?
 
     public struct Counts: Codable, Sendable, Hashable {
         public var samples: Int, gaps: Int, missingSamples: Int, outOfOrder: Int
@@ -85,6 +91,9 @@ public struct WearableLine: Codable, Sendable, Hashable {
     /// Degrees to four decimals (the 16-bit quaternion's step is about 0.007°).
     public static func degrees(_ value: Double) -> Double { (value * 1e4).rounded() / 1e4 }
 
+    /// A duration as seconds to the microsecond.
+    public static func seconds(_ d: Duration) -> Double { (d.wearableSeconds * 1e6).rounded() / 1e6 }
+
     public init(_ g: GestureReading) {
         type = "gesture"
         gesture = g.gesture.description
@@ -110,13 +119,15 @@ public struct WearableLine: Codable, Sendable, Hashable {
         line.gestureCount = s.gestures
         line.malformedNotifications = s.malformedNotifications
         line.malformedByCode = s.malformedByCode
+        line.reconnects = s.reconnects
+        line.linkDownSeconds = Self.seconds(s.linkDownTime)
         return line
     }
 
     /// The CSV header and rows of samples and gestures (`record`).
     public static let csvHeader = CSV.row([
         "kind", "sensor_or_gesture", "timestamp", "device_time_ms", "host_time_s", "x", "y", "z", "w", "accuracy", "bias_x", "bias_y",
-        "bias_z", "missing_before", "yaw_deg", "pitch_deg", "roll_deg", "epoch_ms",
+        "bias_z", "missing_before", "yaw_deg", "pitch_deg", "roll_deg", "epoch_ms", "gap_s",
     ])
 
     public var csvRow: String? {
@@ -127,9 +138,12 @@ public struct WearableLine: Codable, Sendable, Hashable {
         case "sample":
             let acc = accuracy.map { String($0) } ?? f(estimatedAccuracy)
             return CSV.row(["sample", sensor ?? "", i(timestamp), deviceTime.map { String($0) } ?? "", f(hostTime), f(x), f(y), f(z), f(w), acc,
-                            f(biasX), f(biasY), f(biasZ), i(missingBefore), f(yaw), f(pitch), f(roll), e])
+                            f(biasX), f(biasY), f(biasZ), i(missingBefore), f(yaw), f(pitch), f(roll), e, ""])
         case "gesture":
-            return CSV.row(["gesture", gesture ?? "", i(timestamp), deviceTime.map { String($0) } ?? "", f(hostTime), "", "", "", "", "", "", "", "", "", "", "", "", e])
+            return CSV.row(["gesture", gesture ?? "", i(timestamp), deviceTime.map { String($0) } ?? "", f(hostTime), "", "", "", "", "", "", "", "", "", "", "", "", e, ""])
+        case "event" where event == "reconnected":
+            // The link's gap, marked where it ends: its length in gap_s (the samples around it keep missing_before 0).
+            return CSV.row(["reconnected", "", "", "", f(hostTime), "", "", "", "", "", "", "", "", "", "", "", "", "", f(gapSeconds)])
         default:
             return nil
         }

@@ -70,10 +70,16 @@ extension SimCommand {
         @Option(help: ArgumentHelp("Play this recording (PATH.jsonl of 'tuneup wearable record') back instead of a head motion.", valueName: "file"))
         var replay: String?
 
+        @Option(parsing: .unconditional, help: ArgumentHelp(
+            "Run the device's clock this many times faster than real time (1...1000; 30: a 30-minute recording's samples in a minute).",
+            valueName: "factor"))
+        var timeScale: Double = 1
+
         @Flag(name: .shortAndLong, help: "Log to stderr.")
         var verbose = false
 
         func validate() throws {
+            guard timeScale >= 1, timeScale <= 1000, timeScale.isFinite else { throw ValidationError("--time-scale must be 1...1000") }
             if [listen != nil, pty, ble != nil].filter({ $0 }).count > 1 { throw ValidationError("choose one of --listen, --pty and --ble") }
             if let ble { _ = try AdapterSelector(parsing: ble) }
             if !pty && ble == nil { _ = try listenAddress() }
@@ -176,7 +182,8 @@ extension SimCommand {
             let motion = try self.motion.map(Self.parseMotion) ?? HeadMotion(seed: seed)
             var profile = WearableProfile(bootTimestamp: bootTimestamp, motion: motion)
             if let replay { profile = try await Self.replayProfile(replay, base: profile) }
-            let device = SimulatedWearable(profile: profile, name: "wearable \(seed)", logger: verbose ? logger : nil)
+            let clock: any Clock<Duration> = timeScale == 1 ? ContinuousClock() : ScaledClock(scale: timeScale)
+            let device = SimulatedWearable(profile: profile, name: "wearable \(seed)", clock: clock, logger: verbose ? logger : nil)
             device.dropSensorNotifications(try dropIndices())
             if let stall { device.stall(try WearableCommand.sensor(named: stall)) }
             let server: WearableSimulatorServer

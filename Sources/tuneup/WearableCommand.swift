@@ -34,8 +34,14 @@ struct WearableCommand: AsyncParsableCommand {
     /// Where the wearable is.
     struct DeviceChoice: ParsableArguments {
         @Option(name: .shortAndLong, help: ArgumentHelp(
-            "The wearable: sim:wearable[:SEED] (default), tcp:HOST:PORT, serial:PATH, ble:AA:BB:CC:DD:EE:FF.", valueName: "addr"))
-        var device: String = "sim:wearable"
+            "The wearable: sim:wearable[:SEED], tcp:HOST:PORT, serial:PATH, ble:AA:BB:CC:DD:EE:FF (default: $TUNEUP_DEVICE, else sim:wearable).",
+            valueName: "addr"))
+        var device: String?
+
+        /// The address as given: the option, else $TUNEUP_DEVICE (as the headset commands take it), else the simulator.
+        var deviceText: String {
+            device ?? ProcessInfo.processInfo.environment["TUNEUP_DEVICE"].flatMap { $0.isEmpty ? nil : $0 } ?? "sim:wearable"
+        }
 
         @Option(parsing: .unconditional, help: ArgumentHelp("Seconds to wait for each reply.", valueName: "seconds"))
         var timeout: Double = 2
@@ -50,18 +56,20 @@ struct WearableCommand: AsyncParsableCommand {
 
         func address() throws -> DeviceAddress {
             do {
-                return try Devices.parseAddress(device)
+                return try Devices.parseAddress(deviceText)
             } catch {
                 throw ValidationError(error.message)
             }
         }
 
-        func session() throws -> WearableDeviceSession {
+        /// `reconnect`: reconnect after a lost link with this policy (stream and record).
+        func session(reconnect: ReconnectPolicy? = nil) throws -> WearableDeviceSession {
             LoggingSetup.bootstrap()
             var logger = Logger(label: "tuneup.wearable")
             // As 'probe -v': the session logs each frame at trace, the link's back end its chunks.
             logger.logLevel = verbose ? .trace : .warning
-            let options = WearableDeviceSession.Options(requests: RequestOptions(timeout: .milliseconds(Int64(timeout * 1000)), retransmissions: 1))
+            let options = WearableDeviceSession.Options(requests: RequestOptions(timeout: .milliseconds(Int64(timeout * 1000)), retransmissions: 1),
+                                                        reconnect: reconnect)
             let connector = Devices.connector(ConnectionOptions(transportLogger: verbose ? logger : nil))
             return WearableDeviceSession(address: try address(), connector: connector, options: options, logger: logger)
         }

@@ -151,7 +151,16 @@ struct WearablePlot {
         } catch {
             throw CommandFailure(message: error.message, code: Exit.device)
         }
+        // After a reconnect (an event line with the link's gap) each sensor's line starts afresh: the samples around
+        // the gap are not joined. Its first sample's device time, per sensor.
+        var breaks: [String: Set<Int64>] = [:]
+        var breakPending = Set<String>(), seen = Set<String>()
         for line in contents.lines {
+            if line.type == "event", line.event == "reconnected" { breakPending = seen }
+            if line.type == "sample", let sensor = line.sensor { seen.insert(sensor) }
+            if line.type == "sample", let sensor = line.sensor, let t = line.deviceTime, breakPending.remove(sensor) != nil {
+                breaks[sensor, default: []].insert(t)
+            }
             if line.type == "sample", line.sensor != nil, line.deviceTime != nil { samples.append(line) }
             if line.type == "gesture", line.gesture != nil, line.deviceTime != nil { gestureLines.append(line) }
         }
@@ -173,7 +182,7 @@ struct WearablePlot {
                 var runs: [[(Double, Double)]] = [[]]
                 for l in lines {
                     guard let v = l[keyPath: path], v.isFinite else { continue }
-                    if (l.missingBefore ?? 0) > 0, !runs[runs.count - 1].isEmpty { runs.append([]) }
+                    if (l.missingBefore ?? 0) > 0 || breaks[sensor]?.contains(l.deviceTime!) == true, !runs[runs.count - 1].isEmpty { runs.append([]) }
                     runs[runs.count - 1].append((Double(l.deviceTime! - origin) / 1000, v))
                 }
                 series.append((component, runs))

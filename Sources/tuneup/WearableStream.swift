@@ -22,12 +22,24 @@ extension WearableCommand {
                                    valueName: "duration"))
         var duration: String?
         @Flag(help: "Skip the library's checks: let the device judge the configuration.") var noCheck = false
+        @Option(parsing: .unconditional, help: ArgumentHelp(
+            "After a lost link, reopen the device and write the configuration again for this long before giving up: never (default), a duration (30s, 5min), or 0 (do not reconnect: a lost link ends the command, exit 69).",
+            valueName: "duration"))
+        var reconnectTimeout: String = "never"
 
         func validate() throws {
             _ = try sensors
+            _ = try reconnectPolicy()
             _ = try WearableCommand.period(period)
             if gesture != ["none"] { for g in gesture { _ = try WearableCommand.gesture(named: g) } }
             _ = try stopAfter()
+        }
+
+        /// How to reconnect: nil with `--reconnect-timeout 0` (a lost link ends the stream).
+        func reconnectPolicy() throws -> ReconnectPolicy? {
+            if reconnectTimeout.lowercased() == "never" { return ReconnectPolicy() }
+            let limit = Double(reconnectTimeout) == 0 ? .zero : try durationOption(reconnectTimeout, "--reconnect-timeout", upTo: .seconds(86400))
+            return limit == .zero ? nil : ReconnectPolicy(giveUpAfter: limit)
         }
 
         func stopAfter() throws -> Duration? {
@@ -61,7 +73,7 @@ extension WearableCommand {
         let sensors = try setup.sensors
         let period = try WearableCommand.period(setup.period)
         let stopAfter = try setup.stopAfter()
-        let session = try choice.session()
+        let session = try choice.session(reconnect: try setup.reconnectPolicy())
         let started = ContinuousClock.now
         let (merged, feed) = AsyncStream.makeStream(of: Item.self)
         var tasks: [Task<Void, Never>] = []
@@ -157,6 +169,20 @@ extension WearableCommand {
             case let .event(.didClose(error?)) where !closing:
                 lost = error
                 await close()
+            case let .event(.didLoseLink(error)) where !closing:
+                // The gap begins: marked in the data, with the reconnect that ends it (docs/wearable.md §7.1).
+                var line = WearableLine(type: "event", event: "linkLost")
+                line.error = error.message
+                line.code = error.code.rawValue
+                line.hostTime = WearableLine.seconds(session.elapsedTime)
+                emit(line)
+            case let .event(.didReconnect(gap, attempts)) where !closing:
+                var line = WearableLine(type: "event", event: "reconnected")
+                line.gapSeconds = WearableLine.seconds(gap)
+                line.attempts = attempts
+                line.reconnects = await session.statistics.reconnects
+                line.hostTime = WearableLine.seconds(session.elapsedTime)
+                emit(line)
             case let .event(.didReceiveMalformedNotification(c, error)):
                 var line = WearableLine(type: "event", event: "malformed")
                 line.error = "\(c): \(error.message)"
@@ -181,6 +207,9 @@ extension WearableCommand {
         }
         lines.append("gestures: \(s.gestureCount ?? 0); malformed notifications: \(s.malformedNotifications ?? 0)"
             + ((s.malformedByCode ?? [:]).isEmpty ? "" : " (" + s.malformedByCode!.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ") + ")"))
+        if let n = s.reconnects, n > 0 {
+            lines.append("reconnects: \(n) (link down \(String(format: "%.2f", s.linkDownSeconds ?? 0)) s in all)")
+        }
         return lines.joined(separator: "\n")
     }
 
@@ -192,10 +221,12 @@ extension WearableCommand {
             abstract: "Stream sensor samples and gestures: a live view on a terminal, JSON Lines otherwise.",
             discussion: """
                 Enables the sensors at the period and the gestures, then shows every sample and gesture until \
-                --duration or Ctrl-C. On a terminal: a compact live view (latest values, counts, gaps, gestures). \
+                --duration or Ctrl-C. A lost link is reconnected (the device opened again, the same configuration \
+                written again; linkLost and reconnected events mark the gap with its length) until \
+                --reconnect-timeout (default never; 0: a lost link ends the stream, exit 69). On a terminal: a compact live view (latest values, counts, gaps, gestures). \
                 Otherwise (or with --format json): one JSON object per line — events (opened, failedToOpen, \
-                configured, malformed, closed), samples (device timestamp, unwrapped deviceTime, hostTime, values, \
-                missingBefore), gestures, and a closing summary with samples, gaps and missing samples per sensor.
+                configured, malformed, linkLost, reconnected, closed), samples (device timestamp, unwrapped deviceTime, hostTime, values, \
+                missingBefore), gestures, and a closing summary with samples, gaps and missing samples per sensor and the reconnects.
                 Examples:
                   tuneup wearable stream --duration 2s
                   tuneup wearable stream --sensor rotation --period 40ms --gesture headNod --duration 1s --format json
@@ -206,7 +237,7 @@ extension WearableCommand {
 
         func run() async throws {
             let live = !output.json && WearableCommand.stdoutIsTerminal
-            var view = LiveView(device: choice.device)
+            var view = LiveView(device: choice.deviceText)
             try await WearableCommand.stream(choice, setup, emit: { line in
                 if live {
                     view.take(line)
@@ -229,7 +260,7 @@ extension WearableCommand {
             discussion: """
                 As 'stream', into files written as it goes, at least every second (a recording killed outright \
                 keeps all but its last second; a full disk stops it with one line, keeping what was written), until \
-                --duration, Ctrl-C or a lost link (what arrived is kept; a symbolic link's target is written; a missing directory, or a \
+                --duration, Ctrl-C or a link lost for good (reconnected as in 'stream'; what arrived is kept; a symbolic link's target is written; a missing directory, or a \
                 device, FIFO, socket or directory in the way, is refused before the device is opened, exit 74). PATH.jsonl starts \
                 with a metadata line (device information, sensors with their period and scaling, gestures, the tool, the \
                 wall-clock time of device time zero: docs/wearable.md §10), then holds every line 'stream --format json' \
@@ -272,7 +303,7 @@ extension WearableCommand {
 
         func run() async throws {
             let live = !output.json && WearableCommand.stdoutIsTerminal
-            var view = LiveView(device: choice.device)
+            var view = LiveView(device: choice.deviceText)
             let base = self.base, json = output.json
             // The files are opened before the device is: a missing directory, a device, FIFO, socket or directory in
             // the way is one line and exit 74, not a recording lost. They are written as the recording goes.
@@ -356,6 +387,11 @@ struct LiveView {
             for sensor in periods.keys { lastSeen[sensor] = .now }
         case ("event", "malformed"): malformed += 1
         case ("event", "closed"): state = line.error.map { "closed: \($0)" } ?? "closed"
+        case ("event", "linkLost"): state = "link lost, reconnecting"
+        case ("event", "reconnected"):
+            state = String(format: "open (reconnected after %.1f s)", line.gapSeconds ?? 0)
+            // The sensors were silent for the gap: not stalled.
+            for sensor in periods.keys { lastSeen[sensor] = .now }
         case ("sample", _):
             guard let sensor = line.sensor else { break }
             latest[sensor] = line

@@ -236,10 +236,12 @@ struct WearableCLITests {
         #expect(!lines.contains { $0["type"] as? String == "sample" })
     }
 
-    /// The link drops mid-stream: the stream reports the closed event with its error, its summary, one line, exit 69.
+    /// The link drops mid-stream with reconnecting off (--reconnect-timeout 0): the stream reports the closed event with
+    /// its error, its summary, one line, exit 69.
     @Test func aLinkDroppedMidStreamEndsWithItsError() async throws {
         let sim = try await RunningWearable.start([])
-        let process = try ChildProcess(CLI.binary.path, ["wearable", "stream", "--device", sim.address, "--duration", "60s", "--format", "json"])
+        let process = try ChildProcess(CLI.binary.path, ["wearable", "stream", "--device", sim.address, "--duration", "60s", "--format", "json",
+                                                         "--reconnect-timeout", "0"])
         let (output, errors) = (process.output!, process.errors!)
         let first = await output.lines(5)
         #expect(first.count >= 5, "\(first)")

@@ -70,8 +70,8 @@ import WearableSimulator
         #expect(contents.lines.compactMap(\.epochMs) == [1_800_000_000_500, 1_800_000_000_500, 1_800_000_000_560, 1_800_000_000_570])
 
         let csv = try await Self.read(base + ".csv")
-        #expect(csv.hasPrefix("kind,") && csv.components(separatedBy: "\r\n")[0].hasSuffix(",yaw_deg,pitch_deg,roll_deg,epoch_ms"))
-        #expect(csv.contains(",1800000000560\r\n"))
+        #expect(csv.hasPrefix("kind,") && csv.components(separatedBy: "\r\n")[0].hasSuffix(",yaw_deg,pitch_deg,roll_deg,epoch_ms,gap_s"))
+        #expect(csv.contains(",1800000000560,\r\n"))  // the sample row: epoch_ms, then gap_s empty
         let accel = try await Self.read(base + ".accelerometer.csv").components(separatedBy: "\r\n")
         #expect(accel[0] == "epoch (ms),elapsed (s),device time (ms),x (g),y (g),z (g),accuracy,missing before")
         #expect(accel[1] == "1800000000500,0.0,100,-0.000244144,-0.000244144,0.999771115,3,0")
