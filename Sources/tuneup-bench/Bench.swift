@@ -16,11 +16,13 @@ struct Bench: AsyncParsableCommand {
             swift run -c release tuneup-bench station # 64 blank units provisioned at once vs one, station time
             swift run -c release tuneup-bench line    # 4 station processes on one PostgreSQL: 64 units, no identity twice
             swift run -c release tuneup-bench wearable # 4 sensors at 20 ms, 100 listeners, 10 min of device time
+            swift run -c release tuneup-bench wearable-reconnect # 10 drop-links, 10 killed simulators: samples again <= 2 s
+            swift run -c release tuneup-bench wearable-record    # 180k samples recorded (time scale 30) and plotted: RSS, wall
             swift run -c release tuneup-bench speaker-sync  # 8 drifting speakers, jitter: sync, fidelity, latency, join, CPU
             swift run -c release tuneup-bench page    # operator page: station event to WebSocket client, p50/p99
             swift run -c release tuneup-bench cfx     # 64 units, CFX broker stopped 20 s: every message once, 0 lost
             """,
-        subcommands: [Codec.self, Probe.self, Flash.self, Many.self, Station.self, Line.self, WearableBench.self, SpeakerSync.self, Page.self, SpeakerReceiverBench.self, CFXBench.self])
+        subcommands: [Codec.self, Probe.self, Flash.self, Many.self, Station.self, Line.self, WearableBench.self, WearableReconnectBench.self, WearableRecordBench.self, SpeakerSync.self, Page.self, SpeakerReceiverBench.self, CFXBench.self])
 
     /// The tuneup binary the benchmarks run: `option`, or the one next to tuneup-bench.
     static func tuneupBinary(_ option: String?) throws -> String {
