@@ -74,7 +74,8 @@ section "swift test"
 # host's clock into ALSA's file plugin, compared sample for sample, and its output thread's sleep between streams.
 # The SPC alarm in watch mode: a simulated line whose units leave after 1.5 s without a request, as in watch mode's test.
 # speaker play - from a pipe: a real stream played to a simulated speaker on the real clock, as SpeakerPlayCLITests.
-realtime='anSPCAlarmStopsTheStation|SpeakerReceiveCLITests|SpeakerReceiverTests.ReceiverTests|CFXBrokerTests|StationCFXCLITests|StationPageBrowserTests|LineDashboardBrowserTests|LineOutageTests|LivePlaybackTests|SpeakerPlayCLITests|SpeakerPipeCLITests|SpeakerNamespaceTests|watchModeProvisionsUnitsAsTheyArrive|cancellationWakesTheWaitPromptlyAndLeaksNothing|LinkConditionerTests|HubStreamingTests|HubPageTests|discoveryFollowsSpeakersThatAppearAndVanish|listFindsSimulatedSpeakersByDiscovery|findsSpeakersAndReportsAddedAndRemoved'
+# A scan and a prompt answered on the operator page: a headless Chromium driven through DevTools, as the page tests.
+realtime='PromptBrowserTests|anSPCAlarmStopsTheStation|SpeakerReceiveCLITests|SpeakerReceiverTests.ReceiverTests|CFXBrokerTests|StationCFXCLITests|StationPageBrowserTests|LineDashboardBrowserTests|LineOutageTests|LivePlaybackTests|SpeakerPlayCLITests|SpeakerPipeCLITests|SpeakerNamespaceTests|watchModeProvisionsUnitsAsTheyArrive|cancellationWakesTheWaitPromptlyAndLeaksNothing|LinkConditionerTests|HubStreamingTests|HubPageTests|discoveryFollowsSpeakersThatAppearAndVanish|listFindsSimulatedSpeakersByDiscovery|findsSpeakersAndReportsAddedAndRemoved'
 # Seconds of CPU each in a debug build (seeded fuzz loops, playback simulations with sample-by-sample analysis, audio
 # decoding with signal-to-noise analysis): run
 # one at a time after the parallel suite, so that they do not take the cores from the timers of every other test.
