@@ -57,6 +57,10 @@ struct StationCommand: AsyncParsableCommand {
                 units with their records), updated live over a WebSocket; with a PostgreSQL --db the station also \
                 beats a heartbeat for 'tuneup line serve'.
 
+                A recipe's scan: and prompt: steps wait for the operator: answered on the page, or typed on the \
+                terminal (a line answers the oldest question, '#N TEXT' question N; a barcode scanner types the code \
+                and Enter). Without a terminal on stdin and without --ui such a recipe is refused (exit 64).
+
                 Exit codes: 0 every unit passed, 1 a unit failed, erred or was quarantined, 3 an SPC alarm stopped \
                 the station, 64 bad arguments or recipe values, \
                 65 an image is invalid or not signed by the recipe's key, 69 the line's database server cannot be \
