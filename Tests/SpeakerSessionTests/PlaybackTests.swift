@@ -221,11 +221,11 @@ struct LivePlaybackTests {
         }
     }
 
-    /// Real sockets, 5 % of the audio datagrams lost on the way in (retransmissions too): the speakers (version 2) ask
-    /// for what they miss, the player sends it again, and the recordings equal the source.
+    /// Real sockets, 5 % of the audio datagrams lost and 0-20 ms of jitter on the way in (retransmissions too): the
+    /// speakers (version 2) ask for what they miss, the player sends it again, and the recordings equal the source.
     @Test func lostPacketsAreAskedForAndResent() async throws {
         try await withTimeLimit {
-            let (sim, c) = try await Self.start(2, jitter: LinkJitter(loss: 0.05))
+            let (sim, c) = try await Self.start(2, jitter: LinkJitter(maximum: 20_000_000, loss: 0.05))
             let events = try await PlayerEventLog(c)
             let source = GeneratedSignal(format: Self.format, seconds: 3, seed: 12)
             try await c.play(source, title: "signal")

@@ -141,6 +141,21 @@ struct SpeakerSessionTests {
         await sim.server.shutdown()
     }
 
+    /// A version-1 speaker (no lost-packet recovery) and this controller (1...2) agree on version 1: it still plays,
+    /// and never gets a version-2 frame.
+    @Test func aVersion1SpeakerIsSpokenToInVersion1() async throws {
+        let speaker = SimulatedSpeaker(.init(identity: .simulated(index: 0), versions: 1...1))
+        let server = try SimulatedDeviceServer(devices: [speaker])
+        let (a, b) = InMemoryTransport.pair()
+        try server.serve(link: b, onDevice: 0)
+        let session = try await SpeakerSession.open(transport: a, address: "old")
+        #expect(session.hello.version == 1)
+        try await session.joinSession()
+        #expect(try await session.status().state != .playing)
+        await session.close()
+        await server.shutdown()
+    }
+
     @Test func aSpeakerWithNoCommonVersionIsRefusedAtHello() async throws {
         let speaker = SimulatedSpeaker(.init(identity: .simulated(index: 0), versions: 3...4))
         let server = try SimulatedDeviceServer(devices: [speaker])
