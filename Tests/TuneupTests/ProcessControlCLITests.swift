@@ -35,7 +35,7 @@ import Testing
             #expect(show.stdout.contains(text), "records show lacks '\(text)': \(show.stdout)")
         }
         let csv = try await CLI.run(["records", "export", "--format", "csv", "--db", db])
-        #expect(csv.stdout.contains(",WO-4711,L-48,fx-1,bench=3; line=B,battery-level-readings.csv\r\n"), "\(csv.stdout.prefix(600))")
+        #expect(csv.stdout.contains(",WO-4711,L-48,fx-1,bench=3; line=B,battery-level-readings.csv,,\r\n"), "\(csv.stdout.prefix(600))")
         let json = try await CLI.run(["records", "export", "--db", db])
         #expect(json.stdout.contains("\"workOrder\" : \"WO-4711\"") && json.stdout.contains("\"sha256\""), "\(json.stdout.prefix(600))")
 
