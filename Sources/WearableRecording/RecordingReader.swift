@@ -17,27 +17,127 @@ public struct WearableRecordingContents: Sendable {
     /// Parses JSON Lines; blank lines are skipped. Throws for the first line that is not a recording's line (a cut
     /// last line too).
     public init(jsonLines text: String, name: String) throws(NotARecording) {
-        let decoder = JSONDecoder()
         var lines: [WearableLine] = []
+        metadata = try Self.forEachLine(jsonLines: text, name: name) { lines.append($0) }
+        self.lines = lines
+    }
+
+    /// Reads the lines one at a time, keeping none (a long recording is read in the memory of its text): `body` gets
+    /// every line but the metadata, which is returned. The refusals of `init(jsonLines:name:)`. Sample lines as
+    /// `record` writes them (flat, numbers and plain strings) are scanned directly; anything else is decoded with
+    /// `JSONDecoder`, which also judges every line the scan does not take.
+    public static func forEachLine(jsonLines text: String, name: String,
+                                   _ body: (WearableLine) throws(NotARecording) -> Void) throws(NotARecording) -> RecordingMetadata? {
+        let decoder = JSONDecoder()
+        var metadata: RecordingMetadata?
+        var any = false
         var number = 0
-        for raw in text.split(separator: "\n", omittingEmptySubsequences: false) {
+        for raw in text.utf8.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false) {
             number += 1
-            let trimmed = raw.trimmingCharacters(in: .whitespaces)
-            guard !trimmed.isEmpty else { continue }
-            guard let line = try? decoder.decode(WearableLine.self, from: Data(trimmed.utf8)),
-                  ["metadata", "event", "sample", "gesture", "summary"].contains(line.type) else {
+            var bytes = raw[...]
+            while let first = bytes.first, first == 0x20 || first == 0x09 || first == 0x0D { bytes = bytes.dropFirst() }
+            while let last = bytes.last, last == 0x20 || last == 0x09 || last == 0x0D { bytes = bytes.dropLast() }
+            guard !bytes.isEmpty else { continue }
+            let parsed = WearableLine(scanningFlat: bytes) ?? (try? decoder.decode(WearableLine.self, from: Data(bytes)))
+            guard let line = parsed, ["metadata", "event", "sample", "gesture", "summary"].contains(line.type) else {
                 throw NotARecording(message: "\(name):\(number): not a line of a wearable recording")
             }
             if line.type == "metadata" {
-                guard lines.isEmpty, metadata == nil, let m = line.metadata, m.format == RecordingMetadata.formatName else {
+                guard !any, metadata == nil, let m = line.metadata, m.format == RecordingMetadata.formatName else {
                     throw NotARecording(message: "\(name):\(number): a metadata line that is not a recording's first")
                 }
                 metadata = m
                 continue
             }
-            lines.append(line)
+            any = true
+            try body(line)
         }
-        self.lines = lines
+        return metadata
+    }
+}
+
+extension WearableLine {
+    /// A flat sample line (`{"accuracy":3,"deviceTime":20,...,"type":"sample","x":...}`) read without a JSON
+    /// decoder: keys of `WearableLine` with numbers or strings without escapes. Nil for anything else (another type,
+    /// a nested value, an escape, a key it does not know, a number of the wrong kind): the decoder judges it then.
+    init?(scanningFlat bytes: Substring.UTF8View.SubSequence) {
+        var line = WearableLine(type: "")
+        var i = bytes.startIndex
+        let end = bytes.endIndex
+        func skipSpace() { while i < end, bytes[i] == 0x20 || bytes[i] == 0x09 { i = bytes.index(after: i) } }
+        func string() -> Substring? {
+            guard i < end, bytes[i] == UInt8(ascii: "\"") else { return nil }
+            i = bytes.index(after: i)
+            let start = i
+            while i < end, bytes[i] != UInt8(ascii: "\"") {
+                if bytes[i] == UInt8(ascii: "\\") || bytes[i] < 0x20 { return nil }
+                i = bytes.index(after: i)
+            }
+            guard i < end else { return nil }
+            let s = Substring(bytes[start..<i])
+            i = bytes.index(after: i)
+            return s
+        }
+        func token() -> Substring {
+            let start = i
+            while i < end, bytes[i] != UInt8(ascii: ","), bytes[i] != UInt8(ascii: "}"), bytes[i] != 0x20 { i = bytes.index(after: i) }
+            return Substring(bytes[start..<i])
+        }
+        skipSpace()
+        guard i < end, bytes[i] == UInt8(ascii: "{") else { return nil }
+        i = bytes.index(after: i)
+        while true {
+            skipSpace()
+            guard let key = string() else { return nil }
+            skipSpace()
+            guard i < end, bytes[i] == UInt8(ascii: ":") else { return nil }
+            i = bytes.index(after: i)
+            skipSpace()
+            if i < end, bytes[i] == UInt8(ascii: "\"") {
+                guard let value = string() else { return nil }
+                switch key {
+                case "type": line.type = String(value)
+                case "sensor": line.sensor = String(value)
+                default: return nil
+                }
+            } else {
+                let t = token()
+                // JSON numbers only (Double would also take "nan", "inf" or "0x1p3").
+                guard let f = t.utf8.first, f == UInt8(ascii: "-") || (f >= 0x30 && f <= 0x39),
+                      t.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2D || $0 == 0x2B || $0 == 0x2E || $0 == 0x65 || $0 == 0x45 }) else { return nil }
+                func int() -> Int? { Int(t) }
+                func double() -> Double? { Double(t) }
+                switch key {
+                case "accuracy": guard let v = int() else { return nil }; line.accuracy = v
+                case "timestamp": guard let v = int() else { return nil }; line.timestamp = v
+                case "missingBefore": guard let v = int() else { return nil }; line.missingBefore = v
+                case "deviceTime": guard let v = Int64(t) else { return nil }; line.deviceTime = v
+                case "epochMs": guard let v = Int64(t) else { return nil }; line.epochMs = v
+                case "hostTime": guard let v = double() else { return nil }; line.hostTime = v
+                case "x": guard let v = double() else { return nil }; line.x = v
+                case "y": guard let v = double() else { return nil }; line.y = v
+                case "z": guard let v = double() else { return nil }; line.z = v
+                case "w": guard let v = double() else { return nil }; line.w = v
+                case "estimatedAccuracy": guard let v = double() else { return nil }; line.estimatedAccuracy = v
+                case "biasX": guard let v = double() else { return nil }; line.biasX = v
+                case "biasY": guard let v = double() else { return nil }; line.biasY = v
+                case "biasZ": guard let v = double() else { return nil }; line.biasZ = v
+                case "yaw": guard let v = double() else { return nil }; line.yaw = v
+                case "pitch": guard let v = double() else { return nil }; line.pitch = v
+                case "roll": guard let v = double() else { return nil }; line.roll = v
+                default: return nil
+                }
+            }
+            skipSpace()
+            guard i < end else { return nil }
+            if bytes[i] == UInt8(ascii: ",") { i = bytes.index(after: i); continue }
+            guard bytes[i] == UInt8(ascii: "}") else { return nil }
+            i = bytes.index(after: i)
+            skipSpace()
+            guard i == end, line.type == "sample" else { return nil }
+            self = line
+            return
+        }
     }
 }
 

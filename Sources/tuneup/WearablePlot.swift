@@ -67,27 +67,28 @@ extension WearableCommand {
         }
 
         func run() async throws {
-            let recording = self.recording
-            let read: (String, String)
+            let recording = self.recording, orientation = self.orientation
+            // Reading and laying out a long recording (a 30-minute one is 180k lines) is long work: on a thread of its
+            // own, off the cooperative pool.
+            let (input, plot, svg): (String, WearablePlot, String)
             do {
-                read = try await DedicatedThread.run(name: "plot-read") { () -> Result<(String, String), CommandFailure> in
+                (input, plot, svg) = try await DedicatedThread.run(name: "plot-read") { () -> Result<(String, WearablePlot, String), CommandFailure> in
                     let input = Plot.inputPath(recording)
                     guard let data = FileManager.default.contents(atPath: input) else {
                         return .failure(CommandFailure(message: "cannot read the recording \(input): no such readable file", code: Exit.localIO))
                     }
-                    return .success((input, String(decoding: data, as: UTF8.self)))
+                    do {
+                        let plot = try WearablePlot(jsonLines: String(decoding: data, as: UTF8.self), name: input, orientation: orientation)
+                        return .success((input, plot, plot.svg()))
+                    } catch let failure as CommandFailure {
+                        return .failure(failure)
+                    } catch {
+                        return .failure(CommandFailure(message: "\(error)", code: Exit.device))
+                    }
                 }.get()
             } catch {
                 throw failureExit(error)
             }
-            let (input, text) = read
-            let plot: WearablePlot
-            do {
-                plot = try WearablePlot(jsonLines: text, name: input, orientation: orientation)
-            } catch {
-                throw failureExit(error)
-            }
-            let svg = plot.svg()
             let svgPath = output ?? Plot.svgPath(for: input), noPng = self.noPng
             let png: String?
             do {
@@ -141,73 +142,84 @@ struct WearablePlot {
 
     /// `orientation`: under each quaternion sensor's panel, one of its yaw, pitch and roll (degrees), computed from the
     /// quaternion (so recordings made before the yaw/pitch/roll fields plot too).
+    /// What the plot keeps of a sample (not the whole line: a 30-minute recording is 180k of them).
+    struct Point {
+        var t: Int64
+        var x, y, z, w: Double?
+        var missingBefore: Int
+        /// Its sensor's first sample after a reconnect: the line starts afresh.
+        var afterReconnect: Bool
+    }
+
     init(jsonLines text: String, name: String, orientation: Bool = false) throws {
-        var samples: [WearableLine] = []
-        var gestureLines: [WearableLine] = []
-        // A recording with its metadata line or without (made before it): both plot.
-        let contents: WearableRecordingContents
+        // A recording with its metadata line or without (made before it): both plot. Read line by line into points.
+        var bySensor: [String: [Point]] = [:]
+        var gestureLines: [(name: String, t: Int64)] = []
+        // After a reconnect (an event line with the link's gap) each sensor's line starts afresh: the samples around
+        // the gap are not joined.
+        var breakPending = Set<String>()
         do {
-            contents = try WearableRecordingContents(jsonLines: text, name: name)
+            _ = try WearableRecordingContents.forEachLine(jsonLines: text, name: name) { line in
+                switch line.type {
+                case "event" where line.event == "reconnected": breakPending = Set(bySensor.keys)
+                case "sample":
+                    guard let sensor = line.sensor, let t = line.deviceTime else { return }
+                    bySensor[sensor, default: []].append(Point(t: t, x: line.x, y: line.y, z: line.z, w: line.w, missingBefore: line.missingBefore ?? 0,
+                                                               afterReconnect: breakPending.remove(sensor) != nil))
+                case "gesture":
+                    if let g = line.gesture, let t = line.deviceTime { gestureLines.append((g, t)) }
+                default: break
+                }
+            }
         } catch {
             throw CommandFailure(message: error.message, code: Exit.device)
         }
-        // After a reconnect (an event line with the link's gap) each sensor's line starts afresh: the samples around
-        // the gap are not joined. Its first sample's device time, per sensor.
-        var breaks: [String: Set<Int64>] = [:]
-        var breakPending = Set<String>(), seen = Set<String>()
-        for line in contents.lines {
-            if line.type == "event", line.event == "reconnected" { breakPending = seen }
-            if line.type == "sample", let sensor = line.sensor { seen.insert(sensor) }
-            if line.type == "sample", let sensor = line.sensor, let t = line.deviceTime, breakPending.remove(sensor) != nil {
-                breaks[sensor, default: []].insert(t)
-            }
-            if line.type == "sample", line.sensor != nil, line.deviceTime != nil { samples.append(line) }
-            if line.type == "gesture", line.gesture != nil, line.deviceTime != nil { gestureLines.append(line) }
-        }
-        guard !samples.isEmpty else {
+        sampleCount = bySensor.values.reduce(0) { $0 + $1.count }
+        guard sampleCount > 0 else {
             throw CommandFailure(message: "\(name) holds no samples to plot", code: Exit.device)
         }
-        let origin = (samples + gestureLines).compactMap(\.deviceTime).min() ?? 0
-        let end = (samples + gestureLines).compactMap(\.deviceTime).max() ?? origin
+        let times = bySensor.values.flatMap { [$0.map(\.t).min(), $0.map(\.t).max()] }.compactMap { $0 } + gestureLines.map(\.t)
+        let origin = times.min() ?? 0
+        let end = times.max() ?? origin
         duration = Double(end - origin) / 1000
-        sampleCount = samples.count
-        let bySensor = Dictionary(grouping: samples, by: { $0.sensor! })
         let order = SensorType.allCases.map(\.description)
         for sensor in bySensor.keys.sorted(by: { (order.firstIndex(of: $0) ?? 99, $0) < (order.firstIndex(of: $1) ?? 99, $1) }) {
-            let lines = bySensor[sensor]!.sorted { $0.deviceTime! < $1.deviceTime! }
+            var points = bySensor.removeValue(forKey: sensor)!
+            if zip(points, points.dropFirst()).contains(where: { $0.t > $1.t }) { points.sort { $0.t < $1.t } }
             let unit = (try? WearableCommand.sensor(named: sensor)).map(WearableCommand.unit) ?? ""
             var series: [(String, [[(Double, Double)]])] = []
-            for (component, path) in [("x", \WearableLine.x), ("y", \WearableLine.y), ("z", \WearableLine.z), ("w", \WearableLine.w)] {
-                guard lines.contains(where: { $0[keyPath: path] != nil }) else { continue }
+            for (component, path) in [("x", \Point.x), ("y", \Point.y), ("z", \Point.z), ("w", \Point.w)] {
+                guard points.contains(where: { $0[keyPath: path] != nil }) else { continue }
                 var runs: [[(Double, Double)]] = [[]]
-                for l in lines {
-                    guard let v = l[keyPath: path], v.isFinite else { continue }
-                    if (l.missingBefore ?? 0) > 0 || breaks[sensor]?.contains(l.deviceTime!) == true, !runs[runs.count - 1].isEmpty { runs.append([]) }
-                    runs[runs.count - 1].append((Double(l.deviceTime! - origin) / 1000, v))
+                runs[0].reserveCapacity(points.count)
+                for p in points {
+                    guard let v = p[keyPath: path], v.isFinite else { continue }
+                    if p.missingBefore > 0 || p.afterReconnect, !runs[runs.count - 1].isEmpty { runs.append([]) }
+                    runs[runs.count - 1].append((Double(p.t - origin) / 1000, v))
                 }
                 series.append((component, runs))
             }
-            let gaps = lines.filter { ($0.missingBefore ?? 0) > 0 }.map { Double($0.deviceTime! - origin) / 1000 }
+            let gaps = points.filter { $0.missingBefore > 0 }.map { Double($0.t - origin) / 1000 }
             panels.append(Panel(sensor: sensor, unit: unit, series: series, gaps: gaps))
-            if orientation, let angles = Self.orientationSeries(lines, origin: origin) {
+            if orientation, let angles = Self.orientationSeries(points, origin: origin) {
                 panels.append(Panel(sensor: sensor, kind: .orientation, unit: "°", series: angles, gaps: gaps))
             }
         }
-        gestures = gestureLines.map { ($0.gesture!, Double($0.deviceTime! - origin) / 1000) }
+        gestures = gestureLines.map { ($0.name, Double($0.t - origin) / 1000) }
     }
 
     /// Yaw, pitch and roll of a quaternion sensor's samples, broken at gaps and where an angle wraps (±180°); nil when
     /// the lines hold no quaternions.
-    static func orientationSeries(_ lines: [WearableLine], origin: Int64) -> [(name: String, runs: [[(Double, Double)]])]? {
+    static func orientationSeries(_ lines: [Point], origin: Int64) -> [(name: String, runs: [[(Double, Double)]])]? {
         var angles: [(String, [[(Double, Double)]])] = [("yaw", [[]]), ("pitch", [[]]), ("roll", [[]])]
         var any = false
         for l in lines {
             guard let x = l.x, let y = l.y, let z = l.z, let w = l.w, let o = Orientation(Quaternion(x: x, y: y, z: z, w: w)) else { continue }
             any = true
-            let t = Double(l.deviceTime! - origin) / 1000
+            let t = Double(l.t - origin) / 1000
             for (k, v) in [o.yaw, o.pitch, o.roll].enumerated() {
                 let last = angles[k].1[angles[k].1.count - 1].last
-                if !(angles[k].1[angles[k].1.count - 1].isEmpty), (l.missingBefore ?? 0) > 0 || abs(v - (last?.1 ?? v)) > 180 {
+                if !(angles[k].1[angles[k].1.count - 1].isEmpty), l.missingBefore > 0 || l.afterReconnect || abs(v - (last?.1 ?? v)) > 180 {
                     angles[k].1.append([])
                 }
                 angles[k].1[angles[k].1.count - 1].append((t, v))
