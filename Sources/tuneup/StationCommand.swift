@@ -253,7 +253,9 @@ struct StationCommand: AsyncParsableCommand {
                 } catch {
                     throw failureExit(error)
                 }
-                terminal = Task { await TerminalAnswers.serve(lines, desk: desk) { view.note($0) } }
+                // A refusal ("#N: why") is shown by the view from the prompt's event (to the page too): only "no
+                // prompt waits" is the terminal's own.
+                terminal = Task { await TerminalAnswers.serve(lines, desk: desk) { line in if !line.hasPrefix("#") { view.note(line) } } }
             }
             defer { terminal?.cancel() }
             do {
