@@ -1,7 +1,10 @@
 import Foundation
+import HummingbirdWSClient
+import Logging
 import SpeakerHubCore
 import SpeakerSession
 import Spawn
+import Synchronization
 import TestSupport
 import Testing
 
@@ -43,9 +46,9 @@ struct HubPageTests {
             #expect(dom.output.contains("data-state=\"PlayerStatePlaying\"") && dom.output.contains(">Playing<"), "the state by name")
             #expect(dom.output.contains("0:15"), "elapsed time shown")
             #expect(dom.output.contains("id=\"pause\"") && dom.output.contains("id=\"stop\""))
-            // The script ran in the browser (it polled the player), and a page view holds no session of its own: a
-            // page opens one when it first acts, and closes it when it goes away.
-            #expect(dom.output.contains("data-live=\"yes\""), "the page's script updated the player")
+            // A page view holds no session of its own: its JSON-RPC connection opens one when the page first acts, and
+            // the hub closes it with the socket. (That the script follows the hub live is the next test's: a dump
+            // under virtual time may be taken before the WebSocket connected on a busy machine.)
             #expect(await hub.api.sessions.entries.count == sessionsBefore, "no session left behind by a page view")
 
             let shot = profile + "/page.png"
@@ -65,6 +68,61 @@ struct HubPageTests {
             // Not blank: many colours (header, table, text), and much of the page is not the background colour.
             #expect(words[2] >= 8, "only \(words[2]) colours")
             #expect(words[3] >= 0.05, "only \(words[3]) of the pixels differ from the most common colour")
+        }
+    }
+
+    /// The page follows the hub over its JSON-RPC WebSocket in a running Chromium driven through the DevTools
+    /// protocol: it lists the speakers, a volume set by another client moves its slider, moving the progress bar seeks
+    /// (the hub's player is at the new position and the page shows it), and an error stays listed while the player
+    /// goes on, until it is dismissed.
+    @Test func thePageListsSpeakersSeeksAndKeepsErrorsInChromium() async throws {
+        let chromium = try Self.chromium()
+        try await withHub { hub in
+            let s = "SessionID=\(try await hub.session())"
+            let pid = MediaInfo.persistentID(of: "a-song.wav")
+            #expect(try await hub.get("/v1/play_hub_media_party_mode?\(s)&PersistentID=\(pid)").status == 200)
+            let profile = FileManager.default.temporaryDirectory.appendingPathComponent("hub-cdp-\(UUID().uuidString)").path
+            defer { try? FileManager.default.removeItem(atPath: profile) }
+            let browser = try await offThePool {
+                try ChildProcess(chromium, HeadlessChromium.arguments(profile, [
+                    "--remote-debugging-port=0", "--remote-allow-origins=*", "http://127.0.0.1:\(hub.port)/"]), stdout: .null, stderr: .null)
+            }
+            defer { browser.terminate() }
+            let page = try await DevToolsPage.open(profile: profile)
+            defer { page.close() }
+
+            try await waitUntil("the page is connected and lists both speakers", within: 60) {
+                // (The page may still be loading: no #player yet.)
+                try await page.evaluate("document.getElementById('player')?.dataset.live + ' ' + document.querySelectorAll('tr.speaker').length") == .string("yes 2")
+            }
+            let listed = try await page.evaluate("[...document.querySelectorAll('tr.speaker')].map(r => r.dataset.deviceId).join(',')")
+            #expect(listed == .string(hub.ids.map(String.init).joined(separator: ",")))
+            // Another client's change is pushed to the page.
+            #expect(try await hub.get("/v1/set_volume_device?\(s)&DeviceID=\(hub.ids[1])&Volume=41").status == 200)
+            try await waitUntil("the slider follows the pushed volume", within: 60) {
+                try await page.evaluate("document.querySelector('tr.speaker[data-device-id=\"\(hub.ids[1])\"] .volume').value") == .string("41")
+            }
+            // Seek: the progress bar moved as a user does (input, then change).
+            _ = try await page.evaluate("const b = document.getElementById('progress'); b.value = 12; b.dispatchEvent(new Event('input')); b.dispatchEvent(new Event('change')); 1")
+            try await waitUntil("the hub's player is at 12 s", within: 60) { await hub.api.player.playback().elapsed == .seconds(12) }
+            try await waitUntil("the page shows 0:12", within: 60) { try await page.evaluate("document.getElementById('elapsed').textContent") == .string("0:12") }
+            // An error (a seek beyond the end) stays listed while positions come, until dismissed.
+            _ = try await page.evaluate("call('Player.Seek', { position: 999 }); 1")
+            try await waitUntil("the error is listed", within: 60) {
+                try await page.evaluate("document.querySelectorAll('#problems li').length") == .int(1)
+            }
+            let message = try await page.evaluate("document.querySelector('#problems li span').textContent")
+            #expect(message.map { "\($0)" }?.contains("NotSeekable") == true, "\(String(describing: message))")
+            try await waitUntil("the position ticker sleeps") { hub.clock.pendingSleeps >= 1 }
+            hub.clock.advance(by: .seconds(1))
+            try await waitUntil("the page shows the pushed position 0:13", within: 60) {
+                try await page.evaluate("document.getElementById('elapsed').textContent") == .string("0:13")
+            }
+            #expect(try await page.evaluate("document.querySelectorAll('#problems li').length") == .int(1), "the error is still there")
+            _ = try await page.evaluate("document.querySelector('#problems .dismiss').click(); 1")
+            #expect(try await page.evaluate("document.querySelectorAll('#problems li').length") == .int(0))
+            browser.terminate()
+            _ = await browser.exited(within: 10)
         }
     }
 
@@ -100,4 +158,45 @@ struct HubPageTests {
         prev = line
     print(w, h, len(counts), 1 - max(counts.values()) / (w * h))
     """#
+}
+
+/// One page of a Chromium started with `--remote-debugging-port=0`, driven over the DevTools protocol's WebSocket
+/// (Runtime.evaluate): the port from the profile's DevToolsActivePort, the page from `/json/list`.
+final class DevToolsPage: Sendable {
+    let socket: RPCSocket
+
+    private init(socket: RPCSocket) { self.socket = socket }
+
+    static func open(profile: String) async throws -> DevToolsPage {
+        var port = 0
+        try await waitUntil("chromium's DevToolsActivePort", within: 60) {
+            let text = (try? await offThePool { try String(contentsOfFile: profile + "/DevToolsActivePort", encoding: .utf8) }) ?? ""
+            port = text.split(separator: "\n").first.flatMap { Int($0) } ?? 0
+            return port > 0
+        }
+        var target = ""
+        try await waitUntil("chromium's page target", within: 60) {
+            guard let list = try? await httpGet(port, "/json/list"), case let .array(pages)? = try? HubJSON.parse(Array(list.body.utf8)) else { return false }
+            // Its webSocketDebuggerUrl names the host as the request's Host header did (no port): the id is enough.
+            guard let page = pages.first(where: { $0["type"] == .string("page") }), case let .string(id)? = page["id"] else { return false }
+            target = "ws://127.0.0.1:\(port)/devtools/page/\(id)"
+            return true
+        }
+        return DevToolsPage(socket: RPCSocket(url: target))
+    }
+
+    private let next = Mutex(1)
+
+    /// The value of `expression` in the page (nil when it has none, e.g. undefined).
+    func evaluate(_ expression: String) async throws -> HubJSON? {
+        let id = next.withLock { n in defer { n += 1 }; return n }
+        let request = HubJSON.object([("id", .int(id)), ("method", .string("Runtime.evaluate")),
+                                      ("params", .object([("expression", .string(expression)), ("returnByValue", .bool(true))]))])
+        socket.send(request.rendered)
+        let answer = try await socket.answer(id)
+        if let exception = answer["result"]?["exceptionDetails"] { throw TestFailure("\(expression): \(exception.rendered)") }
+        return answer["result"]?["result"]?["value"]
+    }
+
+    func close() { socket.close() }
 }

@@ -18,14 +18,16 @@ final class RPCSocket: Sendable {
     private let outgoing: AsyncStream<String>.Continuation
     private let task: Task<Void, any Error>
 
-    init(port: Int) {
+    convenience init(port: Int) { self.init(url: "ws://127.0.0.1:\(port)/jsonrpc") }
+
+    init(url: String) {
         let (out, outgoing) = AsyncStream<String>.makeStream()
         self.outgoing = outgoing
         var logger = Logger(label: "test.rpc-socket")
         logger.logLevel = .critical
         let received = received
         task = Task {
-            try await WebSocketClient.connect(url: "ws://127.0.0.1:\(port)/jsonrpc", configuration: .init(maxFrameSize: 1 << 20), logger: logger) {
+            try await WebSocketClient.connect(url: url, configuration: .init(maxFrameSize: 1 << 20), logger: logger) {
                 inbound, outbound, _ in
                 let writer = Task { for await text in out { try await outbound.write(.text(text)) } }
                 defer { writer.cancel() }
@@ -76,7 +78,8 @@ struct HubRPCSocketTests {
             socket.send(#"{"jsonrpc":"2.0","id":2,"method":"Player.Play","params":{"media":"\#(pid)","party":true}}"#)
             #expect(try await socket.answer(2)["result"]?["state"] == .string("playing"))
             try await waitUntil("the state notification") { socket.notifications("Player.OnStateChanged").last?["state"] == .string("playing") }
-            #expect(socket.notifications("Client.OnActiveChanged").count == 2, "both speakers joined the playback session")
+            try await waitUntil("both speakers joined the playback session") { socket.notifications("Client.OnActiveChanged").count == 2 }
+            #expect(socket.notifications("Client.OnActiveChanged").allSatisfy { $0["active"] == .bool(true) })
             // The position is pushed once a second on the hub's clock (a manual one here: no test waits a second).
             try await waitUntil("the position ticker sleeps") { hub.clock.pendingSleeps >= 1 }
             hub.clock.advance(by: .seconds(1))

@@ -29,6 +29,17 @@ func httpGet(_ port: Int, _ target: String) async throws -> HTTPAnswer {
     try await httpRequest(port, "GET \(target) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
 }
 
+/// Whether `bytes` hold an HTTP head with a Content-Length and that many bytes of body.
+private func complete(_ bytes: [UInt8]) -> Bool {
+    let text = String(decoding: bytes, as: UTF8.self)
+    guard let split = text.range(of: "\r\n\r\n") else { return false }
+    let head = text[..<split.lowerBound].lowercased()
+    guard let range = head.range(of: "\r\ncontent-length:") else { return false }
+    let digits = head[range.upperBound...].drop { $0 == " " }.prefix { $0.isNumber }
+    guard let length = Int(digits) else { return false }
+    return text[split.upperBound...].utf8.count >= length
+}
+
 /// POST `body` to `target` (as `httpGet` does).
 func httpPost(_ port: Int, _ target: String, _ body: String) async throws -> HTTPAnswer {
     try await httpRequest(port, "POST \(target) HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
@@ -43,6 +54,7 @@ func httpRequest(_ port: Int, _ request: String) async throws -> HTTPAnswer {
     var bytes: [UInt8] = []
     while true {
         do { bytes += try await link.receive() } catch is TransportError { break }
+        if complete(bytes) { break }  // a server that keeps the connection open (Chromium's DevTools) has answered
     }
     let text = String(decoding: bytes, as: UTF8.self)
     guard let split = text.range(of: "\r\n\r\n") else { throw TestFailure("no HTTP head in \(text.prefix(200))") }
