@@ -30,28 +30,40 @@ public struct WearableRecordingContents: Sendable {
                                    _ body: (WearableLine) throws(NotARecording) -> Void) throws(NotARecording) -> RecordingMetadata? {
         let decoder = JSONDecoder()
         var metadata: RecordingMetadata?
-        var any = false
-        var number = 0
-        for raw in text.utf8.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false) {
-            number += 1
-            var bytes = raw[...]
-            while let first = bytes.first, first == 0x20 || first == 0x09 || first == 0x0D { bytes = bytes.dropFirst() }
-            while let last = bytes.last, last == 0x20 || last == 0x09 || last == 0x0D { bytes = bytes.dropLast() }
-            guard !bytes.isEmpty else { continue }
-            let parsed = WearableLine(scanningFlat: bytes) ?? (try? decoder.decode(WearableLine.self, from: Data(bytes)))
-            guard let line = parsed, ["metadata", "event", "sample", "gesture", "summary"].contains(line.type) else {
-                throw NotARecording(message: "\(name):\(number): not a line of a wearable recording")
-            }
-            if line.type == "metadata" {
-                guard !any, metadata == nil, let m = line.metadata, m.format == RecordingMetadata.formatName else {
-                    throw NotARecording(message: "\(name):\(number): a metadata line that is not a recording's first")
+        var failure: NotARecording?
+        var text = text
+        text.withUTF8 { all in
+            var any = false
+            var number = 0
+            var start = 0
+            while start <= all.count, failure == nil {
+                var end = start
+                while end < all.count, all[end] != 0x0A { end += 1 }
+                number += 1
+                var (low, high) = (start, end)
+                start = end + 1
+                while low < high, all[low] == 0x20 || all[low] == 0x09 || all[low] == 0x0D { low += 1 }
+                while high > low, all[high - 1] == 0x20 || all[high - 1] == 0x09 || all[high - 1] == 0x0D { high -= 1 }
+                guard low < high else { continue }
+                let bytes = UnsafeBufferPointer(rebasing: all[low..<high])
+                let parsed = WearableLine(scanningFlat: bytes) ?? (try? decoder.decode(WearableLine.self, from: Data(buffer: bytes)))
+                guard let line = parsed, ["metadata", "event", "sample", "gesture", "summary"].contains(line.type) else {
+                    failure = NotARecording(message: "\(name):\(number): not a line of a wearable recording")
+                    return
                 }
-                metadata = m
-                continue
+                if line.type == "metadata" {
+                    guard !any, metadata == nil, let m = line.metadata, m.format == RecordingMetadata.formatName else {
+                        failure = NotARecording(message: "\(name):\(number): a metadata line that is not a recording's first")
+                        return
+                    }
+                    metadata = m
+                    continue
+                }
+                any = true
+                do throws(NotARecording) { try body(line) } catch { failure = error }
             }
-            any = true
-            try body(line)
         }
+        if let failure { throw failure }
         return metadata
     }
 }
@@ -60,51 +72,48 @@ extension WearableLine {
     /// A flat sample line (`{"accuracy":3,"deviceTime":20,...,"type":"sample","x":...}`) read without a JSON
     /// decoder: keys of `WearableLine` with numbers or strings without escapes. Nil for anything else (another type,
     /// a nested value, an escape, a key it does not know, a number of the wrong kind): the decoder judges it then.
-    init?(scanningFlat bytes: Substring.UTF8View.SubSequence) {
+    init?(scanningFlat bytes: UnsafeBufferPointer<UInt8>) {
         var line = WearableLine(type: "")
-        var i = bytes.startIndex
-        let end = bytes.endIndex
-        func skipSpace() { while i < end, bytes[i] == 0x20 || bytes[i] == 0x09 { i = bytes.index(after: i) } }
-        func string() -> Substring? {
-            guard i < end, bytes[i] == UInt8(ascii: "\"") else { return nil }
-            i = bytes.index(after: i)
+        var i = 0
+        let end = bytes.count
+        func text(_ range: Range<Int>) -> String { String(decoding: UnsafeBufferPointer(rebasing: bytes[range]), as: UTF8.self) }
+        func skipSpace() { while i < end, bytes[i] == 0x20 || bytes[i] == 0x09 { i += 1 } }
+        func string() -> String? {
+            guard i < end, bytes[i] == 0x22 else { return nil }
+            i += 1
             let start = i
-            while i < end, bytes[i] != UInt8(ascii: "\"") {
-                if bytes[i] == UInt8(ascii: "\\") || bytes[i] < 0x20 { return nil }
-                i = bytes.index(after: i)
+            while i < end, bytes[i] != 0x22 {
+                if bytes[i] == 0x5C || bytes[i] < 0x20 { return nil }
+                i += 1
             }
             guard i < end else { return nil }
-            let s = Substring(bytes[start..<i])
-            i = bytes.index(after: i)
-            return s
-        }
-        func token() -> Substring {
-            let start = i
-            while i < end, bytes[i] != UInt8(ascii: ","), bytes[i] != UInt8(ascii: "}"), bytes[i] != 0x20 { i = bytes.index(after: i) }
-            return Substring(bytes[start..<i])
+            defer { i += 1 }
+            return text(start..<i)
         }
         skipSpace()
         guard i < end, bytes[i] == UInt8(ascii: "{") else { return nil }
-        i = bytes.index(after: i)
+        i += 1
         while true {
             skipSpace()
             guard let key = string() else { return nil }
             skipSpace()
             guard i < end, bytes[i] == UInt8(ascii: ":") else { return nil }
-            i = bytes.index(after: i)
+            i += 1
             skipSpace()
-            if i < end, bytes[i] == UInt8(ascii: "\"") {
+            if i < end, bytes[i] == 0x22 {
                 guard let value = string() else { return nil }
                 switch key {
-                case "type": line.type = String(value)
-                case "sensor": line.sensor = String(value)
+                case "type": line.type = value
+                case "sensor": line.sensor = value
                 default: return nil
                 }
             } else {
-                let t = token()
                 // JSON numbers only (Double would also take "nan", "inf" or "0x1p3").
-                guard let f = t.utf8.first, f == UInt8(ascii: "-") || (f >= 0x30 && f <= 0x39),
-                      t.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2D || $0 == 0x2B || $0 == 0x2E || $0 == 0x65 || $0 == 0x45 }) else { return nil }
+                let start = i
+                while i < end, (bytes[i] >= 0x30 && bytes[i] <= 0x39) || bytes[i] == 0x2D || bytes[i] == 0x2B || bytes[i] == 0x2E
+                    || bytes[i] == 0x65 || bytes[i] == 0x45 { i += 1 }
+                guard i > start, bytes[start] == 0x2D || (bytes[start] >= 0x30 && bytes[start] <= 0x39) else { return nil }
+                let t = text(start..<i)
                 func int() -> Int? { Int(t) }
                 func double() -> Double? { Double(t) }
                 switch key {
@@ -130,9 +139,9 @@ extension WearableLine {
             }
             skipSpace()
             guard i < end else { return nil }
-            if bytes[i] == UInt8(ascii: ",") { i = bytes.index(after: i); continue }
+            if bytes[i] == UInt8(ascii: ",") { i += 1; continue }
             guard bytes[i] == UInt8(ascii: "}") else { return nil }
-            i = bytes.index(after: i)
+            i += 1
             skipSpace()
             guard i == end, line.type == "sample" else { return nil }
             self = line
