@@ -38,7 +38,12 @@ extension WearableCommand {
         /// How to reconnect: nil with `--reconnect-timeout 0` (a lost link ends the stream).
         func reconnectPolicy() throws -> ReconnectPolicy? {
             if reconnectTimeout.lowercased() == "never" { return ReconnectPolicy() }
-            let limit = Double(reconnectTimeout) == 0 ? .zero : try durationOption(reconnectTimeout, "--reconnect-timeout", upTo: .seconds(86400))
+            let limit: Duration
+            do {
+                limit = Double(reconnectTimeout) == 0 ? .zero : try durationOption(reconnectTimeout, "--reconnect-timeout", upTo: .seconds(86400))
+            } catch {
+                throw ValidationError("--reconnect-timeout takes never, 0 (do not reconnect) or a duration up to 24 h (30s, 5min, 1h), got '\(reconnectTimeout)'")
+            }
             return limit == .zero ? nil : ReconnectPolicy(giveUpAfter: limit)
         }
 
