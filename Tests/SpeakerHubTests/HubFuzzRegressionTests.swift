@@ -34,6 +34,8 @@ import Testing
             "web.txt": ["", "", "", "", "", "NotResumable"],
             // 1001 (priority 50) cannot interrupt or stop; 1002 (100) can; 1000 expires 60 min after its last request,
             // 1002 too (its last was before both waits).
+            // JSON-RPC messages: each answered with JSON (checked by the replay), no v1 call among them.
+            "jsonrpc.txt": [],
             "sessions.txt": ["", "", "", "", "PlaybackBusy", "PlaybackBusy", "", "", "", "SessionNotFound", "SessionNotFound"],
         ]
         for (name, bytes) in try Self.inputs(in: "seeds") {

@@ -19,8 +19,8 @@ struct HubReplay {
 
 /// Replays `bytes` as requests to a fresh `HubAPI` over in-memory model speakers, player and media (the fuzzer
 /// exercises the hub's query handling and rules, not the speakers): each line (at most 64) is `NAME` or
-/// `NAME?QUERY`, as the router hands them over, or `+MINUTES`, which moves the hub's clock on (sessions expire after
-/// 60). The whole input is also read as media file bytes.
+/// `NAME?QUERY`, as the router hands them over, a JSON-RPC message (a line starting with `{` or `[`), or `+MINUTES`,
+/// which moves the hub's clock on (sessions expire after 60). The whole input is also read as media file bytes.
 /// Checks: nothing traps; every answer is a JSON object; a refusal is a 4xx (or 503 when sessions run out) with
 /// `"Result":"false"`, an `Error` name and a message; no 5xx from model parts that never fail; session ids are
 /// never reused; with no speaker in the session nothing plays.
@@ -32,10 +32,18 @@ func replayHubInput(_ bytes: [UInt8]) async -> HubReplay {
     let player = ModelPlayer(now: { time.withLock { $0 } })
     let api = HubAPI(speakers: speakers, player: player, media: ModelMedia(), sessionCapacity: 8, now: { time.withLock { $0 } })
     var issued = Set<String>()
+    let peer = HubRPCPeer(client: "fuzz")
     for line in bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).prefix(64) {
         if line.first == UInt8(ascii: "+") {
             let minutes = line.dropFirst().prefix(4).reduce(0) { n, b in (0x30...0x39).contains(b) ? n * 10 + Int(b - 0x30) : n }
             time.withLock { $0 += .seconds(minutes * 60) }
+            continue
+        }
+        // A line starting with `{` or `[` is a JSON-RPC message (docs/hub.md §8): answered with JSON, or not at all.
+        if line.first == UInt8(ascii: "{") || line.first == UInt8(ascii: "[") {
+            if let answer = await api.rpc(line, peer: peer), !isJSONObject(answer), !isJSONObject("{\"batch\":" + answer + "}") {
+                replay.problems.append("JSON-RPC '\(String(decoding: line.prefix(80), as: UTF8.self))': not JSON: \(answer.prefix(200))")
+            }
             continue
         }
         let text = String(decoding: line, as: UTF8.self)
@@ -273,6 +281,19 @@ struct JSONCheck {
         while let b = peek, b >= 0x30, b <= 0x39 { at += 1 }
         guard at > digits else { at = start; return false }
         if bytes[digits] == 0x30, at - digits > 1 { return false }
+        if peek == UInt8(ascii: ".") {
+            at += 1
+            let fraction = at
+            while let b = peek, b >= 0x30, b <= 0x39 { at += 1 }
+            guard at > fraction else { return false }
+        }
+        if peek == UInt8(ascii: "e") || peek == UInt8(ascii: "E") {
+            at += 1
+            if peek == UInt8(ascii: "+") || peek == UInt8(ascii: "-") { at += 1 }
+            let exponent = at
+            while let b = peek, b >= 0x30, b <= 0x39 { at += 1 }
+            guard at > exponent else { return false }
+        }
         return true
     }
 
