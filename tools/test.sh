@@ -5,7 +5,8 @@
 # loops hold both cores (tests must not depend on the machine's speed or load). With CI=true, or with --vm, it also:
 #   - fuzzes the LightX stream decoder for 60 seconds (CI only);
 #   - boots a Debian kernel under QEMU and drives the simulated headset through the real Linux USB and Bluetooth
-#     stacks (tools/vm/e2e.sh tools/vm/tuneup; a few minutes, downloads cached in ~/.cache/tuneup-vm).
+#     stacks (tools/vm/e2e.sh tools/vm/tuneup; a few minutes, downloads cached in ~/.cache/tuneup-vm);
+#   - and builds and tests in release, the build the guest then runs (one cold build instead of two).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 vm=false
@@ -35,29 +36,27 @@ python3 tools/check-blocking.py
 section "every command names itself (tools/check-command-names.py: a derived name costs every start a conformance scan)"
 python3 tools/check-command-names.py
 
-static_build=
 busy_loops=()
 # Whatever happens, nothing this script started in the background outlives it.
 cleanup() {
     [ ${#busy_loops[@]} -eq 0 ] || kill "${busy_loops[@]}" 2>/dev/null || true
-    [ -z "$static_build" ] || pkill -TERM -P "$static_build" 2>/dev/null || true
-    [ -z "$static_build" ] || kill "$static_build" 2>/dev/null || true
 }
 trap cleanup EXIT
 if $vm; then
-    # The guest's tuneup (a cold release build of its own: many minutes of both cores) is built in the background
-    # from the start, at the lowest CPU and I/O priority: the debug build and the tests take the cores whenever they
-    # want them, and the release build gets what they leave — the link steps of the debug build, the real-time and
-    # one-at-a-time tests (mostly waiting), the bad-input sweep, the fuzzers (fixed time, whatever the load). The
-    # dependencies are resolved once first, so the two builds never write Package.resolved at the same time.
-    swift package resolve
-    mkdir -p .build-static
-    section "building the guest's tuneup in the background, at idle priority (.build-static/build.log)"
-    nice -n 19 ionice -c 3 tools/vm/tuneup/build.sh > .build-static/build.log 2>&1 &
-    static_build=$!
+    # With the VM (as under CI), one release build serves both the tests and the guest: a debug build for the tests
+    # plus a release build for the guest were two cold builds of every dependency, most of CI's CPU (the run took 48
+    # minutes). Testable imports need -enable-testing in release; no debug information (nobody reads it here, and it
+    # costs the compiler and the linker). The guest gets this dynamically linked tuneup with the Swift runtime's
+    # libraries beside it (tools/vm/build-initramfs.sh copies what ldd lists).
+    build=(-c release -debug-info-format none -Xswiftc -enable-testing)
+    products=.build/release
+else
+    # Alone, the tests run on the debug build a developer's incremental builds keep warm.
+    build=()
+    products=.build/debug
 fi
-section "swift build (debug, with tests)"
-swift build --build-tests
+section "swift build (${build[*]:-debug}, with tests)"
+swift build --build-tests ${build[@]+"${build[@]}"}
 section "swift test"
 # Tests whose subject is real-time behaviour run on their own afterwards, one at a time: the line-outage test (four
 # stations, a PostgreSQL server stopped for 30 s, units that leave the line on their own time; the watch-mode station on a
@@ -85,25 +84,25 @@ heavy='FirmwareFuzzTests|RoundTripTests|FuzzTests|VirtualPlaybackTests|SeededRan
 # timers wait for seven others at most. (Swift Testing's own setting; swift test's --num-workers is XCTest's.)
 export SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH=${SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH:-8}
 started=$(date +%s)
-swift test --skip-build --parallel --skip "$realtime|$heavy"
+swift test --skip-build ${build[@]+"${build[@]}"} --parallel --skip "$realtime|$heavy"
 section "the parallel suite took $(( $(date +%s) - started )) s"
 section "swift test: CPU-heavy tests, one at a time"
-swift test --skip-build --no-parallel --filter "$heavy"
+swift test --skip-build ${build[@]+"${build[@]}"} --no-parallel --filter "$heavy"
 if $under_load; then
     # The same suite while two busy loops hold both cores: a test that waits on wall-clock time, or code that blocks
     # Swift's cooperative pool, fails here. The loops end with the script, whatever happens.
     section "swift test again, under load: two CPU-bound busy loops on both cores"
     for _ in 1 2; do (while :; do :; done) & busy_loops+=($!); done
     started=$(date +%s)
-    swift test --skip-build --parallel --skip "$realtime|$heavy"
+    swift test --skip-build ${build[@]+"${build[@]}"} --parallel --skip "$realtime|$heavy"
     section "the parallel suite under load took $(( $(date +%s) - started )) s"
     kill "${busy_loops[@]}" 2>/dev/null || true
     busy_loops=()
 fi
 section "swift test: real-time tests, one at a time"
-swift test --skip-build --no-parallel --filter "$realtime"
+swift test --skip-build ${build[@]+"${build[@]}"} --no-parallel --filter "$realtime"
 section "bad-input sweep (tools/bad-input-sweep.py)"
-python3 tools/bad-input-sweep.py .build/debug/tuneup
+python3 tools/bad-input-sweep.py "$products/tuneup"
 
 if [ "${CI:-}" = "true" ]; then
     section "fuzzing the LightX stream decoder (60 s)"
@@ -113,20 +112,7 @@ if [ "${CI:-}" = "true" ]; then
     section "fuzzing the hub's query handling (20 s)" && tools/fuzz/hub/run.sh 20
 fi
 if $vm; then
-    if kill -0 "$static_build" 2>/dev/null; then
-        section "waiting for the guest's tuneup (still building: this wait is the run's critical path)"
-    else
-        section "the guest's tuneup was built meanwhile"
-    fi
-    if ! wait "$static_build"; then
-        static_build=
-        tail -40 .build-static/build.log
-        echo "the guest's tuneup did not build (above: the end of .build-static/build.log)" >&2
-        exit 1
-    fi
-    static_build=
-    tail -1 .build-static/build.log
     section "USB and Bluetooth through a real kernel (QEMU)"
-    tools/vm/e2e.sh tools/vm/tuneup --timeout 600
+    TUNEUP_GUEST_BINARY="$PWD/$products/tuneup" tools/vm/e2e.sh tools/vm/tuneup --timeout 600
 fi
 section "all tests passed"

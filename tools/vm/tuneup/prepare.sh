@@ -1,12 +1,19 @@
 #!/usr/bin/env bash
-# Host side of the tuneup end-to-end scenario: build tuneup with the Swift runtime linked in (the guest has no
-# Swift toolchain; libusb, libudev and libbluetooth come along through ldd) and list what goes into the guest.
+# Host side of the tuneup end-to-end scenario: the tuneup for the guest (the guest has no Swift toolchain: a static
+# build, or a dynamic one whose libraries — Swift's, libusb, libudev, libbluetooth — come along through ldd) and the
+# list of what goes into the guest.
 set -euo pipefail
 out=$1
 root=$(cd "$(dirname "$0")/../../.." && pwd)
 cd "$root"
-"$root/tools/vm/tuneup/build.sh" >&2   # a no-op when tools/test.sh built it already
-strip -o "$out/tuneup" "$root/.build-static/release/tuneup"
+# tools/test.sh hands over the tuneup its tests ran (TUNEUP_GUEST_BINARY: a release build, the Swift runtime's
+# libraries come along through ldd); alone, this builds a static release tuneup of its own.
+binary=${TUNEUP_GUEST_BINARY:-}
+if [ -z "$binary" ]; then
+    "$root/tools/vm/tuneup/build.sh" >&2
+    binary="$root/.build-static/release/tuneup"
+fi
+strip -o "$out/tuneup" "$binary"
 echo "$out/tuneup:/usr/bin/tuneup"
 for f in app-1.5.0.img app-2.0.0.img dev-public.pem; do echo "$root/firmware-images/$f:/images/$f"; done
 # The station's recipe, with the images it names where its relative paths lead (../firmware-images).
