@@ -3,7 +3,7 @@
 # (about 200 wrong arguments, files, environments and devices against the built tuneup).
 # With CI=true (as in .ci/run), or with --under-load, it runs the parallel suite a second time while two CPU-bound busy
 # loops hold both cores (tests must not depend on the machine's speed or load). With CI=true, or with --vm, it also:
-#   - fuzzes the LightX stream decoder for 60 seconds (CI only);
+#   - fuzzes the LightX stream decoder for 60 seconds and the Wearable, Speaker and hub decoders for 20 each (CI only);
 #   - boots a Debian kernel under QEMU and drives the simulated headset through the real Linux USB and Bluetooth
 #     stacks (tools/vm/e2e.sh tools/vm/tuneup; a few minutes, downloads cached in ~/.cache/tuneup-vm);
 #   - and builds and tests in release, the build the guest then runs (one cold build instead of two).
@@ -105,11 +105,19 @@ section "bad-input sweep (tools/bad-input-sweep.py)"
 python3 tools/bad-input-sweep.py "$products/tuneup"
 
 if [ "${CI:-}" = "true" ]; then
-    section "fuzzing the LightX stream decoder (60 s)"
-    tools/fuzz/run.sh 60
-    section "fuzzing the Wearable decoders (20 s)" && tools/fuzz/wearable/run.sh 20
-    section "fuzzing the Speaker protocol decoders (20 s)" && tools/fuzz/speaker/run.sh 20
-    section "fuzzing the hub's query handling (20 s)" && tools/fuzz/hub/run.sh 20
+    # Two lanes, one a core (each fuzzer is one process on one core): the LightX stream decoder for 60 s; the
+    # Wearable decoders, the Speaker protocol decoders and the hub's query handling for 20 s each, one after another.
+    # Each lane's output goes to its log, printed when both have ended.
+    section "fuzzing, two at a time: LightX (60 s) | Wearable, Speaker, hub (20 s each)"
+    mkdir -p .build/fuzz-logs
+    tools/fuzz/run.sh 60 > .build/fuzz-logs/lightx.log 2>&1 &
+    lightx=$!
+    lane=0
+    { tools/fuzz/wearable/run.sh 20 && tools/fuzz/speaker/run.sh 20 && tools/fuzz/hub/run.sh 20; } \
+        > .build/fuzz-logs/others.log 2>&1 || lane=$?
+    wait "$lightx" || lane=$?
+    tail -n 30 .build/fuzz-logs/lightx.log .build/fuzz-logs/others.log
+    [ "$lane" = 0 ] || { echo "a fuzzer failed (above: the end of its log; crash inputs in tools/fuzz/*/crash-*)" >&2; exit 1; }
 fi
 if $vm; then
     section "USB and Bluetooth through a real kernel (QEMU)"
