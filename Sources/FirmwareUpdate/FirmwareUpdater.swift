@@ -213,7 +213,15 @@ public final class FirmwareUpdater: Sendable {
                 logger.info("link lost during the update (\(error.message)); reconnecting to resume")
                 await link.drop(because: error.message)
                 machine?.linkLost()
-                try stalls.lost(error, progress: machine?.state.acknowledgements ?? 0, now: await link.now())
+                try stalls.lost(error.message, progress: machine?.state.acknowledgements ?? 0, now: await link.now())
+            } catch let error as UpdateError where error.code == .deviceBusy && machine != nil {
+                // This host owned the update before its link dropped: a device that has not yet seen the old link go
+                // still counts it as the owner, so the "other host" is this one. Treated as a lost link, bounded by
+                // the stall guard (a device that really is another host's ends the update with connection-lost).
+                logger.info("the device still counts this host's old link as the update's owner; reconnecting")
+                await link.drop(because: error.message)
+                machine?.linkLost()
+                try stalls.lost(error.message, progress: machine?.state.acknowledgements ?? 0, now: await link.now())
             }
         }
         let state = machine?.state ?? TransferState()
@@ -378,9 +386,9 @@ struct StallGuard {
         lastProgress = now
     }
 
-    /// The link was lost (`error`) at `now` (the link's clock) with `progress` acknowledgements so far. Throws
+    /// The link was lost (`error`: why, one line) at `now` (the link's clock) with `progress` acknowledgements so far. Throws
     /// `.connectionLost` to stop.
-    mutating func lost(_ error: HeadsetError, progress: Int, now: Duration) throws {
+    mutating func lost(_ error: String, progress: Int, now: Duration) throws {
         if progress > mark {
             // This link got somewhere.
             mark = progress
@@ -390,10 +398,10 @@ struct StallGuard {
         }
         streak += 1
         if streak >= Self.limit {
-            throw UpdateError(.connectionLost, "the link keeps dropping: \(streak) reconnects in a row without progress (last: \(error.message))")
+            throw UpdateError(.connectionLost, "the link keeps dropping: \(streak) reconnects in a row without progress (last: \(error))")
         }
         if now - lastProgress >= wait {
-            throw UpdateError(.connectionLost, "the link keeps dropping: no progress within \(wait.shortDescription) (last: \(error.message))")
+            throw UpdateError(.connectionLost, "the link keeps dropping: no progress within \(wait.shortDescription) (last: \(error))")
         }
     }
 }
