@@ -37,11 +37,20 @@ section "every command names itself (tools/check-command-names.py: a derived nam
 python3 tools/check-command-names.py
 
 busy_loops=()
+vm_fetch=
 # Whatever happens, nothing this script started in the background outlives it.
 cleanup() {
     [ ${#busy_loops[@]} -eq 0 ] || kill "${busy_loops[@]}" 2>/dev/null || true
+    [ -z "$vm_fetch" ] || kill "$vm_fetch" 2>/dev/null || true
 }
 trap cleanup EXIT
+if $vm; then
+    # The VM's kernel, QEMU and guest packages (downloads, nothing to compute) come in while the build computes.
+    mkdir -p .build
+    section "fetching the VM's kernel and packages in the background (.build/vm-fetch.log)"
+    tools/vm/fetch.sh > .build/vm-fetch.log 2>&1 &
+    vm_fetch=$!
+fi
 if $vm; then
     # With the VM (as under CI), one release build serves both the tests and the guest: a debug build for the tests
     # plus a release build for the guest were two cold builds of every dependency, most of CI's CPU (the run took 48
@@ -120,6 +129,13 @@ if [ "${CI:-}" = "true" ]; then
     [ "$lane" = 0 ] || { echo "a fuzzer failed (above: the end of its log; crash inputs in tools/fuzz/*/crash-*)" >&2; exit 1; }
 fi
 if $vm; then
+    if ! wait "$vm_fetch"; then
+        vm_fetch=
+        tail -20 .build/vm-fetch.log
+        echo "the VM's downloads failed (above: the end of .build/vm-fetch.log)" >&2
+        exit 1
+    fi
+    vm_fetch=
     section "USB and Bluetooth through a real kernel (QEMU)"
     TUNEUP_GUEST_BINARY="$PWD/$products/tuneup" tools/vm/e2e.sh tools/vm/tuneup --timeout 600
 fi
