@@ -1,4 +1,5 @@
 import Foundation
+import Support
 import Synchronization
 
 /// The records of one station on a line: everything is written first to a local SQLite file (the outbox) and

@@ -3,6 +3,7 @@ import Logging
 import NIOCore
 import NIOPosix
 import PostgresNIO
+import Support
 
 /// The records in a PostgreSQL database, for a line of stations (`--db postgres://USER[:PASSWORD]@HOST[:PORT]/DB`).
 ///

@@ -3,6 +3,7 @@ import HummingbirdWebSocket
 import NIOCore
 import SpeakerHubCore
 import SpeakerSession
+import Support
 import Synchronization
 
 /// The JSON-RPC 2.0 control on HTTP (docs/hub.md §8): `POST /jsonrpc` answers one message; a WebSocket on
@@ -84,14 +85,8 @@ public enum HubRPCServer {
 
     /// Writes one message, or throws when the client took nothing for `stalled` (its socket's buffers full).
     static func write(_ text: String, to outbound: WebSocketOutboundWriter, stalled: Duration) async throws {
-        try await withThrowingTaskGroup(of: Void.self) { write in
-            write.addTask { try await outbound.write(.text(text)) }
-            write.addTask {
-                try await Task.sleep(for: stalled)
-                throw HubError(.cannotServe, "a JSON-RPC client took nothing for \(stalled)")
-            }
-            try await write.next()
-            write.cancelAll()
+        try await withDeadline(stalled, late: { HubError(.cannotServe, "a JSON-RPC client took nothing for \(stalled)") }) {
+            try await outbound.write(.text(text))
         }
     }
 

@@ -5,6 +5,7 @@ import HummingbirdWebSocket
 import Logging
 import NIOCore
 import ServiceLifecycle
+import Support
 
 /// The errors of the operator page and the line dashboard.
 public enum PageErrors: ErrorDomain {
@@ -177,14 +178,8 @@ public final class PageServer: Sendable {
                     guard let message = sections.message(since: &cursor) else { continue }
                     // A page that takes no data for `stalled` (its socket's buffers full) is dropped: it reconnects
                     // and gets everything again, nothing waits for it meanwhile.
-                    try await withThrowingTaskGroup(of: Void.self) { write in
-                        write.addTask { try await outbound.write(.text(message)) }
-                        write.addTask {
-                            try await Task.sleep(for: stalled)
-                            throw PageError(.cannotServe, "a page took nothing for \(stalled)")
-                        }
-                        try await write.next()
-                        write.cancelAll()
+                    try await withDeadline(stalled, late: { PageError(.cannotServe, "a page took nothing for \(stalled)") }) {
+                        try await outbound.write(.text(message))
                     }
                 }
             }

@@ -4,8 +4,10 @@ import Synchronization
 /// waiting for it: a call whose library does not honour cancellation promptly (postgres-nio waiting for a pooled
 /// connection to a server that is down) still returns on time. `cancelLate` cancels the abandoned work; without it
 /// the work runs to its end (for work that must not be cut between two effects). Cancelling the caller ends the
-/// wait at once with `CancellationError` and cancels the work.
-func withDeadline<T: Sendable>(
+/// wait at once with `CancellationError` and cancels the work. The one deadline helper: the records' database
+/// calls, and the WebSocket writes of the operator page and the hub's JSON-RPC (a client that takes nothing is
+/// dropped).
+public func withDeadline<T: Sendable>(
     _ timeout: Duration, cancelLate: Bool = true, late: @escaping @Sendable () -> any Error,
     _ body: @escaping @Sendable () async throws -> T
 ) async throws -> T {
