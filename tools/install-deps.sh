@@ -1,16 +1,29 @@
 #!/usr/bin/env bash
 # Installs the system packages the project needs (Debian). Does nothing when they are already there.
+#   tools/install-deps.sh [build|runtime|all]   (default all)
+# build: what compiling needs (headers, pkg-config). runtime: what only the tests and the tools they drive need, so
+# that tools/test.sh can install it while the build computes.
 set -euo pipefail
-# librsvg2-bin: 'tuneup wearable plot' converts its SVG to PNG with rsvg-convert.
-# chromium: the hub's control page is tested in a real headless browser (Tests/SpeakerHubTests/HubPageTests).
+# libusb, libbluetooth, libsqlite3: the transports and the records.
 # libsndfile, libsoxr, libcurl: the speakers' audio input (decoding, resampling, web streams).
-# libzint-dev: the station's unit labels (barcodes); zbar-tools, dmtx-utils: the tests read the label previews back.
+# libzint-dev: the station's unit labels (barcodes).
 # libasound2-dev: 'tuneup speaker receive' plays to the sound card through ALSA (tests use its file plugin, no card).
-# libqpid-proton11-dev: IPC-CFX over AMQP 1.0 (the station's publisher); rabbitmq-server, python3-qpid-proton: the
-# broker and the consumer of the CFX tests and benchmark.
-packages=(pkg-config libusb-1.0-0-dev libbluetooth-dev umockdev libsqlite3-dev postgresql librsvg2-bin chromium
-          libsndfile1-dev libsoxr-dev libcurl4-openssl-dev libzint-dev zbar-tools dmtx-utils libasound2-dev
-          libqpid-proton11-dev rabbitmq-server python3-qpid-proton)
+# libqpid-proton11-dev: IPC-CFX over AMQP 1.0 (the station's publisher).
+build_packages=(pkg-config libusb-1.0-0-dev libbluetooth-dev libsqlite3-dev libsndfile1-dev libsoxr-dev
+                libcurl4-openssl-dev libzint-dev libasound2-dev libqpid-proton11-dev)
+# umockdev: the USB tests' recorded devices. postgresql: throwaway servers of the records' tests.
+# librsvg2-bin: 'tuneup wearable plot' converts its SVG to PNG with rsvg-convert.
+# chromium: the hub's control page, the operator page and the line dashboard are tested in a real headless browser.
+# zbar-tools, dmtx-utils: the tests read the label previews back.
+# rabbitmq-server, python3-qpid-proton: the broker and the consumer of the CFX tests and benchmark.
+runtime_packages=(umockdev postgresql librsvg2-bin chromium zbar-tools dmtx-utils rabbitmq-server python3-qpid-proton)
+
+case "${1:-all}" in
+    build) packages=("${build_packages[@]}") ;;
+    runtime) packages=("${runtime_packages[@]}") ;;
+    all) packages=("${build_packages[@]}" "${runtime_packages[@]}") ;;
+    *) echo "usage: tools/install-deps.sh [build|runtime|all]" >&2; exit 64 ;;
+esac
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -23,7 +36,7 @@ if [ ${#missing[@]} -gt 0 ]; then
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 # imgtool (MCUboot's image tool, PyPI) for the firmware-image interop tests (Tests/FirmwareTests).
-if ! command -v imgtool >/dev/null 2>&1; then
+if [ "${1:-all}" != build ] && ! command -v imgtool >/dev/null 2>&1; then
     echo "== installing imgtool (pip)"
     python3 -m pip install --quiet imgtool 2>/dev/null || python3 -m pip install --quiet --user --break-system-packages imgtool
 fi
