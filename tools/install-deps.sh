@@ -16,7 +16,9 @@ build_packages=(pkg-config libusb-1.0-0-dev libbluetooth-dev libsqlite3-dev libs
 # chromium: the hub's control page, the operator page and the line dashboard are tested in a real headless browser.
 # zbar-tools, dmtx-utils: the tests read the label previews back.
 # rabbitmq-server, python3-qpid-proton: the broker and the consumer of the CFX tests and benchmark.
-runtime_packages=(umockdev postgresql librsvg2-bin chromium zbar-tools dmtx-utils rabbitmq-server python3-qpid-proton)
+# gdb: a test that gives up on a `tuneup` that did not finish reports its threads' stacks (TestSupport's HangReport).
+runtime_packages=(umockdev postgresql librsvg2-bin chromium zbar-tools dmtx-utils rabbitmq-server python3-qpid-proton
+                  gdb)
 
 case "${1:-all}" in
     build) packages=("${build_packages[@]}") ;;
