@@ -64,8 +64,9 @@ let package = Package(
             dependencies: ["Failure", "Wearable", "WearableLink", "Simulator", "Transport", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict),
         // Wearable recordings (docs/wearable.md §10): the line format, the metadata header, the writer (written as it
-        // goes, off the cooperative pool), per-sensor CSVs, reading a recording back.
-        .target(name: "WearableRecording", dependencies: ["Failure", "Wearable", "WearableSession", "Support"], swiftSettings: strict),
+        // goes, off the cooperative pool), per-sensor CSVs, reading a recording back; the streaming workflow of
+        // `wearable stream` and `record`, and the plot (SVG; a PNG through Spawn's rsvg-convert).
+        .target(name: "WearableRecording", dependencies: ["Failure", "Wearable", "WearableSession", "Spawn", "Support"], swiftSettings: strict),
         // The HKWirelessHD speaker protocols as pure values: control frames and messages, audio and discovery
         // datagrams, clock-sync maths, reason and error codes. No I/O.
         .target(name: "Speaker", dependencies: ["Failure"], swiftSettings: strict),
@@ -267,6 +268,10 @@ let package = Package(
             name: "WearableSessionTests",
             dependencies: ["WearableSession", "WearableSimulator", "WearableRecording", "WearableLink", "Wearable", "Simulator", "Transport",
                            "TestSupport"],
+            swiftSettings: strict),
+        .testTarget(
+            name: "WearableRecordingTests",
+            dependencies: ["WearableRecording", "WearableSession", "WearableSimulator", "Wearable", "Support", "TestSupport"],
             swiftSettings: strict),
         .testTarget(name: "SpeakerTests", dependencies: ["Speaker", "TestSupport"], swiftSettings: strict),
         .testTarget(

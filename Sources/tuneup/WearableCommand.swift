@@ -5,6 +5,7 @@ import Transport
 import TuneupKit
 import Wearable
 import WearableLink
+import WearableRecording
 import WearableSession
 
 /// `tuneup wearable ...`: a Bose Wearable device (sensors and gestures) over the GATT framing (docs/wearable.md).
@@ -113,9 +114,7 @@ struct WearableCommand: AsyncParsableCommand {
     // MARK: Names and units
 
     static func sensor(named text: String) throws -> SensorType {
-        let key = text.lowercased().replacingOccurrences(of: "-", with: "").replacingOccurrences(of: "_", with: "")
-        if let id = UInt8(key), let s = SensorType(rawValue: id) { return s }
-        guard let s = SensorType.allCases.first(where: { $0.description.lowercased() == key }) else {
+        guard let s = WearableText.sensor(named: text) else {
             throw ValidationError("unknown sensor '\(text)' (\(SensorType.allCases.map(\.description).joined(separator: ", ")))")
         }
         return s
@@ -123,10 +122,7 @@ struct WearableCommand: AsyncParsableCommand {
 
     /// A gesture by name (double-tap, doubleTap, double_tap) or by id (129 or 0x81).
     static func gesture(named text: String) throws -> GestureType {
-        let key = text.lowercased().replacingOccurrences(of: "-", with: "").replacingOccurrences(of: "_", with: "")
-        let id = key.hasPrefix("0x") ? UInt8(key.dropFirst(2), radix: 16) : UInt8(key)
-        if let id, let g = GestureType(rawValue: id) { return g }
-        guard let g = GestureType.allCases.first(where: { $0.description.lowercased() == key }) else {
+        guard let g = WearableText.gesture(named: text) else {
             throw ValidationError("unknown gesture '\(text)' (\(GestureType.allCases.map(\.description).joined(separator: ", ")))")
         }
         return g
@@ -140,17 +136,6 @@ struct WearableCommand: AsyncParsableCommand {
             throw ValidationError("\(option) '\(text)' is not a sample period (320ms, 160ms, 80ms, 40ms or 20ms)")
         }
         return p
-    }
-
-    /// The physical unit of a sensor's values.
-    static func unit(_ sensor: SensorType) -> String {
-        switch sensor {
-        case .accelerometer: return "g"
-        case .gyroscope: return "°/s"
-        case .rotation, .gameRotation: return "(unitless)"
-        case .orientation: return "°"
-        case .magnetometer, .uncalibratedMagnetometer: return "µT"
-        }
     }
 
     // MARK: JSON
@@ -302,7 +287,7 @@ struct WearableCommand: AsyncParsableCommand {
                 }
                 let json = SensorsJSON(
                     sensors: info.entries.map { e in
-                        SensorJSON(sensor: e.sensor.description, id: Int(e.sensor.rawValue), unit: WearableCommand.unit(e.sensor),
+                        SensorJSON(sensor: e.sensor.description, id: Int(e.sensor.rawValue), unit: WearableText.unit(e.sensor),
                                    minScaled: Int(e.range.minScaled), maxScaled: Int(e.range.maxScaled), minRaw: Int(e.range.minRaw),
                                    maxRaw: Int(e.range.maxRaw), availablePeriodsMs: e.availablePeriods.sorted().map { Int($0.milliseconds) },
                                    sampleLength: e.sampleLength, periodMs: configuration.period(of: e.sensor).map { Int($0.milliseconds) })

@@ -52,6 +52,13 @@ extension WearableCommand {
             return try durationOption(duration, "--duration", upTo: .seconds(86400))
         }
 
+        /// What the library streams.
+        func resolved() throws -> WearableStreamSetup {
+            WearableStreamSetup(sensors: try sensors, period: try WearableCommand.period(period),
+                                gestures: gesture == ["none"] ? [] : gesture.isEmpty ? nil : try gesture.map(WearableCommand.gesture(named:)),
+                                checked: !noCheck, stopAfter: try stopAfter())
+        }
+
         /// The sensors to stream: accelerometer and gyroscope by default, none with `--sensor none` (gestures alone).
         var sensors: [SensorType] {
             get throws {
@@ -61,162 +68,8 @@ extension WearableCommand {
         }
     }
 
-    /// Runs one streaming session: opens, configures, hands every line to `emit` (in order, on one task), stops at
-    /// the duration, on SIGINT/SIGTERM/SIGHUP or when the link is lost, closes and hands the summary over. A lost link
-    /// or a failed open ends in its one line and exit code after `finish` ran (so recordings are written).
-    /// `shouldStop` is asked after each line: true stops the stream as the duration would (a recording that cannot
-    /// write any more).
-    /// `metadata`: a `metadata` line (the recording's header, docs/wearable.md §10) comes first once the device took
-    /// the configuration.
-    static func stream(_ choice: DeviceChoice, _ setup: StreamSetup, metadata: Bool = false, emit: (WearableLine) -> Void,
-                       shouldStop: () -> Bool = { false }, finish: (WearableLine) async throws -> Void) async throws {
-        enum Item: Sendable {
-            case event(WearableEvent), reading(SensorReading), gesture(GestureReading), stop
-            /// A forwarding task's stream ended (the session closed it); `drained`: the wait for them is over.
-            case forwarderEnded, drained
-        }
-        let sensors = try setup.sensors
-        let period = try WearableCommand.period(setup.period)
-        let stopAfter = try setup.stopAfter()
-        let session = try choice.session(reconnect: try setup.reconnectPolicy())
-        let started = ContinuousClock.now
-        let (merged, feed) = AsyncStream.makeStream(of: Item.self)
-        var tasks: [Task<Void, Never>] = []
-        defer { tasks.forEach { $0.cancel() } }
-        if let signals = try? TerminationSignals.subscribe() {
-            tasks.append(Task {
-                for await _ in signals {
-                    feed.yield(.stop)
-                    return
-                }
-            })
-        }
-        let events = await session.events()
-        tasks.append(Task {
-            for await e in events { feed.yield(.event(e)) }
-        })
-        do {
-            try await session.open()
-        } catch {
-            var line = WearableLine(type: "event", event: "failedToOpen")
-            line.device = session.peer
-            line.error = describeFailure(error).0
-            line.code = (error as? WearableSessionError)?.code.rawValue
-            emit(line)
-            throw failureExit(error)
-        }
-        // Said once the device took the configuration: a refused one ends in its error line alone.
-        var opened = WearableLine(type: "event", event: "opened")
-        opened.device = session.peer
-        let readings = await session.sensorReadings(), gestureReadings = await session.gestureReadings()
-        tasks.append(Task {
-            for await r in readings { feed.yield(.reading(r)) }
-            feed.yield(.forwarderEnded)
-        })
-        tasks.append(Task {
-            for await g in gestureReadings { feed.yield(.gesture(g)) }
-            feed.yield(.forwarderEnded)
-        })
-        do {
-            let offered = await session.gestureInformation?.availableGestures ?? []
-            let wanted = setup.gesture == ["none"] ? [] : setup.gesture.isEmpty ? offered : try setup.gesture.map(WearableCommand.gesture(named:))
-            let s = try await session.configureSensors(checked: !setup.noCheck) { c in
-                c.disableAll()
-                for sensor in sensors { c.enable(sensor: sensor, at: period) }
-            }
-            let g = try await session.configureGestures(checked: !setup.noCheck) { c in
-                c.disableAll()
-                for gesture in wanted { c.set(gesture: gesture, enabled: true) }
-            }
-            if metadata, let info = await session.deviceInformation, let sensorInfo = await session.sensorInformation {
-                var header = WearableLine(type: "metadata")
-                header.metadata = RecordingMetadata(
-                    tool: "tuneup \(TuneupVersion.string)", device: session.peer, information: info, sensorInformation: sensorInfo,
-                    gestureInformation: await session.gestureInformation, sensors: s, gestures: g)
-                emit(header)
-            }
-            emit(opened)
-            var line = WearableLine(type: "event", event: "configured")
-            line.periods = Dictionary(uniqueKeysWithValues: s.entries.compactMap { e in e.period.map { (e.sensor.description, Int($0.milliseconds)) } })
-            line.gestures = g.enabledGestures.map(\.description)
-            emit(line)
-        } catch {
-            await session.close()
-            throw failureExit(explained(error))
-        }
-        if let stopAfter {
-            tasks.append(Task {
-                try? await Task.sleep(for: stopAfter)
-                feed.yield(.stop)
-            })
-        }
-        var lost: WearableSessionError?
-        var closing = false
-        var forwarders = 2
-        // Stopping: the session is closed first, and what it received before is still on its way here; it is written
-        // before the summary, so that the summary counts what was written (at most 2 s for streams that do not end).
-        func close() async {
-            guard !closing else { return }
-            closing = true
-            if lost == nil { await session.close() }
-            tasks.append(Task {
-                try? await Task.sleep(for: .seconds(2))
-                feed.yield(.drained)
-            })
-        }
-        loop: for await item in merged {
-            switch item {
-            case .stop: await close()
-            case let .reading(r): emit(WearableLine(r))
-            case let .gesture(g): emit(WearableLine(g))
-            case .forwarderEnded: forwarders -= 1
-            case .drained: break loop
-            case let .event(.didClose(error?)) where !closing:
-                lost = error
-                await close()
-            case let .event(.didLoseLink(error)) where !closing:
-                // The gap begins: marked in the data, with the reconnect that ends it (docs/wearable.md §7.1).
-                var line = WearableLine(type: "event", event: "linkLost")
-                line.error = error.message
-                line.code = error.code.rawValue
-                line.hostTime = WearableLine.seconds(session.elapsedTime)
-                emit(line)
-            case let .event(.didReconnect(gap, attempts)) where !closing:
-                var line = WearableLine(type: "event", event: "reconnected")
-                line.gapSeconds = WearableLine.seconds(gap)
-                line.attempts = attempts
-                line.reconnects = await session.statistics.reconnects
-                line.hostTime = WearableLine.seconds(session.elapsedTime)
-                emit(line)
-            case let .event(.didReceiveMalformedNotification(c, error)):
-                var line = WearableLine(type: "event", event: "malformed")
-                line.error = "\(c): \(error.message)"
-                line.code = error.code.rawValue
-                emit(line)
-            case .event: break
-            }
-            if !closing, shouldStop() { await close() }
-            if closing && forwarders == 0 { break loop }
-        }
-        emit(.closed(lost))
-        let summary = WearableLine.summary(await session.statistics, seconds: (ContinuousClock.now - started).wearableSeconds)
-        emit(summary)
-        try await finish(summary)
-        if let lost { throw failureExit(lost) }
-    }
-
-    /// The summary for people: one line per sensor, gestures, malformed notifications.
-    static func summaryText(_ s: WearableLine) -> String {
-        var lines = (s.counts ?? [:]).sorted { $0.key < $1.key }.map { name, c in
-            "\(name): \(counted(c.samples, "sample")), \(counted(c.gaps, "gap")) (\(c.missingSamples) missing), \(c.outOfOrder) out of order"
-        }
-        lines.append("gestures: \(s.gestureCount ?? 0); malformed notifications: \(s.malformedNotifications ?? 0)"
-            + ((s.malformedByCode ?? [:]).isEmpty ? "" : " (" + s.malformedByCode!.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ") + ")"))
-        if let n = s.reconnects, n > 0 {
-            lines.append("reconnects: \(n) (link down \(String(format: "%.2f", s.linkDownSeconds ?? 0)) s in all)")
-        }
-        return lines.joined(separator: "\n")
-    }
+    /// Signals that stop a stream (SIGINT, SIGTERM, SIGHUP), nil when they cannot be caught.
+    static func stopSignals() -> AsyncStream<Int32>? { try? TerminationSignals.subscribe() }
 
     static var stdoutIsTerminal: Bool { isatty(STDOUT_FILENO) == 1 }
 
@@ -243,18 +96,26 @@ extension WearableCommand {
         func run() async throws {
             let live = !output.json && WearableCommand.stdoutIsTerminal
             var view = LiveView(device: choice.deviceText)
-            try await WearableCommand.stream(choice, setup, emit: { line in
-                if live {
-                    view.take(line)
-                } else if let text = try? Output.jsonLine(line) {
-                    Output.line(text)
-                }
-            }, finish: { summary in
-                if live {
-                    view.draw(force: true)
-                    Output.line(WearableCommand.summaryText(summary))
-                }
-            })
+            var failedToOpen = false
+            do {
+                try await WearableStreaming.stream(try choice.session(reconnect: try setup.reconnectPolicy()), try setup.resolved(),
+                                                   stopSignals: WearableCommand.stopSignals(), emit: { line in
+                    if line.event == "failedToOpen" { failedToOpen = true }
+                    if live {
+                        view.take(line)
+                    } else if let text = try? Output.jsonLine(line) {
+                        Output.line(text)
+                    }
+                }, finish: { summary in
+                    if live {
+                        view.draw(force: true)
+                        Output.line(WearableText.summary(summary))
+                    }
+                })
+            } catch {
+                // A device that failed to open: its error as it is; a refused configuration: the rule it broke.
+                throw failureExit(failedToOpen ? error : WearableCommand.explained(error))
+            }
         }
     }
 
@@ -298,62 +159,32 @@ extension WearableCommand {
             guard !base.isEmpty, !base.hasSuffix("/") else { throw ValidationError("record needs a file path, got '\(path)'") }
         }
 
-        struct Written: Encodable {
-            var jsonl: String, csv: String
-            /// With --split-by-sensor: the per-sensor and gesture CSVs.
-            var split: [String]?
-            var samples: Int, gestures: Int
-            var summary: WearableLine
-        }
-
         func run() async throws {
             let live = !output.json && WearableCommand.stdoutIsTerminal
             var view = LiveView(device: choice.deviceText)
-            let base = self.base, json = output.json
-            // The files are opened before the device is: a missing directory, a device, FIFO, socket or directory in
-            // the way is one line and exit 74, not a recording lost. They are written as the recording goes.
-            var recorder: WearableRecorder
+            let base = self.base, json = output.json, duration = setup.duration
+            var failedToOpen = false
             do {
-                recorder = try await WearableRecorder.open(base: base, split: splitBySensor ? try setup.sensors : nil,
-                                                           splitGestures: splitBySensor && setup.gesture != ["none"])
-            } catch let error as OutputFileError {
-                throw failureExit(error)
-            }
-            let writer = recorder.writer
-            let ticker = Task {
-                while !Task.isCancelled {
-                    try? await Task.sleep(for: .seconds(1))
-                    writer.flush()
-                }
-            }
-            defer { ticker.cancel() }
-            do {
-                try await WearableCommand.stream(choice, setup, metadata: true, emit: { line in
-                    if live { view.take(line) }
-                    if !live, line.event == "configured" {
-                        Console.err("recording to \(base).jsonl and \(base).csv" + (setup.duration.map { " for \($0)" } ?? "") + "; Ctrl-C stops\n")
-                    }
-                    recorder.take(line)
-                }, shouldStop: { writer.failure != nil }, finish: { summary in
-                    if live { view.draw(force: true) }
-                    if let failure = await recorder.finish() {
-                        throw failureExit(OutputFileError(
-                            failure.code, "\(failure.message); the recording stopped there, what was written is kept"))
-                    }
-                    let paths = recorder.paths
-                    let written = Written(jsonl: paths[0], csv: paths[1], split: paths.count > 2 ? Array(paths.dropFirst(2)) : nil,
-                                          samples: recorder.samples, gestures: recorder.gestures, summary: summary)
-                    try Output.emit(written, json: json) {
-                        WearableCommand.summaryText(summary) + "\nwrote \(WearableCommand.counted(written.samples, "sample")) and "
-                            + "\(WearableCommand.counted(written.gestures, "gesture")) to \(paths.joined(separator: ", "))"
-                    }
-                })
+                try await WearableStreaming.record(
+                    try choice.session(reconnect: try setup.reconnectPolicy()), try setup.resolved(), base: base,
+                    split: splitBySensor ? try setup.sensors : nil, splitGestures: splitBySensor && setup.gesture != ["none"],
+                    tool: "tuneup \(TuneupVersion.string)", stopSignals: WearableCommand.stopSignals(), emit: { line in
+                        if line.event == "failedToOpen" { failedToOpen = true }
+                        if live { view.take(line) }
+                        if !live, line.event == "configured" {
+                            Console.err("recording to \(base).jsonl and \(base).csv" + (duration.map { " for \($0)" } ?? "") + "; Ctrl-C stops\n")
+                        }
+                    }, finish: { written in
+                        if live { view.draw(force: true) }
+                        let paths = [written.jsonl, written.csv] + (written.split ?? [])
+                        try Output.emit(written, json: json) {
+                            WearableText.summary(written.summary) + "\nwrote \(WearableText.counted(written.samples, "sample")) and "
+                                + "\(WearableText.counted(written.gestures, "gesture")) to \(paths.joined(separator: ", "))"
+                        }
+                    })
             } catch {
-                // A lost link: what was recorded until then is written and closed (finish ran). A device that could
-                // not be opened or configured: no recording, no files left behind.
-                _ = await recorder.finish()
-                if recorder.samples == 0 && recorder.gestures == 0 { await writer.remove() }
-                throw error
+                // A device that failed to open: its error as it is; a refused configuration: the rule it broke.
+                throw failureExit(failedToOpen ? error : WearableCommand.explained(error))
             }
         }
     }
@@ -423,7 +254,7 @@ struct LiveView {
         var lines = [String(format: "%@  %@  device time %.1f s", device, state, Double(deviceTime - (origin ?? deviceTime)) / 1000)]
         for sensor in periods.keys.sorted() {
             let l = latest[sensor], c = counts[sensor] ?? (0, 0, 0)
-            let unit = (try? WearableCommand.sensor(named: sensor)).map(WearableCommand.unit) ?? ""
+            let unit = WearableText.sensor(named: sensor).map(WearableText.unit) ?? ""
             var values = [n(l?.x), n(l?.y), n(l?.z), l?.w == nil ? nil : n(l?.w)].compactMap { $0 }.joined(separator: " ") + " \(unit)"
             if let l, let yaw = l.yaw, let pitch = l.pitch, let roll = l.roll {
                 // A quaternion is hard to read: its yaw, pitch and roll instead (the JSON has both).

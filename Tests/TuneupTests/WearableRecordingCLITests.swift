@@ -46,20 +46,10 @@ struct WearableRecordingCLITests {
         for angle in ["yaw", "pitch", "roll"] { #expect(svg.contains(#"data-component="\#(angle)""#)) }
     }
 
-    /// A recording made before the angles were recorded (a quaternion alone) plots its orientation too; one without
-    /// quaternions says so on stderr and plots the rest.
-    @Test func olderRecordingsPlotTheirOrientation() async throws {
+    /// `--orientation` on a recording without quaternions says so on stderr and plots the rest (the panel computed
+    /// from a quaternion alone, as in recordings made before the angles: WearableRecordingTests' PlotTests).
+    @Test func aPlotWithoutQuaternionsSaysItHasNoOrientation() async throws {
         let dir = Scratch.directory
-        let h = 0.5.squareRoot()
-        let text = [#"{"type":"sample","sensor":"rotation","timestamp":0,"deviceTime":0,"x":0,"y":0,"z":0,"w":1}"#,
-                    #"{"type":"sample","sensor":"rotation","timestamp":20,"deviceTime":20,"x":0,"y":0,"z":\#(h),"w":\#(h)}"#].joined(separator: "\n")
-        try Data(text.utf8).write(to: URL(fileURLWithPath: dir + "/old.jsonl"))
-        let r = try await CLI.run(["wearable", "plot", dir + "/old.jsonl", "--orientation", "--no-png", "--format", "json"])
-        #expect(r.status == 0, "\(r.stderr)")
-        #expect(try json(r.stdout)["panels"] as? [String] == ["rotation", "rotation orientation"], "\(r.stdout)")
-        let svg = try String(contentsOfFile: dir + "/old.svg", encoding: .utf8)
-        #expect(svg.contains(#"data-kind="orientation""#) && svg.contains("rotation yaw, pitch, roll (°)"))
-
         try WearableOutputCLITests.recording(dir + "/accel.jsonl")
         let none = try await CLI.run(["wearable", "plot", dir + "/accel.jsonl", "--orientation", "--no-png"])
         #expect(none.status == 0 && none.stderrLines == ["tuneup: no orientation panel: \(dir)/accel.jsonl holds no rotation or game rotation samples"],
