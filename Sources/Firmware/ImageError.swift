@@ -8,9 +8,10 @@ public typealias ImageError = CodedFailure<ImageErrors>
 
 /// The categories of `ImageError`'s codes.
 public enum ImageErrors: ErrorDomain {
-    /// A file that cannot be read or written is local; a bad image, key or manifest is refused like a device.
+    /// A file that cannot be read or written is local; a missing version is the caller's to give; a bad image, key or
+    /// manifest is refused like a device.
     public static func category(of code: ImageError.Code) -> FailureCategory {
-        code == .io ? .localFile : .device
+        code == .io ? .localFile : code == .noVersion ? .usage : .device
     }
 }
 
@@ -52,7 +53,10 @@ extension ErrorCodeIn where Domain == ImageError {
     public static var badKey: Self { Self(rawValue: "bad-key") }
     /// A simulated-application manifest that is missing, malformed or out of range.
     public static var badManifest: Self { Self(rawValue: "bad-manifest") }
+    /// Signing needs an image version and none was given: the payload has no manifest to take it from (a usage
+    /// error, exit 64).
+    public static var noVersion: Self { Self(rawValue: "no-version") }
 
     /// The codes this version knows (others may come from newer modules).
-    public static var allCases: [Self] { [.io, .truncated, .badMagic, .badHeader, .badTLV, .badHash, .unsigned, .badSignature, .wrongKey, .tooLarge, .noRegion, .badHex, .badKey, .badManifest] }
+    public static var allCases: [Self] { [.io, .truncated, .badMagic, .badHeader, .badTLV, .badHash, .unsigned, .badSignature, .wrongKey, .tooLarge, .noRegion, .badHex, .badKey, .badManifest, .noVersion] }
 }

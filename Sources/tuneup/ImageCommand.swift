@@ -31,18 +31,15 @@ struct ImageCommand: ParsableCommand {
 
     /// A flash region argument (`app` or `resource`).
 
-    /// Runs `body`; an `ImageError` becomes one stderr line and its exit code (74 for I/O, 65 otherwise).
+    /// Runs `body`; a failure becomes one stderr line and its exit code (an `ImageError`: 74 for I/O, 64 for a
+    /// missing version, 65 otherwise).
     static func run(_ body: () throws -> Void) throws {
         do {
             try body()
-        } catch let error as ImageError {
-            throw failureExit(CommandFailure(message: error.message, code: exitCode(error)))
         } catch {
             throw failureExit(error)
         }
     }
-
-    static func exitCode(_ error: ImageError) -> Int32 { error.code == .io ? Exit.localIO : Exit.device }
 
     /// A warning on stderr (not a failure).
     static func warn(_ message: String) { printError("warning: \(message)") }
@@ -54,9 +51,8 @@ struct ImageCommand: ParsableCommand {
     }
 
     /// Writes `bytes` to `path`: Intel HEX (at `hexBase`) when the name ends in .hex, else binary.
-    static func writeImage(_ bytes: [UInt8], to path: String, hexBase: UInt32, mode: UInt32 = 0o644) throws {
-        let data = path.lowercased().hasSuffix(".hex") ? Array(IntelHex.encode(bytes, base: hexBase).utf8) : bytes
-        try FileAccess.write(data, to: path, mode: mode)
+    static func writeImage(_ bytes: [UInt8], to path: String, hexBase: UInt32) throws {
+        try FileAccess.write(ImageSigning.fileBytes(bytes, for: path, hexBase: hexBase), to: path)
     }
 
     static func short(_ bytes: [UInt8]) -> String { hex(bytes.prefix(8)) + "…" }
@@ -148,42 +144,16 @@ struct ImageCommand: ParsableCommand {
         func run() throws {
             try ImageCommand.run {
                 let signingKey = try key.map { try SigningKey.load(path: $0) }
-                var bytes = try FileAccess.read(payload)
-                if !MCUbootImage.hasMagic(bytes) && IntelHex.looksLikeHex(bytes) {
-                    do throws(ImageError) {
-                        bytes = try IntelHex.decode(String(decoding: bytes, as: UTF8.self)).bytes
-                    } catch {
-                        throw error.naming(payload)
-                    }
-                }
-                if MCUbootImage.hasMagic(bytes) {
-                    throw ImageError(.badHeader, "\(payload): is already an MCUboot image; sign its payload instead")
-                }
-                let manifest = AppManifest.find(in: bytes)
-                guard let imageVersion = version.flatMap(ImageVersion.init(parsing:)) ?? manifest?.imageVersion else {
-                    throw CommandFailure(message: "\(payload) has no application manifest to take the version from; give --version", code: Exit.usage)
-                }
-                if let manifest, let mv = manifest.imageVersion, mv != imageVersion {
-                    ImageCommand.warn("--version \(imageVersion) differs from the payload manifest's version \(manifest.version)")
-                }
-                let imageModel = model ?? manifest?.model
-                if let manifest, let model, model != manifest.model {
-                    ImageCommand.warn("--model \(model) differs from the payload manifest's model \(manifest.model)")
-                }
-                let imageRegion = region ?? (manifest != nil ? .application : nil)
-                let image = MCUbootImage.sign(payload: bytes, version: imageVersion, model: imageModel, region: imageRegion,
-                                              key: signingKey, headerSize: ImageCommand.parseSize(headerSize) ?? 0x200)
-                if let imageRegion, image.bytes.count > imageRegion.maxSize {
-                    ImageCommand.warn("the \(image.bytes.count)-byte image does not fit the \(imageRegion.rawValue) region (\(imageRegion.maxSize) bytes); tuneup flash will refuse it")
-                }
-                if imageRegion == nil {
-                    ImageCommand.warn("no region TLV: flashing \(output) will need --region app|resource")
-                }
-                try ImageCommand.writeImage(image.bytes, to: output, hexBase: imageRegion?.versionFileAddress ?? 0)
+                let signed = try ImageSigning.sign(payload: try FileAccess.read(payload), name: payload, key: signingKey,
+                                                   version: version.flatMap(ImageVersion.init(parsing:)), model: model, region: region,
+                                                   headerSize: ImageCommand.parseSize(headerSize) ?? 0x200, output: output)
+                for warning in signed.warnings { ImageCommand.warn(warning) }
+                let image = signed.image
+                try ImageCommand.writeImage(image.bytes, to: output, hexBase: signed.region?.versionFileAddress ?? 0)
                 let file = try ImageFile(bytes: image.bytes, name: output)
-                let report = ImageInspection(file: file, region: imageRegion, key: signingKey?.publicKey)
+                let report = ImageInspection(file: file, region: signed.region, key: signingKey?.publicKey)
                 try Output.emit(report, json: format.json) {
-                    "wrote \(output): MCUboot image \(imageVersion), model \(imageModel ?? "none"), region \(imageRegion?.rawValue ?? "none"), "
+                    "wrote \(output): MCUboot image \(signed.version), model \(signed.model ?? "none"), region \(signed.region?.rawValue ?? "none"), "
                         + "\(image.payloadSize)-byte payload, \(image.bytes.count) bytes, "
                         + (signingKey.map { "signed with key \(ImageCommand.short($0.publicKey.keyHash))" } ?? "unsigned")
                 }
@@ -227,20 +197,12 @@ struct ImageCommand: ParsableCommand {
             try ImageCommand.run {
                 let verificationKey = try key.map { try VerificationKey.load(path: $0) }
                 let file = try ImageFile.load(path: image)
-                let resolved = region ?? file.mcuboot?.region
-                if let resolved {
-                    // Same region and size rules as tuneup flash.
-                    let firmware = try FirmwareImage(file: file, region: resolved)
-                    try firmware.verify(with: verificationKey)
-                } else if let mcuboot = file.mcuboot {
-                    do throws(ImageError) { try mcuboot.verify(with: verificationKey) } catch { throw error.naming(image) }
-                } else if verificationKey != nil {
-                    throw ImageError(.unsigned, "\(image): is \(file.format == .intelHex ? "an Intel HEX" : "a raw") image without a signature, but a key is required")
-                }
+                let verified = try ImageSigning.verify(file, key: verificationKey, region: region)
+                let resolved = verified.region
                 let m = file.mcuboot
                 let report = Report(file: image, ok: true, format: file.format, version: m?.version ?? file.manifest?.imageVersion,
                                     model: m?.model ?? file.manifest?.model, region: resolved?.rawValue,
-                                    signed: m?.isSigned ?? false, signatureChecked: verificationKey != nil && m != nil,
+                                    signed: m?.isSigned ?? false, signatureChecked: verified.signatureChecked,
                                     keyHash: m?.keyHash.map(ImageCommand.hex))
                 try Output.emit(report, json: format.json) {
                     guard let m else { return "\(image): OK: \(file.format == .intelHex ? "Intel HEX" : "raw") image without a signature (nothing to verify)" }
