@@ -100,32 +100,25 @@ public struct DiscoveryClient: Sendable {
     }
 
     /// Queries every `interval` (2 s by default) and reports speakers that appeared and those that missed
-    /// `missesBeforeRemoval` rounds in a row. The first round reports every speaker found as added. The stream
-    /// ends with an error if a round cannot run, and when the consumer stops iterating.
-    public func watch(interval: Duration = .seconds(2), missesBeforeRemoval: Int = 2) -> AsyncThrowingStream<DiscoveryChange, any Error> {
+    /// `missesBeforeRemoval` rounds in a row (`DiscoveryTracker`). The first round reports every speaker found as
+    /// added. `following`, when given, is asked after each round for the speakers the consumer follows (holds a
+    /// connection to): a speaker found that it does not follow is reported added again every round until it does
+    /// (one that could not be connected, or whose connection ended while it still answers), and one it follows that
+    /// misses the rounds is reported removed. The stream ends with an error if a round cannot run, and when the
+    /// consumer stops iterating.
+    public func watch(interval: Duration = .seconds(2), missesBeforeRemoval: Int = 2,
+                      following: (@Sendable () async -> Set<UInt64>)? = nil) -> AsyncThrowingStream<DiscoveryChange, any Error> {
         let client = self
-        let misses = max(1, missesBeforeRemoval)
         return AsyncThrowingStream { continuation in
             let task = Task {
-                var known: [UInt64: (speaker: DiscoveredSpeaker, missed: Int)] = [:]
+                var tracker = DiscoveryTracker(missesBeforeRemoval: missesBeforeRemoval)
                 let clock = ContinuousClock()
                 do {
                     while !Task.isCancelled {
                         let start = clock.now
                         let round = try await client.discover()
-                        let ids = Set(round.map(\.deviceId))
-                        for speaker in round where known[speaker.deviceId] == nil {
-                            continuation.yield(.added(speaker))
-                        }
-                        for speaker in round { known[speaker.deviceId] = (speaker, 0) }
-                        for (id, entry) in known where !ids.contains(id) {
-                            if entry.missed + 1 >= misses {
-                                known[id] = nil
-                                continuation.yield(.removed(entry.speaker))
-                            } else {
-                                known[id] = (entry.speaker, entry.missed + 1)
-                            }
-                        }
+                        let followed = await following?()
+                        for change in tracker.round(round, following: followed) { continuation.yield(change) }
                         try await clock.sleep(until: start + interval)
                     }
                     continuation.finish()
@@ -137,5 +130,41 @@ public struct DiscoveryClient: Sendable {
             }
             continuation.onTermination = { _ in task.cancel() }
         }
+    }
+}
+
+/// What `DiscoveryClient.watch` decides after each round, as a value (tested round by round, no network).
+public struct DiscoveryTracker: Sendable {
+    /// Rounds in a row a speaker may miss before it is reported removed (at least 1).
+    public let missesBeforeRemoval: Int
+    /// Each speaker seen, as last seen, and the rounds in a row it has missed since.
+    private var known: [UInt64: (speaker: DiscoveredSpeaker, missed: Int)] = [:]
+
+    public init(missesBeforeRemoval: Int = 2) {
+        self.missesBeforeRemoval = max(1, missesBeforeRemoval)
+    }
+
+    /// The changes after a round that found `found` (in its order: added ones first, then removed ones).
+    /// `following` nil: a speaker is added when first seen and removed when it missed `missesBeforeRemoval` rounds in
+    /// a row. `following` given (the speakers the consumer follows): every speaker found that is not followed is
+    /// added, and a followed one that missed the rounds is removed.
+    public mutating func round(_ found: [DiscoveredSpeaker], following: Set<UInt64>? = nil) -> [DiscoveryChange] {
+        let ids = Set(found.map(\.deviceId))
+        var changes: [DiscoveryChange] = []
+        for speaker in found where following.map({ !$0.contains(speaker.deviceId) }) ?? (known[speaker.deviceId] == nil) {
+            changes.append(.added(speaker))
+        }
+        for speaker in found { known[speaker.deviceId] = (speaker, 0) }
+        let candidates = following.map { Array($0) } ?? Array(known.keys)
+        for id in candidates.sorted() where !ids.contains(id) {
+            guard let entry = known[id] else { continue }
+            if entry.missed + 1 >= missesBeforeRemoval {
+                known[id] = nil
+                changes.append(.removed(entry.speaker))
+            } else {
+                known[id] = (entry.speaker, entry.missed + 1)
+            }
+        }
+        return changes
     }
 }

@@ -101,33 +101,25 @@ extension SpeakerCommand {
             return "\(clock)\(who)  \(what)"
         }
 
-        /// Every `interval`, a discovery round: speakers it finds that the feed does not follow (new ones, and those
-        /// whose connection ended and that answer again) are connected and followed; followed ones that miss two
-        /// rounds in a row are removed.
+        /// Every `interval`, a discovery round (`DiscoveryClient.watch`, asked for the speakers the feed follows):
+        /// speakers it finds that the feed does not follow (new ones, and those whose connection ended and that answer
+        /// again) are connected and followed; followed ones that miss two rounds in a row are removed.
         static func follow(_ discovery: DiscoveryClient, into feed: SpeakerEventFeed, every interval: Duration,
                            options: RequestOptions) async throws {
-            var missed: [UInt64: Int] = [:]
-            let clock = ContinuousClock()
-            while true {
-                let start = clock.now
-                let round = try await discovery.discover()
-                let followed = Set(await feed.deviceIds)
-                for found in round where !followed.contains(found.deviceId) {
-                    // One that answers discovery but not on its control port is tried again next round.
+            for try await change in discovery.watch(interval: interval, missesBeforeRemoval: 2, following: { Set(await feed.deviceIds) }) {
+                switch change {
+                case let .added(found):
+                    // Reported again each round until followed: one that answers discovery but not on its control
+                    // port is tried again next round.
+                    guard !(await feed.deviceIds.contains(found.deviceId)) else { continue }
                     if let session = try? await SpeakerSession.connect(host: found.host, port: found.controlPort, options: options) {
                         do { try await feed.add(session, announce: true) } catch { await session.close() }
                     }
+                case let .removed(gone):
+                    await feed.remove(deviceId: gone.deviceId, reason: "it no longer answers discovery")
                 }
-                let seen = Set(round.map(\.deviceId))
-                for id in followed {
-                    missed[id] = seen.contains(id) ? 0 : (missed[id] ?? 0) + 1
-                    if missed[id]! >= 2 {
-                        missed[id] = nil
-                        await feed.remove(deviceId: id, reason: "it no longer answers discovery")
-                    }
-                }
-                try await clock.sleep(until: start + interval)
             }
+            try Task.checkCancellation()
         }
 
         func run() async throws {
