@@ -57,8 +57,9 @@ enum CLI {
         if let stdin { p.write(stdin) }
         p.closeInput()
         if !p.waitForEnd(upTo: timeout) {
+            let threads = HangReport.threads(of: p.processIdentifier)
             p.waitUntilExit(within: 0)
-            throw CLIError("\(name) did not finish in \(timeout) s; stderr: \(p.errors?.textBlocking(timeout: 5) ?? "")")
+            throw CLIError("\(name) did not finish in \(timeout) s; stderr: \(p.errors?.textBlocking(timeout: 5) ?? "")\nits threads:\n\(threads)")
         }
         return Result(status: p.terminationStatus, stdout: p.output?.textBlocking() ?? "", stderr: p.errors?.textBlocking() ?? "")
     }
