@@ -3,7 +3,7 @@
 # (about 200 wrong arguments, files, environments and devices against the built tuneup).
 # With CI=true (as in .ci/run), or with --under-load, it runs the parallel suite a second time while two CPU-bound busy
 # loops hold both cores (tests must not depend on the machine's speed or load). With CI=true, or with --vm, it also:
-#   - fuzzes the LightX stream decoder for 60 seconds and the Wearable, Speaker and hub decoders for 20 each (CI only);
+#   - fuzzes the LightX stream decoder for 45 seconds and the Wearable, Speaker and hub decoders for 15 each (CI only);
 #   - boots a Debian kernel under QEMU and drives the simulated headset through the real Linux USB and Bluetooth
 #     stacks (tools/vm/e2e.sh tools/vm/tuneup; a few minutes, downloads cached in ~/.cache/tuneup-vm);
 #   - and builds and tests in release, the build the guest then runs (one cold build instead of two).
@@ -117,7 +117,10 @@ section "swift test"
 # The SPC alarm in watch mode: a simulated line whose units leave after 1.5 s without a request, as in watch mode's test.
 # speaker play - from a pipe: a real stream played to a simulated speaker on the real clock, as SpeakerPlayCLITests.
 # A scan and a prompt answered on the operator page: a headless Chromium driven through DevTools, as the page tests.
-realtime='openingAndClosingManyConnectionsLeaksNoDescriptors|failuresLeakNoDescriptors|PromptBrowserTests|anSPCAlarmStopsTheStation|SpeakerReceiveCLITests|SpeakerReceiverTests.ReceiverTests|CFXBrokerTests|StationCFXCLITests|StationPageBrowserTests|LineDashboardBrowserTests|LineOutageTests|LivePlaybackTests|SpeakerPlayCLITests|SpeakerPipeCLITests|SpeakerNamespaceTests|watchModeProvisionsUnitsAsTheyArrive|cancellationWakesTheWaitPromptlyAndLeaksNothing|LinkConditionerTests|HubStreamingTests|HubPageTests|discoveryFollowsSpeakersThatAppearAndVanish|listFindsSimulatedSpeakersByDiscovery|findsSpeakersAndReportsAddedAndRemoved'
+realtime='openingAndClosingManyConnectionsLeaksNoDescriptors|failuresLeakNoDescriptors|PromptBrowserTests|anSPCAlarmStopsTheStation|SpeakerReceiveCLITests|SpeakerReceiverTests.ReceiverTests|StationCFXCLITests|StationPageBrowserTests|LineDashboardBrowserTests|LivePlaybackTests|SpeakerPlayCLITests|SpeakerPipeCLITests|SpeakerNamespaceTests|watchModeProvisionsUnitsAsTheyArrive|cancellationWakesTheWaitPromptlyAndLeaksNothing|LinkConditionerTests|HubStreamingTests|HubPageTests|discoveryFollowsSpeakersThatAppearAndVanish|listFindsSimulatedSpeakersByDiscovery|findsSpeakersAndReportsAddedAndRemoved'
+# Of those, the two that mostly wait out an outage (a RabbitMQ broker stopped for 20 s, a PostgreSQL server for 30 s)
+# run side by side in one process before the others: their waits overlap (57 s + 38 s one after the other).
+outages='CFXBrokerTests|LineOutageTests'
 # Seconds of CPU each in a debug build (seeded fuzz loops, playback simulations with sample-by-sample analysis, audio
 # decoding with signal-to-noise analysis): run
 # one at a time after the parallel suite, so that they do not take the cores from the timers of every other test.
@@ -127,7 +130,7 @@ heavy='FirmwareFuzzTests|RoundTripTests|FuzzTests|VirtualPlaybackTests|SeededRan
 # timers wait for seven others at most. (Swift Testing's own setting; swift test's --num-workers is XCTest's.)
 export SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH=${SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH:-8}
 started=$(date +%s)
-swift test --skip-build ${build[@]+"${build[@]}"} --parallel --skip "$realtime|$heavy"
+swift test --skip-build ${build[@]+"${build[@]}"} --parallel --skip "$realtime|$outages|$heavy"
 echo "== the parallel suite took $(( $(date +%s) - started )) s"
 section "swift test: CPU-heavy tests, one at a time"
 swift test --skip-build ${build[@]+"${build[@]}"} --no-parallel --filter "$heavy"
@@ -137,26 +140,28 @@ if $under_load; then
     section "swift test again, under load: two CPU-bound busy loops on both cores"
     for _ in 1 2; do (while :; do :; done) & busy_loops+=($!); done
     started=$(date +%s)
-    swift test --skip-build ${build[@]+"${build[@]}"} --parallel --skip "$realtime|$heavy"
+    swift test --skip-build ${build[@]+"${build[@]}"} --parallel --skip "$realtime|$outages|$heavy"
     echo "== the parallel suite under load took $(( $(date +%s) - started )) s"
     kill "${busy_loops[@]}" 2>/dev/null || true
     busy_loops=()
 fi
+section "swift test: real-time tests that wait out outages, side by side"
+swift test --skip-build ${build[@]+"${build[@]}"} --parallel --filter "$outages"
 section "swift test: real-time tests, one at a time"
 swift test --skip-build ${build[@]+"${build[@]}"} --no-parallel --filter "$realtime"
 section "bad-input sweep (tools/bad-input-sweep.py)"
 python3 tools/bad-input-sweep.py "$products/tuneup"
 
 if [ "${CI:-}" = "true" ]; then
-    # Two lanes, one a core (each fuzzer is one process on one core): the LightX stream decoder for 60 s; the
-    # Wearable decoders, the Speaker protocol decoders and the hub's query handling for 20 s each, one after another.
+    # Two lanes, one a core (each fuzzer is one process on one core): the LightX stream decoder for 45 s; the
+    # Wearable decoders, the Speaker protocol decoders and the hub's query handling for 15 s each, one after another.
     # Each lane's output goes to its log, printed when both have ended.
-    section "fuzzing, two at a time: LightX (60 s) | Wearable, Speaker, hub (20 s each)"
+    section "fuzzing, two at a time: LightX (45 s) | Wearable, Speaker, hub (15 s each)"
     mkdir -p .build/fuzz-logs
-    tools/fuzz/run.sh 60 > .build/fuzz-logs/lightx.log 2>&1 &
+    tools/fuzz/run.sh 45 > .build/fuzz-logs/lightx.log 2>&1 &
     lightx=$!
     lane=0
-    { tools/fuzz/wearable/run.sh 20 && tools/fuzz/speaker/run.sh 20 && tools/fuzz/hub/run.sh 20; } \
+    { tools/fuzz/wearable/run.sh 15 && tools/fuzz/speaker/run.sh 15 && tools/fuzz/hub/run.sh 15; } \
         > .build/fuzz-logs/others.log 2>&1 || lane=$?
     wait "$lightx" || lane=$?
     tail -n 30 .build/fuzz-logs/lightx.log .build/fuzz-logs/others.log
