@@ -83,8 +83,8 @@ public actor WearableDeviceSession {
     private var tasks: [Task<Void, Never>] = []
     private let eventBroadcast = Broadcast<WearableEvent>()
     /// The readings of one notification at a time: each listener is handed a notification's readings at once (one
-    /// wake-up per notification, not one per reading) and takes them one by one (`ReadingCursor`).
-    private var readingBroadcast = Broadcast<[SensorReading]>()
+    /// wake-up per notification, not one per reading) and takes them one by one (`ReadingFanout`).
+    private var readingFanout = ReadingFanout()
     private var gestureBroadcast = Broadcast<GestureReading>()
 
     /// A session that opens its links with `connect`.
@@ -112,6 +112,11 @@ public actor WearableDeviceSession {
     public nonisolated var elapsedTime: Duration { elapsed() }
 
     private static func elapsedTime<C: Clock<Duration>>(_ clock: C) -> @Sendable () -> Duration {
+        if let continuous = clock as? ContinuousClock {
+            // The usual clock, specialized: a listener may read it for every reading.
+            let origin = continuous.now
+            return { origin.duration(to: ContinuousClock.now) }
+        }
         let origin = clock.now
         return { origin.duration(to: clock.now) }
     }
@@ -122,9 +127,8 @@ public actor WearableDeviceSession {
     public func events() -> AsyncStream<WearableEvent> { eventBroadcast.subscribe() }
 
     /// Every sensor sample from now on, in order, until the session closes (subscribing while closed: the next open).
-    public func sensorReadings() -> AsyncStream<SensorReading> {
-        let cursor = ReadingCursor(readingBroadcast.subscribe(bufferingPolicy: options.listenerBuffer.map { .bufferingNewest(max(1, $0)) } ?? .unbounded))
-        return AsyncStream(unfolding: { await cursor.next() })
+    public func sensorReadings() -> SensorReadings {
+        readingFanout.subscribe(limit: options.listenerBuffer)
     }
 
     /// Every gesture from now on, until the session closes.
@@ -367,9 +371,9 @@ public actor WearableDeviceSession {
     /// Forgets the link as `detachLink` does and ends the listeners (later subscribers belong to the next open).
     private func tearDown() {
         detachLink()
-        readingBroadcast.finish()
+        readingFanout.finish()
         gestureBroadcast.finish()
-        readingBroadcast = Broadcast()
+        readingFanout = ReadingFanout()
         gestureBroadcast = Broadcast()
     }
 
@@ -525,7 +529,7 @@ public actor WearableDeviceSession {
                 for record in records {
                     if let reading = reading(record, hostTime: hostTime) { batch.append(reading) }
                 }
-                if !batch.isEmpty { readingBroadcast.yield(batch) }
+                if !batch.isEmpty { readingFanout.publish(batch) }
             }
         case .gestureData:
             do throws(WearableError) {
@@ -638,25 +642,5 @@ public actor WearableDeviceSession {
         if let e = error as? WearableSessionError { return e }
         if error is CancellationError { return WearableSessionError(.notOpen, "cancelled", category: .connection) }
         return WearableSessionError(.malformedReply, "\(error)", category: .device)
-    }
-}
-
-/// One listener's position in the notifications' batches of readings: hands them out one at a time. Used by the one
-/// consumer of its `AsyncStream` only (`AsyncStream(unfolding:)` calls it for one `next()` at a time).
-private final class ReadingCursor: @unchecked Sendable {
-    private var batches: AsyncStream<[SensorReading]>.Iterator
-    private var batch: [SensorReading] = []
-    private var index = 0
-
-    init(_ stream: AsyncStream<[SensorReading]>) { batches = stream.makeAsyncIterator() }
-
-    func next() async -> SensorReading? {
-        while index >= batch.count {
-            guard let next = await batches.next() else { return nil }
-            batch = next
-            index = 0
-        }
-        defer { index += 1 }
-        return batch[index]
     }
 }

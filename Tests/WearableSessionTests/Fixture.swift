@@ -38,8 +38,8 @@ struct Fixture {
 }
 
 /// The first `count` elements of `stream` (fewer when it ends first).
-func collect<T: Sendable>(_ stream: AsyncStream<T>, _ count: Int) async -> [T] {
-    var out: [T] = []
+func collect<S: AsyncSequence>(_ stream: S, _ count: Int) async -> [S.Element] where S.Failure == Never {
+    var out: [S.Element] = []
     guard count > 0 else { return out }
     for await element in stream {
         out.append(element)
@@ -49,8 +49,8 @@ func collect<T: Sendable>(_ stream: AsyncStream<T>, _ count: Int) async -> [T] {
 }
 
 /// Everything `stream` yields until it ends.
-func drain<T: Sendable>(_ stream: AsyncStream<T>) async -> [T] {
-    var out: [T] = []
+func drain<S: AsyncSequence>(_ stream: S) async -> [S.Element] where S.Failure == Never {
+    var out: [S.Element] = []
     for await element in stream { out.append(element) }
     return out
 }
