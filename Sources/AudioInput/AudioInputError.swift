@@ -11,7 +11,7 @@ public enum AudioInputErrors: ErrorDomain {
     /// are a data failure (`device`, like an invalid firmware image).
     public static func category(of code: AudioInputError.Code) -> FailureCategory {
         switch code {
-        case .fileNotFound, .notAFile, .fileUnreadable: .localFile
+        case .fileNotFound, .notAFile, .fileUnreadable, .libraryMissing: .localFile
         case .badAddress, .badOption: .usage
         case .connectionFailed, .httpStatus, .stalled, .cancelled: .connection
         default: .device
@@ -52,11 +52,13 @@ extension ErrorCodeIn where Domain == AudioInputError {
     public static var cancelled: Self { Self(rawValue: "cancelled") }
     /// libsndfile or libsoxr failed in a way none of the above describes.
     public static var decoderFailed: Self { Self(rawValue: "decoder-failed") }
+    /// A shared library the source needs (libsndfile, libsoxr, libcurl: opened when first needed) is not installed.
+    public static var libraryMissing: Self { Self(rawValue: "library-missing") }
 
     /// The codes this version knows (others may come from newer modules).
     public static var allCases: [Self] {
         [.badAddress, .badOption, .fileNotFound, .notAFile, .fileUnreadable, .empty, .truncated, .notAudio,
          .unsupportedFormat, .corrupt, .startBeyondEnd, .connectionFailed, .httpStatus, .stalled, .cancelled,
-         .decoderFailed]
+         .decoderFailed, .libraryMissing]
     }
 }

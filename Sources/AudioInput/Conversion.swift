@@ -82,6 +82,7 @@ final class Resampler {
     private let name: String
 
     init(from inputRate: Double, to outputRate: Double, channels: Int, name: String) throws(AudioInputError) {
+        try AudioLibraries.requireSoxr()
         var error: soxr_error_t?
         var io = soxr_io_spec(SOXR_FLOAT64_I, SOXR_FLOAT64_I)
         var quality = soxr_quality_spec(UInt(SOXR_HQ), 0)

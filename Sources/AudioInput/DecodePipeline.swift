@@ -52,6 +52,7 @@ final class DecodePipeline: @unchecked Sendable {
 
     static func open(_ source: AudioSourceAddress, network: HTTPByteSource?, output: AudioFormat,
                      startAt: Duration, raw: RawPCMFormat? = nil) throws(AudioInputError) -> DecodePipeline {
+        try AudioLibraries.requireSndfile()
         let name = source.description
         var info = SF_INFO()
         if let raw {
@@ -225,6 +226,7 @@ final class DecodePipeline: @unchecked Sendable {
     /// What a local file is (container, encoding, rate, channels, length, title), from its header only: nothing is
     /// decoded. Blocking: call it off the cooperative pool.
     static func describeFile(_ path: String) throws(AudioInputError) -> AudioSourceDescription {
+        try AudioLibraries.requireSndfile()
         let descriptor = try openFile(path)
         let head = readHead(descriptor)
         var info = SF_INFO()

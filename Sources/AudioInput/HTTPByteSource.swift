@@ -70,6 +70,7 @@ final class HTTPByteSource: @unchecked Sendable {
     /// Starts the transfer and waits for the response (its status and first body bytes, or its end). Throws for a
     /// failed connection, an error status, a text body, an empty body or a stall. Blocks: call on the blocking pool.
     func start() throws(AudioInputError) {
+        if descriptor == nil { try AudioLibraries.requireCurl() }
         let spawned = gate.withLock { () -> Bool in
             guard !started else { return false }
             started = true

@@ -1,2 +1,0 @@
-// libsndfile (Debian: libsndfile1-dev), found with pkg-config "sndfile".
-#include <sndfile.h>

@@ -1,2 +1,0 @@
-// libsoxr (Debian: libsoxr-dev), found with pkg-config "soxr".
-#include <soxr.h>
