@@ -11,6 +11,7 @@ struct Bench: AsyncParsableCommand {
         discussion: """
             swift run -c release tuneup-bench codec   # stream decoding vs a plain byte sum, same run
             swift run -c release tuneup-bench probe   # wall time of 'tuneup probe' against a TCP simulator
+            swift run -c release tuneup-bench startup # tuneup --version and a probe against python3 -c pass, same run
             swift run -c release tuneup-bench flash   # 512 KiB over an SPP-like link: pipelined, --window 1, bound
             swift run -c release tuneup-bench many    # 64 simulated headsets probed at once vs one, threads used
             swift run -c release tuneup-bench station # 64 blank units provisioned at once vs one, station time
@@ -22,7 +23,7 @@ struct Bench: AsyncParsableCommand {
             swift run -c release tuneup-bench page    # operator page: station event to WebSocket client, p50/p99
             swift run -c release tuneup-bench cfx     # 64 units, CFX broker stopped 20 s: every message once, 0 lost
             """,
-        subcommands: [Codec.self, Probe.self, Flash.self, Many.self, Station.self, Line.self, WearableBench.self, WearableReconnectBench.self, WearableRecordBench.self, SpeakerSync.self, Page.self, SpeakerReceiverBench.self, CFXBench.self])
+        subcommands: [Codec.self, Probe.self, Startup.self, Flash.self, Many.self, Station.self, Line.self, WearableBench.self, WearableReconnectBench.self, WearableRecordBench.self, SpeakerSync.self, Page.self, SpeakerReceiverBench.self, CFXBench.self])
 
     /// The tuneup binary the benchmarks run: `option`, or the one next to tuneup-bench.
     static func tuneupBinary(_ option: String?) throws -> String {
@@ -227,6 +228,51 @@ struct Bench: AsyncParsableCommand {
 }
 
 extension Bench {
+    struct Startup: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "startup",
+            abstract: "Start-up: 'tuneup --version' and 'tuneup probe' on TCP against the system's 'python3 -c pass', same run.",
+            discussion: """
+                Factory scripts start tuneup once per step, so its start-up counts. Runs the three in turn, --runs \
+                rounds after 3 uncounted ones, each spawned as a shell would (posix_spawn, output to /dev/null), the \
+                probe against 'tuneup sim headset' on TCP. Goals (medians, as ratios to python3's in the same run): \
+                'tuneup --version' <= 1.0, 'tuneup probe' <= 1.5. Also prints the binary's size and the shared \
+                libraries the loader maps for it (ldd). Exits 1 when a goal is missed.
+                """)
+        @Option(help: "Rounds (each runs all three once).") var runs = 40
+        @Option(help: "The yardstick: the system's Python (not a version manager's shim, itself a shell script).")
+        var python = "/usr/bin/python3"
+        @Option(help: "Path of the tuneup binary (default: next to tuneup-bench).") var tuneup: String?
+
+        func validate() throws {
+            guard (1...10_000).contains(runs) else { throw ValidationError("--runs must be 1...10000") }
+        }
+
+        func run() throws {
+            let binary = try Bench.tuneupBinary(tuneup)
+            guard FileManager.default.isExecutableFile(atPath: python) else {
+                throw ValidationError("no python at \(python) (--python PATH)")
+            }
+            let r = try StartupBenchmark(tuneup: binary, python: python, runs: runs).run()
+            let size = (try? FileManager.default.attributesOfItem(atPath: binary)[.size] as? Int) ?? 0
+            let libraries = StartupBenchmark.sharedLibraries(binary)
+            print("\(binary): \(size / 1_000_000) MB, \(libraries.map { "\($0.count) shared libraries (ldd)" } ?? "ldd not found"); "
+                  + "\(runs) rounds, probe against \(r.address)")
+            var missed = false
+            for (c, goal) in [(r.python, nil), (r.version, 1.0), (r.probe, 1.5)] as [(StartupBenchmark.Case, Double?)] {
+                let ratio = c.median / r.python.median
+                var line = c.name.padding(toLength: 18, withPad: " ", startingAt: 0)
+                    + String(format: " median %6.1f ms   p90 %6.1f ms   min %6.1f ms", c.median * 1000, c.p90 * 1000, c.min * 1000)
+                if let goal {
+                    line += String(format: "   ratio %.2f (goal <= %.1f)", ratio, goal)
+                    if ratio > goal { line += "   MISSED"; missed = true }
+                }
+                print(line)
+            }
+            if missed { throw ExitCode(1) }
+        }
+    }
+
     struct WearableBench: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "wearable",
