@@ -253,7 +253,13 @@ let package = Package(
                 "StationPage", "Labels", "CFX", "CFXPublisher", "SpeakerReceiver", .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
-            swiftSettings: strict),
+            // The Swift runtime and Foundation linked in: factory scripts start tuneup once per step, and the dynamic
+            // loader's symbol lookups into a dozen Swift libraries were a third of its start-up (docs/architecture.md,
+            // "Start-up"). Compiled with it too: this module's imports then name the static libraries Foundation needs
+            // (CoreFoundation, ICU). A target's linker settings reach every product that links it, so no test target
+            // depends on this one (there is no static Testing library to link them with).
+            swiftSettings: strict + [.unsafeFlags(["-static-stdlib"])],
+            linkerSettings: [.unsafeFlags(["-static-stdlib"])]),
         // Benchmarks: `swift run -c release tuneup-bench --help`.
         .executableTarget(
             name: "tuneup-bench",
@@ -338,6 +344,7 @@ let package = Package(
             dependencies: ["CFX", "CFXPublisher", "Station", "Simulator", "Records", "Recipe", "TuneupKit", "TestSupport", "Spawn", "Support"],
             swiftSettings: testing),
         .testTarget(name: "SpawnTests", dependencies: ["Spawn", "Support"], swiftSettings: testing),
-        .testTarget(name: "TuneupTests", dependencies: ["tuneup", "LightX", "Transport", "TuneupKit", "Records", "Spawn", "TestSupport"], swiftSettings: testing),
+        // The CLI's tests run the built tuneup as a process (not a dependency: its static Swift runtime, above).
+        .testTarget(name: "TuneupTests", dependencies: ["LightX", "Transport", "TuneupKit", "Records", "Spawn", "TestSupport"], swiftSettings: testing),
     ]
 )

@@ -87,8 +87,8 @@ if $vm; then
     # With the VM (as under CI), one release build serves both the tests and the guest: a debug build for the tests
     # plus a release build for the guest were two cold builds of every dependency, most of CI's CPU (the run took 48
     # minutes). Testable imports need -enable-testing in release; no debug information (nobody reads it here, and it
-    # costs the compiler and the linker). The guest gets this dynamically linked tuneup with the Swift runtime's
-    # libraries beside it (tools/vm/build-initramfs.sh copies what ldd lists).
+    # costs the compiler and the linker). The guest gets this tuneup (the Swift runtime linked in, see
+    # Package.swift) with the system libraries it links beside it (tools/vm/build-initramfs.sh copies what ldd lists).
     build=(-c release -debug-info-format none -Xswiftc -enable-testing)
     products=.build/release
 else

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Host side of the tuneup end-to-end scenario: the tuneup for the guest (the guest has no Swift toolchain: a static
-# build, or a dynamic one whose libraries — Swift's, libusb, libudev, libbluetooth — come along through ldd) and the
-# list of what goes into the guest.
+# Host side of the tuneup end-to-end scenario: the tuneup for the guest (the guest has no Swift toolchain: tuneup
+# links the Swift runtime statically, and the system libraries it links — libusb, libudev, libbluetooth, ... — come
+# along through ldd; libsndfile, libsoxr and libcurl are dlopen'd by the audio commands only, which the guest does not
+# run) and the list of what goes into the guest.
 set -euo pipefail
 out=$1
 root=$(cd "$(dirname "$0")/../../.." && pwd)
