@@ -29,7 +29,9 @@ import WearableSimulator
             let kinds = lines.map { $0.event ?? $0.type }
             #expect(Array(kinds.prefix(3)) == ["metadata", "opened", "configured"], "\(kinds)")
             #expect(Array(kinds.suffix(2)) == ["closed", "summary"], "\(kinds)")
-            #expect(Set(kinds.dropFirst(3).dropLast(2)) == ["sample"], "\(kinds)")
+            // Samples, and a head nod if the simulated wearable's gesture schedule came first (it runs on real time: on a
+            // busy machine it does).
+            #expect(Set(kinds.dropFirst(3).dropLast(2)).isSubset(of: ["sample", "gesture"]), "\(kinds)")
             #expect(lines[0].metadata?.tool == "test 1" && lines[0].metadata?.sensors.map(\.sensor) == ["accelerometer"])
             #expect(lines[2].periods == ["accelerometer": 40] && lines[2].gestures == ["headNod"])
             let samples = lines.filter { $0.type == "sample" }
