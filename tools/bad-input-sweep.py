@@ -5,6 +5,7 @@ no trap or backtrace, and an answer within the time limit. Prints one line per f
 
     tools/bad-input-sweep.py [PATH-TO-TUNEUP]      (default: .build/debug/tuneup)
 """
+import atexit
 import concurrent.futures
 import os
 import shutil
@@ -132,6 +133,23 @@ for args in [["-", "--raw", "s16le:48000"], ["-", "--raw", "u8:48000:2"], ["-", 
              ["-", "--raw", "s16le:48000:9"], ["-", "--raw", "s16le:x:2"], ["-", "--raw", ""],
              ["song.wav", "--raw", "s16le:48000:2"], ["-", "--from", "3"]]:
     case(["speaker", "play"] + args, 64)
+
+# --- A library an audio command opens when it needs it (dlopen: libsndfile, libcurl) is broken: one line naming
+# the Debian package, 74, before anything plays; other commands never open it --------------------------------------
+BROKEN_LIBS = tempfile.mkdtemp(prefix="tuneup-sweep-libs-")
+atexit.register(shutil.rmtree, BROKEN_LIBS, True)
+
+
+def broken(library):
+    """An LD_LIBRARY_PATH on which `library` is found first, as a directory (dlopen refuses it)."""
+    directory = os.path.join(BROKEN_LIBS, library)
+    os.makedirs(os.path.join(directory, library))
+    return {"LD_LIBRARY_PATH": directory}
+
+
+case(["speaker", "play", os.path.join(IMAGES, "app-1.5.0.img"), "--speaker", "127.0.0.1:9"], 74, env=broken("libsndfile.so.1"))
+case(["speaker", "play", "http://127.0.0.1:9/a.mp3", "--speaker", "127.0.0.1:9"], 74, env=broken("libcurl.so.4"))
+case(["--version"], 0, env={"LD_LIBRARY_PATH": os.path.join(BROKEN_LIBS, "libsndfile.so.1")})
 
 # --- Environment ----------------------------------------------------------------------------------------------
 case(["devices"], 64, env={"TUNEUP_USB_IDS": "0a12"})
