@@ -143,10 +143,12 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strict),
+        // The one dlopen loader of CSndfile, CSoxr and CCurl (below).
+        .target(name: "CLazyLibrary"),
         // libsndfile (decoding), libsoxr (resampling) and libcurl (HTTP), Debian's: their headers, and the functions
         // Tuneup calls as stubs that open the library with dlopen on first use (not linked: together they map some
         // thirty-five libraries that no other command needs at start-up; include/*.h).
-        .target(name: "CSndfile"),
+        .target(name: "CSndfile", dependencies: ["CLazyLibrary"]),
         .systemLibrary(name: "CALSA", pkgConfig: "alsa", providers: [.apt(["libasound2-dev"])]),
         // A real speaker on this machine (`tuneup speaker receive`): the simulated speaker's protocol core with its
         // output on an ALSA device, written by a thread of its own and kept on the DAC clock by the card's position.
@@ -155,8 +157,8 @@ let package = Package(
             dependencies: ["CALSA", "Failure", "Speaker", "SpeakerSimulator", "Simulator", "Support", "Transport",
                            .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict),
-        .target(name: "CSoxr"),
-        .target(name: "CCurl"),
+        .target(name: "CSoxr", dependencies: ["CLazyLibrary"]),
+        .target(name: "CCurl", dependencies: ["CLazyLibrary"]),
         // Audio input for the speakers: local files and HTTP streams decoded (libsndfile), resampled (libsoxr) and
         // mixed to a speaker's PCM format.
         .target(

@@ -1,16 +1,8 @@
 /* The curl_* functions Tuneup calls, each forwarding to libcurl opened with dlopen on first use (CCurl.h). */
-#define _GNU_SOURCE
 #define CURL_DISABLE_TYPECHECK
 #include "CCurl.h"
 
-#include <dlfcn.h>
-#include <errno.h>
-#include <pthread.h>
-#include <stdio.h>
-#include <stdlib.h>
-
-#define LIBRARY "libcurl.so.4"
-#define PACKAGE "libcurl4"
+#include "CLazyLibrary.h"
 
 static struct {
     CURLcode (*curl_global_init)(long);
@@ -21,41 +13,18 @@ static struct {
     CURLcode (*setopt)(CURL *, CURLoption, ...);
     CURLcode (*getinfo)(CURL *, CURLINFO, ...);
 } api;
-static pthread_once_t once = PTHREAD_ONCE_INIT;
-static char failure[512];
-static int loaded;
+static const char *const symbols[] = {"curl_global_init", "curl_easy_init", "curl_easy_cleanup", "curl_easy_perform", "curl_easy_strerror", "curl_easy_setopt", "curl_easy_getinfo"};
+_Static_assert(sizeof api == sizeof symbols / sizeof *symbols * sizeof(void *), "one symbol per function pointer, in order");
+static tuneup_lazy_library library = {
+    .file = "libcurl.so.4", .package = "libcurl4", .purpose = "HTTP streams need libcurl",
+    .symbols = symbols, .slots = (void **)&api, .count = sizeof symbols / sizeof *symbols,
+    .lock = PTHREAD_MUTEX_INITIALIZER,
+};
 
-static void load(void) {
-    void *library = dlopen(LIBRARY, RTLD_NOW | RTLD_LOCAL);
-    if (!library) {
-        snprintf(failure, sizeof failure, "HTTP streams need libcurl (Debian package " PACKAGE "): %s", dlerror());
-        return;
-    }
-#define BIND(field, name)                                                                                      \
-    if (!(*(void **)&api.field = dlsym(library, name))) {                                                      \
-        snprintf(failure, sizeof failure, "the installed " LIBRARY " has no " name " (Debian package " PACKAGE ")"); \
-        return;                                                                                                \
-    }
-    BIND(curl_global_init, "curl_global_init") BIND(curl_easy_init, "curl_easy_init")
-    BIND(curl_easy_cleanup, "curl_easy_cleanup") BIND(curl_easy_perform, "curl_easy_perform")
-    BIND(curl_easy_strerror, "curl_easy_strerror") BIND(setopt, "curl_easy_setopt") BIND(getinfo, "curl_easy_getinfo")
-#undef BIND
-    loaded = 1;
-}
+const char *tuneup_curl_load(void) { return tuneup_lazy_load(&library); }
 
-const char *tuneup_curl_load(void) {
-    pthread_once(&once, load);
-    return loaded ? NULL : failure;
-}
-
-/* A stub called without tuneup_curl_load's check, with the library missing: the one line, exit 74 (as AudioInput's library-missing). */
-static void require(void) {
-    const char *why = tuneup_curl_load();
-    if (why) {
-        fprintf(stderr, "%s: %s\n", program_invocation_short_name, why);
-        exit(74);
-    }
-}
+/* A stub called without tuneup_curl_load's check, with the library missing: the one line, exit 74. */
+static void require(void) { tuneup_lazy_require(&library); }
 
 /* Hidden: libcurl's own calls to its exported functions, and other libraries', never land here. */
 #define STUB __attribute__((visibility("hidden")))

@@ -1,15 +1,7 @@
 /* The sf_* functions Tuneup calls, each forwarding to libsndfile opened with dlopen on first use (CSndfile.h). */
-#define _GNU_SOURCE
 #include "CSndfile.h"
 
-#include <dlfcn.h>
-#include <errno.h>
-#include <pthread.h>
-#include <stdio.h>
-#include <stdlib.h>
-
-#define LIBRARY "libsndfile.so.1"
-#define PACKAGE "libsndfile1"
+#include "CLazyLibrary.h"
 
 static struct {
     SNDFILE *(*sf_open)(const char *, int, SF_INFO *);
@@ -28,41 +20,18 @@ static struct {
     sf_count_t (*sf_writef_int)(SNDFILE *, const int *, sf_count_t);
     sf_count_t (*sf_writef_short)(SNDFILE *, const short *, sf_count_t);
 } api;
-static pthread_once_t once = PTHREAD_ONCE_INIT;
-static char failure[512];
-static int loaded;
+static const char *const symbols[] = {"sf_open", "sf_open_fd", "sf_open_virtual", "sf_close", "sf_command", "sf_error", "sf_error_number", "sf_strerror", "sf_get_string", "sf_set_string", "sf_seek", "sf_readf_double", "sf_writef_double", "sf_writef_int", "sf_writef_short"};
+_Static_assert(sizeof api == sizeof symbols / sizeof *symbols * sizeof(void *), "one symbol per function pointer, in order");
+static tuneup_lazy_library library = {
+    .file = "libsndfile.so.1", .package = "libsndfile1", .purpose = "audio decoding needs libsndfile",
+    .symbols = symbols, .slots = (void **)&api, .count = sizeof symbols / sizeof *symbols,
+    .lock = PTHREAD_MUTEX_INITIALIZER,
+};
 
-static void load(void) {
-    void *library = dlopen(LIBRARY, RTLD_NOW | RTLD_LOCAL);
-    if (!library) {
-        snprintf(failure, sizeof failure, "audio decoding needs libsndfile (Debian package " PACKAGE "): %s", dlerror());
-        return;
-    }
-#define BIND(name)                                                                                              \
-    if (!(*(void **)&api.name = dlsym(library, #name))) {                                                       \
-        snprintf(failure, sizeof failure, "the installed " LIBRARY " has no " #name " (Debian package " PACKAGE ")"); \
-        return;                                                                                                 \
-    }
-    BIND(sf_open) BIND(sf_open_fd) BIND(sf_open_virtual) BIND(sf_close) BIND(sf_command) BIND(sf_error)
-    BIND(sf_error_number) BIND(sf_strerror) BIND(sf_get_string) BIND(sf_set_string) BIND(sf_seek)
-    BIND(sf_readf_double) BIND(sf_writef_double) BIND(sf_writef_int) BIND(sf_writef_short)
-#undef BIND
-    loaded = 1;
-}
+const char *tuneup_sndfile_load(void) { return tuneup_lazy_load(&library); }
 
-const char *tuneup_sndfile_load(void) {
-    pthread_once(&once, load);
-    return loaded ? NULL : failure;
-}
-
-/* A stub called without tuneup_sndfile_load's check, with the library missing: the one line, exit 74 (as AudioInput's library-missing). */
-static void require(void) {
-    const char *why = tuneup_sndfile_load();
-    if (why) {
-        fprintf(stderr, "%s: %s\n", program_invocation_short_name, why);
-        exit(74);
-    }
-}
+/* A stub called without tuneup_sndfile_load's check, with the library missing: the one line, exit 74. */
+static void require(void) { tuneup_lazy_require(&library); }
 
 /* Hidden: libsndfile's own calls to its exported functions, and other libraries', never land here. */
 #define STUB __attribute__((visibility("hidden")))

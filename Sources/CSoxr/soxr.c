@@ -1,15 +1,7 @@
 /* The soxr_* functions Tuneup calls, each forwarding to libsoxr opened with dlopen on first use (CSoxr.h). */
-#define _GNU_SOURCE
 #include "CSoxr.h"
 
-#include <dlfcn.h>
-#include <errno.h>
-#include <pthread.h>
-#include <stdio.h>
-#include <stdlib.h>
-
-#define LIBRARY "libsoxr.so.0"
-#define PACKAGE "libsoxr0"
+#include "CLazyLibrary.h"
 
 static struct {
     soxr_t (*soxr_create)(double, double, unsigned, soxr_error_t *, soxr_io_spec_t const *, soxr_quality_spec_t const *,
@@ -20,39 +12,18 @@ static struct {
     soxr_quality_spec_t (*soxr_quality_spec)(unsigned long, unsigned long);
     soxr_runtime_spec_t (*soxr_runtime_spec)(unsigned);
 } api;
-static pthread_once_t once = PTHREAD_ONCE_INIT;
-static char failure[512];
-static int loaded;
+static const char *const symbols[] = {"soxr_create", "soxr_process", "soxr_delete", "soxr_io_spec", "soxr_quality_spec", "soxr_runtime_spec"};
+_Static_assert(sizeof api == sizeof symbols / sizeof *symbols * sizeof(void *), "one symbol per function pointer, in order");
+static tuneup_lazy_library library = {
+    .file = "libsoxr.so.0", .package = "libsoxr0", .purpose = "audio resampling needs libsoxr",
+    .symbols = symbols, .slots = (void **)&api, .count = sizeof symbols / sizeof *symbols,
+    .lock = PTHREAD_MUTEX_INITIALIZER,
+};
 
-static void load(void) {
-    void *library = dlopen(LIBRARY, RTLD_NOW | RTLD_LOCAL);
-    if (!library) {
-        snprintf(failure, sizeof failure, "audio resampling needs libsoxr (Debian package " PACKAGE "): %s", dlerror());
-        return;
-    }
-#define BIND(name)                                                                                              \
-    if (!(*(void **)&api.name = dlsym(library, #name))) {                                                       \
-        snprintf(failure, sizeof failure, "the installed " LIBRARY " has no " #name " (Debian package " PACKAGE ")"); \
-        return;                                                                                                 \
-    }
-    BIND(soxr_create) BIND(soxr_process) BIND(soxr_delete) BIND(soxr_io_spec) BIND(soxr_quality_spec) BIND(soxr_runtime_spec)
-#undef BIND
-    loaded = 1;
-}
+const char *tuneup_soxr_load(void) { return tuneup_lazy_load(&library); }
 
-const char *tuneup_soxr_load(void) {
-    pthread_once(&once, load);
-    return loaded ? NULL : failure;
-}
-
-/* A stub called without tuneup_soxr_load's check, with the library missing: the one line, exit 74 (as AudioInput's library-missing). */
-static void require(void) {
-    const char *why = tuneup_soxr_load();
-    if (why) {
-        fprintf(stderr, "%s: %s\n", program_invocation_short_name, why);
-        exit(74);
-    }
-}
+/* A stub called without tuneup_soxr_load's check, with the library missing: the one line, exit 74. */
+static void require(void) { tuneup_lazy_require(&library); }
 
 /* Hidden: libsoxr's own calls to its exported functions, and other libraries', never land here. */
 #define STUB __attribute__((visibility("hidden")))
