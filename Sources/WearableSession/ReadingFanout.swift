@@ -189,21 +189,25 @@ public struct SensorReadings: AsyncSequence, Sendable {
         init(handle: ReadingFanout.Handle?) { self.handle = handle }
 
         public mutating func next() async -> SensorReading? {
-            if index < batch.count {
-                defer { index += 1 }
-                return batch[index]
-            }
-            batch = await Self.nextBatch(handle)
-            index = 1
-            return batch.first
+            if let reading = fromBatch() { return reading }
+            return refill(await Self.nextBatch(handle))
         }
 
         public mutating func next(isolation actor: isolated (any Actor)?) async -> SensorReading? {
-            if index < batch.count {
-                defer { index += 1 }
-                return batch[index]
-            }
-            batch = await Self.nextBatch(handle)
+            if let reading = fromBatch() { return reading }
+            return refill(await Self.nextBatch(handle))
+        }
+
+        /// The batch's next reading, if it has one left.
+        private mutating func fromBatch() -> SensorReading? {
+            guard index < batch.count else { return nil }
+            defer { index += 1 }
+            return batch[index]
+        }
+
+        /// A new batch, its first reading taken (nil: the listener ended).
+        private mutating func refill(_ next: [SensorReading]) -> SensorReading? {
+            batch = next
             index = 1
             return batch.first
         }
