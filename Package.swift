@@ -61,7 +61,7 @@ let package = Package(
         // The Wearable session: GATT on the shared request core, sensor/gesture configuration, listeners.
         .target(
             name: "WearableSession",
-            dependencies: ["Failure", "Wearable", "WearableLink", "Session", "Transport", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["Failure", "Wearable", "WearableLink", "Session", "Support", "Transport", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict),
         // The simulated wearable: the GATT service, the device's rules, a head motion model, faults.
         .target(
@@ -101,7 +101,7 @@ let package = Package(
         // USB device side: a FunctionFS HID gadget that presents the simulated headset to a real USB host.
         .target(
             name: "USBGadget",
-            dependencies: ["Transport", "LightX", "CShims", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["Transport", "LightX", "CShims", "Support", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict),
         // Bluetooth back end: RFCOMM client and listener, SDP (BlueZ).
         .target(

@@ -1,4 +1,5 @@
 import LightX
+import Support
 import Synchronization
 import Transport
 
@@ -25,26 +26,15 @@ public final class GadgetLink: Transport, Sendable {
     static let incomingLimit = 1024
 
     private struct State {
-        var incoming: [[UInt8]] = []
-        var head = 0
+        var incoming = FIFOQueue<[UInt8]>()
         var ended = false
         var closed = false
         var receiver: (id: UInt64, continuation: CheckedContinuation<[UInt8], any Error>)?
         var nextID: UInt64 = 0
 
-        var count: Int { incoming.count - head }
+        var count: Int { incoming.count }
 
-        mutating func pop() -> [UInt8]? {
-            guard head < incoming.count else { return nil }
-            let p = incoming[head]
-            incoming[head] = []
-            head += 1
-            if head == incoming.count {
-                incoming.removeAll(keepingCapacity: true)
-                head = 0
-            }
-            return p
-        }
+        mutating func pop() -> [UInt8]? { incoming.popFirst() }
     }
 
     private let state = Mutex(State())
@@ -111,8 +101,7 @@ public final class GadgetLink: Transport, Sendable {
         let waiting = state.withLock { s -> CheckedContinuation<[UInt8], any Error>? in
             guard !s.closed else { return nil }
             s.closed = true
-            s.incoming = []
-            s.head = 0
+            s.incoming.removeAll()
             defer { s.receiver = nil }
             return s.receiver?.continuation
         }

@@ -1,3 +1,4 @@
+import Support
 import Synchronization
 
 /// Hands each notification's readings to every listener of a session (`WearableDeviceSession.sensorReadings()`).
@@ -11,35 +12,17 @@ final class ReadingFanout: Sendable {
     private typealias Waiter = UnsafeContinuation<[SensorReading]?, Never>
 
     private struct Listener {
-        /// Undelivered batches (from `head` on).
-        var queue: [[SensorReading]] = []
-        var head = 0
+        /// Undelivered batches, oldest first.
+        var queue = FIFOQueue<[SensorReading]>()
         var waiter: Waiter?
         var limit: Int?
         var ended = false
 
-        mutating func take() -> [SensorReading]? {
-            guard head < queue.count else { return nil }
-            let batch = queue[head]
-            queue[head] = []
-            head += 1
-            if head == queue.count {
-                queue.removeAll(keepingCapacity: true)
-                head = 0
-            }
-            return batch
-        }
+        mutating func take() -> [SensorReading]? { queue.popFirst() }
 
         mutating func append(_ batch: [SensorReading]) {
             queue.append(batch)
-            if let limit, queue.count - head > limit {
-                queue[head] = []
-                head += 1
-            }
-            if head > 64, head * 2 > queue.count {
-                queue.removeFirst(head)
-                head = 0
-            }
+            if let limit, queue.count > limit { _ = queue.popFirst() }
         }
     }
 
