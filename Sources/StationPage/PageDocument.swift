@@ -139,8 +139,13 @@ enum PageDocument {
             rows.map(r => el("tr", {"data-cause": r.cause, "data-count": r.count}, td(r.cause), td(r.count, "num"), td(pct(r.share), "num"),
               td(pct(r.cumulative), "num"), el("td", {}, el("span", {class: "bar", style: "width:" + Math.round(120 * r.count / top) + "px"})))));
         }
+        // An answer given while the socket is not (yet, or no longer) open waits here and is sent when it opens:
+        // an operator's scan is never dropped because the page was still connecting.
+        const outbox = [];
         function answer(id, value) {
-          if (socket && socket.readyState === 1) socket.send(JSON.stringify({answer: {prompt: id, value: value}}));
+          const text = JSON.stringify({answer: {prompt: id, value: value}});
+          if (socket && socket.readyState === 1) socket.send(text); else outbox.push(text);
+          document.body.dataset.unsent = String(outbox.length);
         }
         function promptOf(p, typed) {
           const box = el("div", {class: "prompt", "data-prompt": p.id, "data-step": p.step, "data-kind": p.kind},
@@ -260,7 +265,11 @@ enum PageDocument {
           const ws = new WebSocket((location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/ws");
           const link = document.getElementById("link");
           socket = ws;
-          ws.onopen = () => { delay = 500; document.body.dataset.link = "open"; link.textContent = "live"; };
+          ws.onopen = () => {
+            delay = 500; document.body.dataset.link = "open"; link.textContent = "live";
+            while (outbox.length) ws.send(outbox.shift());
+            document.body.dataset.unsent = "0";
+          };
           // Each message is acknowledged once it is in the DOM (the server may measure its push latency by it).
           ws.onmessage = e => { const m = JSON.parse(e.data); apply(m); ws.send('{"applied":' + Number(m.changes) + '}'); };
           ws.onclose = () => {

@@ -78,12 +78,26 @@ import TuneupKit
                 try await Task.sleep(for: .milliseconds(5))
             }
         }
+        // The page is opened again with its WebSocket held shut until the test lets it connect: a scan given while
+        // the page is still connecting is kept and sent when the socket opens, not dropped.
+        _ = try await devTools.call("Page.enable", "{}")
+        _ = try await devTools.evaluate("window.beforeReload = 'yes'")
+        _ = try await devTools.call("Page.addScriptToEvaluateOnNewDocument", String(decoding: try JSONSerialization.data(
+            withJSONObject: ["source": DevTools.heldWebSocket]), as: UTF8.self))
+        _ = try await devTools.call("Page.reload", "{}")
+        var seen = ""
+        try await DevTools.waitUntil("the page loaded again with its socket held (last seen: \(seen))", within: 60) {
+            seen = try await devTools.evaluate("[document.readyState, typeof window.releaseSockets, document.body.dataset.link, window.beforeReload].join(' ')")
+            return seen == "complete function connecting "
+        }
         // The scan's input takes the keyboard by itself: the text goes where the page put the focus.
         try await DevTools.waitUntil("the page focused the scan's input", within: 60) {
             try await devTools.evaluate("document.activeElement && document.activeElement.dataset.prompt || ''") == "\(scan.id)"
         }
         try await devTools.type("PCB-4006381333932")
         _ = try await devTools.evaluate("document.activeElement.form.requestSubmit(), 'sent'")
+        #expect(try await devTools.evaluate("document.body.dataset.unsent || 'none'") == "1", "the scan waits for the socket")
+        _ = try await devTools.evaluate("window.releaseSockets(), 'released'")
         try await DevTools.waitUntil("the misread is shown on the tile", within: 60) {
             try await devTools.evaluate("(document.querySelector('.prompt .refusal') || {}).textContent || ''").contains("check digit")
         }
@@ -186,11 +200,11 @@ final class DevTools: Sendable {
         return devTools
     }
 
-    /// Sends a command (its params as JSON text) and returns the reply's JSON text.
+    /// Sends a command (its params as JSON text) and returns the reply's JSON text; a reply that is an error throws.
     func call(_ method: String, _ params: String, attached: Bool = true) async throws -> String {
         let session = attached ? self.session.withLock { $0 } : nil
         let (replies, send) = (self.replies, self.send)
-        return try await withTimeLimit(60) {
+        let reply = try await withTimeLimit(60) {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<String, any Error>) in
                 let id = replies.state.withLock { r -> Int in
                     defer { r.next += 1 }
@@ -201,6 +215,10 @@ final class DevTools: Sendable {
                 send.yield("{\"id\":\(id),\"method\":\"\(method)\",\"params\":\(params)\(sessionField)}")
             }
         }
+        if let object = try? JSONSerialization.jsonObject(with: Data(reply.utf8)) as? [String: Any], object["error"] != nil {
+            throw TestFailure("DevTools \(method) failed: \(reply)")
+        }
+        return reply
     }
 
     /// The value of `expression` in the page, as text.
@@ -214,13 +232,36 @@ final class DevTools: Sendable {
 
     /// `waitUntil` at the pace of a person looking at the page: a condition every 20 ms (each evaluation is a task on
     /// the page's main thread).
-    static func waitUntil(_ what: String, within seconds: Double, _ condition: () async throws -> Bool) async throws {
+    static func waitUntil(_ what: @autoclosure () -> String, within seconds: Double, _ condition: () async throws -> Bool) async throws {
         let deadline = ContinuousClock.now + .seconds(seconds)
         while try await !condition() {
-            if ContinuousClock.now > deadline { throw TestFailure("\(what) did not happen within \(seconds) s") }
+            if ContinuousClock.now > deadline { throw TestFailure("\(what()) did not happen within \(seconds) s") }
             try await Task.sleep(for: .milliseconds(20))
         }
     }
+
+    /// A page script that holds every WebSocket the page opens shut (`readyState` 0) until `releaseSockets()` is
+    /// called, then connects it for real: the page as it is while its socket is still connecting.
+    static let heldWebSocket = """
+        (() => {
+          const Real = window.WebSocket, held = [];
+          window.releaseSockets = () => { for (const go of held.splice(0)) go(); };
+          window.WebSocket = class {
+            constructor(url) {
+              this.readyState = 0;
+              held.push(() => {
+                const real = new Real(url);
+                this.real = real;
+                real.onopen = e => { this.readyState = 1; if (this.onopen) this.onopen(e); };
+                real.onmessage = e => { if (this.onmessage) this.onmessage(e); };
+                real.onclose = e => { this.readyState = 3; if (this.onclose) this.onclose(e); };
+              });
+            }
+            send(text) { this.real.send(text); }
+            close() { if (this.real) this.real.close(); }
+          };
+        })();
+        """
 
     /// Types `text` into the focused element.
     func type(_ text: String) async throws {
