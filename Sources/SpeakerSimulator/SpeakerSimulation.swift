@@ -9,7 +9,7 @@ public final class SpeakerSimulation: Sendable {
     public let server: SimulatedDeviceServer<SimulatedSpeaker>
     /// Each speaker's control endpoint, `HOST:PORT`, in order.
     public let endpoints: [String]
-    /// Each speaker's discovery responder (empty without discovery).
+    /// The discovery responders: one for all the speakers (`.shared`), one per speaker (`.ownPorts`), none (`.off`).
     public let responders: [SpeakerDiscoveryResponder]
     public let stateFile: SpeakerStateFile?
 
@@ -26,7 +26,8 @@ public final class SpeakerSimulation: Sendable {
     public enum Discovery: Sendable {
         /// No responders.
         case off
-        /// Every speaker on `host:port` (shared; the protocol's port by default).
+        /// One responder on `host:port` answering for every speaker (the protocol's port by default; the port is
+        /// still open to other processes' responders).
         case shared(host: String = "0.0.0.0", port: UInt16 = DiscoveryMessage.port)
         /// Each speaker on a port of its own on `host` (tests point the client at them).
         case ownPorts(host: String = "127.0.0.1")
@@ -68,11 +69,14 @@ public final class SpeakerSimulation: Sendable {
                 speaker.startAudio(on: try UDPSocket.bind(host: boundHost, port: 0))
                 try server.attach(listener, toDevice: k)
                 endpoints.append(boundHost.contains(":") ? "[\(boundHost)]:\(boundPort)" : "\(boundHost):\(boundPort)")
-                switch discovery {
-                case .off: break
-                case let .shared(dhost, dport): responders.append(try SpeakerDiscoveryResponder(for: speaker, host: dhost, port: dport))
-                case let .ownPorts(dhost): responders.append(try SpeakerDiscoveryResponder(for: speaker, host: dhost, port: 0))
+                if case let .ownPorts(dhost) = discovery {
+                    responders.append(try SpeakerDiscoveryResponder(for: speaker, host: dhost, port: 0))
                 }
+            }
+            // One socket answers for every speaker: a query sent to the port itself reaches one socket of those
+            // bound to it (SO_REUSEPORT spreads unicast), so one per speaker would leave the others silent.
+            if case let .shared(dhost, dport) = discovery {
+                responders.append(try SpeakerDiscoveryResponder(for: speakers, host: dhost, port: dport))
             }
         } catch {
             for r in responders { await r.stop() }

@@ -141,6 +141,25 @@ struct DiscoveryTests {
         }
     }
 
+    /// Defect 5 of issue 19: a query sent to the discovery port itself (`--discovery-target HOST:PORT`) reached one
+    /// of the speakers sharing the port (SO_REUSEPORT hands a unicast datagram to one socket): 1 of 3 answered.
+    @Test func aQueryToTheSharedPortIsAnsweredByEverySpeaker() async throws {
+        try await withTimeLimit {
+            let probe = try UDPSocket.bind(host: "127.0.0.1")
+            let port = probe.localPort
+            probe.close()
+            let sim = try await SpeakerSimulation.start(count: 3, discovery: .shared(host: "127.0.0.1", port: port))
+            let found = try await DiscoveryClient(targets: [("127.0.0.1", port)], window: .milliseconds(300)).discover()
+            #expect(found.map(\.deviceId).sorted() == sim.speakers.map(\.deviceId).sorted())
+            #expect(Set(found.map(\.endpoint)) == Set(sim.endpoints))
+            // A speaker switched off no longer answers; the others still do.
+            await sim.speakers[1].powerOff()
+            let rest = try await DiscoveryClient(targets: [("127.0.0.1", port)], window: .milliseconds(300)).discover()
+            #expect(Set(rest.map(\.deviceId)) == [sim.speakers[0].deviceId, sim.speakers[2].deviceId])
+            await sim.shutdown()
+        }
+    }
+
     @Test func garbageAndNoAnswersGiveAnEmptyRound() async throws {
         try await withTimeLimit {
             // A UDP socket that answers every query with garbage: ignored.
