@@ -198,6 +198,12 @@ final class ManagementSocket {
 
     /// Sends a command and waits (at most 2 s) for its Command Complete or Command Status: the status (0: success).
     func command(_ opcode: UInt16, index: UInt16, parameters: [UInt8]) -> Result<UInt8, Int32Error> {
+        commandReply(opcode, index: index, parameters: parameters).map(\.status)
+    }
+
+    /// Sends a command and waits (at most 2 s) for its Command Complete or Command Status: the status (0: success)
+    /// and the return parameters (what follows the opcode and status).
+    func commandReply(_ opcode: UInt16, index: UInt16, parameters: [UInt8]) -> Result<(status: UInt8, reply: [UInt8]), Int32Error> {
         func u16(_ v: UInt16) -> [UInt8] { [UInt8(v & 0xFF), UInt8(v >> 8)] }
         let packet = u16(opcode) + u16(index) + u16(UInt16(parameters.count)) + parameters
         guard packet.withUnsafeBytes({ Glibc.write(fd, $0.baseAddress, $0.count) }) == packet.count else { return .failure(Int32Error(errno)) }
@@ -208,7 +214,7 @@ final class ManagementSocket {
             case let .success(event?) where event.code == Self.commandComplete || event.code == Self.commandStatus:
                 let p = event.parameters
                 guard event.index == index, p.count >= 3, UInt16(p[p.startIndex]) | UInt16(p[p.startIndex + 1]) << 8 == opcode else { continue }
-                return .success(p[p.startIndex + 2])
+                return .success((p[p.startIndex + 2], Array(p.dropFirst(3))))
             default: continue
             }
         }
@@ -249,6 +255,46 @@ enum ManagementAdvertising {
     @discardableResult
     static func remove(index: UInt16) -> Result<UInt8, Int32Error> {
         do { return try ManagementSocket().command(0x003F, index: index, parameters: [instance]) } catch { return .failure(error) }
+    }
+}
+
+/// The LE links of one adapter through the kernel's management interface: Get Connections (0x0015) and Disconnect
+/// (0x0014, which answers once the link is down). A peripheral ends a link with it at once, as a device does when it
+/// drops a connection; closing the ATT socket alone leaves the link up until the kernel's disconnect timeout (4 s
+/// for a link the adapter accepted), during which the central sees nothing wrong. Internal.
+enum ManagementLinks {
+    /// An LE link's peer as the kernel names it: address (least significant byte first) and type (1 public, 2 random).
+    struct Peer: Sendable, Hashable {
+        var address: [UInt8]
+        var type: UInt8
+    }
+
+    /// The LE links of adapter `index`; nil when the management interface cannot be used (no CAP_NET_ADMIN).
+    static func connections(index: UInt16) -> [Peer]? {
+        guard let socket = try? ManagementSocket(),
+              case let .success((0, reply)) = socket.commandReply(0x0015, index: index, parameters: []) else { return nil }
+        return peers(reply)
+    }
+
+    /// Get Connections' return parameters: count u16, then per link its address (6) and type (0 BR/EDR, 1 LE
+    /// public, 2 LE random); the LE ones.
+    static func peers(_ reply: [UInt8]) -> [Peer] {
+        guard reply.count >= 2 else { return [] }
+        let count = Int(UInt16(reply[0]) | UInt16(reply[1]) << 8)
+        var out: [Peer] = []
+        for i in 0..<count {
+            let at = 2 + 7 * i
+            guard at + 7 <= reply.count else { break }
+            let type = reply[at + 6]
+            if type == 1 || type == 2 { out.append(Peer(address: Array(reply[at..<(at + 6)]), type: type)) }
+        }
+        return out
+    }
+
+    /// Ends the link to `peer` on adapter `index`: the command's status (0: done; 0x02 not connected), or the errno.
+    @discardableResult
+    static func disconnect(index: UInt16, _ peer: Peer) -> Result<UInt8, Int32Error> {
+        do { return try ManagementSocket().command(0x0014, index: index, parameters: peer.address + [peer.type]) } catch { return .failure(error) }
     }
 }
 
@@ -552,6 +598,7 @@ public final class ATTListener: TransportListener, Sendable {
     private struct Accepted {
         let fd: Int32
         let peer: String
+        let link: ManagementLinks.Peer?
     }
 
     public let endpoint: String
@@ -607,6 +654,15 @@ public final class ATTListener: TransportListener, Sendable {
         case let .failure(e): throw TransportError(.io, "\(context): cannot advertise on \(chosen.name): \(POSIX.describe(e.code))", errno: e.code)
         }
         handedOver = true
+        // LE links already up on this adapter have no ATT server: the kernel gives a link the ATT channel of the
+        // listener there when it comes up, so they were a previous server's (a simulator killed and started again).
+        // A device that restarts drops its links; end them, so their centrals see the loss now and connect again.
+        let stale = try await DedicatedThread.run(name: "tuneup-le-adv") { () -> [ManagementLinks.Peer] in
+            let peers = ManagementLinks.connections(index: chosen.id) ?? []
+            for peer in peers { ManagementLinks.disconnect(index: chosen.id, peer) }
+            return peers
+        }
+        if !stale.isEmpty { logger?.debug("ended \(stale.count) LE link(s) left on \(chosen.name) without an ATT server") }
         logger?.debug("advertising \"\(name)\" (service 0x\(String(service, radix: 16))) and listening for ATT on \(chosen.name) (\(chosen.address))")
         let listener = ATTListener(fd: fd, adapter: chosen, logger: logger)
         if case .success(0) = managed { listener.state.withLock { $0.managedAdvertising = true } }
@@ -628,15 +684,20 @@ public final class ATTListener: TransportListener, Sendable {
                     _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
                     let peer = L2CAPLESocketAddress(UnsafeRawBufferPointer(rebasing: raw[..<min(Int(length), raw.count)]))
                     var name = "ble:unknown"
+                    var link: ManagementLinks.Peer?
                     if let peer, let address = BluetoothAddress(kernelAddress: peer.address) {
                         name = BLEAddress(address, random: peer.type == 2).description
+                        let a = peer.address.b
+                        link = ManagementLinks.Peer(address: [a.0, a.1, a.2, a.3, a.4, a.5], type: peer.type)
                     }
-                    return Accepted(fd: fd, peer: name)
+                    return Accepted(fd: fd, peer: name, link: link)
                 }
             }
             if let attempt {
                 logger?.debug("accepted \(attempt.peer) on \(endpoint)")
-                return try FileDescriptorTransport(adopting: attempt.fd, peerDescription: attempt.peer, framing: .packets, logger: logger)
+                let transport = try FileDescriptorTransport(adopting: attempt.fd, peerDescription: attempt.peer, framing: .packets, logger: logger)
+                guard let link = attempt.link else { return transport }
+                return BLEPeripheralLink(transport, adapter: adapter.id, peer: link, logger: logger)
             }
             let e = errno
             guard e == EAGAIN || e == EWOULDBLOCK || e == EINTR || e == ECONNABORTED else {
@@ -690,5 +751,57 @@ public final class ATTListener: TransportListener, Sendable {
             }
             POSIX.close(fd)
         }
+    }
+}
+
+/// A central's link accepted by `ATTListener`: the ATT socket, and the LE link under it. `close()` by this side ends
+/// the link at once (the management interface's Disconnect) before releasing the socket, as a device that drops a
+/// connection does: closing the socket alone leaves the link up until the kernel's disconnect timeout (4 s for a link
+/// the adapter accepted) and the central sees nothing until then. A link the central (or the radio) already ended is
+/// not touched: its address may be connected again by then. Without the management interface (no CAP_NET_ADMIN) it
+/// closes the socket only.
+final class BLEPeripheralLink: Transport {
+    private let inner: FileDescriptorTransport
+    private let adapter: UInt16
+    private let peer: ManagementLinks.Peer
+    private let logger: Logger?
+    /// The link ended from the other side (a receive or send failed before `close()`).
+    private let ended = Mutex(false)
+
+    init(_ inner: FileDescriptorTransport, adapter: UInt16, peer: ManagementLinks.Peer, logger: Logger?) {
+        self.inner = inner
+        self.adapter = adapter
+        self.peer = peer
+        self.logger = logger
+    }
+
+    var peerDescription: String { inner.peerDescription }
+    var framing: LinkFraming { inner.framing }
+
+    func send(_ bytes: [UInt8]) async throws {
+        do { try await inner.send(bytes) } catch let error as TransportError {
+            ended.withLock { $0 = true }
+            throw error
+        }
+    }
+
+    func receive() async throws -> [UInt8] {
+        do { return try await inner.receive() } catch let error as TransportError {
+            ended.withLock { $0 = true }
+            throw error
+        }
+    }
+
+    func close() async {
+        let endLink = ended.withLock { e in
+            defer { e = true }
+            return !e
+        }
+        if endLink {
+            let (adapter, peer) = (adapter, peer)
+            let status = try? await DedicatedThread.run(name: "tuneup-le-disc") { ManagementLinks.disconnect(index: adapter, peer) }
+            logger?.debug("ended the LE link to \(peerDescription): \(status.map { "\($0)" } ?? "no thread")")
+        }
+        await inner.close()
     }
 }

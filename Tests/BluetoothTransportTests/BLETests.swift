@@ -60,6 +60,42 @@ private func bytes(_ text: String) -> [UInt8] {
     }
 }
 
+/// The peripheral's end of an LE link: the management interface's Get Connections reply, and the accepted link's
+/// transport (on an AF_UNIX SOCK_SEQPACKET pair here: without the management interface its close() releases the
+/// socket only, at once).
+@Suite struct BLEPeripheralLinkTests {
+    @Test func managementConnections() {
+        // Four links: BR/EDR (type 0), LE public, LE random; the fourth cut short.
+        let reply = bytes("04 00  11 22 33 44 55 66 00  00 00 00 01 aa 00 01  06 05 04 03 02 01 02  01 02 03")
+        #expect(ManagementLinks.peers(reply) == [
+            .init(address: [0x00, 0x00, 0x00, 0x01, 0xAA, 0x00], type: 1),
+            .init(address: [0x06, 0x05, 0x04, 0x03, 0x02, 0x01], type: 2),
+        ])
+        #expect(ManagementLinks.peers(bytes("00 00")) == [])
+        #expect(ManagementLinks.peers([0x01]) == [])
+    }
+
+    @Test func linkForwardsAndCloses() async throws {
+        try await withTimeLimit {
+            var fds: [Int32] = [0, 0]
+            #expect(socketpair(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue), 0, &fds) == 0)
+            let inner = try FileDescriptorTransport(adopting: fds[0], peerDescription: "ble:00:AA:01:01:00:01", framing: .packets)
+            let peer = try FileDescriptorTransport(adopting: fds[1], peerDescription: "central", framing: .packets)
+            let link = BLEPeripheralLink(inner, adapter: 0, peer: .init(address: [1, 0, 1, 1, 0xAA, 0], type: 1), logger: nil)
+            #expect(link.peerDescription == "ble:00:AA:01:01:00:01" && link.framing == .packets)
+            try await link.send([0x1B, 0x0A, 0x00, 0x01])
+            #expect(try await peer.receive() == [0x1B, 0x0A, 0x00, 0x01])
+            try await peer.send([0x0A, 0x03, 0x00])
+            #expect(try await link.receive() == [0x0A, 0x03, 0x00])
+            await link.close()
+            _ = await expectTransportError(.closed) { _ = try await peer.receive() }
+            _ = await expectTransportError(.closed) { try await link.send([1]) }
+            await link.close()
+            await peer.close()
+        }
+    }
+}
+
 /// On this kernel (no AF_BLUETOOTH) every BLE entry point fails at once with one line.
 @Suite(.enabled(if: !hostHasBluetooth, "this kernel has Bluetooth; the VM scenario covers the real stack"))
 struct NoBluetoothBLETests {
