@@ -4,7 +4,8 @@
 #   RFCOMM: `tuneup sim headset --rfcomm` on btvirt's hci0, `tuneup probe/flash --device bt:...` from hci1,
 #        with an explicit channel and through SDP.
 #   BLE: `tuneup sim wearable --ble hci0` (a peripheral), `tuneup wearable search/info/stream --device ble:...` from
-#        hci1, and BlueZ's gatttool discovering and reading the service.
+#        hci1, and BlueZ's gatttool discovering and reading the service; then a stream that reconnects after the
+#        simulator drops the link, and after it is killed and started again.
 # Prints PASS/FAIL/INFO lines at the start of a line; exits 0 (run.sh's caller counts FAILs).
 failed=0
 fail() { echo "FAIL $1: $2"; failed=1; }
@@ -206,11 +207,65 @@ expect ble-gatttool-finds-service /tmp/ble-gatttool-primary.out "uuid: 0000fdd2-
 sleep 1
 check ble-gatttool-read timeout 30 gatttool -i hci1 -b "${bleaddr#ble:}" --char-read -a 0x0003
 expect ble-gatttool-device-information /tmp/ble-gatttool-read.out "Characteristic value/descriptor: 01 02 40 20 01 00 00 00 0f 00 00 00 0f 28 00 3c 03"
+# ------------------------------------------------------- BLE wearable reconnect ------
+# A stream over BLE that loses its link and must come back: first the simulator drops the link (drop-link: the
+# device is back at once), then it is killed (SIGKILL) and started again on hci0. Each time: samples resume, the gap
+# is marked (linkLost, reconnected with gapSeconds) and the summary counts 1 reconnect. INFO: the time from the
+# device being back (drop-link sent; the new simulator's address printed) to the first sample of the new link, as
+# the guest sees the stream's output (polled every 50 ms); reported, not gating (issue 20 asks for 2 s; a debug
+# build under TCG gave 0.39-0.62 s, once 1.74 s).
+# wait_for FILE PATTERN COUNT SECONDS: waits until PATTERN matches at least COUNT lines of FILE.
+wait_for() {
+  i=0
+  while [ "$(grep -c "$2" "$1" 2>/dev/null)" -lt "$3" ] && [ $i -lt $(($4 * 20)) ]; do sleep 0.05; i=$((i + 1)); done
+  [ "$(grep -c "$2" "$1" 2>/dev/null)" -ge "$3" ]
+}
+# samples_after_reconnect FILE: the sample lines after the reconnected line.
+samples_after_reconnect() { sed -n '/"event":"reconnected"/,$p' "$1" | grep -c '"type":"sample"'; }
+# ble_reconnect NAME CUT: a stream (accelerometer, 20 ms), CUT run once 10 samples came, then 10 samples after the
+# reconnect and Ctrl-C (the summary is written at the stop).
+ble_reconnect() {
+  name=$1 cut=$2 out=/tmp/$1.out
+  tuneup wearable stream --device "$bleaddr" --sensor accelerometer --period 20ms --gesture none --format json \
+    >$out 2>/tmp/$name.err &
+  stream=$!
+  if ! wait_for $out '"type":"sample"' 10 30; then fail $name "no samples: $(tail -2 /tmp/$name.err | tr '\n' ' ')"; kill $stream; wait $stream; return; fi
+  $cut
+  i=0
+  while [ "$(samples_after_reconnect $out)" = 0 ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i + 1)); done
+  if [ "$(samples_after_reconnect $out)" = 0 ]; then
+    fail $name "no sample after the cut in 20 s: $(grep '"type":"event"' $out | tail -2 | tr '\n' ' ') $(tail -2 /tmp/$name.err | tr '\n' ' ')"
+  else
+    echo "INFO $name: device back -> first new sample $(since $back) s ($(grep -o '"gapSeconds":[0-9.]*' $out))"
+    echo "PASS $name"
+  fi
+  i=0
+  while [ "$(samples_after_reconnect $out)" -lt 10 ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+  kill -INT $stream; wait $stream
+  expect $name-link-lost $out '"event":"linkLost"'
+  expect $name-gap-marked $out '"event":"reconnected","gapSeconds":[0-9.]*'
+  expect $name-summary-1-reconnect $out '"reconnects":1,.*"type":"summary"'
+}
+cut_drop() { back=$(now); echo drop-link >&3; }
+cut_restart() {
+  kill -9 $blesim; wait $blesim 2>/dev/null
+  sleep 0.3   # down for a moment
+  tuneup sim wearable --ble hci0 --seed 3 --verbose </tmp/ble-ctl >/tmp/ble-sim2.out 2>/tmp/ble-sim2.err &
+  blesim=$!
+  [ -n "$(first_line /tmp/ble-sim2.out 30)" ] || fail ble-reconnect-sim-restarted "no address ($(tail -2 /tmp/ble-sim2.err | tr '\n' ' '))"
+  back=$(now)
+  grep -o "ended [0-9]* LE link.*" /tmp/ble-sim2.err | sed 's/^/INFO ble restart: the new simulator /'
+}
+t=$(now)
+ble_reconnect ble-reconnect-drop-link cut_drop
+ble_reconnect ble-reconnect-restart cut_restart
+echo "INFO ble reconnect steps: $(since $t) s"
 echo quit >&3; exec 3>&-
 wait $blesim
 if [ $failed != $failed_before ]; then
   echo "--- ble simulator stderr"; tail -20 /tmp/ble-sim.err
-  for f in ble-search ble-info ble-stream ble-gatttool-primary ble-gatttool-read; do echo "--- $f"; tail -5 /tmp/$f.out; done
+  for f in ble-search ble-info ble-stream ble-gatttool-primary ble-gatttool-read ble-reconnect-drop-link ble-reconnect-restart; do echo "--- $f"; tail -5 /tmp/$f.out; done
+  for f in ble-reconnect-drop-link ble-reconnect-restart ble-sim2; do [ -e /tmp/$f.err ] && { echo "--- $f stderr"; tail -10 /tmp/$f.err; }; done
   echo "--- dmesg"; dmesg | tail -20
 fi
 exit 0
