@@ -591,7 +591,7 @@ public final class PostgresRecordStore: LineRecordServer, StoredValues {
     }
 
     /// postgres-nio's errors as `RecordsError`s (our own errors and cancellation pass through).
-    private static func mapped(_ error: any Error, name: String) -> any Error {
+    static func mapped(_ error: any Error, name: String) -> any Error {
         let error = unwrapped(error)
         guard let psql = error as? PSQLError else { return error }
         if let info = psql.serverInfo {
