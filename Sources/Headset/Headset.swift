@@ -84,9 +84,14 @@ public final class Headset: Sendable {
 
     /// Identity strings; a string the device does not support is nil.
     public func identity() async throws -> DeviceIdentity {
-        var strings: [String: String] = [:]
-        for setting in ConfigStrings.identity {
-            if let value = try await readIfSupported(setting) { strings[setting.name] = value }
+        // All strings in flight together (distinct param0s), gathered by name.
+        let strings = try await withThrowingTaskGroup(of: (String, String?).self) { group in
+            for setting in ConfigStrings.identity {
+                group.addTask { (setting.name, try await self.readIfSupported(setting)) }
+            }
+            var strings: [String: String] = [:]
+            for try await (name, value) in group { strings[name] = value }
+            return strings
         }
         return DeviceIdentity(product: strings["product"], manufacturer: strings["manufacturer"], model: strings["model"],
                               serial: strings["serial"], hardware: strings["hardware"], firmware: strings["firmware"],
@@ -213,13 +218,20 @@ public final class Headset: Sendable {
     /// Limits, frequencies, preset names and the current preset.
     public func graphicEQInfo() async throws -> GraphicEQInfo {
         let limits = try await graphicEQLimits()
-        let frequencies = try await graphicEQFrequencies()
-        var presets: [GraphicEQPresetInfo] = []
-        for index in 0..<Int(limits.settingCount) {
-            presets.append(GraphicEQPresetInfo(index: index, name: try await graphicEQPresetName(index)))
+        async let frequencies = graphicEQFrequencies()
+        async let current = graphicEQCurrentPreset()
+        // The names are read together: their requests differ in param0 (the preset's address).
+        let names = try await withThrowingTaskGroup(of: (Int, String).self) { group in
+            for index in 0..<Int(limits.settingCount) {
+                group.addTask { (index, try await self.graphicEQPresetName(index)) }
+            }
+            var names: [Int: String] = [:]
+            for try await (index, name) in group { names[index] = name }
+            return names
         }
+        let presets = (0..<Int(limits.settingCount)).map { GraphicEQPresetInfo(index: $0, name: names[$0] ?? "") }
         return GraphicEQInfo(bandCount: Int(limits.bandCount), minGain: Int(limits.minGain), maxGain: Int(limits.maxGain),
-                             frequencies: frequencies, presets: presets, currentPreset: try await graphicEQCurrentPreset())
+                             frequencies: try await frequencies, presets: presets, currentPreset: try await current)
     }
 
     private func checkPreset(_ preset: Int, _ limits: GraphicEQLimits) throws {
@@ -365,27 +377,54 @@ public final class Headset: Sendable {
 
     /// Reads everything readable. Features the device answers NotSupported (or NotFound) for are nil.
     public func snapshot() async throws -> HeadsetSnapshot {
-        let mode = try await firmwareMode()
-        let identity = try await identity()
-        let firmware = try await readIfSupported(AppSettings.firmwareVersion)
-        let battery = try await readIfSupported(AppSettings.batteryLevel)
-        var anc: HeadsetSnapshot.ANC?
-        if let enabled = try await readIfSupported(AppSettings.ancEnabled) {
-            anc = .init(enabled: enabled, level: try await readIfSupported(AppSettings.ancLevel))
-        }
+        // Independent reads are in flight together (the session pipelines requests whose param0 differ, and queues
+        // the rest): a probe costs a few round trips, not one per setting. A read that depends on another (the ANC
+        // level on ANC being there, the ambient sides on its steps, the EQ gains on its current preset) follows it.
+        async let mode = firmwareMode()
+        async let identity = identity()
+        async let firmware = readIfSupported(AppSettings.firmwareVersion)
+        async let battery = readIfSupported(AppSettings.batteryLevel)
+        async let anc = snapshotANC()
+        async let ambient = snapshotAmbient()
+        async let eq = snapshotEQ()
+        async let smartButton = readIfSupported(AppSettings.smartButton)
+        async let autoOff = readIfSupported(AppSettings.autoOff)
+        async let voicePrompt = readIfSupported(AppSettings.voicePrompt)
+        let settings = HeadsetSnapshot.Settings(smartButtonANC: try await smartButton, autoOff: try await autoOff,
+                                                voicePrompt: try await voicePrompt)
+        let ambientRead = try await ambient
+        return HeadsetSnapshot(
+            mode: try await mode, identity: try await identity, firmwareVersion: try await firmware?.description,
+            batteryPercent: try await battery.map(Int.init), anc: try await anc,
+            ambient: ambientRead == HeadsetSnapshot.Ambient() ? nil : ambientRead, eq: try await eq, settings: settings)
+    }
+
+    private func snapshotANC() async throws -> HeadsetSnapshot.ANC? {
+        guard let enabled = try await readIfSupported(AppSettings.ancEnabled) else { return nil }
+        return .init(enabled: enabled, level: try await readIfSupported(AppSettings.ancLevel))
+    }
+
+    private func snapshotAmbient() async throws -> HeadsetSnapshot.Ambient {
+        async let presetRead = readIfSupported(AppSettings.awarenessPreset)
         var ambient = HeadsetSnapshot.Ambient()
-        if let preset = try await readIfSupported(AppSettings.awarenessPreset) {
-            ambient.preset = preset.name?.lowercased()
-            ambient.presetValue = preset.rawValue
-        }
         if let steps = try await readIfSupported(AppSettings.awarenessSteps), steps > 0 {
             cache.withLock { $0.ambientSteps = Int(steps) }
             ambient.steps = Int(steps)
-            ambient.left = (try await readIfSupported(AppSettings.awarenessLeft)).map(Int.init)
-            ambient.right = (try await readIfSupported(AppSettings.awarenessRight)).map(Int.init)
+            async let left = readIfSupported(AppSettings.awarenessLeft)
+            async let right = readIfSupported(AppSettings.awarenessRight)
+            ambient.left = try await left.map(Int.init)
+            ambient.right = try await right.map(Int.init)
         }
+        if let preset = try await presetRead {
+            ambient.preset = preset.name?.lowercased()
+            ambient.presetValue = preset.rawValue
+        }
+        return ambient
+    }
+
+    private func snapshotEQ() async throws -> HeadsetSnapshot.EQ {
+        async let audioPreset = readIfSupported(AppSettings.audioEQPreset)
         var eq = HeadsetSnapshot.EQ()
-        eq.audioPreset = (try await readIfSupported(AppSettings.audioEQPreset)).map { $0.name?.lowercased() ?? String($0.rawValue) }
         do {
             let info = try await graphicEQInfo()
             eq.graphic = info
@@ -393,12 +432,7 @@ public final class Headset: Sendable {
         } catch let error as HeadsetError where error.code == .deviceNotSupported || error.code == .deviceNotFound {
             eq.graphic = nil
         }
-        let settings = HeadsetSnapshot.Settings(
-            smartButtonANC: try await readIfSupported(AppSettings.smartButton),
-            autoOff: try await readIfSupported(AppSettings.autoOff),
-            voicePrompt: try await readIfSupported(AppSettings.voicePrompt))
-        return HeadsetSnapshot(
-            mode: mode, identity: identity, firmwareVersion: firmware?.description, batteryPercent: battery.map(Int.init),
-            anc: anc, ambient: ambient == HeadsetSnapshot.Ambient() ? nil : ambient, eq: eq, settings: settings)
+        eq.audioPreset = try await audioPreset.map { $0.name?.lowercased() ?? String($0.rawValue) }
+        return eq
     }
 }
