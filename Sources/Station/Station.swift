@@ -189,6 +189,9 @@ public final class Station: Sendable {
     /// The SPC alarm that stopped the station, if one did.
     public var alarm: ProcessAlarm? { context.alarm }
 
+    /// Stops taking units (units in progress finish); the first reason is kept and reported once (`stopping`).
+    public func stop(because reason: String) { context.stop(because: reason) }
+
     /// Closes the station's runs that a killed process left open (as aborted), so they are not left open forever.
     /// Reports them (`recovered`) and returns how many it closed. Call it while holding the station's name on its records (`StationLock`): a live
     /// station's runs are not a killed one's.

@@ -148,6 +148,10 @@ struct StationCommand: AsyncParsableCommand {
             // Held until the station ends (the kernel drops it if the process dies): a second live station of this
             // name on these records is refused instead of closing this one's runs as a killed station's.
             let held: StationLock
+            // On a line the name is held on the server too (a station on another host has an outbox of its own):
+            // its changes are passed on once the station exists.
+            var lineHold: LineStationLock?
+            let nameChanges = Mutex<(@Sendable (LineStationLock.Status) -> Void)?>(nil)
             do {
                 loaded = try await Self.loadRecipe(recipe)
                 try Self.checkMeasurable(loaded)
@@ -161,6 +165,9 @@ struct StationCommand: AsyncParsableCommand {
                     line = (lined, path)
                     store = lined
                     held = try await StationLock.acquire(station: stationName, recordsPath: path)
+                    lineHold = try await LineStationLock.acquire(station: stationName, url: db) { status in
+                        nameChanges.withLock { $0 }?(status)
+                    }
                 } else {
                     let path = db ?? (directory + "/records.sqlite")
                     store = try await SQLiteRecordStore.open(path: path)
@@ -241,6 +248,18 @@ struct StationCommand: AsyncParsableCommand {
             let station = Station(recipe: loaded, store: store, options: options, desk: desk) { event in
                 for listener in eventListeners { listener(event) }
             }
+            // The hold's connection to the line's database dropped (an outage): the station goes on and takes its name
+            // back when the server answers; if another station of the name started meanwhile, this one stops.
+            nameChanges.withLock {
+                $0 = { status in
+                    switch status {
+                    case .held: view.note("records: station \(stationName) holds its name on the line's database again")
+                    case .lost(let why):
+                        view.note("records: station \(stationName) lost its hold on its name on the line's database (\(why)); it goes on and takes it back when the server answers")
+                    case .taken: station.stop(because: Self.nameTaken(stationName))
+                    }
+                }
+            }
             // Answers typed on the terminal (a barcode scanner is a keyboard): read on a thread of their own.
             var terminal: Task<Void, Never>?
             if loaded.recipe.asksOperator, interactive {
@@ -292,6 +311,7 @@ struct StationCommand: AsyncParsableCommand {
                 await ui?.stop()
                 await cfx.finish(publisher) { view.note($0) }
                 await finishLine()
+                await lineHold?.release()
                 throw failureExit(error)
             }
             await labelPrinter?.flush()
@@ -304,13 +324,21 @@ struct StationCommand: AsyncParsableCommand {
             await ui?.stop()
             await cfx.finish(publisher) { view.note($0) }
             await finishLine()
+            let tookOver = lineHold?.status == .taken
+            await lineHold?.release()
             if Task.isCancelled { return }
+            if tookOver { throw failureExit(RecordsError(.stationLive, Self.nameTaken(stationName))) }
             // An SPC alarm has its own code (3), in watch mode and not.
             if let alarm = station.alarm { throw CommandFailure(message: "the station stopped: \(alarm.message)", code: Self.alarmExit) }
             if let reason = station.stopReason, watch { throw CommandFailure(message: "the station stopped: \(reason)", code: 1) }
             if results.contains(where: { $0.outcome != .pass }) || station.totals.failed + station.totals.errors + station.totals.quarantined > 0 {
                 throw ExitCode(1)
             }
+        }
+
+        /// Why a station stopped whose name another station took on the line's database while its hold was lost.
+        static func nameTaken(_ station: String) -> String {
+            "station \(station) started elsewhere while this one's hold on its name on the line's database was lost: this one takes no more units (stop one of them, or name them apart with --station)"
         }
 
         /// The exit code of a station stopped by an SPC alarm (the recipe's `spc:` limits).

@@ -1,6 +1,7 @@
 import Foundation
 import Records
 import Spawn
+import TestSupport
 import Testing
 
 /// `tuneup station run` as an operator and a script use it, and as it survives being killed and units losing power.
@@ -169,6 +170,33 @@ import Testing
         let store = try await SQLiteRecordStore.open(path: db)
         let runs = try await store.runs()
         #expect(runs.map(\.outcome) == [.pass], "\(runs.map(\.outcome))")
+        _ = await sim.quit()
+        _ = await other.quit()
+    }
+
+    /// The same on a line (PostgreSQL): the second station has an outbox of its own, as one on another host would,
+    /// so only the name held on the server (`LineStationLock`) refuses it.
+    @Test func aSecondLiveStationOfTheSameNameOnALineIsRefused() async throws {
+        let (sim, _, args) = try await Self.oneUnit()
+        let pg = try await offThePool { try ThrowawayPostgres.shared() }
+        let url = try await offThePool { try pg.createDatabase() }
+        let directory = URL(fileURLWithPath: args[3]).deletingLastPathComponent().path
+        var lineArgs = args
+        lineArgs[lineArgs.firstIndex(of: "--db")! + 1] = url
+        let first = try await StationProcess.start(lineArgs + ["--outbox", directory + "/host-a.outbox.sqlite"])
+        let busy = try await first.onEvent { $0["event"] as? String == "step-started" }
+        #expect(busy, "the first station never started a step")
+
+        let other = try await RunningSimulator.start(["--blank", "--time-scale", "0", "--listen", "tcp:127.0.0.1:0"])
+        let second = try await CLI.run(
+            ["station", "run", "--recipe", args[3], "-d", other.addresses[0], "--db", url, "--outbox", directory + "/host-b.outbox.sqlite"],
+            timeout: 120)
+        Self.refused(second, 69, "is running already on the line's database")
+        #expect(!second.stdout.contains("left open"), "stdout: \(second.stdout)")
+
+        let status = await first.exitStatus()
+        let stderr = await first.errors.finishedText()
+        #expect(status == 0, "stderr: \(stderr)")
         _ = await sim.quit()
         _ = await other.quit()
     }
