@@ -45,6 +45,16 @@ import Testing
                 try pg.psql(database, "INSERT INTO identities (kind, value, state, hardware_id, station, updated_at) VALUES ('serial', 'SN-1', 'voided', NULL, 'x', now())")
             }
         }
+        // A second unit given the same serial, or the same Bluetooth address.
+        _ = try await store.reserveIdentity(.bluetoothAddress, for: "hw-1", station: "s1", values: ["00:1B:66:00:00:01"])
+        _ = try await offThePool { try pg.psql(database, "INSERT INTO units (hardware_id, first_seen) VALUES ('hw-2', now())") }
+        for (kind, value) in [("serial", "SN-1"), ("bt-address", "00:1B:66:00:00:01")] {
+            await #expect(throws: ThrowawayPostgresError.self) {
+                try await offThePool {
+                    try pg.psql(database, "INSERT INTO identities (kind, value, state, hardware_id, station, updated_at) VALUES ('\(kind)', '\(value)', 'reserved', 'hw-2', 'x', now())")
+                }
+            }
+        }
         await store.close()
     }
 

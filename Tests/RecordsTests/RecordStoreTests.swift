@@ -66,6 +66,18 @@ func at(_ seconds: Int64) -> Date { Date(timeIntervalSince1970: 1_790_000_000 + 
                         """)
             }
         }
+        // The same for a Bluetooth address given to a second unit.
+        _ = try await store.reserveIdentity(.bluetoothAddress, for: "uid-1", station: "s1", values: ["00:1B:66:00:00:01"])
+        await #expect(throws: DatabaseError.self) {
+            try await raw.write { db in
+                try db.execute(
+                    sql: """
+                        INSERT OR IGNORE INTO units (hardware_id, first_seen) VALUES ('uid-2', '2026-01-01');
+                        INSERT INTO identities (kind, value, state, hardware_id, station, updated_at)
+                        VALUES ('bt-address', '00:1B:66:00:00:01', 'reserved', 'uid-2', 's2', '2026-01-01')
+                        """)
+            }
+        }
         // ... and a second live identity of one kind for one unit.
         await #expect(throws: DatabaseError.self) {
             try await raw.write { db in
