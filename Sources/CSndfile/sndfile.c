@@ -3,6 +3,9 @@
 
 #include "CLazyLibrary.h"
 
+#include <dlfcn.h>
+#include <pthread.h>
+
 static struct {
     SNDFILE *(*sf_open)(const char *, int, SF_INFO *);
     SNDFILE *(*sf_open_fd)(int, int, SF_INFO *, int);
@@ -50,3 +53,34 @@ STUB sf_count_t sf_readf_double(SNDFILE *file, double *data, sf_count_t frames) 
 STUB sf_count_t sf_writef_double(SNDFILE *file, const double *data, sf_count_t frames) { require(); return api.sf_writef_double(file, data, frames); }
 STUB sf_count_t sf_writef_int(SNDFILE *file, const int *data, sf_count_t frames) { require(); return api.sf_writef_int(file, data, frames); }
 STUB sf_count_t sf_writef_short(SNDFILE *file, const short *data, sf_count_t frames) { require(); return api.sf_writef_short(file, data, frames); }
+
+/* libmpg123, which decodes MP3 inside libsndfile, prints notes on damaged data to stderr ("Note: Illegal
+ * Audio-MPEG-Header ...", "[src/libmpg123/layer3.c:...] error: ...") unless its handle is quiet, and libsndfile never
+ * makes it quiet: a damaged MP3 filled the terminal around the one line Tuneup says (issue 19 defect 8). libsndfile's
+ * call to mpg123_new lands here (exported by the executable, which comes first in the lookup scope of the libsndfile
+ * opened above with RTLD_LOCAL); it makes the real handle and adds MPG123_QUIET. libsndfile then only adds and
+ * removes other flags. What went wrong still reaches the user through libsndfile's error, as one line. */
+#define TUNEUP_MPG123_ADD_FLAGS 2 /* enum mpg123_parms */
+#define TUNEUP_MPG123_QUIET 0x20  /* enum mpg123_param_flags */
+static void *(*real_mpg123_new)(const char *, int *);
+static int (*real_mpg123_param)(void *, int, long, double);
+static pthread_once_t mpg123_once = PTHREAD_ONCE_INIT;
+
+static void find_mpg123(void) {
+    /* Already mapped as libsndfile's dependency when libsndfile calls; RTLD_NOLOAD never loads it for us. */
+    void *lib = dlopen("libmpg123.so.0", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+    if (!lib) return;
+    real_mpg123_new = (void *(*)(const char *, int *))dlsym(lib, "mpg123_new");
+    real_mpg123_param = (int (*)(void *, int, long, double))dlsym(lib, "mpg123_param");
+}
+
+void *mpg123_new(const char *decoder, int *error) {
+    pthread_once(&mpg123_once, find_mpg123);
+    if (!real_mpg123_new) {
+        if (error) *error = -1; /* MPG123_ERR */
+        return NULL;
+    }
+    void *handle = real_mpg123_new(decoder, error);
+    if (handle && real_mpg123_param) real_mpg123_param(handle, TUNEUP_MPG123_ADD_FLAGS, TUNEUP_MPG123_QUIET, 0.0);
+    return handle;
+}

@@ -193,8 +193,9 @@ public actor SpeakerController {
         guard !members.contains(id) else { return }
         try await s.joinSession()
         members.append(id)
-        infos[id] = try await s.deviceInfo()
-        try await player().add(s)
+        let info = try await s.deviceInfo()
+        infos[id] = info
+        try await player().add(s, volume: Int(info.volume.value))
     }
 
     /// Adds every speaker to the playback session (the later seed's "all speakers added at start").
@@ -264,6 +265,11 @@ public actor SpeakerController {
     public func stop() async throws {
         if let p = playerInstance, await p.streamId != 0 { return await p.stop() }
         try await remote(nil, "nothing is playing or paused") { s, id in try await s.stop(streamId: id) }
+    }
+
+    /// Stops this controller's own stream, if it has one (never another controller's).
+    public func stopOwnPlayback() async {
+        await playerInstance?.stop()
     }
 
     /// Sends `body` to every speaker whose status shows a stream (in `state`, or playing or paused).

@@ -396,6 +396,8 @@ public final class SimulatedSpeaker: SimulatedDevice {
                 guard s.playerState == .paused else { return (failed(.invalidState, "stream \(streamId) is not paused"), []) }
                 (target, acked) = (.playing, .resume)
             default:
+                // Stopping a stopped stream (two controllers stopping it at once) changes nothing: no second event.
+                if s.playerState == .stopped { return (.done(.stop), []) }
                 (target, acked) = (.stopped, .stop)
             }
             let wasPlaying = s.playing

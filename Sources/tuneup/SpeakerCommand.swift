@@ -447,6 +447,7 @@ extension SpeakerCommand {
                 // A source that fails is the command's failure (not a speaker's): what it gave plays, then the command
                 // ends with one line saying where the source stopped, and the failure's exit code.
                 var sourceFailure: CommandFailure?
+                var stopped = false
                 for await e in events {
                     let line: PlayEvent
                     switch e {
@@ -474,7 +475,14 @@ extension SpeakerCommand {
                         default: "\(line.event) \(line.deviceId.map(String.init) ?? "")\(line.message.map { ": " + $0 } ?? "")"
                         }
                     }
-                    if e == .stateChanged(.stopped) { break }
+                    if e == .stateChanged(.stopped) { stopped = true; break }
+                }
+                if !stopped, Task.isCancelled {
+                    // Ctrl-C or SIGTERM (exit 130/143): the stream is stopped on every speaker (not left to end with
+                    // `playback-interrupted` when the links close), and the state it leaves is said.
+                    await Task { await c.stopOwnPlayback() }.value
+                    let left = PlayEvent(event: "state", state: SpeakerCommand.stateName(await c.playerState))
+                    try Output.emitLine(left, json: output.json) { left.state! }
                 }
                 if let sourceFailure { throw sourceFailure }
             }

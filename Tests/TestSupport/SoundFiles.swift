@@ -2,6 +2,9 @@ import CSndfile
 
 /// Audio files written at test time by libsndfile itself, with known content (FLAC, MP3, Ogg, AIFF, WAV, ...).
 public enum SoundFiles {
+    /// MPEG layer III (MP3), for `write`'s `format`.
+    public static let mp3 = Int32(SF_FORMAT_MPEG | SF_FORMAT_MPEG_LAYER_III)
+
     /// Writes interleaved 16-bit samples with libsndfile in `format` (`SF_FORMAT_*` major | minor); `title` goes in
     /// the title tag. Blocking file I/O: call it off the cooperative pool or in a test's set-up.
     public static func write(_ path: String, format: Int32, rate: Int, channels: Int, samples: [Int16], title: String? = nil) throws {

@@ -77,6 +77,36 @@ struct SpeakerPlayCLITests {
         let exit = try await exitStatus(of: p.process)
         #expect(exit == 0, "\(p.err.textBlocking())")
         #expect(Self.states(p.out) == ["playing", "paused", "playing", "stopped"], "\(p.out.linesBlocking(0, timeout: 0))")
+
+        // Ctrl-C (issue 19 defect 8): the speakers are stopped, not left to report `playback-interrupted` when the
+        // links close, and the command says the state it leaves (exit 130).
+        let watch = try ExampleTests.start(["speaker", "events", "--format", "json"] + sim.speakerArgs, state: Scratch.directory, directory: nil)
+        defer { if watch.process.isRunning { watch.process.terminate() } }
+        let following = try await offThePool { () -> Bool in
+            let deadline = Date().addingTimeInterval(30)
+            while !watch.err.linesBlocking(0, timeout: 0).contains(where: { $0.contains("following 2 speakers") }), Date() < deadline { usleep(10_000) }
+            return Date() < deadline
+        }
+        try #require(following, "\(watch.err.linesBlocking(0, timeout: 0))")
+        let again = try ExampleTests.start(["speaker", "play", dir + "/song.wav", "--format", "json"] + sim.speakerArgs,
+                                           state: Scratch.directory, directory: nil)
+        defer { if again.process.isRunning { again.process.terminate() } }
+        _ = try await SpeakerEventsTests.waitFor(again.out, "time") { $0["event"] as? String == "time" }
+        again.process.interrupt()
+        #expect(try await exitStatus(of: again.process) == 130, "\(again.err.textBlocking())")
+        #expect(Self.states(again.out) == ["playing", "stopped"], "\(again.out.linesBlocking(0, timeout: 0))")
+        let stream = try #require(SpeakerEventsTests.events(watch.out).first { $0["event"] as? String == "playback-state" }?["streamId"] as? Int)
+        let stoppedBoth = try await offThePool { () -> Bool in
+            let deadline = Date().addingTimeInterval(30)
+            repeat {
+                let stops = SpeakerEventsTests.events(watch.out).filter { $0["streamId"] as? Int == stream && $0["state"] as? String == "stopped" }
+                if stops.count >= 2 { return true }
+                usleep(10_000)
+            } while Date() < deadline
+            return false
+        }
+        #expect(stoppedBoth, "\(watch.out.linesBlocking(0, timeout: 0))")
+        #expect(!SpeakerEventsTests.events(watch.out).contains { $0["event"] as? String == "error" }, "\(watch.out.linesBlocking(0, timeout: 0))")
         #expect(await sim.quit() == 0)
     }
 
@@ -120,6 +150,25 @@ struct SpeakerPlayCLITests {
         #expect((sourceError?["at"] as? Double).map { (1.5...2.0).contains($0) } == true, "\(r.stdout)")
         #expect(!events.contains("speaker-error") && !events.contains("ended"), "\(r.stdout)")
         #expect(times.max() == 1, "the two seconds the file holds played: \(r.stdout)")
+        #expect(await sim.quit() == 0)
+    }
+
+    /// Issue 19 defect 8: an MP3 damaged near its start fails with one line, without libmpg123's notes on stderr
+    /// ("Note: Illegal Audio-MPEG-Header ...", "[src/libmpg123/...] error: ...").
+    @Test func aDamagedMP3FailsWithOneLineAndNoDecoderNotes() async throws {
+        let sim = try await RunningSpeakers.start([], count: 1)
+        let path = Scratch.directory + "/damaged.mp3"
+        let tone = (0..<(2 * 44_100)).flatMap { i -> [Int16] in let v = Int16(8000 * sin(Double(i) / 20)); return [v, v] }
+        try SoundFiles.write(path, format: SoundFiles.mp3, rate: 44_100, channels: 2, samples: tone)
+        var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+        var seed: UInt32 = 7
+        for i in (bytes.count / 10)..<(bytes.count / 10 + 4000) {
+            seed = seed &* 1_103_515_245 &+ 12_345
+            bytes[i] = UInt8(truncatingIfNeeded: seed >> 16)
+        }
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        let r = try await CLI.run(["speaker", "play", path] + sim.speakerArgs)
+        #expect(r.status == 65 && r.stderrLines.count == 1 && r.stderr.contains("damaged.mp3"), "exit \(r.status): \(r.stderr)")
         #expect(await sim.quit() == 0)
     }
 

@@ -110,6 +110,9 @@ public actor SpeakerPlayer {
     private var nextStreamId: UInt32 = UInt32.random(in: 1...0xFFFF)
     private var reconnecting: Set<UInt64> = []
     private var closed = false
+    /// Each member's volume as last known (given at `add`, then its `volumeChanged` events), kept while it is lost:
+    /// what a rejoining member is given back (`sessionVolume(for:)`).
+    private var volumes: [UInt64: Int] = [:]
 
     /// A player sending audio from a UDP socket of its own.
     /// - Throws: `TransportError` when no UDP socket can be opened.
@@ -228,8 +231,9 @@ public actor SpeakerPlayer {
 
     /// Adds a speaker (in the playback session) to the player: its clock is measured from now on; during playback it
     /// gets the stream.
-    public func add(_ session: SpeakerSession) async {
+    public func add(_ session: SpeakerSession, volume: Int? = nil) async {
         let id = session.deviceId
+        if let volume { volumes[id] = volume }
         if members[id] != nil { await remove(id, stopIfLast: false) }
         members[id] = Member(session: session)
         if !order.contains(id) { order.append(id) }
@@ -268,7 +272,9 @@ public actor SpeakerPlayer {
     /// Stops streaming (the speakers stop too) and every task; the sessions stay the controller's.
     public func close() async {
         closed = true
-        await stopStream(tellSpeakers: true, reason: nil)
+        // Not cancelled with the caller (a command stopped by Ctrl-C closes in a cancelled task): the speakers are
+        // told to stop, so none reports `playback-interrupted` when the links close.
+        await Task { await self.stopStream(tellSpeakers: true, reason: nil) }.value
         for id in order { for t in members[id]?.tasks ?? [] { t.cancel() } }
         members = [:]
         order = []
@@ -361,6 +367,7 @@ public actor SpeakerPlayer {
     private func installed(_ id: UInt64) { members[id]?.mapInstalled = true }
 
     private func speakerEvent(_ id: UInt64, _ event: SpeakerEvent) async {
+        if case let .volumeChanged(_, volume, _) = event { volumes[id] = volume }
         guard let schedule else {
             if case let .error(device, code, message) = event { events.yield(.speakerError(deviceId: device, code: code, message: message)) }
             return
@@ -375,7 +382,10 @@ public actor SpeakerPlayer {
                 let waiting = receivingIds.filter { members[$0]?.resumed == false }
                 if waiting.isEmpty { applyResume() } else { resumeSoon() }
             case .stopped where state == .playing || state == .paused:
-                if !endOfStreamSent { await stopStream(tellSpeakers: false, reason: nil) }
+                // Stopped by another controller, which may not have reached every member yet: the others are
+                // stopped here, so that none is left playing to report `playback-interrupted` when this player
+                // disconnects.
+                if !endOfStreamSent { await stopStream(tellSpeakers: true, reason: nil, except: id) }
             default: break
             }
         case let .playbackEnded(stream) where stream == schedule.streamId:
@@ -419,6 +429,7 @@ public actor SpeakerPlayer {
                 if let s = try? await SpeakerSession.connect(host: host, port: port, connectTimeout: .seconds(1)) {
                     do {
                         try await s.joinSession()
+                        await self.restoreVolume(id, s)
                         await callback(s)
                         await self.rejoined(id, s)
                     } catch {
@@ -429,6 +440,21 @@ public actor SpeakerPlayer {
                 }
             }
         }
+    }
+
+    /// The session's volume for member `id` coming back: the volume the other members share (changed while it was
+    /// away, or it came back with its default), else (they differ, or there are none) its own as last known.
+    private func sessionVolume(for id: UInt64) -> Int? {
+        let others = Set(order.filter { $0 != id }.compactMap { volumes[$0] })
+        return others.count == 1 ? others.first : volumes[id]
+    }
+
+    /// Gives a rejoining speaker the session's volume (before it gets the stream), if it has another one.
+    private func restoreVolume(_ id: UInt64, _ session: SpeakerSession) async {
+        guard let target = sessionVolume(for: id), let info = try? await session.deviceInfo() else { return }
+        volumes[id] = target
+        guard Int(info.volume.value) != target else { return }
+        do { try await session.setVolume(target) } catch { report(id, error) }
     }
 
     private func wantsReconnect(_ id: UInt64) -> Bool { !closed && reconnecting.contains(id) && members[id] == nil }
@@ -604,19 +630,27 @@ public actor SpeakerPlayer {
         setState(.stopped)
     }
 
-    private func stopStream(tellSpeakers: Bool, reason: String?) async {
+    /// Ends the stream; with `tellSpeakers`, every member that got it (but `except`) is stopped before the state
+    /// turns stopped, so whoever waits for that state (and then disconnects) leaves no speaker playing.
+    private func stopStream(tellSpeakers: Bool, reason: String?, except: UInt64? = nil) async {
         guard let s = schedule else { return }
         generation += 1
         streamTask?.cancel()
         schedule = nil
-        let targets = receivingIds
+        let targets = receivingIds.filter { $0 != except }
         for id in order { members[id]?.receiving = false }
-        setState(.stopped)
         if tellSpeakers {
             for id in targets {
-                do { try await members[id]?.session.stop(streamId: s.streamId) } catch { report(id, error) }
+                do {
+                    try await members[id]?.session.stop(streamId: s.streamId)
+                } catch let e as SpeakerSessionError where except != nil && e.deviceCode == .unknownStream {
+                    // Another controller's stop or play got there first.
+                } catch {
+                    report(id, error)
+                }
             }
         }
+        setState(.stopped)
     }
 }
 
