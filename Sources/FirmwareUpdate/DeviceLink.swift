@@ -105,7 +105,7 @@ actor DeviceLink {
             }
         }
         let why = lastError.map { "\($0)" } ?? "no attempt finished"
-        throw UpdateError(.connectionLost, "the device did not come back within \(reconnectWait.shortDescription): \(why)")
+        throw UpdateError(.disconnected, "the device did not come back within \(reconnectWait.shortDescription): \(why)")
     }
 
     private func open() async throws -> Headset {
@@ -139,7 +139,7 @@ actor DeviceLink {
                 return value
             } catch let error as HeadsetError where error.category == .connection && error.code != .timeout {
                 guard everAnswered else { throw error }
-                guard clock.now() < deadline else { throw UpdateError(.connectionLost, error.message) }
+                guard clock.now() < deadline else { throw UpdateError(.disconnected, error.message) }
                 logger.debug("link lost (\(error.message)); reconnecting")
                 await drop(because: error.message)
             }

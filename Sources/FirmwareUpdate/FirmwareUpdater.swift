@@ -217,7 +217,7 @@ public final class FirmwareUpdater: Sendable {
             } catch let error as UpdateError where error.code == .deviceBusy && machine != nil {
                 // This host owned the update before its link dropped: a device that has not yet seen the old link go
                 // still counts it as the owner, so the "other host" is this one. Treated as a lost link, bounded by
-                // the stall guard (a device that really is another host's ends the update with connection-lost).
+                // the stall guard (a device that really is another host's ends the update with `disconnected`).
                 logger.info("the device still counts this host's old link as the update's owner; reconnecting")
                 await link.drop(because: error.message)
                 machine?.linkLost()
@@ -387,7 +387,7 @@ struct StallGuard {
     }
 
     /// The link was lost (`error`: why, one line) at `now` (the link's clock) with `progress` acknowledgements so far. Throws
-    /// `.connectionLost` to stop.
+    /// `.disconnected` to stop.
     mutating func lost(_ error: String, progress: Int, now: Duration) throws {
         if progress > mark {
             // This link got somewhere.
@@ -398,10 +398,10 @@ struct StallGuard {
         }
         streak += 1
         if streak >= Self.limit {
-            throw UpdateError(.connectionLost, "the link keeps dropping: \(streak) reconnects in a row without progress (last: \(error))")
+            throw UpdateError(.disconnected, "the link keeps dropping: \(streak) reconnects in a row without progress (last: \(error))")
         }
         if now - lastProgress >= wait {
-            throw UpdateError(.connectionLost, "the link keeps dropping: no progress within \(wait.shortDescription) (last: \(error))")
+            throw UpdateError(.disconnected, "the link keeps dropping: no progress within \(wait.shortDescription) (last: \(error))")
         }
     }
 }

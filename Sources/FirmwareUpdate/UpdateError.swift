@@ -12,7 +12,7 @@ public enum UpdateErrors: ErrorDomain {
     /// or the image's.
     public static func category(of code: UpdateError.Code) -> FailureCategory {
         switch code {
-        case .connectionLost, .notReady, .deviceBusy: .connection
+        case .disconnected, .notReady, .deviceBusy: .connection
         default: .device
         }
     }
@@ -65,7 +65,7 @@ extension ErrorCodeIn where Domain == UpdateError {
     /// The device started but reports another version than the image's.
     public static var versionMismatch: Self { Self(rawValue: "version-mismatch") }
     /// The link could not be re-established within the wait, or keeps dropping without progress.
-    public static var connectionLost: Self { Self(rawValue: "connection-lost") }
+    public static var disconnected: Self { Self(rawValue: "disconnected") }
     /// Another host is updating the device (its bootloader answered Fail with the reason "BUSY").
     public static var deviceBusy: Self { Self(rawValue: "device-busy") }
 
@@ -78,5 +78,5 @@ extension ErrorCodeIn where Domain == UpdateError {
     }
 
     /// The codes this version knows (others may come from newer modules).
-    public static var allCases: [Self] { [.wrongModel, .tooLarge, .downgrade, .unsigned, .badSignature, .badImage, .notReady, .authenticationFailed, .deviceRefused, .verifyFailed, .commitFailed, .bootFailed, .versionMismatch, .connectionLost, .deviceBusy] }
+    public static var allCases: [Self] { [.wrongModel, .tooLarge, .downgrade, .unsigned, .badSignature, .badImage, .notReady, .authenticationFailed, .deviceRefused, .verifyFailed, .commitFailed, .bootFailed, .versionMismatch, .disconnected, .deviceBusy] }
 }

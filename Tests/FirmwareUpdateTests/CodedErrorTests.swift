@@ -55,7 +55,7 @@ import Transport
         #expect(try JSONDecoder().decode([ImageError.Code].self, from: data).last == .badHash)
         func handled(_ code: UpdateError.Code) -> String {
             switch code {
-            case .connectionLost, .deviceBusy: return "retry later"
+            case .disconnected, .deviceBusy: return "retry later"
             case .badSignature: return "sign it"
             default: return "other"
             }

@@ -83,7 +83,7 @@ extension ConnectionTests {
         await device.shutdown()
     }
 
-    /// A link that can never carry a write to its acknowledgement ends with connection-lost after a bounded number
+    /// A link that can never carry a write to its acknowledgement ends with `disconnected` after a bounded number
     /// of fruitless reconnects, not after the whole wait (an hour: waiting it out would trip the time limit).
     @Test(.timeLimit(.minutes(3))) func linkThatNeverGetsABlockThroughStops() async throws {
         let device = try await makeDevice()
@@ -96,7 +96,7 @@ extension ConnectionTests {
             }
             Issue.record("the update completed over a link that cannot write")
         } catch let error as UpdateError {
-            #expect(error.code == .connectionLost, "\(error.message)")
+            #expect(error.code == .disconnected, "\(error.message)")
             #expect(error.message.contains("5 reconnects in a row without progress"), "\(error.message)")
         }
         // Each loss halves the window until a lone erase gets through (progress); then five fruitless links.
@@ -212,7 +212,7 @@ extension ConnectionTests {
             _ = try await run.value
             Issue.record("the update completed without its device")
         } catch let error as UpdateError {
-            #expect(error.code == .connectionLost && error.message.contains("did not come back within 30 s"), "\(error.message)")
+            #expect(error.code == .disconnected && error.message.contains("did not come back within 30 s"), "\(error.message)")
         }
         // Backed off from 50 ms to 1 s: 5 attempts in the first 1.55 s, then one a second: about 30, never a flood.
         #expect((20...40).contains(attempts.count - 1), "\(attempts.count - 1) reconnect attempts in 30 virtual seconds")
