@@ -1,5 +1,6 @@
 import Foundation
 import Recipe
+import Records
 import Synchronization
 
 /// A question the station waits on (a scan or a recipe prompt), as the page and the terminal show it.
@@ -78,6 +79,8 @@ public final class OperatorDesk: Sendable {
     private let sleep: @Sendable (Duration) async throws -> Void
     /// Who answers, unless the answer says (the station's operator).
     let operatorName: Mutex<String>
+    /// Who signed in on the operator page (nil: nobody did; the station's operator runs it).
+    private let signedIn = Mutex<String?>(nil)
 
     /// - Parameter clock: the clock of prompt timeouts (a test's manual clock).
     public init<C: Clock>(clock: C = ContinuousClock()) where C.Duration == Duration {
@@ -90,6 +93,28 @@ public final class OperatorDesk: Sendable {
         state.withLock { $0.emit = emit }
         self.operatorName.withLock { $0 = operatorName }
     }
+
+    /// Signs `name` in as the station's operator (from the operator page): runs started from now on record it, and
+    /// it gives the answers; nil signs out (back to the station's own operator, `--operator`). Returns why a name is
+    /// refused (nothing changes then): empty, longer than 64 characters, or not one line.
+    @discardableResult
+    public func signIn(_ name: String?) -> String? {
+        guard let name else {
+            signedIn.withLock { $0 = nil }
+            return nil
+        }
+        let trimmed = name.trimmingCharacters(in: .whitespaces)
+        if trimmed.isEmpty { return "type a name to sign in" }
+        if let problem = Traceability.problem(value: trimmed, what: "the operator's name", maxLength: 64) { return problem }
+        signedIn.withLock { $0 = trimmed }
+        return nil
+    }
+
+    /// Who signed in on the page (nil: nobody).
+    public var signedInOperator: String? { signedIn.withLock { $0 } }
+
+    /// Who operates the station now: who signed in on the page, else the station's operator.
+    public var currentOperator: String { signedIn.withLock { $0 } ?? operatorName.withLock { $0 } }
 
     /// The prompts waiting now, oldest first.
     public var waiting: [OperatorPrompt] {
@@ -154,7 +179,7 @@ public final class OperatorDesk: Sendable {
         guard let check = found else { return .refused(promptID: key, reason: "another answer to #\(key) is being checked") }
         let result = await check(text)
         let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
-        let by = answeredBy ?? operatorName.withLock { $0 }
+        let by = answeredBy ?? currentOperator
         let (outcome, event, resume): (AnswerOutcome, StationEvent?, (CheckedContinuation<OperatorReply, any Error>, OperatorReply)?) = state.withLock { s in
             guard var entry = s.waiting[key] else { return (.noPrompt("prompt #\(key) was answered meanwhile"), nil, nil) }
             switch result {

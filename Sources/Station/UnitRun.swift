@@ -89,7 +89,7 @@ struct UnitRun {
             }
             let options = station.options
             runID = try await store.startRun(RunStart(
-                hardwareID: hardwareID, station: options.station, slot: slot.name, operatorName: options.operatorName,
+                hardwareID: hardwareID, station: options.station, slot: slot.name, operatorName: station.desk.currentOperator,
                 recipeHash: station.recipe.contentHash, toolVersion: options.toolVersion,
                 imageHashes: station.imageHashes, startedAt: Date(), workOrder: options.workOrder, lot: options.lot,
                 fixture: options.fixture, metadata: station.metadata))

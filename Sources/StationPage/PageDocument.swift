@@ -19,7 +19,7 @@ enum PageDocument {
             <style>\(style)</style>
             </head>
             <body data-kind="\(kind.rawValue)" data-link="connecting" data-changes="0">
-            <header><h1 id="title">\(Markup.escape(title))</h1><div id="subtitle"></div><div id="link" title="updates">connecting</div></header>
+            <header><h1 id="title">\(Markup.escape(title))</h1><div id="subtitle"></div><div id="signin" hidden></div><div id="link" title="updates">connecting</div></header>
             <div id="stopping" hidden></div>
             <main id="main"></main>
             <script type="application/json" id="initial-state">\(embedded)</script>
@@ -35,6 +35,8 @@ enum PageDocument {
         header { display: flex; align-items: baseline; gap: 1.5em; padding: .6em 1em; background: #1f2937; color: #f9fafb; }
         header h1 { margin: 0; font-size: 1.3em; }
         #subtitle { flex: 1; opacity: .85; }
+        #signin { display: flex; gap: .4em; align-items: baseline; font-size: .9em; }
+        #signin .refusal { color: #fca5a5; }
         #link { font-size: .85em; padding: .1em .6em; border-radius: 1em; background: #b45309; }
         body[data-link="open"] #link { background: #047857; }
         #stopping { background: #b91c1c; color: white; padding: .5em 1em; font-weight: bold; }
@@ -142,10 +144,33 @@ enum PageDocument {
         // An answer given while the socket is not (yet, or no longer) open waits here and is sent when it opens:
         // an operator's scan is never dropped because the page was still connecting.
         const outbox = [];
-        function answer(id, value) {
-          const text = JSON.stringify({answer: {prompt: id, value: value}});
+        function send(message) {
+          const text = JSON.stringify(message);
           if (socket && socket.readyState === 1) socket.send(text); else outbox.push(text);
           document.body.dataset.unsent = String(outbox.length);
+        }
+        function answer(id, value) { send({answer: {prompt: id, value: value}}); }
+        // Signing in on the page (a station's): a small form in the header; once signed in, the name and Sign out.
+        function drawSignIn(h) {
+          const box = document.getElementById("signin");
+          const old = document.getElementById("signin-name");
+          const typed = old ? old.value : "", focused = !!old && document.activeElement === old;
+          box.replaceChildren();
+          box.hidden = !h.signIn;
+          if (!h.signIn) return;
+          if (h.signedIn) {
+            const out = el("button", {id: "signout", type: "button"}, "Sign out");
+            out.onclick = () => send({signIn: {name: null}});
+            box.append(el("span", {id: "signed-in"}, "signed in: " + h.operator), out);
+          } else {
+            const input = el("input", {id: "signin-name", type: "text", autocomplete: "off", placeholder: "your name", size: 12});
+            input.value = typed;
+            const form = el("form", {id: "signin-form"}, input, el("button", {type: "submit"}, "Sign in"));
+            form.onsubmit = ev => { ev.preventDefault(); send({signIn: {name: input.value}}); input.value = ""; };
+            box.appendChild(form);
+            if (focused) input.focus();
+          }
+          if (h.signInRefusal) box.appendChild(el("span", {class: "refusal", id: "signin-refusal"}, h.signInRefusal));
         }
         function promptOf(p, typed) {
           const box = el("div", {class: "prompt", "data-prompt": p.id, "data-step": p.step, "data-kind": p.kind},
@@ -176,6 +201,7 @@ enum PageDocument {
             const stop = document.getElementById("stopping");
             stop.hidden = !h.stopping;
             stop.textContent = h.stopping ? "Station stopped taking units: " + h.stopping : "";
+            drawSignIn(h);
           }
           if (changed.has("totals") || !document.getElementById("totals")) {
             const t = S.totals || {};
@@ -215,7 +241,8 @@ enum PageDocument {
             const inputs = [...document.querySelectorAll(".prompt input")];
             const keep = inputs.find(i => i.dataset.prompt === focused);
             const target = keep || inputs.sort((a, c) => Number(c.dataset.prompt) - Number(a.dataset.prompt))[0];
-            if (target) target.focus();
+            const signingIn = document.activeElement && document.activeElement.id === "signin-name";
+            if (target && !signingIn) target.focus();
           }
           if (changed.has("pareto") || !document.getElementById("pareto")) section("pareto", "Failures of the shift (Pareto)").appendChild(paretoTable(S.pareto));
           if (changed.has("units") || !document.getElementById("units")) section("units", "Last units").appendChild(unitsTable(S.units, false));

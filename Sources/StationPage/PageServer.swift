@@ -82,6 +82,7 @@ public final class PageServer: Sendable {
         _ sections: Sections, on address: ListenAddress, serverName: String, logger: Logger? = nil,
         applied: (@Sendable (Int) -> Void)? = nil,
         answer: (@Sendable (_ prompt: Int, _ text: String) async -> Void)? = nil,
+        signIn: (@Sendable (_ name: String?) async -> Void)? = nil,
         image: (@Sendable (_ name: String) async -> (Data, String)?)? = nil,
         page: @escaping @Sendable (_ initialState: String) -> String
     ) async throws -> PageServer {
@@ -105,7 +106,7 @@ public final class PageServer: Sendable {
             }
         }
         router.ws("/ws") { inbound, outbound, _ in
-            try await serve(sections, inbound: inbound, outbound: outbound, applied: applied, answer: answer)
+            try await serve(sections, inbound: inbound, outbound: outbound, applied: applied, answer: answer, signIn: signIn)
         }
         let (events, sink) = AsyncStream<Result<Int, PageError>>.makeStream()
         let app = Application(
@@ -154,18 +155,24 @@ public final class PageServer: Sendable {
     /// slowly), until the page goes away or the server stops.
     static func serve(_ sections: Sections, inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter,
                       applied: (@Sendable (Int) -> Void)? = nil, answer: (@Sendable (Int, String) async -> Void)? = nil,
+                      signIn: (@Sendable (String?) async -> Void)? = nil,
                       stalled: Duration = .seconds(10)) async throws {
         let (id, wakeups) = sections.subscribe()
         defer { sections.unsubscribe(id) }
         try await withThrowingTaskGroup(of: Void.self) { group in
             // The page sends acknowledgements (`{"applied":CHANGES}`) and the operator's answers (`{"answer":
-            // {"prompt":ID,"value":TEXT}}`, checked by the station: a refusal comes back on the tile); reading also
-            // tells when it closes.
+            // {"prompt":ID,"value":TEXT}}`, checked by the station: a refusal comes back on the tile), an operator
+            // signing in or out (`{"signIn":{"name":NAME}}`, `{"signIn":{"name":null}}`); reading also tells when it
+            // closes.
             group.addTask {
                 for try await message in inbound.messages(maxSize: 4096) {
                     guard case let .text(text) = message else { continue }
                     if let answer, let given = try? JSONDecoder().decode(AnswerMessage.self, from: Data(text.utf8)).answer {
                         await answer(given.prompt, given.value)
+                        continue
+                    }
+                    if let signIn, let given = try? JSONDecoder().decode(SignInMessage.self, from: Data(text.utf8)).signIn {
+                        await signIn(given.name)
                         continue
                     }
                     guard let applied, let range = text.range(of: "\"applied\":") else { continue }
@@ -200,6 +207,14 @@ public final class PageServer: Sendable {
 
     /// Returns when the server ends (an error, or `stop()`).
     public func wait() async throws { try await task.value }
+}
+
+/// An operator signing in on the page (`{"signIn": {"name": NAME}}`) or out (`{"signIn": {"name": null}}`).
+struct SignInMessage: Decodable {
+    struct Given: Decodable {
+        var name: String?
+    }
+    var signIn: Given
 }
 
 /// An answer from the page: `{"answer": {"prompt": ID, "value": TEXT}}`.

@@ -42,7 +42,10 @@ public final class StationFeed: Sendable {
         self.recent = max(1, recent)
         (finishedStream, finished) = AsyncStream<UnitResult>.makeStream()
         sections.update { e in
-            e.set("header", Header(station: station, recipe: recipe, operatorName: operatorName))
+            var header = Header(station: station, recipe: recipe, operatorName: desk?.signedInOperator ?? operatorName)
+            header.signInOffered = desk != nil
+            header.signedIn = desk?.signedInOperator != nil
+            e.set("header", header)
             e.set("totals", Totals(StationTotals()))
             e.set("pareto", Pareto())
             e.set("units", [UnitRow]())
@@ -109,7 +112,7 @@ public final class StationFeed: Sendable {
                 // The unit is listed at once from its result; its record (steps, measurements) follows.
                 if result.outcome != .aborted || result.run != nil {
                     var rows = e.get("units", as: [UnitRow].self) ?? []
-                    rows.insert(UnitRow(result, operatorName: operatorName), at: 0)
+                    rows.insert(UnitRow(result, operatorName: desk?.signedInOperator ?? operatorName), at: 0)
                     if rows.count > recent { rows.removeLast(rows.count - recent) }
                     e.set("units", rows)
                 }
@@ -193,12 +196,20 @@ struct Header: Encodable, Sendable, Equatable {
     var operatorName: String
     var slots: [String] = []
     var stopping: String?
+    /// Whether an operator may sign in on the page (the page's answers go to the station).
+    var signInOffered = false
+    /// Whether `operatorName` signed in on the page (else it is the station's `--operator`).
+    var signedIn = false
+    /// Why the last name given to sign in was refused.
+    var signInRefusal: String?
 
     init(station: String, recipe: String, operatorName: String) {
         (self.station, self.recipe, self.operatorName) = (station, recipe, operatorName)
     }
 
-    private enum CodingKeys: String, CodingKey { case station, recipe, recipeHash, operatorName = "operator", slots, stopping }
+    private enum CodingKeys: String, CodingKey {
+        case station, recipe, recipeHash, operatorName = "operator", slots, stopping, signInOffered = "signIn", signedIn, signInRefusal
+    }
 }
 
 struct Tile: Encodable, Sendable, Equatable {
@@ -358,9 +369,28 @@ extension StationFeed {
             return (data, found.mediaType)
         }
         let pageAnswer = answer
+        var signIn: (@Sendable (String?) async -> Void)?
+        if desk != nil { signIn = { @Sendable (name: String?) async -> Void in self.signIn(name) } }
+        let pageSignIn = signIn
         return try await PageServer.start(
-            sections, on: address, serverName: "tuneup-station", logger: logger, applied: applied, answer: pageAnswer, image: image
+            sections, on: address, serverName: "tuneup-station", logger: logger, applied: applied, answer: pageAnswer, signIn: pageSignIn,
+            image: image
         ) { self.document($0) }
+    }
+
+    /// An operator signs in on the page (`name`), or out (nil): the desk takes it (runs started from now on record
+    /// who signed in) and the header says who operates the station now, or why a name was refused.
+    public func signIn(_ name: String?) {
+        guard let desk else { return }
+        let refusal = desk.signIn(name)
+        let signedIn = desk.signedInOperator
+        sections.update { e in
+            var header = e.get("header", as: Header.self) ?? Header(station: station, recipe: "", operatorName: operatorName)
+            header.operatorName = signedIn ?? operatorName
+            header.signedIn = signedIn != nil
+            header.signInRefusal = refusal
+            e.set("header", header)
+        }
     }
 
     /// The operator page with `initialState` (a `Sections` message) embedded.

@@ -1,0 +1,92 @@
+import Foundation
+import Recipe
+import Records
+import Simulator
+import Spawn
+import Station
+import StationPage
+import TestSupport
+import Testing
+import TuneupKit
+
+/// An operator signs in on the operator page in a real headless Chromium (the header's form), as they would at the
+/// start of a shift: the run started after it records that operator; a name the records would refuse is refused on
+/// the page; signing out returns to the station's `--operator`.
+@Suite struct SignInBrowserTests {
+    @Test func theOperatorWhoSignedInOnThePageIsRecordedOnTheNextRun() async throws {
+        let directory = NSTemporaryDirectory() + "signin-page-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/recipe.yaml"
+        let recipe = try await offThePool {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            var text = try String(contentsOfFile: PageFixture.root + "/recipes/sim-headset.yaml", encoding: .utf8)
+            text = text.replacingOccurrences(of: "../firmware-images", with: PageFixture.root + "/firmware-images")
+            try text.write(toFile: path, atomically: true, encoding: .utf8)
+            return try ProvisioningRecipe.load(path: path)
+        }
+        var options = SimulatorOptions(timeScale: 0)
+        options.production = ProductionLine(seed: 1, failShare: 0)
+        let simulator = try await SimulatorServer.listenTCP(count: 1, statePath: nil, options: options)
+        defer { Task { await simulator.shutdown() } }
+        let store = try await SQLiteRecordStore.open(path: directory + "/records.sqlite")
+        let desk = OperatorDesk()
+        let feed = StationFeed(store: store, station: "page", recipe: path, operatorName: "ann", desk: desk)
+        await feed.start()
+        let server = try await feed.serve(on: ListenAddress(host: "127.0.0.1", port: 0))
+        var connection = ConnectionOptions()
+        connection.session.timeout = .seconds(30)
+        let station = Station(recipe: recipe, store: store, options: StationOptions(
+            station: "page", operatorName: "ann", toolVersion: "test", connection: connection, deviceWait: .seconds(10)), desk: desk) {
+            feed.handle($0)
+        }
+        let profile = directory + "/chromium"
+        let chromium = try await offThePool {
+            try ChildProcess(try Browser.chromium(), Browser.arguments(profile, ["--remote-debugging-port=0", "--remote-allow-origins=*", server.url]),
+                             stdout: .null, stderr: .null)
+        }
+        defer { chromium.terminate() }
+        let devTools = try await DevTools.attach(profile: profile, pageURL: server.url)
+        defer { devTools.close() }
+        try await DevTools.waitUntil("the page is live with its sign-in form", within: 60) {
+            try await devTools.evaluate("document.body.dataset.link + ' ' + !!document.getElementById('signin-name')") == "open true"
+        }
+        #expect(try await devTools.evaluate("document.getElementById('subtitle').textContent").hasSuffix("operator ann"))
+
+        // A name the records would refuse (over 64 characters) is refused on the page; nobody is signed in.
+        _ = try await devTools.evaluate("document.getElementById('signin-name').focus(), 'focused'")
+        try await devTools.type(String(repeating: "x", count: 65))
+        _ = try await devTools.evaluate("document.getElementById('signin-form').requestSubmit(), 'sent'")
+        try await DevTools.waitUntil("the refusal is shown in the header", within: 60) {
+            try await devTools.evaluate("(document.getElementById('signin-refusal') || {}).textContent || ''").contains("longer than 64")
+        }
+        #expect(desk.signedInOperator == nil)
+
+        // Bob signs in (typing, then Enter's submit): the header says so, and the next run is his.
+        _ = try await devTools.evaluate("document.getElementById('signin-name').focus(), 'focused'")
+        try await devTools.type("bob")
+        _ = try await devTools.evaluate("document.getElementById('signin-form').requestSubmit(), 'sent'")
+        try await DevTools.waitUntil("the header shows bob signed in", within: 60) {
+            try await devTools.evaluate("(document.getElementById('signed-in') || {}).textContent || ''") == "signed in: bob"
+        }
+        #expect(desk.currentOperator == "bob")
+        let slot = Slot(address: simulator.endpoints[0])
+        let first = try await withTimeLimit(120) { try await station.run(slots: [slot]) }
+        let bobs = try #require(first.first?.run)
+        #expect(try await store.run(RunID(bobs))?.start.operatorName == "bob")
+
+        // Signing out returns to the station's operator, on the page and in the records.
+        _ = try await devTools.evaluate("document.getElementById('signout').click(), 'clicked'")
+        try await DevTools.waitUntil("the sign-in form is back", within: 60) {
+            try await devTools.evaluate("!!document.getElementById('signin-name') + ' ' + document.getElementById('subtitle').textContent")
+                .hasSuffix("true recipe \(path) · operator ann")
+        }
+        #expect(desk.signedInOperator == nil && desk.currentOperator == "ann")
+        let second = try await withTimeLimit(120) { try await station.run(slots: [slot]) }
+        let anns = try #require(second.first?.run)
+        #expect(try await store.run(RunID(anns))?.start.operatorName == "ann")
+        chromium.terminate()
+        _ = await chromium.exited(within: 10)
+        await server.stop()
+        feed.stop()
+    }
+}
