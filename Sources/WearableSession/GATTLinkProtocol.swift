@@ -36,9 +36,9 @@ public struct GATTLinkProtocol: SessionProtocol {
     public func error(_ failure: SessionFailure<GATTKey>) -> WearableSessionError {
         switch failure {
         case let .linkLost(peer, cause):
-            return WearableSessionError(.linkLost, "link to \(peer) lost" + (cause.map { ": \($0.message)" } ?? ""), category: .connection)
+            return WearableSessionError(.disconnected, "link to \(peer) lost" + (cause.map { ": \($0.message)" } ?? ""), category: .connection)
         case let .linkClosedWhileSending(command, peer):
-            return WearableSessionError(.linkLost, "link to \(peer) closed while sending the \(command)", category: .connection)
+            return WearableSessionError(.disconnected, "link to \(peer) closed while sending the \(command)", category: .connection)
         case let .writeFailed(command, cause):
             return WearableSessionError(.writeFailed, "sending the \(command) failed: \(cause.message)", category: .connection)
         case let .noAnswer(command, waited, attempts):

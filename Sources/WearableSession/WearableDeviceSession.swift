@@ -145,7 +145,7 @@ public actor WearableDeviceSession {
     // MARK: Open and close
 
     /// Opens the session (nothing happens when it is open). Reports `didOpen` or `didFailToOpen` and throws the
-    /// latter's error: `.connectFailed`, `.notAWearable`, `.timeout`, `.refused`, `.malformedReply`, ...
+    /// latter's error: `.connectionFailed`, `.notAWearable`, `.timeout`, `.refused`, `.malformedReply`, ...
     public func open() async throws {
         guard link == nil else { return }
         guard !opening, !isReconnecting else {
@@ -171,7 +171,7 @@ public actor WearableDeviceSession {
     private static func openFailure(_ error: any Error, peer: String) -> WearableSessionError {
         error as? WearableSessionError
             ?? (error is CancellationError ? WearableSessionError(.notOpen, "opening \(peer) was cancelled", category: .connection)
-                : WearableSessionError(.connectFailed, "cannot open \(peer): \(error)", category: .connection))
+                : WearableSessionError(.connectionFailed, "cannot open \(peer): \(error)", category: .connection))
     }
 
     /// Opens a link (a new generation): connects, exchanges the MTU, discovers, reads the information and turns the
@@ -188,9 +188,9 @@ public actor WearableDeviceSession {
             } catch let error as CancellationError {
                 throw error
             } catch let error as TransportError {
-                throw WearableSessionError(.connectFailed, "cannot open \(peer): \(error.message)", category: error.category)
+                throw WearableSessionError(.connectionFailed, "cannot open \(peer): \(error.message)", category: error.category)
             } catch {
-                throw WearableSessionError(.connectFailed, "cannot open \(peer): \(error)", category: .connection)
+                throw WearableSessionError(.connectionFailed, "cannot open \(peer): \(error)", category: .connection)
             }
             let s = await GATTClients.client(on: transport, options: options.requests, clock: clock, logger: logger)
             session = s
@@ -242,7 +242,7 @@ public actor WearableDeviceSession {
             }
             if again { try await writeAcceptedConfigurations(on: s) }
             guard generation == current, link != nil else {
-                throw WearableSessionError(.linkLost, "the link to \(peer) was lost while opening", category: .connection)
+                throw WearableSessionError(.disconnected, "the link to \(peer) was lost while opening", category: .connection)
             }
         } catch {
             if generation == current {
@@ -347,7 +347,7 @@ public actor WearableDeviceSession {
             case let .giveUp(last):
                 reconnectTask = nil
                 let limit = options.reconnect?.giveUpAfter.map { " within \($0)" } ?? ""
-                let error = WearableSessionError(.linkLost, "\(lost.message); not back\(limit) (last attempt: \(last.message))", category: .connection)
+                let error = WearableSessionError(.disconnected, "\(lost.message); not back\(limit) (last attempt: \(last.message))", category: .connection)
                 generation += 1
                 tearDown()
                 eventBroadcast.yield(.didClose(error))

@@ -5,7 +5,7 @@
 public struct ReconnectPolicy: Sendable, Hashable {
     public var firstDelay: Duration
     public var maxDelay: Duration
-    /// Time since the loss after which a failed attempt ends the session (`didClose(link-lost)`); nil: never.
+    /// Time since the loss after which a failed attempt ends the session (`didClose(disconnected)`); nil: never.
     public var giveUpAfter: Duration?
 
     public init(firstDelay: Duration = .milliseconds(100), maxDelay: Duration = .seconds(1), giveUpAfter: Duration? = nil) {

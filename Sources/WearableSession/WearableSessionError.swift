@@ -72,7 +72,7 @@ extension ErrorCodeIn where Domain == WearableSessionError {
     /// The session is not open (never opened, closed, or the link was lost).
     public static var notOpen: Self { Self(rawValue: "not-open") }
     /// The link was lost or closed by the peer.
-    public static var linkLost: Self { Self(rawValue: "link-lost") }
+    public static var disconnected: Self { Self(rawValue: "disconnected") }
     /// Sending failed.
     public static var writeFailed: Self { Self(rawValue: "write-failed") }
     /// The device did not answer in time.
@@ -86,10 +86,10 @@ extension ErrorCodeIn where Domain == WearableSessionError {
     /// The peer has no Bose Wearable service (0xFDD2) or lacks one of its characteristics.
     public static var notAWearable: Self { Self(rawValue: "not-a-wearable") }
     /// Opening the link failed.
-    public static var connectFailed: Self { Self(rawValue: "connect-failed") }
+    public static var connectionFailed: Self { Self(rawValue: "connection-failed") }
 
     public static var allCases: [Self] {
-        [.notOpen, .linkLost, .writeFailed, .timeout, .refused, .rejectedLocally, .malformedReply, .notAWearable, .connectFailed]
+        [.notOpen, .disconnected, .writeFailed, .timeout, .refused, .rejectedLocally, .malformedReply, .notAWearable, .connectionFailed]
     }
 }
 

@@ -162,7 +162,7 @@ struct WearableCLITests {
         #expect(r.status == 69, "\(r.stderr)")
         #expect(r.stderrLines.count == 1)
         let lines = try jsonLines(r.stdout)
-        #expect(lines.count == 1 && lines[0]["event"] as? String == "failedToOpen" && lines[0]["code"] as? String == "connect-failed", "\(r.stdout)")
+        #expect(lines.count == 1 && lines[0]["event"] as? String == "failedToOpen" && lines[0]["code"] as? String == "connection-failed", "\(r.stdout)")
     }
 
     /// Over TCP from 'sim wearable' with a dropped notification: events, samples, the gap counted in the summary.
@@ -250,7 +250,7 @@ struct WearableCLITests {
         #expect(status == 69)
         let lines = try jsonLines(await output.text())
         let closed = try #require(lines.first { $0["event"] as? String == "closed" })
-        #expect(closed["code"] as? String == "link-lost" && closed["error"] != nil)
+        #expect(closed["code"] as? String == "disconnected" && closed["error"] != nil)
         #expect(lines.last?["type"] as? String == "summary")
         let err = await errors.text()
         #expect(err.split(separator: "\n").count == 1 && err.contains("lost"), "\(err)")

@@ -127,7 +127,7 @@ import Testing
         #expect(await sim.quit() == 0)
     }
 
-    /// With a limit the stream gives up once it has passed: the closed event with link-lost, the summary, exit 69.
+    /// With a limit the stream gives up once it has passed: the closed event with disconnected, the summary, exit 69.
     @Test func aReconnectTimeoutGivesUp() async throws {
         let sim = try await RunningWearable.start([])
         let stream = try ChildProcess(CLI.binary.path, ["wearable", "stream", "--device", sim.address, "--reconnect-timeout", "500ms",
@@ -137,7 +137,7 @@ import Testing
         #expect(try await exitStatus(of: stream) == 69)
         let lines = try jsonLines(await stream.output!.finishedText())
         let closed = try #require(Self.events(lines, "closed").first)
-        #expect(closed["code"] as? String == "link-lost" && (closed["error"] as? String ?? "").contains("not back within"), "\(closed)")
+        #expect(closed["code"] as? String == "disconnected" && (closed["error"] as? String ?? "").contains("not back within"), "\(closed)")
         #expect(lines.last?["type"] as? String == "summary" && lines.last?["reconnects"] as? Int == 0)
         let err = await stream.errors!.finishedText()
         #expect(err.split(separator: "\n").count == 1, "\(err)")

@@ -87,7 +87,7 @@ import WearableSimulator
             #expect(rows.count == samples + 1, "a header and a row per sample")
             await wearable.server.shutdown()
 
-            let gone = WearableDeviceSession(peer: "memory:gone") { throw WearableSessionError(.connectFailed, "no such device", category: .connection) }
+            let gone = WearableDeviceSession(peer: "memory:gone") { throw WearableSessionError(.connectionFailed, "no such device", category: .connection) }
             var failed: [WearableLine] = []
             var notOpened: (any Error)?
             do {
@@ -96,7 +96,7 @@ import WearableSimulator
             } catch {
                 notOpened = error
             }
-            #expect((notOpened as? WearableSessionError)?.code == .connectFailed, "\(String(describing: notOpened))")
+            #expect((notOpened as? WearableSessionError)?.code == .connectionFailed, "\(String(describing: notOpened))")
             #expect(failed.map { $0.event ?? $0.type } == ["failedToOpen"] && failed.first?.device == "memory:gone")
             let left = try await offThePool { try FileManager.default.contentsOfDirectory(atPath: dir) }
             #expect(!left.contains { $0.hasPrefix("none") }, "\(left)")

@@ -9,8 +9,8 @@ import WearableSimulator
 /// Reconnecting after a lost link: the state value alone, then the session driving it on a `ManualClock` (no
 /// sleeps: the backoff waits are the clock's, advanced by the test).
 @Suite struct ReconnectTests {
-    let lost = WearableSessionError(.linkLost, "lost", category: .connection)
-    let refused = WearableSessionError(.connectFailed, "refused", category: .connection)
+    let lost = WearableSessionError(.disconnected, "lost", category: .connection)
+    let refused = WearableSessionError(.connectionFailed, "refused", category: .connection)
 
     @Test func theBackoffDoublesFrom100msTo1s() {
         let p = ReconnectPolicy()
@@ -127,7 +127,7 @@ import WearableSimulator
     }
 
     /// Close while waiting between attempts: no more attempts, the listeners end, `didClose(nil)`; with a limit, the
-    /// session gives up with a link-lost error once it has passed.
+    /// session gives up with a disconnected error once it has passed.
     @Test func closeStopsTheAttemptsAndALimitGivesUp() async throws {
         let clock = ManualClock()
         let device = SimulatedWearable(profile: WearableProfile(), clock: ManualClock())
@@ -161,7 +161,7 @@ import WearableSimulator
                 #expect(closed == .didClose(nil) && attempts == 1)
             } else {
                 guard case let .didClose(error?)? = closed else { Issue.record("\(String(describing: closed))"); continue }
-                #expect(error.code == .linkLost && error.message.contains("not back within"), "\(error.message)")
+                #expect(error.code == .disconnected && error.message.contains("not back within"), "\(error.message)")
                 #expect(attempts == 3)
             }
             #expect(await session.isReconnecting == false)

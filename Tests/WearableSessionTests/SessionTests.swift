@@ -62,7 +62,7 @@ import WearableSimulator
     @Test func aConnectFailureIsReportedAsFailedToOpen() async throws {
         let session = WearableDeviceSession(peer: "nowhere") { throw TransportError(.connectionRefused, "refused") }
         let events = await session.events()
-        await #expect { try await session.open() } throws: { ($0 as? WearableSessionError)?.code == .connectFailed }
+        await #expect { try await session.open() } throws: { ($0 as? WearableSessionError)?.code == .connectionFailed }
         let got = await collect(events, 1)
         #expect(got.count == 1)
         if case .didFailToOpen = got.first {} else { Issue.record("expected didFailToOpen, got \(got)") }
@@ -306,7 +306,7 @@ import WearableSimulator
             Issue.record("expected didClose with an error, got \(got)")
             return
         }
-        #expect(error.code == .linkLost)
+        #expect(error.code == .disconnected)
         #expect(await f.session.isOpen == false)
         await #expect(throws: WearableSessionError.self) { try await f.session.readSensorConfiguration() }
         try await f.session.open()
