@@ -97,7 +97,7 @@ public final class SpeakerSession: Sendable {
     }
 
     /// Connects to a speaker's control port over TCP and says hello.
-    /// - Throws: `SpeakerSessionError` (`.disconnected` when the speaker cannot be reached, naming it).
+    /// - Throws: `SpeakerSessionError` (`.connectionFailed` when the speaker cannot be reached, naming it).
     public static func connect(host: String, port: UInt16, controllerName: String = "tuneup", options: RequestOptions = RequestOptions(),
                                connectTimeout: Duration = .seconds(5), logger: Logger = Logger(label: "tuneup.speaker")) async throws -> SpeakerSession {
         let display = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
@@ -105,7 +105,7 @@ public final class SpeakerSession: Sendable {
         do {
             transport = try await TCPTransport.connect(host: host, port: port, timeout: connectTimeout)
         } catch let error as TransportError {
-            throw SpeakerSessionError(.disconnected, "cannot reach speaker \(display): \(error.message)")
+            throw SpeakerSessionError(.connectionFailed, "cannot reach speaker \(display): \(error.message)")
         }
         return try await open(transport: transport, address: display, host: host, controlPort: port, controllerName: controllerName,
                               options: options, logger: logger)

@@ -45,8 +45,10 @@ extension ErrorCodeIn where Domain == SpeakerSessionError {
     public static var versionMismatch: Self { Self(rawValue: "version-mismatch") }
     /// No answer in time.
     public static var timeout: Self { Self(rawValue: "timeout") }
-    /// The link was lost or could not be opened.
+    /// The link was lost.
     public static var disconnected: Self { Self(rawValue: "disconnected") }
+    /// The speaker could not be reached (connection refused, no route, connect timeout).
+    public static var connectionFailed: Self { Self(rawValue: "connection-failed") }
     /// The session is closed.
     public static var notConnected: Self { Self(rawValue: "not-connected") }
     /// Discovery could not run (no socket).

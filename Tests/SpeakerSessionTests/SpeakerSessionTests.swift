@@ -200,7 +200,7 @@ struct SpeakerSessionTests {
         guard case let .tcp(_, port) = listener.boundAddress else { return }
         listener.close()
         let e = await #expect(throws: SpeakerSessionError.self) { try await SpeakerSession.connect(host: "127.0.0.1", port: port) }
-        #expect(e?.code == .disconnected && e?.category == .connection)
+        #expect(e?.code == .connectionFailed && e?.category == .connection)
         #expect(e?.message.contains("127.0.0.1:\(port)") == true)
     }
 }
