@@ -172,11 +172,17 @@ public final class LineStationLock: Sendable {
         return "records database \(database): \(PostgresRecordStore.describe(mapped))"
     }
 
+    /// Sets the status; `onChange` hears of a change from held to lost, lost to held, or to taken (not of each new
+    /// reason while the connection stays lost: an outage is one note).
     private func update(_ status: Status) {
         let changed = state.withLock { s -> Bool in
-            guard s.status != status, s.status != .taken else { return false }
+            guard s.status != .taken else { return false }
+            let before = s.status
             s.status = status
-            return true
+            switch (before, status) {
+            case (.held, .held), (.lost, .lost): return false
+            default: return true
+            }
         }
         if changed { onChange(status) }
     }
