@@ -81,7 +81,7 @@ let package = Package(
         // outside Swift's cooperative pool, serial lanes on it, and threads for event loops.
         .target(name: "Support", dependencies: ["CShims", "Failure"], swiftSettings: strict),
         // Child processes that inherit only their standard streams (tests, benchmarks, the PostgreSQL helper, tools).
-        .target(name: "Spawn", dependencies: ["CShims"], swiftSettings: strict),
+        .target(name: "Spawn", dependencies: ["CShims", "Failure"], swiftSettings: strict),
         // Unit labels: ZPL II for the printer and an SVG/PNG preview, barcodes encoded by Debian's libzint.
         .systemLibrary(name: "CZint", path: "Sources/CZint", providers: [.apt(["libzint-dev"])]),
         .target(name: "Labels", dependencies: ["CZint", "Failure", "Spawn", "Support"], swiftSettings: strict),
@@ -275,7 +275,7 @@ let package = Package(
             swiftSettings: strict),
         // Helpers shared by the test targets.
         // A PostgreSQL server of a test's or benchmark's own (Debian's binaries, initdb into a temporary directory).
-        .target(name: "ThrowawayPostgres", dependencies: ["Spawn"], swiftSettings: strict),
+        .target(name: "ThrowawayPostgres", dependencies: ["Failure", "Spawn"], swiftSettings: strict),
         .target(name: "TestSupport", dependencies: ["ThrowawayPostgres", "Spawn", "Support", "Transport", "CSndfile"], path: "Tests/TestSupport", swiftSettings: testing),
         .testTarget(name: "LightXTests", dependencies: ["LightX", "TestSupport"], swiftSettings: testing),
         .testTarget(name: "WearableTests", dependencies: ["Wearable", "TestSupport"], swiftSettings: testing),
@@ -345,7 +345,7 @@ let package = Package(
             name: "CFXTests",
             dependencies: ["CFX", "CFXPublisher", "Station", "Simulator", "Records", "Recipe", "TuneupKit", "TestSupport", "Spawn", "Support"],
             swiftSettings: testing),
-        .testTarget(name: "SpawnTests", dependencies: ["Spawn", "Support"], swiftSettings: testing),
+        .testTarget(name: "SpawnTests", dependencies: ["Failure", "Spawn", "Support"], swiftSettings: testing),
         // The CLI's tests run the built tuneup as a process (not a dependency: its static Swift runtime, above).
         .testTarget(name: "TuneupTests", dependencies: ["LightX", "Transport", "TuneupKit", "Records", "Spawn", "TestSupport"], swiftSettings: testing),
     ]

@@ -1,3 +1,4 @@
+import Failure
 import Foundation
 
 /// A serial-number pattern or a Bluetooth-name template: literal text with fields in braces.
@@ -60,26 +61,26 @@ public struct IdentityTemplate: Sendable, Hashable, CustomStringConvertible {
             let c = text[i]
             let next = text.index(after: i)
             if c == "}" {
-                guard next < text.endIndex, text[next] == "}" else { throw TemplateError("a lone '}' at character \(offset(i)) (write '}}' for a brace)") }
+                guard next < text.endIndex, text[next] == "}" else { throw TemplateError(.badTemplate, "a lone '}' at character \(offset(i)) (write '}}' for a brace)") }
                 literal.append("}")
                 i = text.index(after: next)
                 continue
             }
             guard c == "{" else {
                 if kind == .serial, !(c.isASCII && (c.isLetter || c.isNumber || "-_./".contains(c))) {
-                    throw TemplateError("'\(c)' at character \(offset(i)) cannot be in a serial (use A-Z a-z 0-9 - _ . /)")
+                    throw TemplateError(.badTemplate, "'\(c)' at character \(offset(i)) cannot be in a serial (use A-Z a-z 0-9 - _ . /)")
                 }
                 literal.append(c)
                 i = next
                 continue
             }
             if next < text.endIndex, text[next] == "{" {
-                if kind == .serial { throw TemplateError("'{' cannot be in a serial") }
+                if kind == .serial { throw TemplateError(.badTemplate, "'{' cannot be in a serial") }
                 literal.append("{")
                 i = text.index(after: next)
                 continue
             }
-            guard let close = text[next...].firstIndex(of: "}") else { throw TemplateError("the field at character \(offset(i)) has no closing '}'") }
+            guard let close = text[next...].firstIndex(of: "}") else { throw TemplateError(.badTemplate, "the field at character \(offset(i)) has no closing '}'") }
             let field = String(text[next..<close])
             if !literal.isEmpty { parts.append(.literal(literal)); literal = "" }
             parts.append(try Self.field(field, kind: kind, at: offset(i)))
@@ -89,25 +90,25 @@ public struct IdentityTemplate: Sendable, Hashable, CustomStringConvertible {
         if kind == .serial {
             let counters = parts.filter { if case .counter = $0 { return true } else { return false } }.count
             guard counters == 1 else {
-                throw TemplateError(counters == 0
+                throw TemplateError(.badTemplate, counters == 0
                     ? "a serial pattern needs a counter field such as {counter:06}, or every unit gets the same serial"
                     : "a serial pattern holds one counter field, not \(counters)")
             }
         }
-        guard !parts.isEmpty else { throw TemplateError("is empty") }
+        guard !parts.isEmpty else { throw TemplateError(.badTemplate, "is empty") }
         self.parts = parts
     }
 
     private static func field(_ field: String, kind: Kind, at offset: Int) throws(TemplateError) -> Part {
         if let date = DateField(rawValue: field) { return .date(date) }
         if field == "counter" {
-            guard kind == .name else { throw TemplateError("{counter} at character \(offset) needs a width in a serial, e.g. {counter:06}") }
+            guard kind == .name else { throw TemplateError(.badTemplate, "{counter} at character \(offset) needs a width in a serial, e.g. {counter:06}") }
             return .counter(width: nil)
         }
         if field.hasPrefix("counter:") {
             let digits = field.dropFirst("counter:".count)
             guard !digits.isEmpty, digits.allSatisfy(\.isASCIIDigit), let width = Int(digits), (1...12).contains(width) else {
-                throw TemplateError("{\(field)} at character \(offset): the counter width must be 1...12 digits")
+                throw TemplateError(.badTemplate, "{\(field)} at character \(offset): the counter width must be 1...12 digits")
             }
             return .counter(width: width)
         }
@@ -117,10 +118,10 @@ public struct IdentityTemplate: Sendable, Hashable, CustomStringConvertible {
             if field.hasPrefix("serial["), field.hasSuffix("]") {
                 let inner = field.dropFirst("serial[".count).dropLast()
                 let bounds = inner.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false)
-                guard bounds.count == 2 else { throw TemplateError("{\(field)} at character \(offset): a slice is [from:to], e.g. [-4:]") }
+                guard bounds.count == 2 else { throw TemplateError(.badTemplate, "{\(field)} at character \(offset): a slice is [from:to], e.g. [-4:]") }
                 func bound(_ s: Substring) throws(TemplateError) -> Int? {
                     if s.isEmpty { return nil }
-                    guard let n = Int(s), abs(n) <= 64 else { throw TemplateError("{\(field)} at character \(offset): '\(s)' is not a slice bound") }
+                    guard let n = Int(s), abs(n) <= 64 else { throw TemplateError(.badTemplate, "{\(field)} at character \(offset): '\(s)' is not a slice bound") }
                     return n
                 }
                 return .serial(from: try bound(bounds[0]), to: try bound(bounds[1]))
@@ -129,7 +130,7 @@ public struct IdentityTemplate: Sendable, Hashable, CustomStringConvertible {
         let known = kind == .serial
             ? "counter:N, " + DateField.allCases.map(\.rawValue).joined(separator: ", ")
             : "counter, counter:N, serial, serial[a:b], model, " + DateField.allCases.map(\.rawValue).joined(separator: ", ")
-        throw TemplateError("{\(field)} at character \(offset) is not a field (known: \(known))")
+        throw TemplateError(.badTemplate, "{\(field)} at character \(offset) is not a field (known: \(known))")
     }
 
     /// The widest counter the template can show: 10^width - 1 for a padded counter, nil without a width.
@@ -169,9 +170,16 @@ public struct IdentityTemplate: Sendable, Hashable, CustomStringConvertible {
 }
 
 /// What is wrong with a template (one line, without the file position: the recipe parser adds it).
-public struct TemplateError: Error, Sendable, Hashable {
-    public let message: String
-    public init(_ message: String) { self.message = message }
+public typealias TemplateError = CodedFailure<TemplateErrors>
+
+public enum TemplateErrors: ErrorDomain {
+    /// A template is part of a recipe: a wrong one is a bad recipe (64).
+    public static func category(of code: TemplateError.Code) -> FailureCategory { .usage }
+}
+
+extension ErrorCodeIn where Domain == TemplateError {
+    /// The template cannot be parsed, or uses a field its kind does not allow.
+    public static let badTemplate = Self(rawValue: "bad-template")
 }
 
 /// The date fields of one instant in UTC (ISO 8601 weeks: Monday first, week 1 holds the first Thursday).

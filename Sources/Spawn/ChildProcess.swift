@@ -1,4 +1,5 @@
 import CShims
+import Failure
 import Foundation
 import Glibc
 import Synchronization
@@ -67,7 +68,7 @@ public final class ChildProcess: Sendable {
                 guard tuneup_pipe_cloexec(&fds) == 0 else {
                     let e = errno
                     cleanUp()
-                    throw SpawnError("cannot create a pipe: \(String(cString: strerror(e)))")
+                    throw SpawnError(.cannotStart, "cannot create a pipe: \(String(cString: strerror(e)))")
                 }
                 let (childEnd, ourEnd) = fd == 0 ? (fds[0], fds[1]) : (fds[1], fds[0])
                 ours[fd] = ourEnd
@@ -104,7 +105,7 @@ public final class ChildProcess: Sendable {
         theirs = []
         guard spawned == 0 else {
             cleanUp()
-            throw SpawnError("cannot start \(executable): \(String(cString: strerror(spawned)))")
+            throw SpawnError(.cannotStart, "cannot start \(executable): \(String(cString: strerror(spawned)))")
         }
         processIdentifier = pid
         input = Mutex(ours[0])
@@ -250,10 +251,23 @@ public final class ChildProcess: Sendable {
     }
 }
 
-/// A child process could not be started.
-public struct SpawnError: Error, CustomStringConvertible, Sendable {
-    public var description: String
-    public init(_ description: String) { self.description = description }
+/// A child process could not be started, or a helper command it ran failed (the coded shape of every module's
+/// errors: `CodedFailure`).
+public typealias SpawnError = CodedFailure<SpawnErrors>
+
+public enum SpawnErrors: ErrorDomain {
+    /// A program that cannot be started, or that fails, is a missing or broken part of this machine: exit 74, as a
+    /// missing library is.
+    public static func category(of code: SpawnError.Code) -> FailureCategory { .localFile }
+}
+
+extension ErrorCodeIn where Domain == SpawnError {
+    /// The program could not be started (not there, not executable, no pipe, a directory that does not exist).
+    public static let cannotStart = Self(rawValue: "cannot-start")
+    /// A helper program ran and failed (its output in the message).
+    public static let childFailed = Self(rawValue: "child-failed")
+    /// No free local port could be found.
+    public static let noPort = Self(rawValue: "no-port")
 }
 
 /// Collects everything a descriptor delivers until its end, on a thread of its own, and closes it then. The

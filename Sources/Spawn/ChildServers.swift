@@ -1,3 +1,4 @@
+import Failure
 import Foundation
 import Glibc
 
@@ -20,7 +21,7 @@ extension ChildProcess {
             .trimmingCharacters(in: .whitespacesAndNewlines)
         guard end == .exit(0) else {
             let how = switch end { case let .exit(code): "exit \(code)"; case let .signal(number): "signal \(number)" }
-            throw SpawnError("\(([executable] + arguments).joined(separator: " ")) failed (\(how)): \(output)")
+            throw SpawnError(.childFailed, "\(([executable] + arguments).joined(separator: " ")) failed (\(how)): \(output)")
         }
         return output
     }
@@ -31,7 +32,7 @@ extension ChildProcess {
 public enum LoopbackPort {
     public static func unused() throws(SpawnError) -> Int {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw SpawnError("socket: \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else { throw SpawnError(.noPort, "socket: \(String(cString: strerror(errno)))") }
         defer { close(fd) }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
@@ -39,11 +40,11 @@ public enum LoopbackPort {
         address.sin_port = 0
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
-        guard bound == 0 else { throw SpawnError("bind to 127.0.0.1:0: \(String(cString: strerror(errno)))") }
+        guard bound == 0 else { throw SpawnError(.noPort, "bind to 127.0.0.1:0: \(String(cString: strerror(errno)))") }
         let named = withUnsafeMutablePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
         }
-        guard named == 0 else { throw SpawnError("getsockname: \(String(cString: strerror(errno)))") }
+        guard named == 0 else { throw SpawnError(.noPort, "getsockname: \(String(cString: strerror(errno)))") }
         return Int(UInt16(bigEndian: address.sin_port))
     }
 }

@@ -1,11 +1,21 @@
+import Failure
 import Foundation
 import Spawn
 import Synchronization
 
-/// Why a throwaway server could not be made or a program of it failed.
-public struct ThrowawayPostgresError: Error, CustomStringConvertible {
-    public let description: String
-    init(_ description: String) { self.description = description }
+/// Why a throwaway server could not be made or a program of it failed (the coded shape of every module's errors).
+public typealias ThrowawayPostgresError = CodedFailure<ThrowawayPostgresErrors>
+
+public enum ThrowawayPostgresErrors: ErrorDomain {
+    /// A missing or failing PostgreSQL installation is a part of this machine (74).
+    public static func category(of code: ThrowawayPostgresError.Code) -> FailureCategory { .localFile }
+}
+
+extension ErrorCodeIn where Domain == ThrowawayPostgresError {
+    /// Debian's PostgreSQL binaries are not installed.
+    public static let notInstalled = Self(rawValue: "postgres-not-installed")
+    /// The server's directory could not be made, or one of its programs (initdb, pg_ctl) failed.
+    public static let cannotStart = Self(rawValue: "postgres-cannot-start")
 }
 
 /// A PostgreSQL server of the test's (or benchmark's) own: Debian's binaries (`/usr/lib/postgresql/N/bin`), `initdb` into a temporary
@@ -50,17 +60,17 @@ public final class ThrowawayPostgres: Sendable {
             .filter { FileManager.default.isExecutableFile(atPath: "\(root)/\($0)/bin/initdb") }
             .sorted { (Int($0) ?? 0) < (Int($1) ?? 0) }
         guard let version = versions.last else {
-            throw ThrowawayPostgresError("PostgreSQL is not installed: no \(root)/*/bin/initdb (tools/install-deps.sh installs Debian's postgresql)")
+            throw ThrowawayPostgresError(.notInstalled, "PostgreSQL is not installed: no \(root)/*/bin/initdb (tools/install-deps.sh installs Debian's postgresql)")
         }
         bin = "\(root)/\(version)/bin"
         unprivileged = getuid() == 0
         var template = Array((NSTemporaryDirectory() + "tuneup-pg-XXXXXX").utf8CString)
-        guard let made = mkdtemp(&template) else { throw ThrowawayPostgresError("cannot make a directory for PostgreSQL: \(errno)") }
+        guard let made = mkdtemp(&template) else { throw ThrowawayPostgresError(.cannotStart, "cannot make a directory for PostgreSQL: \(errno)") }
         directory = String(cString: made)
         port = try LoopbackPort.unused()
         if unprivileged {
             chmod(directory, 0o755)
-            guard chown(directory, 65534, 65534) == 0 else { throw ThrowawayPostgresError("cannot give \(directory) to nobody: \(errno)") }
+            guard chown(directory, 65534, 65534) == 0 else { throw ThrowawayPostgresError(.cannotStart, "cannot give \(directory) to nobody: \(errno)") }
         }
         try run("initdb", ["-D", "\(directory)/data", "-U", "tuneup", "--auth=trust", "-E", "UTF8", "--no-sync", "--no-instructions"])
         try start()
@@ -116,7 +126,7 @@ public final class ThrowawayPostgres: Sendable {
             return try ChildProcess.runToEnd(argv[0], Array(argv.dropFirst()), environment: ["LC_ALL": "C", "PGCONNECT_TIMEOUT": "10"],
                                              outputDirectory: directory)
         } catch {
-            throw ThrowawayPostgresError(error.description)
+            throw ThrowawayPostgresError(.cannotStart, "\(error)")
         }
     }
 }

@@ -28,7 +28,10 @@ enum Exit {
     }
 }
 
-/// A failure already explained to the user, carrying its exit code.
+/// A failure already explained to the user, carrying its exit code. The one error of the project that is not a
+/// `CodedError`, on purpose: it is the CLI's own last word, made where a command decides its exit, and some of those
+/// exits are not a failure category's (1: the job ran and failed, 3: a station's SPC alarm, 66: no such record).
+/// Library errors stay coded; a command turns one into this only to give it such an exit.
 struct CommandFailure: Error {
     var message: String
     var code: Int32

@@ -1,3 +1,4 @@
+import Failure
 import Foundation
 import Glibc
 import Spawn
@@ -103,7 +104,10 @@ import Testing
     }
 
     @Test func aProgramThatCannotStartIsAnError() throws {
-        #expect(throws: SpawnError.self) { try ChildProcess("/nonexistent/program", []) }
-        #expect(throws: SpawnError.self) { try ChildProcess("/bin/true", [], directory: "/nonexistent/directory") }
+        // Coded like every module's errors: the code, the category (exit 74) and one line naming the program.
+        let missing = #expect(throws: SpawnError.self) { try ChildProcess("/nonexistent/program", []) }
+        #expect(missing?.code == .cannotStart && missing?.category == .localFile)
+        #expect(missing?.message.hasPrefix("cannot start /nonexistent/program: ") == true, "\(String(describing: missing))")
+        #expect(throws: SpawnError(.cannotStart)) { try ChildProcess("/bin/true", [], directory: "/nonexistent/directory") }
     }
 }
