@@ -14,6 +14,11 @@ package final class Broadcast<Element: Sendable>: Sendable {
     }
 
     private let state = Mutex(State())
+    /// Subscribers whose stream ended, to be dropped at the next use of `state`. `onTermination` runs with the
+    /// consumer task's status locked (a cancelled `for await`), and a `yield` holding `state` resumes that task, which
+    /// needs the same lock: `onTermination` taking `state` deadlocked both threads. This lock is never held while a
+    /// continuation is called.
+    private let ended = Mutex<[UInt64]>([])
 
     package init() {}
 
@@ -22,6 +27,7 @@ package final class Broadcast<Element: Sendable>: Sendable {
                            replay: [Element] = []) -> AsyncStream<Element> {
         let (stream, continuation) = AsyncStream.makeStream(of: Element.self, bufferingPolicy: bufferingPolicy)
         let id: UInt64? = state.withLock { s in
+            dropEnded(&s)
             guard !s.finished else {
                 if let last = s.last { continuation.yield(last) }
                 return nil
@@ -36,7 +42,7 @@ package final class Broadcast<Element: Sendable>: Sendable {
             return stream
         }
         continuation.onTermination = { [weak self] _ in
-            _ = self?.state.withLock { $0.subscribers.removeValue(forKey: id) }
+            self?.ended.withLock { $0.append(id) }
         }
         return stream
     }
@@ -44,6 +50,7 @@ package final class Broadcast<Element: Sendable>: Sendable {
     /// Delivers `element` to every subscriber (nothing after `finish`).
     package func yield(_ element: Element) {
         state.withLock { s in
+            dropEnded(&s)
             guard !s.finished else { return }
             for continuation in s.subscribers.values { continuation.yield(element) }
         }
@@ -53,6 +60,7 @@ package final class Broadcast<Element: Sendable>: Sendable {
     /// state that must be read and published together, such as "the latest value").
     package func yield(_ body: () -> Element?) {
         state.withLock { s in
+            dropEnded(&s)
             guard !s.finished, let element = body() else { return }
             for continuation in s.subscribers.values { continuation.yield(element) }
         }
@@ -77,5 +85,19 @@ package final class Broadcast<Element: Sendable>: Sendable {
     package var isFinished: Bool { state.withLock { $0.finished } }
 
     /// Current subscribers (for tests and diagnostics).
-    package var subscriberCount: Int { state.withLock { $0.subscribers.count } }
+    package var subscriberCount: Int {
+        state.withLock { s in
+            dropEnded(&s)
+            return s.subscribers.count
+        }
+    }
+
+    /// Forgets the subscribers whose stream ended (call with `state` locked).
+    private func dropEnded(_ s: inout State) {
+        let ids = ended.withLock { list in
+            defer { list = [] }
+            return list
+        }
+        for id in ids { s.subscribers.removeValue(forKey: id) }
+    }
 }

@@ -1,3 +1,5 @@
+import Support
+import Synchronization
 import Testing
 @testable import Transport
 
@@ -18,6 +20,31 @@ import Testing
         for await x in b.subscribe() { late.append(x) }
         #expect(late == [100])
         #expect(b.subscriberCount == 0)
+    }
+
+    /// A consumer cancelled while a thread yields to it: the cancellation ends its stream (`onTermination`) with the
+    /// task's status locked, and a yield resuming that task waits for the same lock. `onTermination` waited for the
+    /// broadcaster's lock, which the yield held: a deadlock (it hung `tuneup-bench speaker-sync` closing its player).
+    @Test func cancellingAConsumerWhileElementsAreYieldedDoesNotDeadlock() async throws {
+        try await withTimeLimit {
+            let b = Broadcast<Int>()
+            let stop = Atomic<Bool>(false)
+            let done = Atomic<Bool>(false)
+            try Threads.spawn(name: "yielder") {
+                while !stop.load(ordering: .relaxed) { b.yield(1) }
+                done.store(true, ordering: .releasing)
+            }
+            for _ in 0..<10_000 {
+                let stream = b.subscribe(bufferingPolicy: .bufferingNewest(1))
+                let consumer = Task { for await _ in stream {} }
+                await Task.yield()
+                consumer.cancel()
+                await consumer.value
+            }
+            stop.store(true, ordering: .relaxed)
+            try await waitUntil("the yielder ends", within: 10) { done.load(ordering: .acquiring) }
+            #expect(b.subscriberCount == 0)
+        }
     }
 
     @Test func aSubscriberThatStopsListeningIsRemoved() async throws {
