@@ -267,7 +267,7 @@ let package = Package(
             name: "tuneup-bench",
             dependencies: [
                 "LightX", "Transport", "Headset", "Firmware", "FirmwareUpdate", "Simulator", "TuneupKit", "Recipe", "Records", "Station",
-                "ThrowawayPostgres", "Wearable", "WearableSession", "WearableSimulator", "TestSupport", "SpeakerSession",
+                "ThrowawayPostgres", "ThrowawayRabbitMQ", "Wearable", "WearableSession", "WearableSimulator", "SpeakerSession",
                 "SpeakerSimulator", "Spawn", "Support", "StationPage", "CFX", "CFXPublisher", "SpeakerReceiver",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
@@ -276,7 +276,9 @@ let package = Package(
         // Helpers shared by the test targets.
         // A PostgreSQL server of a test's or benchmark's own (Debian's binaries, initdb into a temporary directory).
         .target(name: "ThrowawayPostgres", dependencies: ["Failure", "Spawn"], swiftSettings: strict),
-        .target(name: "TestSupport", dependencies: ["ThrowawayPostgres", "Spawn", "Support", "Transport", "CSndfile"], path: "Tests/TestSupport", swiftSettings: testing),
+        // A RabbitMQ broker (AMQP 1.0) of a test's or benchmark's own, and an AMQP consumer (tools/cfx-consume.py).
+        .target(name: "ThrowawayRabbitMQ", dependencies: ["Failure", "Spawn"], swiftSettings: strict),
+        .target(name: "TestSupport", dependencies: ["ThrowawayPostgres", "ThrowawayRabbitMQ", "Spawn", "Support", "Transport", "CSndfile"], path: "Tests/TestSupport", swiftSettings: testing),
         .testTarget(name: "LightXTests", dependencies: ["LightX", "TestSupport"], swiftSettings: testing),
         .testTarget(name: "WearableTests", dependencies: ["Wearable", "TestSupport"], swiftSettings: testing),
         .testTarget(

@@ -4,8 +4,9 @@ import Foundation
 import Recipe
 import Records
 import Station
+import Support
 import Synchronization
-import TestSupport
+import ThrowawayRabbitMQ
 
 /// IPC-CFX through a broker outage: N blank simulated units provisioned at once with the CFX publisher on, a
 /// throwaway RabbitMQ stopped `outageAfter` seconds into the run for `outage` seconds, then started again; every message
@@ -39,7 +40,7 @@ struct CFXBenchmark {
 
     func run() async throws -> Result {
         var r = Result(units: units)
-        let broker = try await offThePool { try ThrowawayRabbitMQ.shared() }
+        let broker = try await Blocking.perform("broker") { try ThrowawayRabbitMQ.shared() }
         let queue = broker.newQueue()
         let sim = try SimulatorProcess(tuneup: tuneup, count: units, extra: ["--blank", "--time-scale", "\(timeScale)"])
         defer { sim.quit() }
@@ -60,7 +61,7 @@ struct CFXBenchmark {
         // The broker stops `outageAfter` seconds into the run, while units are being provisioned.
         let paused: Task<ContinuousClock.Instant, any Error>? = outage > 0 ? Task {
             try await Task.sleep(until: start + .seconds(outageAfter))
-            try await offThePool { try broker.pause() }
+            try await Blocking.perform("broker") { try broker.pause() }
             finishedBeforeStop.withLock { $0.stopped = true }
             return ContinuousClock.now
         } : nil
@@ -77,7 +78,7 @@ struct CFXBenchmark {
             // The broker starts (rabbitmqctl waits for it to be fully up) while the spool is watched: the sender
             // connects as soon as the broker listens, which is before that wait ends.
             let restart = ContinuousClock.now
-            let starting = Task { try await offThePool { try broker.resume() }; return ContinuousClock.now }
+            let starting = Task { try await Blocking.perform("broker") { try broker.resume() }; return ContinuousClock.now }
             let left = await publisher.drained(within: .seconds(600))
             let empty = ContinuousClock.now
             let up = try await starting.value
@@ -100,10 +101,10 @@ struct CFXBenchmark {
         }
         r.expected = expected.count
         let total = expected.count
-        let received = try await offThePool {
+        let received = try await Blocking.perform("broker") {
             try consumeAMQP(url: "amqp://127.0.0.1:\(broker.port)", address: queue, expect: total, timeout: 300)
         }
-        let depth = try await offThePool { try broker.queueDepth(queue) }
+        let depth = try await Blocking.perform("broker") { try broker.queueDepth(queue) }
         let distinct = Set(received.map(\.id))
         r.received = received.count + depth.ready + depth.unacknowledged
         r.distinct = distinct.intersection(expected).count

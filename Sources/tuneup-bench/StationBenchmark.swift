@@ -4,8 +4,9 @@ import Foundation
 import Recipe
 import Records
 import Station
+import Support
 import StationPage
-import TestSupport
+import ThrowawayRabbitMQ
 import TuneupKit
 
 /// Provisions blank simulated units with the station (flash, settings, identity, calibration, tests, lock): N at
@@ -48,7 +49,7 @@ struct StationBenchmark {
         let page = self.page ? try await PageProbe.start(store: store) : nil
         var publisher: CFXPublisher?
         if cfx {
-            let broker = try await offThePool { try ThrowawayRabbitMQ.shared() }
+            let broker = try await Blocking.perform("broker") { try ThrowawayRabbitMQ.shared() }
             publisher = try await CFXPublisher.start(
                 CFXOptions(broker: try AMQPAddress(parsing: broker.url(broker.newQueue())), spool: directory + "/cfx-spool",
                            handle: CFXMapper.handle(station: "bench")), store: store)

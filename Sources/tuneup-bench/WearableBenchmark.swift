@@ -2,7 +2,6 @@ import Foundation
 import Simulator
 import Support
 import Synchronization
-import TestSupport
 import Transport
 import Wearable
 import WearableSession

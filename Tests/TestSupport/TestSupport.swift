@@ -2,6 +2,9 @@ import Foundation
 import Support
 import Synchronization
 @_exported import ThrowawayPostgres
+@_exported import ThrowawayRabbitMQ
+// ManualClock (the injected clock of timing tests) lives in Support, beside the code that sleeps on it.
+@_exported import class Support.ManualClock
 
 // Helpers shared by the test targets.
 

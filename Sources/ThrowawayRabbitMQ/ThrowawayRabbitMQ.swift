@@ -1,6 +1,24 @@
+import Failure
 import Foundation
 import Spawn
 import Synchronization
+
+/// Why a throwaway broker could not be made, or a program of it (or the consumer) failed.
+public typealias ThrowawayRabbitMQError = CodedFailure<ThrowawayRabbitMQErrors>
+
+public enum ThrowawayRabbitMQErrors: ErrorDomain {
+    /// A missing or failing RabbitMQ installation is a part of this machine (74).
+    public static func category(of code: ThrowawayRabbitMQError.Code) -> FailureCategory { .localFile }
+}
+
+extension ErrorCodeIn where Domain == ThrowawayRabbitMQError {
+    /// Debian's rabbitmq-server is not installed.
+    public static let notInstalled = Self(rawValue: "rabbitmq-not-installed")
+    /// The broker's directory or port could not be made, or rabbitmq-server (or rabbitmqctl) failed.
+    public static let cannotStart = Self(rawValue: "rabbitmq-cannot-start")
+    /// The AMQP consumer (tools/cfx-consume.py) failed or printed something it should not.
+    public static let consumerFailed = Self(rawValue: "amqp-consumer-failed")
+}
 
 /// A RabbitMQ broker of the test's (or benchmark's) own, with AMQP 1.0 (Debian's rabbitmq-server 3.x and its
 /// `rabbitmq_amqp1_0` plugin): its own node name, AMQP, distribution and epmd ports, data and log directories, and a
@@ -9,7 +27,7 @@ import Synchronization
 /// start it again on the same ports and data (durable queues and persistent messages survive), for outages. A
 /// machine without RabbitMQ fails the tests that need it (tools/install-deps.sh installs it); they never skip.
 ///
-/// Every method blocks (it runs the broker's programs to completion): call it through `offThePool`.
+/// Every method blocks (it runs the broker's programs to completion): call it off the cooperative pool (`Blocking.perform`; tests: `offThePool`).
 public final class ThrowawayRabbitMQ: Sendable {
     public let port: Int
     public let directory: String
@@ -35,10 +53,10 @@ public final class ThrowawayRabbitMQ: Sendable {
 
     private init() throws {
         guard FileManager.default.isExecutableFile(atPath: "\(Self.bin)/rabbitmq-server") else {
-            throw TestFailure("RabbitMQ is not installed: no \(Self.bin)/rabbitmq-server (tools/install-deps.sh installs Debian's rabbitmq-server)")
+            throw ThrowawayRabbitMQError(.notInstalled, "RabbitMQ is not installed: no \(Self.bin)/rabbitmq-server (tools/install-deps.sh installs Debian's rabbitmq-server)")
         }
         var template = Array((NSTemporaryDirectory() + "tuneup-rabbitmq-XXXXXX").utf8CString)
-        guard let made = mkdtemp(&template) else { throw TestFailure("cannot make a directory for RabbitMQ: \(errno)") }
+        guard let made = mkdtemp(&template) else { throw ThrowawayRabbitMQError(.cannotStart, "cannot make a directory for RabbitMQ: \(errno)") }
         directory = String(cString: made)
         port = try ThrowawayRabbitMQ.freePort()
         distributionPort = try ThrowawayRabbitMQ.freePort()
@@ -95,7 +113,7 @@ public final class ThrowawayRabbitMQ: Sendable {
                 child = try ChildProcess("\(Self.bin)/rabbitmq-server", [], environment: environment,
                                          stdout: .file("\(directory)/server.out"), stderr: .stdout)
             } catch {
-                throw TestFailure("cannot start rabbitmq-server: \(error)")
+                throw ThrowawayRabbitMQError(.cannotStart, "cannot start rabbitmq-server: \(error)")
             }
             running = child
             return child
@@ -107,7 +125,7 @@ public final class ThrowawayRabbitMQ: Sendable {
         } catch {
             if !started.isRunning {
                 let output = (try? String(contentsOfFile: "\(directory)/server.out", encoding: .utf8)) ?? ""
-                throw TestFailure("rabbitmq-server ended at start: \(output.suffix(2000))")
+                throw ThrowawayRabbitMQError(.cannotStart, "rabbitmq-server ended at start: \(output.suffix(2000))")
             }
             throw error
         }
@@ -148,19 +166,19 @@ public final class ThrowawayRabbitMQ: Sendable {
             return try ChildProcess.runToEnd("\(Self.bin)/rabbitmqctl", ["-n", nodeName] + arguments, environment: environment,
                                              outputDirectory: directory, within: 180)
         } catch {
-            throw TestFailure(error.description)
+            throw ThrowawayRabbitMQError(.cannotStart, error.description)
         }
     }
 
     /// A port nobody listens on now.
     public static func freePort() throws -> Int {
-        do { return try LoopbackPort.unused() } catch { throw TestFailure(error.description) }
+        do { return try LoopbackPort.unused() } catch { throw ThrowawayRabbitMQError(.cannotStart, error.description) }
     }
 }
 
 /// Receives the messages of an AMQP 1.0 node with tools/cfx-consume.py (Debian's python3-qpid-proton): runs until
 /// `expect` distinct message ids arrived (or fails after `timeout` seconds). Returns every message received, in
-/// order, duplicates included. Blocks: call it through `offThePool`.
+/// order, duplicates included. Blocks: call it off the cooperative pool (`Blocking.perform`; tests: `offThePool`).
 public func consumeAMQP(url: String, address: String, expect: Int, timeout: Double = 120) throws -> [(id: String, body: String)] {
     let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent("tools/cfx-consume.py").path
@@ -173,16 +191,16 @@ public func consumeAMQP(url: String, address: String, expect: Int, timeout: Doub
         child = try ChildProcess("/usr/bin/python3", [script, url, address, String(expect), String(timeout)],
                                  stdout: .file(outputPath), stderr: .file(errorPath))
     } catch {
-        throw TestFailure("cannot run \(script): \(error)")
+        throw ThrowawayRabbitMQError(.consumerFailed, "cannot run \(script): \(error)")
     }
     let end = child.waitUntilExit(within: timeout + 60)
     let errors = (try? String(contentsOfFile: errorPath, encoding: .utf8)) ?? ""
-    guard end == .exit(0) else { throw TestFailure("cfx-consume.py failed (\(end)): \(errors)") }
+    guard end == .exit(0) else { throw ThrowawayRabbitMQError(.consumerFailed, "cfx-consume.py failed (\(end)): \(errors)") }
     let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
     return try text.split(separator: "\n").map { line in
         guard let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
               let id = object["id"] as? String, let body = object["body"] as? String else {
-            throw TestFailure("cfx-consume.py printed an unexpected line: \(line)")
+            throw ThrowawayRabbitMQError(.consumerFailed, "cfx-consume.py printed an unexpected line: \(line)")
         }
         return (id, body)
     }
