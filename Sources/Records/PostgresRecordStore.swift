@@ -695,6 +695,10 @@ public final class PostgresRecordStore: LineRecordServer, StoredValues {
     }
 
     private func insert(_ c: PostgresConnection, _ m: Measurement, _ step: StepID) async throws {
+        // A value is required, as in the SQLite store (where NaN is NULL, refused by NOT NULL): PostgreSQL would keep NaN.
+        guard !m.value.isNaN else {
+            throw RecordsError(.storage, "records database \(name): measurement \(m.name) has no value (NaN)")
+        }
         try await c.query("""
             INSERT INTO measurements (step_id, name, value, unit, low, high, marginal_low, marginal_high, outcome)
             VALUES (\(step.rawValue), \(m.name), \(m.value), \(m.unit), \(m.low), \(m.high), \(m.marginalLow), \(m.marginalHigh), \(m.outcome.rawValue))

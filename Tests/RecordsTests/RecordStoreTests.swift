@@ -23,8 +23,11 @@ let serials: IdentityCandidates = { String(format: "SN%05d", $0) }
 /// fraction of a second is not exact in binary).
 func at(_ seconds: Int64) -> Date { Date(timeIntervalSince1970: 1_790_000_000 + Double(seconds)) }
 
+/// What only the SQLite store does: its schema and journal in the file, its UNIQUE constraints, files shared by
+/// stations (busy, created at once), files that are not a records database. Everything a `RecordStore` promises is
+/// in RecordStoreConformanceTests, against every store.
 @Suite struct RecordStoreTests {
-    @Test func migratesAnEmptyFileAndReopens() async throws {
+    @Test func migratesAnEmptyFileToTheSchemaInWALMode() async throws {
         let dir = try TemporaryDirectory()
         let path = dir.path("records.sqlite")
         let store = try await SQLiteRecordStore.open(path: path)
@@ -41,10 +44,7 @@ func at(_ seconds: Int64) -> Date { Date(timeIntervalSince1970: 1_790_000_000 + 
         #expect(Array(applied.prefix(3)) == ["v1-records", "v2-outbox", "v3-traceability"], "\(applied)")
         let journal = try await raw.read { try String.fetchOne($0, sql: "PRAGMA journal_mode") }
         #expect(journal == "wal")
-
-        // Reopening migrates nothing and keeps the data.
-        let again = try await SQLiteRecordStore.open(path: path)
-        #expect(try await again.units().map(\.hardwareID) == ["uid-1"])
+        // Reopening (migrates nothing, keeps the data): RecordStoreConformanceTests.aReopenedStoreKeepsItsRecords.
     }
 
     @Test func theDatabaseItselfRefusesADuplicateValue() async throws {
@@ -88,217 +88,6 @@ func at(_ seconds: Int64) -> Date { Date(timeIntervalSince1970: 1_790_000_000 + 
                         """)
             }
         }
-    }
-
-    @Test func reservationsRacingForOneValueGiveItToExactlyOneUnit() async throws {
-        let dir = try TemporaryDirectory()
-        let path = dir.path("records.sqlite")
-        let a = try await SQLiteRecordStore.open(path: path)
-        let b = try await SQLiteRecordStore.open(path: path)
-        let outcomes = try await withThrowingTaskGroup(of: (String, String?).self) { group in
-            for i in 0..<16 {
-                let store = i.isMultiple(of: 2) ? a : b
-                group.addTask {
-                    do {
-                        let identity = try await store.reserveIdentity(
-                            .serial, for: "uid-\(i)", station: "s\(i % 2)", values: ["SN-ONLY"])
-                        return ("uid-\(i)", identity.value)
-                    } catch let error as RecordsError where error.code == .poolExhausted {
-                        return ("uid-\(i)", nil)
-                    }
-                }
-            }
-            return try await group.reduce(into: [String: String?]()) { $0[$1.0] = $1.1 }
-        }
-        #expect(outcomes.count == 16)
-        #expect(outcomes.values.compactMap { $0 }.count == 1, "\(outcomes)")
-        let winners = try await a.units().filter { !$0.identities.isEmpty }
-        #expect(winners.count == 1 && winners.first?.identities.map(\.value) == ["SN-ONLY"])
-    }
-
-    @Test func aUnitGetsBackTheIdentityItWasGiven() async throws {
-        let dir = try TemporaryDirectory()
-        let path = dir.path("records.sqlite")
-        let store = try await SQLiteRecordStore.open(path: path)
-        let first = try await store.reserveIdentity(.serial, for: "uid-1", station: "s1", candidates: serials)
-        let again = try await store.reserveIdentity(.serial, for: "uid-1", station: "s1", values: ["OTHER"])
-        #expect(again == first)
-        // Written, then asked again from another station and another store instance: still the same one.
-        _ = try await store.markWritten(first.id)
-        let other = try await SQLiteRecordStore.open(path: path)
-        let fromOther = try await other.reserveIdentity(.serial, for: "uid-1", station: "s2", candidates: serials)
-        #expect(fromOther.id == first.id && fromOther.state == .written)
-        // From a lease too: the unit keeps its serial and the lease keeps its block.
-        let lease = try await other.leaseBlock(.serial, count: 3, station: "s2", candidates: serials)
-        #expect(lease.identities.map(\.value) == ["SN00001", "SN00002", "SN00003"])
-        let fromLease = try await other.reserveIdentity(.serial, for: "uid-1", fromLease: lease.id)
-        #expect(fromLease.id == first.id)
-        // Another kind is a separate identity.
-        let name = try await store.reserveIdentity(.bluetoothName, for: "uid-1", station: "s1", values: ["Tuneup 1"])
-        #expect(name.kind == .bluetoothName && name.id != first.id)
-        #expect(try await store.identities(of: "uid-1").count == 2)
-        // The life of an identity: reserved → written → committed; a second commit changes nothing.
-        let committed = try await store.commit(first.id)
-        #expect(committed.state == .committed)
-        #expect(try await store.commit(first.id) == committed)
-        await #expect(throws: RecordsError(.invalidTransition, "")) { try await store.commit(name.id) }
-    }
-
-    @Test func aVoidedValueIsNeverIssuedAgain() async throws {
-        let dir = try TemporaryDirectory()
-        let store = try await SQLiteRecordStore.open(path: dir.path("records.sqlite"))
-        let first = try await store.reserveIdentity(.serial, for: "uid-1", station: "s1", values: ["SN1"])
-        let voided = try await store.void(first.id)
-        #expect(voided.state == .voided)
-        // The unit gets a new serial, not the voided one; no other unit gets it either.
-        let second = try await store.reserveIdentity(.serial, for: "uid-1", station: "s1", values: ["SN1", "SN2"])
-        #expect(second.value == "SN2")
-        await #expect(throws: RecordsError(.poolExhausted, "")) {
-            _ = try await store.reserveIdentity(.serial, for: "uid-2", station: "s1", values: ["SN1"])
-        }
-        // The unused part of a lease is voided and never reissued, by the lease or by candidates.
-        let lease = try await store.leaseBlock(.serial, count: 3, station: "s1", values: ["L1", "L2", "L3"])
-        let fromLease = try await store.reserveIdentity(.serial, for: "uid-3", fromLease: lease.id)
-        #expect(fromLease.value == "L1" && fromLease.lease == lease.id)
-        let unused = try await store.voidUnused(lease: lease.id)
-        #expect(unused.map(\.value) == ["L2", "L3"] && unused.allSatisfy { $0.state == .voided })
-        await #expect(throws: RecordsError(.poolExhausted, "")) {
-            _ = try await store.reserveIdentity(.serial, for: "uid-4", fromLease: lease.id)
-        }
-        await #expect(throws: RecordsError(.poolExhausted, "")) {
-            _ = try await store.reserveIdentity(.serial, for: "uid-4", station: "s2", values: ["L2", "L3"])
-        }
-        await #expect(throws: RecordsError(.poolExhausted, "")) {
-            _ = try await store.leaseBlock(.serial, count: 2, station: "s2", values: ["SN1", "L2", "L3"])
-        }
-        // A committed identity belongs to its unit for good.
-        _ = try await store.markWritten(second.id)
-        _ = try await store.commit(second.id)
-        await #expect(throws: RecordsError(.invalidTransition, "")) { _ = try await store.void(second.id) }
-    }
-
-    @Test func aRunIsRecordedWithStepsAndMeasurementsAndReadBack() async throws {
-        let dir = try TemporaryDirectory()
-        let path = dir.path("records.sqlite")
-        let store = try await SQLiteRecordStore.open(path: path)
-        let start = RunStart(
-            hardwareID: "uid-7", station: "line-1/s1", slot: "usb:1-2.3", operatorName: "ana", recipeHash: "abc123",
-            toolVersion: "1.4.0", imageHashes: ["application": "aa11", "resources": "bb22"], startedAt: at(0))
-        let run = try await store.startRun(start)
-        let flash = StepRecord(name: "flash", startedAt: at(10), endedAt: at(9_000), outcome: .pass, retries: 1, message: "2 sectors redone")
-        let test = StepRecord(
-            name: "mic-test", startedAt: at(9_001), endedAt: at(9_500), outcome: .pass,
-            measurements: [
-                Measurement(name: "mic-left", value: -38.25, unit: "dBFS", low: -42, high: -34, marginalLow: -41, marginalHigh: -35, outcome: .pass),
-                Measurement(name: "noise", value: 0.5, unit: "%", high: 1, outcome: .pass),
-            ])
-        _ = try await store.recordStep(flash, in: run)
-        let testID = try await store.recordStep(test, in: run)
-        let late = Measurement(name: "mic-right", value: -40.75, unit: "dBFS", low: -42, high: -34, marginalLow: -41, marginalHigh: -35, outcome: .marginal)
-        try await store.recordMeasurement(late, in: testID)
-        try await store.finishRun(run, outcome: .pass, at: at(10_000))
-
-        // Read back by a fresh instance, as `tuneup records show` would.
-        let reader = try await SQLiteRecordStore.open(path: path)
-        let stored = try #require(try await reader.run(run))
-        var expectedTest = test
-        expectedTest.measurements.append(late)
-        #expect(stored == RunRecord(id: run, start: start, endedAt: at(10_000), outcome: .pass, reworkCount: 0, steps: [flash, expectedTest]))
-        #expect(try await reader.runs(hardwareID: "uid-7", station: nil).map(\.id) == [run])
-        #expect(try await reader.runs(hardwareID: nil, station: "elsewhere").isEmpty)
-        let unit = try #require(try await reader.unit("uid-7"))
-        #expect(unit.runs.map(\.outcome) == [.pass] && unit.firstSeen == at(0))
-        #expect(try await reader.unit("uid-unknown") == nil)
-        // A finished run takes no more records.
-        await #expect(throws: RecordsError(.invalidTransition, "")) { try await store.finishRun(run, outcome: .fail, at: at(11_000)) }
-        await #expect(throws: RecordsError(.invalidTransition, "")) { _ = try await store.recordStep(flash, in: run) }
-        await #expect(throws: RecordsError(.notFound, "")) { _ = try await store.recordStep(flash, in: RunID(9_999)) }
-    }
-
-    @Test func aStepIsRecordedWhole_orNotAtAll() async throws {
-        let dir = try TemporaryDirectory()
-        let store = try await SQLiteRecordStore.open(path: dir.path("records.sqlite"))
-        let run = try await store.startRun(RunStart(hardwareID: "uid-1", station: "s1", slot: "1", startedAt: at(0)))
-        // The second measurement breaks the schema (NaN is stored as NULL, and a value is NOT NULL): the step and its
-        // first measurement must not stay behind.
-        let broken = StepRecord(
-            name: "calibrate", startedAt: at(1), endedAt: at(2), outcome: .pass,
-            measurements: [Measurement(name: "gain", value: 1, outcome: .pass), Measurement(name: "bad", value: .nan, outcome: .fail)])
-        let error = await #expect(throws: RecordsError.self) { _ = try await store.recordStep(broken, in: run) }
-        #expect(error?.code == .storage && error?.message.contains("\n") == false)
-        #expect(try await store.run(run)?.steps.isEmpty == true)
-    }
-
-    @Test func timesAreKeptToTheMillisecond() async throws {
-        let dir = try TemporaryDirectory()
-        let store = try await SQLiteRecordStore.open(path: dir.path("records.sqlite"))
-        let started = Date(timeIntervalSince1970: 1_790_000_000.123_4)
-        let run = try await store.startRun(RunStart(hardwareID: "uid-1", station: "s1", slot: "1", startedAt: started))
-        let stored = try #require(try await store.run(run)?.start.startedAt)
-        #expect(abs(stored.timeIntervalSince(started)) < 0.001, "\(stored) vs \(started)")
-    }
-
-    @Test func aRunOfAKilledStationIsRecordedAsAborted() async throws {
-        let dir = try TemporaryDirectory()
-        let path = dir.path("records.sqlite")
-        var killed: SQLiteRecordStore? = try await SQLiteRecordStore.open(path: path)
-        let run = try await killed!.startRun(RunStart(hardwareID: "uid-1", station: "s1", slot: "1", startedAt: at(0)))
-        _ = try await killed!.recordStep(StepRecord(name: "flash", startedAt: at(1), endedAt: at(2), outcome: .pass), in: run)
-        killed = nil
-
-        // The station starts again: its open run is closed as aborted, with the steps it had.
-        let restarted = try await SQLiteRecordStore.open(path: path)
-        #expect(try await restarted.runs().map(\.outcome) == [nil])
-        #expect(try await restarted.abortOpenRuns(station: "s1", at: at(100)) == [run])
-        #expect(try await restarted.abortOpenRuns(station: "s1", at: at(200)).isEmpty)
-        let aborted = try #require(try await restarted.run(run))
-        #expect(aborted.outcome == .aborted && aborted.endedAt == at(100) && aborted.steps.map(\.name) == ["flash"])
-
-        // A unit that comes back while its previous run is still open: that run is aborted, the new one counts.
-        let second = try await restarted.startRun(RunStart(hardwareID: "uid-1", station: "s2", slot: "4", startedAt: at(300)))
-        let third = try await restarted.startRun(RunStart(hardwareID: "uid-1", station: "s2", slot: "4", startedAt: at(400)))
-        try await restarted.finishRun(third, outcome: .fail, at: at(500))
-        let fourth = try await restarted.startRun(RunStart(hardwareID: "uid-1", station: "s2", slot: "4", startedAt: at(600)))
-        let runs = try await restarted.runs(hardwareID: "uid-1", station: nil)
-        #expect(runs.map(\.id) == [run, second, third, fourth])
-        #expect(runs.map(\.outcome) == [.aborted, .aborted, .fail, nil])
-        #expect(runs[1].endedAt == at(400))
-        // Rework counts earlier failed runs, not aborted ones.
-        #expect(runs.map(\.reworkCount) == [0, 0, 0, 1])
-    }
-
-    @Test func twoStationsShareOneFile() async throws {
-        let dir = try TemporaryDirectory()
-        let path = dir.path("records.sqlite")
-        // Both open (and so create and migrate) the new file at the same moment.
-        async let opened1 = SQLiteRecordStore.open(path: path)
-        async let opened2 = SQLiteRecordStore.open(path: path)
-        let stations = try await [opened1, opened2]
-        let perStation = 12
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for (s, store) in stations.enumerated() {
-                for u in 0..<perStation {
-                    group.addTask {
-                        let hardwareID = "uid-\(s)-\(u)"
-                        let run = try await store.startRun(RunStart(hardwareID: hardwareID, station: "s\(s)", slot: "\(u)", startedAt: at(0)))
-                        let serial = try await store.reserveIdentity(.serial, for: hardwareID, station: "s\(s)", candidates: serials)
-                        _ = try await store.markWritten(serial.id)
-                        _ = try await store.commit(serial.id)
-                        _ = try await store.recordStep(
-                            StepRecord(name: "identity", startedAt: at(1), endedAt: at(2), outcome: .pass, message: serial.value), in: run)
-                        try await store.finishRun(run, outcome: .pass, at: at(3))
-                    }
-                }
-            }
-            try await group.waitForAll()
-        }
-        let units = try await stations[0].units()
-        #expect(units.count == 2 * perStation)
-        let values = units.flatMap(\.identities).map(\.value)
-        #expect(values.count == 2 * perStation && Set(values).count == values.count, "\(values)")
-        #expect(Set(values) == Set((0..<(2 * perStation)).map { serials($0)! }))
-        let runs = try await stations[1].runs()
-        #expect(runs.count == 2 * perStation && runs.allSatisfy { $0.outcome == .pass })
     }
 
     @Test func stationsCreatingOneNewFileAtOnceAllOpenIt() async throws {
