@@ -66,7 +66,7 @@ let package = Package(
         // The simulated wearable: the GATT service, the device's rules, a head motion model, faults.
         .target(
             name: "WearableSimulator",
-            dependencies: ["Failure", "Wearable", "WearableLink", "Simulator", "Transport", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["Failure", "Wearable", "WearableLink", "Simulator", "Support", "Transport", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict),
         // Wearable recordings (docs/wearable.md §10): the line format, the metadata header, the writer (written as it
         // goes, off the cooperative pool), per-sensor CSVs, reading a recording back; the streaming workflow of
@@ -96,7 +96,7 @@ let package = Package(
         // USB host back end: LightX over HID feature reports (libusb).
         .target(
             name: "USBTransport",
-            dependencies: ["Transport", "LightX", "CLibUSB", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["Transport", "LightX", "CLibUSB", "Support", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict),
         // USB device side: a FunctionFS HID gadget that presents the simulated headset to a real USB host.
         .target(
@@ -111,7 +111,7 @@ let package = Package(
         // The protocol-neutral request/response core: matching, timeouts, retransmission, pushes, events.
         .target(
             name: "Session",
-            dependencies: ["Failure", "Transport", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["Failure", "Support", "Transport", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict),
         // The client session and the typed device API.
         .target(
@@ -121,7 +121,7 @@ let package = Package(
         // Speakers: the control session on the Session core, a controller over many speakers, UDP discovery.
         .target(
             name: "SpeakerSession",
-            dependencies: ["Failure", "Speaker", "Session", "Transport", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["Failure", "Speaker", "Session", "Support", "Transport", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict),
         // Simulated speakers: identity, persisted settings, the speaker side of the protocol, a DAC clock with offset
         // and drift, the discovery responder; served by the generic SimulatedDeviceServer.
@@ -175,7 +175,7 @@ let package = Package(
             ],
             swiftSettings: strict),
         // Weighted, nested progress phases whose overall fraction never goes back, for any number of consumers.
-        .target(name: "Progress", dependencies: ["Failure", "Transport"], swiftSettings: strict),
+        .target(name: "Progress", dependencies: ["Failure", "Support"], swiftSettings: strict),
         // The firmware updater: the update state machine and its progress stream.
         .target(
             name: "FirmwareUpdate",
@@ -191,7 +191,7 @@ let package = Package(
         .target(
             name: "Recipe",
             dependencies: [
-                "Failure", "Firmware", "LightX", "Transport",
+                "Failure", "Firmware", "LightX", "Support",
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
@@ -293,7 +293,7 @@ let package = Package(
         .testTarget(name: "SpeakerTests", dependencies: ["Speaker", "TestSupport"], swiftSettings: testing),
         .testTarget(
             name: "SpeakerSessionTests",
-            dependencies: ["SpeakerSession", "SpeakerSimulator", "Speaker", "Simulator", "Transport", "TestSupport"],
+            dependencies: ["SpeakerSession", "SpeakerSimulator", "Speaker", "Simulator", "Support", "Transport", "TestSupport"],
             swiftSettings: testing),
         .testTarget(
             name: "SpeakerReceiverTests",
@@ -313,7 +313,7 @@ let package = Package(
         .testTarget(name: "TransportTests", dependencies: ["Transport", "Support", "TestSupport"], swiftSettings: testing),
         .testTarget(name: "SessionTests", dependencies: ["Session", "Transport", "TestSupport"], swiftSettings: testing),
         .testTarget(name: "HeadsetTests", dependencies: ["Headset", "Simulator", "Transport", "LightX", "TestSupport"], swiftSettings: testing),
-        .testTarget(name: "SimulatorTests", dependencies: ["Simulator", "LightX", "Transport", "Firmware", "TestSupport"], swiftSettings: testing),
+        .testTarget(name: "SimulatorTests", dependencies: ["Simulator", "LightX", "Transport", "Firmware", "Support", "TestSupport"], swiftSettings: testing),
         .testTarget(name: "FirmwareTests", dependencies: ["Firmware", "LightX", "TestSupport", "Spawn"], swiftSettings: testing),
         .testTarget(
             name: "FirmwareUpdateTests",

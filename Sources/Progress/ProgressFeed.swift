@@ -1,5 +1,5 @@
+import Support
 import Synchronization
-import Transport
 
 /// Progress events for any number of consumers: each subscription starts with the events sent so far (the newest
 /// `replayLimit`) and then gets every later one, in the one order every consumer sees; all end with `finish()`.

@@ -1,6 +1,6 @@
 import Foundation
 import LightX
-import Transport
+import Support
 
 /// Positions of the values the file checks (images, manifest-dependent settings) need after parsing.
 struct RecipeLocations: Sendable {

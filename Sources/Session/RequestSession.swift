@@ -1,4 +1,5 @@
 import Logging
+import Support
 import Transport
 
 /// A request/response conversation with one device over any `Transport`, for any protocol `P` describes.

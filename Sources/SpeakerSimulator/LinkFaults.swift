@@ -1,3 +1,4 @@
+import Support
 import Transport
 
 /// Delay and loss of a simulated network path, per datagram or frame: with `probability` a delay up to `maximum`

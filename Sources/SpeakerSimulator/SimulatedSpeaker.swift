@@ -1,6 +1,7 @@
 import Logging
 import Simulator
 import Speaker
+import Support
 import Synchronization
 import Transport
 

@@ -1,5 +1,6 @@
 import Speaker
 import SpeakerSession
+import Support
 import Transport
 
 /// A playback to many simulated speakers on virtual time: the controller's `StreamSchedule` and `ClockTracker`, the

@@ -1,5 +1,6 @@
 import Glibc
 import Logging
+import Support
 import Synchronization
 
 /// A `Transport` over a non-blocking stream descriptor: a socket, a tty, a pty master, a FIFO opened read-write.

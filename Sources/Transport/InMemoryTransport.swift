@@ -1,3 +1,4 @@
+import Support
 import Synchronization
 
 /// One end of an in-memory link, made by `InMemoryTransport.pair(framing:capacity:)`. For tests and for running the

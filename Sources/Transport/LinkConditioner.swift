@@ -1,5 +1,6 @@
 import Glibc
 import Logging
+import Support
 import Synchronization
 
 /// Counters kept by a `ConditionedTransport`.

@@ -1,3 +1,4 @@
+import Support
 /// How a `ConditionedTransport` degrades a link: bandwidth, latency and faults, applied in both directions.
 ///
 /// Text form (`init(parsing:)`, `description`): comma-separated `key=value` pairs, e.g.

@@ -1,6 +1,7 @@
 import CShims
 import Glibc
 import Logging
+import Support
 import Synchronization
 
 /// A pseudo-terminal through which a server (the device simulator) appears as a serial device at `slavePath`.

@@ -1,6 +1,7 @@
 import CShims
 import Glibc
 import Logging
+import Support
 import Synchronization
 
 /// A listening TCP socket that accepts connections as `Transport`s (used by the device simulator's TCP server).

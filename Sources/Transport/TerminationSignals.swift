@@ -1,5 +1,6 @@
 import CShims
 import Glibc
+import Support
 import Synchronization
 
 /// Termination signals (SIGINT, SIGTERM, SIGHUP) as streams, for any number of subscribers, without losing one.

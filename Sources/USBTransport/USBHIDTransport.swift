@@ -1,6 +1,7 @@
 import CLibUSB
 import LightX
 import Logging
+import Support
 import Synchronization
 import Transport
 

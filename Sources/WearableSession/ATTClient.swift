@@ -1,4 +1,5 @@
 import Logging
+import Support
 import Transport
 import Wearable
 import WearableLink

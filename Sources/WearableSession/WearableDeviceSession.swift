@@ -1,5 +1,6 @@
 import Logging
 import Session
+import Support
 import Transport
 import Wearable
 import WearableLink

@@ -1,4 +1,5 @@
 import LightX
+import Support
 import Transport
 
 /// Decode throughput of a long stream of mixed SPP frames against a plain byte-sum pass over the same bytes.

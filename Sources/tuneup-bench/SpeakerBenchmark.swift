@@ -3,6 +3,7 @@ import Foundation
 import Glibc
 import SpeakerSession
 import SpeakerSimulator
+import Support
 import Transport
 
 /// `tuneup-bench speaker-sync`: synchronised playback to many simulated speakers.

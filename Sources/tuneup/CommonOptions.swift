@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Headset
 import Logging
+import Support
 import Transport
 import TuneupKit
 

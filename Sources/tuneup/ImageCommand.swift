@@ -2,6 +2,7 @@ import ArgumentParser
 import Firmware
 import Foundation
 import LightX
+import Support
 import Transport
 import TuneupKit
 

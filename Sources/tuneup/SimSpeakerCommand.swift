@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import Simulator
 import SpeakerSimulator
+import Support
 import Transport
 
 extension SimCommand {

@@ -1,4 +1,5 @@
 import LightX
+import Support
 import Testing
 import Transport
 @testable import Simulator

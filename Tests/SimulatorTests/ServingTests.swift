@@ -1,5 +1,6 @@
 import Glibc
 import LightX
+import Support
 import Testing
 import Transport
 @testable import Simulator

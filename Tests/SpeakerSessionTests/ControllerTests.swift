@@ -2,6 +2,7 @@ import Foundation
 import Simulator
 import SpeakerSession
 import SpeakerSimulator
+import Support
 import TestSupport
 import Testing
 import Transport

@@ -90,4 +90,11 @@ import Testing
         #expect(error?.message.contains(fragment) == true, "message: \(error?.message ?? "-")")
         #expect(error?.message.contains("\n") == false)
     }
+
+    @Test func linkConditionsUseTheSameCounts() throws {
+        // k is 1000 in a disconnect byte count exactly as in a bandwidth (Support's Quantities), and KiB is 1024.
+        #expect(try LinkConditions(parsing: "disconnect=64k").disconnectAfterBytes == 64_000)
+        #expect(try LinkConditions(parsing: "disconnect=64KiB").disconnectAfterBytes == 65_536)
+        #expect(try LinkConditions(parsing: "disconnect=0x100").disconnectAfterBytes == 256)
+    }
 }

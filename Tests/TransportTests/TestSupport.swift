@@ -1,4 +1,5 @@
 import Glibc
+import Support
 import Testing
 @testable import Transport
 @_exported import TestSupport

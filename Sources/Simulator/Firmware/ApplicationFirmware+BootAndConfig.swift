@@ -1,4 +1,5 @@
 import LightX
+import Support
 import Transport
 
 extension ApplicationFirmware {

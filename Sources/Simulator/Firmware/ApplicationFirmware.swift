@@ -1,4 +1,5 @@
 import LightX
+import Support
 import Transport
 
 /// Which image the simulated device's MCU is running (BootImageType: 0 bootloader, 1 application).

@@ -1,5 +1,6 @@
 import Firmware
 import LightX
+import Support
 import Transport
 
 /// What a device is built with and does not change while it runs.

@@ -1,4 +1,5 @@
 import LightX
+import Support
 import Transport
 
 /// A simulated production line: units fresh from assembly (`--blank`). Each unit has a unique chip uid and its own

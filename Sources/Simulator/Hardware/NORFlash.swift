@@ -1,4 +1,5 @@
 import LightX
+import Support
 import Transport
 
 /// Counters of a `NORFlash` since the simulator started (they survive power cycles, not a restart of the process).

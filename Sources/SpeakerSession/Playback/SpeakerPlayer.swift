@@ -2,6 +2,7 @@ import Failure
 import Glibc
 import Logging
 import Speaker
+import Support
 import Transport
 
 /// The controller's timeline: CLOCK_MONOTONIC in nanoseconds (presentation times and clock sync are on it).

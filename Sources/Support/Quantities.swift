@@ -65,5 +65,5 @@ package enum Quantities {
 
 extension Character {
     /// 0-9 only (not other scripts' digits).
-    var isASCIIDigit: Bool { ("0"..."9").contains(self) }
+    package var isASCIIDigit: Bool { ("0"..."9").contains(self) }
 }

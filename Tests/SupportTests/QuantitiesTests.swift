@@ -1,5 +1,5 @@
 import Testing
-@testable import Transport
+@testable import Support
 
 /// One grammar for counts and durations: SI suffixes are decimal, binary suffixes binary, everywhere; a duration
 /// needs its unit.
@@ -15,13 +15,6 @@ import Testing
     @Test(arguments: ["", "K", "4K", "4 KiB", "-1", "1.25", "0x", "0xZZ", "1e3", "99999999999999999999", "4kb", "abc"])
     func badCountsAreRefused(text: String) {
         #expect(Quantities.parseCount(text) == nil, "\(text)")
-    }
-
-    @Test func linkConditionsUseTheSameCounts() throws {
-        // k is 1000 in a disconnect byte count exactly as in a bandwidth, and KiB is 1024.
-        #expect(try LinkConditions(parsing: "disconnect=64k").disconnectAfterBytes == 64_000)
-        #expect(try LinkConditions(parsing: "disconnect=64KiB").disconnectAfterBytes == 65_536)
-        #expect(try LinkConditions(parsing: "disconnect=0x100").disconnectAfterBytes == 256)
     }
 
     @Test(arguments: [("50ms", Duration.milliseconds(50)), ("0.5s", .milliseconds(500)), ("250us", .microseconds(250)),

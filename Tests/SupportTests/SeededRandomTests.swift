@@ -1,5 +1,5 @@
 import Testing
-@testable import Transport
+@testable import Support
 
 @Suite struct SeededRandomTests {
     @Test func splitMix64MatchesTheReferenceOutput() {

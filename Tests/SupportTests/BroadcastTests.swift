@@ -1,7 +1,7 @@
-import Support
 import Synchronization
+import TestSupport
 import Testing
-@testable import Transport
+@testable import Support
 
 @Suite struct BroadcastTests {
     @Test func everySubscriberGetsEveryElementInOrder() async throws {
