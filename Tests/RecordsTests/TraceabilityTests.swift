@@ -9,7 +9,7 @@ import Testing
     static let start = Date(timeIntervalSince1970: 1_800_000_000)
 
     /// The same checks on any store: written, read back, refused, released, exported.
-    static func exercise(_ store: any RecordStore) async throws {
+    static func exercise(_ store: any RecordStore, kind: StoreKind) async throws {
         let traced = RunStart(
             hardwareID: "hw-1", station: "s1", slot: "1", operatorName: "ann", startedAt: start, workOrder: "WO-4711", lot: "L26-48",
             fixture: "fx-2", metadata: ["line": "A", "shift.name": "early"])
@@ -60,6 +60,20 @@ import Testing
         }
         #expect(closed?.code == .invalidTransition)
 
+        // Through an outbox, a release is the line's (written to the server), and the server knows the unit's runs only
+        // once they are uploaded; the outbox's `unit(_:)` answers without the server's releases. Both differ from the
+        // stores of their own: a known issue (issue 17 §3), not hidden.
+        if kind == .outbox {
+            await withKnownIssue(
+                "OutboxRecordStore.release counts only the runs already uploaded (notFound for a unit the server has not seen yet), and its unit(_:) lacks the server's releases",
+                isIntermittent: true
+            ) { try await releaseAndExport(store) }
+        } else {
+            try await releaseAndExport(store)
+        }
+    }
+
+    static func releaseAndExport(_ store: any RecordStore) async throws {
         // Rework and release: two failures, released by bob; nothing left to release then.
         let second = try await store.startRun(RunStart(hardwareID: "hw-1", station: "s1", slot: "1", startedAt: start + 10))
         try await store.finishRun(second, outcome: .error, at: start + 11)
@@ -101,18 +115,15 @@ import Testing
         }
     }
 
-    @Test func sqliteKeepsTraceabilityAttachmentsAndReleases() async throws {
-        let dir = try TemporaryDirectory()
-        try await Self.exercise(try await SQLiteRecordStore.open(path: dir.path("records.sqlite")))
-        // And a reader that may only read sees them.
-        let reader = try await SQLiteRecordStore.openForReading(path: dir.path("records.sqlite"))
-        #expect(try await reader.releases(of: "hw-1").count == 1)
-    }
-
-    @Test func postgresKeepsTraceabilityAttachmentsAndReleases() async throws {
-        let (store, _) = try await PostgresRecordStoreTests.store()
-        try await Self.exercise(store)
-        await store.close()
+    @Test(arguments: StoreKind.allCases) func storesKeepTraceabilityAttachmentsAndReleases(_ kind: StoreKind) async throws {
+        try await withStores(kind) { stores in
+            try await Self.exercise(try await stores.open(), kind: kind)
+            if kind == .sqlite {
+                // And a reader that may only read sees them.
+                let reader = try await SQLiteRecordStore.openForReading(path: "\(stores.directory)/records.sqlite")
+                #expect(try await reader.releases(of: "hw-1").count == 1)
+            }
+        }
     }
 
     /// A station's outbox uploads a run with its traceability and its attachments, content and all; a release made
