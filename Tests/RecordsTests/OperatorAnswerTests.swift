@@ -3,8 +3,8 @@ import Records
 import TestSupport
 import Testing
 
-/// Operator answers (schema v5): recorded with a run in SQLite and PostgreSQL (directly and through a station's
-/// outbox), found by code, and in every export.
+/// Operator answers (schema v5): recorded with a run in every store (SQLite, PostgreSQL, a station's outbox), found by
+/// code, and in every export; an outbox uploads them and finds the line's bindings.
 @Suite struct OperatorAnswerTests {
     static let at = Date(timeIntervalSince1970: 1_795_000_000.123)
     static let scan = OperatorAnswer(step: "scan", kind: .scan, label: "PCB serial", value: "PCB-4006381333931", answeredBy: "ann", source: "page", answeredAt: at)
@@ -28,10 +28,9 @@ import Testing
         return record
     }
 
-    @Test func sqliteKeepsAnswersAndExportsThem() async throws {
-        let path = NSTemporaryDirectory() + "answers-\(UUID().uuidString).sqlite"
-        defer { try? FileManager.default.removeItem(atPath: path) }
-        let store = try await SQLiteRecordStore.open(path: path)
+    @Test(arguments: StoreKind.allCases) func storesKeepAnswersAndExportThem(_ kind: StoreKind) async throws {
+        try await withStores(kind) { stores in
+        let store = try await stores.open()
         let run = try await Self.roundTrip(store)
         let units = try await store.units()
         let json = try RecordsExport.render(.json, units: units, runs: [run])
@@ -44,11 +43,13 @@ import Testing
         let junit = try RecordsExport.render(.junit, units: units, runs: [run])
         #expect(junit.contains("<property name=\"scan\" value=\"PCB-4006381333931 (by ann on the page, "), "\(junit)")
         #expect(junit.contains("<property name=\"answer.prompt:led-blue\" value=\"pass (by ann on the terminal, "))
+        }
     }
 
-    @Test func postgresKeepsAnswersAndTheOutboxUploadsThem() async throws {
+    @Test func theOutboxUploadsAnswersAndFindsTheLinesBindings() async throws {
         let (server, _) = try await PostgresRecordStoreTests.store()
-        _ = try await Self.roundTrip(server)
+        let bound = try await server.startRun(RunStart(hardwareID: "hw-1", station: "s1", slot: "a", operatorName: "ann"))
+        try await server.recordAnswer(Self.scan, in: bound)
         // A station's outbox: answers kept locally, uploaded with the run, found by code on the line.
         let path = NSTemporaryDirectory() + "answers-outbox-\(UUID().uuidString).sqlite"
         defer { try? FileManager.default.removeItem(atPath: path) }
