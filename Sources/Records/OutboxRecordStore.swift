@@ -111,7 +111,7 @@ public final class OutboxRecordStore: RecordStore {
     ) async throws -> Identity {
         shared.state.withLock { $0.candidates[kind] = candidates }
         if let held = try await held(kind, by: hardwareID) { return held }
-        for _ in 0..<4 {
+        for attempt in 0..<4 {
             let (lease, free) = try await outbox.freeLease(kind)
             if let lease {
                 do {
@@ -123,7 +123,13 @@ public final class OutboxRecordStore: RecordStore {
                     continue  // another slot took the lease's last value meanwhile
                 }
             }
-            try await shared.refill(kind)
+            do {
+                try await shared.refill(kind)
+            } catch let error as RecordsError where error.code == .poolExhausted && attempt == 0 {
+                // A refill already under way (the uploader's top-up) leased with the candidates asked for before,
+                // which may all be taken where these are not: lease once more, with these.
+                continue
+            }
         }
         throw RecordsError(.poolExhausted, "the station's leases of \(kind.rawValue) ran dry while it reserved one")
     }
