@@ -50,24 +50,10 @@ import TuneupKit
         let desk = OperatorDesk()
         let prompt = try #require(recipe.recipe.prompts?.first)
         let image = try #require(recipe.image(of: prompt))
-        let feed = StationFeed(store: store, station: "page", recipe: path, operatorName: "ann", desk: desk,
-                               images: ["led-blue": PromptImage(path: image.path, mediaType: image.mediaType)])
-        await feed.start()
-        let server = try await feed.serve(on: ListenAddress(host: "127.0.0.1", port: 0))
-        var connection = ConnectionOptions()
-        connection.session.timeout = .seconds(30)
-        let station = Station(recipe: recipe, store: store, options: StationOptions(
-            station: "page", operatorName: "ann", toolVersion: "test", connection: connection, deviceWait: .seconds(10)), desk: desk) {
-            feed.handle($0)
-        }
-        let profile = directory + "/chromium"
-        let chromium = try await offThePool {
-            try ChildProcess(try Browser.chromium(), Browser.arguments(profile, ["--remote-debugging-port=0", "--remote-allow-origins=*", server.url]),
-                             stdout: .null, stderr: .null)
-        }
-        defer { chromium.terminate() }
-        let devTools = try await DevTools.attach(profile: profile, pageURL: server.url)
-        defer { devTools.close() }
+        let page = try await PageStation.start(recipe: recipe, path: path, store: store, desk: desk, directory: directory,
+                                               images: ["led-blue": PromptImage(path: image.path, mediaType: image.mediaType)])
+        defer { page.close() }
+        let (station, devTools) = (page.station, page.devTools)
 
         let slot = Slot(address: simulator.endpoints[0])
         let running = Task { try await station.run(slots: [slot]) }
@@ -123,7 +109,53 @@ import TuneupKit
         let run = try #require(try await store.run(RunID(runID)))
         #expect(run.answers.map(\.value) == ["PCB-4006381333931", "pass"])
         #expect(run.answers.allSatisfy { $0.source == "page" && $0.answeredBy == "ann" })
+        await page.stop()
+    }
+}
+
+/// A station serving its operator page (as `ann`, station "page"), with a headless Chromium showing that page and
+/// attached over DevTools: the common start of the page tests that act as an operator.
+struct PageStation {
+    let feed: StationFeed
+    let server: PageServer
+    let station: Station
+    let chromium: ChildProcess
+    let devTools: DevTools
+
+    static func start(recipe: LoadedRecipe, path: String, store: any RecordStore, desk: OperatorDesk, directory: String,
+                      images: [String: PromptImage] = [:]) async throws -> PageStation {
+        let feed = StationFeed(store: store, station: "page", recipe: path, operatorName: "ann", desk: desk, images: images)
+        await feed.start()
+        let server = try await feed.serve(on: ListenAddress(host: "127.0.0.1", port: 0))
+        var connection = ConnectionOptions()
+        connection.session.timeout = .seconds(30)
+        let station = Station(recipe: recipe, store: store, options: StationOptions(
+            station: "page", operatorName: "ann", toolVersion: "test", connection: connection, deviceWait: .seconds(10)), desk: desk) {
+            feed.handle($0)
+        }
+        let profile = directory + "/chromium"
+        let chromium = try await offThePool {
+            try ChildProcess(try Browser.chromium(), Browser.arguments(profile, ["--remote-debugging-port=0", "--remote-allow-origins=*", server.url]),
+                             stdout: .null, stderr: .null)
+        }
+        do {
+            let devTools = try await DevTools.attach(profile: profile, pageURL: server.url)
+            return PageStation(feed: feed, server: server, station: station, chromium: chromium, devTools: devTools)
+        } catch {
+            chromium.terminate()
+            throw error
+        }
+    }
+
+    /// Ends the DevTools connection and the browser at once (for a test that fails: `defer`).
+    func close() {
+        devTools.close()
         chromium.terminate()
+    }
+
+    /// Ends the browser (waiting for it), the page server and the feed.
+    func stop() async {
+        close()
         _ = await chromium.exited(within: 10)
         await server.stop()
         feed.stop()

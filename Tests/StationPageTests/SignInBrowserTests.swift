@@ -30,23 +30,9 @@ import TuneupKit
         defer { Task { await simulator.shutdown() } }
         let store = try await SQLiteRecordStore.open(path: directory + "/records.sqlite")
         let desk = OperatorDesk()
-        let feed = StationFeed(store: store, station: "page", recipe: path, operatorName: "ann", desk: desk)
-        await feed.start()
-        let server = try await feed.serve(on: ListenAddress(host: "127.0.0.1", port: 0))
-        var connection = ConnectionOptions()
-        connection.session.timeout = .seconds(30)
-        let station = Station(recipe: recipe, store: store, options: StationOptions(
-            station: "page", operatorName: "ann", toolVersion: "test", connection: connection, deviceWait: .seconds(10)), desk: desk) {
-            feed.handle($0)
-        }
-        let profile = directory + "/chromium"
-        let chromium = try await offThePool {
-            try ChildProcess(try Browser.chromium(), Browser.arguments(profile, ["--remote-debugging-port=0", "--remote-allow-origins=*", server.url]),
-                             stdout: .null, stderr: .null)
-        }
-        defer { chromium.terminate() }
-        let devTools = try await DevTools.attach(profile: profile, pageURL: server.url)
-        defer { devTools.close() }
+        let page = try await PageStation.start(recipe: recipe, path: path, store: store, desk: desk, directory: directory)
+        defer { page.close() }
+        let (station, devTools) = (page.station, page.devTools)
         try await DevTools.waitUntil("the page is live with its sign-in form", within: 60) {
             try await devTools.evaluate("document.body.dataset.link + ' ' + !!document.getElementById('signin-name')") == "open true"
         }
@@ -84,9 +70,6 @@ import TuneupKit
         let second = try await withTimeLimit(120) { try await station.run(slots: [slot]) }
         let anns = try #require(second.first?.run)
         #expect(try await store.run(RunID(anns))?.start.operatorName == "ann")
-        chromium.terminate()
-        _ = await chromium.exited(within: 10)
-        await server.stop()
-        feed.stop()
+        await page.stop()
     }
 }
