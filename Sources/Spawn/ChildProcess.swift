@@ -43,6 +43,7 @@ public final class ChildProcess: Sendable {
     public let outputDescriptor: Int32?
     private let input: Mutex<Int32?>
     private let ended = Mutex<Termination?>(nil)
+    private let maxResident = Mutex<Int?>(nil)
 
     /// Starts `executable ARGUMENTS`. `environment` changes the current environment (nil removes a variable);
     /// `directory` is the child's working directory.
@@ -167,16 +168,25 @@ public final class ChildProcess: Sendable {
         ended.withLock { end in
             if end == nil {
                 var status: Int32 = 0
+                var usage = rusage()
                 var r: pid_t
-                repeat { r = waitpid(processIdentifier, &status, WNOHANG) } while r < 0 && errno == EINTR
+                repeat { r = wait4(processIdentifier, &status, WNOHANG, &usage) } while r < 0 && errno == EINTR
                 if r == processIdentifier {
                     end = status & 0x7F == 0 ? .exit((status >> 8) & 0xFF) : .signal(status & 0x7F)
+                    maxResident.withLock { $0 = Int(usage.ru_maxrss) }
                 } else if r < 0 {
                     end = .exit(-1)  // Not our child any more (ECHILD): nothing left to wait for.
                 }
             }
             return end
         }
+    }
+
+    /// The child's peak resident set size in KiB (wait4's `ru_maxrss`) once it has ended and was reaped here; nil
+    /// while it runs (or when another waiter reaped it).
+    public var peakResidentKilobytes: Int? {
+        _ = termination
+        return maxResident.withLock { $0 }
     }
 
     /// Waits (blocking) until the child ends; returns how.
