@@ -28,43 +28,76 @@ public struct WearableRecordingContents: Sendable {
     /// `JSONDecoder`, which also judges every line the scan does not take.
     public static func forEachLine(jsonLines text: String, name: String,
                                    _ body: (WearableLine) throws(NotARecording) -> Void) throws(NotARecording) -> RecordingMetadata? {
-        let decoder = JSONDecoder()
-        var metadata: RecordingMetadata?
+        var reader = LineReader(name: name)
         var failure: NotARecording?
         var text = text
         text.withUTF8 { all in
-            var any = false
-            var number = 0
-            var start = 0
-            while start <= all.count, failure == nil {
-                var end = start
-                while end < all.count, all[end] != 0x0A { end += 1 }
-                number += 1
-                var (low, high) = (start, end)
-                start = end + 1
-                while low < high, all[low] == 0x20 || all[low] == 0x09 || all[low] == 0x0D { low += 1 }
-                while high > low, all[high - 1] == 0x20 || all[high - 1] == 0x09 || all[high - 1] == 0x0D { high -= 1 }
-                guard low < high else { continue }
-                let bytes = UnsafeBufferPointer(rebasing: all[low..<high])
-                let parsed = WearableLine(scanningFlat: bytes) ?? (try? decoder.decode(WearableLine.self, from: Data(buffer: bytes)))
-                guard let line = parsed, ["metadata", "event", "sample", "gesture", "summary"].contains(line.type) else {
-                    failure = NotARecording(message: "\(name):\(number): not a line of a wearable recording")
-                    return
-                }
-                if line.type == "metadata" {
-                    guard !any, metadata == nil, let m = line.metadata, m.format == RecordingMetadata.formatName else {
-                        failure = NotARecording(message: "\(name):\(number): a metadata line that is not a recording's first")
-                        return
-                    }
-                    metadata = m
-                    continue
-                }
-                any = true
-                do throws(NotARecording) { try body(line) } catch { failure = error }
-            }
+            do throws(NotARecording) { try reader.feed(all, body) } catch { failure = error }
         }
         if let failure { throw failure }
-        return metadata
+        return try reader.finish(body)
+    }
+
+    /// `forEachLine` over text that comes in pieces (a file read a chunk at a time, so a long recording is never held
+    /// whole): `feed` each piece as it comes, lines may be cut anywhere between pieces; `finish` takes the last line
+    /// and returns the metadata. The same refusals and line numbers as `forEachLine(jsonLines:)`.
+    public struct LineReader {
+        let name: String
+        let decoder = JSONDecoder()
+        var metadata: RecordingMetadata?
+        var any = false
+        var number = 0
+        /// The start of a line cut by the end of the previous piece.
+        var pending: [UInt8] = []
+
+        public init(name: String) { self.name = name }
+
+        /// Takes every line `bytes` completes; keeps the rest for the next piece.
+        public mutating func feed(_ bytes: UnsafeBufferPointer<UInt8>, _ body: (WearableLine) throws(NotARecording) -> Void) throws(NotARecording) {
+            var start = 0
+            while let newline = bytes[start...].firstIndex(of: 0x0A) {
+                if pending.isEmpty {
+                    try take(UnsafeBufferPointer(rebasing: bytes[start..<newline]), body)
+                } else {
+                    pending.append(contentsOf: bytes[start..<newline])
+                    let line = pending
+                    pending.removeAll(keepingCapacity: true)
+                    try line.withUnsafeBufferPointer { (b) throws(NotARecording) in try take(b, body) }
+                }
+                start = newline + 1
+            }
+            pending.append(contentsOf: bytes[start...])
+        }
+
+        /// Takes the last line (the text after the last newline) and returns the metadata line's metadata.
+        public mutating func finish(_ body: (WearableLine) throws(NotARecording) -> Void) throws(NotARecording) -> RecordingMetadata? {
+            let line = pending
+            pending = []
+            try line.withUnsafeBufferPointer { (b) throws(NotARecording) in try take(b, body) }
+            return metadata
+        }
+
+        mutating func take(_ all: UnsafeBufferPointer<UInt8>, _ body: (WearableLine) throws(NotARecording) -> Void) throws(NotARecording) {
+            number += 1
+            var (low, high) = (0, all.count)
+            while low < high, all[low] == 0x20 || all[low] == 0x09 || all[low] == 0x0D { low += 1 }
+            while high > low, all[high - 1] == 0x20 || all[high - 1] == 0x09 || all[high - 1] == 0x0D { high -= 1 }
+            guard low < high else { return }
+            let bytes = UnsafeBufferPointer(rebasing: all[low..<high])
+            let parsed = WearableLine(scanningFlat: bytes) ?? (try? decoder.decode(WearableLine.self, from: Data(buffer: bytes)))
+            guard let line = parsed, ["metadata", "event", "sample", "gesture", "summary"].contains(line.type) else {
+                throw NotARecording(message: "\(name):\(number): not a line of a wearable recording")
+            }
+            if line.type == "metadata" {
+                guard !any, metadata == nil, let m = line.metadata, m.format == RecordingMetadata.formatName else {
+                    throw NotARecording(message: "\(name):\(number): a metadata line that is not a recording's first")
+                }
+                metadata = m
+                return
+            }
+            any = true
+            try body(line)
+        }
     }
 }
 

@@ -61,6 +61,47 @@ public struct WearablePlot: Sendable {
     /// Lays out the recording `text` (`name` names it in errors). Throws `.notARecording` for its first line that is
     /// not a recording's, `.noSamples` when it holds none.
     public init(jsonLines text: String, name: String, orientation: Bool = false) throws(RecordingError) {
+        try self.init(name: name, orientation: orientation) { (body) throws(WearableRecordingContents.NotARecording) in
+            _ = try WearableRecordingContents.forEachLine(jsonLines: text, name: name, body)
+        }
+    }
+
+    /// Lays out the recording in the file at `path`, read `chunkSize` bytes at a time (a long recording is never held
+    /// whole: a 30-minute one is 38 MB of text). Blocking: call it off the cooperative pool. The refusals of
+    /// `init(jsonLines:name:orientation:)`, and `.unreadable` for a file that cannot be opened or read.
+    public init(file path: String, name: String, orientation: Bool = false, chunkSize: Int = 1 << 20) throws(RecordingError) {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw RecordingError(.unreadable, "cannot read the recording \(path): no such readable file") }
+        defer { _ = close(fd) }
+        var readFailure: RecordingError?
+        do throws(RecordingError) {
+            try self.init(name: name, orientation: orientation) { (body) throws(WearableRecordingContents.NotARecording) in
+                var reader = WearableRecordingContents.LineReader(name: name)
+                var chunk = [UInt8](repeating: 0, count: max(1, chunkSize))
+                while true {
+                    let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+                    if n < 0, errno == EINTR { continue }
+                    if n < 0 {
+                        readFailure = RecordingError(.unreadable, "cannot read the recording \(path): \(String(cString: strerror(errno)))")
+                        return
+                    }
+                    if n == 0 { break }
+                    try chunk.withUnsafeBufferPointer { (b) throws(WearableRecordingContents.NotARecording) in
+                        try reader.feed(UnsafeBufferPointer(rebasing: b[0..<n]), body)
+                    }
+                }
+                _ = try reader.finish(body)
+            }
+        } catch {
+            throw readFailure ?? error
+        }
+        if let readFailure { throw readFailure }
+    }
+
+    /// Lays out what `lines` hands to its argument, one recording line at a time.
+    init(name: String, orientation: Bool,
+         lines: ((WearableLine) throws(WearableRecordingContents.NotARecording) -> Void) throws(WearableRecordingContents.NotARecording) -> Void)
+        throws(RecordingError) {
         // A recording with its metadata line or without (made before it): both plot. Read line by line into points.
         var bySensor: [String: [Point]] = [:]
         var gestureLines: [(name: String, t: Int64)] = []
@@ -68,7 +109,7 @@ public struct WearablePlot: Sendable {
         // the gap are not joined.
         var breakPending = Set<String>()
         do {
-            _ = try WearableRecordingContents.forEachLine(jsonLines: text, name: name) { line in
+            try lines { line in
                 switch line.type {
                 case "event" where line.event == "reconnected": breakPending = Set(bySensor.keys)
                 case "sample":
@@ -321,11 +362,8 @@ extension WearablePlot {
     public static func make(recording: String, output: String?, png: Bool, orientation: Bool) async throws -> Result {
         let (input, plot, svg) = try await Blocking.run("plot-read") { () -> Swift.Result<(String, WearablePlot, String), RecordingError> in
             let input = WearablePlot.inputPath(recording)
-            guard let data = FileManager.default.contents(atPath: input) else {
-                return .failure(RecordingError(.unreadable, "cannot read the recording \(input): no such readable file"))
-            }
             do throws(RecordingError) {
-                let plot = try WearablePlot(jsonLines: String(decoding: data, as: UTF8.self), name: input, orientation: orientation)
+                let plot = try WearablePlot(file: input, name: input, orientation: orientation)
                 return .success((input, plot, plot.svg()))
             } catch {
                 return .failure(error)

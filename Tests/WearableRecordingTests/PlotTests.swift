@@ -63,6 +63,45 @@ import WearableRecording
         #expect(empty?.code == .noSamples && empty?.message == "e.jsonl holds no samples to plot")
     }
 
+    /// `plot` reads the file a chunk at a time (a long recording is never held whole): lines cut anywhere between
+    /// chunks (CRLF too) plot exactly as the whole text does, and a refusal names the same line.
+    @Test func aFileReadInChunksPlotsAsTheWholeText() async throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("plot-chunks-\(UUID().uuidString)").path
+        let text = [
+            #"{"type":"event","event":"opened"}"#,
+            Self.sample("accelerometer", 0, x: 0.5), "", Self.sample("gyroscope", 0, x: 1) + "\r",
+            Self.sample("accelerometer", 20, x: 0.6), Self.sample("accelerometer", 60, x: 0.7, missing: 1),
+            #"{"type":"gesture","gesture":"headNod","timestamp":70,"deviceTime":70}"#, Self.sample("gyroscope", 80, x: 2),
+        ].joined(separator: "\n")
+        let whole = try WearablePlot(jsonLines: text, name: "r.jsonl")
+        // Per file (without, with a last newline, with a bad line) and chunk size: the samples and SVG, or the refusal.
+        let read = try await offThePool { () throws -> [[Result<String, RecordingError>]] in
+            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(atPath: dir) }
+            return try [text, text + "\n", text + "\nhello\n", "/"].enumerated().map { k, body in
+                let path = dir + "/r\(k).jsonl"
+                if body != "/" { try Data(body.utf8).write(to: URL(fileURLWithPath: path)) }
+                return [1, 3, 7, 1 << 20].map { chunk in
+                    Result { () throws(RecordingError) in
+                        let plot = try WearablePlot(file: path, name: "r.jsonl", chunkSize: chunk)
+                        return "\(plot.sampleCount) \(plot.svg())"
+                    }
+                }
+            }
+        }
+        for k in 0..<2 {
+            #expect(try read[k].map { try $0.get() } == Array(repeating: "5 \(whole.svg())", count: 4))
+        }
+        for result in read[2] {
+            guard case let .failure(refused) = result else { Issue.record("a bad line was read"); continue }
+            #expect(refused.code == .notARecording && refused.message == "r.jsonl:9: not a line of a wearable recording")
+        }
+        for result in read[3] {
+            guard case let .failure(missing) = result else { Issue.record("a missing file was read"); continue }
+            #expect(missing.code == .unreadable)
+        }
+    }
+
     /// `make`: the recording found by its base name, the SVG written next to it, what was made reported; an
     /// unreadable recording is a local file failure.
     @Test func makeReadsByBaseNameAndWritesTheSVG() async throws {
