@@ -220,16 +220,12 @@ public final class Headset: Sendable {
         let limits = try await graphicEQLimits()
         async let frequencies = graphicEQFrequencies()
         async let current = graphicEQCurrentPreset()
-        // The names are read together: their requests differ in param0 (the preset's address).
-        let names = try await withThrowingTaskGroup(of: (Int, String).self) { group in
-            for index in 0..<Int(limits.settingCount) {
-                group.addTask { (index, try await self.graphicEQPresetName(index)) }
-            }
-            var names: [Int: String] = [:]
-            for try await (index, name) in group { names[index] = name }
-            return names
+        // The names one after another: their requests share param0 (the preset is in the argument), so the session
+        // would queue them anyway; the frequencies and the current preset are in flight meanwhile.
+        var presets: [GraphicEQPresetInfo] = []
+        for index in 0..<Int(limits.settingCount) {
+            presets.append(GraphicEQPresetInfo(index: index, name: try await graphicEQPresetName(index)))
         }
-        let presets = (0..<Int(limits.settingCount)).map { GraphicEQPresetInfo(index: $0, name: names[$0] ?? "") }
         return GraphicEQInfo(bandCount: Int(limits.bandCount), minGain: Int(limits.minGain), maxGain: Int(limits.maxGain),
                              frequencies: try await frequencies, presets: presets, currentPreset: try await current)
     }
