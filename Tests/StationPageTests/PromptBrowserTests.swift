@@ -42,9 +42,7 @@ import TuneupKit
             try text.write(toFile: path, atomically: true, encoding: .utf8)
             return try ProvisioningRecipe.load(path: path)
         }
-        var options = SimulatorOptions(timeScale: 0)
-        options.production = ProductionLine(seed: 1, failShare: 0)
-        let simulator = try await SimulatorServer.listenTCP(count: 1, statePath: nil, options: options)
+        let simulator = try await PageStation.simulatedHeadset()
         defer { Task { await simulator.shutdown() } }
         let store = try await SQLiteRecordStore.open(path: directory + "/records.sqlite")
         let desk = OperatorDesk()
@@ -121,6 +119,13 @@ struct PageStation {
     let station: Station
     let chromium: ChildProcess
     let devTools: DevTools
+
+    /// One simulated headset on TCP whose units all pass, on no clock (time scale 0).
+    static func simulatedHeadset() async throws -> SimulatorServer {
+        var options = SimulatorOptions(timeScale: 0)
+        options.production = ProductionLine(seed: 1, failShare: 0)
+        return try await SimulatorServer.listenTCP(count: 1, statePath: nil, options: options)
+    }
 
     static func start(recipe: LoadedRecipe, path: String, store: any RecordStore, desk: OperatorDesk, directory: String,
                       images: [String: PromptImage] = [:]) async throws -> PageStation {

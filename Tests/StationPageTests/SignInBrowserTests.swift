@@ -24,9 +24,7 @@ import TuneupKit
             try text.write(toFile: path, atomically: true, encoding: .utf8)
             return try ProvisioningRecipe.load(path: path)
         }
-        var options = SimulatorOptions(timeScale: 0)
-        options.production = ProductionLine(seed: 1, failShare: 0)
-        let simulator = try await SimulatorServer.listenTCP(count: 1, statePath: nil, options: options)
+        let simulator = try await PageStation.simulatedHeadset()
         defer { Task { await simulator.shutdown() } }
         let store = try await SQLiteRecordStore.open(path: directory + "/records.sqlite")
         let desk = OperatorDesk()
