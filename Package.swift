@@ -19,6 +19,7 @@ let package = Package(
         .library(name: "Session", targets: ["Session"]),
         .library(name: "Headset", targets: ["Headset"]),
         .library(name: "Simulator", targets: ["Simulator"]),
+        .library(name: "HeadsetSimulator", targets: ["HeadsetSimulator"]),
         .library(name: "Firmware", targets: ["Firmware"]),
         .library(name: "FirmwareUpdate", targets: ["FirmwareUpdate"]),
         .library(name: "Progress", targets: ["Progress"]),
@@ -181,10 +182,17 @@ let package = Package(
             name: "FirmwareUpdate",
             dependencies: ["Failure", "Firmware", "Headset", "LightX", "Progress", "Session", "Transport", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict),
-        // The simulated headset: bootloader and application firmware on a modelled NOR flash, and its servers.
+        // What every simulated device shares: the server that serves devices on any link (TCP, pty, in process), the
+        // in-process listener and the simulators' error vocabulary. No protocol of any family.
         .target(
             name: "Simulator",
-            dependencies: ["Failure", "LightX", "Support", "Transport", "Firmware", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["Failure", "Support", "Transport", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strict),
+        // The simulated headset: bootloader and application firmware on a modelled NOR flash, its state file, faults,
+        // control line and simulated line, served by Simulator.
+        .target(
+            name: "HeadsetSimulator",
+            dependencies: ["Failure", "LightX", "Simulator", "Support", "Transport", "Firmware", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict),
         // Provisioning recipes: the YAML file parsed and validated (images, key, model, identity rules, settings,
         // tests, lock), its content hash, and the identity generator.
@@ -201,7 +209,7 @@ let package = Package(
         .target(
             name: "TuneupKit",
             dependencies: [
-                "Failure", "LightX", "Transport", "Headset", "Simulator", "Firmware", "FirmwareUpdate", "USBTransport", "USBGadget",
+                "Failure", "LightX", "Transport", "Headset", "Simulator", "HeadsetSimulator", "Firmware", "FirmwareUpdate", "USBTransport", "USBGadget",
                 "BluetoothTransport", "WearableSimulator", .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict),
@@ -249,7 +257,7 @@ let package = Package(
         .executableTarget(
             name: "tuneup",
             dependencies: [
-                "Failure", "LightX", "Transport", "Headset", "Simulator", "Firmware", "FirmwareUpdate", "USBTransport", "USBGadget",
+                "Failure", "LightX", "Transport", "Headset", "HeadsetSimulator", "Firmware", "FirmwareUpdate", "USBTransport", "USBGadget",
                 "BluetoothTransport", "TuneupKit", "Recipe", "Records", "Station", "SpeakerSession", "SpeakerSimulator", "Progress",
                 "Wearable", "WearableLink", "WearableSession", "WearableSimulator", "WearableRecording", "SpeakerHub", "AudioInput", "Spawn", "Support",
                 "StationPage", "Labels", "CFX", "CFXPublisher", "SpeakerReceiver", .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -266,7 +274,7 @@ let package = Package(
         .executableTarget(
             name: "tuneup-bench",
             dependencies: [
-                "LightX", "Transport", "Headset", "Firmware", "FirmwareUpdate", "Simulator", "TuneupKit", "Recipe", "Records", "Station",
+                "LightX", "Transport", "Headset", "Firmware", "FirmwareUpdate", "Simulator", "HeadsetSimulator", "TuneupKit", "Recipe", "Records", "Station",
                 "ThrowawayPostgres", "ThrowawayRabbitMQ", "Wearable", "WearableSession", "WearableSimulator", "SpeakerSession",
                 "SpeakerSimulator", "Spawn", "Support", "StationPage", "CFX", "CFXPublisher", "SpeakerReceiver",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -283,7 +291,7 @@ let package = Package(
         .testTarget(name: "WearableTests", dependencies: ["Wearable", "TestSupport"], swiftSettings: testing),
         .testTarget(
             name: "WearableSessionTests",
-            dependencies: ["WearableSession", "WearableSimulator", "WearableRecording", "WearableLink", "Wearable", "Simulator", "Transport",
+            dependencies: ["WearableSession", "WearableSimulator", "WearableRecording", "WearableLink", "Wearable", "Transport",
                            "TestSupport"],
             swiftSettings: testing),
         .testTarget(
@@ -312,12 +320,12 @@ let package = Package(
         .testTarget(name: "LabelsTests", dependencies: ["Labels", "Spawn", "Support", "Transport", "TestSupport"], swiftSettings: testing),
         .testTarget(name: "TransportTests", dependencies: ["Transport", "Support", "TestSupport"], swiftSettings: testing),
         .testTarget(name: "SessionTests", dependencies: ["Session", "Transport", "TestSupport"], swiftSettings: testing),
-        .testTarget(name: "HeadsetTests", dependencies: ["Headset", "Simulator", "Transport", "LightX", "TestSupport"], swiftSettings: testing),
-        .testTarget(name: "SimulatorTests", dependencies: ["Simulator", "LightX", "Transport", "Firmware", "Support", "TestSupport"], swiftSettings: testing),
+        .testTarget(name: "HeadsetTests", dependencies: ["Headset", "HeadsetSimulator", "Transport", "LightX", "TestSupport"], swiftSettings: testing),
+        .testTarget(name: "SimulatorTests", dependencies: ["Simulator", "HeadsetSimulator", "LightX", "Transport", "Firmware", "Support", "TestSupport"], swiftSettings: testing),
         .testTarget(name: "FirmwareTests", dependencies: ["Firmware", "LightX", "TestSupport", "Spawn"], swiftSettings: testing),
         .testTarget(
             name: "FirmwareUpdateTests",
-            dependencies: ["FirmwareUpdate", "Firmware", "Simulator", "Headset", "Transport", "LightX", "Failure", "Progress", "TestSupport"],
+            dependencies: ["FirmwareUpdate", "Firmware", "Simulator", "HeadsetSimulator", "Headset", "Transport", "LightX", "Failure", "Progress", "TestSupport"],
             swiftSettings: testing),
         .testTarget(name: "USBTransportTests", dependencies: ["USBTransport", "Transport", "LightX", "TestSupport"], swiftSettings: testing),
         .testTarget(name: "USBGadgetTests", dependencies: ["USBGadget", "Transport", "LightX", "TestSupport"], swiftSettings: testing),
@@ -334,18 +342,18 @@ let package = Package(
             swiftSettings: testing),
         .testTarget(
             name: "StationTests",
-            dependencies: ["Station", "Simulator", "Records", "Recipe", "TuneupKit", "FirmwareUpdate", "LightX", "TestSupport"],
+            dependencies: ["Station", "HeadsetSimulator", "Records", "Recipe", "TuneupKit", "FirmwareUpdate", "LightX", "TestSupport"],
             swiftSettings: testing),
         .testTarget(
             name: "StationPageTests",
             dependencies: [
-                "StationPage", "Station", "Simulator", "Records", "Recipe", "TuneupKit", "TestSupport", "Spawn", "Support",
+                "StationPage", "Station", "HeadsetSimulator", "Records", "Recipe", "TuneupKit", "TestSupport", "Spawn", "Support",
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
             ],
             swiftSettings: testing),
         .testTarget(
             name: "CFXTests",
-            dependencies: ["CFX", "CFXPublisher", "Station", "Simulator", "Records", "Recipe", "TuneupKit", "TestSupport", "Spawn", "Support"],
+            dependencies: ["CFX", "CFXPublisher", "Station", "HeadsetSimulator", "Records", "Recipe", "TuneupKit", "TestSupport", "Spawn", "Support"],
             swiftSettings: testing),
         .testTarget(name: "SpawnTests", dependencies: ["Failure", "Spawn", "Support"], swiftSettings: testing),
         // The CLI's tests run the built tuneup as a process (not a dependency: its static Swift runtime, above).

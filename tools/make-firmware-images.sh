@@ -101,7 +101,7 @@ flip() {
 echo "== signed application images"
 app "$out/app-1.3.0.img" "$manifests/app-1.3.0.json" 96KiB 130
 app "$out/app-1.4.2.img" "$manifests/app-1.4.2.json" 64KiB 4295229442   # = SampleImages.factoryApplication
-#   (the simulator's factory image: same payload size and seed as Sources/Simulator/Firmware/FactoryFirmware.swift)
+#   (the simulator's factory image: same payload size and seed as Sources/HeadsetSimulator/Firmware/FactoryFirmware.swift)
 app "$out/app-1.5.0.img" "$manifests/app-1.5.0.json" 160KiB 150
 app "$out/app-2.0.0.img" "$manifests/app-2.0.0.json" 192KiB 200
 app "$out/app-1.4.3-small.img" "$manifests/app-1.4.3.json" 5KiB 143      # 2 sectors: power-cut sweeps

@@ -1,4 +1,5 @@
 import Foundation
+import HeadsetSimulator
 import Simulator
 import Transport
 

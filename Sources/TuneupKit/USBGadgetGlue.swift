@@ -1,5 +1,5 @@
 import Logging
-import Simulator
+import HeadsetSimulator
 import Transport
 import USBGadget
 

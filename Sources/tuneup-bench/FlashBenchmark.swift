@@ -3,7 +3,7 @@ import FirmwareUpdate
 import Foundation
 import Headset
 import LightX
-import Simulator
+import HeadsetSimulator
 import Transport
 
 /// Flashes a 512 KiB image onto a simulated headset with the default flash timing, over the link conditioner set

@@ -6,7 +6,6 @@ import Foundation
 import Headset
 import LightX
 import Logging
-import Simulator
 import Transport
 import TuneupKit
 

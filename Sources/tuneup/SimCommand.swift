@@ -5,7 +5,7 @@ import Firmware
 import Foundation
 import LightX
 import Logging
-import Simulator
+import HeadsetSimulator
 import Transport
 import TuneupKit
 

@@ -1,7 +1,6 @@
 import ArgumentParser
 import Foundation
 import Logging
-import Simulator
 import SpeakerSimulator
 import Support
 import Transport

@@ -2,7 +2,6 @@ import ArgumentParser
 import BluetoothTransport
 import Foundation
 import Logging
-import Simulator
 import Transport
 import Wearable
 import WearableRecording

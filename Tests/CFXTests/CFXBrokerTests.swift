@@ -3,7 +3,7 @@ import CFXPublisher
 import Foundation
 import Recipe
 import Records
-import Simulator
+import HeadsetSimulator
 import Station
 import Synchronization
 import TestSupport

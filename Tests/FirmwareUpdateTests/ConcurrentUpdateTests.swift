@@ -3,7 +3,7 @@ import FirmwareUpdate
 import Foundation
 import Headset
 import LightX
-import Simulator
+import HeadsetSimulator
 import Testing
 import Transport
 

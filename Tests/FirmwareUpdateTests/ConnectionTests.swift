@@ -4,7 +4,7 @@ import Foundation
 import Synchronization
 import Headset
 import LightX
-import Simulator
+import HeadsetSimulator
 import Testing
 import Transport
 

@@ -2,7 +2,7 @@ import Synchronization
 import Testing
 import TestSupport
 import LightX
-import Simulator
+import HeadsetSimulator
 import Transport
 @testable import Headset
 

@@ -1,6 +1,6 @@
 import Testing
 import LightX
-import Simulator
+import HeadsetSimulator
 import Transport
 @testable import Headset
 

@@ -2,7 +2,7 @@ import Firmware
 import LightX
 import Testing
 import Transport
-@testable import Simulator
+@testable import HeadsetSimulator
 
 /// Test images and helpers for the bootloader and flash tests.
 enum TestImages {

@@ -2,7 +2,7 @@ import Firmware
 import LightX
 import Testing
 import Transport
-@testable import Simulator
+@testable import HeadsetSimulator
 
 /// The bootloader's command set, driven on the device machine directly (no links, instant timing).
 @Suite struct BootloaderTests {

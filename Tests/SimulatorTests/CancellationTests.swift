@@ -2,7 +2,7 @@ import LightX
 import Testing
 import TestSupport
 import Transport
-@testable import Simulator
+@testable import HeadsetSimulator
 
 /// Waits inside the simulator end promptly when cancelled.
 @Suite struct CancellationTests {

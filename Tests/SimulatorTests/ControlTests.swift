@@ -1,4 +1,5 @@
 import Testing
+@testable import HeadsetSimulator
 @testable import Simulator
 
 @Suite struct ControlTests {

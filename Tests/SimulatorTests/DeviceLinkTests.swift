@@ -2,7 +2,7 @@ import Firmware
 import LightX
 import Testing
 import Transport
-@testable import Simulator
+@testable import HeadsetSimulator
 
 /// The running device over its links: timing, the request queue, power cuts, reconnects and fault injection.
 @Suite struct DeviceLinkTests {

@@ -1,7 +1,7 @@
 import LightX
 import Testing
 import Transport
-@testable import Simulator
+@testable import HeadsetSimulator
 
 extension DeviceMachine {
     /// Takes measurement `m` (0x6B); the value in its unit, or nil with the status when refused.

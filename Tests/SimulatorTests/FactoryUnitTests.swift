@@ -2,7 +2,7 @@ import Firmware
 import LightX
 import Testing
 import Transport
-@testable import Simulator
+@testable import HeadsetSimulator
 
 extension DeviceMachine {
     /// Unit `index` of `line`, powered, in its (instantly ready) bootloader, authenticated.

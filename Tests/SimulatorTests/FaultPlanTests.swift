@@ -1,5 +1,6 @@
 import Testing
 import Transport
+@testable import HeadsetSimulator
 @testable import Simulator
 
 @Suite struct FaultPlanTests {

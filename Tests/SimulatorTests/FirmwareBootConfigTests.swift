@@ -1,6 +1,6 @@
 import LightX
 import Testing
-@testable import Simulator
+@testable import HeadsetSimulator
 
 @Suite struct FirmwareBootConfigTests {
     @Test func identityStrings() throws {

@@ -1,6 +1,6 @@
 import LightX
 import Testing
-@testable import Simulator
+@testable import HeadsetSimulator
 
 @Suite struct FirmwareEventTests {
     func expectPush(_ packets: [Packet], _ command: Command, _ value: UInt32,

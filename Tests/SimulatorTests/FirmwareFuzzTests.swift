@@ -2,7 +2,7 @@ import LightX
 import Support
 import Testing
 import Transport
-@testable import Simulator
+@testable import HeadsetSimulator
 
 @Suite struct FirmwareFuzzTests {
     static let interestingCommands: [UInt8] = [

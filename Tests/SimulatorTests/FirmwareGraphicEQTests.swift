@@ -1,6 +1,6 @@
 import LightX
 import Testing
-@testable import Simulator
+@testable import HeadsetSimulator
 
 @Suite struct FirmwareGraphicEQTests {
     func gains(_ fw: inout ApplicationFirmware, preset: UInt32) throws -> [Int32] {

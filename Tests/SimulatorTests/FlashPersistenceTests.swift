@@ -3,6 +3,7 @@ import Glibc
 import LightX
 import Testing
 import Transport
+@testable import HeadsetSimulator
 @testable import Simulator
 
 /// Flash and running state across restarts (power cycles) and in-process reopens (a device that stayed on).

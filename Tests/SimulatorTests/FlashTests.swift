@@ -2,7 +2,7 @@ import Firmware
 import LightX
 import Testing
 import Transport
-@testable import Simulator
+@testable import HeadsetSimulator
 
 @Suite struct FlashTests {
     static let appBase = FlashMap.application.lowerBound

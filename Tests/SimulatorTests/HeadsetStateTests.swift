@@ -1,6 +1,7 @@
 import Foundation
 import LightX
 import Testing
+@testable import HeadsetSimulator
 @testable import Simulator
 
 @Suite struct HeadsetStateTests {

@@ -2,7 +2,7 @@ import Firmware
 import LightX
 import Testing
 import Transport
-@testable import Simulator
+@testable import HeadsetSimulator
 
 /// A host on a packet link (USB HID): one raw LightX packet per message, requests in the USB style.
 /// Default timeouts are long: they are for packets that must come (see `TestHost`).

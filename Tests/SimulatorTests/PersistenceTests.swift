@@ -3,6 +3,7 @@ import LightX
 import Synchronization
 import Testing
 import Transport
+@testable import HeadsetSimulator
 @testable import Simulator
 
 @Suite struct PersistenceTests {

@@ -1,6 +1,7 @@
 import LightX
 import Testing
 import Transport
+@testable import HeadsetSimulator
 @testable import Simulator
 
 @Suite struct ProfileTests {

@@ -3,6 +3,7 @@ import LightX
 import Support
 import Testing
 import Transport
+@testable import HeadsetSimulator
 @testable import Simulator
 
 @Suite struct ServingTests {

@@ -3,7 +3,7 @@ import LightX
 import Testing
 import Transport
 @_exported import TestSupport
-@testable import Simulator
+@testable import HeadsetSimulator
 
 extension ApplicationFirmware {
     /// Handles `request`, expecting exactly one packet back: the reply.

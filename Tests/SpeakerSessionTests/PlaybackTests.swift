@@ -1,6 +1,5 @@
 import Failure
 import Foundation
-import Simulator
 import SpeakerSession
 import SpeakerSimulator
 import Synchronization

@@ -3,7 +3,7 @@ import HummingbirdWSClient
 import Logging
 import Recipe
 import Records
-import Simulator
+import HeadsetSimulator
 import Spawn
 import Station
 import StationPage

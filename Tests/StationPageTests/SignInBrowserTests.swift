@@ -1,7 +1,6 @@
 import Foundation
 import Recipe
 import Records
-import Simulator
 import Spawn
 import Station
 import StationPage

@@ -3,7 +3,7 @@ import Synchronization
 import FirmwareUpdate
 import Recipe
 import Records
-import Simulator
+import HeadsetSimulator
 import Station
 import TestSupport
 import TuneupKit

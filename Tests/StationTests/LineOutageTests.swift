@@ -1,7 +1,7 @@
 import Foundation
 import Synchronization
 import Records
-import Simulator
+import HeadsetSimulator
 import Station
 import TestSupport
 import TuneupKit

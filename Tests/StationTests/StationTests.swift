@@ -2,7 +2,7 @@ import Foundation
 import LightX
 import Recipe
 import Records
-import Simulator
+import HeadsetSimulator
 import Station
 import Synchronization
 import TestSupport

@@ -1,4 +1,3 @@
-import Simulator
 import TestSupport
 import Transport
 import Wearable

@@ -1,4 +1,3 @@
-import Simulator
 import Testing
 import Transport
 import Wearable

@@ -1,4 +1,3 @@
-import Simulator
 import TestSupport
 import Testing
 import Transport

@@ -1,5 +1,4 @@
 import Foundation
-import Simulator
 import TestSupport
 import Testing
 import Transport

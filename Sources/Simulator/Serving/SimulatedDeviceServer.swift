@@ -87,7 +87,7 @@ public final class SimulatedDeviceServer<Device: SimulatedDevice>: Sendable {
     }
 
     /// Refuses a device count outside 1...`maxDevices`.
-    static func checkCount(_ count: Int) throws(SimulatorError) {
+    public static func checkCount(_ count: Int) throws(SimulatorError) {
         guard (1...maxDevices).contains(count) else {
             throw SimulatorError(.invalidArgument, "device count \(count) is outside 1...\(maxDevices)")
         }

@@ -1,4 +1,5 @@
 import Logging
+import Simulator
 import Synchronization
 
 /// When and what a headset writes to its state store: settings after every change, the flash bytes each operation

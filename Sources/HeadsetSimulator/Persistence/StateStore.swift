@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import Simulator
 import Support
 import Synchronization
 

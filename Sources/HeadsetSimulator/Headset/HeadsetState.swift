@@ -1,4 +1,5 @@
 import LightX
+import Simulator
 
 /// The identity strings a simulated headset reports through the config commands (§4.14).
 public struct HeadsetIdentity: Codable, Sendable, Hashable {

@@ -1,4 +1,5 @@
 import Logging
+import Simulator
 import Transport
 
 /// Serves N simulated headsets, one per endpoint (TCP listener or pseudo-terminal), until `shutdown()`: the generic

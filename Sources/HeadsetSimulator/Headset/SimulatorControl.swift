@@ -1,3 +1,4 @@
+import Simulator
 /// The control lines a running simulator reads from its standard input (the CLI wires stdin to `parse`).
 ///
 /// Grammar (words separated by spaces or tabs, case-insensitive; DEVICE is the 0-based device index, default 0):

@@ -1,3 +1,4 @@
+import Simulator
 import Transport
 
 /// How a simulated headset behaves on its links — for testing clients' timeouts and retries.

@@ -1,6 +1,7 @@
 import Firmware
 import LightX
 import Logging
+import Simulator
 import Synchronization
 import Transport
 

@@ -1,4 +1,5 @@
 import Glibc
+import Simulator
 
 /// Blocking file-system helpers for the state store. Callers run them on the store's dispatch queue, never on the
 /// cooperative pool. Internal.

@@ -1,5 +1,6 @@
 import Glibc
 import LightX
+import Simulator
 
 /// What the in-process simulator keeps of a device's RAM between processes, with the end of its readiness delay
 /// as wall-clock time (so the delay keeps running while no process holds the device).

@@ -1,3 +1,4 @@
+import Simulator
 import Transport
 
 /// Faults a simulator injects into every device it runs (the CLI's `--faults SPEC`).

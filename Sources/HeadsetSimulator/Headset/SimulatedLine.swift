@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Simulator
 import Synchronization
 import Transport
 

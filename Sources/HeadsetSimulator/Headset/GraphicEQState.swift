@@ -1,4 +1,5 @@
 import LightX
+import Simulator
 
 /// One graphic-EQ preset as the simulated device stores it.
 ///
