@@ -17,7 +17,9 @@ import Synchronization
 ///   station, which uses its leases first.
 ///
 /// Reads (`units`, `run`, ...) answer from the outbox: the station's own view. `runs(hardwareID:)` adds the
-/// server's runs of the unit when it answers, so a unit reworked at another station is known as such.
+/// server's runs of the unit from other stations when it answers (by their server id negated, which `run(_:)` reads
+/// back from the server), so a unit reworked at another station is known as such; `unit`/`units` carry the line's
+/// releases, which only the server holds.
 public final class OutboxRecordStore: RecordStore {
     public let server: any LineRecordServer
     public let outbox: SQLiteRecordStore
@@ -207,8 +209,11 @@ public final class OutboxRecordStore: RecordStore {
     public func attachment(run: RunID, name: String) async throws -> Attachment? { try await outbox.attachment(run: run, name: name) }
 
     /// A release is the line's: it is written to the server (within the station's wait), never only to the outbox.
+    /// The server counts the failures it releases from the runs it holds, so this station's finished runs of the unit
+    /// are uploaded first (a unit the station has just failed is released with those failures, not refused as unknown).
     public func release(_ hardwareID: String, by releasedBy: String, reason: String, at date: Date) async throws -> Release {
-        try await shared.bounded { try await self.server.release(hardwareID, by: releasedBy, reason: reason, at: date) }
+        try await shared.uploadRuns(of: hardwareID)
+        return try await shared.bounded { try await self.server.release(hardwareID, by: releasedBy, reason: reason, at: date) }
     }
 
     /// The server's releases of the unit (where `tuneup records release` writes them) when it answers in time, else
@@ -250,21 +255,50 @@ public final class OutboxRecordStore: RecordStore {
 
     // MARK: Reading
 
-    public func units() async throws -> [UnitRecord] { try await outbox.units() }
-    public func unit(_ hardwareID: String) async throws -> UnitRecord? { try await outbox.unit(hardwareID) }
-    public func run(_ id: RunID) async throws -> RunRecord? { try await outbox.run(id) }
+    /// The station's units, each with the line's releases (which only the server holds) when it answers.
+    public func units() async throws -> [UnitRecord] {
+        var units = try await outbox.units()
+        for index in units.indices {
+            units[index].releases = try await releases(of: units[index].hardwareID)
+        }
+        return units
+    }
 
+    /// The unit as this station knows it, with the line's releases (which only the server holds) when it answers.
+    public func unit(_ hardwareID: String) async throws -> UnitRecord? {
+        guard var unit = try await outbox.unit(hardwareID) else { return nil }
+        unit.releases = try await releases(of: hardwareID)
+        return unit
+    }
+
+    /// This station's run by the id it listed; a negative id is another station's run, read from the server
+    /// (`runs(hardwareID:)` lists those by their server id negated, so that the two kinds of ids never meet).
+    public func run(_ id: RunID) async throws -> RunRecord? {
+        guard id.rawValue < 0 else { return try await outbox.run(id) }
+        let serverID = RunID(-id.rawValue)
+        guard var run = try await shared.bounded({ try await self.server.run(serverID) }) else { return nil }
+        run.id = id
+        return run
+    }
+
+    /// The station's own runs (by their outbox ids); for one unit of any station, also the runs the server holds from
+    /// other stations, by their server id negated (`run(_:)` reads both kinds back).
     public func runs(hardwareID: String?, station: String?) async throws -> [RunRecord] {
         guard let hardwareID, station == nil, shared.serverUsable else {
             return try await outbox.runs(hardwareID: hardwareID, station: station)
         }
         do {
-            // The outbox first: a run uploaded meanwhile is then on the server (and left out here by its origin), never
-            // in neither list.
-            let local = try await outbox.runsNotUploaded(of: hardwareID)
+            // The outbox first: a run uploaded meanwhile is then in both lists and kept once (the outbox's, by its
+            // origin), never in neither.
+            let local = try await outbox.runs(hardwareID: hardwareID, station: nil)
             let known = try await shared.bounded { try await self.server.runs(hardwareID: hardwareID, station: nil) }
-            let origins = Set(known.map(Self.origin))
-            return known + local.filter { !origins.contains(Self.origin($0)) }
+            let origins = Set(local.map(Self.origin))
+            let others = known.filter { !origins.contains(Self.origin($0)) }.map { run in
+                var run = run
+                run.id = RunID(-run.id.rawValue)
+                return run
+            }
+            return (local + others).sorted { ($0.start.startedAt, $0.id.rawValue) < ($1.start.startedAt, $1.id.rawValue) }
         } catch is CancellationError {
             throw CancellationError()
         } catch {
@@ -296,8 +330,8 @@ public final class OutboxRecordStore: RecordStore {
         let retryInterval: Duration
         let kick: AsyncStream<Void>.Continuation
         let state = Mutex(State())
-        /// One upload at a time (the uploader's, or `finish`'s).
-        private let uploading = Mutex(false)
+        /// One upload at a time (the uploader's, `finish`'s, or a release's runs).
+        private let uploading = AsyncLock()
 
         struct State {
             var down = false
@@ -367,16 +401,33 @@ public final class OutboxRecordStore: RecordStore {
             try await task.value
         }
 
+        /// Uploads one finished run (its attachments with it, whole) and marks it uploaded.
+        private func uploadRun(_ id: RunID) async throws {
+            guard var found = try await outbox.run(id) else { return }
+            found.attachments = try await outbox.attachmentsForUpload(of: id)
+            let run = found
+            try await bounded {
+                _ = try await self.server.importRun(run, origin: OutboxRecordStore.origin(run))
+                try await self.outbox.markUploaded(run: id, at: Date())
+            }
+            state.withLock { $0.uploaded += 1 }
+        }
+
+        /// Uploads the unit's finished runs the server does not hold yet, now (between the uploader's passes). Throws
+        /// `RecordsError.unreachable` when the server does not answer within the station's wait.
+        func uploadRuns(of hardwareID: String) async throws {
+            try await uploading.withLock {
+                for run in try await outbox.runsNotUploaded(of: hardwareID) where run.outcome != nil {
+                    try await uploadRun(run.id)
+                }
+            }
+        }
+
         /// Uploads identity changes, then finished runs, then tops up leases that are half used; stops at the first
         /// failure to reach the server (and tries again after `retryInterval`).
         func upload() async {
-            let mine = uploading.withLock { busy in
-                if busy { return false }
-                busy = true
-                return true
-            }
-            guard mine else { return }
-            defer { uploading.withLock { $0 = false } }
+            do { try await uploading.lock() } catch { return }
+            defer { uploading.unlock() }
             do {
                 if !serverUsable {
                     // A probe (one indexed read), so that the server counts as back only once it answers.
@@ -396,15 +447,7 @@ public final class OutboxRecordStore: RecordStore {
                     state.withLock { $0.uploaded += 1 }
                 }
                 for id in try await outbox.runsToUpload() {
-                    guard var found = try await outbox.run(id) else { continue }
-                    // The run's attachments go with it, whole.
-                    found.attachments = try await outbox.attachmentsForUpload(of: id)
-                    let run = found
-                    try await bounded {
-                        _ = try await self.server.importRun(run, origin: OutboxRecordStore.origin(run))
-                        try await self.outbox.markUploaded(run: id, at: Date())
-                    }
-                    state.withLock { $0.uploaded += 1 }
+                    try await uploadRun(id)
                 }
                 let kinds = state.withLock { $0.finished ? [] : Array($0.candidates.keys) }
                 for kind in kinds where try await outbox.freeLease(kind).free * 2 < leaseSize {

@@ -60,17 +60,9 @@ import Testing
         }
         #expect(closed?.code == .invalidTransition)
 
-        // Through an outbox, a release is the line's (written to the server), and the server knows the unit's runs only
-        // once they are uploaded; the outbox's `unit(_:)` answers without the server's releases. Both differ from the
-        // stores of their own: a known issue (issue 17 §3), not hidden.
-        if kind == .outbox {
-            await withKnownIssue(
-                "OutboxRecordStore.release counts only the runs already uploaded (notFound for a unit the server has not seen yet), and its unit(_:) lacks the server's releases",
-                isIntermittent: true
-            ) { try await releaseAndExport(store) }
-        } else {
-            try await releaseAndExport(store)
-        }
+        // Through an outbox too: a release is the line's (written to the server, after this station's runs of the
+        // unit), and the unit's record carries it.
+        try await releaseAndExport(store)
     }
 
     static func releaseAndExport(_ store: any RecordStore) async throws {
