@@ -31,6 +31,7 @@ let package = Package(
         .library(name: "Speaker", targets: ["Speaker"]),
         .library(name: "WearableSession", targets: ["WearableSession"]),
         .library(name: "WearableSimulator", targets: ["WearableSimulator"]),
+        .library(name: "SpeakerPlayback", targets: ["SpeakerPlayback"]),
         .library(name: "SpeakerSession", targets: ["SpeakerSession"]),
         .library(name: "SpeakerSimulator", targets: ["SpeakerSimulator"]),
         .library(name: "SpeakerHub", targets: ["SpeakerHub"]),
@@ -76,6 +77,9 @@ let package = Package(
         // The HKWirelessHD speaker protocols as pure values: control frames and messages, audio and discovery
         // datagrams, clock-sync maths, reason and error codes. No I/O.
         .target(name: "Speaker", dependencies: ["Failure"], swiftSettings: strict),
+        // What the controller's player and the simulated speakers share of a playback, pure (no I/O): the stream's
+        // timeline, the clock-sync policy, the player's options, PCM samples, WAV headers, sources and a test signal.
+        .target(name: "SpeakerPlayback", dependencies: ["Failure", "Speaker"], swiftSettings: strict),
         // Small C helpers for libc calls Swift cannot import directly (pty allocation, eventfd).
         .target(name: "CShims"),
         // The one executor for blocking work (file and database I/O, fsync, waitpid, sleeps): a bounded thread pool
@@ -122,13 +126,13 @@ let package = Package(
         // Speakers: the control session on the Session core, a controller over many speakers, UDP discovery.
         .target(
             name: "SpeakerSession",
-            dependencies: ["Failure", "Speaker", "Session", "Support", "Transport", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["Failure", "Speaker", "SpeakerPlayback", "Session", "Support", "Transport", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict),
         // Simulated speakers: identity, persisted settings, the speaker side of the protocol, a DAC clock with offset
         // and drift, the discovery responder; served by the generic SimulatedDeviceServer.
         .target(
             name: "SpeakerSimulator",
-            dependencies: ["Failure", "Speaker", "SpeakerSession", "Simulator", "Support", "Transport", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["Failure", "Speaker", "SpeakerPlayback", "Simulator", "Support", "Transport", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict),
         // The HKWHub v1 API as pure code: query parsing, client sessions with priorities, pre-emption and expiry on an
         // injected clock, the calls' rules over a speakers/player protocol, JSON rendering. No I/O (fuzzed).
@@ -138,7 +142,7 @@ let package = Package(
         .target(
             name: "SpeakerHub",
             dependencies: [
-                "AudioInput", "Failure", "SpeakerHubCore", "SpeakerSession", "Speaker", "Support", "Transport",
+                "AudioInput", "Failure", "SpeakerHubCore", "SpeakerPlayback", "SpeakerSession", "Speaker", "Support", "Transport",
                 .product(name: "Hummingbird", package: "hummingbird"), .product(name: "Logging", package: "swift-log"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),  // /jsonrpc's WebSocket (docs/hub.md §8)
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -164,7 +168,7 @@ let package = Package(
         // mixed to a speaker's PCM format.
         .target(
             name: "AudioInput",
-            dependencies: ["Failure", "Speaker", "SpeakerSession", "Support", "Transport", "CSndfile", "CSoxr", "CCurl"],
+            dependencies: ["Failure", "Speaker", "SpeakerPlayback", "Support", "Transport", "CSndfile", "CSoxr", "CCurl"],
             swiftSettings: strict),
         // Firmware images: MCUboot signed images, Intel HEX, raw; keys; the simulated application's manifest.
         .target(
@@ -258,7 +262,7 @@ let package = Package(
             name: "tuneup",
             dependencies: [
                 "Failure", "LightX", "Transport", "Headset", "HeadsetSimulator", "Firmware", "FirmwareUpdate", "USBTransport", "USBGadget",
-                "BluetoothTransport", "TuneupKit", "Recipe", "Records", "Station", "SpeakerSession", "SpeakerSimulator", "Progress",
+                "BluetoothTransport", "TuneupKit", "Recipe", "Records", "Station", "SpeakerPlayback", "SpeakerSession", "SpeakerSimulator", "Progress",
                 "Wearable", "WearableLink", "WearableSession", "WearableSimulator", "WearableRecording", "SpeakerHub", "AudioInput", "Spawn", "Support",
                 "StationPage", "Labels", "CFX", "CFXPublisher", "SpeakerReceiver", .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -275,7 +279,7 @@ let package = Package(
             name: "tuneup-bench",
             dependencies: [
                 "LightX", "Transport", "Headset", "Firmware", "FirmwareUpdate", "Simulator", "HeadsetSimulator", "TuneupKit", "Recipe", "Records", "Station",
-                "ThrowawayPostgres", "ThrowawayRabbitMQ", "Wearable", "WearableSession", "WearableSimulator", "SpeakerSession",
+                "ThrowawayPostgres", "ThrowawayRabbitMQ", "Wearable", "WearableSession", "WearableSimulator", "SpeakerPlayback", "SpeakerSession",
                 "SpeakerSimulator", "Spawn", "Support", "StationPage", "CFX", "CFXPublisher", "SpeakerReceiver",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
@@ -301,11 +305,11 @@ let package = Package(
         .testTarget(name: "SpeakerTests", dependencies: ["Speaker", "TestSupport"], swiftSettings: testing),
         .testTarget(
             name: "SpeakerSessionTests",
-            dependencies: ["SpeakerSession", "SpeakerSimulator", "Speaker", "Simulator", "Support", "Transport", "TestSupport"],
+            dependencies: ["SpeakerSession", "SpeakerPlayback", "SpeakerSimulator", "Speaker", "Simulator", "Support", "Transport", "TestSupport"],
             swiftSettings: testing),
         .testTarget(
             name: "SpeakerReceiverTests",
-            dependencies: ["SpeakerReceiver", "SpeakerSession", "SpeakerSimulator", "Speaker", "Transport", "TestSupport"],
+            dependencies: ["SpeakerReceiver", "SpeakerPlayback", "SpeakerSession", "SpeakerSimulator", "Speaker", "Transport", "TestSupport"],
             swiftSettings: testing),
         .testTarget(
             name: "SpeakerHubTests",

@@ -1,5 +1,5 @@
 import Speaker
-import SpeakerSession
+import SpeakerPlayback
 import Synchronization
 
 /// A playback source (`PCMSource`) over `AudioInput`: any file or web stream AudioInput decodes (WAV, AIFF, FLAC, Ogg

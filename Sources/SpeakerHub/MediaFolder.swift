@@ -1,7 +1,7 @@
 import AudioInput
 import Foundation
 import SpeakerHubCore
-import SpeakerSession
+import SpeakerPlayback
 import Transport
 
 /// The hub's media list: the audio files directly in a folder (by extension), sorted by name, each with a
@@ -54,7 +54,7 @@ public struct MediaFolder: HubMediaSource {
                 try? handle.close()
             }
             let info = MediaInfo.read(head)
-            // The duration is what the player would play: the one WAV reader of the project (SpeakerSession's).
+            // The duration is what the player would play: the one WAV reader of the project (SpeakerPlayback's).
             let size = ((try? FileManager.default.attributesOfItem(atPath: full))?[.size] as? NSNumber)?.uint64Value ?? 0
             // Other formats (FLAC, MP3, Ogg, AIFF...): their length as libsndfile reads it from the header.
             let duration: Int

@@ -1,6 +1,6 @@
 /// The tags the media list shows of a file, read from its first bytes (docs/hub.md §5): for RIFF/WAVE, the title,
 /// artist and album from a `LIST`/`INFO` chunk (INAM, IART, IPRD) ahead of the data. Anything else gives no tags.
-/// (The duration is the player's business: `WAV.parse` of SpeakerSession.) Pure and total: any bytes give an
+/// (The duration is the player's business: `WAV.parse` of SpeakerPlayback.) Pure and total: any bytes give an
 /// answer, never a trap.
 public struct MediaInfo: Sendable, Equatable {
     public var title: String?

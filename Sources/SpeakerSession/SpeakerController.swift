@@ -1,4 +1,5 @@
 import Speaker
+import SpeakerPlayback
 import Transport
 
 /// A controller over many speakers (issue 10 §1): the device list with DeviceInfo by index, by group and member

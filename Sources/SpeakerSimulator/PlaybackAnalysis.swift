@@ -1,5 +1,5 @@
 import Speaker
-import SpeakerSession
+import SpeakerPlayback
 import Support
 
 /// Measurements over render logs: how far apart speakers played the same frame, and whether each played the source
@@ -80,9 +80,9 @@ public enum PlaybackAnalysis {
 
 extension RenderLog {
     /// Reads a render log written by `text()` (a recording's `.render.log`).
-    /// - Throws: `SpeakerSessionError(.invalidArgument)` for a text that is not one.
-    public init(text: String) throws(SpeakerSessionError) {
-        func bad(_ why: String) -> SpeakerSessionError { SpeakerSessionError(.invalidArgument, "not a render log: \(why)") }
+    /// - Throws: `SpeakerPlaybackError(.invalidArgument)` for a text that is not one.
+    public init(text: String) throws(SpeakerPlaybackError) {
+        func bad(_ why: String) -> SpeakerPlaybackError { SpeakerPlaybackError(.invalidArgument, "not a render log: \(why)") }
         var lines = text.split(separator: "\n")
         guard let header = lines.first, header.hasPrefix("#") else { throw bad("no header") }
         lines.removeFirst()

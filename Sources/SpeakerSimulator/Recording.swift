@@ -1,6 +1,6 @@
 import Foundation
 import Speaker
-import SpeakerSession
+import SpeakerPlayback
 import Support
 
 /// Writes what a simulated speaker played to a WAV file as it plays, on a serial lane of the blocking executor (never

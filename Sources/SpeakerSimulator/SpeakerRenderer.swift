@@ -1,5 +1,5 @@
 import Speaker
-import SpeakerSession
+import SpeakerPlayback
 
 /// One stretch of a speaker's output: `count` DAC slots from `slot` on, carrying source frames `sourceFrame...` in
 /// order (`source`), one source frame played again (`repeated`, a drift correction), or silence.

@@ -1,5 +1,5 @@
 import Speaker
-import SpeakerSession
+import SpeakerPlayback
 import Support
 import Transport
 

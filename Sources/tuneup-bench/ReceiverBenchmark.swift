@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Glibc
 import Spawn
+import SpeakerPlayback
 import Support
 import SpeakerSession
 import Transport

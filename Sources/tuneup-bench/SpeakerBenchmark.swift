@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Glibc
+import SpeakerPlayback
 import SpeakerSession
 import SpeakerSimulator
 import Support

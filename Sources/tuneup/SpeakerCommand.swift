@@ -1,6 +1,7 @@
 import AudioInput
 import ArgumentParser
 import Foundation
+import SpeakerPlayback
 import SpeakerSession
 
 /// `tuneup speaker ...`: HKWirelessHD speakers named with --speaker or found by discovery.

@@ -1,5 +1,6 @@
 import Foundation
 import Speaker
+import SpeakerPlayback
 import SpeakerReceiver
 import SpeakerSession
 import Testing

@@ -1,5 +1,6 @@
 import Foundation
 import Simulator
+import SpeakerPlayback
 import SpeakerSession
 import SpeakerSimulator
 import Support

@@ -1,5 +1,6 @@
 import Failure
 import Foundation
+import SpeakerPlayback
 import SpeakerSession
 import SpeakerSimulator
 import Synchronization

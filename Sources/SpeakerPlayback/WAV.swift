@@ -1,4 +1,3 @@
-import Foundation
 import Speaker
 
 /// The canonical 44-byte WAV header (RIFF, `fmt ` PCM, `data`), written by the simulated speaker's recordings; `parse`
@@ -21,9 +20,9 @@ public enum WAV {
 
     /// Where the PCM of a WAV file is and what it holds: the chunks are walked (`LIST` and others skipped), PCM
     /// format 1 (or WAVE_FORMAT_EXTENSIBLE with PCM) of 16 or 24 bits is accepted.
-    /// - Throws: `SpeakerSessionError(.invalidArgument)` naming what is wrong.
-    public static func parse(_ head: [UInt8], fileSize: UInt64) throws(SpeakerSessionError) -> (format: AudioFormat, dataOffset: UInt64, dataBytes: UInt64) {
-        func bad(_ why: String) -> SpeakerSessionError { SpeakerSessionError(.invalidArgument, "not a playable WAV file: \(why)") }
+    /// - Throws: `SpeakerPlaybackError(.invalidArgument)` naming what is wrong.
+    public static func parse(_ head: [UInt8], fileSize: UInt64) throws(SpeakerPlaybackError) -> (format: AudioFormat, dataOffset: UInt64, dataBytes: UInt64) {
+        func bad(_ why: String) -> SpeakerPlaybackError { SpeakerPlaybackError(.invalidArgument, "not a playable WAV file: \(why)") }
         func u32(_ i: Int) -> UInt32 { UInt32(head[i]) | UInt32(head[i + 1]) << 8 | UInt32(head[i + 2]) << 16 | UInt32(head[i + 3]) << 24 }
         func u16(_ i: Int) -> UInt16 { UInt16(head[i]) | UInt16(head[i + 1]) << 8 }
         guard head.count >= 12, head[0..<4].elementsEqual("RIFF".utf8), head[8..<12].elementsEqual("WAVE".utf8) else {

@@ -1,0 +1,26 @@
+/// How the player streams.
+public struct PlayerOptions: Sendable {
+    /// How far ahead of their presentation time packets are sent: the latency from play to sound, and the jitter the
+    /// speakers absorb.
+    public var buffer: Duration
+    /// How often the streaming loop wakes (at most a quarter of `buffer`): each wake sends every packet due within
+    /// `buffer`, so a longer tick means fewer wake-ups (the controller's CPU), not later audio.
+    public var tick: Duration
+    /// How long play waits for a speaker's clock to be synchronised.
+    public var syncTimeout: Duration
+    /// Reconnect to a speaker whose link was lost (a TCP session), and let it rejoin.
+    public var reconnect: Bool
+    public var reconnectInterval: Duration
+
+    public init(buffer: Duration = .milliseconds(200), tick: Duration = .milliseconds(20), syncTimeout: Duration = .seconds(3),
+                reconnect: Bool = true, reconnectInterval: Duration = .milliseconds(500)) {
+        self.buffer = buffer
+        self.tick = tick
+        self.syncTimeout = syncTimeout
+        self.reconnect = reconnect
+        self.reconnectInterval = reconnectInterval
+    }
+
+    /// How long the streaming loop sleeps between wakes: `tick`, at most a quarter of `buffer`.
+    public var wakeInterval: Duration { min(tick, buffer / 4) }
+}
