@@ -69,6 +69,8 @@ final class StationContext: Sendable {
         var stopReason: String?
         /// The latest finished units, for the recipe's process control.
         var window: ProcessWindow?
+        /// Whether the window holds the records' latest units yet (`restoreWindow`).
+        var windowRestored = false
         var alarm: ProcessAlarm?
     }
 
@@ -101,6 +103,23 @@ final class StationContext: Sendable {
 
     /// The SPC alarm that stopped the station, if one did.
     var alarm: ProcessAlarm? { state.withLock { $0.alarm } }
+
+    /// Fills the process control window, once, from the records: the station's last finished units under this
+    /// recipe (`RecordStore.processWindow`), so a restarted station goes on judging the window it had, not an empty
+    /// one. Called before the first unit is taken.
+    func restoreWindow() async throws {
+        guard let spcLimits, !state.withLock({ $0.windowRestored }) else { return }
+        let restored = try await store.processWindow(
+            station: options.station, recipeHash: recipe.contentHash, size: spcLimits.window)
+        state.withLock { s in
+            guard !s.windowRestored else { return }
+            s.windowRestored = true
+            s.window = restored
+        }
+    }
+
+    /// The units and values the process control window holds (nil without `spc:` in the recipe).
+    var window: ProcessWindow? { state.withLock { $0.window } }
 
     static func sha256(_ bytes: [UInt8]) -> String { SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined() }
 
@@ -201,9 +220,14 @@ public final class Station: Sendable {
         return closed.count
     }
 
+    /// The recipe's process control window as it stands: the latest finished units the station judges (from the
+    /// records at its start, then each unit it finishes); nil without `spc:` in the recipe.
+    public var processWindow: ProcessWindow? { context.window }
+
     /// Provisions the unit in each slot once, all at once; returns the results in slot order.
     public func run(slots: [Slot]) async throws -> [UnitResult] {
         let addresses = try slots.map { try Devices.parseAddress($0.address) }
+        try await context.restoreWindow()
         start(slots)
         return await withTaskGroup(of: (Int, UnitResult).self) { group in
             for (index, slot) in slots.enumerated() {
@@ -225,6 +249,7 @@ public final class Station: Sendable {
     /// Watch mode with slots that come and go: `discover` is asked for the slots every poll interval (e.g. the USB
     /// ports that hold a headset), and each new one is watched from then on.
     public func watch(discovering discover: @escaping @Sendable () async -> [Slot], announce: [Slot] = []) async throws {
+        try await context.restoreWindow()
         start(announce)
         await withTaskGroup(of: Void.self) { group in
             var watched = Set<String>()

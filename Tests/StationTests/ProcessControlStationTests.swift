@@ -152,4 +152,45 @@ import Testing
         #expect(try await line.store.runs().count == station.totals.completed)
         #expect(all.filter { if case .alarm = $0 { return true } else { return false } }.count == 1)
     }
+
+    /// A station restarted mid-window continues the window it had: 2 units of a 3-unit window recorded by its
+    /// earlier process (mic-sensitivity-left at both ends of its limits), and the restarted station's first unit makes the
+    /// window full and its Cpk low: the alarm comes with that unit, not 3 units later.
+    @Test func aRestartedStationContinuesItsSPCWindowFromTheRecords() async throws {
+        let line = try await LineFixture.make(units: 1) { text in
+            text + "\nspc:\n  window: 3\n  min-cpk: 1.33\n  measurements: { anc-correction: 0 }\n"
+        }
+        defer { Task { await line.close() } }
+        // What the earlier process of the station recorded (the shipped limits: -42...-34 dBFS).
+        for (k, value) in [-34.2, -41.8].enumerated() {
+            let run = try await line.store.startRun(RunStart(
+                hardwareID: "earlier-\(k)", station: "test-station", slot: "1", recipeHash: line.recipe.contentHash,
+                startedAt: Date(timeIntervalSinceNow: Double(k - 60))))
+            _ = try await line.store.recordStep(StepRecord(
+                name: "test:mic-sensitivity-left", startedAt: Date(), endedAt: Date(), outcome: .pass,
+                measurements: [Records.Measurement(name: "mic-sensitivity-left", value: value, unit: "dBFS", low: -42, high: -34, outcome: .pass)]),
+                in: run)
+            try await line.store.finishRun(run, outcome: .pass, at: Date())
+        }
+        // Another station's and another recipe's units are not this window's.
+        for (station, hash) in [("elsewhere", line.recipe.contentHash), ("test-station", "another-recipe")] {
+            let run = try await line.store.startRun(RunStart(hardwareID: "other-\(station)", station: station, slot: "1", recipeHash: hash))
+            _ = try await line.store.recordStep(StepRecord(
+                name: "test:mic-sensitivity-left", startedAt: Date(), endedAt: Date(), outcome: .pass,
+                measurements: [Records.Measurement(name: "mic-sensitivity-left", value: -38, unit: "dBFS", low: -42, high: -34, outcome: .pass)]),
+                in: run)
+            try await line.store.finishRun(run, outcome: .pass, at: Date())
+        }
+
+        let events = EventLog()
+        let station = line.station(events: events)
+        let results = try await withTimeLimit(120) { try await station.run(slots: line.slots) }
+        #expect(results.map(\.outcome) == [.pass], "\(results)")
+        let window = try #require(station.processWindow)
+        #expect(window.firstPasses.count == 3, "\(window.firstPasses)")
+        #expect(window.values["mic-sensitivity-left"]?.prefix(2).map(\.value) == [-34.2, -41.8])
+        let alarm = try #require(station.alarm, "the window continued from the records is full and its Cpk low")
+        #expect(alarm.kind == .cpk && alarm.measurement == "mic-sensitivity-left" && alarm.window == 3, "\(alarm)")
+        #expect(events.all.contains(.alarm(alarm)))
+    }
 }
