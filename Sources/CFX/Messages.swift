@@ -146,7 +146,9 @@ public struct CFXMapper: Sendable {
     }
 
     /// The messages of a finished run, in the order they are sent: WorkStarted, UnitsPersonalized (only when the
-    /// identity was written, or the unit held it already), UnitsTested, WorkCompleted.
+    /// identity was written, or the unit held it already), UnitsTested, WorkCompleted. A station publishes each when
+    /// its event happens (the run's start, the identity step's end, the run's end), made from the run as recorded
+    /// so far: each message needs only what was recorded by then, so it is the same whenever it is made.
     public func messages(for unit: CFXUnitRun) -> [CFXEnvelope] {
         var messages = [workStarted(unit)]
         if let personalized = unitsPersonalized(unit) { messages.append(personalized) }
@@ -163,13 +165,15 @@ public struct CFXMapper: Sendable {
                     target: nil, requestID: nil, body: body)
     }
 
+    /// The work on the unit starts: it is named by its hardware id, the identifier it has when the work starts (a
+    /// new unit is given its serial later in the run; UnitsPersonalized pairs the two).
     public func workStarted(_ unit: CFXUnitRun) -> CFXEnvelope {
         let run = unit.run
         return envelope(.workStarted, run, at: run.start.startedAt, body: [
             ("TransactionID", .string(transactionID(run))),
             ("UnitCount", .integer(1)),
             ("Units", .array([.object([
-                ("UnitIdentifier", .string(unitIdentifier(unit))),
+                ("UnitIdentifier", .string(run.start.hardwareID)),
                 ("PositionNumber", .integer(1)),
                 ("PositionName", .string(run.start.slot)),
             ])])),

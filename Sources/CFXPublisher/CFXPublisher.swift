@@ -35,10 +35,27 @@ public struct CFXPublisherStatus: Sendable, Hashable {
     public var failedUnits = 0
 }
 
-/// Publishes each finished unit's CFX messages (docs/cfx.md): `handle(_:)` takes the station's events and returns
-/// at once; a task of its own reads the unit's run from the records, maps it (`CFXMapper`), writes the messages to
-/// the spool (fsync'd, off the cooperative pool) and hands them to the AMQP sender; a message leaves the spool when
-/// the broker accepted it. The station never waits for the broker.
+/// What happened to a unit's run, for its messages: the work started (WorkStarted), the identity was written
+/// (UnitsPersonalized), the run ended (the messages not made yet: UnitsTested, WorkCompleted).
+enum CFXRunEvent: Sendable {
+    case started(Int64)
+    case personalized(Int64)
+    case ended(Int64)
+
+    var run: Int64 {
+        switch self {
+        case let .started(run), let .personalized(run), let .ended(run): run
+        }
+    }
+}
+
+/// Publishes each unit's CFX messages as their events happen (docs/cfx.md): `handle(_:)` takes the station's events
+/// and returns at once; a task of its own, taking the events in order, reads the unit's run from the records as far
+/// as it is recorded, maps it (`CFXMapper`), writes the message to the spool (fsync'd, off the cooperative pool)
+/// and hands it to the AMQP sender; a message leaves the spool when the broker accepted it. WorkStarted when the
+/// run is recorded (`runStarted`), UnitsPersonalized when the identity step ends, UnitsTested and WorkCompleted
+/// when the unit is finished (or, for a run a killed station left open, when the station recovers it). The station
+/// never waits for the broker.
 public final class CFXPublisher: Sendable {
     public let options: CFXOptions
     public let spool: CFXSpool
@@ -46,7 +63,7 @@ public final class CFXPublisher: Sendable {
     private let mapper: CFXMapper
     private let notice: @Sendable (String) -> Void
     private let state = Mutex(State())
-    private let units: AsyncStream<Int64>.Continuation
+    private let units: AsyncStream<CFXRunEvent>.Continuation
     private let worker: Mutex<Task<Void, Never>?> = Mutex(nil)
     private let senderBox = Mutex<AMQPSender?>(nil)
 
@@ -54,8 +71,12 @@ public final class CFXPublisher: Sendable {
         var status = CFXPublisherStatus()
         /// UniqueID → spool file name of what waits for the broker.
         var waiting: [String: String] = [:]
-        /// Units handed over and not spooled yet.
+        /// Run events handed over and not spooled yet.
         var inProgress = 0
+        /// The run each slot's unit is in (from `runStarted` to `finished`).
+        var slotRuns: [String: Int64] = [:]
+        /// The kinds made already of the runs under way (the rest are made when the run ends).
+        var made: [Int64: Set<CFXMessageKind>] = [:]
         var idleWaiters: [UUID: CheckedContinuation<Void, Never>] = [:]
         var wasConnected = false
         var outage = false
@@ -80,11 +101,11 @@ public final class CFXPublisher: Sendable {
         self.store = store
         self.notice = notice
         mapper = CFXMapper(source: options.handle)
-        let (stream, continuation) = AsyncStream<Int64>.makeStream()
+        let (stream, continuation) = AsyncStream<CFXRunEvent>.makeStream()
         units = continuation
         let task = Task { [weak self] in
-            for await run in stream {
-                await self?.publish(run: run)
+            for await event in stream {
+                await self?.publish(event)
             }
         }
         worker.withLock { $0 = task }
@@ -107,21 +128,61 @@ public final class CFXPublisher: Sendable {
 
     public var status: CFXPublisherStatus { state.withLock { $0.status } }
 
-    /// Takes a station event (from any task; returns at once): a finished unit with a recorded run is published.
+    /// Takes a station event (from any task; returns at once): a run recorded (WorkStarted), its identity step
+    /// passed or skipped (UnitsPersonalized), the unit finished with a recorded run (the rest of its messages), runs
+    /// a killed station left open and the station closed at start (all of their messages: those the killed station
+    /// had spooled are not spooled twice, and one it had sent already is sent again with its UniqueID).
     public func handle(_ event: StationEvent) {
-        guard case let .finished(result) = event, let run = result.run else { return }
-        state.withLock { $0.inProgress += 1 }
-        units.yield(run)
+        let events: [CFXRunEvent] = state.withLock { s in
+            switch event {
+            case let .runStarted(slot, _, run):
+                s.slotRuns[slot] = run
+                return [.started(run)]
+            case let .stepEnded(slot, _, step, outcome, _) where step == StepName.identity && (outcome == "pass" || outcome == "skipped"):
+                return s.slotRuns[slot].map { [.personalized($0)] } ?? []
+            case let .finished(result):
+                guard let run = result.run else { return [] }
+                if s.slotRuns[result.slot] == run { s.slotRuns[result.slot] = nil }
+                return [.ended(run)]
+            case let .recovered(runs):
+                return runs.map(CFXRunEvent.ended)
+            default:
+                return []
+            }
+        }
+        guard !events.isEmpty else { return }
+        state.withLock { $0.inProgress += events.count }
+        for event in events { units.yield(event) }
     }
 
-    /// Publishes the messages of one recorded run (what `handle` does for a finished unit), and returns when they
-    /// are in the spool.
+    /// Publishes the messages of one recorded run (what `handle` does for a finished unit and for a run a killed
+    /// station left open), and returns when they are in the spool.
     public func publish(run id: Int64) async {
+        state.withLock { $0.inProgress += 1 }
+        await publish(.ended(id))
+    }
+
+    /// Makes and spools the messages an event of a run calls for (each kind once per run).
+    private func publish(_ event: CFXRunEvent) async {
         defer { settle { $0.inProgress -= 1 } }
+        let id = event.run
         do {
             guard let run = try await store.run(RunID(id)) else { throw RecordsError(.notFound, "run \(id) is not in the records") }
-            let identities = try await store.identities(of: run.start.hardwareID)
-            try await publish(CFXUnitRun(run: run, identities: identities))
+            let identities: [Identity]
+            if case .started = event { identities = [] } else { identities = try await store.identities(of: run.start.hardwareID) }
+            let unit = CFXUnitRun(run: run, identities: identities)
+            let made = state.withLock { $0.made[id] ?? [] }
+            var messages: [CFXEnvelope]
+            switch event {
+            case .started: messages = [mapper.workStarted(unit)]
+            case .personalized: messages = mapper.unitsPersonalized(unit).map { [$0] } ?? []
+            case .ended: messages = mapper.messages(for: unit)
+            }
+            messages.removeAll { made.contains($0.kind) }
+            try await spoolAndSend(messages)
+            state.withLock { s in
+                if case .ended = event { s.made[id] = nil } else { s.made[id, default: []].formUnion(messages.map(\.kind)) }
+            }
         } catch {
             state.withLock { $0.status.failedUnits += 1 }
             notice("cfx: run \(id)'s messages were not made: \((error as? any CustomStringConvertible)?.description ?? "\(error)")")
@@ -130,7 +191,12 @@ public final class CFXPublisher: Sendable {
 
     /// Maps a unit's run to its messages, spools them and offers them to the broker.
     public func publish(_ unit: CFXUnitRun) async throws(CFXError) {
-        let messages = mapper.messages(for: unit).map { (uniqueID: $0.uniqueID, body: Array($0.text().utf8)) }
+        try await spoolAndSend(mapper.messages(for: unit))
+    }
+
+    private func spoolAndSend(_ envelopes: [CFXEnvelope]) async throws(CFXError) {
+        guard !envelopes.isEmpty else { return }
+        let messages = envelopes.map { (uniqueID: $0.uniqueID, body: Array($0.text().utf8)) }
         let written = try await spool.write(messages)
         state.withLock { s in
             s.status.spooled += written.count

@@ -72,6 +72,8 @@ public enum StationEvent: Sendable, Hashable {
     case waiting(slot: String)
     /// A unit answered in a slot.
     case arrived(slot: String, hardwareID: String)
+    /// The unit's run is recorded (its id in the records): the work on it starts.
+    case runStarted(slot: String, hardwareID: String, run: Int64)
     case stepStarted(slot: String, hardwareID: String, step: String)
     /// Progress within a long step (0...1).
     case progress(slot: String, hardwareID: String, step: String, fraction: Double)
@@ -144,7 +146,7 @@ public struct StationTotals: Sendable, Hashable, Encodable {
 
 extension StationEvent: Encodable {
     private enum Keys: String, CodingKey {
-        case event, slot, slots, recipe, recipeHash, station, hardwareID, step, fraction, outcome, message, unit, reason, totals, runs
+        case event, slot, slots, recipe, recipeHash, station, hardwareID, step, fraction, outcome, message, unit, reason, totals, runs, run
         case failures, maxRework, kind, measurement, value, limit, window
         case prompt, answer, source
     }
@@ -169,6 +171,11 @@ extension StationEvent: Encodable {
             try c.encode("arrived", forKey: .event)
             try c.encode(slot, forKey: .slot)
             try c.encode(hardwareID, forKey: .hardwareID)
+        case let .runStarted(slot, hardwareID, run):
+            try c.encode("run-started", forKey: .event)
+            try c.encode(slot, forKey: .slot)
+            try c.encode(hardwareID, forKey: .hardwareID)
+            try c.encode(run, forKey: .run)
         case let .stepStarted(slot, hardwareID, step):
             try c.encode("step-started", forKey: .event)
             try c.encode(slot, forKey: .slot)

@@ -99,6 +99,7 @@ struct UnitRun {
             return (finish(), true, [])
         }
         result.run = runID.rawValue
+        emit(.runStarted(slot: slot.name, hardwareID: hardwareID, run: runID.rawValue))
         // A unit that failed or erred before comes back for rework: its pass is not a first pass.
         let firstTime = !previous.contains { $0.outcome == .fail || $0.outcome == .error || $0.outcome == .pass }
 

@@ -50,6 +50,8 @@ final class StationView: Sendable {
             case let .arrived(slot, hardwareID):
                 update(&s, slot) { $0.unit = hardwareID; $0.step = "identify"; $0.fraction = nil }
                 return nil
+            case .runStarted:
+                return nil
             case let .stepStarted(slot, _, step):
                 update(&s, slot) { $0.step = step; $0.fraction = nil }
                 return nil

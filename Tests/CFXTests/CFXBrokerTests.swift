@@ -28,13 +28,13 @@ import TuneupKit
         let recipe: LoadedRecipe
         let directory: String
 
-        static func make(units: Int, failShare: Double = 0, seed: UInt64 = 1) async throws -> Line {
+        static func make(units: Int, failShare: Double = 0, seed: UInt64 = 1, edit: @escaping @Sendable (String) -> String = { $0 }) async throws -> Line {
             let directory = NSTemporaryDirectory() + "cfx-\(UUID().uuidString)"
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
             let path = directory + "/recipe.yaml"
             let recipe = try await offThePool {
-                let text = try String(contentsOfFile: CFXBrokerTests.root + "/recipes/sim-headset.yaml", encoding: .utf8)
-                    .replacingOccurrences(of: "../firmware-images", with: CFXBrokerTests.root + "/firmware-images")
+                let text = edit(try String(contentsOfFile: CFXBrokerTests.root + "/recipes/sim-headset.yaml", encoding: .utf8)
+                    .replacingOccurrences(of: "../firmware-images", with: CFXBrokerTests.root + "/firmware-images"))
                 try text.write(toFile: path, atomically: true, encoding: .utf8)
                 return try ProvisioningRecipe.load(path: path)
             }
@@ -138,6 +138,46 @@ import TuneupKit
         #expect(notices.all.isEmpty, "\(notices.all)")
     }
 
+    /// Each message when its event happens: a unit held at an operator prompt (its identity written) has its
+    /// WorkStarted and UnitsPersonalized at the broker while it waits, before it is finished; UnitsTested and
+    /// WorkCompleted follow when it is, in that order, each once and as the records say.
+    @Test func workStartedAndUnitsPersonalizedArriveWhileTheUnitIsHeld() async throws {
+        let broker = try await offThePool { try ThrowawayRabbitMQ.shared() }
+        let queue = broker.newQueue()
+        let line = try await Line.make(units: 1) { text in
+            text.replacingOccurrences(of: "  - name: battery-level\n", with: "  - prompt: { name: held, text: Is the unit in its fixture?, answer: pass-fail }\n  - name: battery-level\n")
+        }
+        defer { Task { await line.close() } }
+        let publisher = try await CFXPublisher.start(
+            CFXOptions(broker: try AMQPAddress(parsing: broker.url(queue)), spool: line.spool, handle: CFXMapper.handle(station: "cfx-4")),
+            store: line.store)
+        let station = line.station("cfx-4") { publisher.handle($0) }
+        let running = Task { try await station.run(slots: line.slots) }
+        try await waitUntil("the unit waits at its prompt", within: 120) { !station.desk.waiting.isEmpty }
+        let early = try await offThePool {
+            try consumeAMQP(url: "amqp://127.0.0.1:\(broker.port)", address: queue, expect: 2, timeout: 30)
+        }
+        #expect(!station.desk.waiting.isEmpty, "the unit is still held at its prompt")
+        let open = try await line.store.runs()
+        #expect(open.count == 1 && open.first?.outcome == nil, "its run is open: \(open)")
+        let names = early.map { message in
+            (try? JSONSerialization.jsonObject(with: Data(message.body.utf8)) as? [String: Any])?["MessageName"] as? String
+        }
+        #expect(names == [CFXMessageKind.workStarted.rawValue, CFXMessageKind.unitsPersonalized.rawValue], "\(names)")
+
+        _ = await station.desk.answer("pass", source: "terminal")
+        let results = try await withTimeLimit(120) { try await running.value }
+        #expect(results.map(\.outcome) == [.pass], "\(results)")
+        #expect(await publisher.drained(within: .seconds(120)) == 0)
+        await publisher.close()
+        let late = try await offThePool { try consumeAMQP(url: "amqp://127.0.0.1:\(broker.port)", address: queue, expect: 2, timeout: 60) }
+        let expected = try await Self.expected(line.store, station: "cfx-4")
+        #expect(expected.count == 4)
+        try Self.check(early + late, against: expected, units: 1)
+        #expect((early + late).map { expected[$0.id]?.kind } == [.workStarted, .unitsPersonalized, .unitsTested, .workCompleted])
+        #expect(publisher.status.spooled == 4 && publisher.status.accepted == 4, "each message made once: \(publisher.status)")
+    }
+
     /// Messages the broker never took stay in the spool; a new publisher on the same spool sends them first.
     @Test func aRestartSendsWhatTheSpoolHolds() async throws {
         let broker = try await offThePool { try ThrowawayRabbitMQ.shared() }
@@ -204,8 +244,8 @@ import TuneupKit
         let second = try await withTimeLimit(240) { try await station.run(slots: Array(line.slots.suffix(units / 2))) }
         #expect(first.count + second.count == units)
         // The station went on: the second wave ended with the broker down (it is started again only below). A unit's
-        // messages are made and spooled after its `finished`, on the publisher's own time: wait until every unit's
-        // are in the spool (a condition, not a delay), then count what waits.
+        // messages are made and spooled after their events (the last after its `finished`), on the publisher's own
+        // time: wait until every unit's are in the spool (a condition, not a delay), then count what waits.
         let expected = try await Self.expected(line.store, station: "cfx-3")
         try await waitUntil("every unit's messages spooled", within: 120) { publisher.status.spooled >= expected.count }
         let waiting = publisher.status.waiting

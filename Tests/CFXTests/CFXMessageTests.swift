@@ -51,7 +51,7 @@ import Testing
             {"MessageName": "CFX.Production.WorkStarted", "Version": "1.4", "TimeStamp": "2026-11-27T16:00:00.250+00:00",
              "UniqueID": "\(ids.started)", "Source": "Tuneup.Station.s1", "Target": null, "RequestID": null,
              "MessageBody": {"$type": "CFX.Production.WorkStarted, CFX", "TransactionID": "\(ids.transaction)", "UnitCount": 1,
-               "Units": [{"UnitIdentifier": "TU-2648-000001", "PositionNumber": 1, "PositionName": "tcp:127.0.0.1:4300"}]}}
+               "Units": [{"UnitIdentifier": "HW-0001", "PositionNumber": 1, "PositionName": "tcp:127.0.0.1:4300"}]}}
             """)
     }
 
