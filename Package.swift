@@ -214,7 +214,8 @@ let package = Package(
             name: "TuneupKit",
             dependencies: [
                 "Failure", "LightX", "Transport", "Headset", "Simulator", "HeadsetSimulator", "Firmware", "FirmwareUpdate", "USBTransport", "USBGadget",
-                "BluetoothTransport", "WearableSimulator", .product(name: "Logging", package: "swift-log"),
+                "BluetoothTransport", "WearableSimulator", "Session", "SpeakerSession", "SpeakerSimulator",
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict),
         // Unit records of factory provisioning: units, runs, steps, measurements, identities and leases (SQLite, or
@@ -337,7 +338,7 @@ let package = Package(
         .testTarget(name: "ProgressTests", dependencies: ["Progress", "TestSupport"], swiftSettings: testing),
         .testTarget(
             name: "TuneupKitTests",
-            dependencies: ["TuneupKit", "Transport", "Headset", "Firmware", "Failure", "TestSupport"],
+            dependencies: ["TuneupKit", "Transport", "Headset", "Firmware", "Failure", "Session", "SpeakerSession", "TestSupport"],
             swiftSettings: testing),
         .testTarget(name: "RecipeTests", dependencies: ["Recipe", "Firmware", "Failure", "LightX", "TestSupport"], swiftSettings: testing),
         .testTarget(

@@ -2,6 +2,7 @@ import BluetoothTransport
 import Foundation
 import Headset
 import Logging
+import SpeakerSimulator
 import Transport
 import WearableSimulator
 
@@ -54,6 +55,8 @@ public enum Devices {
         for scheme in builtIn.schemes where schemes.scheme(named: scheme.name) == nil { schemes.register(scheme) }
         schemes.register(WearableSimulatorBridge.addressScheme)
         schemes.register(BLEBridge.addressScheme)
+        schemes.register(SpeakerBridge.addressScheme)
+        schemes.register(SpeakerSimulatorBridge.addressScheme)
         return schemes
     }()
 
@@ -78,6 +81,8 @@ public enum Devices {
         connector.register("usb") { address, _ in try await usb.open(address) }
         connector.register("bt") { address, context in try await BluetoothBridge.open(address, logger: context.logger) }
         connector.register(BLEBridge.scheme) { address, context in try await BLEBridge.open(address, logger: context.logger) }
+        connector.register(SpeakerBridge.scheme) { address, context in try await SpeakerBridge.open(address, context: context) }
+        connector.register(SpeakerSimulatorBridge.scheme) { address, _ in try SpeakerSimulatorBridge.open(address) }
         connector.logger = options.transportLogger
         connector.linkConditions = options.linkConditions
         return connector

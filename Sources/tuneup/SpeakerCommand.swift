@@ -3,6 +3,8 @@ import ArgumentParser
 import Foundation
 import SpeakerPlayback
 import SpeakerSession
+import Transport
+import TuneupKit
 
 /// `tuneup speaker ...`: HKWirelessHD speakers named with --speaker or found by discovery.
 struct SpeakerCommand: AsyncParsableCommand {
@@ -10,8 +12,9 @@ struct SpeakerCommand: AsyncParsableCommand {
         commandName: "speaker",
         abstract: "HKWirelessHD speakers: list, device info, volume, mute, rename, groups, synchronised playback.",
         discussion: """
-            Speakers are named with --speaker HOST:PORT (repeatable; the control port 'sim speaker' prints) or, \
-            without it, found by a discovery query on the local network (broadcast and multicast, port 45454). \
+            Speakers are named with --speaker ADDR (repeatable): speaker:HOST:PORT or HOST:PORT (the control port \
+            'sim speaker' prints), tcp:HOST:PORT, or sim:speaker[:SEED] (a simulated speaker in this process); \
+            without it, they are found by a discovery query on the local network (broadcast and multicast, port 45454). \
             Commands acting on one speaker pick it with --index N, --id ID or --group NAME --member N.
             Examples, with two speakers of 'tuneup sim speaker --count 2' at 127.0.0.1:P1 and 127.0.0.1:P2:
               $ tuneup speaker list --speaker 127.0.0.1:P1 --speaker 127.0.0.1:P2
@@ -27,7 +30,9 @@ struct SpeakerCommand: AsyncParsableCommand {
 
     /// How speakers are reached.
     struct Reach: ParsableArguments {
-        @Option(name: .customLong("speaker"), help: ArgumentHelp("A speaker's control address HOST:PORT (repeatable); none: discovery.", valueName: "host:port"))
+        @Option(name: [.customLong("speaker"), .customShort("d"), .customLong("device")], help: ArgumentHelp(
+            "A speaker's address (repeatable): " + Devices.speakerForms.joined(separator: ", ") + "; HOST:PORT alone is speaker:HOST:PORT. None: discovery.",
+            valueName: "addr"))
         var speakers: [String] = []
 
         @Option(name: .customLong("discovery-target"), help: ArgumentHelp(
@@ -43,16 +48,43 @@ struct SpeakerCommand: AsyncParsableCommand {
         func validate() throws {
             try checkSeconds(window, "--window")
             try checkSeconds(timeout, "--timeout")
-            for text in speakers { _ = try endpoint(text, option: "--speaker") }
-            for text in discoveryTargets { _ = try endpoint(text, option: "--discovery-target") }
+            _ = try addresses()
+            _ = try targets()
         }
+
+        /// The --speaker addresses, parsed by the registry (`Devices.parseSpeakerAddress`); a bad one is one line (64).
+        func addresses() throws -> [DeviceAddress] {
+            var addresses: [DeviceAddress] = []
+            for text in speakers {
+                do { addresses.append(try Devices.parseSpeakerAddress(text)) } catch { throw ValidationError(error.message) }
+            }
+            return addresses
+        }
+
+        /// The --discovery-target endpoints: speaker addresses on the network (`speaker:HOST:PORT`, `HOST:PORT`).
+        func targets() throws -> [(host: String, port: UInt16)] {
+            try discoveryTargets.map { text in
+                do {
+                    guard let e = SpeakerBridge.endpoint(of: try Devices.parseSpeakerAddress(text)) else {
+                        throw ValidationError("--discovery-target takes HOST:PORT or speaker:HOST:PORT, got '\(text)'")
+                    }
+                    return (e.host, e.port)
+                } catch let error as TransportError {
+                    throw ValidationError(error.message)
+                }
+            }
+        }
+
+        /// How each speaker's control link is opened (through the registry's connector) and each request waits.
+        var connection: ConnectionOptions { ConnectionOptions() }
+        var requestOptions: RequestOptions { RequestOptions(timeout: .milliseconds(Int64(timeout * 1000)), retransmissions: 1) }
 
         /// Opens every speaker (named, or discovered); failures become one line and the exit code.
         func controller() async throws -> SpeakerController {
             do {
-                var endpoints = try speakers.map { try endpoint($0, option: "--speaker") }
-                if endpoints.isEmpty {
-                    let targets = try discoveryTargets.map { try endpoint($0, option: "--discovery-target") }
+                var addresses = try addresses()
+                if addresses.isEmpty {
+                    let targets = try targets()
                     let client = DiscoveryClient(targets: targets.isEmpty ? DiscoveryClient.standardTargets : targets,
                                                  window: .milliseconds(Int64(window * 1000)))
                     let found = try await client.discover()
@@ -60,10 +92,9 @@ struct SpeakerCommand: AsyncParsableCommand {
                         throw CommandFailure(message: "no speakers answered discovery within \(window.formatted()) s (name them with --speaker HOST:PORT)",
                                              code: Exit.connection)
                     }
-                    endpoints = found.map { ($0.host, $0.controlPort) }
+                    addresses = found.map { SpeakerBridge.address(SpeakerEndpoint(host: $0.host, port: $0.controlPort)) }
                 }
-                let options = RequestOptions(timeout: .milliseconds(Int64(timeout * 1000)), retransmissions: 1)
-                return try await SpeakerController.connect(endpoints, options: options)
+                return try await Devices.openSpeakers(addresses, options: connection, requestOptions: requestOptions)
             } catch {
                 throw failureExit(error)
             }
@@ -328,31 +359,6 @@ struct SpeakerCommand: AsyncParsableCommand {
             }
         }
     }
-}
-
-/// `HOST:PORT`, `[IPv6]:PORT` or `tcp:HOST:PORT`.
-func endpoint(_ text: String, option: String) throws -> (host: String, port: UInt16) {
-    var rest = Substring(text)
-    if rest.hasPrefix("tcp:") { rest = rest.dropFirst(4) }
-    let host: Substring
-    let portText: Substring
-    if rest.hasPrefix("[") {
-        guard let close = rest.firstIndex(of: "]"), rest[rest.index(after: close)...].hasPrefix(":") else {
-            throw ValidationError("\(option) takes HOST:PORT, got '\(text)'")
-        }
-        host = rest[rest.index(after: rest.startIndex)..<close]
-        portText = rest[rest.index(close, offsetBy: 2)...]
-    } else {
-        guard let colon = rest.lastIndex(of: ":"), !rest[..<colon].contains(":") else {
-            throw ValidationError("\(option) takes HOST:PORT, got '\(text)'")
-        }
-        host = rest[..<colon]
-        portText = rest[rest.index(after: colon)...]
-    }
-    guard !host.isEmpty, let port = UInt16(portText), port != 0 else {
-        throw ValidationError("\(option) takes HOST:PORT with a port 1...65535, got '\(text)'")
-    }
-    return (String(host), port)
 }
 
 // MARK: Playback

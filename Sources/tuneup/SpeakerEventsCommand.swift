@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import SpeakerSession
+import TuneupKit
 
 extension SpeakerCommand {
     /// `tuneup speaker events`: every speaker's events as they happen, through `SpeakerEventFeed`.
@@ -105,14 +106,15 @@ extension SpeakerCommand {
         /// speakers it finds that the feed does not follow (new ones, and those whose connection ended and that answer
         /// again) are connected and followed; followed ones that miss two rounds in a row are removed.
         static func follow(_ discovery: DiscoveryClient, into feed: SpeakerEventFeed, every interval: Duration,
-                           options: RequestOptions) async throws {
+                           connection: ConnectionOptions, options: RequestOptions) async throws {
             for try await change in discovery.watch(interval: interval, missesBeforeRemoval: 2, following: { Set(await feed.deviceIds) }) {
                 switch change {
                 case let .added(found):
                     // Reported again each round until followed: one that answers discovery but not on its control
                     // port is tried again next round.
                     guard !(await feed.deviceIds.contains(found.deviceId)) else { continue }
-                    if let session = try? await SpeakerSession.connect(host: found.host, port: found.controlPort, options: options) {
+                    let address = SpeakerBridge.address(SpeakerEndpoint(host: found.host, port: found.controlPort))
+                    if let session = try? await Devices.openSpeaker(address, options: connection, requestOptions: options) {
                         do { try await feed.add(session, announce: true) } catch { await session.close() }
                     }
                 case let .removed(gone):
@@ -126,19 +128,18 @@ extension SpeakerCommand {
             let feed = SpeakerEventFeed()
             let json = output.json
             let limit = count
-            let options = RequestOptions(timeout: .milliseconds(Int64(reach.timeout * 1000)), retransmissions: 1)
+            let options = reach.requestOptions
             do {
-                for text in reach.speakers {
-                    let e = try endpoint(text, option: "--speaker")
-                    try await feed.add(try await SpeakerSession.connect(host: e.host, port: e.port, options: options), announce: false)
+                for address in try reach.addresses() {
+                    try await feed.add(try await Devices.openSpeaker(address, options: reach.connection, requestOptions: options), announce: false)
                 }
             } catch {
                 await feed.finish()
                 throw failureExit(error)
             }
-            let discovery: DiscoveryClient? = reach.speakers.isEmpty ? try DiscoveryClient(
+            let discovery: DiscoveryClient? = reach.speakers.isEmpty ? DiscoveryClient(
                 targets: reach.discoveryTargets.isEmpty ? DiscoveryClient.standardTargets
-                    : reach.discoveryTargets.map { try endpoint($0, option: "--discovery-target") },
+                    : try reach.targets(),
                 window: .milliseconds(Int64(reach.window * 1000))) : nil
             let following = await feed.deviceIds.count
             printError(discovery == nil ? "following \(following) speaker\(following == 1 ? "" : "s"); Ctrl-C to stop"
@@ -160,7 +161,7 @@ extension SpeakerCommand {
                         }
                     }
                     if let discovery {
-                        group.addTask { try await Events.follow(discovery, into: feed, every: interval, options: options) }
+                        group.addTask { try await Events.follow(discovery, into: feed, every: interval, connection: reach.connection, options: options) }
                     } else if following == 0 {
                         return
                     }

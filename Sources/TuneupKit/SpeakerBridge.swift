@@ -1,0 +1,132 @@
+import Logging
+import Session
+import SpeakerSession
+import SpeakerSimulator
+import Transport
+
+/// A speaker's control port on the network: where `speaker:HOST:PORT` (or `tcp:HOST:PORT`) points, and where its
+/// audio goes (`host`, the port its hello announces) and a lost speaker is reconnected.
+public struct SpeakerEndpoint: Sendable, Hashable, CustomStringConvertible {
+    public var host: String
+    public var port: UInt16
+
+    public init(host: String, port: UInt16) {
+        self.host = host
+        self.port = port
+    }
+
+    /// `HOST:PORT`, IPv6 hosts in brackets (how the speaker commands name a speaker).
+    public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+}
+
+/// The speakers' network address scheme, `speaker:HOST:PORT`: a speaker's control port on TCP (a real speaker, a
+/// `tuneup sim speaker` or a `tuneup speaker receive`). `tcp:HOST:PORT` reaches the same port; the in-process
+/// simulated speaker is `sim:speaker` (`SpeakerSimulatorBridge`).
+public enum SpeakerBridge {
+    /// The scheme's name.
+    public static let scheme = "speaker"
+
+    /// The address of the speaker at `endpoint`.
+    public static func address(_ endpoint: SpeakerEndpoint) -> DeviceAddress {
+        .registered(RegisteredAddress(scheme: scheme, text: "\(scheme):\(endpoint)", value: endpoint))
+    }
+
+    /// Parses the text after `speaker:`: `HOST:PORT` in the TCP grammar, port 1...65535; an IPv6 host in brackets
+    /// (a host with a `:` otherwise is refused, so `a:b:1` is no speaker).
+    public static func parse(_ rest: String, _ text: String) throws(TransportError) -> DeviceAddress {
+        let bad = TransportError(.invalidAddress, "bad speaker address '\(text)': expected speaker:HOST:PORT (IPv6: speaker:[::1]:PORT) with PORT 1...65535")
+        guard case let .tcp(host, port)? = try? AddressSchemes.builtIn.parse("tcp:" + rest), port != 0,
+              rest.hasPrefix("[") || !host.contains(":") else { throw bad }
+        return address(SpeakerEndpoint(host: host, port: port))
+    }
+
+    /// The address scheme (for `AddressSchemes`).
+    public static let addressScheme = AddressScheme(
+        name: scheme, form: "speaker:HOST:PORT", summary: "an HKWirelessHD speaker's control port on TCP ('sim speaker' prints them)",
+        parse: parse)
+
+    /// Opens a TCP link to the speaker's control port.
+    public static func open(_ address: DeviceAddress, context: TransportConnector.Context) async throws -> any Transport {
+        guard let endpoint = endpoint(of: address) else {
+            throw TransportError(.invalidAddress, "\(address) is not a speaker's network address")
+        }
+        return try await TCPTransport.connect(host: endpoint.host, port: endpoint.port, timeout: context.connectTimeout, logger: context.logger)
+    }
+
+    /// The network endpoint of a `speaker:` or `tcp:` address (nil for any other).
+    public static func endpoint(of address: DeviceAddress) -> SpeakerEndpoint? {
+        switch address {
+        case let .tcp(host, port): SpeakerEndpoint(host: host, port: port)
+        case let .registered(r) where r.scheme == scheme: r.value(as: SpeakerEndpoint.self)
+        default: nil
+        }
+    }
+
+    /// The schemes whose addresses are speakers (what the speaker commands take).
+    public static let schemes = [scheme, "tcp", SpeakerSimulatorBridge.scheme]
+}
+
+extension Devices {
+    /// The forms of the speakers' addresses, as the registry spells them.
+    public static var speakerForms: [String] {
+        SpeakerBridge.schemes.compactMap { addressSchemes.scheme(named: $0)?.form }
+    }
+
+    /// Parses a speaker's address through the registry (`addressSchemes`): `speaker:HOST:PORT`, `tcp:HOST:PORT` or
+    /// `sim:speaker[:SEED]`; a text that no scheme claims and that is `HOST:PORT` is `speaker:HOST:PORT` (as the
+    /// speaker commands always took it). Throws `TransportError(.invalidAddress)` with one line: the
+    /// registry's for an unknown or bad address, or naming the speakers' forms for another family's address.
+    public static func parseSpeakerAddress(_ text: String) throws(TransportError) -> DeviceAddress {
+        let address: DeviceAddress
+        if addressSchemes.resolve(text) == nil, text.contains(":") {
+            // Not HOST:PORT either: the registry's own line (an unknown scheme, with the schemes it knows).
+            do { address = try SpeakerBridge.parse(text, text) } catch { address = try parseAddress(text) }
+        } else {
+            address = try parseAddress(text)
+        }
+        guard SpeakerBridge.schemes.contains(address.scheme) else {
+            throw TransportError(.invalidAddress, "'\(text)' is not a speaker's address: expected \(speakerForms.joined(separator: ", ")) (HOST:PORT alone: speaker:HOST:PORT)")
+        }
+        return address
+    }
+
+    /// Opens the speaker at `address` through `connector(options)` (so `options.linkConditions` apply to its control
+    /// link) and says hello. Audio goes to the endpoint's host (the loopback for `sim:speaker`).
+    /// - Throws: `SpeakerSessionError` (`.connectionFailed` naming the speaker when it cannot be reached; the session's
+    ///   failures), `CancellationError`.
+    public static func openSpeaker(
+        _ address: DeviceAddress, options: ConnectionOptions = .init(), requestOptions: RequestOptions = RequestOptions(),
+        logger: Logger = Logger(label: "tuneup.speaker")
+    ) async throws -> SpeakerSession {
+        let endpoint = SpeakerBridge.endpoint(of: address)
+        let display = endpoint?.description ?? address.description
+        let transport: any Transport
+        do {
+            transport = try await connector(options).open(address)
+        } catch let error as TransportError {
+            throw SpeakerSessionError(.connectionFailed, "cannot reach speaker \(display): \(error.message)")
+        }
+        let host = endpoint?.host ?? (address.scheme == SpeakerSimulatorBridge.scheme ? InProcessSpeaker.audioHost : nil)
+        return try await SpeakerSession.open(transport: transport, address: display, host: host, controlPort: endpoint?.port,
+                                             options: requestOptions, logger: logger)
+    }
+
+    /// Opens every speaker of `addresses` (`openSpeaker`), in order, and reads their DeviceInfo; on a failure the
+    /// sessions already opened are closed.
+    public static func openSpeakers(
+        _ addresses: [DeviceAddress], options: ConnectionOptions = .init(), requestOptions: RequestOptions = RequestOptions()
+    ) async throws -> SpeakerController {
+        var opened: [SpeakerSession] = []
+        do {
+            for address in addresses {
+                opened.append(try await openSpeaker(address, options: options, requestOptions: requestOptions))
+            }
+            let controller = SpeakerController(sessions: opened)
+            _ = try await controller.refresh()
+            return controller
+        } catch {
+            for session in opened { await session.close() }
+            throw error
+        }
+    }
+}
