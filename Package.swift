@@ -273,8 +273,11 @@ let package = Package(
             // "Start-up"). Compiled with it too: this module's imports then name the static libraries Foundation needs
             // (CoreFoundation, ICU). A target's linker settings reach every product that links it, so no test target
             // depends on this one (there is no static Testing library to link them with).
+            // --no-export-dynamic: the static standard library's link arguments export every symbol of the program
+            // (88k entries in .dynsym); nothing looks them up, but the loader and the runtime's start (dladdr over the
+            // table) pay for them at every start (docs/architecture.md, "Start-up").
             swiftSettings: strict + [.unsafeFlags(["-static-stdlib"])],
-            linkerSettings: [.unsafeFlags(["-static-stdlib"])]),
+            linkerSettings: [.unsafeFlags(["-static-stdlib", "-Xlinker", "--no-export-dynamic"])]),
         // Benchmarks: `swift run -c release tuneup-bench --help`.
         .executableTarget(
             name: "tuneup-bench",
