@@ -39,6 +39,42 @@ import Testing
         #expect(names.filter { $0 == "CFX.Production.WorkCompleted" }.count == 2)
     }
 
+    /// SIGKILL after the unit's identity was written (its WorkStarted and UnitsPersonalized made as they happened),
+    /// then the station again: the killed run is recovered as aborted and its messages completed (UnitsTested,
+    /// WorkCompleted `Aborted`), the new run's four follow; every message arrives, once by UniqueID (a resend of
+    /// one the killed station had sent has its UniqueID).
+    @Test func aKilledStationsRunIsPublishedWhenItResumes() async throws {
+        let broker = try await offThePool { try ThrowawayRabbitMQ.shared() }
+        let queue = broker.newQueue()
+        let (sim, _, args) = try await StationCLITests.oneUnit()
+        let cfxArgs = args + ["--station", "cfx-kill", "--cfx", broker.url(queue)]
+        let killed = try await StationProcess.start(cfxArgs)
+        let seen = try await killed.killWhen { event in
+            event["event"] as? String == "step-started" && event["step"] as? String == "calibrate-anc"
+        }
+        #expect(seen, "the station never started calibrate-anc")
+        let again = try await CLI.run(cfxArgs, timeout: 180)
+        #expect(again.status == 0, "stderr: \(again.stderr)")
+        #expect(StationCLITests.events(again.stdout).contains { $0["event"] as? String == "recovered" }, "\(again.stdout)")
+        // Two runs (the aborted one, the passing one), four messages each.
+        let received = try await offThePool { try consumeAMQP(url: "amqp://127.0.0.1:\(broker.port)", address: queue, expect: 8, timeout: 60) }
+        var distinct: [String: [String: Any]] = [:]
+        for message in received {
+            distinct[message.id] = try? JSONSerialization.jsonObject(with: Data(message.body.utf8)) as? [String: Any]
+        }
+        #expect(distinct.count == 8)
+        let names = distinct.values.compactMap { $0["MessageName"] as? String }
+        for name in ["CFX.Production.WorkStarted", "CFX.Production.Assembly.UnitsPersonalized",
+                     "CFX.Production.TestAndInspection.UnitsTested", "CFX.Production.WorkCompleted"] {
+            #expect(names.filter { $0 == name }.count == 2, "\(name): \(names)")
+        }
+        let completed = distinct.values.filter { $0["MessageName"] as? String == "CFX.Production.WorkCompleted" }
+            .compactMap { ($0["MessageBody"] as? [String: Any])?["Result"] as? String }
+        #expect(completed.sorted() == ["Aborted", "Completed"], "\(completed)")
+        print("cfx after SIGKILL: \(distinct.count) messages, \(received.count - distinct.count) duplicates by UniqueID, 0 lost")
+        _ = await sim.quit()
+    }
+
     @Test func anUnreachableBrokerIsAWarningAndTheSpoolKeepsTheMessages() async throws {
         let port = try await offThePool { try ThrowawayRabbitMQ.freePort() }
         let sim = try await RunningSimulator.start(["--blank", "--count", "1", "--time-scale", "0", "--listen", "tcp:127.0.0.1:0"], count: 1)
