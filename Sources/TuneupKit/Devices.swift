@@ -103,6 +103,32 @@ public enum Devices {
         try await openHeadset(address, options: options, logger: logger).session
     }
 
+    /// The schemes whose devices speak LightX: what the headset commands (probe, flash, anc, ...) and the station take.
+    public static let headsetSchemes = ["sim:headset", "tcp", "serial", "usb", "bt"]
+    /// The schemes whose devices are wearables: what the wearable commands take.
+    public static let wearableSchemes = [WearableSimulatorBridge.scheme, BLEBridge.scheme, "tcp", "serial"]
+
+    /// Parses the address of a headset: any scheme of `headsetSchemes`. Another family's address (a speaker's, a
+    /// wearable's) is refused at once with one line naming the headset forms, instead of being opened and timing out.
+    public static func parseHeadsetAddress(_ text: String) throws(TransportError) -> DeviceAddress {
+        try parseAddress(text, family: "headset", schemes: headsetSchemes)
+    }
+
+    /// Parses the address of a wearable: any scheme of `wearableSchemes`; another family's address is refused with one
+    /// line naming the wearable forms.
+    public static func parseWearableAddress(_ text: String) throws(TransportError) -> DeviceAddress {
+        try parseAddress(text, family: "wearable", schemes: wearableSchemes)
+    }
+
+    private static func parseAddress(_ text: String, family: String, schemes: [String]) throws(TransportError) -> DeviceAddress {
+        let address = try parseAddress(text)
+        guard schemes.contains(address.scheme) else {
+            let forms = schemes.compactMap { addressSchemes.scheme(named: $0)?.form }
+            throw TransportError(.invalidAddress, "'\(text)' is not a \(family)'s address: expected \(forms.joined(separator: ", "))")
+        }
+        return address
+    }
+
     /// The longest summary that fits a help line (80 columns) after its indent.
     public static let summaryWidth = 74
 

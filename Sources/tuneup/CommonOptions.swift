@@ -40,11 +40,11 @@ struct DeviceOptions: ParsableArguments {
         _ = try address()
     }
 
-    /// The parsed address (option, environment, or the simulator), of any scheme in `Devices.addressSchemes`.
+    /// The parsed address (option, environment, or the simulator), of a headset's scheme (`Devices.headsetSchemes`).
     func address() throws -> DeviceAddress {
         let text = device ?? ProcessInfo.processInfo.environment["TUNEUP_DEVICE"].flatMap { $0.isEmpty ? nil : $0 } ?? "sim"
         do {
-            return try Devices.parseAddress(text)
+            return try Devices.parseHeadsetAddress(text)
         } catch {
             throw ValidationError(error.message)
         }

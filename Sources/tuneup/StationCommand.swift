@@ -127,7 +127,7 @@ struct StationCommand: AsyncParsableCommand {
             if device.isEmpty && !usb { throw ValidationError("name the slots: --device ADDR (repeatable) or --usb") }
             if Set(device).count != device.count { throw ValidationError("a slot is named twice in --device") }
             for address in device {
-                do { _ = try Devices.parseAddress(address) } catch { throw ValidationError(error.message) }
+                do { _ = try Devices.parseHeadsetAddress(address) } catch { throw ValidationError(error.message) }
             }
             try checkSeconds(timeout, "--timeout")
             if let station, station.isEmpty || station.count > 64 { throw ValidationError("--station must be 1...64 characters") }

@@ -57,7 +57,7 @@ struct WearableCommand: AsyncParsableCommand {
 
         func address() throws -> DeviceAddress {
             do {
-                return try Devices.parseAddress(deviceText)
+                return try Devices.parseWearableAddress(deviceText)
             } catch {
                 throw ValidationError(error.message)
             }

@@ -179,6 +179,11 @@ import Testing
         (["firmware", "read", "-o", "x.bin", "--length", "3MiB"], "--length must be"),
         (["flash"], "Missing expected argument"),
         (["probe", "--bogus"], "Unknown option"),
+        // Another family's device, refused at once (it used to be opened and time out: exit 69 after the timeout).
+        (["probe", "--device", "sim:speaker"], "'sim:speaker' is not a headset's address: expected sim"),
+        (["anc", "on", "--device", "sim:wearable"], "'sim:wearable' is not a headset's address"),
+        (["station", "run", "--recipe", "r.yaml", "--device", "speaker:127.0.0.1:1"], "is not a headset's address"),
+        (["wearable", "info", "--device", "sim:speaker"], "'sim:speaker' is not a wearable's address: expected sim:wearable"),
     ])
     func badArgumentsAreOneLineAndExit64(args: [String], says: String) async throws {
         let r = try await CLI.run(args)
