@@ -36,10 +36,20 @@ public actor SpeakerController {
     /// Connects to every `HOST:PORT`, says hello and reads every DeviceInfo. On a failure the sessions already
     /// opened are closed and the error names the speaker.
     public static func connect(_ endpoints: [(host: String, port: UInt16)], options: RequestOptions = RequestOptions()) async throws -> SpeakerController {
+        try await open(endpoints) { endpoint in
+            try await SpeakerSession.connect(host: endpoint.host, port: endpoint.port, options: options)
+        }
+    }
+
+    /// Opens a session for every item with `open`, in order, and reads every DeviceInfo. On a failure the sessions
+    /// already opened are closed and the failure is rethrown.
+    public static func open<Items: Sequence>(
+        _ items: Items, with open: (Items.Element) async throws -> SpeakerSession
+    ) async throws -> SpeakerController {
         var opened: [SpeakerSession] = []
         do {
-            for endpoint in endpoints {
-                opened.append(try await SpeakerSession.connect(host: endpoint.host, port: endpoint.port, options: options))
+            for item in items {
+                opened.append(try await open(item))
             }
             let controller = SpeakerController(sessions: opened)
             _ = try await controller.refresh()

@@ -37,27 +37,14 @@ public enum SpeakerSimulatorBridge {
     /// The scheme's name.
     public static let scheme = "sim:speaker"
 
-    /// Parses the text after `sim:speaker:` (empty: seed 1).
-    public static func parse(_ rest: String, _ text: String) throws(TransportError) -> DeviceAddress {
-        guard !rest.isEmpty else { return .registered(RegisteredAddress(scheme: scheme, text: scheme, value: UInt64(1))) }
-        guard rest.allSatisfy(\.isASCII), rest.allSatisfy(\.isNumber), let seed = UInt64(rest) else {
-            throw TransportError(.invalidAddress, "bad simulated speaker '\(text)': expected sim:speaker[:SEED] with a decimal SEED")
-        }
-        return .registered(RegisteredAddress(scheme: scheme, text: "\(scheme):\(seed)", value: seed))
-    }
-
-    /// The address scheme (for `AddressSchemes`).
-    public static let addressScheme = AddressScheme(
-        name: scheme, form: "sim:speaker[:SEED]", summary: "a simulated HKWirelessHD speaker, in process; SEED: its identity",
-        standsAlone: true, parse: parse)
+    /// The address scheme (for `AddressSchemes`): `sim:speaker[:SEED]`.
+    public static let addressScheme = AddressScheme.seeded(
+        scheme, device: "simulated speaker", summary: "a simulated HKWirelessHD speaker, in process; SEED: its identity")
 
     /// Opens a control link to the in-process speaker of `address`'s seed.
     /// - Throws: `TransportError` (not a `sim:speaker` address; the speaker's audio socket cannot be bound).
     public static func open(_ address: DeviceAddress) throws -> any Transport {
-        guard case let .registered(r) = address, r.scheme == scheme else {
-            throw TransportError(.invalidAddress, "\(address) is not a simulated speaker's address")
-        }
-        let seed = r.value(as: UInt64.self) ?? 1
+        let seed = try AddressScheme.seed(of: address, scheme: scheme, device: "simulated speaker")
         let speaker = try devices.withLock { d throws -> InProcessSpeaker in
             if let existing = d[seed] { return existing }
             let made = try InProcessSpeaker(device: SimulatedSpeaker(.init(

@@ -175,3 +175,26 @@ extension AddressSchemes {
                       parse: DeviceAddress.parseBluetooth(_:original:)),
     ])
 }
+
+extension AddressScheme {
+    /// The scheme of in-process simulated devices told apart by a seed, `NAME[:SEED]` (a decimal SEED; none: 1), whose
+    /// addresses carry the seed (`seed(of:scheme:device:)`). `device` names the device in errors ("simulated speaker").
+    public static func seeded(_ name: String, device: String, summary: String) -> AddressScheme {
+        AddressScheme(name: name, form: "\(name)[:SEED]", summary: summary, standsAlone: true) { rest, text throws(TransportError) in
+            guard !rest.isEmpty else { return .registered(RegisteredAddress(scheme: name, text: name, value: UInt64(1))) }
+            guard rest.allSatisfy({ $0.isASCII && $0.isNumber }), let seed = UInt64(rest) else {
+                throw TransportError(.invalidAddress, "bad \(device) '\(text)': expected \(name)[:SEED] with a decimal SEED")
+            }
+            return .registered(RegisteredAddress(scheme: name, text: "\(name):\(seed)", value: seed))
+        }
+    }
+
+    /// The seed of an address of the seeded scheme `name` (`seeded(_:device:summary:)`). Throws
+    /// `TransportError(.invalidAddress)` for an address of any other scheme.
+    public static func seed(of address: DeviceAddress, scheme name: String, device: String) throws(TransportError) -> UInt64 {
+        guard case let .registered(r) = address, r.scheme == name else {
+            throw TransportError(.invalidAddress, "\(address) is not a \(device)'s address")
+        }
+        return r.value(as: UInt64.self) ?? 1
+    }
+}

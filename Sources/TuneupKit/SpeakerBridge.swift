@@ -116,17 +116,8 @@ extension Devices {
     public static func openSpeakers(
         _ addresses: [DeviceAddress], options: ConnectionOptions = .init(), requestOptions: RequestOptions = RequestOptions()
     ) async throws -> SpeakerController {
-        var opened: [SpeakerSession] = []
-        do {
-            for address in addresses {
-                opened.append(try await openSpeaker(address, options: options, requestOptions: requestOptions))
-            }
-            let controller = SpeakerController(sessions: opened)
-            _ = try await controller.refresh()
-            return controller
-        } catch {
-            for session in opened { await session.close() }
-            throw error
+        try await SpeakerController.open(addresses) { address in
+            try await openSpeaker(address, options: options, requestOptions: requestOptions)
         }
     }
 }

@@ -32,26 +32,13 @@ public enum WearableSimulatorBridge {
     /// The scheme's name.
     public static let scheme = "sim:wearable"
 
-    /// Parses the text after `sim:wearable:` (empty: seed 1).
-    public static func parse(_ rest: String, _ text: String) throws(TransportError) -> DeviceAddress {
-        guard !rest.isEmpty else { return .registered(RegisteredAddress(scheme: scheme, text: scheme, value: UInt64(1))) }
-        guard rest.allSatisfy(\.isNumber), let seed = UInt64(rest) else {
-            throw TransportError(.invalidAddress, "bad simulated wearable '\(text)': expected sim:wearable[:SEED] with a decimal SEED")
-        }
-        return .registered(RegisteredAddress(scheme: scheme, text: "\(scheme):\(seed)", value: seed))
-    }
-
-    /// The address scheme (for `AddressSchemes`).
-    public static let addressScheme = AddressScheme(
-        name: scheme, form: "sim:wearable[:SEED]", summary: "a simulated Bose Wearable, in process; SEED: its head motion",
-        standsAlone: true, parse: parse)
+    /// The address scheme (for `AddressSchemes`): `sim:wearable[:SEED]`.
+    public static let addressScheme = AddressScheme.seeded(
+        scheme, device: "simulated wearable", summary: "a simulated Bose Wearable, in process; SEED: its head motion")
 
     /// Opens a link to the in-process wearable of `address`'s seed.
     public static func open(_ address: DeviceAddress) throws -> any Transport {
-        guard case let .registered(r) = address, r.scheme == scheme else {
-            throw TransportError(.invalidAddress, "\(address) is not a simulated wearable's address")
-        }
-        let seed = r.value(as: UInt64.self) ?? 1
+        let seed = try AddressScheme.seed(of: address, scheme: scheme, device: "simulated wearable")
         let wearable = try devices.withLock { d throws -> InProcessWearable in
             if let existing = d[seed] { return existing }
             let made = try InProcessWearable(device: SimulatedWearable(

@@ -39,9 +39,9 @@ struct Bench: AsyncParsableCommand {
             abstract: "Provision blank simulated units with the station: N at once against one, and the station's own time.",
             discussion: """
                 Each phase starts 'tuneup sim headset --blank --count N' and provisions every unit with the recipe \
-                (flash, settings, identity, calibration, tests, lock) into a fresh SQLite file. Goals: wall ratio \
-                (N at once / one) <= 1.5; the station's own time (everything but waiting on the device and the \
-                link) <= 5 % of each unit's wall time.
+                (flash, settings, identity, calibration, tests, lock) into a fresh SQLite file. Goals (issue 18, \
+                with --page and --cfx on, release build): wall ratio (N at once / one) <= 1.3; the station's own time \
+                (everything but waiting on the device and the link) <= 2 % of each unit's wall time, for every unit.
                 """)
         @Option(help: "Units provisioned at once.") var units = 64
         @Option(help: "The recipe.") var recipe = "recipes/sim-headset.yaml"
@@ -58,10 +58,13 @@ struct Bench: AsyncParsableCommand {
             if page { print("operator page on: a WebSocket client connected, \(r.many.pageMessages) messages pushed to it (\(r.many.units) at once)") }
             if cfx { print("CFX on: \(r.many.cfxAccepted) messages accepted by the broker (\(r.many.units) at once), \(r.one.cfxAccepted) (one)") }
             print("recipe \(recipe), simulator time scale \(timeScale)")
-            print(String(format: "one: %.2f s   %d at once: %.2f s   ratio %.2f (goal <= 1.5)", r.one.seconds, r.many.units, r.many.seconds,
-                         r.many.seconds / r.one.seconds))
-            print(String(format: "station time per unit: one %.2f %% (max %.2f %%), %d at once: mean %.2f %%, max %.2f %% (goal <= 5 %%)",
-                         r.one.shareMean * 100, r.one.shareMax * 100, r.many.units, r.many.shareMean * 100, r.many.shareMax * 100))
+            let ratio = r.many.seconds / r.one.seconds
+            print(String(format: "one: %.2f s   %d at once: %.2f s   ratio %.2f (goal <= 1.3)%@", r.one.seconds, r.many.units, r.many.seconds,
+                         ratio, ratio <= 1.3 ? "" : "   MISSED"))
+            let share = max(r.one.shareMax, r.many.shareMax)
+            print(String(format: "station time per unit: one %.2f %% (max %.2f %%), %d at once: mean %.2f %%, max %.2f %% (goal <= 2 %%)%@",
+                         r.one.shareMean * 100, r.one.shareMax * 100, r.many.units, r.many.shareMean * 100, r.many.shareMax * 100,
+                         share <= 0.02 ? "" : "   MISSED"))
         }
     }
 
