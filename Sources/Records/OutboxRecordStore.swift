@@ -271,6 +271,11 @@ public final class OutboxRecordStore: RecordStore {
         return unit
     }
 
+    /// The station's own runs (the outbox holds every run of this station).
+    public func latestFinishedRuns(station: String, recipeHash: String, limit: Int) async throws -> [RunRecord] {
+        try await outbox.latestFinishedRuns(station: station, recipeHash: recipeHash, limit: limit)
+    }
+
     /// This station's run by the id it listed; a negative id is another station's run, read from the server
     /// (`runs(hardwareID:)` lists those by their server id negated, so that the two kinds of ids never meet).
     public func run(_ id: RunID) async throws -> RunRecord? {

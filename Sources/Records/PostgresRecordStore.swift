@@ -522,6 +522,15 @@ public final class PostgresRecordStore: LineRecordServer, StoredValues {
         }
     }
 
+    public func latestFinishedRuns(station: String, recipeHash: String, limit: Int) async throws -> [RunRecord] {
+        try await transaction { c in
+            try await c.query("""
+                SELECT * FROM runs WHERE station = \(station) AND recipe_hash = \(recipeHash) AND outcome IN ('pass', 'fail', 'error')
+                ORDER BY started_at DESC, id DESC LIMIT \(max(0, limit))
+                """, logger: self.logger).collect().map { try Self.run($0.makeRandomAccess()) }.reversed()
+        }
+    }
+
     public func run(_ id: RunID) async throws -> RunRecord? {
         try await transaction { c in
             guard let row = try await c.query("SELECT * FROM runs WHERE id = \(id.rawValue)", logger: self.logger).collect().first else { return nil }

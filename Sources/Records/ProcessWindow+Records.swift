@@ -11,10 +11,7 @@ extension RecordStore {
     public func processWindow(station: String, recipeHash: String, size: Int) async throws -> ProcessWindow {
         var window = ProcessWindow(size: size)
         let finished: Set<RunOutcome> = [.pass, .fail, .error]
-        let latest = try await runs(hardwareID: nil, station: station)
-            .filter { $0.start.recipeHash == recipeHash && $0.outcome.map(finished.contains) == true }
-            .sorted { ($0.start.startedAt, $0.id) < ($1.start.startedAt, $1.id) }
-            .suffix(window.size)
+        let latest = try await latestFinishedRuns(station: station, recipeHash: recipeHash, limit: window.size)
         var unitRuns: [String: [RunRecord]] = [:]
         for run in latest {
             let hardwareID = run.start.hardwareID

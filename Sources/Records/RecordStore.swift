@@ -90,6 +90,10 @@ public protocol RecordStore: Sendable {
     func runs(hardwareID: String?, station: String?) async throws -> [RunRecord]
     /// One run with its steps and their measurements, and its attachments (without content), or nil.
     func run(_ id: RunID) async throws -> RunRecord?
+    /// The last `limit` finished runs (pass, fail or error) of `station` under the recipe `recipeHash`, oldest first,
+    /// without steps: the start of a station's process control window (`processWindow`), read with a limit so that a
+    /// long history costs its start nothing.
+    func latestFinishedRuns(station: String, recipeHash: String, limit: Int) async throws -> [RunRecord]
 }
 
 extension RecordStore {

@@ -436,6 +436,19 @@ public final class SQLiteRecordStore: RecordStore, StoredValues {
         }
     }
 
+    public func latestFinishedRuns(station: String, recipeHash: String, limit: Int) async throws -> [RunRecord] {
+        try await read { db in
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT * FROM runs WHERE station = ? AND recipe_hash = ? AND outcome IN ('pass', 'fail', 'error')
+                    ORDER BY started_at DESC, id DESC LIMIT ?
+                    """,
+                arguments: [station, recipeHash, max(0, limit)]
+            ).map(Self.run).reversed()
+        }
+    }
+
     public func run(_ id: RunID) async throws -> RunRecord? {
         try await read { db in
             guard let row = try Row.fetchOne(db, sql: "SELECT * FROM runs WHERE id = ?", arguments: [id.rawValue]) else { return nil }
