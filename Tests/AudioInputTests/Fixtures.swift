@@ -16,11 +16,9 @@ enum Fixtures {
         return "\(a.count) vs \(b.count) samples, first difference at \(first): \(shown(a)) vs \(shown(b))"
     }
 
-    /// A fresh directory under the system's temporary directory.
+    /// A fresh directory under the test process's temporary root.
     static func directory() throws -> String {
-        let path = NSTemporaryDirectory() + "audio-input-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        return path
+        try TemporaryDirectory.make("audio-input")
     }
 
     /// The container formats the issue names, with the major/minor format libsndfile writes them in.

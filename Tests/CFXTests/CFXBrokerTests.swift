@@ -29,8 +29,7 @@ import TuneupKit
         let directory: String
 
         static func make(units: Int, failShare: Double = 0, seed: UInt64 = 1, edit: @escaping @Sendable (String) -> String = { $0 }) async throws -> Line {
-            let directory = NSTemporaryDirectory() + "cfx-\(UUID().uuidString)"
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            let directory = try TemporaryDirectory.make("cfx")
             let path = directory + "/recipe.yaml"
             let recipe = try await offThePool {
                 let text = edit(try String(contentsOfFile: CFXBrokerTests.root + "/recipes/sim-headset.yaml", encoding: .utf8)

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 @testable import Firmware
 import LightX
+import TestSupport
 
 /// Bytes from a hex string (whitespace ignored). Test vectors only.
 func bytes(hex: String) -> [UInt8] {
@@ -23,8 +24,7 @@ extension UInt8 {
 final class TempDir: @unchecked Sendable {
     let path: String
     init() throws {
-        path = FileManager.default.temporaryDirectory.appendingPathComponent("fwtests-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        path = try TemporaryDirectory.make("fwtests")
     }
     func file(_ name: String) -> String { path + "/" + name }
     func write(_ name: String, _ bytes: [UInt8]) throws -> String {

@@ -21,9 +21,7 @@ struct LabelTests {
     }
 
     static func temporaryDirectory() throws -> String {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("labels-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        return path
+        try TemporaryDirectory.make("labels")
     }
 
     /// The symbols a reader finds in a PNG, one string per symbol.
@@ -148,7 +146,7 @@ struct LabelTests {
         } catch {
             #expect(error.code == .printer && error.message.contains("cannot be reached") && !error.message.contains("\n"), "\(error.message)")
         }
-        let file = FileManager.default.temporaryDirectory.appendingPathComponent("labels-file-\(UUID().uuidString)").path
+        let file = try TemporaryDirectory.make("labels-file") + "/labels"
         FileManager.default.createFile(atPath: file, contents: Data())
         defer { try? FileManager.default.removeItem(atPath: file) }
         for path in [file, "/nonexistent/labels"] {

@@ -3,6 +3,7 @@ import Firmware
 import Foundation
 import Recipe
 import Testing
+import TestSupport
 
 /// The repository root (…/recipes and …/firmware-images), found from this source file.
 enum Repository {
@@ -55,11 +56,10 @@ func recipeText(application: String = "app-1.5.0.img", resource: String = "resou
 
 /// Writes `text` as a recipe file in a fresh directory and loads it.
 func load(_ text: String) throws(RecipeError) -> LoadedRecipe {
-    let dir = FileManager.default.temporaryDirectory.appendingPathComponent("recipe-\(UUID().uuidString)")
-    try? FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-    let path = dir.appendingPathComponent("r.yaml").path
+    let dir = (try? TemporaryDirectory.make("recipe")) ?? "/nonexistent/recipe-could-not-be-made"
+    let path = dir + "/r.yaml"
     _ = FileManager.default.createFile(atPath: path, contents: Data(text.utf8))
-    defer { try? FileManager.default.removeItem(at: dir) }
+    defer { try? FileManager.default.removeItem(atPath: dir) }
     return try ProvisioningRecipe.load(path: path)
 }
 

@@ -51,7 +51,7 @@ import Testing
         let bound = try await server.startRun(RunStart(hardwareID: "hw-1", station: "s1", slot: "a", operatorName: "ann"))
         try await server.recordAnswer(Self.scan, in: bound)
         // A station's outbox: answers kept locally, uploaded with the run, found by code on the line.
-        let path = NSTemporaryDirectory() + "answers-outbox-\(UUID().uuidString).sqlite"
+        let path = try TestSupport.TemporaryDirectory.make("answers-outbox") + "/outbox.sqlite"
         defer { try? FileManager.default.removeItem(atPath: path) }
         let outbox = OutboxRecordStore(server: server, outbox: try await SQLiteRecordStore.open(path: path), station: "s2")
         let run = try await outbox.startRun(RunStart(hardwareID: "hw-2", station: "s2", slot: "b", operatorName: "bob"))

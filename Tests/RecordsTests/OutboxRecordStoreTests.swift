@@ -9,9 +9,7 @@ import Testing
     static let candidates: IdentityCandidates = { $0 < 10_000 ? String(format: "SN-%05d", $0) : nil }
 
     static func directory() throws -> String {
-        let path = NSTemporaryDirectory() + "outbox-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        return path
+        try TestSupport.TemporaryDirectory.make("outbox")
     }
 
     /// A station's store: its outbox file in `directory`, uploads retried every 50 ms.

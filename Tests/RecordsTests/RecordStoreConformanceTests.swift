@@ -27,8 +27,7 @@ final class StoreFixture: Sendable {
 
     init(_ kind: StoreKind) async throws {
         self.kind = kind
-        let directory = NSTemporaryDirectory() + "records-\(kind)-\(UUID().uuidString)"
-        try await offThePool { try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true) }
+        let directory = try TestSupport.TemporaryDirectory.make("records-\(kind)")
         self.directory = directory
         if kind == .sqlite {
             url = nil

@@ -9,8 +9,7 @@ import Testing
 struct TemporaryDirectory: ~Copyable {
     let url: URL
     init() throws {
-        url = FileManager.default.temporaryDirectory.appendingPathComponent("records-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        url = URL(fileURLWithPath: try TestSupport.TemporaryDirectory.make("records"), isDirectory: true)
     }
     func path(_ name: String) -> String { url.appendingPathComponent(name).path }
     deinit { try? FileManager.default.removeItem(at: url) }

@@ -1,13 +1,13 @@
 import Foundation
 @testable import Records
 import Testing
+import TestSupport
 
 /// A station's name held on one records file: refused while live, free once its holder is gone.
 struct StationLockTests {
     static func records() -> String {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("station-lock-\(UUID().uuidString)")
-        try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        return directory.appendingPathComponent("records.sqlite").path
+        let directory = (try? TestSupport.TemporaryDirectory.make("station-lock")) ?? "/nonexistent/station-lock-could-not-be-made"
+        return directory + "/records.sqlite"
     }
 
     @Test func aSecondHolderOfTheSameNameIsRefusedWithOneLine() async throws {

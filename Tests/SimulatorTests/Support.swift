@@ -121,16 +121,12 @@ struct TestHost {
     }
 }
 
-/// A fresh temporary directory, removed by `remove`.
+/// A fresh temporary directory (under the test process's temporary root), emptied and removed when it goes away.
 struct TemporaryDirectory: ~Copyable {
     let path: String
 
     init() throws {
-        var template = Array("/tmp/tuneup-sim-test-XXXXXX".utf8CString)
-        guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
-            throw TestFailure("mkdtemp failed: errno \(errno)")
-        }
-        path = String(cString: made)
+        path = try TestSupport.TemporaryDirectory.make("tuneup-sim-test")
     }
 
     /// The entries of the directory (names only).

@@ -31,7 +31,7 @@ struct HubPageTests {
             let page = try await hub.get("/")
             #expect(page.status == 200 && page.headers["content-type"]?.hasPrefix("text/html") == true)
 
-            let profile = FileManager.default.temporaryDirectory.appendingPathComponent("hub-chromium-\(UUID().uuidString)").path
+            let profile = try TemporaryDirectory.make("hub-chromium")
             defer { try? FileManager.default.removeItem(atPath: profile) }
             let url = "http://127.0.0.1:\(hub.port)/"
             let sessionsBefore = await hub.api.sessions.entries.count
@@ -81,7 +81,7 @@ struct HubPageTests {
             let s = "SessionID=\(try await hub.session())"
             let pid = MediaInfo.persistentID(of: "a-song.wav")
             #expect(try await hub.get("/v1/play_hub_media_party_mode?\(s)&PersistentID=\(pid)").status == 200)
-            let profile = FileManager.default.temporaryDirectory.appendingPathComponent("hub-cdp-\(UUID().uuidString)").path
+            let profile = try TemporaryDirectory.make("hub-cdp")
             defer { try? FileManager.default.removeItem(atPath: profile) }
             let browser = try await offThePool {
                 try ChildProcess(chromium, HeadlessChromium.arguments(profile, [

@@ -132,8 +132,7 @@ final class HubFixture: Sendable {
     /// `streaming`: the hub plays with `StreamingPlayer` (audio to the speakers, real time); else with `ControlPlayer`
     /// (no audio, elapsed time on the manual clock).
     static func start(speakers: Int = 2, sessionTimeout: Duration = .seconds(3600), streaming: Bool = false) async throws -> HubFixture {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("hub-media-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        let dir = try TemporaryDirectory.make("hub-media")
         for song in songs {
             let bytes = song.file.hasSuffix(".wav") ? wavFile(seconds: song.seconds, title: song.title, artist: song.artist, album: song.album)
                 : Array("not audio".utf8)

@@ -11,8 +11,7 @@ import TestSupport
 @Suite("SpeakerReceiver", .serialized)
 struct ReceiverTests {
     @Test func theOutputSleepsWithoutADeadlineExceptWhileAStreamPlays() async throws {
-        let dir = NSTemporaryDirectory() + "tuneup-receiver-\(UUID().uuidString)"
-        try await offThePool { try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true) }
+        let dir = try TemporaryDirectory.make("tuneup-receiver")
         var configuration = SpeakerReceiver.Configuration()
         configuration.device = "file:'\(dir)/out.raw',raw"
         configuration.host = "127.0.0.1"

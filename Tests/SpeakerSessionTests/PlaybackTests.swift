@@ -431,8 +431,7 @@ struct LivePlaybackTests {
 
     @Test func recordingsAreWAVFilesWithRenderLogs() async throws {
         try await withTimeLimit {
-            let dir = NSTemporaryDirectory() + "tuneup-rec-" + UUID().uuidString
-            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+            let dir = try TemporaryDirectory.make("tuneup-rec")
             let sim = try await SpeakerSimulation.start(count: 1, recordDirectory: dir, keepsRenderLogs: true)
             let c = try await SpeakerController.connect(endpoints(sim))
             try await c.setVolumeAll(50)

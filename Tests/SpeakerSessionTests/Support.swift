@@ -56,7 +56,6 @@ struct InProcessSpeaker {
 }
 
 func scratchPath(_ name: String) -> String {
-    let dir = NSTemporaryDirectory() + "tuneup-speaker-" + UUID().uuidString
-    try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+    let dir = (try? TemporaryDirectory.make("tuneup-speaker")) ?? "/nonexistent/tuneup-speaker-could-not-be-made"
     return dir + "/" + name
 }

@@ -26,8 +26,7 @@ struct PageFixture: Sendable {
     }()
 
     static func make(units: Int, failShare: Double = 0, seed: UInt64 = 1) async throws -> PageFixture {
-        let directory = NSTemporaryDirectory() + "station-page-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let directory = try TemporaryDirectory.make("station-page")
         let path = directory + "/recipe.yaml"
         let recipe = try await offThePool {
             let text = try String(contentsOfFile: root + "/recipes/sim-headset.yaml", encoding: .utf8)
@@ -127,7 +126,7 @@ enum Browser {
     /// The page's DOM after its script ran (and opened its WebSocket).
     static func dumpDOM(_ url: String) async throws -> String {
         let chromium = try chromium()
-        let profile = NSTemporaryDirectory() + "page-chromium-\(UUID().uuidString)"
+        let profile = try TemporaryDirectory.make("page-chromium")
         defer { try? FileManager.default.removeItem(atPath: profile) }
         let dom = try await run(chromium, arguments(profile, ["--virtual-time-budget=3000", "--dump-dom", url]))
         guard dom.status == 0 else { throw TestFailure("chromium --dump-dom exited \(dom.status)") }
@@ -142,7 +141,7 @@ enum Browser {
         try FileManager.default.createDirectory(atPath: output, withIntermediateDirectories: true)
         let shot = output + "/\(name).png"
         try? FileManager.default.removeItem(atPath: shot)
-        let profile = NSTemporaryDirectory() + "page-chromium-\(UUID().uuidString)"
+        let profile = try TemporaryDirectory.make("page-chromium")
         defer { try? FileManager.default.removeItem(atPath: profile) }
         let taken = try await run(chromium, arguments(profile, [
             "--hide-scrollbars", "--window-size=\(width),\(height)", "--virtual-time-budget=2000", "--screenshot=\(shot)", url]))

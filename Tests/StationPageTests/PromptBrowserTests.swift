@@ -26,7 +26,7 @@ import TuneupKit
     ]
 
     @Test func aScanAndAPromptAreAnsweredOnThePage() async throws {
-        let directory = NSTemporaryDirectory() + "prompt-page-\(UUID().uuidString)"
+        let directory = try TemporaryDirectory.make("prompt-page")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let path = directory + "/recipe.yaml"
         let recipe = try await offThePool {

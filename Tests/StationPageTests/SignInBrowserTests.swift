@@ -13,7 +13,7 @@ import TuneupKit
 /// the page; signing out returns to the station's `--operator`.
 @Suite struct SignInBrowserTests {
     @Test func theOperatorWhoSignedInOnThePageIsRecordedOnTheNextRun() async throws {
-        let directory = NSTemporaryDirectory() + "signin-page-\(UUID().uuidString)"
+        let directory = try TemporaryDirectory.make("signin-page")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let path = directory + "/recipe.yaml"
         let recipe = try await offThePool {

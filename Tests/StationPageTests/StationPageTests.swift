@@ -9,8 +9,7 @@ import Testing
 /// The operator page's state, its pushes over a real WebSocket, and what it reads back from the records.
 @Suite struct StationPageTests {
     static func emptyStore() async throws -> (SQLiteRecordStore, String) {
-        let directory = NSTemporaryDirectory() + "station-page-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let directory = try TemporaryDirectory.make("station-page")
         return (try await SQLiteRecordStore.open(path: directory + "/records.sqlite"), directory)
     }
 

@@ -24,8 +24,7 @@ struct LineFixture: Sendable {
     }()
 
     static func make(units: Int, failShare: Double = 0, seed: UInt64 = 1, edit: (String) -> String = { $0 }) async throws -> LineFixture {
-        let directory = NSTemporaryDirectory() + "station-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let directory = try TemporaryDirectory.make("station")
         var text = try String(contentsOfFile: root + "/recipes/sim-headset.yaml", encoding: .utf8)
         text = text.replacingOccurrences(of: "../firmware-images", with: root + "/firmware-images")
         text = edit(text)

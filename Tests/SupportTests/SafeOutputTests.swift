@@ -10,9 +10,7 @@ import TestSupport
 @Suite struct SafeOutputTests {
     /// A fresh directory of the test's own.
     static func directory() throws -> String {
-        var template = Array((NSTemporaryDirectory() + "tuneup-safe-output-XXXXXX").utf8CString)
-        guard let made = mkdtemp(&template) else { throw OutputFileError(.writeFailed, "mkdtemp failed") }
-        return String(cString: made)
+        try TemporaryDirectory.make("tuneup-safe-output")
     }
 
     static func kind(_ path: String, follow: Bool = false) -> mode_t? {

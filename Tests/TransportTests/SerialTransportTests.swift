@@ -1,6 +1,7 @@
 import Glibc
 import Testing
 @testable import Transport
+import TestSupport
 
 @Suite struct SerialTransportTests {
     /// Every byte value, including the ones a cooked tty would eat or translate (LF, CR, ^C, ^Q, ^S, ^D, ^Z, DEL).
@@ -101,7 +102,7 @@ import Testing
     }
 
     @Test func regularFilesAndDirectoriesAreRefused() async throws {
-        let path = "/tmp/tuneup-serial-test-\(getpid())"
+        let path = try TemporaryDirectory.make("tuneup-serial-test") + "/file"
         let fd = creat(path, 0o600)
         #expect(fd >= 0)
         close(fd)
@@ -114,7 +115,7 @@ import Testing
 
     @Test func fifosAreAccepted() async throws {
         try await withTimeLimit {
-            let path = "/tmp/tuneup-fifo-test-\(getpid())"
+            let path = try TemporaryDirectory.make("tuneup-fifo-test") + "/fifo"
             unlink(path)
             #expect(mkfifo(path, 0o600) == 0)
             defer { unlink(path) }

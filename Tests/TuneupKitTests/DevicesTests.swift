@@ -8,9 +8,7 @@ import Transport
 
 /// A fresh directory for one test's files.
 func scratchDirectory() throws -> String {
-    let path = NSTemporaryDirectory() + "tuneupkit-\(UUID().uuidString)"
-    try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-    return path
+    try TemporaryDirectory.make("tuneupkit")
 }
 
 @Suite struct DevicesTests {

@@ -127,12 +127,12 @@ func exitStatus(of process: ChildProcess, within seconds: Double = 30) async thr
     return process.terminationStatus
 }
 
-/// A fresh directory per test.
+/// A fresh directory per test, under the test process's temporary root (removed when the process exits; the
+/// `tuneup` children that use it are waited for). If it cannot be made, a path that does not exist: the test using it
+/// then fails on its first file operation, with this path in the message.
 enum Scratch {
     static var directory: String {
-        let path = NSTemporaryDirectory() + "tuneup-tests-" + UUID().uuidString
-        try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        return path
+        (try? TemporaryDirectory.make("tuneup-tests")) ?? "/nonexistent/tuneup-tests-could-not-be-made"
     }
 }
 

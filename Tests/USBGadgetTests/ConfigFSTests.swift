@@ -2,6 +2,7 @@ import Glibc
 import Testing
 import Transport
 @testable import USBGadget
+import TestSupport
 
 extension USBGadgetConfiguration {
     /// The simulator's identity on the fake machine (configfs at /cfg, UDCs in /udc).
@@ -299,11 +300,7 @@ extension USBGadgetConfiguration {
     /// The real system calls, on plain directories: every missing piece gives its one-line error, and a failure
     /// part-way leaves nothing behind.
     @Test func startWithTheRealSystemOnPlainDirectories() async throws {
-        var template = Array("/tmp/tuneup-gadget-test-XXXXXX".utf8CString)
-        guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
-            throw TestFailure("mkdtemp failed")
-        }
-        let dir = String(cString: made)
+        let dir = try TemporaryDirectory.make("tuneup-gadget-test")
         defer { _ = rmdir(dir + "/udc/dummy_udc.0"); _ = rmdir(dir + "/udc"); _ = rmdir(dir + "/cfg/usb_gadget"); _ = rmdir(dir + "/cfg"); _ = rmdir(dir) }
         var c = USBGadgetConfiguration.simulatedHeadset(serialNumber: "TS1-000001")
         c.udcClassDirectory = dir + "/udc"

@@ -66,7 +66,7 @@ import WearableRecording
     /// `plot` reads the file a chunk at a time (a long recording is never held whole): lines cut anywhere between
     /// chunks (CRLF too) plot exactly as the whole text does, and a refusal names the same line.
     @Test func aFileReadInChunksPlotsAsTheWholeText() async throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("plot-chunks-\(UUID().uuidString)").path
+        let dir = try TemporaryDirectory.make("plot-chunks")
         let text = [
             #"{"type":"event","event":"opened"}"#,
             Self.sample("accelerometer", 0, x: 0.5), "", Self.sample("gyroscope", 0, x: 1) + "\r",
@@ -105,7 +105,7 @@ import WearableRecording
     /// `make`: the recording found by its base name, the SVG written next to it, what was made reported; an
     /// unreadable recording is a local file failure.
     @Test func makeReadsByBaseNameAndWritesTheSVG() async throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("plot-tests-\(UUID().uuidString)").path
+        let dir = try TemporaryDirectory.make("plot-tests")
         let base = dir + "/walk"
         try await offThePool {
             try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)

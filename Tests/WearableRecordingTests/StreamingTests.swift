@@ -66,8 +66,7 @@ import WearableSimulator
     /// opened leaves no files behind.
     @Test func recordWritesTheFilesAndADeviceNotThereLeavesNone() async throws {
         try await withTimeLimit {
-            let dir = FileManager.default.temporaryDirectory.appendingPathComponent("streaming-tests-\(UUID().uuidString)").path
-            try await offThePool { try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true) }
+            let dir = try TemporaryDirectory.make("streaming-tests")
             let (wearable, session) = try Self.device()
             let setup = WearableStreamSetup(sensors: [.gyroscope], period: ._40ms, gestures: [])
             var samples = 0

@@ -10,9 +10,7 @@ import WearableSimulator
 /// on every sample, per-sensor CSVs with unit-bearing headers, read back with and without the metadata.
 @Suite struct RecordingTests {
     static func directory() throws -> String {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("recording-tests-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        return dir
+        try TemporaryDirectory.make("recording-tests")
     }
 
     static func metadata() -> RecordingMetadata {
