@@ -18,7 +18,7 @@ import TestSupport
         }
         #expect(root.hasPrefix(NSTemporaryDirectory()) && (root as NSString).lastPathComponent.hasPrefix("tuneup-tests.\(getpid())."), "\(root)")
         let rootMode = try #require(Self.mode(root))
-        #expect(rootMode.isDirectory && rootMode.permissions == 0o700)
+        #expect(rootMode.isDirectory && rootMode.permissions == 0o711, "root: \(String(rootMode.permissions, radix: 8))")
         for made in [first, second] {
             #expect((made as NSString).deletingLastPathComponent == root, "\(made)")
             #expect((made as NSString).lastPathComponent.hasPrefix("temporary-test-"), "\(made)")

@@ -4,7 +4,9 @@ import Support
 import Synchronization
 
 /// The tests' temporary directories: every one under one root per test process, `$TMPDIR/tuneup-tests.<pid>.XXXXXX`,
-/// which is removed when the process exits (atexit). A process that did not exit (killed, crashed) leaves its root;
+/// which is removed when the process exits (atexit). The directories are 0700; the root is 0711, so that a test that
+/// runs a child as another user (`setpriv` to nobody) can open the one directory it hands over (chmod) while the rest
+/// stay private and the root cannot be listed. A process that did not exit (killed, crashed) leaves its root;
 /// the next test process to make a directory removes roots whose process no longer runs.
 ///
 /// A path handed to a child process (a `tuneup` the test runs) lives under the root too: the tests wait for their
@@ -83,7 +85,7 @@ public enum TemporaryDirectory {
         // and nobody waits for it (a process that ends first leaves the rest to the next one).
         try? BlockingPool.shared.submit(name: "test-roots-sweep") { sweepStaleRoots(in: parent) }
         do throws(TestFailure) {
-            let root = try makeUnique(in: parent, rootPrefix + "\(getpid()).")
+            let root = try makeUnique(in: parent, rootPrefix + "\(getpid()).", mode: 0o711)
             creator.withLock { $0 = (getpid(), root) }
             atexit { TemporaryDirectory.removeRootAtExit() }
             return .success(root)
@@ -107,14 +109,14 @@ public enum TemporaryDirectory {
         return path
     }
 
-    /// mkdtemp of `parent/<start>XXXXXX`, then mode 0700 whatever the umask.
-    private static func makeUnique(in parent: String, _ start: String) throws(TestFailure) -> String {
+    /// mkdtemp of `parent/<start>XXXXXX`, then `mode` whatever the umask.
+    private static func makeUnique(in parent: String, _ start: String, mode: mode_t = 0o700) throws(TestFailure) -> String {
         var template = Array((parent + "/" + start + "XXXXXX").utf8CString)
         let made = template.withUnsafeMutableBufferPointer { buffer in mkdtemp(buffer.baseAddress!).map { String(cString: $0) } }
         guard let path = made else {
             throw TestFailure("cannot make a temporary directory \(parent)/\(start)XXXXXX: \(String(cString: strerror(errno)))")
         }
-        chmod(path, 0o700)
+        chmod(path, mode)
         return path
     }
 

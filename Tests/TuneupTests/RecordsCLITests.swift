@@ -71,6 +71,7 @@ import Testing
         var binary = CLI.binary.path
         if try await CLI.runAsNobody(binary, ["--version"]).status != 0 {
             let copy = Scratch.directory + "/tuneup"
+            try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: (copy as NSString).deletingLastPathComponent)
             try FileManager.default.copyItem(atPath: binary, toPath: copy)
             binary = copy
         }
