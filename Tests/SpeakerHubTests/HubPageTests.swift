@@ -85,7 +85,8 @@ struct HubPageTests {
             defer { try? FileManager.default.removeItem(atPath: profile) }
             let browser = try await offThePool {
                 try ChildProcess(chromium, HeadlessChromium.arguments(profile, [
-                    "--remote-debugging-port=0", "--remote-allow-origins=*", "http://127.0.0.1:\(hub.port)/"]), stdout: .null, stderr: .null)
+                    "--remote-debugging-port=0", "--remote-allow-origins=*", "http://127.0.0.1:\(hub.port)/"]), environment: try HeadlessChromium.environment(),
+                                 stdout: .null, stderr: .null)
             }
             defer { browser.terminate() }
             let page = try await DevToolsPage.open(profile: profile)

@@ -91,7 +91,7 @@ extension StationPageBrowserTests {
         let loaded = feed.sections.changes
         let chromium = try await offThePool {
             try ChildProcess(try Browser.chromium(), Browser.arguments(directory + "/chromium", ["--remote-debugging-port=0", server.url]),
-                             stdout: .null, stderr: .null)
+                             environment: try HeadlessChromium.environment(), stdout: .null, stderr: .null)
         }
         defer { chromium.terminate() }
         try await waitUntil("the page drew its first message", within: 60) { drawn.value.withLock { $0 } >= loaded }

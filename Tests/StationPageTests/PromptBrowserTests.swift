@@ -141,7 +141,7 @@ struct PageStation {
         let profile = directory + "/chromium"
         let chromium = try await offThePool {
             try ChildProcess(try Browser.chromium(), Browser.arguments(profile, ["--remote-debugging-port=0", "--remote-allow-origins=*", server.url]),
-                             stdout: .null, stderr: .null)
+                             environment: try HeadlessChromium.environment(), stdout: .null, stderr: .null)
         }
         do {
             let devTools = try await DevTools.attach(profile: profile, pageURL: server.url)

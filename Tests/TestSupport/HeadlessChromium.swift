@@ -19,10 +19,16 @@ public enum HeadlessChromium {
     /// Runs a program off the cooperative pool; its stdout, after it exits (killed after `limit` seconds).
     public static func run(_ program: String, _ arguments: [String], limit: Double = 90) async throws -> (status: Int32, output: String) {
         try await offThePool {
-            let process = try ChildProcess(program, arguments, stderr: .null)
+            let process = try ChildProcess(program, arguments, environment: try environment(), stderr: .null)
             process.waitUntilExit(within: limit)
             return (process.terminationStatus, process.output!.textBlocking(timeout: 10))
         }
+    }
+
+    /// The browser's environment: its own TMPDIR under the tests' temporary root, so the org.chromium.Chromium.XXXXXX
+    /// directories it makes there (and leaves when it is terminated) go when the test process exits.
+    public static func environment() throws -> [String: String?] {
+        ["TMPDIR": try TemporaryDirectory.make("chromium-tmp")]
     }
 
     /// Headless arguments with a private profile directory, then `extra`.
