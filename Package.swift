@@ -275,9 +275,10 @@ let package = Package(
             // depends on this one (there is no static Testing library to link them with).
             // --no-export-dynamic: the static standard library's link arguments export every symbol of the program
             // (88k entries in .dynsym); nothing looks them up, but the loader and the runtime's start (dladdr over the
-            // table) pay for them at every start (docs/architecture.md, "Start-up").
+            // table) pay for them at every start (docs/architecture.md, "Start-up"). One symbol stays exported:
+            // CSndfile's mpg123_new, which libsndfile's libmpg123 must bind to (it makes the decoder quiet).
             swiftSettings: strict + [.unsafeFlags(["-static-stdlib"])],
-            linkerSettings: [.unsafeFlags(["-static-stdlib", "-Xlinker", "--no-export-dynamic"])]),
+            linkerSettings: [.unsafeFlags(["-static-stdlib", "-Xlinker", "--no-export-dynamic", "-Xlinker", "--export-dynamic-symbol=mpg123_new"])]),
         // Benchmarks: `swift run -c release tuneup-bench --help`.
         .executableTarget(
             name: "tuneup-bench",

@@ -216,7 +216,8 @@ public final class LineStationLock: Sendable {
         _ key: Int64, location: PostgresLocation, timeout: Duration, logger: Logger
     ) async throws -> (PostgresConnection, Int32)? {
         let configuration = try location.connection(timeout: timeout)
-        return try await bounded(timeout, name: location.name) {
+        // A connection that holds the key after the wait gave up is closed (its hold goes with it), not dropped.
+        return try await bounded(timeout, name: location.name, discard: { taken in if let (connection, _) = taken { drop(connection) } }) {
             let connection: PostgresConnection
             do {
                 connection = try await PostgresConnection.connect(
@@ -244,10 +245,12 @@ public final class LineStationLock: Sendable {
         }
     }
 
-    private static func bounded<T: Sendable>(_ timeout: Duration, name: String, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+    private static func bounded<T: Sendable>(
+        _ timeout: Duration, name: String, discard: (@Sendable (T) async -> Void)? = nil, _ body: @escaping @Sendable () async throws -> T
+    ) async throws -> T {
         try await withDeadline(timeout, late: {
             RecordsError(.unreachable, "records database \(name) did not answer within \(PostgresRecordStore.seconds(timeout)) s (is the server running and reachable?)")
-        }, body)
+        }, discard: discard, body)
     }
 
     /// Closes `connection` without waiting (the server drops the session's locks with it); the connection is kept

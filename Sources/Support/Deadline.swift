@@ -4,11 +4,13 @@ import Synchronization
 /// waiting for it: a call whose library does not honour cancellation promptly (postgres-nio waiting for a pooled
 /// connection to a server that is down) still returns on time. `cancelLate` cancels the abandoned work; without it
 /// the work runs to its end (for work that must not be cut between two effects). Cancelling the caller ends the
-/// wait at once with `CancellationError` and cancels the work. The one deadline helper: the records' database
+/// wait at once with `CancellationError` and cancels the work. A result that comes after the wait was given up goes
+/// to `discard` (a connection to close: dropping it would leak it). The one deadline helper: the records' database
 /// calls, and the WebSocket writes of the operator page and the hub's JSON-RPC (a client that takes nothing is
 /// dropped).
 public func withDeadline<T: Sendable>(
     _ timeout: Duration, cancelLate: Bool = true, late: @escaping @Sendable () -> any Error,
+    discard: (@Sendable (T) async -> Void)? = nil,
     _ body: @escaping @Sendable () async throws -> T
 ) async throws -> T {
     let race = Race<T>()
@@ -16,7 +18,12 @@ public func withDeadline<T: Sendable>(
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
             race.start(continuation)
             let work = Task {
-                do { race.finish(.success(try await body())) } catch { race.finish(.failure(error)) }
+                do {
+                    let value = try await body()
+                    if !race.finish(.success(value)) { await discard?(value) }
+                } catch {
+                    race.finish(.failure(error))
+                }
             }
             let timer = Task {
                 try? await Task.sleep(for: timeout)

@@ -121,6 +121,13 @@ public enum Devices {
     }
 
     private static func parseAddress(_ text: String, family: String, schemes: [String]) throws(TransportError) -> DeviceAddress {
+        // Resolved against every scheme (so that another family's address is recognised as such), but a scheme no one
+        // knows is answered with this family's forms.
+        guard addressSchemes.resolve(text) != nil else {
+            let names = schemes + (schemes.contains("sim:headset") ? ["sim"] : [])
+            let own = AddressSchemes(addressSchemes.schemes.filter { names.contains($0.name) })
+            return try own.parse(text)
+        }
         let address = try parseAddress(text)
         guard schemes.contains(address.scheme) else {
             let forms = schemes.compactMap { addressSchemes.scheme(named: $0)?.form }
