@@ -104,7 +104,7 @@ public enum Devices {
     }
 
     /// The schemes whose devices speak LightX: what the headset commands (probe, flash, anc, ...) and the station take.
-    public static let headsetSchemes = ["sim:headset", "tcp", "serial", "usb", "bt"]
+    public static let headsetSchemes = ["sim", "sim:headset", "tcp", "serial", "usb", "bt"]
     /// The schemes whose devices are wearables: what the wearable commands take.
     public static let wearableSchemes = [WearableSimulatorBridge.scheme, BLEBridge.scheme, "tcp", "serial"]
 
@@ -124,8 +124,7 @@ public enum Devices {
         // Resolved against every scheme (so that another family's address is recognised as such), but a scheme no one
         // knows is answered with this family's forms.
         guard addressSchemes.resolve(text) != nil else {
-            let names = schemes + (schemes.contains("sim:headset") ? ["sim"] : [])
-            let own = AddressSchemes(addressSchemes.schemes.filter { names.contains($0.name) })
+            let own = AddressSchemes(addressSchemes.schemes.filter { schemes.contains($0.name) })
             return try own.parse(text)
         }
         let address = try parseAddress(text)
