@@ -23,6 +23,7 @@ let package = Package(
         .library(name: "Firmware", targets: ["Firmware"]),
         .library(name: "FirmwareUpdate", targets: ["FirmwareUpdate"]),
         .library(name: "Progress", targets: ["Progress"]),
+        .library(name: "DeviceAccess", targets: ["DeviceAccess"]),
         .library(name: "TuneupKit", targets: ["TuneupKit"]),
         .library(name: "Recipe", targets: ["Recipe"]),
         .library(name: "Records", targets: ["Records"]),
@@ -208,14 +209,23 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: strict),
-        // Everything composed for the tools: address schemes, the connector with every back end, USB re-open policy
-        // and gadget glue, image inspection, opening a device by address.
+        // Device access without simulators: the device registry (address schemes and their openers, composed by the
+        // caller), the connector, the real back ends' bridges (USB re-open policy, Bluetooth, BLE, speakers), opening
+        // a headset, an updater or a bootloader client by address, presence checks, the factory sequences.
+        .target(
+            name: "DeviceAccess",
+            dependencies: [
+                "Failure", "LightX", "Transport", "Headset", "Firmware", "FirmwareUpdate", "USBTransport", "BluetoothTransport", "Session",
+                "SpeakerSession", .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict),
+        // Everything composed for the tools: DeviceAccess (re-exported) with the in-process simulators' schemes
+        // (`Devices.registry`), the simulated headset's state file, USB gadget glue, image inspection.
         .target(
             name: "TuneupKit",
             dependencies: [
-                "Failure", "LightX", "Transport", "Headset", "Simulator", "HeadsetSimulator", "Firmware", "FirmwareUpdate", "USBTransport", "USBGadget",
-                "BluetoothTransport", "WearableSimulator", "Session", "SpeakerSession", "SpeakerSimulator",
-                .product(name: "Logging", package: "swift-log"),
+                "DeviceAccess", "Failure", "LightX", "Transport", "Headset", "Simulator", "HeadsetSimulator", "Firmware", "FirmwareUpdate",
+                "USBGadget", "WearableSimulator", "SpeakerSession", "SpeakerSimulator", .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict),
         // Unit records of factory provisioning: units, runs, steps, measurements, identities and leases (SQLite, or

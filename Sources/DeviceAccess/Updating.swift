@@ -3,10 +3,10 @@ import FirmwareUpdate
 import Logging
 import Transport
 
-extension Devices {
+extension DeviceRegistry {
     /// An updater that flashes `image` onto the device at `address`, opening the link again through `connector`
     /// whenever the device resets (the jump to its bootloader, the reboot) or the link drops.
-    public static func updater(
+    public func updater(
         image: FirmwareImage, address: DeviceAddress, options: UpdateOptions = .init(),
         connection: ConnectionOptions = .init(), logger: Logger = Logger(label: "tuneup.update")
     ) -> FirmwareUpdater {
@@ -18,7 +18,7 @@ extension Devices {
 
     /// A client of the bootloader of the device at `address` (status, enter, leave, read back), reconnecting as the
     /// device resets; `wait` is how long it waits for a device that answered once to come back.
-    public static func bootloaderClient(
+    public func bootloaderClient(
         address: DeviceAddress, wait: Duration, connection: ConnectionOptions = .init(),
         logger: Logger = Logger(label: "tuneup.bootloader")
     ) -> BootloaderClient {

@@ -1,7 +1,7 @@
 import Transport
 import USBTransport
 
-extension Devices {
+extension DeviceRegistry {
     /// The port addresses (`usb:BUS-PORTS`) of every attached known USB headset, in its application or its
     /// bootloader, in port order: the slots of a USB station. Throws `SettingError` for a bad `TUNEUP_USB_IDS`,
     /// `TransportError` when USB cannot be scanned.

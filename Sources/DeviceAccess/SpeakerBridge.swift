@@ -1,7 +1,6 @@
 import Logging
 import Session
 import SpeakerSession
-import SpeakerSimulator
 import Transport
 
 /// A speaker's control port on the network: where `speaker:HOST:PORT` (or `tcp:HOST:PORT`) points, and where its
@@ -21,7 +20,7 @@ public struct SpeakerEndpoint: Sendable, Hashable, CustomStringConvertible {
 
 /// The speakers' network address scheme, `speaker:HOST:PORT`: a speaker's control port on TCP (a real speaker, a
 /// `tuneup sim speaker` or a `tuneup speaker receive`). `tcp:HOST:PORT` reaches the same port; the in-process
-/// simulated speaker is `sim:speaker` (`SpeakerSimulatorBridge`).
+/// simulated speaker is `sim:speaker` (`SpeakerSimulatorBridge`, plugged in by TuneupKit).
 public enum SpeakerBridge {
     /// The scheme's name.
     public static let scheme = "speaker"
@@ -63,12 +62,12 @@ public enum SpeakerBridge {
     }
 
     /// The schemes whose addresses are speakers (what the speaker commands take).
-    public static let schemes = [scheme, "tcp", SpeakerSimulatorBridge.scheme]
+    public static let schemes = [scheme, "tcp", "sim:speaker"]
 }
 
-extension Devices {
+extension DeviceRegistry {
     /// The forms of the speakers' addresses, as the registry spells them.
-    public static var speakerForms: [String] {
+    public var speakerForms: [String] {
         SpeakerBridge.schemes.compactMap { addressSchemes.scheme(named: $0)?.form }
     }
 
@@ -76,7 +75,7 @@ extension Devices {
     /// `sim:speaker[:SEED]`; a text that no scheme claims and that is `HOST:PORT` is `speaker:HOST:PORT` (as the
     /// speaker commands always took it). Throws `TransportError(.invalidAddress)` with one line: the
     /// registry's for an unknown or bad address, or naming the speakers' forms for another family's address.
-    public static func parseSpeakerAddress(_ text: String) throws(TransportError) -> DeviceAddress {
+    public func parseSpeakerAddress(_ text: String) throws(TransportError) -> DeviceAddress {
         let address: DeviceAddress
         if addressSchemes.resolve(text) == nil, text.contains(":") {
             // Not HOST:PORT either: the registry's own line (an unknown scheme, with the schemes it knows).
@@ -91,10 +90,11 @@ extension Devices {
     }
 
     /// Opens the speaker at `address` through `connector(options)` (so `options.linkConditions` apply to its control
-    /// link) and says hello. Audio goes to the endpoint's host (the loopback for `sim:speaker`).
+    /// link) and says hello. Audio goes to the endpoint's host, else to the scheme's `localHost` (the loopback for
+    /// `sim:speaker`).
     /// - Throws: `SpeakerSessionError` (`.connectionFailed` naming the speaker when it cannot be reached; the session's
     ///   failures), `CancellationError`.
-    public static func openSpeaker(
+    public func openSpeaker(
         _ address: DeviceAddress, options: ConnectionOptions = .init(), requestOptions: RequestOptions = RequestOptions(),
         logger: Logger = Logger(label: "tuneup.speaker")
     ) async throws -> SpeakerSession {
@@ -106,14 +106,14 @@ extension Devices {
         } catch let error as TransportError {
             throw SpeakerSessionError(.connectionFailed, "cannot reach speaker \(display): \(error.message)")
         }
-        let host = endpoint?.host ?? (address.scheme == SpeakerSimulatorBridge.scheme ? InProcessSpeaker.audioHost : nil)
+        let host = endpoint?.host ?? entry(named: address.scheme)?.localHost
         return try await SpeakerSession.open(transport: transport, address: display, host: host, controlPort: endpoint?.port,
                                              options: requestOptions, logger: logger)
     }
 
     /// Opens every speaker of `addresses` (`openSpeaker`), in order, and reads their DeviceInfo; on a failure the
     /// sessions already opened are closed.
-    public static func openSpeakers(
+    public func openSpeakers(
         _ addresses: [DeviceAddress], options: ConnectionOptions = .init(), requestOptions: RequestOptions = RequestOptions()
     ) async throws -> SpeakerController {
         try await SpeakerController.open(addresses) { address in
