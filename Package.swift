@@ -243,7 +243,8 @@ let package = Package(
         .target(
             name: "Station",
             dependencies: [
-                "Failure", "LightX", "Transport", "Headset", "Firmware", "FirmwareUpdate", "Recipe", "Records", "TuneupKit",
+                "Failure", "LightX", "Transport", "Headset", "Firmware", "FirmwareUpdate", "Recipe", "Records",
+                "DeviceAccess",  // real back ends only: the caller passes the registry (the tools' has the simulators)
                 "Support",  // attachments are read on the blocking executor
                 .product(name: "Crypto", package: "swift-crypto"), .product(name: "Logging", package: "swift-log"),
             ],

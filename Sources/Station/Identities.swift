@@ -1,9 +1,9 @@
+import DeviceAccess
 import Foundation
 import LightX
 import Recipe
 import Records
 import Synchronization
-import TuneupKit
 
 /// The identity a station gives one unit: its serial and Bluetooth address as issued by the records (unique across
 /// every station of the line), and the Bluetooth name the recipe makes of them.

@@ -1,4 +1,5 @@
 import Crypto
+import DeviceAccess
 import Failure
 import Foundation
 import Logging
@@ -6,7 +7,6 @@ import Recipe
 import Records
 import Synchronization
 import Transport
-import TuneupKit
 
 /// How a station identifies itself in the records and reaches its units.
 public struct StationOptions: Sendable {
@@ -16,6 +16,9 @@ public struct StationOptions: Sendable {
     public var operatorName: String
     /// The tool's version (records).
     public var toolVersion: String
+    /// The kinds of device the slots' addresses may name, and how each is opened: `DeviceRegistry.real`, or the
+    /// tools' `Devices.registry` (TuneupKit) with the in-process simulators.
+    public var devices: DeviceRegistry
     /// How links are opened (timeouts, retries, USB polling).
     public var connection: ConnectionOptions
     /// How long a unit that answered may take to come back after a reset.
@@ -30,10 +33,11 @@ public struct StationOptions: Sendable {
     public var metadata: [String: String]
 
     public init(
-        station: String = ProcessInfo.processInfo.hostName, operatorName: String = "", toolVersion: String = "",
+        devices: DeviceRegistry, station: String = ProcessInfo.processInfo.hostName, operatorName: String = "", toolVersion: String = "",
         connection: ConnectionOptions = .init(), deviceWait: Duration = .seconds(30), pollInterval: Duration = .milliseconds(200),
         workOrder: String? = nil, lot: String? = nil, fixture: String? = nil, metadata: [String: String] = [:]
     ) {
+        self.devices = devices
         self.station = station
         self.operatorName = operatorName
         self.toolVersion = toolVersion
@@ -191,7 +195,7 @@ public final class Station: Sendable {
     let context: StationContext
 
     /// - Parameter desk: where the recipe's scans and prompts wait for answers (the page's and the terminal's).
-    public init(recipe: LoadedRecipe, store: any RecordStore, options: StationOptions = .init(), desk: OperatorDesk = OperatorDesk(),
+    public init(recipe: LoadedRecipe, store: any RecordStore, options: StationOptions, desk: OperatorDesk = OperatorDesk(),
                 onEvent: @escaping @Sendable (StationEvent) -> Void = { _ in }) {
         context = StationContext(recipe: recipe, store: store, options: options, desk: desk, emit: onEvent)
     }
@@ -226,7 +230,7 @@ public final class Station: Sendable {
 
     /// Provisions the unit in each slot once, all at once; returns the results in slot order.
     public func run(slots: [Slot]) async throws -> [UnitResult] {
-        let addresses = try slots.map { try Devices.parseAddress($0.address) }
+        let addresses = try slots.map { try context.options.devices.parseAddress($0.address) }
         try await context.restoreWindow()
         start(slots)
         return await withTaskGroup(of: (Int, UnitResult).self) { group in
@@ -242,7 +246,7 @@ public final class Station: Sendable {
     /// Watches the slots until the task is cancelled or the station stops taking units: provisions each unit as it
     /// arrives, and waits for it to be taken out before the slot takes the next.
     public func watch(slots: [Slot]) async throws {
-        let fixed = try slots.map { ($0, try Devices.parseAddress($0.address)) }
+        let fixed = try slots.map { ($0, try context.options.devices.parseAddress($0.address)) }
         try await watch(discovering: { fixed.map(\.0) }, announce: slots)
     }
 
@@ -255,7 +259,7 @@ public final class Station: Sendable {
             var watched = Set<String>()
             while !Task.isCancelled, context.stopReason == nil {
                 for slot in await discover() where !watched.contains(slot.name) {
-                    guard let address = try? Devices.parseAddress(slot.address) else { continue }
+                    guard let address = try? context.options.devices.parseAddress(slot.address) else { continue }
                     watched.insert(slot.name)
                     group.addTask { await self.watch(slot, address: address) }
                 }
@@ -281,7 +285,7 @@ public final class Station: Sendable {
     }
 
     private func watch(_ slot: Slot, address: DeviceAddress) async {
-        let connector = Devices.connector(context.options.connection)
+        let connector = context.options.devices.connector(context.options.connection)
         while !Task.isCancelled, context.stopReason == nil {
             context.emit(.waiting(slot: slot.name))
             guard await wait(for: true, slot: address, connector: connector) else { return }
@@ -293,11 +297,11 @@ public final class Station: Sendable {
     }
 
     /// Waits until a unit is in the slot (`present`) or gone from it; false when cancelled or stopped meanwhile.
-    /// Nothing is sent to the unit (`Devices.isPresent`).
+    /// Nothing is sent to the unit (`DeviceRegistry.isPresent`).
     private func wait(for present: Bool, slot address: DeviceAddress, connector: TransportConnector) async -> Bool {
         while !Task.isCancelled {
             if present, context.stopReason != nil { return false }
-            if await Devices.isPresent(address, connector: connector) == present { return true }
+            if await DeviceRegistry.isPresent(address, connector: connector) == present { return true }
             do { try await Task.sleep(for: context.options.pollInterval) } catch { return false }
         }
         return false

@@ -6,7 +6,7 @@ import Records
 public struct Slot: Sendable, Hashable, Codable, CustomStringConvertible {
     /// The slot's name in events and records (the address as written, by default).
     public var name: String
-    /// The address the station opens (`Devices.parseAddress` syntax).
+    /// The address the station opens (`DeviceRegistry.parseAddress` syntax).
     public var address: String
 
     public init(name: String? = nil, address: String) {

@@ -1,3 +1,4 @@
+import DeviceAccess
 import Failure
 import Firmware
 import FirmwareUpdate
@@ -8,7 +9,6 @@ import Recipe
 import Records
 import Support
 import Transport
-import TuneupKit
 
 /// A step that did not pass: `fail` (a measurement outside its limits, a lock that does not hold) or `error` (the
 /// device or the link failed), with one line saying why.
@@ -40,7 +40,7 @@ struct UnitRun {
     /// Provisions the unit; never throws: every ending is a result (and a recorded run when the unit was identified),
     /// whether it was the unit's first time here (a pass then is a first pass), and the measurements it recorded.
     func run() async -> (result: UnitResult, firstTime: Bool, measurements: [Records.Measurement]) {
-        let client = Devices.bootloaderClient(
+        let client = station.options.devices.bootloaderClient(
             address: address, wait: station.options.deviceWait, connection: station.options.connection, logger: station.logger)
         let result = await run(with: client)
         await client.close()
@@ -304,7 +304,7 @@ struct UnitRun {
             var options = UpdateOptions(verificationKey: station.recipe.key)
             options.readyWait = station.options.deviceWait
             options.reconnectWait = station.options.deviceWait
-            let updater = Devices.updater(
+            let updater = station.options.devices.updater(
                 image: image, address: address, options: options, connection: station.options.connection, logger: station.logger)
             let slot = slot.name, emit = emit
             let watcher = Task {

@@ -7,6 +7,7 @@ import Station
 import Support
 import Synchronization
 import ThrowawayRabbitMQ
+import TuneupKit
 
 /// IPC-CFX through a broker outage: N blank simulated units provisioned at once with the CFX publisher on, a
 /// throwaway RabbitMQ stopped `outageAfter` seconds into the run for `outage` seconds, then started again; every message
@@ -53,7 +54,7 @@ struct CFXBenchmark {
                        handle: CFXMapper.handle(station: "bench"), reconnectDelay: .milliseconds(500)),
             store: store, notice: { print("  \($0)") })
         let finishedBeforeStop = Mutex<(stopped: Bool, units: Int)>((false, 0))
-        let station = Station(recipe: recipe, store: store, options: StationOptions(station: "bench", toolVersion: "bench")) { event in
+        let station = Station(recipe: recipe, store: store, options: StationOptions(devices: Devices.registry, station: "bench", toolVersion: "bench")) { event in
             publisher.handle(event)
             if case .finished = event { finishedBeforeStop.withLock { if !$0.stopped { $0.units += 1 } } }
         }

@@ -55,7 +55,7 @@ struct StationBenchmark {
                            handle: CFXMapper.handle(station: "bench")), store: store)
         }
         let cfxPublisher = publisher
-        let station = Station(recipe: recipe, store: store, options: StationOptions(station: "bench", toolVersion: "bench")) { event in
+        let station = Station(recipe: recipe, store: store, options: StationOptions(devices: Devices.registry, station: "bench", toolVersion: "bench")) { event in
             page?.feed.handle(event)
             cfxPublisher?.handle(event)
         }

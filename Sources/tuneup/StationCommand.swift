@@ -188,8 +188,8 @@ struct StationCommand: AsyncParsableCommand {
             var connection = ConnectionOptions()
             connection.session.timeout = .milliseconds(Int64(timeout * 1000))
             let options = StationOptions(
-                station: stationName, operatorName: try OperatorName.resolve(operatorName), toolVersion: TuneupVersion.string,
-                connection: connection, deviceWait: .milliseconds(Int64(wait.wait * 1000)),
+                devices: Devices.registry, station: stationName, operatorName: try OperatorName.resolve(operatorName),
+                toolVersion: TuneupVersion.string, connection: connection, deviceWait: .milliseconds(Int64(wait.wait * 1000)),
                 workOrder: trace.workOrder, lot: trace.lot, fixture: trace.fixture, metadata: try trace.metadata())
             let view = StationView(json: output.json, live: !output.json && isatty(STDOUT_FILENO) == 1)
             // Stopping (also by Ctrl-C): unused leased values are voided and the outbox uploaded, as far as it goes.

@@ -51,7 +51,7 @@ import TuneupKit
             var connection = ConnectionOptions()
             connection.session.timeout = .seconds(30)
             return Station(recipe: recipe, store: store, options: StationOptions(
-                station: name, operatorName: "ana", toolVersion: "test", connection: connection, deviceWait: .seconds(10)), onEvent: onEvent)
+                devices: .real, station: name, operatorName: "ana", toolVersion: "test", connection: connection, deviceWait: .seconds(10)), onEvent: onEvent)
         }
 
         func close() async {

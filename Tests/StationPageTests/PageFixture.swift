@@ -47,7 +47,7 @@ struct PageFixture: Sendable {
         var connection = ConnectionOptions()
         connection.session.timeout = .seconds(30)
         return Station(recipe: recipe, store: store ?? self.store, options: StationOptions(
-            station: name, operatorName: operatorName, toolVersion: "test", connection: connection, deviceWait: .seconds(10),
+            devices: .real, station: name, operatorName: operatorName, toolVersion: "test", connection: connection, deviceWait: .seconds(10),
             pollInterval: .milliseconds(50)), onEvent: onEvent)
     }
 

@@ -135,7 +135,7 @@ struct PageStation {
         var connection = ConnectionOptions()
         connection.session.timeout = .seconds(30)
         let station = Station(recipe: recipe, store: store, options: StationOptions(
-            station: "page", operatorName: "ann", toolVersion: "test", connection: connection, deviceWait: .seconds(10)), desk: desk) {
+            devices: .real, station: "page", operatorName: "ann", toolVersion: "test", connection: connection, deviceWait: .seconds(10)), desk: desk) {
             feed.handle($0)
         }
         let profile = directory + "/chromium"

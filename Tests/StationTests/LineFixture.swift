@@ -47,7 +47,7 @@ struct LineFixture: Sendable {
                  sessionTimeout: Duration = .seconds(30)) -> Station {
         var connection = ConnectionOptions()
         connection.session.timeout = sessionTimeout
-        return Station(recipe: recipe, store: store ?? self.store, options: StationOptions(station: name, toolVersion: "test", connection: connection,
+        return Station(recipe: recipe, store: store ?? self.store, options: StationOptions(devices: .real, station: name, toolVersion: "test", connection: connection,
                                                                               deviceWait: .seconds(10), pollInterval: .milliseconds(50))) {
             events.append($0)
         }

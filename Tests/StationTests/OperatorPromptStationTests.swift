@@ -5,6 +5,7 @@ import Station
 import Synchronization
 import TestSupport
 import Testing
+import TuneupKit
 
 /// Scans and prompts as the station runs them, answered from a scripted terminal: a wrong code and a code bound to
 /// another unit are refused (the prompt goes on waiting), FAIL fails the unit at its prompt, the answers are recorded.
@@ -38,7 +39,7 @@ import Testing
         let events = EventLog()
         let desk = OperatorDesk()
         let station = Station(recipe: line.recipe, store: line.store,
-                              options: StationOptions(station: "prompts", operatorName: "ann", toolVersion: "test", deviceWait: .seconds(10)),
+                              options: StationOptions(devices: .real, station: "prompts", operatorName: "ann", toolVersion: "test", deviceWait: .seconds(10)),
                               desk: desk) { events.append($0) }
         let (lines, typing) = AsyncStream.makeStream(of: String.self)
         let reports = Mutex<[String]>([])

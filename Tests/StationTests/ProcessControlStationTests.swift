@@ -35,7 +35,7 @@ import Testing
         var connection = ConnectionOptions()
         connection.session.timeout = .seconds(30)
         let options = StationOptions(
-            station: "trace", operatorName: "ann", toolVersion: "test", connection: connection, deviceWait: .seconds(10),
+            devices: .real, station: "trace", operatorName: "ann", toolVersion: "test", connection: connection, deviceWait: .seconds(10),
             workOrder: "WO-4711", lot: "L-48", fixture: "fx-1", metadata: ["shift": "late", "bench": "3"])
         let station = Station(recipe: line.recipe, store: line.store, options: options)
         let results = try await withTimeLimit(120) { try await station.run(slots: line.slots) }

@@ -152,7 +152,7 @@ import Testing
         defer { Task { await server.shutdown() } }
         var connection = ConnectionOptions()
         connection.session.timeout = .seconds(30)
-        let options = StationOptions(station: "pull", toolVersion: "test", connection: connection, deviceWait: .seconds(1))
+        let options = StationOptions(devices: .real, station: "pull", toolVersion: "test", connection: connection, deviceWait: .seconds(1))
         let pulled = Mutex(false)
         let station = Station(recipe: line.recipe, store: line.store, options: options) { event in
             guard case let .progress(_, _, "flash-application", fraction) = event, fraction >= 0.05 else { return }
@@ -194,7 +194,7 @@ import Testing
         defer { Task { await line.close() } }
         let second = try await SQLiteRecordStore.open(path: line.directory + "/records.sqlite")
         let a = line.station(name: "station-a")
-        let b = Station(recipe: line.recipe, store: second, options: StationOptions(station: "station-b", toolVersion: "test"))
+        let b = Station(recipe: line.recipe, store: second, options: StationOptions(devices: .real, station: "station-b", toolVersion: "test"))
         let slots = line.slots
         let results = try await withTimeLimit(120) {
             async let first = a.run(slots: Array(slots[0..<3]))
