@@ -47,6 +47,7 @@ let package = Package(
         .package(url: "https://github.com/groue/GRDB.swift", exact: "7.10.0"),
         .package(url: "https://github.com/vapor/postgres-nio", exact: "1.33.2"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", exact: "2.28.1", traits: []),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
@@ -94,7 +95,10 @@ let package = Package(
         // The transport abstraction, device addresses and the byte-stream back ends.
         .target(
             name: "Transport",
-            dependencies: ["CShims", "Failure", "Support", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "CShims", "Failure", "Support", .product(name: "Logging", package: "swift-log"),
+                .product(name: "HeapModule", package: "swift-collections"),  // the reactor's timer queue
+            ],
             swiftSettings: strict),
         // libusb-1.0 and BlueZ's libbluetooth, found with pkg-config.
         .systemLibrary(name: "CLibUSB", pkgConfig: "libusb-1.0", providers: [.apt(["libusb-1.0-0-dev"])]),

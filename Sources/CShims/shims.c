@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <spawn.h>
 #include <sys/syscall.h>
+#include <sys/timerfd.h>
 #include "cshims.h"
 
 int tuneup_posix_openpt(int flags) { return posix_openpt(flags); }
@@ -97,5 +98,15 @@ int tuneup_spawn_chdir(void *actions, const char *path) {
 }
 
 int tuneup_pipe_cloexec(int fds[2]) { return pipe2(fds, O_CLOEXEC); }
+
+int tuneup_timerfd_create(void) { return timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC); }
+
+int tuneup_timerfd_arm(int fd, int64_t nanoseconds) {
+    if (nanoseconds < 1) nanoseconds = 1;
+    struct itimerspec spec = {0};
+    spec.it_value.tv_sec = nanoseconds / 1000000000;
+    spec.it_value.tv_nsec = nanoseconds % 1000000000;
+    return timerfd_settime(fd, 0, &spec, NULL);
+}
 
 int tuneup_pidfd_open(int pid) { return (int)syscall(SYS_pidfd_open, pid, 0); }

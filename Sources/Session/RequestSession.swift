@@ -78,6 +78,7 @@ public actor RequestSession<P: SessionProtocol> {
     /// Requests waiting out a quiet period (ended when the session fails).
     private var quietWaits: [UInt64: Task<Void, any Error>] = [:]
     private var nextSlotID: UInt64 = 0
+    private var nextTimerNumber: UInt64 = 0
     private let pushBroadcast = Broadcast<P.Packet>()
     private let eventBroadcast = Broadcast<Event>()
     private var readerTask: Task<Void, Never>?
@@ -91,7 +92,9 @@ public actor RequestSession<P: SessionProtocol> {
         var holdsKey = false
         var continuation: CheckedContinuation<WaitResult, Never>?
         var result: WaitResult?
-        var timer: Task<Void, Never>?
+        var timer: SessionTimer?
+        /// Which timer is the slot's (a timer replaced after Pending may already have fired: it is ignored).
+        var timerNumber: UInt64 = 0
         /// The device answered Pending: it accepted the request and the final reply follows.
         var accepted = false
     }
@@ -270,7 +273,7 @@ public actor RequestSession<P: SessionProtocol> {
         if let failure {
             slot.result = .failed(failure)
         } else {
-            slot.timer = startTimer(id: id, after: timeout)
+            (slot.timer, slot.timerNumber) = startTimer(id: id, after: timeout)
             waiting[key, default: []].append(id)
         }
         slots[id] = slot
@@ -302,18 +305,19 @@ public actor RequestSession<P: SessionProtocol> {
         }
     }
 
-    private func startTimer(id: UInt64, after timeout: Duration) -> Task<Void, Never> {
-        let deadline = clock.now() + timeout
-        let sleep = clock.sleep
-        return Task { [weak self] in
-            do { try await sleep(deadline) } catch { return }
-            guard !Task.isCancelled else { return }
-            await self?.expireTimer(id)
+    /// Starts the slot's timeout on the session's clock (on the reactor's timers in use: no task per request).
+    private func startTimer(id: UInt64, after timeout: Duration) -> (SessionTimer, UInt64) {
+        nextTimerNumber += 1
+        let number = nextTimerNumber
+        let timer = clock.schedule(clock.now() + timeout) { [weak self] in
+            guard let self else { return }
+            Task { await self.expireTimer(id, number) }
         }
+        return (timer, number)
     }
 
-    private func expireTimer(_ id: UInt64) {
-        guard let slot = slots[id], slot.result == nil else { return }
+    private func expireTimer(_ id: UInt64, _ number: UInt64) {
+        guard let slot = slots[id], slot.result == nil, slot.timerNumber == number else { return }
         finish(id, with: .timedOut(accepted: slot.accepted))
     }
 
@@ -452,7 +456,7 @@ public actor RequestSession<P: SessionProtocol> {
         if accepted {
             // The final reply follows. Wait for it as long as a long operation may take.
             slot.timer?.cancel()
-            slot.timer = startTimer(id: id, after: max(options.pendingTimeout, options.timeout))
+            (slot.timer, slot.timerNumber) = startTimer(id: id, after: max(options.pendingTimeout, options.timeout))
             slot.accepted = true
             slots[id] = slot
             return

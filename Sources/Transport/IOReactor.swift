@@ -21,6 +21,13 @@ import Synchronization
 ///
 /// Interest is armed with `EPOLLONESHOT` and only while somebody waits, so an idle descriptor that is hung up
 /// (e.g. a pty master) never makes the thread spin.
+///
+/// The reactor also runs the process's precise timers (`Timers`): one timerfd in the same epoll set, armed for the
+/// earliest deadline of a `TimerQueue`. Adding a timer is a heap insert under a lock, plus one `timerfd_settime` only
+/// when it is the new earliest; nothing wakes a thread until a deadline passes. (`Task.sleep` on Linux makes a
+/// dispatch timer source per call and wakes libdispatch's manager thread to program it: several times the cost, and
+/// a session starts one timer per request.) Timer actions run on the reactor thread and must be short: resume a
+/// continuation, start a task.
 final class IOReactor: Sendable {
     /// What to wait for.
     enum Interest: Sendable {
@@ -66,10 +73,14 @@ final class IOReactor: Sendable {
     private static let eventRdHup = EPOLLRDHUP.rawValue
     private static let eventOneShot = EPOLLONESHOT.rawValue
     private static let wakeupToken: UInt64 = 0
+    private static let timerToken: UInt64 = .max
 
     private let state = Mutex(State())
     private let epollFD: Int32
     private let eventFD: Int32
+    private let timerFD: Int32
+    /// Timers by `ContinuousClock` deadline; the timerfd is (re)armed under this lock, so arming never goes back in time.
+    private let timers = Mutex(TimerQueue<ContinuousClock.Instant>())
     /// The name of the reactor thread.
     let name: String
 
@@ -95,22 +106,73 @@ final class IOReactor: Sendable {
             POSIX.close(ep)
             throw TransportError(.io, "cannot create the I/O reactor's eventfd: \(POSIX.describe(e))", errno: e)
         }
-        guard tuneup_epoll_ctl(ep, EPOLL_CTL_ADD, ev, Self.eventIn, Self.wakeupToken) == 0 else {
+        let tf = tuneup_timerfd_create()
+        guard tf >= 0 else {
             let e = errno
             POSIX.close(ep)
             POSIX.close(ev)
+            throw TransportError(.io, "cannot create the I/O reactor's timerfd: \(POSIX.describe(e))", errno: e)
+        }
+        guard tuneup_epoll_ctl(ep, EPOLL_CTL_ADD, ev, Self.eventIn, Self.wakeupToken) == 0,
+              tuneup_epoll_ctl(ep, EPOLL_CTL_ADD, tf, Self.eventIn, Self.timerToken) == 0 else {
+            let e = errno
+            POSIX.close(ep)
+            POSIX.close(ev)
+            POSIX.close(tf)
             throw TransportError(.io, "cannot set up the I/O reactor: \(POSIX.describe(e))", errno: e)
         }
         epollFD = ep
         eventFD = ev
+        timerFD = tf
         self.name = name
         do {
             try DedicatedThread.spawn(name: name) { [self] in self.runLoop() }
         } catch {
             POSIX.close(ep)
             POSIX.close(ev)
+            POSIX.close(tf)
             throw error
         }
+    }
+
+    // MARK: Timers
+
+    /// Runs `action` on the reactor thread once `deadline` has passed, unless cancelled first. Returns its id.
+    func schedule(at deadline: ContinuousClock.Instant, _ action: @escaping @Sendable () -> Void) -> UInt64 {
+        timers.withLock { q in
+            let (id, arm) = q.add(at: deadline, action)
+            if let arm { self.arm(for: arm) }
+            return id
+        }
+    }
+
+    /// Cancels a timer; true when its action had not run (and now never will).
+    @discardableResult
+    func cancelTimer(_ id: UInt64) -> Bool {
+        timers.withLock { $0.cancel(id) }
+    }
+
+    /// Timers neither run nor cancelled (diagnostics and tests).
+    var pendingTimers: Int { timers.withLock { $0.count } }
+
+    /// Sets the timerfd to expire at `deadline` (relative to now: the timerfd's clock and `ContinuousClock` run at
+    /// the same rate). Called under the timers lock.
+    private func arm(for deadline: ContinuousClock.Instant) {
+        let (seconds, attoseconds) = ContinuousClock.now.duration(to: deadline).components
+        let nanoseconds = seconds > Int64.max / 1_000_000_000 ? Int64.max : seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+        _ = tuneup_timerfd_arm(timerFD, max(1, nanoseconds))
+    }
+
+    /// The timerfd expired: runs what is due (outside the lock) and re-arms for what is left.
+    private func fireTimers() {
+        var expirations: UInt64 = 0
+        _ = Glibc.read(timerFD, &expirations, MemoryLayout<UInt64>.size)
+        let due = timers.withLock { q in
+            let (due, arm) = q.fire(now: .now)
+            if let arm { self.arm(for: arm) }
+            return due
+        }
+        for action in due { action() }
     }
 
     /// Starts tracking `fd` (nothing is armed until somebody waits).
@@ -248,12 +310,17 @@ final class IOReactor: Sendable {
                 state.withLock { $0.stopped = true }
             }
             var ready: [Waiter] = []
+            var timerFired = false
             let stop: Bool = state.withLock { s in
                 for i in 0..<max(Int(n), 0) {
                     let event = events[i]
                     if event.data == Self.wakeupToken {
                         var value: UInt64 = 0
                         _ = Glibc.read(eventFD, &value, MemoryLayout<UInt64>.size)
+                        continue
+                    }
+                    if event.data == Self.timerToken {
+                        timerFired = true
                         continue
                     }
                     guard var entry = s.entries[event.data] else { continue }
@@ -275,6 +342,7 @@ final class IOReactor: Sendable {
                 return s.stopped
             }
             for waiter in ready { waiter.continuation.resume() }
+            if timerFired { fireTimers() }
             if stop { break }
         }
         let abandoned: [Waiter] = state.withLock { s in
@@ -285,7 +353,12 @@ final class IOReactor: Sendable {
         for waiter in abandoned {
             waiter.continuation.resume(throwing: TransportError(.closed, "the I/O reactor \(name) has stopped"))
         }
+        // Nothing would ever run the timers left: run them now, as if their time had come (only private reactors of
+        // tests stop).
+        let left = timers.withLock { q in q.fire(now: nil).due }
+        for action in left { action() }
         POSIX.close(epollFD)
         POSIX.close(eventFD)
+        POSIX.close(timerFD)
     }
 }

@@ -53,7 +53,8 @@ public struct LinkStatistics: Sendable, Hashable {
 ///   it, and when that chunk's delivery time comes the inner transport is closed (the peer sees `.closed`) and the
 ///   local `receive` throws `.closed`. `send` throws `.closed` as soon as the limit is reached.
 /// - Without a bandwidth limit at most 1 MiB is in flight per direction.
-/// - Timing uses `ContinuousClock` with absolute deadlines and zero tolerance, so sleep overshoot never accumulates.
+/// - Timing uses `ContinuousClock` with absolute deadlines on the reactor's precise timers (`Timers`), so sleep
+///   overshoot never accumulates.
 /// - `close()` stops accepting data, lets already-queued outgoing chunks reach the inner transport (for at most one
 ///   second past their delivery time, like a tty draining on close), then closes the inner transport.
 public final class ConditionedTransport: Transport {
@@ -204,7 +205,7 @@ final class ConditionerCore: Sendable {
     private struct Waiter {
         let id: UInt64
         let continuation: CheckedContinuation<Void, any Error>
-        let timer: Task<Void, Never>?
+        let timer: ReactorTimer?
     }
 
     /// What a parked loop should do next.
@@ -581,12 +582,12 @@ final class ConditionerCore: Sendable {
             s.waiters[slot] = nil
             return w
         }
-        waiter?.timer?.cancel()
+        if let timer = waiter?.timer { Timers.cancel(timer) }
         waiter?.continuation.resume()
     }
 
     /// Runs `step` under the lock until it returns `.done`, parking in `slot` in between — until woken, or until the
-    /// deadline of `.waitUntil` (an absolute `ContinuousClock` instant, slept with zero tolerance). Cancellable.
+    /// deadline of `.waitUntil` (an absolute `ContinuousClock` instant, on the reactor's timers). Cancellable.
     private func park(_ slot: Slot, _ step: (inout State, Instant) throws(TransportError) -> Step) async throws {
         while true {
             try Task.checkCancellation()
@@ -618,17 +619,9 @@ final class ConditionerCore: Sendable {
                             deadline = instant
                         }
                         if Task.isCancelled { return .failure(CancellationError()) }
-                        var timer: Task<Void, Never>?
-                        if let deadline {
-                            timer = Task { [self] in
-                                do {
-                                    try await Task.sleep(until: deadline, tolerance: .zero, clock: .continuous)
-                                } catch {
-                                    return
-                                }
-                                self.wake(slot, id: id)
-                            }
-                        }
+                        // The reactor's timers: a parked loop waits for every chunk's delivery time, and a task
+                        // sleeping per chunk cost more than the rest of the link's work.
+                        let timer = deadline.map { Timers.schedule(at: $0) { [self] in self.wake(slot, id: id) } }
                         s.waiters[slot] = Waiter(id: id, continuation: continuation, timer: timer)
                         return nil
                     }
@@ -640,7 +633,7 @@ final class ConditionerCore: Sendable {
                     s.waiters[slot] = nil
                     return w
                 }
-                waiter?.timer?.cancel()
+                if let timer = waiter?.timer { Timers.cancel(timer) }
                 waiter?.continuation.resume(throwing: CancellationError())
             }
             if done { return }

@@ -54,6 +54,12 @@ int tuneup_spawn_closefrom(void *actions, int lowfd);
 /* posix_spawn_file_actions_addchdir_np (glibc 2.29, a GNU extension): the spawned program starts in `path`. */
 int tuneup_spawn_chdir(void *actions, const char *path);
 
+/* A non-blocking, close-on-exec timerfd on CLOCK_MONOTONIC (the I/O reactor's timers); -1 with errno. */
+int tuneup_timerfd_create(void);
+
+/* Arms the timerfd to expire once, `nanoseconds` from now (at least 1 ns: 0 would disarm it). 0, or -1 with errno. */
+int tuneup_timerfd_arm(int fd, int64_t nanoseconds);
+
 /* pipe2 (a GNU extension): a pipe whose ends are close-on-exec from the start (no window for a concurrent spawn). */
 int tuneup_pipe_cloexec(int fds[2]);
 
