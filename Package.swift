@@ -323,6 +323,7 @@ let package = Package(
             dependencies: ["WearableRecording", "WearableSession", "WearableSimulator", "Wearable", "Support", "TestSupport"],
             swiftSettings: testing),
         .testTarget(name: "SpeakerTests", dependencies: ["Speaker", "TestSupport"], swiftSettings: testing),
+        .testTarget(name: "SpeakerPlaybackTests", dependencies: ["SpeakerPlayback", "Speaker", "Failure"], swiftSettings: testing),
         .testTarget(
             name: "SpeakerSessionTests",
             dependencies: ["SpeakerSession", "SpeakerPlayback", "SpeakerSimulator", "Speaker", "Simulator", "Support", "Transport", "TestSupport"],

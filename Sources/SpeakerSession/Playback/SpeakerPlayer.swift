@@ -42,13 +42,25 @@ public enum PlayerEvent: Sendable, Hashable {
 /// `playbackStateChanged` for the stream is applied here too. A member added during playback gets `play` for the
 /// stream and joins at the frames then due; a member whose link is lost is reported and, when it comes back,
 /// reconnected and rejoined; removing the last member stops the playback.
+/// Plays PCM to the speakers of a playback session in sync (docs/speaker-protocol.md §6-7): it keeps each member's
+/// clock measured (`ClockTracker`, `clockSync`/`setClockMap`), announces a stream with `play`, and sends the same
+/// timestamped UDP datagrams (`StreamSchedule`) to every member, `buffer` ahead of their presentation time.
+///
+/// It follows the speakers' events, so a playback started here can be paused, resumed, stopped (and its volume
+/// changed) by another controller — another `tuneup speaker` command — talking to the speakers: a speaker's
+/// `playbackStateChanged` for the stream is applied here too. A member added during playback gets `play` for the
+/// stream and joins at the frames then due; a member whose link is lost is reported and, when it comes back,
+/// reconnected and rejoined; removing the last member stops the playback.
+///
+/// The decisions are `PlaybackMachine`'s (SpeakerPlayback, a pure value): this actor is its I/O shell. It feeds the
+/// machine the API's calls, the speakers' events, the source's data and the time (`now`), and performs the actions
+/// it answers with, in order: the speakers' commands, the UDP datagrams, the events, the streaming loop and timers.
+/// What stays here is I/O: the sessions and their tasks, clock synchronisation, the source, reconnection.
 public actor SpeakerPlayer {
     private struct Member {
         var session: SpeakerSession
         var tracker = ClockTracker()
         var mapInstalled = false
-        var receiving = false
-        var resumed = false
         var tasks: [Task<Void, Never>] = []
     }
 
@@ -58,31 +70,15 @@ public actor SpeakerPlayer {
     private let logger: Logger
     private let events = Broadcast<PlayerEvent>()
     private var members: [UInt64: Member] = [:]
-    private var order: [UInt64] = []
     /// Sessions that replace lost ones (the controller's list follows through `onReconnect`).
     private let onReconnect: @Sendable (SpeakerSession) async -> Void
 
+    private var machine: PlaybackMachine
+    /// The state shown: the machine's, as announced by the actions performed so far (so whoever waits for
+    /// `.stopped` finds the speakers already told to stop).
     public private(set) var state: PlayerState = .initialized
-    private var schedule: StreamSchedule?
     private var source: (any PCMSource)?
-    private var title = ""
-    private var sourceKind: StreamSource = .localFile
-    private var pending: [UInt8] = []
-    /// Frames read from the source since the stream's first frame (where a failing source stopped).
-    private var readFrames: UInt64 = 0
-    private var sourceDone = false
-    private var endOfStreamSent = false
-    private var endFrame: UInt64?
-    private var startFrame: UInt64 = 0
-    private var pausedFrame: UInt64 = 0
-    private var lastSecond = -1
-    /// The packets sent whose frames are at most 1 s past: a joining member gets those still ahead, and they are the
-    /// retransmit buffer of lost-packet recovery (§7.1).
-    private var history: [(sequence: UInt32, firstFrame: UInt64, frames: Int, presentation: UInt64, pcm: [UInt8], bytes: [UInt8])] = []
-    public private(set) var recoveryStatistics = PlayerRecoveryStatistics()
-    private var generation: UInt64 = 0
-    private var streamTask: Task<Void, Never>?
-    private var nextStreamId: UInt32 = UInt32.random(in: 1...0xFFFF)
+    private var streamTask: (run: UInt64, task: Task<Void, Never>)?
     private var reconnecting: Set<UInt64> = []
     private var closed = false
     /// Each member's volume as last known (given at `add`, then its `volumeChanged` events), kept while it is lost:
@@ -98,6 +94,7 @@ public actor SpeakerPlayer {
         self.now = now
         self.logger = logger
         self.onReconnect = onReconnect
+        machine = PlaybackMachine(buffer: options.buffer, firstStreamId: UInt32.random(in: 1...0xFFFF))
         socket = try UDPSocket.bind(host: "0.0.0.0", port: 0)
     }
 
@@ -110,25 +107,25 @@ public actor SpeakerPlayer {
 
     /// Seconds of the stream heard so far (stream time, from its start even after `--from`); nil when nothing plays
     /// or is paused (HKWHub's TimeElapsed -1).
-    public var elapsed: Double? {
-        guard let schedule else { return nil }
-        let frame: UInt64
-        switch state {
-        case .playing: frame = schedule.frame(at: now())
-        case .paused: frame = pausedFrame
-        default: return nil
-        }
-        return Double(frame) / Double(schedule.format.sampleRate)
-    }
+    public var elapsed: Double? { machine.elapsed(at: now()) }
 
     /// The stream playing or paused (0: none).
-    public var streamId: UInt32 { schedule?.streamId ?? 0 }
+    public var streamId: UInt32 { machine.streamId }
 
     /// The members' ids in order.
-    public var memberIds: [UInt64] { order }
+    public var memberIds: [UInt64] { machine.members }
 
     /// Ids of the members that get the current stream.
-    public var receivingIds: [UInt64] { order.filter { members[$0]?.receiving == true } }
+    public var receivingIds: [UInt64] { machine.receivingIds }
+
+    /// What the player did for lost-packet recovery (§7.1), over its life.
+    public var recoveryStatistics: PlayerRecoveryStatistics {
+        var s = PlayerRecoveryStatistics()
+        s.requested = machine.recovery.requested
+        s.resent = machine.recovery.resent
+        s.unavailable = machine.recovery.unavailable
+        return s
+    }
 
     /// Plays `source` from `from` seconds on every member: waits for their clocks, announces the stream, and
     /// streams until the end, `stop`, or a stop by another controller. Returns once the stream started.
@@ -136,11 +133,11 @@ public actor SpeakerPlayer {
     ///   `.notConnected` when no member could be started.
     public func play(_ source: any PCMSource, title: String = "", kind: StreamSource = .localFile, from seconds: Double = 0) async throws {
         guard !closed else { throw SpeakerSessionError(.notConnected, "the player is closed") }
-        guard !order.isEmpty else {
+        guard !machine.members.isEmpty else {
             throw SpeakerSessionError(.invalidArgument, "no speaker is in the playback session; add one first")
         }
         guard seconds.isFinite, seconds >= 0 else { throw SpeakerSessionError(.invalidArgument, "--from must be 0 or more seconds") }
-        if schedule != nil { await stopStream(tellSpeakers: true, reason: nil) }
+        await perform(machine.stop())
         let format = source.format
         let first = UInt64(seconds * Double(format.sampleRate))
         if first > 0 {
@@ -150,56 +147,42 @@ public actor SpeakerPlayer {
             guard source.isSeekable else { throw SpeakerSessionError(.invalidArgument, "this source cannot start at \(seconds) s (not seekable)") }
             try await source.seek(toFrame: first)
         }
-        let id = nextStreamId
-        nextStreamId = nextStreamId == UInt32.max ? 1 : nextStreamId + 1
         self.source = source
-        self.title = title
-        sourceKind = kind
-        pending = []
-        readFrames = 0
-        sourceDone = false
-        endOfStreamSent = false
-        endFrame = nil
-        history = []
-        startFrame = first
-        lastSecond = -1
-        schedule = StreamSchedule(streamId: id, format: format, startFrame: first, startTime: now())
-        generation += 1
-        var started = 0
-        for memberId in order {
-            if await startMember(memberId) { started += 1 }
-        }
-        guard started > 0 else {
-            schedule = nil
+        let (id, announcements) = machine.start(format: format, startFrame: first, title: title, kind: kind, now: now())
+        await perform(announcements)
+        do {
+            try await perform(machine.started(streamId: id, now: now()))
+        } catch PlaybackMachine.Refusal.noMemberStarted {
             throw SpeakerSessionError(.notConnected, "no speaker of the session could start the stream")
+        } catch {
+            throw SpeakerSessionError(.notConnected, "the stream was stopped before it started")
         }
-        schedule!.anchor(frame: first, at: now() &+ Self.ns(options.buffer))
-        setState(.playing)
-        startStreaming()
     }
 
     /// Pauses the stream on every member.
     /// - Throws: `SpeakerSessionError(.invalidArgument)` when nothing plays.
     public func pause() async throws {
-        guard state == .playing, let schedule else { throw SpeakerSessionError(.invalidArgument, "nothing is playing") }
-        applyPause()
-        for id in receivingIds {
-            do { try await members[id]?.session.pause(streamId: schedule.streamId) } catch { report(id, error) }
+        do {
+            try await perform(machine.pause(now: now()))
+        } catch {
+            throw SpeakerSessionError(.invalidArgument, "nothing is playing")
         }
     }
 
     /// Resumes a paused stream on every member.
     public func resume() async throws {
-        guard state == .paused, let schedule else { throw SpeakerSessionError(.invalidArgument, "nothing is paused") }
-        for id in receivingIds {
-            do { try await members[id]?.session.resume(streamId: schedule.streamId) } catch { report(id, error) }
+        let targets: (streamId: UInt32, ids: [UInt64])
+        do { targets = try machine.resumeTargets() } catch { throw SpeakerSessionError(.invalidArgument, "nothing is paused") }
+        for id in targets.ids {
+            do { try await members[id]?.session.resume(streamId: targets.streamId) } catch { report(id, error) }
         }
-        applyResume()
+        // Still paused (not stopped or resumed meanwhile): the stream plays on.
+        await perform((try? machine.resume(now: now())) ?? [])
     }
 
     /// Stops the stream on every member (it cannot be resumed).
     public func stop() async {
-        await stopStream(tellSpeakers: true, reason: nil)
+        await perform(machine.stop())
     }
 
     // MARK: Members
@@ -211,7 +194,6 @@ public actor SpeakerPlayer {
         if let volume { volumes[id] = volume }
         if members[id] != nil { await remove(id, stopIfLast: false) }
         members[id] = Member(session: session)
-        if !order.contains(id) { order.append(id) }
         let syncTask = Task { [weak self] () -> Void in await self?.syncLoop(id, session) }
         let eventTask = Task { [weak self] () -> Void in
             let stream = await session.events()
@@ -223,25 +205,14 @@ public actor SpeakerPlayer {
             for await request in stream { await self?.resend(request, to: id) }
         }
         members[id]!.tasks = [syncTask, eventTask, resendTask]
-        if schedule != nil, state == .playing || state == .paused {
-            if await startMember(id) {
-                if state == .paused, let schedule {
-                    do { try await session.pause(streamId: schedule.streamId) } catch { report(id, error) }
-                } else {
-                    await sendHistory(to: id)
-                }
-            }
-        }
+        await perform(machine.memberAdded(id))
     }
 
     /// Takes a speaker out of the player; with `stopIfLast`, the playback stops when it was the last that played.
     public func remove(_ id: UInt64, stopIfLast: Bool = true) async {
         guard let member = members.removeValue(forKey: id) else { return }
-        order.removeAll { $0 == id }
         for t in member.tasks { t.cancel() }
-        if stopIfLast, schedule != nil, receivingIds.isEmpty {
-            await stopStream(tellSpeakers: false, reason: nil)
-        }
+        await perform(machine.memberRemoved(id, stopIfLast: stopIfLast))
     }
 
     /// Stops streaming (the speakers stop too) and every task; the sessions stay the controller's.
@@ -249,25 +220,69 @@ public actor SpeakerPlayer {
         closed = true
         // Not cancelled with the caller (a command stopped by Ctrl-C closes in a cancelled task): the speakers are
         // told to stop, so none reports `playback-interrupted` when the links close.
-        await Task { await self.stopStream(tellSpeakers: true, reason: nil) }.value
-        for id in order { for t in members[id]?.tasks ?? [] { t.cancel() } }
+        let actions = machine.close()
+        await Task { await self.perform(actions) }.value
+        for member in members.values { for t in member.tasks { t.cancel() } }
         members = [:]
-        order = []
         socket.close()
         events.finish()
     }
 
-    // MARK: Internals
+    // MARK: The machine's actions
 
-    static func ns(_ d: Duration) -> UInt64 {
-        let (s, a) = d.components
-        return UInt64(max(0, s)) &* 1_000_000_000 &+ UInt64(max(0, a) / 1_000_000_000)
+    private func perform(_ actions: [PlaybackMachine.Action]) async {
+        for action in actions {
+            switch action {
+            case let .stateChanged(new):
+                guard new != state else { continue }
+                state = new
+                events.yield(.stateChanged(new))
+            case let .time(seconds):
+                events.yield(.time(seconds: seconds))
+            case .ended:
+                events.yield(.ended)
+            case let .speakerJoined(id):
+                events.yield(.speakerJoined(deviceId: id))
+            case let .sourceFailed(seconds, category, message):
+                events.yield(.sourceFailed(seconds: seconds, category: category, message: message))
+            case let .announce(id, streamId):
+                await announce(to: id, streamId: streamId)
+            case let .startStreaming(run):
+                streamTask?.task.cancel()
+                streamTask = (run, Task { [weak self] in await self?.pump(run) })
+            case let .stopStreaming(run):
+                if let current = streamTask, current.run == run {
+                    current.task.cancel()
+                    streamTask = nil
+                }
+            case let .stopSpeakers(streamId, ids, reportErrors, afterAnotherController):
+                for id in ids {
+                    do {
+                        try await members[id]?.session.stop(streamId: streamId)
+                    } catch let e as SpeakerSessionError where afterAnotherController && e.deviceCode == .unknownStream {
+                        // Another controller's stop or play got there first.
+                    } catch {
+                        if reportErrors { report(id, error) }
+                    }
+                }
+            case let .pauseSpeakers(streamId, ids):
+                for id in ids {
+                    do { try await members[id]?.session.pause(streamId: streamId) } catch { report(id, error) }
+                }
+            case let .sendHistory(id, packets):
+                guard let member = members[id], let host = member.session.host else { continue }
+                for bytes in packets { try? await socket.send(bytes, toHost: host, port: member.session.hello.audioPort) }
+            case let .startResumeTimer(epoch, delay):
+                Task { [weak self] in
+                    try? await Task.sleep(for: delay)
+                    await self?.resumeGraceEnded(epoch)
+                }
+            }
+        }
     }
 
-    private func setState(_ new: PlayerState) {
-        guard new != state else { return }
-        state = new
-        events.yield(.stateChanged(new))
+    private func resumeGraceEnded(_ epoch: UInt64) async {
+        await perform(machine.resumeGraceEnded(epoch: epoch, now: now()))
     }
 
     private func report(_ id: UInt64, _ error: any Error) {
@@ -278,39 +293,26 @@ public actor SpeakerPlayer {
         }
     }
 
-    /// Waits for the member's clock map, then announces the stream to it. False when it could not start.
-    private func startMember(_ id: UInt64) async -> Bool {
-        guard let schedule else { return false }
-        let deadline = now() &+ Self.ns(options.syncTimeout)
+    /// Waits for the member's clock map, then announces the stream to it; the machine learns whether it got it.
+    private func announce(to id: UInt64, streamId: UInt32) async {
+        guard let stream = machine.stream, stream.streamId == streamId else { return }
+        let deadline = now() &+ PlaybackMachine.ns(options.syncTimeout)
         while members[id]?.mapInstalled == false, now() < deadline {
             try? await Task.sleep(for: .milliseconds(5))
         }
-        guard let member = members[id] else { return false }
+        guard let member = members[id] else { return }
         guard member.mapInstalled else {
             events.yield(.speakerError(deviceId: id, code: .clockNotSynchronized,
                                        message: "speaker \(member.session.address): clock not synchronised within \(options.syncTimeout)"))
-            return false
+            return
         }
         do {
-            try await member.session.play(streamId: schedule.streamId, format: schedule.format, source: sourceKind, title: title)
+            try await member.session.play(streamId: streamId, format: stream.schedule.format, source: stream.kind, title: stream.title)
         } catch {
             report(id, error)
-            return false
+            return
         }
-        guard self.schedule?.streamId == schedule.streamId, members[id] != nil else { return false }
-        members[id]!.receiving = true
-        members[id]!.resumed = false
-        events.yield(.speakerJoined(deviceId: id))
-        return true
-    }
-
-    /// Sends a joining member the packets already sent whose frames are still ahead, so it starts at once.
-    private func sendHistory(to id: UInt64) async {
-        guard let member = members[id], let host = member.session.host else { return }
-        let soon = now() &+ 20_000_000
-        for entry in history where entry.presentation > soon {
-            try? await socket.send(entry.bytes, toHost: host, port: member.session.hello.audioPort)
-        }
+        await perform(machine.memberStarted(id, streamId: streamId, now: now()))
     }
 
     private func syncLoop(_ id: UInt64, _ session: SpeakerSession) async {
@@ -342,57 +344,30 @@ public actor SpeakerPlayer {
     private func installed(_ id: UInt64) { members[id]?.mapInstalled = true }
 
     private func speakerEvent(_ id: UInt64, _ event: SpeakerEvent) async {
-        if case let .volumeChanged(_, volume, _) = event { volumes[id] = volume }
-        guard let schedule else {
-            if case let .error(device, code, message) = event { events.yield(.speakerError(deviceId: device, code: code, message: message)) }
-            return
-        }
         switch event {
-        case let .playbackStateChanged(stream, speakerState) where stream == schedule.streamId:
-            switch speakerState {
-            case .paused where state == .playing:
-                applyPause()
-            case .playing where state == .paused:
-                members[id]?.resumed = true
-                let waiting = receivingIds.filter { members[$0]?.resumed == false }
-                if waiting.isEmpty { applyResume() } else { resumeSoon() }
-            case .stopped where state == .playing || state == .paused:
-                // Stopped by another controller, which may not have reached every member yet: the others are
-                // stopped here, so that none is left playing to report `playback-interrupted` when this player
-                // disconnects.
-                if !endOfStreamSent { await stopStream(tellSpeakers: true, reason: nil, except: id) }
-            default: break
-            }
-        case let .playbackEnded(stream) where stream == schedule.streamId:
-            finishEnded()
+        case let .volumeChanged(_, volume, _):
+            volumes[id] = volume
+        case let .playbackStateChanged(stream, .paused):
+            await perform(machine.speakerPaused(id, streamId: stream, now: now()))
+        case let .playbackStateChanged(stream, .playing):
+            await perform(machine.speakerResumed(id, streamId: stream, now: now()))
+        case let .playbackStateChanged(stream, .stopped):
+            await perform(machine.speakerStopped(id, streamId: stream))
+        case let .playbackEnded(stream):
+            await perform(machine.speakerEnded(streamId: stream))
         case let .error(device, code, message):
             events.yield(.speakerError(deviceId: device, code: code, message: message))
-        default: break
+        default:
+            break
         }
-    }
-
-    /// Another controller resumed: start once every member did, or after a moment.
-    private func resumeSoon() {
-        let g = generation
-        Task { [weak self] in
-            try? await Task.sleep(for: .milliseconds(300))
-            await self?.resumeIfStill(g)
-        }
-    }
-
-    private func resumeIfStill(_ g: UInt64) {
-        if generation == g, state == .paused { applyResume() }
     }
 
     private func lost(_ id: UInt64, _ session: SpeakerSession) async {
         guard let member = members[id], member.session === session else { return }
         members[id] = nil
-        order.removeAll { $0 == id }
         for t in member.tasks { t.cancel() }
         events.yield(.speakerLost(deviceId: id, reason: "link to speaker \(session.address) lost"))
-        if schedule != nil, receivingIds.isEmpty, !options.reconnect || session.host == nil {
-            await stopStream(tellSpeakers: false, reason: nil)
-        }
+        await perform(machine.memberRemoved(id, stopIfLast: !options.reconnect || session.host == nil))
         guard options.reconnect, !closed, let host = session.host, let port = session.controlPort, !reconnecting.contains(id) else { return }
         reconnecting.insert(id)
         let interval = options.reconnectInterval
@@ -420,7 +395,7 @@ public actor SpeakerPlayer {
     /// The session's volume for member `id` coming back: the volume the other members share (changed while it was
     /// away, or it came back with its default), else (they differ, or there are none) its own as last known.
     private func sessionVolume(for id: UInt64) -> Int? {
-        let others = Set(order.filter { $0 != id }.compactMap { volumes[$0] })
+        let others = Set(machine.members.filter { $0 != id }.compactMap { volumes[$0] })
         return others.count == 1 ? others.first : volumes[id]
     }
 
@@ -444,188 +419,51 @@ public actor SpeakerPlayer {
 
     // MARK: Streaming
 
-    private func startStreaming() {
-        streamTask?.cancel()
-        let g = generation
-        streamTask = Task { [weak self] in await self?.pump(g) }
-    }
-
-    private func pump(_ g: UInt64) async {
+    /// The streaming loop of `run`: does what the machine's `step` says until it says finish (or the loop is
+    /// cancelled: paused, stopped, ended).
+    private func pump(_ run: UInt64) async {
         let clock = ContinuousClock()
-        while !Task.isCancelled, g == generation, state == .playing {
-            let horizon = now() &+ Self.ns(options.buffer)
-            while g == generation, state == .playing, !endOfStreamSent, let s = schedule, s.nextPresentationTime <= horizon {
-                let frames = s.framesPerPacket
-                await fill(frames, g)
-                guard g == generation, state == .playing, schedule != nil else { return }
-                let bpf = schedule!.format.bytesPerFrame
-                let take = min(pending.count, frames * bpf)
-                let pcm = Array(pending.prefix(take))
-                pending.removeFirst(take)
-                let last = sourceDone && pending.isEmpty
-                guard let packet = try? schedule!.packet(pcm: pcm, endOfStream: last) else { break }
-                let bytes = packet.encode()
-                if last {
-                    endOfStreamSent = true
-                    endFrame = packet.firstFrame + UInt64(packet.frameCount)
+        while !Task.isCancelled {
+            switch machine.step(run: run, now: now()) {
+            case let .read(maxFrames):
+                guard let source else {
+                    machine.sourceRead(run: run, [])
+                    continue
                 }
-                history.append((packet.sequence, packet.firstFrame, packet.frameCount, packet.presentationTime, pcm, bytes))
-                // The end of the stream goes out three times: no later packet would reveal its loss (a speaker
-                // drops the duplicates).
-                for _ in 0..<(last ? 3 : 1) {
-                    for id in order {
-                        guard let m = members[id], m.receiving, let host = m.session.host else { continue }
+                do {
+                    let chunk = try await source.read(maxFrames: maxFrames)
+                    machine.sourceRead(run: run, chunk)
+                } catch {
+                    // The source's failure, not a speaker's: what it gave still plays (then the end), and it is
+                    // reported with where the source stopped.
+                    let (category, message): (FailureCategory, String) = switch error {
+                    case let coded as any CodedError: (coded.category, coded.message)
+                    default: (.device, "\(error)")
+                    }
+                    await perform(machine.sourceFailed(run: run, category: category, message: message))
+                }
+            case let .send(bytes, ids, copies):
+                for _ in 0..<copies {
+                    for id in ids {
+                        guard machine.receives(id), let m = members[id], let host = m.session.host else { continue }
                         try? await socket.send(bytes, toHost: host, port: m.session.hello.audioPort)
                     }
                 }
-            }
-            trimHistory()
-            reportTime()
-            if endOfStreamSent, let endFrame, let s = schedule, now() > s.presentationTime(ofFrame: endFrame) &+ 500_000_000 {
-                // No speaker said it ended (all lost, or the last packets came too late after a source that stalled):
-                // stop the speakers that still wait for the stream, and end on the timeline.
-                for id in receivingIds {
-                    try? await members[id]?.session.stop(streamId: s.streamId)
-                }
-                finishEnded()
+            case let .idle(actions):
+                await perform(actions)
+                try? await clock.sleep(for: options.wakeInterval)
+            case let .finish(actions):
+                await perform(actions)
                 return
-            }
-            try? await clock.sleep(for: options.wakeInterval)
-        }
-    }
-
-    /// Reads the source until `pending` holds `frames` frames or the source ends.
-    private func fill(_ frames: Int, _ g: UInt64) async {
-        guard let source, let format = schedule?.format else { return }
-        let want = frames * format.bytesPerFrame
-        while pending.count < want, !sourceDone {
-            do {
-                let chunk = try await source.read(maxFrames: max(frames, 4096))
-                guard g == generation else { return }
-                if chunk.isEmpty {
-                    sourceDone = true
-                } else {
-                    pending += chunk
-                    readFrames += UInt64(chunk.count / format.bytesPerFrame)
-                }
-            } catch {
-                guard g == generation else { return }
-                // The source's failure, not a speaker's: what it gave still plays (then the end), and it is reported
-                // with where the source stopped.
-                sourceDone = true
-                let seconds = Double(startFrame + readFrames) / Double(format.sampleRate)
-                let (category, message): (FailureCategory, String) = switch error {
-                case let coded as any CodedError: (coded.category, coded.message)
-                default: (.device, "\(error)")
-                }
-                events.yield(.sourceFailed(seconds: seconds, category: category, message: message))
             }
         }
     }
 
     /// A member's `resendRequest`: the packets asked for that are still held and not yet due go to it again.
     private func resend(_ request: ResendRequest, to id: UInt64) async {
-        guard let schedule, request.streamId == schedule.streamId, let m = members[id], m.receiving,
-              let host = m.session.host, let first = history.first else { return }
-        let soon = now()
-        for sequence in request.sequences {
-            recoveryStatistics.requested += 1
-            let index = Int(sequence &- first.sequence)
-            guard index < history.count, history[index].sequence == sequence, history[index].presentation > soon else {
-                recoveryStatistics.unavailable += 1
-                continue
-            }
-            try? await socket.send(history[index].bytes, toHost: host, port: m.session.hello.audioPort)
-            recoveryStatistics.resent += 1
-        }
-    }
-
-    private func trimHistory() {
-        let keep = now() &- 1_000_000_000
-        let n = history.prefix { $0.presentation < keep }.count
-        if n > 0 { history.removeFirst(n) }
-    }
-
-    private func reportTime() {
-        guard let schedule, state == .playing else { return }
-        let second = Int(schedule.frame(at: now()) / UInt64(schedule.format.sampleRate))
-        if second > lastSecond, schedule.frame(at: now()) > startFrame || second > 0 {
-            if lastSecond >= 0 || second > Int(startFrame / UInt64(schedule.format.sampleRate)) {
-                events.yield(.time(seconds: second))
-            }
-            lastSecond = second
-        }
-    }
-
-    private func applyPause() {
-        guard state == .playing, var s = schedule else { return }
-        generation += 1
-        streamTask?.cancel()
-        let position = max(s.frame(at: now()), startFrame)
-        // The frames sent but not heard go back in front of what is still to send.
-        var unheard: [UInt8] = []
-        let bpf = s.format.bytesPerFrame
-        for entry in history where entry.firstFrame + UInt64(entry.frames) > position {
-            let skip = entry.firstFrame < position ? Int(position - entry.firstFrame) * bpf : 0
-            unheard += entry.pcm[skip...]
-        }
-        pending = unheard + pending
-        if endOfStreamSent {
-            endOfStreamSent = false
-            endFrame = nil
-        }
-        history = []
-        s.anchor(frame: position, at: now())
-        schedule = s
-        pausedFrame = position
-        for id in order { members[id]?.resumed = false }
-        setState(.paused)
-    }
-
-    private func applyResume() {
-        guard state == .paused, schedule != nil else { return }
-        generation += 1
-        schedule!.anchor(frame: pausedFrame, at: now() &+ Self.ns(options.buffer))
-        lastSecond = Int(pausedFrame / UInt64(schedule!.format.sampleRate))
-        setState(.playing)
-        startStreaming()
-    }
-
-    private func finishEnded() {
-        guard schedule != nil, state == .playing else { return }
-        generation += 1
-        streamTask?.cancel()
-        if let s = schedule, let endFrame {
-            let second = Int(endFrame / UInt64(s.format.sampleRate))
-            if second > lastSecond { events.yield(.time(seconds: second)) }
-        }
-        schedule = nil
-        for id in order { members[id]?.receiving = false }
-        events.yield(.ended)
-        setState(.stopped)
-    }
-
-    /// Ends the stream; with `tellSpeakers`, every member that got it (but `except`) is stopped before the state
-    /// turns stopped, so whoever waits for that state (and then disconnects) leaves no speaker playing.
-    private func stopStream(tellSpeakers: Bool, reason: String?, except: UInt64? = nil) async {
-        guard let s = schedule else { return }
-        generation += 1
-        streamTask?.cancel()
-        schedule = nil
-        let targets = receivingIds.filter { $0 != except }
-        for id in order { members[id]?.receiving = false }
-        if tellSpeakers {
-            for id in targets {
-                do {
-                    try await members[id]?.session.stop(streamId: s.streamId)
-                } catch let e as SpeakerSessionError where except != nil && e.deviceCode == .unknownStream {
-                    // Another controller's stop or play got there first.
-                } catch {
-                    report(id, error)
-                }
-            }
-        }
-        setState(.stopped)
+        let packets = machine.resendRequested(request, by: id, now: now())
+        guard !packets.isEmpty, let m = members[id], let host = m.session.host else { return }
+        for bytes in packets { try? await socket.send(bytes, toHost: host, port: m.session.hello.audioPort) }
     }
 }
 
