@@ -82,6 +82,8 @@ section "blocking calls off the cooperative pool (tools/check-blocking.py)"
 python3 tools/check-blocking.py
 section "every command names itself (tools/check-command-names.py: a derived name costs every start a conformance scan)"
 python3 tools/check-command-names.py
+section "the station links no simulator (tools/check-layering.py: the target graph of Package.swift)"
+python3 tools/check-layering.py
 
 if $vm; then
     # With the VM (as under CI), one release build serves both the tests and the guest: a debug build for the tests
