@@ -38,17 +38,13 @@ extension SQLiteRecordStore {
     /// Copies a lease the server granted: a local lease that knows the server's id, with the same values, leased.
     func mirror(lease: Lease) async throws -> LeaseID {
         try await write { db in
-            try db.execute(
-                sql: "INSERT INTO leases (station, kind, created_at, server_lease_id) VALUES (?, ?, ?, ?)",
-                arguments: [lease.station, lease.kind.rawValue, lease.createdAt, lease.id.rawValue])
-            let local = db.lastInsertedRowID
+            let local = try LeaseRow(station: lease.station, kind: lease.kind, createdAt: lease.createdAt, serverLeaseID: lease.id.rawValue)
+                .insertedID(db)
             for identity in lease.identities where identity.state == .leased {
-                try db.execute(
-                    sql: """
-                        INSERT INTO identities (kind, value, state, hardware_id, station, lease_id, updated_at, uploaded_state)
-                        VALUES (?, ?, 'leased', NULL, ?, ?, ?, 'leased') ON CONFLICT (kind, value) DO NOTHING
-                        """,
-                    arguments: [identity.kind.rawValue, identity.value, identity.station, local, identity.updatedAt])
+                var row = IdentityRow(
+                    kind: identity.kind, value: identity.value, state: .leased, hardwareID: nil, station: identity.station, leaseID: local,
+                    updatedAt: identity.updatedAt, uploadedState: IdentityState.leased.rawValue)
+                try row.insert(db, onConflict: .ignore)
             }
             return LeaseID(local)
         }
@@ -62,13 +58,10 @@ extension SQLiteRecordStore {
         return try await write { db in
             try Self.ensureUnit(db, hardwareID, identity.updatedAt)
             if let held = try Self.activeIdentity(db, identity.kind, hardwareID) { return held }
-            try db.execute(
-                sql: """
-                    INSERT INTO identities (kind, value, state, hardware_id, station, lease_id, updated_at, uploaded_state)
-                    VALUES (?, ?, ?, ?, ?, NULL, ?, ?) ON CONFLICT (kind, value) DO NOTHING
-                    """,
-                arguments: [identity.kind.rawValue, identity.value, identity.state.rawValue, hardwareID, identity.station,
-                            identity.updatedAt, identity.state.rawValue])
+            var row = IdentityRow(
+                kind: identity.kind, value: identity.value, state: identity.state, hardwareID: hardwareID, station: identity.station,
+                leaseID: nil, updatedAt: identity.updatedAt, uploadedState: identity.state.rawValue)
+            try row.insert(db, onConflict: .ignore)
             guard let copy = try Self.activeIdentity(db, identity.kind, hardwareID) else {
                 throw RecordsError(.conflict, "\(identity.kind.rawValue) \(identity.value) of unit \(hardwareID) is held otherwise in this station's outbox")
             }

@@ -7,9 +7,10 @@ import Support
 /// The file is in WAL mode (a `DatabasePool`): readers never block the writer, and several stations (processes or
 /// store instances) may share one file on a local disk; a writer waits up to `busyTimeout` for another's
 /// transaction and then fails with `RecordsError.busy`. Every method is one IMMEDIATE transaction, so a killed
-/// process leaves no half-written record. Database work runs on GRDB's own dispatch queues, opening and migrating
+/// process leaves no half-written record. Rows are read and written as GRDB records (SQLiteRows.swift), which it
+/// converts to and from the model values. Database work runs on GRDB's own dispatch queues, opening and migrating
 /// on the blocking executor (`Blocking`): nothing blocks Swift's cooperative pool.
-public final class SQLiteRecordStore: RecordStore, StoredValues {
+public final class SQLiteRecordStore: RecordStore {
     /// The database file.
     public let path: String
     private let pool: any DatabaseWriter
@@ -145,11 +146,11 @@ public final class SQLiteRecordStore: RecordStore, StoredValues {
         try Self.check(hardwareID: hardwareID)
         let now = Date()
         return try await write { db in
-            guard let leased = try Row.fetchOne(db, sql: "SELECT station, kind FROM leases WHERE id = ?", arguments: [lease.rawValue])
-            else { throw RecordsError(.notFound, "lease \(lease) does not exist") }
-            let leaseKind: String = leased["kind"]
-            guard leaseKind == kind.rawValue else {
-                throw RecordsError(.invalidArgument, "lease \(lease) holds \(leaseKind) identities, not \(kind.rawValue)")
+            guard let leased = try LeaseRow.fetchOne(db, sql: "SELECT \(LeaseRow.columns) FROM leases WHERE id = ?", arguments: [lease.rawValue]) else {
+                throw RecordsError(.notFound, "lease \(lease) does not exist")
+            }
+            guard leased.kind == kind else {
+                throw RecordsError(.invalidArgument, "lease \(lease) holds \(leased.kind.rawValue) identities, not \(kind.rawValue)")
             }
             try Self.ensureUnit(db, hardwareID, now)
             if let held = try Self.activeIdentity(db, kind, hardwareID) { return held }
@@ -157,8 +158,7 @@ public final class SQLiteRecordStore: RecordStore, StoredValues {
                 db, sql: "SELECT id FROM identities WHERE lease_id = ? AND state = 'leased' ORDER BY id LIMIT 1",
                 arguments: [lease.rawValue])
             else {
-                let station: String = leased["station"]
-                throw RecordsError(.poolExhausted, "lease \(lease) of station \(station) has no free \(kind.rawValue) left")
+                throw RecordsError(.poolExhausted, "lease \(lease) of station \(leased.station) has no free \(kind.rawValue) left")
             }
             try db.execute(
                 sql: "UPDATE identities SET state = 'reserved', hardware_id = ?, updated_at = ? WHERE id = ? AND state = 'leased'",
@@ -173,9 +173,7 @@ public final class SQLiteRecordStore: RecordStore, StoredValues {
         guard count > 0 else { throw RecordsError(.invalidArgument, "a lease needs at least one identity, not \(count)") }
         let now = Date()
         return try await write { db in
-            try db.execute(
-                sql: "INSERT INTO leases (station, kind, created_at) VALUES (?, ?, ?)", arguments: [station, kind.rawValue, now])
-            let lease = LeaseID(db.lastInsertedRowID)
+            let lease = LeaseID(try LeaseRow(station: station, kind: kind, createdAt: now).insertedID(db))
             let (ids, tried) = try Self.insertFree(
                 db, kind, count: count, state: .leased, hardwareID: nil, station: station, lease: lease, at: now, candidates)
             guard !ids.isEmpty else {
@@ -224,8 +222,6 @@ public final class SQLiteRecordStore: RecordStore, StoredValues {
     public func startRun(_ start: RunStart) async throws -> RunID {
         try Self.check(hardwareID: start.hardwareID)
         try Traceability.check(start)
-        let hashes = try Self.encodeHashes(start.imageHashes)
-        let metadata = try Self.encodeHashes(start.metadata)
         return try await write { db in
             try Self.ensureUnit(db, start.hardwareID, start.startedAt)
             try db.execute(
@@ -234,17 +230,7 @@ public final class SQLiteRecordStore: RecordStore, StoredValues {
             let rework = try Int.fetchOne(
                 db, sql: "SELECT COUNT(*) FROM runs WHERE hardware_id = ? AND outcome IN ('fail', 'error')",
                 arguments: [start.hardwareID]) ?? 0
-            try db.execute(
-                sql: """
-                    INSERT INTO runs (hardware_id, station, slot, operator, recipe_hash, tool_version, image_hashes,
-                                      started_at, rework_count, work_order, lot, fixture, metadata)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    """,
-                arguments: [
-                    start.hardwareID, start.station, start.slot, start.operatorName, start.recipeHash, start.toolVersion,
-                    hashes, start.startedAt, rework, start.workOrder, start.lot, start.fixture, metadata,
-                ])
-            return RunID(db.lastInsertedRowID)
+            return RunID(try RunRow(start, reworkCount: rework).insertedID(db))
         }
     }
 
@@ -252,14 +238,8 @@ public final class SQLiteRecordStore: RecordStore, StoredValues {
         guard step.retries >= 0 else { throw RecordsError(.invalidArgument, "step \(step.name): retries cannot be negative") }
         return try await write { db in
             try Self.checkOpen(db, run)
-            try db.execute(
-                sql: """
-                    INSERT INTO steps (run_id, name, started_at, ended_at, outcome, retries, message)
-                    VALUES (?, ?, ?, ?, ?, ?, ?)
-                    """,
-                arguments: [run.rawValue, step.name, step.startedAt, step.endedAt, step.outcome.rawValue, step.retries, step.message])
-            let id = StepID(db.lastInsertedRowID)
-            for measurement in step.measurements { try Self.insert(db, measurement, id) }
+            let id = StepID(try StepRow(step, run: run).insertedID(db))
+            for measurement in step.measurements { try MeasurementRow(measurement, step: id).insert(db) }
             return id
         }
     }
@@ -270,7 +250,7 @@ public final class SQLiteRecordStore: RecordStore, StoredValues {
                 throw RecordsError(.notFound, "step \(step) does not exist")
             }
             try Self.checkOpen(db, RunID(run))
-            try Self.insert(db, measurement, step)
+            try MeasurementRow(measurement, step: step).insert(db)
         }
     }
 
@@ -306,8 +286,8 @@ public final class SQLiteRecordStore: RecordStore, StoredValues {
 
     public func attachment(run: RunID, name: String) async throws -> Attachment? {
         try await read { db in
-            try Row.fetchOne(db, sql: "SELECT * FROM attachments WHERE run_id = ? AND name = ?", arguments: [run.rawValue, name])
-                .map { Self.attachment($0, content: true) }
+            try AttachmentRow.fetchOne(db, sql: "SELECT \(AttachmentRow.columns) FROM attachments WHERE run_id = ? AND name = ?", arguments: [run.rawValue, name])?
+                .attachment
         }
     }
 
@@ -320,15 +300,13 @@ public final class SQLiteRecordStore: RecordStore, StoredValues {
             guard try Bool.fetchOne(db, sql: "SELECT 1 FROM units WHERE hardware_id = ?", arguments: [hardwareID]) != nil else {
                 throw RecordsError(.notFound, "unit \(hardwareID) has never been seen")
             }
-            let runs = try Row.fetchAll(db, sql: "SELECT * FROM runs WHERE hardware_id = ? ORDER BY id", arguments: [hardwareID]).map(Self.run)
+            let runs = try Self.runs(db, of: hardwareID)
             let failures = Rework.failuresSinceRelease(runs: runs, releases: try Self.releases(db, hardwareID))
             guard failures > 0 else {
                 throw RecordsError(.invalidTransition, "unit \(hardwareID) has no failed run since its last release: nothing to release")
             }
             let release = Release(hardwareID: hardwareID, releasedAt: date.toMilliseconds, releasedBy: releasedBy, reason: reason, failures: failures)
-            try db.execute(
-                sql: "INSERT INTO releases (hardware_id, released_at, released_by, reason, failures) VALUES (?, ?, ?, ?, ?)",
-                arguments: [hardwareID, release.releasedAt, releasedBy, reason, failures])
+            try ReleaseRow(release).insert(db)
             return release
         }
     }
@@ -338,10 +316,7 @@ public final class SQLiteRecordStore: RecordStore, StoredValues {
     }
 
     static func releases(_ db: Database, _ hardwareID: String) throws -> [Release] {
-        try Row.fetchAll(db, sql: "SELECT * FROM releases WHERE hardware_id = ? ORDER BY id", arguments: [hardwareID]).map { row in
-            Release(hardwareID: row["hardware_id"], releasedAt: row["released_at"], releasedBy: row["released_by"], reason: row["reason"],
-                    failures: row["failures"])
-        }
+        try ReleaseRow.fetchAll(db, sql: "SELECT \(ReleaseRow.columns) FROM releases WHERE hardware_id = ? ORDER BY id", arguments: [hardwareID]).map(\.release)
     }
 
     static func insert(_ db: Database, _ a: Attachment, _ run: RunID) throws {
@@ -352,25 +327,14 @@ public final class SQLiteRecordStore: RecordStore, StoredValues {
         guard count < Traceability.maxAttachments else {
             throw RecordsError(.invalidArgument, "run \(run) has \(count) attachments; at most \(Traceability.maxAttachments)")
         }
-        try db.execute(
-            sql: """
-                INSERT INTO attachments (run_id, step, name, media_type, size, sha256, content, created_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                """,
-            arguments: [run.rawValue, a.step, a.name, a.mediaType, a.size, a.sha256, a.content ?? Data(), a.createdAt])
-    }
-
-    static func attachment(_ row: Row, content: Bool) -> Attachment {
-        Attachment(
-            name: row["name"], step: row["step"], mediaType: row["media_type"], size: row["size"], sha256: row["sha256"],
-            createdAt: row["created_at"], content: content ? (row["content"] as Data?) ?? Data() : nil)
+        try AttachmentRow(a, run: run).insert(db)
     }
 
     /// A run's attachments without content (or with it, for an upload), in the order they were recorded.
     static func attachments(_ db: Database, _ run: Int64, content: Bool) throws -> [Attachment] {
-        let columns = "name, step, media_type, size, sha256, created_at" + (content ? ", content" : "")
-        return try Row.fetchAll(db, sql: "SELECT \(columns) FROM attachments WHERE run_id = ? ORDER BY id", arguments: [run])
-            .map { attachment($0, content: content) }
+        let columns = "run_id, name, step, media_type, size, sha256, created_at" + (content ? ", content" : "")
+        return try AttachmentRow.fetchAll(db, sql: "SELECT \(columns) FROM attachments WHERE run_id = ? ORDER BY id", arguments: [run])
+            .map(\.attachment)
     }
 
     // MARK: - Operator answers
@@ -379,88 +343,72 @@ public final class SQLiteRecordStore: RecordStore, StoredValues {
         try answer.check()
         try await write { db in
             try Self.checkOpen(db, run)
-            try Self.insert(db, answer, run)
+            try AnswerRow(answer, run: run).insert(db)
         }
     }
 
     public func bindings(ofCode code: String) async throws -> [ScanBinding] {
         try await read { db in
-            try Row.fetchAll(db, sql: """
-                SELECT a.value, r.hardware_id, r.id, a.answered_at FROM answers a JOIN runs r ON r.id = a.run_id
+            try BindingRow.fetchAll(db, sql: """
+                SELECT a.value, r.hardware_id, a.run_id, a.answered_at FROM answers a JOIN runs r ON r.id = a.run_id
                 WHERE a.kind = 'scan' AND a.value = ? ORDER BY a.id
-                """, arguments: [code]).map { ScanBinding(code: $0[0], hardwareID: $0[1], run: RunID($0[2]), answeredAt: $0[3]) }
+                """, arguments: [code]).map(\.binding)
         }
-    }
-
-    static func insert(_ db: Database, _ a: OperatorAnswer, _ run: RunID) throws {
-        try db.execute(
-            sql: """
-                INSERT INTO answers (run_id, step, kind, label, value, answered_by, source, answered_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                """,
-            arguments: [run.rawValue, a.step, a.kind.rawValue, a.label, a.value, a.answeredBy, a.source, a.answeredAt])
     }
 
     /// A run's operator answers, in the order they were given.
     static func answers(_ db: Database, _ run: Int64) throws -> [OperatorAnswer] {
-        try Row.fetchAll(db, sql: "SELECT * FROM answers WHERE run_id = ? ORDER BY id", arguments: [run]).map { row in
-            OperatorAnswer(
-                step: row["step"], kind: try decode(OperatorAnswer.Kind.self, row["kind"]), label: row["label"], value: row["value"],
-                answeredBy: row["answered_by"], source: row["source"], answeredAt: row["answered_at"])
-        }
+        try AnswerRow.fetchAll(db, sql: "SELECT \(AnswerRow.columns) FROM answers WHERE run_id = ? ORDER BY id", arguments: [run]).map(\.answer)
     }
 
     // MARK: - Reading
 
     public func units() async throws -> [UnitRecord] {
         try await read { db in
-            try Row.fetchAll(db, sql: "SELECT hardware_id, first_seen FROM units ORDER BY first_seen, hardware_id")
+            try UnitRow.fetchAll(db, sql: "SELECT \(UnitRow.columns) FROM units ORDER BY first_seen, hardware_id")
                 .map { try Self.unit(db, $0) }
         }
     }
 
     public func unit(_ hardwareID: String) async throws -> UnitRecord? {
         try await read { db in
-            try Row.fetchOne(db, sql: "SELECT hardware_id, first_seen FROM units WHERE hardware_id = ?", arguments: [hardwareID])
+            try UnitRow.fetchOne(db, sql: "SELECT \(UnitRow.columns) FROM units WHERE hardware_id = ?", arguments: [hardwareID])
                 .map { try Self.unit(db, $0) }
         }
     }
 
     public func runs(hardwareID: String?, station: String?) async throws -> [RunRecord] {
         try await read { db in
-            try Row.fetchAll(
+            try RunRow.fetchAll(
                 db,
-                sql: "SELECT * FROM runs WHERE (?1 IS NULL OR hardware_id = ?1) AND (?2 IS NULL OR station = ?2) ORDER BY id",
+                sql: "SELECT \(RunRow.columns) FROM runs WHERE (?1 IS NULL OR hardware_id = ?1) AND (?2 IS NULL OR station = ?2) ORDER BY id",
                 arguments: [hardwareID, station]
-            ).map(Self.run)
+            ).map(\.run)
         }
     }
 
     public func latestFinishedRuns(station: String, recipeHash: String, limit: Int) async throws -> [RunRecord] {
         try await read { db in
-            try Row.fetchAll(
+            try RunRow.fetchAll(
                 db,
                 sql: """
-                    SELECT * FROM runs WHERE station = ? AND recipe_hash = ? AND outcome IN ('pass', 'fail', 'error')
+                    SELECT \(RunRow.columns) FROM runs WHERE station = ? AND recipe_hash = ? AND outcome IN ('pass', 'fail', 'error')
                     ORDER BY started_at DESC, id DESC LIMIT ?
                     """,
                 arguments: [station, recipeHash, max(0, limit)]
-            ).map(Self.run).reversed()
+            ).map(\.run).reversed()
         }
     }
 
     public func run(_ id: RunID) async throws -> RunRecord? {
         try await read { db in
-            guard let row = try Row.fetchOne(db, sql: "SELECT * FROM runs WHERE id = ?", arguments: [id.rawValue]) else { return nil }
-            var run = try Self.run(row)
-            let steps = try Row.fetchAll(db, sql: "SELECT * FROM steps WHERE run_id = ? ORDER BY id", arguments: [id.rawValue])
+            guard var run = try RunRow.fetchOne(db, sql: "SELECT \(RunRow.columns) FROM runs WHERE id = ?", arguments: [id.rawValue])?.run else {
+                return nil
+            }
+            let steps = try StepRow.fetchAll(db, sql: "SELECT \(StepRow.columns) FROM steps WHERE run_id = ? ORDER BY id", arguments: [id.rawValue])
             run.steps = try steps.map { step in
-                let measurements = try Row.fetchAll(
-                    db, sql: "SELECT * FROM measurements WHERE step_id = ? ORDER BY id", arguments: [step["id"] as Int64])
-                return StepRecord(
-                    name: step["name"], startedAt: step["started_at"], endedAt: step["ended_at"],
-                    outcome: try Self.decode(StepOutcome.self, step["outcome"]), retries: step["retries"],
-                    message: step["message"], measurements: try measurements.map(Self.measurement))
+                step.record(try MeasurementRow.fetchAll(
+                    db, sql: "SELECT \(MeasurementRow.columns) FROM measurements WHERE step_id = ? ORDER BY id", arguments: [step.id]).map(\.measurement))
             }
             run.attachments = try Self.attachments(db, id.rawValue, content: false)
             run.answers = try Self.answers(db, id.rawValue)
@@ -489,8 +437,12 @@ public final class SQLiteRecordStore: RecordStore, StoredValues {
         }
     }
 
-    /// GRDB's errors as `RecordsError`s (cancellation and our own errors pass through).
+    /// GRDB's errors as `RecordsError`s (cancellation and our own errors pass through). A row that does not decode
+    /// (a value this version does not know) is a `storage` error.
     static func mapped(_ error: any Error, path: String, busyTimeout: Duration) -> any Error {
+        if error is RowDecodingError || error is DecodingError {
+            return RecordsError(.storage, "records database \(path) holds a row this version cannot read (\(String(describing: error).prefix { $0 != "\n" }))")
+        }
         guard let error = error as? DatabaseError else { return error }
         let detail = error.message ?? "\(error.resultCode)"
         switch error.resultCode {
@@ -517,7 +469,9 @@ public final class SQLiteRecordStore: RecordStore, StoredValues {
     }
 
     /// Inserts the candidates no one holds (the UNIQUE constraint decides), in order, until `count` are in or the
-    /// candidates run out. Returns the new rows and how many candidates were tried.
+    /// candidates run out. Returns the new rows and how many candidates were tried. (`INSERT OR IGNORE` ignores any
+    /// constraint, not only UNIQUE (kind, value): the others cannot fail here, as the value is checked and the callers
+    /// look for the unit's live identity first, in the same transaction.)
     private static func insertFree(
         _ db: Database, _ kind: IdentityKind, count: Int, state: IdentityState, hardwareID: String?, station: String,
         lease: LeaseID?, at now: Date, _ candidates: IdentityCandidates
@@ -527,21 +481,16 @@ public final class SQLiteRecordStore: RecordStore, StoredValues {
         while ids.count < count, tried < candidateLimit, let value = candidates(tried) {
             tried += 1
             try check(value: value, kind)
-            try db.execute(
-                sql: """
-                    INSERT INTO identities (kind, value, state, hardware_id, station, lease_id, updated_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (kind, value) DO NOTHING
-                    """,
-                arguments: [kind.rawValue, value, state.rawValue, hardwareID, station, lease?.rawValue, now])
-            if db.changesCount == 1 { ids.append(db.lastInsertedRowID) }
+            var row = IdentityRow(
+                kind: kind, value: value, state: state, hardwareID: hardwareID, station: station, leaseID: lease?.rawValue, updatedAt: now)
+            try row.insert(db, onConflict: .ignore)
+            if db.changesCount == 1, let id = row.id { ids.append(id) }
         }
         return (ids, tried)
     }
 
     static func ensureUnit(_ db: Database, _ hardwareID: String, _ now: Date) throws {
-        try db.execute(
-            sql: "INSERT INTO units (hardware_id, first_seen) VALUES (?, ?) ON CONFLICT (hardware_id) DO NOTHING",
-            arguments: [hardwareID, now])
+        try UnitRow(hardwareID: hardwareID, firstSeen: now).insert(db, onConflict: .ignore)
     }
 
     static func activeIdentity(_ db: Database, _ kind: IdentityKind, _ hardwareID: String) throws -> Identity? {
@@ -553,12 +502,7 @@ public final class SQLiteRecordStore: RecordStore, StoredValues {
     }
 
     static func identities(_ db: Database, where condition: String, _ arguments: StatementArguments) throws -> [Identity] {
-        try Row.fetchAll(db, sql: "SELECT * FROM identities WHERE \(condition) ORDER BY id", arguments: arguments).map { row in
-            Identity(
-                id: IdentityID(row["id"]), kind: try decode(IdentityKind.self, row["kind"]),
-                value: row["value"], state: try decode(IdentityState.self, row["state"]), hardwareID: row["hardware_id"],
-                station: row["station"], lease: (row["lease_id"] as Int64?).map(LeaseID.init), updatedAt: row["updated_at"])
-        }
+        try IdentityRow.fetchAll(db, sql: "SELECT \(IdentityRow.columns) FROM identities WHERE \(condition) ORDER BY id", arguments: arguments).map(\.identity)
     }
 
     private static func checkOpen(_ db: Database, _ run: RunID) throws {
@@ -570,44 +514,15 @@ public final class SQLiteRecordStore: RecordStore, StoredValues {
         }
     }
 
-    private static func insert(_ db: Database, _ m: Measurement, _ step: StepID) throws {
-        try db.execute(
-            sql: """
-                INSERT INTO measurements (step_id, name, value, unit, low, high, marginal_low, marginal_high, outcome)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """,
-            arguments: [step.rawValue, m.name, m.value, m.unit, m.low, m.high, m.marginalLow, m.marginalHigh, m.outcome.rawValue])
+    private static func unit(_ db: Database, _ row: UnitRow) throws -> UnitRecord {
+        UnitRecord(
+            hardwareID: row.hardwareID, firstSeen: row.firstSeen, identities: try identities(db, where: "hardware_id = ?", [row.hardwareID]),
+            runs: try runs(db, of: row.hardwareID), releases: try releases(db, row.hardwareID))
     }
 
-    private static func unit(_ db: Database, _ row: Row) throws -> UnitRecord {
-        let hardwareID: String = row["hardware_id"]
-        return UnitRecord(
-            hardwareID: hardwareID, firstSeen: row["first_seen"],
-            identities: try identities(db, where: "hardware_id = ?", [hardwareID]),
-            runs: try Row.fetchAll(db, sql: "SELECT * FROM runs WHERE hardware_id = ? ORDER BY id", arguments: [hardwareID])
-                .map(run),
-            releases: try releases(db, hardwareID))
-    }
-
-    private static func run(_ row: Row) throws -> RunRecord {
-        let hashes = try JSONDecoder().decode([String: String].self, from: Data((row["image_hashes"] as String).utf8))
-        let metadata = try JSONDecoder().decode([String: String].self, from: Data(((row["metadata"] as String?) ?? "{}").utf8))
-        return RunRecord(
-            id: RunID(row["id"]),
-            start: RunStart(
-                hardwareID: row["hardware_id"], station: row["station"], slot: row["slot"], operatorName: row["operator"],
-                recipeHash: row["recipe_hash"], toolVersion: row["tool_version"], imageHashes: hashes,
-                startedAt: row["started_at"], workOrder: row["work_order"], lot: row["lot"], fixture: row["fixture"],
-                metadata: metadata),
-            endedAt: row["ended_at"], outcome: try (row["outcome"] as String?).map { try decode(RunOutcome.self, $0) },
-            reworkCount: row["rework_count"], steps: [])
-    }
-
-    private static func measurement(_ row: Row) throws -> Measurement {
-        Measurement(
-            name: row["name"], value: row["value"], unit: row["unit"], low: row["low"], high: row["high"],
-            marginalLow: row["marginal_low"], marginalHigh: row["marginal_high"],
-            outcome: try decode(MeasurementOutcome.self, row["outcome"]))
+    /// The unit's runs, oldest first, without steps.
+    private static func runs(_ db: Database, of hardwareID: String) throws -> [RunRecord] {
+        try RunRow.fetchAll(db, sql: "SELECT \(RunRow.columns) FROM runs WHERE hardware_id = ? ORDER BY id", arguments: [hardwareID]).map(\.run)
     }
 }
 

@@ -1,7 +1,8 @@
 import Foundation
 
-/// How both stores (SQLite and PostgreSQL) write and read the values they keep as text: an enumeration's raw value,
-/// and a run's image hashes as JSON with sorted keys.
+/// How the PostgreSQL store writes and reads the values it keeps as text: an enumeration's raw value, and a run's
+/// image hashes as JSON with sorted keys. (The SQLite store's rows, GRDB records, keep them the same way by Codable:
+/// SQLiteRows.swift.)
 protocol StoredValues {}
 
 extension StoredValues {

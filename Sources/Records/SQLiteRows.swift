@@ -1,0 +1,242 @@
+import Foundation
+import GRDB
+
+// The rows of the SQLite records tables (Schema.swift) as GRDB records, by Codable: a property is the column of its
+// name in snake case (`hardwareID` is `hardware_id`), an enumeration is its raw value, a run's image hashes and
+// metadata are JSON text (GRDB's JSON columns, sorted keys), a date is GRDB's text (`yyyy-MM-dd HH:mm:ss.SSS`, UTC).
+// A row leaves out the columns it does not use (an insert leaves them to their defaults, a read ignores them). The
+// rows stay inside the SQLite store, which takes and returns the model values (Model.swift) as the PostgreSQL store
+// does: the public types carry no database types.
+
+/// A row of one of the records tables (a `PersistableRecord` too when it needs no id back from an insert).
+protocol SQLiteRow: SQLiteColumns, Encodable, MutablePersistableRecord {
+    /// The columns a SELECT reads it from, by name. Never `*`: when another connection has changed the schema (a
+    /// station migrating the file, a newer Tuneup rebuilding a table), SQLite prepares the statement again on its first
+    /// step, after GRDB took the row's column positions, and a record would read `*` by stale positions.
+    static var columns: String { get }
+}
+
+extension SQLiteRow {
+    static var databaseColumnEncodingStrategy: DatabaseColumnEncodingStrategy { .convertToSnakeCase }
+}
+
+/// Columns read by their names in snake case: a table's row, or what a query selects.
+protocol SQLiteColumns: Decodable, FetchableRecord {}
+
+extension SQLiteColumns {
+    /// `hardware_id` → `hardwareID`, `media_type` → `mediaType`: the inverse of `convertToSnakeCase` for the schema's
+    /// names (GRDB's `convertFromSnakeCase` would look for `hardwareId`).
+    static var databaseColumnDecodingStrategy: DatabaseColumnDecodingStrategy {
+        .custom { column in
+            let words = column.split(separator: "_").map(String.init)
+            return ColumnKey(stringValue: words.dropFirst().reduce(words.first ?? "") { name, word in
+                name + (word == "id" ? "ID" : word.prefix(1).uppercased() + word.dropFirst())
+            })
+        }
+    }
+}
+
+private struct ColumnKey: CodingKey {
+    var stringValue: String
+    var intValue: Int? { nil }
+    init(stringValue: String) { self.stringValue = stringValue }
+    init?(intValue: Int) { nil }
+}
+
+/// A row whose `id` SQLite assigns (`INTEGER PRIMARY KEY AUTOINCREMENT`): nil until it is inserted.
+protocol NumberedRow: SQLiteRow {
+    var id: Int64? { get set }
+}
+
+extension NumberedRow {
+    mutating func didInsert(_ inserted: InsertionSuccess) { id = inserted.rowID }
+
+    /// Inserts the row; returns the id it was given.
+    func insertedID(_ db: Database) throws -> Int64 {
+        var row = self
+        try row.insert(db)
+        return row.id!
+    }
+}
+
+struct UnitRow: SQLiteRow, PersistableRecord {
+    static let databaseTableName = "units"
+    static let columns = "hardware_id, first_seen"
+    var hardwareID: String
+    var firstSeen: Date
+}
+
+struct LeaseRow: NumberedRow {
+    static let databaseTableName = "leases"
+    static let columns = "id, station, kind, created_at, server_lease_id"
+    var id: Int64?
+    var station: String
+    var kind: IdentityKind
+    var createdAt: Date
+    /// The server's id of a lease an outbox mirrors (schema v2); nil for a lease made here.
+    var serverLeaseID: Int64?
+}
+
+struct IdentityRow: NumberedRow {
+    static let databaseTableName = "identities"
+    static let columns = "id, kind, value, state, hardware_id, station, lease_id, updated_at, uploaded_state"
+    var id: Int64?
+    var kind: IdentityKind
+    var value: String
+    var state: IdentityState
+    var hardwareID: String?
+    var station: String
+    var leaseID: Int64?
+    var updatedAt: Date
+    /// The state the line's server holds (an outbox's, schema v2): nil until uploaded, `conflict:STATE` when refused.
+    var uploadedState: String?
+
+    var identity: Identity {
+        Identity(
+            id: IdentityID(id!), kind: kind, value: value, state: state, hardwareID: hardwareID, station: station,
+            lease: leaseID.map(LeaseID.init), updatedAt: updatedAt)
+    }
+}
+
+struct RunRow: NumberedRow {
+    static let databaseTableName = "runs"
+    static let columns = "id, hardware_id, station, slot, operator, recipe_hash, tool_version, image_hashes, started_at, ended_at, outcome, rework_count, work_order, lot, fixture, metadata"
+    var id: Int64?
+    var hardwareID, station, slot, `operator`, recipeHash, toolVersion: String
+    var imageHashes: [String: String]
+    var startedAt: Date
+    var endedAt: Date?
+    var outcome: RunOutcome?
+    var reworkCount: Int
+    var workOrder, lot, fixture: String?
+    var metadata: [String: String]
+
+    init(_ s: RunStart, reworkCount: Int) {
+        (hardwareID, station, slot, `operator`, recipeHash, toolVersion, imageHashes, startedAt) =
+            (s.hardwareID, s.station, s.slot, s.operatorName, s.recipeHash, s.toolVersion, s.imageHashes, s.startedAt)
+        (workOrder, lot, fixture, metadata, self.reworkCount) = (s.workOrder, s.lot, s.fixture, s.metadata, reworkCount)
+    }
+
+    /// The run without its steps, attachments and answers.
+    var run: RunRecord {
+        RunRecord(
+            id: RunID(id!),
+            start: RunStart(
+                hardwareID: hardwareID, station: station, slot: slot, operatorName: `operator`, recipeHash: recipeHash,
+                toolVersion: toolVersion, imageHashes: imageHashes, startedAt: startedAt, workOrder: workOrder, lot: lot,
+                fixture: fixture, metadata: metadata),
+            endedAt: endedAt, outcome: outcome, reworkCount: reworkCount)
+    }
+}
+
+struct StepRow: NumberedRow {
+    static let databaseTableName = "steps"
+    static let columns = "id, run_id, name, started_at, ended_at, outcome, retries, message"
+    var id: Int64?
+    var runID: Int64
+    var name: String
+    var startedAt, endedAt: Date
+    var outcome: StepOutcome
+    var retries: Int
+    var message: String
+
+    init(_ s: StepRecord, run: RunID) {
+        (runID, name, startedAt, endedAt, outcome, retries, message) =
+            (run.rawValue, s.name, s.startedAt, s.endedAt, s.outcome, s.retries, s.message)
+    }
+
+    func record(_ measurements: [Measurement]) -> StepRecord {
+        StepRecord(
+            name: name, startedAt: startedAt, endedAt: endedAt, outcome: outcome, retries: retries, message: message,
+            measurements: measurements)
+    }
+}
+
+struct MeasurementRow: SQLiteRow, PersistableRecord {
+    static let databaseTableName = "measurements"
+    static let columns = "step_id, name, value, unit, low, high, marginal_low, marginal_high, outcome"
+    var stepID: Int64
+    var name: String
+    var value: Double
+    var unit: String
+    var low, high, marginalLow, marginalHigh: Double?
+    var outcome: MeasurementOutcome
+
+    init(_ m: Measurement, step: StepID) {
+        (stepID, name, value, unit, low, high, marginalLow, marginalHigh, outcome) =
+            (step.rawValue, m.name, m.value, m.unit, m.low, m.high, m.marginalLow, m.marginalHigh, m.outcome)
+    }
+
+    var measurement: Measurement {
+        Measurement(
+            name: name, value: value, unit: unit, low: low, high: high, marginalLow: marginalLow, marginalHigh: marginalHigh,
+            outcome: outcome)
+    }
+}
+
+struct AttachmentRow: SQLiteRow, PersistableRecord {
+    static let databaseTableName = "attachments"
+    static let columns = "run_id, step, name, media_type, size, sha256, content, created_at"
+    var runID: Int64
+    var step: String?
+    var name, mediaType: String
+    var size: Int
+    var sha256: String
+    /// nil when the query leaves the column out (a run's listing).
+    var content: Data?
+    var createdAt: Date
+
+    init(_ a: Attachment, run: RunID) {
+        (runID, step, name, mediaType, size, sha256, content, createdAt) =
+            (run.rawValue, a.step, a.name, a.mediaType, a.size, a.sha256, a.content ?? Data(), a.createdAt)
+    }
+
+    var attachment: Attachment {
+        Attachment(name: name, step: step, mediaType: mediaType, size: size, sha256: sha256, createdAt: createdAt, content: content)
+    }
+}
+
+struct ReleaseRow: SQLiteRow, PersistableRecord {
+    static let databaseTableName = "releases"
+    static let columns = "hardware_id, released_at, released_by, reason, failures"
+    var hardwareID: String
+    var releasedAt: Date
+    var releasedBy, reason: String
+    var failures: Int
+
+    init(_ r: Release) {
+        (hardwareID, releasedAt, releasedBy, reason, failures) = (r.hardwareID, r.releasedAt, r.releasedBy, r.reason, r.failures)
+    }
+
+    var release: Release {
+        Release(hardwareID: hardwareID, releasedAt: releasedAt, releasedBy: releasedBy, reason: reason, failures: failures)
+    }
+}
+
+struct AnswerRow: SQLiteRow, PersistableRecord {
+    static let databaseTableName = "answers"
+    static let columns = "run_id, step, kind, label, value, answered_by, source, answered_at"
+    var runID: Int64
+    var step: String
+    var kind: OperatorAnswer.Kind
+    var label, value, answeredBy, source: String
+    var answeredAt: Date
+
+    init(_ a: OperatorAnswer, run: RunID) {
+        (runID, step, kind, label, value, answeredBy, source, answeredAt) =
+            (run.rawValue, a.step, a.kind, a.label, a.value, a.answeredBy, a.source, a.answeredAt)
+    }
+
+    var answer: OperatorAnswer {
+        OperatorAnswer(step: step, kind: kind, label: label, value: value, answeredBy: answeredBy, source: source, answeredAt: answeredAt)
+    }
+}
+
+/// A scanned code and the unit it is bound to: an `answers` row with its run's unit.
+struct BindingRow: SQLiteColumns {
+    var value, hardwareID: String
+    var runID: Int64
+    var answeredAt: Date
+
+    var binding: ScanBinding { ScanBinding(code: value, hardwareID: hardwareID, run: RunID(runID), answeredAt: answeredAt) }
+}
