@@ -122,7 +122,7 @@ let package = Package(
         .target(
             name: "Session",
             dependencies: ["Failure", "Support", "Transport", .product(name: "Logging", package: "swift-log")],
-            swiftSettings: strict),
+            swiftSettings: strict + [.unsafeFlags(["-cross-module-optimization"], .when(configuration: .release))]),
         // The client session and the typed device API.
         .target(
             name: "Headset",

@@ -79,6 +79,9 @@ public actor RequestSession<P: SessionProtocol> {
     private var quietWaits: [UInt64: Task<Void, any Error>] = [:]
     private var nextSlotID: UInt64 = 0
     private var nextTimerNumber: UInt64 = 0
+    /// Frames of requests waiting for the send in flight (byte streams only; see `transmit`).
+    private var outgoing: [UInt8] = []
+    private var sending = false
     private let pushBroadcast = Broadcast<P.Packet>()
     private let eventBroadcast = Broadcast<Event>()
     private var readerTask: Task<Void, Never>?
@@ -86,7 +89,10 @@ public actor RequestSession<P: SessionProtocol> {
 
     /// One transmission of a request waiting for its reply. A slot exists before the request is sent, so a reply
     /// that arrives before the sender gets to wait is kept in `result` instead of being lost.
-    private struct Slot {
+    ///
+    /// A class: slots move in and out of `slots` on every request, and copying a generic struct goes through its
+    /// value witnesses (a generic-metadata lookup each time), where a reference costs a retain.
+    private final class Slot {
         let key: P.Key
         /// The slot holds its key's turn (submitted requests) and gives it back when it ends.
         var holdsKey = false
@@ -97,6 +103,8 @@ public actor RequestSession<P: SessionProtocol> {
         var timerNumber: UInt64 = 0
         /// The device answered Pending: it accepted the request and the final reply follows.
         var accepted = false
+
+        init(key: P.Key) { self.key = key }
     }
 
     private enum WaitResult {
@@ -196,8 +204,9 @@ public actor RequestSession<P: SessionProtocol> {
         }
     }
 
-    /// Sends `packet` now and returns at once with a ticket for its reply: for pipelines that must put requests
-    /// on the link in a fixed order and wait for many replies at a time. Calls are sent in call order. A request
+    /// Sends `packet` now (or with the send in flight, see `transmit`) and returns at once with a ticket for its
+    /// reply: for pipelines that must put requests on the link in a fixed order and wait for many replies at a
+    /// time. Calls are sent in call order. A request
     /// whose key equals that of an unanswered submitted request waits for it first (the protocol cannot tell
     /// their replies apart). There is no retransmission: the caller decides what to resend.
     ///
@@ -238,19 +247,74 @@ public actor RequestSession<P: SessionProtocol> {
     }
 
     /// Puts one request on the link; a failed write ends the session (and forgets the slot).
+    ///
+    /// On a byte stream, requests that come while a send is in flight are queued and go out together in the next
+    /// send, in call order, taken by the task whose send was in flight: a pipeline of N requests costs a few writes,
+    /// not N (and a conditioned link a few chunks). The first request of a burst is never held back. A failed send
+    /// ends the session, which fails every queued request with the same error; a send cancelled after the caller's
+    /// own frame went out leaves the rest to a task of the session's own.
     private func transmit(_ frame: [UInt8], _ packet: P.Packet, _ command: P.Command, slot: UInt64) async throws {
+        logger.trace("→ \(packet)")
+        guard transport.framing == .byteStream else {
+            try await send(frame, command: command, ownSlot: slot)
+            return
+        }
+        outgoing.append(contentsOf: frame)
+        if sending { return }
+        sending = true
+        defer { handOverOutgoing() }
+        var own = true
+        while !outgoing.isEmpty, failure == nil {
+            let batch = outgoing
+            outgoing.removeAll(keepingCapacity: true)
+            do {
+                try await send(batch, command: command, ownSlot: own ? slot : nil)
+            } catch is CancellationError where !own {
+                // This caller was cancelled while sending others' requests: they go out from a task of the session.
+                outgoing.insert(contentsOf: batch, at: 0)
+                return
+            }
+            own = false
+        }
+    }
+
+    /// The sender is done: frames queued meanwhile (its own send was cancelled) go out from a task of the session.
+    private func handOverOutgoing() {
+        sending = false
+        if !outgoing.isEmpty, failure == nil { Task { await self.flushOutgoing() } }
+    }
+
+    /// Sends what is queued (after a cancelled sender; see `transmit`).
+    private func flushOutgoing() async {
+        guard !sending else { return }
+        sending = true
+        defer { handOverOutgoing() }
+        while !outgoing.isEmpty, failure == nil {
+            let batch = outgoing
+            outgoing.removeAll(keepingCapacity: true)
+            do { try await send(batch, command: nil, ownSlot: nil) } catch { return }
+        }
+    }
+
+    /// One write. A failed write ends the session (failing every waiting request); `ownSlot`, the caller's own
+    /// request whose frame this is, is forgotten first, as its caller gets the error thrown.
+    private func send(_ bytes: [UInt8], command: P.Command?, ownSlot: UInt64?) async throws {
         do {
-            logger.trace("→ \(packet)")
-            try await transport.send(frame)
+            try await transport.send(bytes)
         } catch let error as TransportError {
-            closeSlot(slot)
-            let e = definition.error(error.code == .closed
-                ? .linkClosedWhileSending(command: command, peer: transport.peerDescription)
-                : .writeFailed(command: command, cause: error))
+            if let ownSlot { closeSlot(ownSlot) }
+            let e: P.Failure
+            if let command {
+                e = definition.error(error.code == .closed
+                    ? .linkClosedWhileSending(command: command, peer: transport.peerDescription)
+                    : .writeFailed(command: command, cause: error))
+            } else {
+                e = definition.error(.linkLost(peer: transport.peerDescription, cause: error))
+            }
             fail(e)
             throw e
         } catch {
-            closeSlot(slot)
+            if let ownSlot { closeSlot(ownSlot) }
             throw error
         }
     }
@@ -269,7 +333,7 @@ public actor RequestSession<P: SessionProtocol> {
     private func openSlot(_ key: P.Key, timeout: Duration) -> UInt64 {
         nextSlotID += 1
         let id = nextSlotID
-        var slot = Slot(key: key)
+        let slot = Slot(key: key)
         if let failure {
             slot.result = .failed(failure)
         } else {
@@ -293,7 +357,7 @@ public actor RequestSession<P: SessionProtocol> {
     private func result(of id: UInt64) async -> WaitResult {
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<WaitResult, Never>) in
-                guard var slot = slots[id] else {
+                guard let slot = slots[id] else {
                     continuation.resume(returning: .failed(failure ?? definition.error(.notOpen)))
                     return
                 }
@@ -324,7 +388,7 @@ public actor RequestSession<P: SessionProtocol> {
     /// Ends a slot with `result`: takes it out of the reply queue and hands the result to the waiting request
     /// (or keeps it there until the request comes to wait).
     private func finish(_ id: UInt64, with result: WaitResult) {
-        guard var slot = slots[id], slot.result == nil else { return }
+        guard let slot = slots[id], slot.result == nil else { return }
         slot.timer?.cancel()
         slot.timer = nil
         if slot.holdsKey {
@@ -337,13 +401,11 @@ public actor RequestSession<P: SessionProtocol> {
         meet(id, slot)
     }
 
-    /// Hands the slot's result to its waiter once both are there (the slot is then gone); keeps the slot otherwise.
+    /// Hands the slot's result to its waiter once both are there (the slot, one of `slots`, is then gone).
     private func meet(_ id: UInt64, _ slot: Slot) {
         if let result = slot.result, let continuation = slot.continuation {
             slots[id] = nil
             continuation.resume(returning: result)
-        } else {
-            slots[id] = slot
         }
     }
 
@@ -448,7 +510,7 @@ public actor RequestSession<P: SessionProtocol> {
             key = k
             accepted = true
         }
-        guard let id = waiting[key]?.first, var slot = slots[id] else {
+        guard let id = waiting[key]?.first, let slot = slots[id] else {
             statistics.unexpectedReplies += 1
             logger.debug("reply matches no request: \(packet)")
             return
@@ -458,7 +520,6 @@ public actor RequestSession<P: SessionProtocol> {
             slot.timer?.cancel()
             (slot.timer, slot.timerNumber) = startTimer(id: id, after: max(options.pendingTimeout, options.timeout))
             slot.accepted = true
-            slots[id] = slot
             return
         }
         finish(id, with: .reply(packet))

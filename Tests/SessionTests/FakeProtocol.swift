@@ -135,3 +135,48 @@ final class GatedTransport: Transport {
     func receive() async throws -> [UInt8] { try await inner.receive() }
     func close() async { await inner.close() }
 }
+
+/// A transport that holds its first send (after the bytes went through) until `release()`, and records every send.
+final class HeldTransport: Transport {
+    let inner: any Transport
+    private let state = Mutex((sends: [[UInt8]](), holding: false, released: false, waiter: CheckedContinuation<Void, Never>?.none))
+    init(_ inner: any Transport) { self.inner = inner }
+    var peerDescription: String { inner.peerDescription }
+    var framing: LinkFraming { inner.framing }
+    var sends: [[UInt8]] { state.withLock { $0.sends } }
+    var holding: Bool { state.withLock { $0.holding } }
+
+    func send(_ bytes: [UInt8]) async throws {
+        try await inner.send(bytes)
+        let hold = state.withLock { s -> Bool in
+            s.sends.append(bytes)
+            return s.sends.count == 1 && !s.released
+        }
+        guard hold else { return }
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            let go = state.withLock { s -> Bool in
+                if s.released { return true }
+                s.holding = true
+                s.waiter = c
+                return false
+            }
+            if go { c.resume() }
+        }
+    }
+
+    func release() {
+        let waiter = state.withLock { s in
+            s.released = true
+            s.holding = false
+            defer { s.waiter = nil }
+            return s.waiter
+        }
+        waiter?.resume()
+    }
+
+    func receive() async throws -> [UInt8] { try await inner.receive() }
+    func close() async {
+        release()
+        await inner.close()
+    }
+}

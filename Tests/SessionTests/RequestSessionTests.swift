@@ -260,6 +260,32 @@ import Transport
         }
     }
 
+    /// Requests that come while a send is in flight go out together in the next one, in call order, on a byte
+    /// stream; the first of a burst is not held back; a packet link still gets one message per send.
+    @Test(arguments: [LinkFraming.byteStream, .packets])
+    func requestsQueuedBehindASendInFlightGoOutTogether(framing: LinkFraming) async throws {
+        try await withSession(framing: framing, link: { HeldTransport($0) }, respond: { request, _ in [.reply(request.key, 1)] }) { f in
+            let held = f.host as! HeldTransport
+            let first = Task { try await f.session.submit(.request(1)) }
+            try await waitUntil("the first send is on the link and held") { held.holding }
+            var tickets: [Task<TinySession.Ticket, any Error>] = []
+            for key in UInt8(2)...10 {
+                tickets.append(Task { try await f.session.submit(.request(key)) })
+                try await waitUntil("request \(key) was taken") { await f.session.statistics.requests == Int(key) }
+            }
+            held.release()
+            for ticket in [first] + tickets { _ = try await f.session.reply(to: ticket.value) }
+            let frames = (1...10).map { TinyProtocol().encode(.request(UInt8($0)), for: framing) }
+            if framing == .byteStream {
+                #expect(held.sends == [frames[0], frames[1...].flatMap { $0 }], "one send alone, then the nine queued behind it")
+            } else {
+                #expect(held.sends.count == 10 && Set(held.sends) == Set(frames))
+            }
+            #expect(f.peer.requests.count == 10)
+            if framing == .byteStream { #expect(f.peer.requests == (1...10).map { .request(UInt8($0)) }, "call order") }
+        }
+    }
+
     @Test func packetLinksCarryOneMessagePerPacketAndCountBadOnes() async throws {
         try await withSession(framing: .packets, respond: { request, _ in [.reply(request.key, 42)] }) { f in
             try await f.peer.link.send([0xEE])
