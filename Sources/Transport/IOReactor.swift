@@ -155,10 +155,15 @@ final class IOReactor: Sendable {
     /// Timers neither run nor cancelled (diagnostics and tests).
     var pendingTimers: Int { timers.withLock { $0.count } }
 
-    /// Sets the timerfd to expire at `deadline` (relative to now: the timerfd's clock and `ContinuousClock` run at
-    /// the same rate). Called under the timers lock.
+    /// How late a timer may run so that timers due close together run in one wake-up: Linux's default timer slack
+    /// for ordinary threads (`prctl(PR_SET_TIMERSLACK)`), which a timerfd does not get by itself. A conditioned link
+    /// sending a burst of chunks then delivers them together, as the burst came.
+    static let timerSlack: Duration = .microseconds(50)
+
+    /// Sets the timerfd to expire at `deadline` plus the slack (relative to now: the timerfd's clock and
+    /// `ContinuousClock` run at the same rate). Called under the timers lock.
     private func arm(for deadline: ContinuousClock.Instant) {
-        let (seconds, attoseconds) = ContinuousClock.now.duration(to: deadline).components
+        let (seconds, attoseconds) = ContinuousClock.now.duration(to: deadline + Self.timerSlack).components
         let nanoseconds = seconds > Int64.max / 1_000_000_000 ? Int64.max : seconds * 1_000_000_000 + attoseconds / 1_000_000_000
         _ = tuneup_timerfd_arm(timerFD, max(1, nanoseconds))
     }
