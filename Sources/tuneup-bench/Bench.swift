@@ -164,6 +164,9 @@ struct Bench: AsyncParsableCommand {
             print("\(r.devices) simulated headsets on TCP, link \(conditions), \(r.requestsPerProbe) requests per probe, best of \(rounds)")
             print(String(format: "one: %.1f ms   %d at once: %.1f ms   ratio %.2f (goal <= 2)   max threads %d (goal <= 32)",
                          r.oneSeconds * 1000, r.devices, r.manySeconds * 1000, r.ratio, r.maxThreads))
+            print(String(format: "CPU of %d at once (mean of the rounds): this process %.1f ms, the simulator %.1f ms (%.1f us per request in all)",
+                         r.devices, r.manyCPU.probes * 1000, r.manyCPU.simulator * 1000,
+                         (r.manyCPU.probes + r.manyCPU.simulator) * 1e6 / Double(r.devices * r.requestsPerProbe)))
         }
     }
 
