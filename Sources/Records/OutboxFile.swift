@@ -19,6 +19,10 @@ public protocol LineRecordServer: RecordStore {
     /// Returns the values of `station`'s lease that no unit took to the pool (they become free candidates again) and
     /// says how many. Values that reached a unit, or were voided, stay as they are.
     func releaseUnused(lease: LeaseID, station: String) async throws -> Int
+
+    /// The releases of each unit of `hardwareIDs`, oldest first, in one query (a unit without any is absent): what
+    /// `releases(of:)` returns for each.
+    func releases(ofUnits hardwareIDs: [String]) async throws -> [String: [Release]]
 }
 
 /// What a station's outbox still holds for the line's server.

@@ -255,11 +255,20 @@ public final class OutboxRecordStore: RecordStore {
 
     // MARK: Reading
 
-    /// The station's units, each with the line's releases (which only the server holds) when it answers.
+    /// The station's units, each with the line's releases (which only the server holds) when it answers: those of
+    /// all units in one query, not one per unit (an export of many units through a station's outbox); else the
+    /// outbox's, as `releases(of:)`.
     public func units() async throws -> [UnitRecord] {
         var units = try await outbox.units()
-        for index in units.indices {
-            units[index].releases = try await releases(of: units[index].hardwareID)
+        guard !units.isEmpty, shared.serverUsable else { return units }
+        let hardwareIDs = units.map(\.hardwareID)
+        do {
+            let releases = try await shared.bounded { try await self.server.releases(ofUnits: hardwareIDs) }
+            for index in units.indices { units[index].releases = releases[units[index].hardwareID] ?? [] }
+        } catch is CancellationError {
+            throw CancellationError()
+        } catch {
+            shared.down(error)
         }
         return units
     }

@@ -427,14 +427,25 @@ public final class PostgresRecordStore: LineRecordServer, StoredValues {
         try await transaction { c in try await self.releases(c, hardwareID) }
     }
 
-    private func releases(_ c: PostgresConnection, _ hardwareID: String) async throws -> [Release] {
-        try await c.query("SELECT * FROM releases WHERE hardware_id = \(hardwareID) ORDER BY id", logger: logger).collect().map { raw in
-            let row = raw.makeRandomAccess()
-            return Release(
-                hardwareID: try row["hardware_id"].decode(String.self), releasedAt: try row["released_at"].decode(Date.self).toMilliseconds,
-                releasedBy: try row["released_by"].decode(String.self), reason: try row["reason"].decode(String.self),
-                failures: Int(try row["failures"].decode(Int64.self)))
+    public func releases(ofUnits hardwareIDs: [String]) async throws -> [String: [Release]] {
+        try await transaction { c in
+            let releases = try await c.query(
+                "SELECT * FROM releases WHERE hardware_id = ANY(\(hardwareIDs)) ORDER BY id", logger: self.logger
+            ).collect().map(Self.release)
+            return Dictionary(grouping: releases, by: \.hardwareID)
         }
+    }
+
+    private func releases(_ c: PostgresConnection, _ hardwareID: String) async throws -> [Release] {
+        try await c.query("SELECT * FROM releases WHERE hardware_id = \(hardwareID) ORDER BY id", logger: logger).collect().map(Self.release)
+    }
+
+    private static func release(_ raw: PostgresRow) throws -> Release {
+        let row = raw.makeRandomAccess()
+        return Release(
+            hardwareID: try row["hardware_id"].decode(String.self), releasedAt: try row["released_at"].decode(Date.self).toMilliseconds,
+            releasedBy: try row["released_by"].decode(String.self), reason: try row["reason"].decode(String.self),
+            failures: Int(try row["failures"].decode(Int64.self)))
     }
 
     // MARK: - Operator answers

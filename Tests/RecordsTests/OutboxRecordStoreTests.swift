@@ -68,6 +68,39 @@ import Testing
         await server.close()
     }
 
+    /// A station's units carry the line's releases, all units' read in one query (an export through the outbox, not one
+    /// query per unit): the same as each unit's own, on many units released never, once or twice.
+    @Test func aStationsUnitsCarryTheLinesReleasesOfEveryUnit() async throws {
+        let pg = try await offThePool { try ThrowawayPostgres.shared() }
+        let url = try await offThePool { try pg.createDatabase() }
+        let server = try await PostgresRecordStore.open(url: url)
+        let store = try await Self.station("s1", server: server, directory: try Self.directory())
+        let start = Date(timeIntervalSince1970: 1_790_000_000)
+        for unit in 0..<30 {
+            let hardwareID = "hw-\(unit)"
+            for attempt in 0...(unit % 3) {
+                let at = start + Double(unit * 10 + attempt)
+                let run = try await store.startRun(RunStart(hardwareID: hardwareID, station: "s1", slot: "1", startedAt: at))
+                guard attempt < unit % 3 else {
+                    try await store.finishRun(run, outcome: .pass, at: at + 0.5)
+                    break
+                }
+                try await store.finishRun(run, outcome: .fail, at: at + 0.5)
+                _ = try await store.release(hardwareID, by: "bob", reason: "attempt \(attempt)", at: at + 0.75)
+            }
+        }
+        let units = try await store.units()
+        #expect(units.map(\.hardwareID).sorted() == (0..<30).map { "hw-\($0)" }.sorted())
+        for unit in units {
+            let own = try await server.releases(of: unit.hardwareID)
+            #expect(unit.releases == own, "\(unit.hardwareID)")
+            #expect(own.count == Int(unit.hardwareID.dropFirst(3))! % 3, "\(unit.hardwareID): \(own)")
+        }
+        let some = try await server.releases(ofUnits: ["hw-2", "hw-1", "hw-3", "no-such-unit"])
+        #expect(some == ["hw-1": try await server.releases(of: "hw-1"), "hw-2": try await server.releases(of: "hw-2")])
+        await server.close()
+    }
+
     @Test func aStationKeepsProvisioningWhileTheServerIsDownAndUploadsWhenItReturns() async throws {
         try await withDedicatedPostgres { pg in
             let url = try await offThePool { try pg.createDatabase() }
