@@ -1,6 +1,7 @@
 import Logging
 import Simulator
 import Speaker
+import SpeakerPlayback
 import Support
 import Synchronization
 import Transport
@@ -26,6 +27,10 @@ import Transport
 /// - The same speaker is the protocol core of a real receiver (`SpeakerReceiver`, `tuneup speaker receive`): with
 ///   `externalOutput` there is no render pump; a sound card's writer renders by `render(through:)` while a stream
 ///   plays, told of streams starting and ending by `observeStreams`, and nothing runs while none does.
+/// - The playback's protocol state (in the session or not, the stream playing, paused or stopped, the connection that
+///   started it, when its audio last came) and its rules are `SpeakerStreamMachine` (SpeakerPlayback, a pure value):
+///   this class feeds it the requests, the audio, the renders and the connections closing, performs its actions on the
+///   renderer and pushes its events.
 public final class SimulatedSpeaker: SimulatedDevice {
     /// How a speaker is made.
     public struct Configuration: Sendable {
@@ -76,10 +81,8 @@ public final class SimulatedSpeaker: SimulatedDevice {
     private struct State {
         var settings: SpeakerSettings
         var controlPort: UInt16 = 0
-        var active = false
-        var playing = false
-        var playerState: PlayerState = .initialized
-        var streamId: UInt32 = 0
+        /// The playback's protocol state: session membership, the stream and its owner, when audio last came.
+        var machine: SpeakerStreamMachine
         var clockMap: ClockMap?
         var connections: [UInt64: Connection] = [:]
         var nextConnection: UInt64 = 0
@@ -90,10 +93,6 @@ public final class SimulatedSpeaker: SimulatedDevice {
         var log: RenderLog?
         var output: [UInt8] = []
         var recorder: WAVRecorder?
-        /// The connection that started the stream.
-        var owner: UInt64?
-        /// DAC time of the last audio datagram of the stream (or of play).
-        var lastAudio: UInt64 = 0
         var finished: [(log: RenderLog, pcm: [UInt8])] = []
         /// What the renderers of finished streams counted, summed.
         var totals = RenderStatistics()
@@ -121,7 +120,9 @@ public final class SimulatedSpeaker: SimulatedDevice {
         self.stateFile = stateFile
         self.logger = logger
         let settings = stateFile?.settings(of: index) ?? SpeakerSettings(name: configuration.identity.defaultName)
-        state = Mutex(State(settings: settings, rng: SeededRandom(seed: configuration.jitterSeed)))
+        state = Mutex(State(settings: settings, machine: SpeakerStreamMachine(deviceId: configuration.identity.deviceId,
+                                                                              audioTimeout: configuration.audioTimeout),
+                            rng: SeededRandom(seed: configuration.jitterSeed)))
     }
 
     deinit {
@@ -143,15 +144,10 @@ public final class SimulatedSpeaker: SimulatedDevice {
     /// Every DeviceInfo attribute now.
     public var deviceInfo: DeviceInfo { state.withLock { info($0) } }
 
-    /// Starts or stops "playing" (a flag until playback exists), with its events.
+    /// Starts or stops "playing" (a flag, with no audio), with its events; stopping closes a stream playing.
     public func setPlaying(_ playing: Bool, streamId: UInt32 = 1) {
         state.withLock { s in
-            guard s.playing != playing else { return }
-            s.playing = playing
-            s.streamId = playing ? streamId : s.streamId
-            s.playerState = playing ? .playing : .stopped
-            broadcast([.playbackStateChanged(PlaybackStateChange(streamId: s.streamId, state: s.playerState)),
-                       .deviceStateUpdated(DeviceStateUpdate(deviceId: deviceId, reason: .playingChanged))], in: s)
+            broadcast(perform(s.machine.setPlaying(playing, streamId: streamId), &s), in: s)
         }
     }
 
@@ -198,9 +194,7 @@ public final class SimulatedSpeaker: SimulatedDevice {
         }
         state.withLock { s in
             s.connections[id] = nil
-            if s.owner == id, s.renderer != nil {
-                endStream(&s, error: (.playbackInterrupted, "the controller that started stream \(s.streamId) disconnected"))
-            }
+            broadcast(perform(s.machine.connectionClosed(id), &s), in: s)
         }
         continuation.finish()
         await writer.value
@@ -210,7 +204,7 @@ public final class SimulatedSpeaker: SimulatedDevice {
     public func shutdown() async {
         let links = state.withLock { s in
             s.stopped = true
-            if s.renderer != nil { endStream(&s, error: nil) }
+            broadcast(perform(s.machine.shutdown(), &s), in: s)
             return s.connections.values.map(\.link)
         }
         for link in links { await link.close() }
@@ -301,7 +295,7 @@ public final class SimulatedSpeaker: SimulatedDevice {
             return (.deviceInfo(info(s)), [])
         case .getStatus:
             let stats = s.renderer?.statistics ?? s.log?.statistics ?? RenderStatistics()
-            return (.status(PlaybackStatus(state: s.playerState, streamId: s.streamId, renderedFrames: stats.renderedFrames,
+            return (.status(PlaybackStatus(state: s.machine.playerState, streamId: s.machine.streamId, renderedFrames: stats.renderedFrames,
                                            lostPackets: UInt32(clamping: stats.lostPackets), latePackets: UInt32(clamping: stats.latePackets),
                                            muted: s.settings.muted)), [])
         case let .setVolume(v):
@@ -329,14 +323,7 @@ public final class SimulatedSpeaker: SimulatedDevice {
             return (.done(.setChannelType), [updated(.channelTypeChanged)])
         case let .setName(name):
             guard !name.value.isEmpty else { return (failed(.invalidValue, "a speaker name cannot be empty"), []) }
-            var events: [ControlMessage] = []
-            if s.playing {
-                s.playing = false
-                s.playerState = .stopped
-                finishStream(&s)
-                events += [.errorOccurred(DeviceErrorEvent(deviceId: id, code: .playbackInterrupted, message: "renamed while playing")),
-                           .playbackStateChanged(PlaybackStateChange(streamId: s.streamId, state: .stopped)), updated(.playingChanged)]
-            }
+            var events = perform(s.machine.renamed(), &s)
             if s.settings.name != name.value {
                 s.settings.name = name.value
                 events.append(updated(.nameChanged))
@@ -355,63 +342,25 @@ public final class SimulatedSpeaker: SimulatedDevice {
             s.settings.groupName = DeviceInfo.noGroupName.value
             return (.done(.leaveGroup), [updated(.groupChanged)] + (wasMaster ? [updated(.masterChanged)] : []))
         case .joinSession:
-            guard !s.active else { return (.done(.joinSession), []) }
-            s.active = true
-            return (.done(.joinSession), [updated(.sessionChanged)])
+            let outcome = s.machine.joinSession()
+            return (outcome.reply!, perform(outcome, &s))
         case .leaveSession:
-            guard s.active else { return (.done(.leaveSession), []) }
-            s.active = false
-            var events = [updated(.sessionChanged)]
-            finishStream(&s)
-            if s.playing {
-                s.playing = false
-                s.playerState = .stopped
-                events += [.playbackStateChanged(PlaybackStateChange(streamId: s.streamId, state: .stopped)), updated(.playingChanged)]
-            }
-            return (.done(.leaveSession), events)
+            let outcome = s.machine.leaveSession()
+            return (outcome.reply!, perform(outcome, &s))
         case let .play(p):
-            guard s.active else { return (failed(.notInSession, "not in the playback session"), []) }
-            var events: [ControlMessage] = []
-            if s.playing, s.streamId != p.streamId {
-                events.append(.errorOccurred(DeviceErrorEvent(deviceId: id, code: .playbackInterrupted, message: Self.text("replaced by stream \(p.streamId)"))))
-            }
-            let wasPlaying = s.playing
-            finishStream(&s)
-            s.streamId = p.streamId
-            s.playing = true
-            s.playerState = .playing
-            startStream(&s, p, owner: connection)
-            events.append(.playbackStateChanged(PlaybackStateChange(streamId: p.streamId, state: .playing)))
-            if !wasPlaying { events.append(updated(.playingChanged)) }
-            return (.done(.play), events)
-        case let .pause(streamId), let .resume(streamId), let .stop(streamId):
-            guard s.streamId == streamId, streamId != 0 else { return (failed(.unknownStream, "no stream \(streamId)"), []) }
-            let target: PlayerState
-            let acked: AckedRequest
-            switch message {
-            case .pause:
-                guard s.playerState == .playing else { return (failed(.invalidState, "stream \(streamId) is not playing"), []) }
-                (target, acked) = (.paused, .pause)
-            case .resume:
-                guard s.active else { return (failed(.notInSession, "not in the playback session"), []) }
-                guard s.playerState == .paused else { return (failed(.invalidState, "stream \(streamId) is not paused"), []) }
-                (target, acked) = (.playing, .resume)
-            default:
-                // Stopping a stopped stream (two controllers stopping it at once) changes nothing: no second event.
-                if s.playerState == .stopped { return (.done(.stop), []) }
-                (target, acked) = (.stopped, .stop)
-            }
-            let wasPlaying = s.playing
-            s.playerState = target
-            s.playing = target == .playing
-            switch target {
-            case .paused: s.renderer?.reset()
-            case .playing: s.lastAudio = dacTime(&s)
-            default: finishStream(&s)
-            }
-            var events: [ControlMessage] = [.playbackStateChanged(PlaybackStateChange(streamId: streamId, state: target))]
-            if wasPlaying != s.playing { events.append(updated(.playingChanged)) }
-            return (.done(acked), events)
+            let now = dacTime(&s)
+            let outcome = s.machine.play(streamId: p.streamId, connection: connection, now: now)
+            return (outcome.reply!, perform(outcome, &s, play: p))
+        case let .pause(streamId):
+            let outcome = s.machine.pause(streamId: streamId)
+            return (outcome.reply!, perform(outcome, &s))
+        case let .resume(streamId):
+            let now = dacTime(&s)
+            let outcome = s.machine.resume(streamId: streamId, now: now)
+            return (outcome.reply!, perform(outcome, &s))
+        case let .stop(streamId):
+            let outcome = s.machine.stop(streamId: streamId)
+            return (outcome.reply!, perform(outcome, &s))
         case let .clockSync(t1):
             let t3 = max(t2, dacTime(&s))
             guard let reply = try? ClockSyncReply(t1: t1, t2: t2, t3: t3) else { return (failed(.internalError, "clock went back"), []) }
@@ -431,9 +380,9 @@ public final class SimulatedSpeaker: SimulatedDevice {
         return try! DeviceInfo(
             deviceId: i.deviceId, deviceName: Self.text(s.settings.name), groupId: s.settings.groupId,
             groupName: Self.text(s.settings.groupName), modelName: Self.text(i.modelName), ipAddress: Self.text(configuration.ipAddress),
-            port: s.controlPort, macAddress: i.macAddress, volume: SpeakerVolume(s.settings.volume), active: s.active,
+            port: s.controlPort, macAddress: i.macAddress, volume: SpeakerVolume(s.settings.volume), active: s.machine.active,
             wifiSignalStrength: i.wifiSignalStrength, role: UInt8(s.settings.role), version: Self.text(i.firmwareVersion),
-            balance: SpeakerBalance(s.settings.balance), isPlaying: s.playing, channelType: UInt8(s.settings.channelType),
+            balance: SpeakerBalance(s.settings.balance), isPlaying: s.machine.isPlaying, channelType: UInt8(s.settings.channelType),
             isMaster: s.settings.groupId == i.deviceId)
     }
 
@@ -519,7 +468,7 @@ public final class SimulatedSpeaker: SimulatedDevice {
     public func stopPlayback(error code: DeviceErrorCode, message: String) {
         state.withLock { s in
             guard s.renderer != nil else { return }
-            endStream(&s, error: (code, message))
+            broadcast(perform(s.machine.outputFailed(code, message: message), &s), in: s)
         }
     }
 
@@ -530,10 +479,10 @@ public final class SimulatedSpeaker: SimulatedDevice {
     public func deliver(_ bytes: [UInt8]) {
         guard let packet = try? AudioPacket.decode(bytes) else { return }
         state.withLock { s in
-            guard !s.poweredOff, s.playerState == .playing, s.renderer != nil, packet.streamId == s.streamId else { return }
+            guard !s.poweredOff, s.machine.takesAudio(of: packet.streamId), s.renderer != nil else { return }
             let now = dacTime(&s)
             guard let delay = configuration.audioJitter.draw(&s.rng) else { return }
-            s.lastAudio = now
+            s.machine.audioReceived(streamId: packet.streamId, now: now)
             s.renderer!.receive(packet, arrival: now &+ delay)
             askForMissing(&s, at: now)
         }
@@ -544,9 +493,9 @@ public final class SimulatedSpeaker: SimulatedDevice {
     private func askForMissing(_ s: inout State, at now: UInt64) {
         guard s.renderer?.nextRecoveryEvent.map({ $0 <= now }) == true else { return }
         let sequences = s.renderer!.resendRequests(at: now)
-        guard !sequences.isEmpty, let owner = s.owner, let c = s.connections[owner],
+        guard !sequences.isEmpty, let owner = s.machine.owner, let c = s.connections[owner],
               let version = c.version, version >= SpeakerProtocolVersion.resendRequests,
-              let request = try? ResendRequest(streamId: s.streamId, sequences: sequences),
+              let request = try? ResendRequest(streamId: s.machine.streamId, sequences: sequences),
               let bytes = try? ControlPacket.event(.resendRequest(request), version: version).encode() else { return }
         enqueue(bytes, on: c)
     }
@@ -571,18 +520,14 @@ public final class SimulatedSpeaker: SimulatedDevice {
             var messages: [ControlMessage] = []
             for event in events {
                 switch event {
-                case let .elapsed(ms): messages.append(.playbackTime(PlaybackTime(streamId: s.streamId, elapsedMilliseconds: ms)))
+                case let .elapsed(ms): messages.append(.playbackTime(PlaybackTime(streamId: s.machine.streamId, elapsedMilliseconds: ms)))
                 case .ended:
-                    messages.append(.playbackEnded(streamId: s.streamId))
+                    messages.append(.playbackEnded(streamId: s.machine.streamId))
                 case .firstAudio: break
                 }
             }
             broadcast(messages, in: s)
-            if events.contains(.ended) {
-                endStream(&s, error: nil)
-            } else if s.playerState == .playing, now > s.lastAudio, now - s.lastAudio > configuration.audioTimeout {
-                endStream(&s, error: (.audioUnderrun, "no audio for stream \(s.streamId) in \(configuration.audioTimeout / 1_000_000) ms"))
-            }
+            broadcast(perform(s.machine.rendered(now: now, ended: events.contains(.ended)), &s), in: s)
             return rendered
         }
     }
@@ -613,11 +558,7 @@ public final class SimulatedSpeaker: SimulatedDevice {
     public func powerOff() async {
         let links = state.withLock { s in
             s.poweredOff = true
-            finishStream(&s)
-            s.playing = false
-            s.playerState = .initialized
-            s.streamId = 0
-            s.active = false
+            _ = perform(s.machine.powerOff(), &s)
             s.clockMap = nil
             return s.connections.values.map(\.link)
         }
@@ -652,7 +593,19 @@ public final class SimulatedSpeaker: SimulatedDevice {
         return configuration.clock.time(atTrueTime: t) &- UInt64(bitPattern: s.stallShift)
     }
 
-    private func startStream(_ s: inout State, _ p: PlayRequest, owner: UInt64) {
+    /// Performs the machine's actions on the renderer; returns the events to push (call with the state locked).
+    private func perform(_ outcome: SpeakerStreamMachine.Outcome, _ s: inout State, play p: PlayRequest? = nil) -> [ControlMessage] {
+        for action in outcome.actions {
+            switch action {
+            case .closeStream: finishStream(&s)
+            case .resetRenderer: s.renderer?.reset()
+            case .openStream: if let p { startStream(&s, p) }
+            }
+        }
+        return outcome.events
+    }
+
+    private func startStream(_ s: inout State, _ p: PlayRequest) {
         let now = dacTime(&s)
         var renderer = SpeakerRenderer(streamId: p.streamId, format: p.format, map: s.clockMap, startDAC: now)
         renderer.volume = s.settings.muted ? 0 : s.settings.volume
@@ -661,8 +614,6 @@ public final class SimulatedSpeaker: SimulatedDevice {
         clock.offset &-= s.stallShift
         s.log = RenderLog(streamId: p.streamId, format: p.format, clock: clock)
         s.output = []
-        s.owner = owner
-        s.lastAudio = now
         streamObserver.withLock { $0 }?()
         if let directory = configuration.recordDirectory {
             s.recorder = WAVRecorder(path: "\(directory)/speaker-\(index)-stream-\(p.streamId).wav", format: p.format)
@@ -683,27 +634,7 @@ public final class SimulatedSpeaker: SimulatedDevice {
         s.log = nil
         s.output = []
         s.recorder = nil
-        s.owner = nil
         streamObserver.withLock { $0 }?()
-    }
-
-    /// Stops the stream (ended, or an error) and tells every controller.
-    private func endStream(_ s: inout State, error: (DeviceErrorCode, String)?) {
-        let id = deviceId
-        var events: [ControlMessage] = []
-        if let (code, message) = error {
-            events.append(.errorOccurred(DeviceErrorEvent(deviceId: id, code: code, message: Self.text(message))))
-        }
-        finishStream(&s)
-        if s.playerState != .stopped {
-            s.playerState = .stopped
-            events.append(.playbackStateChanged(PlaybackStateChange(streamId: s.streamId, state: .stopped)))
-        }
-        if s.playing {
-            s.playing = false
-            events.append(.deviceStateUpdated(DeviceStateUpdate(deviceId: id, reason: .playingChanged)))
-        }
-        broadcast(events, in: s)
     }
 
     /// Text for the wire, cut to 255 bytes.
