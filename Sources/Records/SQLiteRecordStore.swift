@@ -6,8 +6,9 @@ import Support
 ///
 /// The file is in WAL mode (a `DatabasePool`): readers never block the writer, and several stations (processes or
 /// store instances) may share one file on a local disk; a writer waits up to `busyTimeout` for another's
-/// transaction and then fails with `RecordsError.busy`. Every method is one IMMEDIATE transaction, so a killed
-/// process leaves no half-written record. Rows are read and written as GRDB records (SQLiteRows.swift), which it
+/// transaction and then fails with `RecordsError.busy`. Every change is all or nothing (a savepoint of an IMMEDIATE
+/// transaction that changes waiting together share, committed before any of them returns: `GroupCommit`), so a
+/// killed process leaves no half-written record. Rows are read and written as GRDB records (SQLiteRows.swift), which it
 /// converts to and from the model values. Database work runs on GRDB's own dispatch queues, opening and migrating
 /// on the blocking executor (`Blocking`): nothing blocks Swift's cooperative pool.
 public final class SQLiteRecordStore: RecordStore {
@@ -15,11 +16,14 @@ public final class SQLiteRecordStore: RecordStore {
     public let path: String
     private let pool: any DatabaseWriter
     private let busyTimeout: Duration
+    /// Every change goes through it: changes waiting together share one transaction and one commit.
+    private let commits: GroupCommit
 
     private init(path: String, pool: any DatabaseWriter, busyTimeout: Duration) {
         self.path = path
         self.pool = pool
         self.busyTimeout = busyTimeout
+        self.commits = GroupCommit(pool)
     }
 
     /// Opens the records in the SQLite file at `path`, creating it and migrating its schema as needed.
@@ -423,7 +427,7 @@ public final class SQLiteRecordStore: RecordStore {
 
     func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         do {
-            return try await pool.write(body)
+            return try await commits.perform(body)
         } catch {
             throw Self.mapped(error, path: path, busyTimeout: busyTimeout)
         }
