@@ -42,15 +42,6 @@ public enum PlayerEvent: Sendable, Hashable {
 /// `playbackStateChanged` for the stream is applied here too. A member added during playback gets `play` for the
 /// stream and joins at the frames then due; a member whose link is lost is reported and, when it comes back,
 /// reconnected and rejoined; removing the last member stops the playback.
-/// Plays PCM to the speakers of a playback session in sync (docs/speaker-protocol.md §6-7): it keeps each member's
-/// clock measured (`ClockTracker`, `clockSync`/`setClockMap`), announces a stream with `play`, and sends the same
-/// timestamped UDP datagrams (`StreamSchedule`) to every member, `buffer` ahead of their presentation time.
-///
-/// It follows the speakers' events, so a playback started here can be paused, resumed, stopped (and its volume
-/// changed) by another controller — another `tuneup speaker` command — talking to the speakers: a speaker's
-/// `playbackStateChanged` for the stream is applied here too. A member added during playback gets `play` for the
-/// stream and joins at the frames then due; a member whose link is lost is reported and, when it comes back,
-/// reconnected and rejoined; removing the last member stops the playback.
 ///
 /// The decisions are `PlaybackMachine`'s (SpeakerPlayback, a pure value): this actor is its I/O shell. It feeds the
 /// machine the API's calls, the speakers' events, the source's data and the time (`now`), and performs the actions
