@@ -185,7 +185,7 @@ public final class CFXPublisher: Sendable {
             }
         } catch {
             state.withLock { $0.status.failedUnits += 1 }
-            notice("cfx: run \(id)'s messages were not made: \((error as? any CustomStringConvertible)?.description ?? "\(error)")")
+            notice("cfx: run \(id)'s messages were not made: \(String(describing: error))")
         }
     }
 
