@@ -260,40 +260,34 @@ public actor RequestSession<P: SessionProtocol> {
             return
         }
         outgoing.append(contentsOf: frame)
-        if sending { return }
+        if !sending { try await flushOutgoing(own: slot, command: command) }
+    }
+
+    /// Sends what is queued, batch after batch, until nothing is: for the caller whose frame is first (`own`), or
+    /// for a task of the session after a cancelled sender. A sender cancelled while sending others' requests leaves
+    /// them to a task of the session (`handOverOutgoing`).
+    private func flushOutgoing(own: UInt64?, command: P.Command?) async throws {
+        guard !sending else { return }
         sending = true
         defer { handOverOutgoing() }
-        var own = true
+        var own = own
         while !outgoing.isEmpty, failure == nil {
             let batch = outgoing
             outgoing.removeAll(keepingCapacity: true)
             do {
-                try await send(batch, command: command, ownSlot: own ? slot : nil)
-            } catch is CancellationError where !own {
-                // This caller was cancelled while sending others' requests: they go out from a task of the session.
+                try await send(batch, command: command, ownSlot: own)
+            } catch is CancellationError where own == nil {
                 outgoing.insert(contentsOf: batch, at: 0)
                 return
             }
-            own = false
+            own = nil
         }
     }
 
-    /// The sender is done: frames queued meanwhile (its own send was cancelled) go out from a task of the session.
+    /// The sender is done: frames queued meanwhile (its send was cancelled) go out from a task of the session.
     private func handOverOutgoing() {
         sending = false
-        if !outgoing.isEmpty, failure == nil { Task { await self.flushOutgoing() } }
-    }
-
-    /// Sends what is queued (after a cancelled sender; see `transmit`).
-    private func flushOutgoing() async {
-        guard !sending else { return }
-        sending = true
-        defer { handOverOutgoing() }
-        while !outgoing.isEmpty, failure == nil {
-            let batch = outgoing
-            outgoing.removeAll(keepingCapacity: true)
-            do { try await send(batch, command: nil, ownSlot: nil) } catch { return }
-        }
+        if !outgoing.isEmpty, failure == nil { Task { try? await self.flushOutgoing(own: nil, command: nil) } }
     }
 
     /// One write. A failed write ends the session (failing every waiting request); `ownSlot`, the caller's own
