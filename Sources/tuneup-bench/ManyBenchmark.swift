@@ -38,7 +38,7 @@ struct ManyBenchmark {
         var cpu = (probes: 0.0, simulator: 0.0)
         let simulator = sim.pid
         let cpuNow = { @Sendable () async throws -> (Double, Double) in
-            try await Blocking.perform("cpu") { (Self.cpuSeconds(), Self.cpuSeconds(of: simulator)) }
+            try await Blocking.perform("cpu") { (ProcessCPU.ofThisProcess(), ProcessCPU.ofLiveThreads(simulator)) }
         }
         for _ in 0..<rounds {
             one = min(one, try await timed { _ = try await probe(addresses[0]) })
@@ -55,26 +55,6 @@ struct ManyBenchmark {
         }
         return Result(devices: devices, requestsPerProbe: requests, oneSeconds: one, manySeconds: many, maxThreads: sampler.stop(),
                       manyCPU: cpu)
-    }
-
-    /// User + system CPU seconds of this process (getrusage: microseconds).
-    static func cpuSeconds() -> Double {
-        var usage = rusage()
-        getrusage(RUSAGE_SELF.rawValue, &usage)
-        return Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6 + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
-    }
-
-    /// CPU seconds of every thread of process `pid` (the first field of /proc/PID/task/TID/schedstat: nanoseconds,
-    /// where /proc/PID/stat counts 10 ms ticks).
-    static func cpuSeconds(of pid: pid_t) -> Double {
-        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
-        var total = 0.0
-        for tid in tasks {
-            guard let text = try? String(contentsOfFile: "/proc/\(pid)/task/\(tid)/schedstat", encoding: .utf8),
-                  let first = text.split(separator: " ").first, let ns = Double(first) else { continue }
-            total += ns / 1e9
-        }
-        return total
     }
 
     /// Opens the headset, reads a full snapshot (what `tuneup probe` reads), closes; returns the request count.

@@ -33,15 +33,6 @@ struct SpeakerReceiverBench: AsyncParsableCommand {
         guard idleSeconds >= 1, idleSeconds <= 600 else { throw ValidationError("--idle-seconds must be 1...600") }
     }
 
-    /// User + system CPU seconds of process `pid` (/proc/PID/stat fields 14 and 15).
-    static func cpuSeconds(of pid: pid_t) -> Double {
-        guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-              let close = text.lastIndex(of: ")") else { return 0 }
-        let fields = text[text.index(after: close)...].split(separator: " ")
-        guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
-        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
-    }
-
     func run() async throws {
         let binary = try Bench.tuneupBinary(tuneup)
         let dir = NSTemporaryDirectory() + "tuneup-speaker-receiver-\(getpid())"
@@ -74,7 +65,7 @@ struct SpeakerReceiverBench: AsyncParsableCommand {
             try? FileManager.default.removeItem(atPath: dir)
         }
         let pids = [("receiver", receiver.processIdentifier), ("simulated speaker", sim.pid)]
-        let cpu = { @Sendable () async throws -> [Double] in try await Blocking.perform("cpu") { pids.map { Self.cpuSeconds(of: $0.1) } } }
+        let cpu = { @Sendable () async throws -> [Double] in try await Blocking.perform("cpu") { pids.map { ProcessCPU.of($0.1) } } }
 
         // Idle: started, nobody connected.
         let idle0 = try await cpu()

@@ -151,11 +151,11 @@ struct SpeakerSync: AsyncParsableCommand {
         try await Task.sleep(for: .milliseconds(1500))  // clocks tracked before play, as the SDK's speakers are added at start
         let events = try await controller.playerEvents()
         let source = GeneratedSignal(format: Self.format, seconds: realtimeSeconds, seed: seed)
-        let cpu0 = Self.cpuSeconds()
+        let cpu0 = ProcessCPU.ofThisProcess()
         let playAt = monotonicNanoseconds()
         try await controller.play(source, title: "bench")
         for await e in events where e == .ended || e == .stateChanged(.stopped) { break }
-        let cpu = Self.cpuSeconds() - cpu0
+        let cpu = ProcessCPU.ofThisProcess() - cpu0
         let recovery = await controller.recoveryStatistics
         await controller.close()
         sim.quit()
@@ -201,12 +201,5 @@ struct SpeakerSync: AsyncParsableCommand {
         guard let first = log.runs.firstIndex(where: { $0.kind == .source }),
               let last = log.runs.lastIndex(where: { $0.kind == .source }) else { return 0 }
         return log.runs[first...last].filter { $0.kind == .silence }.reduce(0) { $0 + $1.count }
-    }
-
-    /// User + system CPU seconds of this process.
-    static func cpuSeconds() -> Double {
-        var usage = rusage()
-        getrusage(RUSAGE_SELF.rawValue, &usage)
-        return Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6 + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
     }
 }
