@@ -17,8 +17,9 @@ build_packages=(pkg-config libusb-1.0-0-dev libbluetooth-dev libsqlite3-dev libs
 # zbar-tools, dmtx-utils: the tests read the label previews back.
 # rabbitmq-server, python3-qpid-proton: the broker and the consumer of the CFX tests and benchmark.
 # gdb: a test that gives up on a `tuneup` that did not finish reports its threads' stacks (TestSupport's HangReport).
+# snapserver, snapclient: 'tuneup-bench speaker-vs-snapcast' runs Snapcast beside the speakers (it starts its own).
 runtime_packages=(umockdev postgresql librsvg2-bin chromium zbar-tools dmtx-utils rabbitmq-server python3-qpid-proton
-                  gdb)
+                  gdb snapserver snapclient)
 
 case "${1:-all}" in
     build) packages=("${build_packages[@]}") ;;
@@ -35,7 +36,21 @@ if [ ${#missing[@]} -gt 0 ]; then
     sudo=""
     [ "$(id -u)" -eq 0 ] || sudo=sudo
     $sudo apt-get update -qq
+    # Services a package would start (snapserver, snapclient) are not started: a policy-rc.d that denies every
+    # start while apt runs (invoke-rc.d and deb-systemd-invoke ask it; a container without systemd has one already).
+    policy=/usr/sbin/policy-rc.d
+    if [ ! -e "$policy" ]; then
+        printf '#!/bin/sh\nexit 101\n' | $sudo tee "$policy" >/dev/null
+        $sudo chmod 755 "$policy"
+        trap '$sudo rm -f "$policy"' EXIT
+    fi
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+    # Nor enabled at boot where systemd runs (the benchmark starts its own on free ports).
+    if [ -d /run/systemd/system ]; then
+        for service in snapserver snapclient; do
+            $sudo systemctl disable --now "$service" >/dev/null 2>&1 || true
+        done
+    fi
 fi
 # imgtool (MCUboot's image tool, PyPI) for the firmware-image interop tests (Tests/FirmwareTests).
 if [ "${1:-all}" != build ] && ! command -v imgtool >/dev/null 2>&1; then
