@@ -194,16 +194,23 @@ final class ManagementSocket {
         self.fd = fd
     }
 
+    /// A socket that speaks the management channel's packets (a test's end of a socket pair); closed with this.
+    init(adopting fd: Int32) {
+        self.fd = fd
+    }
+
     deinit { Glibc.close(fd) }
 
     /// Sends a command and waits (at most 2 s) for its Command Complete or Command Status: the status (0: success).
-    func command(_ opcode: UInt16, index: UInt16, parameters: [UInt8]) -> Result<UInt8, Int32Error> {
-        commandReply(opcode, index: index, parameters: parameters).map(\.status)
+    /// Other events that arrive meanwhile go to `other`.
+    func command(_ opcode: UInt16, index: UInt16, parameters: [UInt8], other: (Event) -> Void = { _ in }) -> Result<UInt8, Int32Error> {
+        commandReply(opcode, index: index, parameters: parameters, other: other).map(\.status)
     }
 
     /// Sends a command and waits (at most 2 s) for its Command Complete or Command Status: the status (0: success)
-    /// and the return parameters (what follows the opcode and status).
-    func commandReply(_ opcode: UInt16, index: UInt16, parameters: [UInt8]) -> Result<(status: UInt8, reply: [UInt8]), Int32Error> {
+    /// and the return parameters (what follows the opcode and status). Other events that arrive meanwhile go to `other`.
+    func commandReply(_ opcode: UInt16, index: UInt16, parameters: [UInt8],
+                      other: (Event) -> Void = { _ in }) -> Result<(status: UInt8, reply: [UInt8]), Int32Error> {
         func u16(_ v: UInt16) -> [UInt8] { [UInt8(v & 0xFF), UInt8(v >> 8)] }
         let packet = u16(opcode) + u16(index) + u16(UInt16(parameters.count)) + parameters
         guard packet.withUnsafeBytes({ Glibc.write(fd, $0.baseAddress, $0.count) }) == packet.count else { return .failure(Int32Error(errno)) }
@@ -215,6 +222,7 @@ final class ManagementSocket {
                 let p = event.parameters
                 guard event.index == index, p.count >= 3, UInt16(p[p.startIndex]) | UInt16(p[p.startIndex + 1]) << 8 == opcode else { continue }
                 return .success((p[p.startIndex + 2], Array(p.dropFirst(3))))
+            case let .success(event?): other(event)
             default: continue
             }
         }
@@ -300,28 +308,51 @@ enum ManagementLinks {
 
 /// LE discovery through the kernel's management interface (Start Discovery, 0x0023, LE public and random): the kernel
 /// scans with extended scanning where the controller has it, so extended advertisers are found as well as legacy
-/// ones. Device Found events (0x0012) carry the advertising data. Internal.
+/// ones. Device Found events (0x0012) carry the advertising data.
+///
+/// The kernel may send Device Found events before its answer to Start Discovery (it reports the discovery under way,
+/// then what the controller reported the moment its scan started, then answers the command): every event that comes
+/// while a command waits for its answer is handled, not dropped. An advertiser the controller reports once per scan
+/// (a real controller filtering duplicates, as the kernel's discovery asks; btvirt's emulated controllers) was lost
+/// when its report came first: `wearable search` in the VM missed the simulated wearable in half its searches.
+/// Internal.
 enum ManagementDiscovery {
     static let leTypes: UInt8 = 0x06
 
     static let busy: UInt8 = 0x0A
 
     /// What the kernel reported until `deadline` or `stop`; nil when the management interface cannot be used here
-    /// (no permission, an old kernel, the adapter refused: the caller scans through HCI commands instead).
+    /// (no permission, an old kernel, the adapter refused: the caller scans through HCI commands instead). `socket`
+    /// makes the management socket (a test gives one end of a socket pair).
     ///
     /// Busy (another discovery on the adapter, such as one bluetoothd left running, or the kernel still settling after
     /// the adapter came up) is not a refusal: the kernel sends every Device Found event to every management socket, so
     /// the scan listens to that discovery and asks again for its own every half second.
     static func scan(index: UInt16, until deadline: ContinuousClock.Instant, stop: BLEScanner.StopFlag,
-                     log: (String) -> Void = { _ in }) -> [BLEAdvertisement]? {
-        guard let socket = try? ManagementSocket() else {
+                     log: (String) -> Void = { _ in },
+                     socket makeSocket: () throws(Int32Error) -> ManagementSocket = { () throws(Int32Error) in try ManagementSocket() }) -> [BLEAdvertisement]? {
+        guard let socket = try? makeSocket() else {
             log("the management interface cannot be opened; scanning through HCI commands")
             return nil
         }
+        var found: [BLEAdvertisement] = []
         var ours = false
         var nextAttempt = ContinuousClock.now
+        func handle(_ event: ManagementSocket.Event) {
+            guard event.index == index else { return }
+            switch event.code {
+            case 0x0012:
+                if let advertisement = deviceFound(event.parameters) { found.append(advertisement) }
+            case 0x0013 where event.parameters.count >= 2 && event.parameters[event.parameters.startIndex + 1] == 0:
+                // The discovery round ended before the caller's time (ours, or the one we listened to): start another.
+                ours = false
+                nextAttempt = ContinuousClock.now
+            default:
+                break
+            }
+        }
         func start() -> Bool {
-            let status = socket.command(0x0023, index: index, parameters: [leTypes])
+            let status = socket.command(0x0023, index: index, parameters: [leTypes], other: handle)
             switch status {
             case .success(0):
                 ours = true
@@ -336,26 +367,16 @@ enum ManagementDiscovery {
             }
         }
         guard start() else { return nil }
-        defer { if ours { _ = socket.command(0x0024, index: index, parameters: [leTypes]) } }
-        var found: [BLEAdvertisement] = []
         while !stop.isStopped {
             let now = ContinuousClock.now
             let left = deadline - now
             if left <= .zero { break }
             if !ours, now >= nextAttempt, !start() { break }
             let ms = Int32(clamping: min(left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000 + 1, 100))
-            guard case let .success(event?) = socket.nextEvent(timeoutMs: ms), event.index == index else { continue }
-            switch event.code {
-            case 0x0012:
-                if let advertisement = deviceFound(event.parameters) { found.append(advertisement) }
-            case 0x0013 where event.parameters.count >= 2 && event.parameters[event.parameters.startIndex + 1] == 0:
-                // The discovery round ended before the caller's time (ours, or the one we listened to): start another.
-                ours = false
-                nextAttempt = ContinuousClock.now
-            default:
-                continue
-            }
+            if case let .success(event?) = socket.nextEvent(timeoutMs: ms) { handle(event) }
         }
+        // What comes while discovery stops is still what the caller asked for.
+        if ours { _ = socket.command(0x0024, index: index, parameters: [leTypes], other: handle) }
         log("the kernel's discovery on hci\(index) reported \(found.count) advertisements")
         return found
     }

@@ -11,8 +11,9 @@ extension WearableCommand {
             commandName: "search",
             abstract: "Find Bose Wearable devices nearby: an LE scan for the 0xFDD2 service (their ble: addresses).",
             discussion: """
-                Scans passively on the adapter (--adapter, else TUNEUP_BT_ADAPTER, else the first adapter that is \
-                up) for --duration and lists each device advertising the service once: its ble: address (use it as \
+                Runs the kernel's LE discovery on the adapter (--adapter, else TUNEUP_BT_ADAPTER, else the first \
+                adapter that is up; without the management interface, a passive HCI scan) for --duration and lists \
+                each device advertising the service once: its ble: address (use it as \
                 --device), its name and signal strength. Exit 0 when at least one was found, 69 otherwise.
                 Examples:
                   tuneup wearable search

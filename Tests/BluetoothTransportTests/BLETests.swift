@@ -60,6 +60,55 @@ private func bytes(_ text: String) -> [UInt8] {
     }
 }
 
+/// The kernel's discovery as the management channel speaks it, from a fake kernel on a socket pair.
+@Suite struct ManagementDiscoveryTests {
+    static func packet(_ code: UInt16, index: UInt16, _ parameters: [UInt8]) -> [UInt8] {
+        [UInt8(code & 0xFF), UInt8(code >> 8), UInt8(index & 0xFF), UInt8(index >> 8),
+         UInt8(parameters.count & 0xFF), UInt8(parameters.count >> 8)] + parameters
+    }
+
+    /// Answers each command read from `fd` with `answers[opcode]` (packets, in order) until the other end closes.
+    static func fakeKernel(_ fd: Int32, answers: [UInt16: [[UInt8]]]) {
+        var buffer = [UInt8](repeating: 0, count: 512)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            guard n >= 6 else { break }
+            for p in answers[UInt16(buffer[0]) | UInt16(buffer[1]) << 8] ?? [] {
+                _ = p.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+            }
+        }
+        Glibc.close(fd)
+    }
+
+    /// Linux 6.12 with btvirt (the VM): Start Discovery → Discovering, Device Found (the controller's report of an
+    /// advertiser already on air, sent once as its scan started), and only then the command's Command Complete. The
+    /// scan dropped every event before the answer, so it found nothing in one search in two.
+    @Test func aDeviceFoundBeforeTheAnswerToStartDiscoveryIsKept() async throws {
+        try await withTimeLimit {
+            var fds: [Int32] = [0, 0]
+            #expect(socketpair(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue), 0, &fds) == 0)
+            let (ours, kernel) = (fds[0], fds[1])
+            let wearable = bytes("00 00 00 01 aa 00 01 c5 00 00 00 00 0d 00 02 01 06 03 03 d2 fd 05 09 77 65 61 72")
+            let other = bytes("01 00 00 01 aa 00 01 c0 00 00 00 00 07 00 02 01 06 03 03 d2 fd")
+            let answers: [UInt16: [[UInt8]]] = [
+                0x0023: [Self.packet(0x0013, index: 1, [0x06, 1]), Self.packet(0x0012, index: 1, wearable),
+                         Self.packet(0x0012, index: 0, other),  // another adapter's
+                         Self.packet(0x0001, index: 1, [0x23, 0x00, 0x00, 0x06])],
+                // A report that comes while discovery stops still counts.
+                0x0024: [Self.packet(0x0012, index: 1, other), Self.packet(0x0001, index: 1, [0x24, 0x00, 0x00, 0x06]),
+                         Self.packet(0x0013, index: 1, [0x06, 0])],
+            ]
+            try DedicatedThread.spawn(name: "fake-kernel") { Self.fakeKernel(kernel, answers: answers) }
+            // The deadline has passed: the scan starts discovery, stops it, and returns what came meanwhile.
+            let found = try await DedicatedThread.run(name: "test-scan") {
+                ManagementDiscovery.scan(index: 1, until: .now, stop: BLEScanner.StopFlag(), socket: { ManagementSocket(adopting: ours) })
+            }
+            #expect(found?.map(\.address.description) == ["ble:00:AA:01:00:00:00", "ble:00:AA:01:00:00:01"])
+            #expect(found?.first?.name == "wear")
+        }
+    }
+}
+
 /// The peripheral's end of an LE link: the management interface's Get Connections reply, and the accepted link's
 /// transport (on an AF_UNIX SOCK_SEQPACKET pair here: without the management interface its close() releases the
 /// socket only, at once).
