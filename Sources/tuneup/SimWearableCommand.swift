@@ -47,8 +47,12 @@ extension SimCommand {
         @Option(help: ArgumentHelp("Serve as a BLE peripheral on this adapter (hciN or its address): ATT over L2CAP, advertising.", valueName: "adapter"))
         var ble: String?
 
-        @Option(help: ArgumentHelp("The head's motion (and so every sample and gesture) comes from this seed.", valueName: "n"))
-        var seed: UInt64 = 1
+        // The numeric options take the next word whatever it is, so that a negative value gets its one line (a range)
+        // instead of "Missing value"; --seed and --boot-timestamp are read as text for the same reason (a typed option
+        // says only "invalid value").
+        @Option(name: .customLong("seed"), parsing: .unconditional,
+                help: ArgumentHelp("The head's motion (and so every sample and gesture) comes from this seed (0 or more).", valueName: "n"))
+        var seedText: String = "1"
 
         @Option(help: ArgumentHelp(
             "A written-out motion instead of the seeded one: comma-separated still:SECONDS, turn:DEGREES:SECONDS, "
@@ -56,14 +60,16 @@ extension SimCommand {
             valueName: "script"))
         var motion: String?
 
-        @Option(help: ArgumentHelp("The device clock's millisecond count at start (0...65535; 65000 shows the u16 wrap after 0.5 s).", valueName: "ms"))
-        var bootTimestamp: UInt16 = 0
+        @Option(name: .customLong("boot-timestamp"), parsing: .unconditional,
+                help: ArgumentHelp("The device clock's millisecond count at start (0...65535; 65000 shows the u16 wrap after 0.5 s).", valueName: "ms"))
+        var bootTimestampText: String = "0"
 
-        @Option(help: ArgumentHelp(
+        @Option(parsing: .unconditional, help: ArgumentHelp(
             "Fault: drop these sensor-data notifications of every connection (0 = its first), comma-separated.", valueName: "list"))
         var dropNotifications: String?
 
-        @Option(help: ArgumentHelp("Fault: this sensor is stalled from the start (enabled, but sends nothing until 'resume').", valueName: "sensor"))
+        @Option(parsing: .unconditional, help: ArgumentHelp(
+            "Fault: this sensor (by name or id) is stalled from the start (enabled, but sends nothing until 'resume').", valueName: "sensor"))
         var stall: String?
 
         @Option(help: ArgumentHelp("Play this recording (PATH.jsonl of 'tuneup wearable record') back instead of a head motion.", valueName: "file"))
@@ -77,8 +83,20 @@ extension SimCommand {
         @Flag(name: .shortAndLong, help: "Log to stderr.")
         var verbose = false
 
+        /// --seed: any whole number 0...UInt64.max.
+        var seed: UInt64 { UInt64(seedText) ?? 1 }
+
+        /// --boot-timestamp: 0...65535 ms.
+        var bootTimestamp: UInt16 { UInt16(bootTimestampText) ?? 0 }
+
         func validate() throws {
-            guard timeScale >= 1, timeScale <= 1000, timeScale.isFinite else { throw ValidationError("--time-scale must be 1...1000") }
+            guard UInt64(seedText) != nil else { throw ValidationError("--seed takes a whole number 0...\(UInt64.max), got '\(seedText)'") }
+            guard UInt16(bootTimestampText) != nil else {
+                throw ValidationError("--boot-timestamp must be a whole number of milliseconds 0...65535, got '\(bootTimestampText)'")
+            }
+            guard timeScale >= 1, timeScale <= 1000, timeScale.isFinite else {
+                throw ValidationError("--time-scale must be 1...1000, got \(String(format: "%g", timeScale))")
+            }
             if [listen != nil, pty, ble != nil].filter({ $0 }).count > 1 { throw ValidationError("choose one of --listen, --pty and --ble") }
             if let ble { _ = try AdapterSelector(parsing: ble) }
             if !pty && ble == nil { _ = try listenAddress() }

@@ -41,7 +41,13 @@ struct WearableCommand: AsyncParsableCommand {
 
         /// The address as given: the option, else $TUNEUP_DEVICE (as the headset commands take it), else the simulator.
         var deviceText: String {
-            device ?? ProcessInfo.processInfo.environment["TUNEUP_DEVICE"].flatMap { $0.isEmpty ? nil : $0 } ?? "sim:wearable"
+            device ?? fromEnvironment ?? "sim:wearable"
+        }
+
+        /// $TUNEUP_DEVICE when it names the device (no --device): messages about the address then say where it came
+        /// from, as the user did not type it.
+        var fromEnvironment: String? {
+            device == nil ? ProcessInfo.processInfo.environment["TUNEUP_DEVICE"].flatMap { $0.isEmpty ? nil : $0 } : nil
         }
 
         @Option(parsing: .unconditional, help: ArgumentHelp("Seconds to wait for each reply.", valueName: "seconds"))
@@ -59,8 +65,24 @@ struct WearableCommand: AsyncParsableCommand {
             do {
                 return try Devices.parseWearableAddress(deviceText)
             } catch {
-                throw ValidationError(error.message)
+                guard let variable = fromEnvironment else { throw ValidationError(error.message) }
+                // Set for the headset commands, most likely: say so, and how to name the wearable instead.
+                let headset = (try? Devices.parseHeadsetAddress(variable)) != nil
+                if headset, let expected = error.message.range(of: ": expected ") {
+                    throw ValidationError("$TUNEUP_DEVICE is '\(variable)', a headset's address, not a wearable's: give the wearable with --device ("
+                        + String(error.message[expected.upperBound...]) + ") or unset TUNEUP_DEVICE")
+                }
+                throw ValidationError("$TUNEUP_DEVICE is '\(variable)': \(error.message) (give the wearable with --device, or unset TUNEUP_DEVICE)")
             }
+        }
+
+        /// A failure to open the device, naming $TUNEUP_DEVICE when the address came from there (a headset's tcp: or
+        /// serial: address looks like a wearable's until it does not answer as one).
+        func openFailure(_ error: Error) -> Error {
+            guard let variable = fromEnvironment, !(error is CancellationError) else { return error }
+            let (message, code) = describeFailure(error)
+            guard code == Exit.connection else { return error }
+            return CommandFailure(message: "\(message) (is \(variable), from $TUNEUP_DEVICE, a wearable?)", code: code)
         }
 
         /// `reconnect`: reconnect after a lost link with this policy (stream and record).
@@ -82,7 +104,7 @@ struct WearableCommand: AsyncParsableCommand {
         do {
             try await session.open()
         } catch {
-            throw failureExit(error)
+            throw failureExit(choice.openFailure(error))
         }
         do {
             let result = try await body(session)
@@ -113,16 +135,18 @@ struct WearableCommand: AsyncParsableCommand {
 
     // MARK: Names and units
 
+    /// A sensor by name (game-rotation, gameRotation) or by id (0...). `WearableText` drops the dashes of names; a
+    /// number keeps its sign here: -1 is no sensor's id (it was read as 1).
     static func sensor(named text: String) throws -> SensorType {
-        guard let s = WearableText.sensor(named: text) else {
+        guard !text.hasPrefix("-"), let s = WearableText.sensor(named: text) else {
             throw ValidationError("unknown sensor '\(text)' (\(SensorType.allCases.map(\.description).joined(separator: ", ")))")
         }
         return s
     }
 
-    /// A gesture by name (double-tap, doubleTap, double_tap) or by id (129 or 0x81).
+    /// A gesture by name (double-tap, doubleTap, double_tap) or by id (129 or 0x81; -0x81 is none, as for sensors).
     static func gesture(named text: String) throws -> GestureType {
-        guard let g = WearableText.gesture(named: text) else {
+        guard !text.hasPrefix("-"), let g = WearableText.gesture(named: text) else {
             throw ValidationError("unknown gesture '\(text)' (\(GestureType.allCases.map(\.description).joined(separator: ", ")))")
         }
         return g
@@ -252,10 +276,15 @@ struct WearableCommand: AsyncParsableCommand {
                   $ tuneup wearable sensors --enable accelerometer --enable gyroscope --enable rotation --period 20ms
                                                                                     (by the device: over the payload budget)
                 """)
-        @Option(help: ArgumentHelp("Enable this sensor (repeatable).", valueName: "sensor")) var enable: [String] = []
-        @Option(help: ArgumentHelp("Disable this sensor (repeatable).", valueName: "sensor")) var disable: [String] = []
+        // Options that take numbers (a sensor's id, a period) take the next word whatever it is, so that a negative
+        // value reaches the check and its one line instead of "Missing value".
+        @Option(parsing: .unconditionalSingleValue, help: ArgumentHelp("Enable this sensor, by name or id (repeatable).", valueName: "sensor"))
+        var enable: [String] = []
+        @Option(parsing: .unconditionalSingleValue, help: ArgumentHelp("Disable this sensor, by name or id (repeatable).", valueName: "sensor"))
+        var disable: [String] = []
         @Flag(help: "Disable every sensor (before any --enable).") var disableAll = false
-        @Option(help: ArgumentHelp("The shared sample period: 320ms, 160ms, 80ms, 40ms or 20ms (default for --enable: 40ms).", valueName: "period"))
+        @Option(parsing: .unconditional,
+                help: ArgumentHelp("The shared sample period: 320ms, 160ms, 80ms, 40ms or 20ms (default for --enable: 40ms).", valueName: "period"))
         var period: String?
         @Flag(help: "Skip the library's checks: let the device judge the configuration.") var noCheck = false
         @OptionGroup var choice: DeviceChoice
@@ -318,9 +347,12 @@ struct WearableCommand: AsyncParsableCommand {
                   tuneup wearable gestures --enable headNod --enable headShake
                   tuneup wearable gestures --all
                 """)
-        @Option(help: ArgumentHelp("Enable this gesture (repeatable): singleTap, doubleTap, headNod, headShake.", valueName: "gesture"))
+        // A gesture's id is a number: a negative one reaches the check (see Sensors).
+        @Option(parsing: .unconditionalSingleValue, help: ArgumentHelp("Enable this gesture (repeatable): singleTap, doubleTap, headNod, headShake, or its id (0x81).",
+                                                            valueName: "gesture"))
         var enable: [String] = []
-        @Option(help: ArgumentHelp("Disable this gesture (repeatable).", valueName: "gesture")) var disable: [String] = []
+        @Option(parsing: .unconditionalSingleValue, help: ArgumentHelp("Disable this gesture, by name or id (repeatable).", valueName: "gesture"))
+        var disable: [String] = []
         @Flag(help: "Enable every gesture the device offers.") var all = false
         @Flag(help: "Disable every gesture (before any --enable).") var disableAll = false
         @Flag(help: "Skip the library's checks: let the device judge the configuration.") var noCheck = false
