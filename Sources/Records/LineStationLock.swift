@@ -118,7 +118,7 @@ public final class LineStationLock: Sendable {
         if let connection {
             do {
                 guard !connection.isClosed else { throw RecordsError(.unreachable, "records database \(database): the connection was closed") }
-                try await Self.bounded(timeout, name: database) {
+                _ = try await Self.bounded(timeout, name: database) {
                     try await connection.query("SELECT 1", logger: self.logger)
                 }
                 return current

@@ -110,7 +110,7 @@ extension PostgresRecordStore {
     /// The station's heartbeat: its row in `stations` gets the server's time now (`started` on its first beat).
     /// `stopped`: the station stops cleanly (the dashboard shows it stopped, not silent).
     public func beat(station: String, startedAt: Date, slots: Int = 0, recipeHash: String = "", toolVersion: String = "", stopped: Bool = false) async throws {
-        try await lineTransaction { c, logger in
+        _ = try await lineTransaction { c, logger in
             try await c.query("""
                 INSERT INTO stations (station, started_at, last_seen, stopped_at, slots, recipe_hash, tool_version)
                 VALUES (\(station), \(startedAt), now(), CASE WHEN \(stopped) THEN now() END, \(Int64(slots)), \(recipeHash), \(toolVersion))
