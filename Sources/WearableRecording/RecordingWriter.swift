@@ -7,7 +7,8 @@ import Synchronization
 /// least every second (`flush()`, called by a ticker), so a process killed outright loses at most the last second,
 /// and memory stays flat however long the recording. The files are opened in place by `SafeOutput`'s rule (a
 /// symbolic link's target is written; a device, FIFO, socket or directory is refused). A failed write (a full disk)
-/// is kept: nothing more is written, what was written stays, and the recording is to stop (`failure`).
+/// is kept: nothing more is written, what was written stays (in whole lines: a line cut by the failure is taken
+/// off), and the recording is to stop (`failure`).
 public final class RecordingWriter: Sendable {
     /// One file: its path and what ends its lines ("\n" for JSON Lines, CRLF for CSV).
     public struct File: Sendable {
@@ -108,11 +109,29 @@ public final class RecordingWriter: Sendable {
         }
         do throws(OutputFileError) {
             for (i, bytes) in buffers.enumerated() where !bytes.isEmpty {
-                try SafeOutput.writeAll(bytes, to: fds[i], path: files[i].path)
+                let before = lseek(fds[i], 0, SEEK_CUR)
+                do throws(OutputFileError) {
+                    try SafeOutput.writeAll(bytes, to: fds[i], path: files[i].path)
+                } catch {
+                    Self.keepWholeLines(fds[i], from: before, of: bytes)
+                    throw error
+                }
             }
         } catch {
             fail(error)
         }
+    }
+
+    /// After a write that failed part way (a full disk takes what fits): the file ends after the last whole line of
+    /// `bytes` that reached it, so that what was written still reads as a recording (a cut last line made `plot` and
+    /// `--replay` refuse the whole file).
+    static func keepWholeLines(_ fd: Int32, from before: off_t, of bytes: [UInt8]) {
+        let now = lseek(fd, 0, SEEK_CUR)
+        guard before >= 0, now > before else { return }
+        let reached = min(Int(now - before), bytes.count)
+        let end = before + off_t(bytes[..<reached].lastIndex(of: UInt8(ascii: "\n")).map { $0 + 1 } ?? 0)
+        _ = ftruncate(fd, end)
+        _ = lseek(fd, end, SEEK_SET)
     }
 
     private func fail(_ error: OutputFileError) {

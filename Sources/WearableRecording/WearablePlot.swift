@@ -193,10 +193,16 @@ public struct WearablePlot: Sendable {
         return out
     }
 
-    static func label(_ v: Double) -> String {
+    /// A tick's label with as many decimals as the ticks' `step` needs (ticks 0.0002 apart are not all "0").
+    static func label(_ v: Double, step: Double) -> String {
         if v == v.rounded(), abs(v) < 1e6 { return String(Int(v)) }
-        return String(format: "%g", (v * 1000).rounded() / 1000)
+        guard abs(v) < 1e6, step > 0 else { return String(format: "%g", v) }
+        let decimals = max(0, min(9, Int(-floor(log10(step) + 1e-9))))
+        return String(format: "%.\(decimals)f", v)
     }
+
+    /// The step between `ticks`' values (1 when there are fewer than two).
+    static func step(of ticks: [Double]) -> Double { ticks.count > 1 ? ticks[1] - ticks[0] : 1 }
 
     /// SVG text and attributes (`Markup.escape`: quotes too); a recording's sensor and gesture names too.
     static func escape(_ s: String) -> String { Markup.escape(s) }
@@ -207,7 +213,8 @@ public struct WearablePlot: Sendable {
         let plotWidth = width - left - right
         let height = top + Double(panels.count) * (panelHeight + gap) + 10
         let colors = ["x": "#d62728", "y": "#2ca02c", "z": "#1f77b4", "w": "#7f7f7f", "yaw": "#d62728", "pitch": "#2ca02c", "roll": "#1f77b4"]
-        let tMax = max(duration, 0.001)
+        // A recording of one instant (one sample, or all at one device time) gets a 1 s axis: its ticks 0.2 s apart.
+        let tMax = duration > 0 ? duration : 1
         func xPos(_ t: Double) -> Double { left + t / tMax * plotWidth }
         var out = """
             <?xml version="1.0" encoding="UTF-8"?>
@@ -217,6 +224,7 @@ public struct WearablePlot: Sendable {
 
             """
         let timeTicks = Self.ticks(0, tMax, count: 8)
+        let timeStep = Self.step(of: timeTicks)
         for (index, panel) in panels.enumerated() {
             let y0 = top + Double(index) * (panelHeight + gap)
             let values = panel.series.flatMap { $0.runs.flatMap { $0.map(\.1) } }
@@ -236,10 +244,12 @@ public struct WearablePlot: Sendable {
             out += "<g class=\"panel\" id=\"\(Self.escape(panelID))\" data-sensor=\"\(Self.escape(panel.sensor))\"\(kind) data-unit=\"\(Self.escape(panel.unit))\">\n"
             out += "<rect x=\"\(left)\" y=\"\(y0)\" width=\"\(plotWidth)\" height=\"\(panelHeight)\" fill=\"none\" stroke=\"#333\"/>\n"
             out += "<g class=\"y-axis\">\n"
-            for t in Self.ticks(low, high) {
+            let valueTicks = Self.ticks(low, high)
+            for t in valueTicks {
                 let y = yPos(t)
                 out += String(format: "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>", left, y, left + plotWidth, y)
-                out += String(format: "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%@</text>\n", left - 6, y + 4, Self.label(t))
+                out += String(format: "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%@</text>\n", left - 6, y + 4,
+                                  Self.label(t, step: Self.step(of: valueTicks)))
             }
             let axisLabel = panel.kind == .orientation ? "\(panel.sensor) yaw, pitch, roll (°)"
                 : panel.unit == "(unitless)" ? "\(panel.sensor) (quaternion)" : "\(panel.sensor) (\(panel.unit))"
@@ -249,14 +259,19 @@ public struct WearablePlot: Sendable {
             for t in timeTicks {
                 let x = xPos(t)
                 out += String(format: "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#333\"/>", x, y0 + panelHeight, x, y0 + panelHeight + 5)
-                out += String(format: "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%@</text>\n", x, y0 + panelHeight + 18, Self.label(t))
+                out += String(format: "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%@</text>\n", x, y0 + panelHeight + 18,
+                                  Self.label(t, step: timeStep))
             }
             out += String(format: "<text class=\"x-label\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">device time (s)</text>\n",
                           left + plotWidth / 2, y0 + panelHeight + 34)
             out += "</g>\n"
             for (name, runs) in panel.series {
                 out += "<g class=\"series\" data-component=\"\(name)\">\n"
-                for run in runs where !run.isEmpty {
+                for run in runs where run.count == 1 {
+                    // A polyline of one point draws nothing: a dot.
+                    out += String(format: "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"2\" fill=\"%@\"/>\n", xPos(run[0].0), yPos(run[0].1), colors[name] ?? "#000")
+                }
+                for run in runs where run.count > 1 {
                     let points = Self.decimate(run, buckets: Int(plotWidth)).map { String(format: "%.1f,%.1f", xPos($0.0), yPos($0.1)) }
                     out += "<polyline fill=\"none\" stroke=\"\(colors[name] ?? "#000")\" stroke-width=\"1\" points=\"\(points.joined(separator: " "))\"/>\n"
                 }
