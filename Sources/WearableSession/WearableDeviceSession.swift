@@ -49,16 +49,17 @@ public actor WearableDeviceSession {
     public nonisolated let peer: String
     public nonisolated let options: Options
 
-    public private(set) var deviceInformation: DeviceInformation?
-    public private(set) var sensorInformation: SensorInformation?
-    public private(set) var gestureInformation: GestureInformation?
-    /// The device's sensor configuration as last read (all disabled at open).
-    public private(set) var sensorConfiguration: SensorConfiguration?
-    public private(set) var gestureConfiguration: GestureConfiguration?
+    /// What the device reported, as last read (kept after the session closes).
+    public var deviceInformation: DeviceInformation? { machine.deviceInformation }
+    public var sensorInformation: SensorInformation? { machine.sensorInformation }
+    public var gestureInformation: GestureInformation? { machine.gestureInformation }
+    /// The device's sensor configuration as last read (all disabled at open; nil without a link).
+    public var sensorConfiguration: SensorConfiguration? { machine.sensorConfiguration }
+    public var gestureConfiguration: GestureConfiguration? { machine.gestureConfiguration }
     /// The link's MTU (the smaller of both sides').
-    public private(set) var mtu: UInt16 = 23
+    public var mtu: UInt16 { machine.mtu }
     /// What arrived since the last `open()`.
-    public private(set) var statistics = WearableStatistics()
+    public var statistics: WearableStatistics { machine.statistics }
 
     private let connect: Connect
     private let clock: any Clock<Duration>
@@ -66,22 +67,22 @@ public actor WearableDeviceSession {
     /// The clock of the reconnect waits (the session's `clock`, as time since the session was made).
     private let sessionClock: SessionClock
     private let logger: Logger
-    private var link: (any GATTClient)?
-    private var layout: GATTServiceLayout?
-    private var parser: SensorDataParser?
-    private var unwrapper = TimestampUnwrapper()
-    private var gapDetectors: [SensorType: GapDetector] = [:]
-    /// A sensor configuration being written.
-    private var pendingSensorConfiguration: SensorConfiguration?
-    /// The configurations last accepted by the device since `open()`: written again after a reconnect.
-    private var acceptedSensorConfiguration: SensorConfiguration?
-    private var acceptedGestureConfiguration: GestureConfiguration?
-    /// Reconnecting (with `options.reconnect`): the state value, and the task that drives it.
-    private var reconnector: ReconnectMachine?
-    private var reconnectTask: Task<Void, Never>?
-    private var generation = 0
-    private var opening = false
-    private var tasks: [Task<Void, Never>] = []
+    /// The session's state and decisions (`WearableSessionMachine`); this actor is its I/O shell: links, requests,
+    /// tasks, timers and the listeners.
+    private var machine: WearableSessionMachine
+    /// A link the shell holds: its client, its service layout (the handles), and the tasks that read its
+    /// notifications and its end.
+    private struct Wire {
+        let id: WearableLinkID
+        let client: any GATTClient
+        let layout: GATTServiceLayout
+        var tasks: [Task<Void, Never>] = []
+    }
+    /// The machine's current link, once discovered.
+    private var wire: Wire?
+    /// A reconnect attempt under way and the wait for the next.
+    private var attemptTask: Task<Void, Never>?
+    private var timerTask: Task<Void, Never>?
     private let eventBroadcast = Broadcast<WearableEvent>()
     /// The readings of one notification at a time: each listener is handed a notification's readings at once (one
     /// wake-up per notification, not one per reading) and takes them one by one (`ReadingFanout`).
@@ -98,6 +99,7 @@ public actor WearableDeviceSession {
         self.elapsed = Self.elapsedTime(clock)
         self.sessionClock = SessionClock(clock)
         self.logger = logger
+        self.machine = WearableSessionMachine(peer: peer, reconnect: options.reconnect)
     }
 
     /// A session with the device at `address`, opened through `connector`.
@@ -138,35 +140,84 @@ public actor WearableDeviceSession {
     }
 
     /// Whether the session is open.
-    public var isOpen: Bool { link != nil }
+    public var isOpen: Bool { machine.isOpen }
 
     /// Whether the session lost its link and is reconnecting (`options.reconnect`).
-    public var isReconnecting: Bool { reconnector?.isReconnecting ?? false }
+    public var isReconnecting: Bool { machine.isReconnecting }
+
+    // MARK: The machine's actions
+
+    /// Does what the machine answered, in order.
+    private func perform(_ actions: [WearableSessionMachine.Action]) async {
+        for action in actions {
+            switch action {
+            case let .connect(id, rewrite):
+                attemptTask?.cancel()
+                attemptTask = Task { [weak self] in await self?.attempt(id, rewrite: rewrite) }
+            case let .startTimer(at):
+                timerTask?.cancel()
+                timerTask = Task { [weak self, sessionClock] in
+                    do { try await sessionClock.sleep(at) } catch { return }
+                    await self?.retryTimerFired()
+                }
+            case .stopReconnecting:
+                attemptTask?.cancel()
+                timerTask?.cancel()
+                (attemptTask, timerTask) = (nil, nil)
+            case let .dropLink(close):
+                let dropped = wire
+                wire = nil
+                dropped?.tasks.forEach { $0.cancel() }
+                if close { await dropped?.client.close() }
+            case .endListeners:
+                readingFanout.finish()
+                gestureBroadcast.finish()
+                readingFanout = ReadingFanout()
+                gestureBroadcast = Broadcast()
+            case let .publish(event):
+                publish(event)
+            }
+        }
+    }
+
+    private func publish(_ event: WearableEvent) {
+        switch event {
+        case let .didLoseLink(error): logger.info("wearable session with \(peer): link lost (\(error.message)); reconnecting")
+        case let .didReconnect(gap, attempts): logger.info("wearable session with \(peer): reconnected after \(gap) (\(attempts) attempts)")
+        case let .didClose(error?): logger.info("wearable session with \(peer) closed: \(error.message)")
+        case let .didReceiveMalformedNotification(c, error): logger.debug("malformed \(c) notification from \(peer): \(error.message)")
+        default: break
+        }
+        eventBroadcast.yield(event)
+    }
 
     // MARK: Open and close
 
     /// Opens the session (nothing happens when it is open). Reports `didOpen` or `didFailToOpen` and throws the
     /// latter's error: `.connectionFailed`, `.notAWearable`, `.timeout`, `.refused`, `.malformedReply`, ...
     public func open() async throws {
-        guard link == nil else { return }
-        guard !opening, !isReconnecting else {
-            throw WearableSessionError(.notOpen, "the session with \(peer) is already \(opening ? "opening" : "reconnecting")", category: .usage)
-        }
-        opening = true
-        defer { opening = false }
-        statistics = WearableStatistics()
-        unwrapper = TimestampUnwrapper()
-        acceptedSensorConfiguration = nil
-        acceptedGestureConfiguration = nil
-        reconnector = options.reconnect.map(ReconnectMachine.init(policy:))
+        guard case let .connect(id) = try machine.open() else { return }
         do {
-            try await establish()
-            eventBroadcast.yield(.didOpen)
+            await perform(try await establish(id, rewrite: nil))
         } catch {
-            tearDown()
-            eventBroadcast.yield(.didFailToOpen(Self.openFailure(error, peer: peer)))
+            await perform(machine.linkFailed(id, Self.openFailure(error, peer: peer), at: sessionClock.now()))
             throw error
         }
+    }
+
+    /// A reconnect attempt (`Action.connect`): opens link `id` and tells the machine how it went.
+    private func attempt(_ id: WearableLinkID, rewrite: WearableSessionMachine.Accepted) async {
+        logger.debug("wearable session with \(peer): reconnecting on \(id)")
+        do {
+            await perform(try await establish(id, rewrite: rewrite))
+        } catch {
+            await perform(machine.linkFailed(id, Self.openFailure(error, peer: peer), at: sessionClock.now()))
+        }
+    }
+
+    private func retryTimerFired() async {
+        timerTask = nil
+        await perform(machine.retryTimerFired(at: sessionClock.now()))
     }
 
     private static func openFailure(_ error: any Error, peer: String) -> WearableSessionError {
@@ -175,13 +226,11 @@ public actor WearableDeviceSession {
                 : WearableSessionError(.connectionFailed, "cannot open \(peer): \(error)", category: .connection))
     }
 
-    /// Opens a link (a new generation): connects, exchanges the MTU, discovers, reads the information and turns the
-    /// notifications on; `again`: a reconnect, which writes the accepted configurations again before the link
-    /// counts as open. On failure the link is closed and forgotten (listeners stay: `open()` ends them).
-    private func establish(again: Bool = false) async throws {
-        generation += 1
-        let current = generation
-        var session: (any GATTClient)?
+    /// Opens link `id`: connects, exchanges the MTU, discovers, reads the information and turns the notifications
+    /// on; a reconnect then writes `rewrite` again before the link counts as open. Answers the machine's
+    /// `linkEstablished`. On failure the link is closed and forgotten (the caller tells the machine).
+    private func establish(_ id: WearableLinkID, rewrite: WearableSessionMachine.Accepted?) async throws -> [WearableSessionMachine.Action] {
+        var client: (any GATTClient)?
         do {
             let transport: any Transport
             do {
@@ -194,13 +243,11 @@ public actor WearableDeviceSession {
                 throw WearableSessionError(.connectionFailed, "cannot open \(peer): \(error)", category: .connection)
             }
             let s = await GATTClients.client(on: transport, options: options.requests, clock: clock, logger: logger)
-            session = s
+            client = s
             let pushes = await s.pushes()
             let linkEvents = await s.events()
-            // After a reconnect the first sample of each sensor starts afresh: the link's gap is the reconnect's,
-            // not samples the device lost (docs/wearable.md §7.1). The unwrapper goes on (the device clock does).
-            gapDetectors = [:]
 
+            let mtu: UInt16
             switch try await s.perform(.exchangeMTURequest(mtu: options.mtu)) {
             case let .exchangeMTUResponse(theirs): mtu = max(23, min(options.mtu, theirs))
             case let .errorResponse(_, _, e, _) where e == .requestNotSupported: mtu = 23
@@ -218,206 +265,114 @@ public actor WearableDeviceSession {
             for c in WearableCharacteristic.allCases where found[c] == nil {
                 throw WearableSessionError(.notAWearable, "\(peer) is not a Bose Wearable device: it lacks the \(c) characteristic", category: .device)
             }
-            guard generation == current else {
+            guard machine.isCurrent(id) else {
                 throw WearableSessionError(.notOpen, "opening \(peer) was abandoned", category: .connection)
             }
-            layout = found
-            link = s
-            deviceInformation = try decode(await read(.deviceInformation, on: s), "device information") { b throws(WearableError) in try DeviceInformation(decoding: b) }
-            let sensors = try decode(await read(.sensorInformation, on: s), "sensor information") { b throws(WearableError) in try SensorInformation(decoding: b) }
-            sensorInformation = sensors
-            parser = SensorDataParser(information: sensors)
-            gestureInformation = try decode(await read(.gestureInformation, on: s), "gesture information") { b throws(WearableError) in try GestureInformation(decoding: b) }
-            sensorConfiguration = try decode(await read(.sensorConfiguration, on: s), "sensor configuration") { b throws(WearableError) in try SensorConfiguration(decoding: b) }
-            gestureConfiguration = try decode(await read(.gestureConfiguration, on: s), "gesture configuration") { b throws(WearableError) in try GestureConfiguration(decoding: b) }
-            tasks = [
+            let w = Wire(id: id, client: s, layout: found)
+            wire = w
+            let information = WearableSessionMachine.LinkInformation(
+                mtu: mtu,
+                device: try decode(await read(.deviceInformation, on: w), "device information") { b throws(WearableError) in try DeviceInformation(decoding: b) },
+                sensors: try decode(await read(.sensorInformation, on: w), "sensor information") { b throws(WearableError) in try SensorInformation(decoding: b) },
+                gestures: try decode(await read(.gestureInformation, on: w), "gesture information") { b throws(WearableError) in try GestureInformation(decoding: b) },
+                sensorConfiguration: try decode(await read(.sensorConfiguration, on: w), "sensor configuration") { b throws(WearableError) in try SensorConfiguration(decoding: b) },
+                gestureConfiguration: try decode(await read(.gestureConfiguration, on: w), "gesture configuration") { b throws(WearableError) in try GestureConfiguration(decoding: b) })
+            guard wire?.id == id else { throw lostWhileOpening }
+            machine.linkInformation(information, link: id)
+            wire?.tasks = [
                 Task { [weak self] in
-                    for await pdu in pushes { await self?.handlePush(pdu, generation: current) }
+                    for await pdu in pushes { await self?.handlePush(pdu, link: id) }
                 },
                 Task { [weak self] in
-                    for await case let .disconnected(error) in linkEvents { await self?.linkEnded(error, generation: current) }
+                    for await case let .disconnected(error) in linkEvents { await self?.linkLost(error, link: id) }
                 },
             ]
             for c in [WearableCharacteristic.sensorData, .gestureData, .sensorConfiguration, .gestureConfiguration] {
-                try await setNotifications(c, on: true, link: s)
+                try await setNotifications(c, on: true, wire: w)
             }
-            if again { try await writeAcceptedConfigurations(on: s) }
-            guard generation == current, link != nil else {
-                throw WearableSessionError(.disconnected, "the link to \(peer) was lost while opening", category: .connection)
-            }
+            if let rewrite { try await writeAgain(rewrite, on: w) }
+            guard wire?.id == id, machine.isCurrent(id) else { throw lostWhileOpening }
+            return machine.linkEstablished(id, at: sessionClock.now())
         } catch {
-            if generation == current {
-                generation += 1
-                detachLink()
+            if let w = wire, w.id == id {
+                wire = nil
+                w.tasks.forEach { $0.cancel() }
             }
-            await session?.close()
+            await client?.close()
             throw error
         }
     }
 
+    private var lostWhileOpening: WearableSessionError {
+        WearableSessionError(.disconnected, "the link to \(peer) was lost while opening", category: .connection)
+    }
+
     /// After a reconnect: the sensor and gesture configurations the device accepted before, written again (the
     /// device starts every link with everything disabled) and read back.
-    private func writeAcceptedConfigurations(on s: any GATTClient) async throws {
-        if let wanted = acceptedSensorConfiguration, !wanted.enabledSensors.isEmpty {
-            try await write(.sensorConfiguration, wanted.encoded(), on: s)
-            eventBroadcast.yield(.didWriteSensorConfiguration)
-            updateSensorConfiguration(try decode(await read(.sensorConfiguration, on: s), "sensor configuration") { b throws(WearableError) in try SensorConfiguration(decoding: b) })
+    private func writeAgain(_ accepted: WearableSessionMachine.Accepted, on w: Wire) async throws {
+        if let wanted = accepted.sensors {
+            try await write(.sensorConfiguration, wanted.encoded(), on: w)
+            await perform(machine.writeAccepted(sensors: true))
+            let value = try decode(await read(.sensorConfiguration, on: w), "sensor configuration") { b throws(WearableError) in try SensorConfiguration(decoding: b) }
+            await perform(machine.sensorConfigurationRead(value, link: w.id))
         }
-        if let wanted = acceptedGestureConfiguration, !wanted.enabledGestures.isEmpty {
-            try await write(.gestureConfiguration, wanted.encoded(), on: s)
-            eventBroadcast.yield(.didWriteGestureConfiguration)
-            let value = try decode(await read(.gestureConfiguration, on: s), "gesture configuration") { b throws(WearableError) in try GestureConfiguration(decoding: b) }
-            gestureConfiguration = value
-            eventBroadcast.yield(.didUpdateGestureConfiguration(value))
+        if let wanted = accepted.gestures {
+            try await write(.gestureConfiguration, wanted.encoded(), on: w)
+            await perform(machine.writeAccepted(sensors: false))
+            let value = try decode(await read(.gestureConfiguration, on: w), "gesture configuration") { b throws(WearableError) in try GestureConfiguration(decoding: b) }
+            await perform(machine.gestureConfigurationUpdated(value, link: w.id))
         }
     }
 
     /// Closes the session at the caller's request (`didClose(nil)`); listeners end. Nothing happens when closed.
     /// While reconnecting it stops the attempts at once (an attempt under way is abandoned).
     public func close() async {
-        if isReconnecting {
-            reconnector?.stop()
-            reconnectTask?.cancel()
-            reconnectTask = nil
-            generation += 1
-            let s = link
-            tearDown()
-            await s?.close()
-            eventBroadcast.yield(.didClose(nil))
-            return
-        }
-        guard let s = link else { return }
-        reconnector?.stop()
-        generation += 1
-        tearDown()
-        await s.close()
-        eventBroadcast.yield(.didClose(nil))
+        await perform(machine.close())
     }
 
-    private func linkEnded(_ error: WearableSessionError, generation ended: Int) {
-        guard ended == generation, link != nil else { return }
-        generation += 1
-        if isReconnecting {
-            // The link of an attempt under way died: that attempt fails on its own (its requests, or the final check).
-            detachLink()
-            return
-        }
-        if var machine = reconnector {
-            let action = machine.linkLost(error, at: sessionClock.now())
-            reconnector = machine
-            logger.info("wearable session with \(peer): link lost (\(error.message)); reconnecting")
-            detachLink()
-            eventBroadcast.yield(.didLoseLink(error))
-            reconnectTask = Task { [weak self] in await self?.reconnect(action, lost: error) }
-            return
-        }
-        logger.info("wearable session with \(peer) closed: \(error.message)")
-        tearDown()
-        eventBroadcast.yield(.didClose(error))
-    }
-
-    /// The I/O shell of `ReconnectMachine`: does what it answers (open, wait on the session's clock) and tells it
-    /// what happened, until it reconnected, gave up, or `close()` stopped it.
-    private func reconnect(_ first: ReconnectMachine.Action, lost: WearableSessionError) async {
-        var action = first
-        while reconnector != nil {
-            switch action {
-            case let .connect(attempt):
-                logger.debug("wearable session with \(peer): reconnect attempt \(attempt)")
-                do {
-                    try await establish(again: true)
-                    guard !Task.isCancelled, isReconnecting else { return }
-                    action = reconnector!.attemptSucceeded(at: sessionClock.now())
-                } catch {
-                    guard !Task.isCancelled, isReconnecting else { return }
-                    let failure = Self.openFailure(error, peer: peer)
-                    let permanent = failure.code == .refused || failure.code == .notAWearable
-                    action = reconnector!.attemptFailed(failure, at: sessionClock.now(), permanent: permanent)
-                }
-            case let .retry(at: until):
-                do { try await sessionClock.sleep(until) } catch { return }
-                guard !Task.isCancelled, isReconnecting else { return }
-                action = reconnector!.timerFired(at: sessionClock.now())
-            case let .reconnected(gap, attempts):
-                statistics.reconnects += 1
-                statistics.linkDownTime += gap
-                reconnectTask = nil
-                logger.info("wearable session with \(peer): reconnected after \(gap) (\(attempts) attempts)")
-                eventBroadcast.yield(.didReconnect(gap: gap, attempts: attempts))
-                return
-            case let .giveUp(last):
-                reconnectTask = nil
-                let limit = options.reconnect?.giveUpAfter.map { " within \($0)" } ?? ""
-                let error = WearableSessionError(.disconnected, "\(lost.message); not back\(limit) (last attempt: \(last.message))", category: .connection)
-                generation += 1
-                tearDown()
-                eventBroadcast.yield(.didClose(error))
-                return
-            case .none:
-                return
-            }
-        }
-    }
-
-    /// Forgets the link and what the device had configured (it disables everything on disconnect); the listeners
-    /// go on (a reconnect feeds them again).
-    private func detachLink() {
-        link = nil
-        tasks.forEach { $0.cancel() }
-        tasks = []
-        sensorConfiguration = nil
-        gestureConfiguration = nil
-    }
-
-    /// Forgets the link as `detachLink` does and ends the listeners (later subscribers belong to the next open).
-    private func tearDown() {
-        detachLink()
-        readingFanout.finish()
-        gestureBroadcast.finish()
-        readingFanout = ReadingFanout()
-        gestureBroadcast = Broadcast()
+    private func linkLost(_ error: WearableSessionError, link id: WearableLinkID) async {
+        await perform(machine.linkLost(id, error, at: sessionClock.now()))
     }
 
     // MARK: Reads
 
     /// Reads DeviceInformation again.
     public func readDeviceInformation() async throws -> DeviceInformation {
-        let s = try openLink()
-        let value = try decode(await read(.deviceInformation, on: s), "device information") { b throws(WearableError) in try DeviceInformation(decoding: b) }
-        deviceInformation = value
+        let w = try openWire()
+        let value = try decode(await read(.deviceInformation, on: w), "device information") { b throws(WearableError) in try DeviceInformation(decoding: b) }
+        machine.informationRead(.device(value))
         return value
     }
 
     /// Reads SensorInformation again.
     public func readSensorInformation() async throws -> SensorInformation {
-        let s = try openLink()
-        let value = try decode(await read(.sensorInformation, on: s), "sensor information") { b throws(WearableError) in try SensorInformation(decoding: b) }
-        sensorInformation = value
-        parser?.information = value
+        let w = try openWire()
+        let value = try decode(await read(.sensorInformation, on: w), "sensor information") { b throws(WearableError) in try SensorInformation(decoding: b) }
+        machine.informationRead(.sensors(value))
         return value
     }
 
     /// Reads GestureInformation again.
     public func readGestureInformation() async throws -> GestureInformation {
-        let s = try openLink()
-        let value = try decode(await read(.gestureInformation, on: s), "gesture information") { b throws(WearableError) in try GestureInformation(decoding: b) }
-        gestureInformation = value
+        let w = try openWire()
+        let value = try decode(await read(.gestureInformation, on: w), "gesture information") { b throws(WearableError) in try GestureInformation(decoding: b) }
+        machine.informationRead(.gestures(value))
         return value
     }
 
     /// Reads the sensor configuration.
     public func readSensorConfiguration() async throws -> SensorConfiguration {
-        let s = try openLink()
-        let value = try decode(await read(.sensorConfiguration, on: s), "sensor configuration") { b throws(WearableError) in try SensorConfiguration(decoding: b) }
-        updateSensorConfiguration(value)
+        let w = try openWire()
+        let value = try decode(await read(.sensorConfiguration, on: w), "sensor configuration") { b throws(WearableError) in try SensorConfiguration(decoding: b) }
+        await perform(machine.sensorConfigurationRead(value, link: w.id))
         return value
     }
 
     /// Reads the gesture configuration.
     public func readGestureConfiguration() async throws -> GestureConfiguration {
-        let s = try openLink()
-        let value = try decode(await read(.gestureConfiguration, on: s), "gesture configuration") { b throws(WearableError) in try GestureConfiguration(decoding: b) }
-        gestureConfiguration = value
+        let w = try openWire()
+        let value = try decode(await read(.gestureConfiguration, on: w), "gesture configuration") { b throws(WearableError) in try GestureConfiguration(decoding: b) }
+        machine.gestureConfigurationRead(value, link: w.id)
         return value
     }
 
@@ -434,22 +389,18 @@ public actor WearableDeviceSession {
     @discardableResult
     public func configureSensors(checked: Bool = true, _ change: (inout SensorConfiguration) -> Void) async throws -> SensorConfiguration {
         do {
-            let s = try openLink()
-            guard var configuration = sensorConfiguration else { throw notOpenError() }
+            var (id, configuration) = try machine.sensorConfigurationToChange()
+            let w = try wire(id)
             change(&configuration)
-            if checked { try check(configuration) }
-            // The device may stream at the new period before its answer arrives: until the configuration is read
-            // back, gaps are judged by the longer of both periods, so the change is never taken for lost samples.
-            pendingSensorConfiguration = configuration
-            defer { pendingSensorConfiguration = nil }
-            try await write(.sensorConfiguration, configuration.encoded(), on: s)
-            eventBroadcast.yield(.didWriteSensorConfiguration)
-            let value = try decode(await read(.sensorConfiguration, on: s), "sensor configuration") { b throws(WearableError) in try SensorConfiguration(decoding: b) }
-            updateSensorConfiguration(value)
-            acceptedSensorConfiguration = value
+            try machine.sensorWriteStarted(configuration, link: id, checked: checked)
+            defer { machine.sensorWriteEnded(link: id) }
+            try await write(.sensorConfiguration, configuration.encoded(), on: w)
+            await perform(machine.writeAccepted(sensors: true))
+            let value = try decode(await read(.sensorConfiguration, on: w), "sensor configuration") { b throws(WearableError) in try SensorConfiguration(decoding: b) }
+            await perform(machine.sensorConfigurationRead(value, link: id, accepted: true))
             return value
         } catch {
-            eventBroadcast.yield(.didFailToWriteSensorConfiguration(Self.sessionError(error)))
+            await perform(machine.writeFailed(sensors: true, Self.sessionError(error)))
             throw error
         }
     }
@@ -459,156 +410,70 @@ public actor WearableDeviceSession {
     @discardableResult
     public func configureGestures(checked: Bool = true, _ change: (inout GestureConfiguration) -> Void) async throws -> GestureConfiguration {
         do {
-            let s = try openLink()
-            guard var configuration = gestureConfiguration else { throw notOpenError() }
+            var (id, configuration) = try machine.gestureConfigurationToChange()
+            let w = try wire(id)
             change(&configuration)
-            if checked, let offered = gestureInformation?.availableGestures {
-                for e in configuration.entries where e.enabled && !offered.contains(e.gesture) {
-                    throw WearableSessionError.local("gesture configuration: the device does not offer \(e.gesture) (it offers \(offered.map(\.description).joined(separator: ", ")))", rule: .gestureNotAvailable)
-                }
-            }
-            try await write(.gestureConfiguration, configuration.encoded(), on: s)
-            eventBroadcast.yield(.didWriteGestureConfiguration)
-            let value = try decode(await read(.gestureConfiguration, on: s), "gesture configuration") { b throws(WearableError) in try GestureConfiguration(decoding: b) }
-            gestureConfiguration = value
-            acceptedGestureConfiguration = value
-            eventBroadcast.yield(.didUpdateGestureConfiguration(value))
+            try machine.gestureWriteStarted(configuration, checked: checked)
+            try await write(.gestureConfiguration, configuration.encoded(), on: w)
+            await perform(machine.writeAccepted(sensors: false))
+            let value = try decode(await read(.gestureConfiguration, on: w), "gesture configuration") { b throws(WearableError) in try GestureConfiguration(decoding: b) }
+            await perform(machine.gestureConfigurationUpdated(value, link: id, accepted: true))
             return value
         } catch {
-            eventBroadcast.yield(.didFailToWriteGestureConfiguration(Self.sessionError(error)))
+            await perform(machine.writeFailed(sensors: false, Self.sessionError(error)))
             throw error
         }
     }
 
-    /// The library's checks: what the device's own information says cannot work.
-    private func check(_ configuration: SensorConfiguration) throws(WearableSessionError) {
-        guard let info = sensorInformation, let device = deviceInformation else { return }
-        for e in configuration.entries where e.period != nil {
-            guard let entry = info[e.sensor], device.availableSensors.contains(e.sensor) else {
-                throw .local("sensor configuration: the device has no \(e.sensor) (it lists \(info.sensors.map(\.description).joined(separator: ", ")))", rule: .sensorNotAvailable)
-            }
-            if let p = e.period, !entry.availablePeriods.contains(p) {
-                throw .local("sensor configuration: \(e.sensor) does not offer \(p) (it offers \(entry.availablePeriods.sorted().map(\.description).joined(separator: ", ")))", rule: .periodNotOffered)
-            }
-        }
-        let enabled = configuration.enabledSensors.count
-        if enabled > Int(device.maxActiveSensors) {
-            throw .local("sensor configuration: \(enabled) sensors enabled, the device allows \(device.maxActiveSensors) at once", rule: .tooManySensors)
-        }
-    }
-
-    private func updateSensorConfiguration(_ value: SensorConfiguration) {
-        if value != sensorConfiguration {
-            for sensor in SensorType.allCases where value.period(of: sensor) != sensorConfiguration?.period(of: sensor) {
-                gapDetectors[sensor]?.reset()
-            }
-        }
-        sensorConfiguration = value
-        eventBroadcast.yield(.didUpdateSensorConfiguration(value))
-    }
-
     // MARK: Notifications
 
-    private func handlePush(_ pdu: GATTPDU, generation current: Int) {
-        guard current == generation, case let .notification(handle, value) = pdu, let layout else { return }
+    private func handlePush(_ pdu: GATTPDU, link id: WearableLinkID) {
+        guard case let .notification(handle, value) = pdu, let layout = wire?.layout, wire?.id == id else { return }
         let hostTime = elapsed()
-        guard let c = layout.characteristics.first(where: { $0.valueHandle == handle })?.wearableCharacteristic else {
-            statistics.unknownNotifications += 1
-            return
+        let c = layout.characteristics.first(where: { $0.valueHandle == handle })?.wearableCharacteristic
+        switch machine.notification(c, value, link: id, at: hostTime) {
+        case .nothing: break
+        case let .readings(batch): readingFanout.publish(batch)
+        case let .gesture(g): gestureBroadcast.yield(g)
+        case let .event(e): publish(e)
         }
-        switch c {
-        case .sensorData:
-            guard var parser else { return }
-            let result = parser.parse(value)
-            self.parser = parser
-            switch result {
-            case let .failure(error): malformed(.sensorData, error)
-            case let .success(records):
-                statistics.sensorNotifications += 1
-                var batch: [SensorReading] = []
-                batch.reserveCapacity(records.count)
-                for record in records {
-                    if let reading = reading(record, hostTime: hostTime) { batch.append(reading) }
-                }
-                if !batch.isEmpty { readingFanout.publish(batch) }
-            }
-        case .gestureData:
-            do throws(WearableError) {
-                let g = try GestureData(decoding: value)
-                statistics.gestures += 1
-                gestureBroadcast.yield(GestureReading(gesture: g.gesture, timestamp: g.timestamp,
-                                                      deviceTime: unwrapper.unwrap(g.timestamp), hostTime: hostTime))
-            } catch {
-                malformed(.gestureData, error)
-            }
-        case .sensorConfiguration:
-            do throws(WearableError) { updateSensorConfiguration(try SensorConfiguration(decoding: value)) } catch { malformed(c, error) }
-        case .gestureConfiguration:
-            do throws(WearableError) {
-                let g = try GestureConfiguration(decoding: value)
-                gestureConfiguration = g
-                eventBroadcast.yield(.didUpdateGestureConfiguration(g))
-            } catch { malformed(c, error) }
-        default:
-            statistics.unknownNotifications += 1
-        }
-    }
-
-    /// The reading of one record, counted in the statistics (nil for a sensor the information does not list).
-    private func reading(_ record: SensorRecord, hostTime: Duration) -> SensorReading? {
-        guard let entry = sensorInformation?[record.sensor] else { return nil }
-        let time = unwrapper.unwrap(record.timestamp)
-        let period = Int64(max(sensorConfiguration?.period(of: record.sensor)?.milliseconds ?? 0,
-                               pendingSensorConfiguration?.period(of: record.sensor)?.milliseconds ?? 0))
-        let missing = gapDetectors[record.sensor, default: GapDetector()].missing(before: time, period: period)
-        var counts = statistics[record.sensor]
-        counts.samples += 1
-        if missing < 0 {
-            counts.outOfOrder += 1
-        } else if missing > 0 {
-            counts.gaps += 1
-            counts.missingSamples += missing
-        }
-        statistics.sensors[record.sensor] = counts
-        return SensorReading(sensor: record.sensor, timestamp: record.timestamp, deviceTime: time, hostTime: hostTime,
-                             sample: record.sample, value: record.sample.scaled(by: entry.range), missingBefore: max(0, missing))
-    }
-
-    private func malformed(_ c: WearableCharacteristic, _ error: WearableError) {
-        statistics.malformedNotifications += 1
-        statistics.malformedByCode[error.code.rawValue, default: 0] += 1
-        logger.debug("malformed \(c) notification from \(peer): \(error.message)")
-        eventBroadcast.yield(.didReceiveMalformedNotification(c, error))
     }
 
     // MARK: GATT operations
 
-    private func openLink() throws(WearableSessionError) -> any GATTClient {
-        guard let link else { throw notOpenError() }
-        return link
+    /// The open session's link.
+    private func openWire() throws(WearableSessionError) -> Wire {
+        guard machine.isOpen, let wire else { throw notOpenError() }
+        return wire
+    }
+
+    /// Link `id` if the shell still holds it.
+    private func wire(_ id: WearableLinkID) throws(WearableSessionError) -> Wire {
+        guard let wire, wire.id == id else { throw notOpenError() }
+        return wire
     }
 
     private func notOpenError() -> WearableSessionError {
         WearableSessionError(.notOpen, "the session with \(peer) is not open", category: .usage)
     }
 
-    private func handle(_ c: WearableCharacteristic) throws(WearableSessionError) -> GATTCharacteristicEntry {
-        guard let entry = layout?[c] else { throw notOpenError() }
+    private func handle(_ c: WearableCharacteristic, on w: Wire) throws(WearableSessionError) -> GATTCharacteristicEntry {
+        guard let entry = w.layout[c] else { throw notOpenError() }
         return entry
     }
 
-    private func read(_ c: WearableCharacteristic, on s: any GATTClient) async throws -> [UInt8] {
-        let entry = try handle(c)
-        switch try await s.perform(.readRequest(handle: entry.valueHandle)) {
+    private func read(_ c: WearableCharacteristic, on w: Wire) async throws -> [UInt8] {
+        let entry = try handle(c, on: w)
+        switch try await w.client.perform(.readRequest(handle: entry.valueHandle)) {
         case let .readResponse(_, value): return value
         case let .errorResponse(op, h, e, reason): throw WearableSessionError.refusal(GATTKey(requestOpcode: op, handle: h), e, reason)
         case let other: throw unexpected(other, "read of the \(c)")
         }
     }
 
-    private func write(_ c: WearableCharacteristic, _ value: [UInt8], on s: any GATTClient) async throws {
-        let entry = try handle(c)
-        try await write(handle: entry.valueHandle, value, what: "\(c)", on: s)
+    private func write(_ c: WearableCharacteristic, _ value: [UInt8], on w: Wire) async throws {
+        let entry = try handle(c, on: w)
+        try await write(handle: entry.valueHandle, value, what: "\(c)", on: w.client)
     }
 
     private func write(handle: UInt16, _ value: [UInt8], what: String, on s: any GATTClient) async throws {
@@ -621,10 +486,10 @@ public actor WearableDeviceSession {
         }
     }
 
-    private func setNotifications(_ c: WearableCharacteristic, on: Bool, link s: any GATTClient) async throws {
-        let entry = try handle(c)
+    private func setNotifications(_ c: WearableCharacteristic, on: Bool, wire w: Wire) async throws {
+        let entry = try handle(c, on: w)
         guard entry.configurationHandle != 0 else { throw WearableSessionError(.notAWearable, "\(peer): \(c) has no notification descriptor", category: .device) }
-        try await write(handle: entry.configurationHandle, on ? [0x01, 0x00] : [0x00, 0x00], what: "\(c) notification descriptor", on: s)
+        try await write(handle: entry.configurationHandle, on ? [0x01, 0x00] : [0x00, 0x00], what: "\(c) notification descriptor", on: w.client)
     }
 
     private func unexpected(_ pdu: GATTPDU, _ what: String) -> WearableSessionError {

@@ -6,61 +6,14 @@ import Wearable
 import WearableSession
 import WearableSimulator
 
-/// Reconnecting after a lost link: the state value alone, then the session driving it on a `ManualClock` (no
-/// sleeps: the backoff waits are the clock's, advanced by the test).
-@Suite struct ReconnectTests {
-    let lost = WearableSessionError(.disconnected, "lost", category: .connection)
-    let refused = WearableSessionError(.connectionFailed, "refused", category: .connection)
+/// Reconnecting after a lost link: the policy's backoff, then the session driving its machine on a `ManualClock` (no
+/// sleeps: the backoff waits are the clock's, advanced by the test). The machine alone: `SessionMachineTests`.
+@Suite(.timeLimit(.minutes(1))) struct ReconnectTests {
 
     @Test func theBackoffDoublesFrom100msTo1s() {
         let p = ReconnectPolicy()
         #expect((1...7).map { p.delay(afterFailedAttempts: $0) } == [.milliseconds(100), .milliseconds(200), .milliseconds(400),
                                                                     .milliseconds(800), .seconds(1), .seconds(1), .seconds(1)])
-    }
-
-    @Test func theMachineAttemptsAtOnceThenBacksOffAndCountsTheReconnect() {
-        var m = ReconnectMachine(policy: ReconnectPolicy())
-        let t0 = Duration.seconds(10)
-        do { let a = m.linkLost(lost, at: t0); #expect(a == .connect(attempt: 1)) }
-        #expect(m.isReconnecting)
-        do { let a = m.attemptFailed(refused, at: t0); #expect(a == .retry(at: t0 + .milliseconds(100))) }
-        // A timer that fires early waits on; on time, the next attempt.
-        do { let a = m.timerFired(at: t0 + .milliseconds(50)); #expect(a == .retry(at: t0 + .milliseconds(100))) }
-        do { let a = m.timerFired(at: t0 + .milliseconds(100)); #expect(a == .connect(attempt: 2)) }
-        do { let a = m.attemptFailed(refused, at: t0 + .milliseconds(100)); #expect(a == .retry(at: t0 + .milliseconds(300))) }
-        do { let a = m.timerFired(at: t0 + .milliseconds(300)); #expect(a == .connect(attempt: 3)) }
-        do { let a = m.attemptSucceeded(at: t0 + .milliseconds(350)); #expect(a == .reconnected(gap: .milliseconds(350), attempts: 3)) }
-        #expect(m.state == .connected && m.reconnects == 1 && m.totalGap == .milliseconds(350))
-        // Events that do not apply change nothing.
-        do { let a = m.timerFired(at: t0 + .seconds(1)); #expect(a == .none) }
-        do { let a = m.attemptSucceeded(at: t0 + .seconds(1)); #expect(a == .none) }
-        do { let a = m.linkLost(lost, at: t0 + .seconds(2)); #expect(a == .connect(attempt: 1)) }
-        do { let a = m.attemptSucceeded(at: t0 + .seconds(2)); #expect(a == .reconnected(gap: .zero, attempts: 1)) }
-        #expect(m.reconnects == 2)
-    }
-
-    @Test func theMachineGivesUpAtItsLimitAfterALastAttemptThere() {
-        var m = ReconnectMachine(policy: ReconnectPolicy(giveUpAfter: .milliseconds(250)))
-        do { let a = m.linkLost(lost, at: .zero); #expect(a == .connect(attempt: 1)) }
-        do { let a = m.attemptFailed(refused, at: .zero); #expect(a == .retry(at: .milliseconds(100))) }
-        do { let a = m.timerFired(at: .milliseconds(100)); #expect(a == .connect(attempt: 2)) }
-        // 100 + 200 is past the limit: the last attempt is at the limit itself.
-        do { let a = m.attemptFailed(refused, at: .milliseconds(100)); #expect(a == .retry(at: .milliseconds(250))) }
-        do { let a = m.timerFired(at: .milliseconds(250)); #expect(a == .connect(attempt: 3)) }
-        do { let a = m.attemptFailed(refused, at: .milliseconds(250)); #expect(a == .giveUp(refused)) }
-        #expect(m.state == .ended(refused) && !m.isReconnecting && m.reconnects == 0)
-    }
-
-    @Test func aPermanentFailureGivesUpAtOnceAndStopEndsEverything() {
-        var m = ReconnectMachine(policy: ReconnectPolicy())
-        _ = m.linkLost(lost, at: .zero)
-        let rule = WearableSessionError(.refused, "no", category: .device)
-        do { let a = m.attemptFailed(rule, at: .zero, permanent: true); #expect(a == .giveUp(rule)) }
-        var n = ReconnectMachine(policy: ReconnectPolicy())
-        _ = n.linkLost(lost, at: .zero)
-        _ = n.attemptFailed(refused, at: .zero)
-        n.stop()
-        do { let a = n.timerFired(at: .seconds(5)); #expect(a == .none && n.state == .ended(nil)) }
     }
 
     /// The session on a manual clock: the device's link drops and the device refuses connections for four attempts;
