@@ -190,59 +190,17 @@ extension WearableCommand {
     }
 }
 
-/// The live view on a terminal: per sensor its latest value, samples and gaps; the latest gestures; redrawn in place
-/// at most 10 times a second.
+/// The live view on a terminal (`WearableLiveView`'s lines), redrawn in place at most 10 times a second.
 struct LiveView {
-    var device: String
-    var state = "opening"
-    var periods: [String: Int] = [:]
-    var latest: [String: WearableLine] = [:]
-    var counts: [String: (samples: Int, gaps: Int, missing: Int)] = [:]
-    var gestures: [String] = []
-    var gestureCount = 0
-    var malformed = 0
-    var deviceTime: Int64 = 0
-    var origin: Int64?
-    /// When each sensor's latest sample came: a sensor silent for 5 periods (at least 1 s) is shown as stalled, not
-    /// with its last values as if they were current.
-    var lastSeen: [String: ContinuousClock.Instant] = [:]
+    var view: WearableLiveView
     /// The block on the terminal: lines cut to its width, redrawn by screen rows (as the station's live view).
     var region = LiveRegion()
     var lastDraw = ContinuousClock.now - .seconds(1)
 
-    /// When the view began (a sensor that never sent a sample is silent since then).
-    let started = ContinuousClock.now
-
-    init(device: String) { self.device = device }
+    init(device: String) { view = WearableLiveView(device: device) }
 
     mutating func take(_ line: WearableLine) {
-        switch (line.type, line.event) {
-        case ("event", "opened"): state = "open"
-        case ("event", "configured"):
-            periods = line.periods ?? [:]
-            for sensor in periods.keys { lastSeen[sensor] = .now }
-        case ("event", "malformed"): malformed += 1
-        case ("event", "closed"): state = line.error.map { "closed: \($0)" } ?? "closed"
-        case ("event", "linkLost"): state = "link lost, reconnecting"
-        case ("event", "reconnected"):
-            state = String(format: "open (reconnected after %.1f s)", line.gapSeconds ?? 0)
-            // The sensors were silent for the gap: not stalled.
-            for sensor in periods.keys { lastSeen[sensor] = .now }
-        case ("sample", _):
-            guard let sensor = line.sensor else { break }
-            latest[sensor] = line
-            lastSeen[sensor] = .now
-            var c = counts[sensor] ?? (0, 0, 0)
-            c.samples += 1
-            if let m = line.missingBefore, m > 0 { c.gaps += 1; c.missing += m }
-            counts[sensor] = c
-            if let t = line.deviceTime { deviceTime = max(deviceTime, t); origin = origin ?? t }
-        case ("gesture", _):
-            gestureCount += 1
-            let at = line.deviceTime.map { t in String(format: " @ %.1f s", Double(t - (origin ?? t)) / 1000) } ?? ""
-            gestures = Array((gestures + ["\(line.gesture ?? "?")\(at)"]).suffix(3))
-        default: break
-        }
+        view.take(line, at: .now)
         draw(force: line.type == "event")
     }
 
@@ -250,25 +208,6 @@ struct LiveView {
         let now = ContinuousClock.now
         guard force || now - lastDraw >= .milliseconds(100) else { return }
         lastDraw = now
-        func n(_ v: Double?) -> String { v.map { String(format: "%+8.3f", $0) } ?? "" }
-        var lines = [String(format: "%@  %@  device time %.1f s", device, state, Double(deviceTime - (origin ?? deviceTime)) / 1000)]
-        for sensor in periods.keys.sorted() {
-            let l = latest[sensor], c = counts[sensor] ?? (0, 0, 0)
-            let unit = WearableText.sensor(named: sensor).map(WearableText.unit) ?? ""
-            var values = [n(l?.x), n(l?.y), n(l?.z), l?.w == nil ? nil : n(l?.w)].compactMap { $0 }.joined(separator: " ") + " \(unit)"
-            if let l, let yaw = l.yaw, let pitch = l.pitch, let roll = l.roll {
-                // A quaternion is hard to read: its yaw, pitch and roll instead (the JSON has both).
-                values = String(format: "yaw %+6.1f° pitch %+5.1f° roll %+6.1f°", yaw, pitch, roll)
-            }
-            let silentFor = now - (lastSeen[sensor] ?? started)
-            if silentFor > max(.seconds(1), .milliseconds(5 * (periods[sensor] ?? 20))) {
-                values = String(format: "stalled: no samples for %.1f s", silentFor.wearableSeconds)
-            }
-            lines.append("\(sensor.padding(toLength: 14, withPad: " ", startingAt: 0)) \(periods[sensor]!) ms  \(values)   "
-                + "\(c.samples) sample\(c.samples == 1 ? "" : "s"), \(c.gaps) gap\(c.gaps == 1 ? "" : "s") (\(c.missing) missing)")
-        }
-        lines.append("gestures \(gestureCount)\(gestures.isEmpty ? "" : ": " + gestures.joined(separator: ", "))"
-            + (malformed > 0 ? "   malformed notifications \(malformed)" : ""))
-        Console.out(region.frame(lines, columns: Console.columns()))
+        Console.out(region.frame(view.lines(at: now), columns: Console.columns()))
     }
 }
