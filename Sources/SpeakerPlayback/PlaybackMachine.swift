@@ -384,10 +384,16 @@ public struct PlaybackMachine: Sendable {
     /// no speaker saying so: the speakers still waiting are stopped and the playback ends on the timeline).
     public mutating func step(run: UInt64, now: UInt64) -> Step {
         guard case .playing(var s, let current) = state, current == run else { return .finish([]) }
+        // The stream is out of `state` while it changes, so `s` holds the only reference to its buffers and appending
+        // to them does not copy them (copy on write: the whole history was copied at every packet).
+        state = .initialized
         if s.endFrame == nil, s.schedule.nextPresentationTime <= now &+ buffer {
             let frames = s.schedule.framesPerPacket
             let bytesPerFrame = s.schedule.format.bytesPerFrame
-            if s.pending.count < frames * bytesPerFrame, !s.sourceDone { return .read(maxFrames: max(frames, 4096)) }
+            if s.pending.count < frames * bytesPerFrame, !s.sourceDone {
+                state = .playing(s, run: run)
+                return .read(maxFrames: max(frames, 4096))
+            }
             let take = min(s.pending.count, frames * bytesPerFrame)
             let pcm = Array(s.pending.prefix(take))
             s.pending.removeFirst(take)
@@ -418,6 +424,7 @@ public struct PlaybackMachine: Sendable {
     /// The source gave `chunk` to the loop of `run` (empty: its end).
     public mutating func sourceRead(run: UInt64, _ chunk: [UInt8]) {
         guard case .playing(var s, let current) = state, current == run else { return }
+        state = .initialized  // `s` the only owner of its buffers while they change (as in `step`)
         if chunk.isEmpty {
             s.sourceDone = true
         } else {

@@ -12,7 +12,7 @@ public struct PlayerOptions: Sendable {
     public var reconnect: Bool
     public var reconnectInterval: Duration
 
-    public init(buffer: Duration = .milliseconds(200), tick: Duration = .milliseconds(20), syncTimeout: Duration = .seconds(3),
+    public init(buffer: Duration = .milliseconds(200), tick: Duration = .milliseconds(50), syncTimeout: Duration = .seconds(3),
                 reconnect: Bool = true, reconnectInterval: Duration = .milliseconds(500)) {
         self.buffer = buffer
         self.tick = tick

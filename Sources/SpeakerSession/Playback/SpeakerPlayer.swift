@@ -262,7 +262,7 @@ public actor SpeakerPlayer {
                 }
             case let .sendHistory(id, packets):
                 guard let member = members[id], let host = member.session.host else { continue }
-                for bytes in packets { try? await socket.send(bytes, toHost: host, port: member.session.hello.audioPort) }
+                await Self.send(packets.map { ($0, 1) }, to: [(host, member.session.hello.audioPort)], on: socket)
             case let .startResumeTimer(epoch, delay):
                 Task { [weak self] in
                     try? await Task.sleep(for: delay)
@@ -414,9 +414,13 @@ public actor SpeakerPlayer {
     /// cancelled: paused, stopped, ended).
     private func pump(_ run: UInt64) async {
         let clock = ContinuousClock()
+        // The packets of this wake, sent together when the loop reads, waits or finishes (no suspension between the
+        // steps that make them, so the members receiving cannot change meanwhile).
+        var batch: [(bytes: [UInt8], copies: Int)] = []
         while !Task.isCancelled {
             switch machine.step(run: run, now: now()) {
             case let .read(maxFrames):
+                await send(&batch)
                 guard let source else {
                     machine.sourceRead(run: run, [])
                     continue
@@ -433,19 +437,41 @@ public actor SpeakerPlayer {
                     }
                     await perform(machine.sourceFailed(run: run, category: category, message: message))
                 }
-            case let .send(bytes, ids, copies):
-                for _ in 0..<copies {
-                    for id in ids {
-                        guard machine.receives(id), let m = members[id], let host = m.session.host else { continue }
-                        try? await socket.send(bytes, toHost: host, port: m.session.hello.audioPort)
-                    }
-                }
+            case let .send(bytes, _, copies):
+                batch.append((bytes, copies))
             case let .idle(actions):
+                await send(&batch)
                 await perform(actions)
                 try? await clock.sleep(for: options.wakeInterval)
             case let .finish(actions):
+                await send(&batch)
                 await perform(actions)
                 return
+            }
+        }
+    }
+
+    /// Sends `batch` (emptied) to every member receiving the stream, each member's packets one after another.
+    private func send(_ batch: inout [(bytes: [UInt8], copies: Int)]) async {
+        guard !batch.isEmpty else { return }
+        let packets = batch
+        batch = []
+        var targets: [(host: String, port: UInt16)] = []
+        for id in machine.receivingIds {
+            guard let m = members[id], let host = m.session.host else { continue }
+            targets.append((host, m.session.hello.audioPort))
+        }
+        await Self.send(packets, to: targets, on: socket)
+    }
+
+    /// Sends each packet (`copies` times) to each target, off the actor: one hop for them all. (A send from the
+    /// actor hops to the global executor and back for every datagram — two thread hand-offs per packet and speaker,
+    /// which were most of the controller's CPU beside the kernel's own work.)
+    private nonisolated static func send(_ packets: [(bytes: [UInt8], copies: Int)], to targets: [(host: String, port: UInt16)],
+                                         on socket: UDPSocket) async {
+        for target in targets {
+            for packet in packets {
+                for _ in 0..<packet.copies { try? await socket.send(packet.bytes, toHost: target.host, port: target.port) }
             }
         }
     }
@@ -454,7 +480,7 @@ public actor SpeakerPlayer {
     private func resend(_ request: ResendRequest, to id: UInt64) async {
         let packets = machine.resendRequested(request, by: id, now: now())
         guard !packets.isEmpty, let m = members[id], let host = m.session.host else { return }
-        for bytes in packets { try? await socket.send(bytes, toHost: host, port: m.session.hello.audioPort) }
+        await Self.send(packets.map { ($0, 1) }, to: [(host, m.session.hello.audioPort)], on: socket)
     }
 }
 
