@@ -134,9 +134,12 @@ public struct AudioFormat: Sendable, Hashable, CustomStringConvertible {
 
     /// The duration of `frames` frames in nanoseconds, rounded down.
     public func nanoseconds(forFrames frames: UInt64) -> UInt64 {
-        let (high, low) = frames.multipliedFullWidth(by: 1_000_000_000)
-        guard high < UInt64(sampleRate) else { return .max }
-        return UInt64(sampleRate).dividingFullWidth((high, low)).quotient
+        // frames × 10⁹ / rate = whole seconds × 10⁹ + the rest's share, in 64 bits (renderers ask for every slot:
+        // no 128-bit division); .max when it does not fit.
+        let rate = UInt64(sampleRate)
+        let (seconds, overflow) = (frames / rate).multipliedReportingOverflow(by: 1_000_000_000)
+        let (sum, carry) = seconds.addingReportingOverflow(frames % rate &* 1_000_000_000 / rate)
+        return overflow || carry ? .max : sum
     }
 
     public var description: String { "\(sampleRate) Hz, \(channels) ch, \(sampleFormat)" }

@@ -99,6 +99,35 @@ public enum PCM {
         }
     }
 
+    /// Scales the samples of `pcm` by `volume / 50` in place, as `scaled` does (no allocation: the renderer applies
+    /// it to every frame it plays).
+    public static func scale(_ pcm: inout [UInt8], volume: Int, format: SampleFormat) {
+        if volume >= 50 { return }
+        pcm.withUnsafeMutableBytes { b in
+            if volume <= 0 {
+                b.initializeMemory(as: UInt8.self, repeating: 0)
+                return
+            }
+            let v = Int32(volume)
+            var i = 0
+            switch format {
+            case .s16le:
+                while i + 1 < b.count {
+                    let x = Int32(Int16(truncatingIfNeeded: UInt16(b[i]) | UInt16(b[i + 1]) << 8)) * v / 50
+                    b[i] = UInt8(truncatingIfNeeded: x); b[i + 1] = UInt8(truncatingIfNeeded: x >> 8)
+                    i += 2
+                }
+            case .s24le:
+                while i + 2 < b.count {
+                    let x = (((Int32(b[i]) | Int32(b[i + 1]) << 8 | Int32(b[i + 2]) << 16) << 8) >> 8) * v / 50
+                    b[i] = UInt8(truncatingIfNeeded: x); b[i + 1] = UInt8(truncatingIfNeeded: x >> 8)
+                    b[i + 2] = UInt8(truncatingIfNeeded: x >> 16)
+                    i += 3
+                }
+            }
+        }
+    }
+
     /// `pcm` scaled by `volume / 50` (the speaker's gain: 50 is unity, the samples unchanged; 0 silence).
     public static func scaled(_ pcm: ArraySlice<UInt8>, volume: Int, format: SampleFormat) -> [UInt8] {
         if volume >= 50 { return Array(pcm) }

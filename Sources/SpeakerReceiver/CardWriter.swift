@@ -174,7 +174,7 @@ final class CardWriter: @unchecked Sendable {
             if let rendered = speaker.render(through: plan.renderThrough) {
                 var pcmBytes = rendered.pcm
                 CardAligner.apply(plan.correction, to: &pcmBytes, bytesPerFrame: format.bytesPerFrame)
-                out += pcmBytes
+                if out.isEmpty { out = pcmBytes } else { out += pcmBytes }
             }
             guard open.write(out) else {
                 fail(open, "ALSA device '\(device)' failed: \(open.lastError)")

@@ -103,6 +103,9 @@ public struct SpeakerRenderer: Sendable {
 
     private var pending: [(arrival: UInt64, packet: AudioPacket)] = []
     private var buffer: [AudioPacket] = []
+    /// The frame after the last of `buffer[0]` (kept with the buffer): `dropConsumed`'s test at every slot, without
+    /// copying the packet (its reference counting was a tenth of a receiver's CPU).
+    private var firstEnd: UInt64 = 0
     private var cursor: UInt64 = 0
     private var started = false
     private var locked = false
@@ -133,8 +136,9 @@ public struct SpeakerRenderer: Sendable {
 
     /// The DAC time of slot `n`.
     public func slotTime(_ n: UInt64) -> UInt64 {
-        let (high, low) = n.multipliedFullWidth(by: 1_000_000_000)
-        return UInt64(format.sampleRate).dividingFullWidth((high, low)).quotient
+        // n × 10⁹ / rate rounded down, in 64 bits (the renderer asks for every slot: no 128-bit division).
+        let rate = UInt64(format.sampleRate)
+        return n / rate &* 1_000_000_000 &+ n % rate &* 1_000_000_000 / rate
     }
 
     /// A packet that arrives at DAC time `arrival` (it is usable from then on).
@@ -197,24 +201,29 @@ public struct SpeakerRenderer: Sendable {
             while i > buffer.startIndex, buffer[i - 1].firstFrame > p.firstFrame { i -= 1 }
             if i > buffer.startIndex, buffer[i - 1].firstFrame == p.firstFrame { continue }  // a duplicate
             buffer.insert(p, at: i)
+            if i == buffer.startIndex { firstEnd = p.firstFrame + UInt64(p.frameCount) }
         }
     }
 
     private mutating func dropConsumed() {
+        guard !buffer.isEmpty, firstEnd <= cursor else { return }  // the first packet still plays: nothing to drop
         var n = 0
         while n < buffer.count, buffer[n].firstFrame + UInt64(buffer[n].frameCount) <= cursor { n += 1 }
         if n > 0 { buffer.removeFirst(n) }
+        firstEnd = buffer.first.map { $0.firstFrame + UInt64($0.frameCount) } ?? 0
     }
 
     /// When frame `cursor` is due on the DAC clock (extrapolated from the next packet when it was never received);
     /// nil when nothing at or after it is held.
     private func due(_ map: ClockMap) -> UInt64? {
-        guard let p = buffer.first else { return nil }
+        // The fields of buffer[0], not a copy of the packet (no reference counting per slot).
+        guard !buffer.isEmpty else { return nil }
+        let firstFrame = buffer[0].firstFrame, presentation = buffer[0].presentationTime
         let controllerTime: UInt64
-        if p.firstFrame <= cursor {
-            controllerTime = p.presentationTime(ofFrame: Int(cursor - p.firstFrame))
+        if firstFrame <= cursor {
+            controllerTime = presentation &+ format.nanoseconds(forFrames: cursor - firstFrame)
         } else {
-            controllerTime = p.presentationTime &- format.nanoseconds(forFrames: p.firstFrame - cursor)
+            controllerTime = presentation &- format.nanoseconds(forFrames: firstFrame - cursor)
         }
         return map.speakerTime(forControllerTime: controllerTime)
     }
@@ -228,7 +237,7 @@ public struct SpeakerRenderer: Sendable {
             let s = slotTime(slot)
             guard s <= time else { break }
             nextSlot += 1
-            if let first = pending.first, first.arrival <= s { promote(upTo: s) }
+            if !pending.isEmpty, pending[0].arrival <= s { promote(upTo: s) }
             guard let map, !ended else { emitSilence(slot, &output, &log); continue }
             if !started {
                 // Start at the earliest frame held once it is nearly due (a reordered earlier packet may still come).
@@ -301,7 +310,7 @@ public struct SpeakerRenderer: Sendable {
     private mutating func emitFrame(_ slot: UInt64, _ output: inout [UInt8], _ log: inout [RenderRun], _ events: inout [RenderEvent]) {
         let frame = cursor
         cursor += 1
-        guard let p = buffer.first, p.firstFrame <= frame else {
+        guard !buffer.isEmpty, buffer[0].firstFrame <= frame else {
             statistics.lostFrames += 1
             lastFrame = silence
             lastWasSilence = true
@@ -310,14 +319,13 @@ public struct SpeakerRenderer: Sendable {
             return
         }
         let bpf = format.bytesPerFrame
-        let offset = Int(frame - p.firstFrame) * bpf
-        let bytes = p.pcm[offset..<offset + bpf]
-        if volume >= 50 {
-            // One copy of the frame's bytes (a byte-by-byte loop was half of a debug build's render time).
-            lastFrame.withUnsafeMutableBytes { dst in bytes.withUnsafeBytes { dst.copyMemory(from: $0) } }
-        } else {
-            lastFrame = PCM.scaled(bytes, volume: volume, format: format.sampleFormat)
+        let offset = Int(frame - buffer[0].firstFrame) * bpf
+        // One copy of the frame's bytes, then the gain in place (a byte-by-byte loop was half of a debug build's
+        // render time; a scaled copy allocated an array per frame).
+        buffer[0].pcm.withUnsafeBytes { src in
+            lastFrame.withUnsafeMutableBytes { dst in dst.copyMemory(from: UnsafeRawBufferPointer(rebasing: src[offset..<offset + bpf])) }
         }
+        PCM.scale(&lastFrame, volume: volume, format: format.sampleFormat)
         output.append(contentsOf: lastFrame)
         lastWasSilence = false
         statistics.renderedFrames += 1

@@ -549,3 +549,18 @@ struct PlaybackMachineTests {
         }
     }
 }
+
+/// The speaker's gain: `PCM.scale` (in place, the renderer's) gives what `PCM.scaled` gives.
+struct PCMGainTests {
+    @Test(arguments: [SampleFormat.s16le, .s24le])
+    func scaleInPlaceEqualsScaled(_ format: SampleFormat) {
+        var rng = SystemRandomNumberGenerator()
+        let bytes = (0..<(format.bytesPerSample * 64)).map { _ in UInt8.random(in: 0...255, using: &rng) }
+            + (format == .s16le ? [0x00, 0x80, 0xFF, 0x7F] : [0x00, 0x00, 0x80, 0xFF, 0xFF, 0x7F])  // the extremes
+        for volume in [-1, 0, 1, 17, 25, 49, 50, 51] {
+            var inPlace = bytes
+            PCM.scale(&inPlace, volume: volume, format: format)
+            #expect(inPlace == PCM.scaled(bytes[...], volume: volume, format: format), "volume \(volume)")
+        }
+    }
+}

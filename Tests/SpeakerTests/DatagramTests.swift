@@ -27,6 +27,18 @@ import TestSupport
         #expect(packet.presentationTime(ofFrame: 1) == 2_000_020_833)  // 20833.33 ns, rounded down
         #expect(format.nanoseconds(forFrames: 48_000) == 1_000_000_000)
         #expect(format.nanoseconds(forFrames: .max) == .max)
+        // In 64 bits (no 128-bit division per frame), the same as frames × 10⁹ / rate rounded down, up to the limit.
+        for rate in [8_000, 44_100, 48_000, 96_000, 192_000] as [UInt32] {
+            let f = try AudioFormat(sampleRate: rate, channels: 2, sampleFormat: .s16le)
+            var rng = SystemRandomNumberGenerator()
+            let limit = UInt64.max / 1_000_000_000 * UInt64(rate)  // beyond it the product needs more than 64 bits
+            for frames in [0, 1, UInt64(rate) - 1, UInt64(rate), 123_456_789, limit - 1, limit] + (0..<200).map({ _ in UInt64.random(in: 0...limit, using: &rng) }) {
+                let (high, low) = frames.multipliedFullWidth(by: 1_000_000_000)
+                let exact = high < UInt64(rate) ? UInt64(rate).dividingFullWidth((high, low)).quotient : .max
+                #expect(f.nanoseconds(forFrames: frames) == exact, "\(frames) frames at \(rate) Hz")
+            }
+            #expect(f.nanoseconds(forFrames: .max) == .max)
+        }
         #expect(AudioPacket.maxFrames(for: format) == 358)
         let s24 = try AudioFormat(sampleRate: 96_000, channels: 6, sampleFormat: .s24le)
         #expect(s24.bytesPerFrame == 18)
