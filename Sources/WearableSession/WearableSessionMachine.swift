@@ -488,20 +488,22 @@ public struct WearableSessionMachine: Sendable {
             }
         case .sensorConfiguration:
             do throws(WearableError) {
-                let actions = sensorConfigurationRead(try SensorConfiguration(decoding: value), link: id)
-                guard case let .publish(event)? = actions.first else { return .nothing }
-                return .event(event)
+                return Self.reported(sensorConfigurationRead(try SensorConfiguration(decoding: value), link: id))
             } catch { return malformed(c, error) }
         case .gestureConfiguration:
             do throws(WearableError) {
-                let actions = gestureConfigurationUpdated(try GestureConfiguration(decoding: value), link: id)
-                guard case let .publish(event)? = actions.first else { return .nothing }
-                return .event(event)
+                return Self.reported(gestureConfigurationUpdated(try GestureConfiguration(decoding: value), link: id))
             } catch { return malformed(c, error) }
         default:
             statistics.unknownNotifications += 1
             return .nothing
         }
+    }
+
+    /// A notified configuration's answer as a notification's: the event it publishes.
+    private static func reported(_ actions: [Action]) -> Notified {
+        guard case let .publish(event)? = actions.first else { return .nothing }
+        return .event(event)
     }
 
     /// The reading of one record, counted in the statistics (nil for a sensor the information does not list).
