@@ -6,20 +6,34 @@ import WearableRecording
 import WearableSession
 import WearableSimulator
 
-/// The streaming workflow of `wearable stream` and `record` against a simulated wearable served in process (on real
-/// time: it streams every 40 ms; each test stops on a count of samples, never after a fixed time).
+/// The streaming workflow of `wearable stream` and `record` against a simulated wearable served in process, its
+/// device clock a `ManualClock` advanced one 40 ms transmission period at a time while the workflow runs (`pump`);
+/// each test stops on a count of samples, never after a fixed time.
 @Suite struct StreamingTests {
-    /// A simulated wearable in process and a session (not yet open) with it.
-    static func device() throws -> (InProcessWearable, WearableDeviceSession) {
-        let wearable = try InProcessWearable(device: SimulatedWearable())
-        return (wearable, WearableDeviceSession(peer: "memory:wearable") { try wearable.connect() })
+    /// A simulated wearable in process on a manual clock, a session (not yet open) with it, and the task that pumps
+    /// its clock until cancelled.
+    static func device() throws -> (InProcessWearable, WearableDeviceSession, pump: Task<Void, Never>) {
+        let clock = ManualClock()
+        let wearable = try InProcessWearable(device: SimulatedWearable(clock: clock))
+        let pump = Task {
+            while !Task.isCancelled {
+                // One transmission period once the device's streamer waits for it.
+                while clock.pendingSleeps == 0 {
+                    if Task.isCancelled { return }
+                    await Task.yield()
+                }
+                clock.advance(by: .milliseconds(40))
+            }
+        }
+        return (wearable, WearableDeviceSession(peer: "memory:wearable") { try wearable.connect() }, pump)
     }
 
     /// The lines in order: metadata, opened, configured, samples, closed, summary; the summary counts exactly the
     /// samples handed over; stopping at the caller's word.
     @Test func linesComeInOrderAndTheSummaryCountsWhatWasEmitted() async throws {
         try await withTimeLimit {
-            let (wearable, session) = try Self.device()
+            let (wearable, session, pump) = try Self.device()
+            defer { pump.cancel() }
             let setup = WearableStreamSetup(sensors: [.accelerometer], period: ._40ms, gestures: [.headNod])
             var lines: [WearableLine] = []
             var finished: [WearableLine] = []
@@ -29,8 +43,7 @@ import WearableSimulator
             let kinds = lines.map { $0.event ?? $0.type }
             #expect(Array(kinds.prefix(3)) == ["metadata", "opened", "configured"], "\(kinds)")
             #expect(Array(kinds.suffix(2)) == ["closed", "summary"], "\(kinds)")
-            // Samples, and a head nod if the simulated wearable's gesture schedule came first (it runs on real time: on a
-            // busy machine it does).
+            // Samples, and a head nod if the simulated wearable's gesture schedule came first.
             #expect(Set(kinds.dropFirst(3).dropLast(2)).isSubset(of: ["sample", "gesture"]), "\(kinds)")
             #expect(lines[0].metadata?.tool == "test 1" && lines[0].metadata?.sensors.map(\.sensor) == ["accelerometer"])
             #expect(lines[2].periods == ["accelerometer": 40] && lines[2].gestures == ["headNod"])
@@ -45,7 +58,8 @@ import WearableSimulator
     /// A configuration the library refuses: its error, no `opened` line, no summary.
     @Test func aRefusedConfigurationEndsWithItsErrorAlone() async throws {
         try await withTimeLimit {
-            let (wearable, session) = try Self.device()
+            let (wearable, session, pump) = try Self.device()
+            defer { pump.cancel() }
             // The standard device offers rotation at 40 and 20 ms only.
             let setup = WearableStreamSetup(sensors: [.rotation], period: ._320ms, gestures: [])
             var lines: [WearableLine] = []
@@ -67,7 +81,8 @@ import WearableSimulator
     @Test func recordWritesTheFilesAndADeviceNotThereLeavesNone() async throws {
         try await withTimeLimit {
             let dir = try TemporaryDirectory.make("streaming-tests")
-            let (wearable, session) = try Self.device()
+            let (wearable, session, pump) = try Self.device()
+            defer { pump.cancel() }
             let setup = WearableStreamSetup(sensors: [.gyroscope], period: ._40ms, gestures: [])
             var samples = 0
             var written: [WearableStreaming.Written] = []
