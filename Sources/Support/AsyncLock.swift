@@ -18,7 +18,7 @@ package final class AsyncLock: Sendable {
 
     /// Acquires the lock, suspending while somebody else holds it. Throws `CancellationError` if cancelled while
     /// waiting (the lock is then not held).
-    package func lock() async throws {
+    package nonisolated(nonsending) func lock() async throws {
         let id: UInt64? = state.withLock { s in
             if !s.locked {
                 s.locked = true
@@ -65,7 +65,7 @@ package final class AsyncLock: Sendable {
     }
 
     /// Runs `body` while holding the lock.
-    package func withLock<T>(_ body: () async throws -> T) async throws -> T {
+    package nonisolated(nonsending) func withLock<T>(_ body: nonisolated(nonsending) () async throws -> T) async throws -> T {
         try await lock()
         defer { unlock() }
         return try await body()

@@ -96,7 +96,7 @@ public final class FileDescriptorTransport: Transport {
     }
 
     /// See `Transport.receive()`.
-    public func receive() async throws -> [UInt8] {
+    public nonisolated(nonsending) func receive() async throws -> [UInt8] {
         try state.withLock { s throws(TransportError) in
             if s.closed { throw closedError() }
             if s.receiving {
@@ -138,7 +138,7 @@ public final class FileDescriptorTransport: Transport {
     }
 
     /// See `Transport.send(_:)`.
-    public func send(_ bytes: [UInt8]) async throws {
+    public nonisolated(nonsending) func send(_ bytes: [UInt8]) async throws {
         try await sendLock.withLock {
             var offset = 0
             repeat {
@@ -189,7 +189,7 @@ public final class FileDescriptorTransport: Transport {
     ///
     /// Closing a tty can block while the driver drains queued output (up to its `closing_wait`, 30 s by default),
     /// so for ttys the final `close(2)` runs on a dedicated thread and this call awaits it without blocking the pool.
-    public func close() async {
+    public nonisolated(nonsending) func close() async {
         guard let fd = markClosed() else { return }
         if isTTY {
             _ = try? await DedicatedThread.run(name: "tuneup-close") { POSIX.close(fd) }

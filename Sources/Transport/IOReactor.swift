@@ -237,7 +237,7 @@ final class IOReactor: Sendable {
     /// - Parameter token: when given, returns at once if `wake(_:)` was called since `wakeCount(of:)` returned it.
     /// - Throws: `CancellationError` when the task is cancelled; `TransportError.closed` once deregistered;
     ///   `TransportError.io` if a second waiter for the same interest arrives or epoll refuses the descriptor.
-    func wait(_ interest: Interest, on registration: Registration, unlessWokenSince token: UInt64? = nil) async throws {
+    nonisolated(nonsending) func wait(_ interest: Interest, on registration: Registration, unlessWokenSince token: UInt64? = nil) async throws {
         let waiterID = state.withLock { s in
             let id = s.nextID
             s.nextID += 1

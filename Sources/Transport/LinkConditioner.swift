@@ -110,17 +110,17 @@ public final class ConditionedTransport: Transport {
     var hasPendingSend: Bool { core.isParked(.sender) }
 
     /// See `Transport.send(_:)` and the model above.
-    public func send(_ bytes: [UInt8]) async throws {
+    public nonisolated(nonsending) func send(_ bytes: [UInt8]) async throws {
         try await core.send(bytes)
     }
 
     /// See `Transport.receive()` and the model above.
-    public func receive() async throws -> [UInt8] {
+    public nonisolated(nonsending) func receive() async throws -> [UInt8] {
         try await core.receive()
     }
 
     /// See `Transport.close()` and the model above.
-    public func close() async {
+    public nonisolated(nonsending) func close() async {
         await core.close()
         delivery.cancel()
         reader.cancel()
@@ -364,7 +364,7 @@ final class ConditionerCore: Sendable {
 
     // MARK: - Local side
 
-    func send(_ bytes: [UInt8]) async throws {
+    nonisolated(nonsending) func send(_ bytes: [UInt8]) async throws {
         try await sendLock.withLock {
             if bytes.isEmpty {
                 try state.withLock { s throws(TransportError) in
@@ -413,7 +413,7 @@ final class ConditionerCore: Sendable {
         }
     }
 
-    func receive() async throws -> [UInt8] {
+    nonisolated(nonsending) func receive() async throws -> [UInt8] {
         try state.withLock { s throws(TransportError) in
             if s.closed { throw closedError() }
             if s.receiving { throw TransportError(.io, "\(peer): receive() called while another receive() is pending") }
@@ -450,7 +450,7 @@ final class ConditionerCore: Sendable {
         return result
     }
 
-    func close() async {
+    nonisolated(nonsending) func close() async {
         let first = state.withLock { s in
             defer { s.closed = true }
             return !s.closed
@@ -615,7 +615,7 @@ final class ConditionerCore: Sendable {
 
     /// Runs `step` under the lock until it returns `.done`, parking in `slot` in between — until woken, or until the
     /// deadline of `.waitUntil` (an absolute `ContinuousClock` instant, on the reactor's timers). Cancellable.
-    private func park(_ slot: Slot, _ step: (inout State, Instant) throws(TransportError) -> Step) async throws {
+    private nonisolated(nonsending) func park(_ slot: Slot, _ step: (inout State, Instant) throws(TransportError) -> Step) async throws {
         while true {
             try Task.checkCancellation()
             // Fast path without suspending: most calls can proceed at once.

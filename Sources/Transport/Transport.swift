@@ -20,17 +20,20 @@ public enum LinkFraming: Sendable, Hashable {
 /// - `close()` is idempotent; pending and later calls throw `TransportError.closed`.
 /// - No implementation blocks a thread of Swift's cooperative pool: back ends use non-blocking descriptors
 ///   driven by a dedicated I/O thread, or their own threads.
+/// - `send`, `receive` and `close` are `nonisolated(nonsending)`: they run on the caller's executor, so a session
+///   actor that sends a request does not hop to the global pool and back for each write. Back ends may declare theirs
+///   the same way; one that does not still conforms (the call then hops as any nonisolated async call does).
 public protocol Transport: AnyObject, Sendable {
     /// The address this transport is connected to, in `DeviceAddress` syntax where possible (e.g. `tcp:127.0.0.1:4000`).
     var peerDescription: String { get }
     /// How packets are delimited on this link.
     var framing: LinkFraming { get }
     /// Sends all of `bytes`. Throws `TransportError` (or `CancellationError`).
-    func send(_ bytes: [UInt8]) async throws
+    nonisolated(nonsending) func send(_ bytes: [UInt8]) async throws
     /// Receives the next chunk or message; never returns an empty array. Throws `TransportError` (or `CancellationError`).
-    func receive() async throws -> [UInt8]
+    nonisolated(nonsending) func receive() async throws -> [UInt8]
     /// Closes the link and releases its descriptor. Idempotent.
-    func close() async
+    nonisolated(nonsending) func close() async
 }
 
 /// An error from a transport, with a stable code for programs and a one-line message for people.
