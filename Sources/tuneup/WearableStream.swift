@@ -11,11 +11,11 @@ import WearableSession
 extension WearableCommand {
     /// What to stream: sensors at one period, gestures, for how long.
     struct StreamSetup: ParsableArguments {
-        @Option(help: ArgumentHelp("A sensor to stream, by name or id (repeatable; default: accelerometer and gyroscope; 'none': gestures alone).", valueName: "sensor"))
+        @Option(parsing: .unconditionalSingleValue, help: ArgumentHelp("A sensor to stream, by name or id (repeatable; default: accelerometer and gyroscope; 'none': gestures alone).", valueName: "sensor"))
         var sensor: [String] = []
-        @Option(help: ArgumentHelp("The shared sample period: 320ms, 160ms, 80ms, 40ms or 20ms.", valueName: "period"))
+        @Option(parsing: .unconditional, help: ArgumentHelp("The shared sample period: 320ms, 160ms, 80ms, 40ms or 20ms.", valueName: "period"))
         var period: String = "20ms"
-        @Option(help: ArgumentHelp("A gesture to listen for, by name or id (double-tap or 0x81; repeatable; default: every gesture the device offers; 'none': no gestures).",
+        @Option(parsing: .unconditionalSingleValue, help: ArgumentHelp("A gesture to listen for, by name or id (double-tap or 0x81; repeatable; default: every gesture the device offers; 'none': no gestures).",
                                    valueName: "gesture"))
         var gesture: [String] = []
         @Option(parsing: .unconditional, help: ArgumentHelp("Stop after this long: 500ms, 10s, 2min, 1h or plain seconds, up to 24 h (default: until Ctrl-C).",
@@ -114,7 +114,7 @@ extension WearableCommand {
                 })
             } catch {
                 // A device that failed to open: its error as it is; a refused configuration: the rule it broke.
-                throw failureExit(failedToOpen ? error : WearableCommand.explained(error))
+                throw failureExit(failedToOpen ? choice.openFailure(error) : WearableCommand.explained(error))
             }
         }
     }
@@ -184,7 +184,7 @@ extension WearableCommand {
                     })
             } catch {
                 // A device that failed to open: its error as it is; a refused configuration: the rule it broke.
-                throw failureExit(failedToOpen ? error : WearableCommand.explained(error))
+                throw failureExit(failedToOpen ? choice.openFailure(error) : WearableCommand.explained(error))
             }
         }
     }

@@ -17,14 +17,20 @@ import Testing
         #expect(r.stderr.contains(names), "\(args): \(r.stderr)", sourceLocation: sourceLocation)
     }
 
-    /// Every numeric option of `wearable sensors|gestures` and `sim wearable` (stream and record: see
-    /// WearableCLITests), with a negative value and one out of range.
+    /// Every numeric option of `wearable sensors|gestures|stream|record` and `sim wearable` (stream's and record's
+    /// durations: see WearableCLITests), with a negative value and one out of range.
     @Test(arguments: [
         (["wearable", "sensors", "--period", "-1"], "--period '-1' is not a sample period"),
         (["wearable", "sensors", "--enable", "-1"], "unknown sensor '-1'"),
         (["wearable", "sensors", "--disable", "-2"], "unknown sensor '-2'"),
         (["wearable", "gestures", "--enable", "-1"], "unknown gesture '-1'"),
         (["wearable", "gestures", "--disable", "-0x81"], "unknown gesture '-0x81'"),
+        (["wearable", "stream", "--period", "-1"], "--period '-1' is not a sample period"),
+        (["wearable", "stream", "--sensor", "-1"], "unknown sensor '-1'"),
+        (["wearable", "stream", "--gesture", "-1"], "unknown gesture '-1'"),
+        (["wearable", "record", "never-written", "--period", "-20ms"], "--period '-20ms' is not a sample period"),
+        (["wearable", "record", "never-written", "--sensor", "-2"], "unknown sensor '-2'"),
+        (["wearable", "record", "never-written", "--gesture", "-0x81"], "unknown gesture '-0x81'"),
         (["wearable", "info", "--timeout", "-1"], "--timeout must be more than 0"),
         (["wearable", "search", "--duration", "-1"], "--duration takes a number"),
         (["sim", "wearable", "--seed", "-1"], "--seed takes a whole number 0...18446744073709551615, got '-1'"),
@@ -82,11 +88,13 @@ import Testing
     /// the failure says the address came from the variable.
     @Test func aHeadsetBehindATCPAddressInTUNEUP_DEVICEIsNamed() async throws {
         let headset = try await RunningSimulator.start(["--listen", "tcp:127.0.0.1:0", "--battery-drain", "0"])
-        let r = try await HardeningTests.run(["wearable", "info", "--timeout", "0.2"], state: Scratch.directory,
-                                             environment: ["TUNEUP_DEVICE": headset.addresses[0]])
-        #expect(r.status == 69, "\(r.stderr)")
-        #expect(r.stderr.split(separator: "\n").count == 1, "\(r.stderr)")
-        #expect(r.stderr.contains("(is \(headset.addresses[0]), from $TUNEUP_DEVICE, a wearable?)"), "\(r.stderr)")
+        for command in [["info"], ["stream", "--duration", "1s", "--format", "json"]] {
+            let r = try await HardeningTests.run(["wearable"] + command + ["--timeout", "0.2"], state: Scratch.directory,
+                                                 environment: ["TUNEUP_DEVICE": headset.addresses[0]])
+            #expect(r.status == 69, "\(command): \(r.stderr)")
+            #expect(r.stderr.split(separator: "\n").count == 1, "\(command): \(r.stderr)")
+            #expect(r.stderr.contains("(is \(headset.addresses[0]), from $TUNEUP_DEVICE, a wearable?)"), "\(command): \(r.stderr)")
+        }
         #expect(await headset.quit() == 0)
     }
 }
