@@ -35,6 +35,9 @@ flock 9
 
 "$HERE/fetch.sh"
 
+# Shell functions every scenario's run.sh may read (`. /lib/tuneup-vm.sh`).
+build_args+=(--add "$HERE/guest-lib.sh:/lib/tuneup-vm.sh")
+
 if [[ -x $scenario/prepare.sh ]]; then
   out="$CACHE/prepare/$(basename "$scenario")"
   rm -rf "$out"; mkdir -p "$out"

@@ -5,11 +5,7 @@
 set -euo pipefail
 out=$1
 root=$(cd "$(dirname "$0")/../../.." && pwd)
-binary=${TUNEUP_GUEST_BINARY:-}
-if [ -z "$binary" ]; then
-    "$root/tools/vm/tuneup/build.sh" >&2
-    binary="$root/.build-static/release/tuneup"
-fi
+binary=$("$root/tools/vm/tuneup/guest-binary.sh")
 strip -o "$out/tuneup" "$binary"
 echo "$out/tuneup:/usr/bin/tuneup"
 printf 'searches=%s\ntrace=%s\n' "${TUNEUP_VM_BLE_SEARCHES:-10}" "${TUNEUP_VM_BLE_TRACE:-0}" >"$out/ble-search.conf"

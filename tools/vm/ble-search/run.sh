@@ -8,11 +8,7 @@
 . /etc/ble-search.conf
 export HOME=/root XDG_STATE_HOME=/tmp/state
 mkdir -p $HOME $XDG_STATE_HOME
-first_line() {
-  i=0
-  while [ ! -s "$1" ] && [ $i -lt $(($2 * 10)) ]; do sleep 0.1; i=$((i + 1)); done
-  head -1 "$1"
-}
+. /lib/tuneup-vm.sh  # first_line
 btvirt -l2 >/tmp/btvirt.log 2>&1 &
 i=0
 while [ ! -e /sys/class/bluetooth/hci1 ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done

@@ -7,13 +7,8 @@ set -euo pipefail
 out=$1
 root=$(cd "$(dirname "$0")/../../.." && pwd)
 cd "$root"
-# tools/test.sh hands over the tuneup its tests ran (TUNEUP_GUEST_BINARY: a release build, the Swift runtime's
-# libraries come along through ldd); alone, this builds a static release tuneup of its own.
-binary=${TUNEUP_GUEST_BINARY:-}
-if [ -z "$binary" ]; then
-    "$root/tools/vm/tuneup/build.sh" >&2
-    binary="$root/.build-static/release/tuneup"
-fi
+# The tuneup its tests ran (TUNEUP_GUEST_BINARY), else a static release build of its own.
+binary=$("$root/tools/vm/tuneup/guest-binary.sh")
 strip -o "$out/tuneup" "$binary"
 echo "$out/tuneup:/usr/bin/tuneup"
 for f in app-1.5.0.img app-2.0.0.img dev-public.pem; do echo "$root/firmware-images/$f:/images/$f"; done

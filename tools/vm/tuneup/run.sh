@@ -14,12 +14,7 @@ since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }
 export HOME=/root XDG_STATE_HOME=/tmp/state
 mkdir -p $HOME $XDG_STATE_HOME
 
-# Waits up to $2 seconds for a first line in file $1 and prints it.
-first_line() {
-  i=0
-  while [ ! -s "$1" ] && [ $i -lt $(($2 * 10)) ]; do sleep 0.1; i=$((i + 1)); done
-  head -1 "$1"
-}
+. /lib/tuneup-vm.sh  # first_line
 
 # check NAME COMMAND...: runs COMMAND (with a timeout), PASS if it exits 0, FAIL with its output otherwise.
 check() {
