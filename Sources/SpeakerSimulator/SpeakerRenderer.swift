@@ -136,9 +136,7 @@ public struct SpeakerRenderer: Sendable {
 
     /// The DAC time of slot `n`.
     public func slotTime(_ n: UInt64) -> UInt64 {
-        // n × 10⁹ / rate rounded down, in 64 bits (the renderer asks for every slot: no 128-bit division).
-        let rate = UInt64(format.sampleRate)
-        return n / rate &* 1_000_000_000 &+ n % rate &* 1_000_000_000 / rate
+        format.nanoseconds(forFrames: n)
     }
 
     /// A packet that arrives at DAC time `arrival` (it is usable from then on).
