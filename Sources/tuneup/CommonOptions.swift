@@ -40,9 +40,15 @@ struct DeviceOptions: ParsableArguments {
         _ = try address()
     }
 
+    /// $TUNEUP_DEVICE, when set and not empty: the device of every device command given no --device (the headset's
+    /// and the wearable's commands alike).
+    static var deviceFromEnvironment: String? {
+        ProcessInfo.processInfo.environment["TUNEUP_DEVICE"].flatMap { $0.isEmpty ? nil : $0 }
+    }
+
     /// The parsed address (option, environment, or the simulator), of a headset's scheme (`Devices.headsetSchemes`).
     func address() throws -> DeviceAddress {
-        let text = device ?? ProcessInfo.processInfo.environment["TUNEUP_DEVICE"].flatMap { $0.isEmpty ? nil : $0 } ?? "sim"
+        let text = device ?? Self.deviceFromEnvironment ?? "sim"
         do {
             return try Devices.parseHeadsetAddress(text)
         } catch {

@@ -47,7 +47,7 @@ struct WearableCommand: AsyncParsableCommand {
         /// $TUNEUP_DEVICE when it names the device (no --device): messages about the address then say where it came
         /// from, as the user did not type it.
         var fromEnvironment: String? {
-            device == nil ? ProcessInfo.processInfo.environment["TUNEUP_DEVICE"].flatMap { $0.isEmpty ? nil : $0 } : nil
+            device == nil ? DeviceOptions.deviceFromEnvironment : nil
         }
 
         @Option(parsing: .unconditional, help: ArgumentHelp("Seconds to wait for each reply.", valueName: "seconds"))
