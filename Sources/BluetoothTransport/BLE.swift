@@ -98,7 +98,7 @@ public enum BLEConnection {
             let source = L2CAPLESocketAddress(address: local, type: 1)
             let remote = L2CAPLESocketAddress(address: address.address.kernelAddress, type: address.kernelType)
             let fd = try await BluetoothConnect.connectedSocket(
-                type: Int32(SOCK_SEQPACKET.rawValue), proto: BTPROTO_L2CAP, threadName: "tuneup-le-conn",
+                type: Int32(SOCK_SEQPACKET.rawValue), proto: BTPROTO_L2CAP,
                 bind: { fd in source.withSockaddr { Glibc.bind(fd, $0, $1) } },
                 connect: { fd in remote.withSockaddr { Glibc.connect(fd, $0, $1) } },
                 socketFailure: { BluetoothErrors.socketError($0, context: context, protocolName: "L2CAP") },
@@ -166,8 +166,9 @@ enum HCICommands {
 }
 
 /// A socket on the kernel's Bluetooth management channel (an HCI socket bound to HCI_CHANNEL_CONTROL): commands to
-/// one adapter index and the events the kernel sends back. Needs CAP_NET_ADMIN. Blocking: use it on a `BlockingPool`
-/// thread. Internal.
+/// one adapter index and the events the kernel sends back. Needs CAP_NET_ADMIN. Non-blocking: its waits are the I/O
+/// reactor's (`SocketWait`), so commands and event reads are async calls that hold no thread. One task uses a socket
+/// at a time. Internal.
 final class ManagementSocket {
     struct Event {
         var code: UInt16
@@ -181,7 +182,7 @@ final class ManagementSocket {
     private var buffer = [UInt8](repeating: 0, count: 1024)
 
     init() throws(Int32Error) {
-        let fd = socket(AF_BLUETOOTH, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue), BTPROTO_HCI)
+        let fd = socket(AF_BLUETOOTH, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), BTPROTO_HCI)
         guard fd >= 0 else { throw Int32Error(errno) }
         // struct sockaddr_hci: family, device HCI_DEV_NONE, channel HCI_CHANNEL_CONTROL (3).
         var address: [UInt16] = [UInt16(AF_BLUETOOTH), 0xFFFF, 3]
@@ -194,8 +195,10 @@ final class ManagementSocket {
         self.fd = fd
     }
 
-    /// A socket that speaks the management channel's packets (a test's end of a socket pair); closed with this.
+    /// A socket that speaks the management channel's packets (a test's end of a socket pair), made non-blocking;
+    /// closed with this.
     init(adopting fd: Int32) {
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
         self.fd = fd
     }
 
@@ -203,44 +206,55 @@ final class ManagementSocket {
 
     /// Sends a command and waits (at most 2 s) for its Command Complete or Command Status: the status (0: success).
     /// Other events that arrive meanwhile go to `other`.
-    func command(_ opcode: UInt16, index: UInt16, parameters: [UInt8], other: (Event) -> Void = { _ in }) -> Result<UInt8, Int32Error> {
-        commandReply(opcode, index: index, parameters: parameters, other: other).map(\.status)
+    func command(_ opcode: UInt16, index: UInt16, parameters: [UInt8], other: (Event) -> Void = { _ in }) async -> Result<UInt8, Int32Error> {
+        await commandReply(opcode, index: index, parameters: parameters, other: other).map(\.status)
     }
 
     /// Sends a command and waits (at most 2 s) for its Command Complete or Command Status: the status (0: success)
     /// and the return parameters (what follows the opcode and status). Other events that arrive meanwhile go to `other`.
+    /// A cancelled task still sends the command (the kernel carries it out) but does not wait for the answer: ECANCELED.
     func commandReply(_ opcode: UInt16, index: UInt16, parameters: [UInt8],
-                      other: (Event) -> Void = { _ in }) -> Result<(status: UInt8, reply: [UInt8]), Int32Error> {
+                      other: (Event) -> Void = { _ in }) async -> Result<(status: UInt8, reply: [UInt8]), Int32Error> {
         func u16(_ v: UInt16) -> [UInt8] { [UInt8(v & 0xFF), UInt8(v >> 8)] }
         let packet = u16(opcode) + u16(index) + u16(UInt16(parameters.count)) + parameters
         guard packet.withUnsafeBytes({ Glibc.write(fd, $0.baseAddress, $0.count) }) == packet.count else { return .failure(Int32Error(errno)) }
         let deadline = ContinuousClock.now + .seconds(2)
-        while ContinuousClock.now < deadline {
-            switch nextEvent(timeoutMs: 200) {
+        while true {
+            switch await nextEvent(until: deadline) {
             case let .failure(e): return .failure(e)
             case let .success(event?) where event.code == Self.commandComplete || event.code == Self.commandStatus:
                 let p = event.parameters
                 guard event.index == index, p.count >= 3, UInt16(p[p.startIndex]) | UInt16(p[p.startIndex + 1]) << 8 == opcode else { continue }
                 return .success((p[p.startIndex + 2], Array(p.dropFirst(3))))
             case let .success(event?): other(event)
-            default: continue
+            case .success(nil): return .failure(Int32Error(Task.isCancelled ? ECANCELED : ETIMEDOUT))
             }
         }
-        return .failure(Int32Error(ETIMEDOUT))
     }
 
-    /// The next event (header: code, index, length), or nil when none came within `timeoutMs`.
-    func nextEvent(timeoutMs: Int32) -> Result<Event?, Int32Error> {
-        var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-        let ready = poll(&poller, 1, timeoutMs)
-        if ready < 0 { return errno == EINTR ? .success(nil) : .failure(Int32Error(errno)) }
-        guard ready > 0 else { return .success(nil) }
-        let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-        guard n >= 0 else { return .failure(Int32Error(errno)) }
-        guard n >= 6 else { return .success(nil) }
-        let length = Int(UInt16(buffer[4]) | UInt16(buffer[5]) << 8)
-        return .success(Event(code: UInt16(buffer[0]) | UInt16(buffer[1]) << 8, index: UInt16(buffer[2]) | UInt16(buffer[3]) << 8,
-                              parameters: buffer[6..<min(n, 6 + length)]))
+    /// The next event (header: code, index, length); nil when none came before `deadline` or the task is cancelled.
+    /// Waits on the I/O reactor.
+    func nextEvent(until deadline: ContinuousClock.Instant) async -> Result<Event?, Int32Error> {
+        while true {
+            let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            if n >= 6 {
+                let length = Int(UInt16(buffer[4]) | UInt16(buffer[5]) << 8)
+                return .success(Event(code: UInt16(buffer[0]) | UInt16(buffer[1]) << 8, index: UInt16(buffer[2]) | UInt16(buffer[3]) << 8,
+                                      parameters: buffer[6..<min(n, 6 + length)]))
+            }
+            if n == 0 { return .failure(Int32Error(ECONNRESET)) }  // the other end of a test's socket pair closed
+            if n > 0 { continue }  // too short for an event
+            let e = errno
+            if e == EINTR { continue }
+            guard e == EAGAIN || e == EWOULDBLOCK else { return .failure(Int32Error(e)) }
+            let left = deadline - ContinuousClock.now
+            guard left > .zero, !Task.isCancelled else { return .success(nil) }
+            do {
+                guard case .ready = try await SocketWait.wait(for: .readable, on: fd, wake: WakeSignal(), timeout: left) else { return .success(nil) }
+            } catch {
+                return .failure(Int32Error(error.errno ?? EIO))
+            }
+        }
     }
 }
 
@@ -253,16 +267,16 @@ enum ManagementAdvertising {
 
     /// Starts advertising `data` (with its own Flags field) on adapter `index`: the command's status (0: success),
     /// or the errno of the socket.
-    static func add(index: UInt16, data: [UInt8]) -> Result<UInt8, Int32Error> {
+    static func add(index: UInt16, data: [UInt8]) async -> Result<UInt8, Int32Error> {
         // Instance, flags (connectable), duration 0, timeout 0 (until removed), data length, scan response length, data.
         let parameters: [UInt8] = [instance, 0x01, 0, 0, 0, 0, 0, 0, 0, UInt8(data.count), 0] + data
-        do { return try ManagementSocket().command(0x003E, index: index, parameters: parameters) } catch { return .failure(error) }
+        do { return try await ManagementSocket().command(0x003E, index: index, parameters: parameters) } catch { return .failure(error) }
     }
 
     /// Stops advertising instance 1 on adapter `index` (Remove Advertising, 0x003F).
     @discardableResult
-    static func remove(index: UInt16) -> Result<UInt8, Int32Error> {
-        do { return try ManagementSocket().command(0x003F, index: index, parameters: [instance]) } catch { return .failure(error) }
+    static func remove(index: UInt16) async -> Result<UInt8, Int32Error> {
+        do { return try await ManagementSocket().command(0x003F, index: index, parameters: [instance]) } catch { return .failure(error) }
     }
 }
 
@@ -278,9 +292,9 @@ enum ManagementLinks {
     }
 
     /// The LE links of adapter `index`; nil when the management interface cannot be used (no CAP_NET_ADMIN).
-    static func connections(index: UInt16) -> [Peer]? {
+    static func connections(index: UInt16) async -> [Peer]? {
         guard let socket = try? ManagementSocket(),
-              case let .success((0, reply)) = socket.commandReply(0x0015, index: index, parameters: []) else { return nil }
+              case let .success((0, reply)) = await socket.commandReply(0x0015, index: index, parameters: []) else { return nil }
         return peers(reply)
     }
 
@@ -301,8 +315,8 @@ enum ManagementLinks {
 
     /// Ends the link to `peer` on adapter `index`: the command's status (0: done; 0x02 not connected), or the errno.
     @discardableResult
-    static func disconnect(index: UInt16, _ peer: Peer) -> Result<UInt8, Int32Error> {
-        do { return try ManagementSocket().command(0x0014, index: index, parameters: peer.address + [peer.type]) } catch { return .failure(error) }
+    static func disconnect(index: UInt16, _ peer: Peer) async -> Result<UInt8, Int32Error> {
+        do { return try await ManagementSocket().command(0x0014, index: index, parameters: peer.address + [peer.type]) } catch { return .failure(error) }
     }
 }
 
@@ -321,16 +335,17 @@ enum ManagementDiscovery {
 
     static let busy: UInt8 = 0x0A
 
-    /// What the kernel reported until `deadline` or `stop`; nil when the management interface cannot be used here
-    /// (no permission, an old kernel, the adapter refused: the caller scans through HCI commands instead). `socket`
-    /// makes the management socket (a test gives one end of a socket pair).
+    /// What the kernel reported until `deadline` or until the task is cancelled; nil when the management interface
+    /// cannot be used here (no permission, an old kernel, the adapter refused: the caller scans through HCI commands
+    /// instead). `socket` makes the management socket (a test gives one end of a socket pair). The events are read
+    /// as they come through the I/O reactor: no thread is held for the scan's duration.
     ///
     /// Busy (another discovery on the adapter, such as one bluetoothd left running, or the kernel still settling after
     /// the adapter came up) is not a refusal: the kernel sends every Device Found event to every management socket, so
     /// the scan listens to that discovery and asks again for its own every half second.
-    static func scan(index: UInt16, until deadline: ContinuousClock.Instant, stop: BLEScanner.StopFlag,
+    static func scan(index: UInt16, until deadline: ContinuousClock.Instant,
                      log: (String) -> Void = { _ in },
-                     socket makeSocket: () throws(Int32Error) -> ManagementSocket = { () throws(Int32Error) in try ManagementSocket() }) -> [BLEAdvertisement]? {
+                     socket makeSocket: () throws(Int32Error) -> ManagementSocket = { () throws(Int32Error) in try ManagementSocket() }) async -> [BLEAdvertisement]? {
         guard let socket = try? makeSocket() else {
             log("the management interface cannot be opened; scanning through HCI commands")
             return nil
@@ -351,8 +366,8 @@ enum ManagementDiscovery {
                 break
             }
         }
-        func start() -> Bool {
-            let status = socket.command(0x0023, index: index, parameters: [leTypes], other: handle)
+        func start() async -> Bool {
+            let status = await socket.command(0x0023, index: index, parameters: [leTypes], other: handle)
             switch status {
             case .success(0):
                 ours = true
@@ -366,17 +381,26 @@ enum ManagementDiscovery {
                 return false
             }
         }
-        guard start() else { return nil }
-        while !stop.isStopped {
+        guard await start() else { return nil }
+        reading: while !Task.isCancelled {
             let now = ContinuousClock.now
-            let left = deadline - now
-            if left <= .zero { break }
-            if !ours, now >= nextAttempt, !start() { break }
-            let ms = Int32(clamping: min(left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000 + 1, 100))
-            if case let .success(event?) = socket.nextEvent(timeoutMs: ms) { handle(event) }
+            if now >= deadline { break }
+            if !ours, now >= nextAttempt {
+                guard await start() else { break }
+                continue
+            }
+            // Until the next event, the end of the scan, or the time to ask again for a discovery of our own.
+            switch await socket.nextEvent(until: ours ? deadline : min(deadline, nextAttempt)) {
+            case let .success(event?): handle(event)
+            case .success(nil): continue
+            case let .failure(e):
+                log("reading the kernel's discovery events on hci\(index) failed (\(POSIX.describe(e.code)))")
+                break reading
+            }
         }
-        // What comes while discovery stops is still what the caller asked for.
-        if ours { _ = socket.command(0x0024, index: index, parameters: [leTypes], other: handle) }
+        // What comes while discovery stops is still what the caller asked for. (Cancelled, the command is sent but its
+        // answer not waited for.)
+        if ours { _ = await socket.command(0x0024, index: index, parameters: [leTypes], other: handle) }
         log("the kernel's discovery on hci\(index) reported \(found.count) advertisements")
         return found
     }
@@ -516,20 +540,16 @@ public enum BLEScanner {
         }
         guard chosen.isUp else { throw TransportError(.notFound, "\(context): adapter \(chosen.name) is down (bring it up: hciconfig \(chosen.name) up)") }
         logger?.debug("scanning on \(chosen.name) for \(duration.shortDescription)")
-        let stop = StopFlag()
         let deadline = ContinuousClock.now + duration
-        let result: Result<[BLEAdvertisement], TransportError> = try await withTaskCancellationHandler {
-            try await DedicatedThread.run(name: "tuneup-le-scan") { () -> Result<[BLEAdvertisement], TransportError> in
-                // The kernel's discovery (extended advertisers too) where it can be used; else raw HCI scanning.
-                if let found = ManagementDiscovery.scan(index: chosen.id, until: deadline, stop: stop, log: { logger?.debug("\($0)") }) {
-                    return .success(found)
-                }
-                return scanLoop(device: chosen.id, until: deadline, stop: stop, context: context)
-            }
-        } onCancel: {
-            stop.stop()
+        // The kernel's discovery (extended advertisers too) where it can be used; else raw HCI scanning. Both read
+        // their events through the I/O reactor: no thread waits out the scan.
+        let seen: [BLEAdvertisement]
+        if let found = await ManagementDiscovery.scan(index: chosen.id, until: deadline, log: { logger?.debug("\($0)") }) {
+            seen = found
+        } else {
+            seen = try await hciScan(device: chosen.id, until: deadline, context: context)
         }
-        let seen = try result.get()
+        try Task.checkCancellation()
         var latest: [BLEAddress: BLEAdvertisement] = [:]
         var order: [BLEAddress] = []
         for a in seen {
@@ -542,55 +562,97 @@ public enum BLEScanner {
         return order.compactMap { latest[$0] }.filter { ad in service.map { ad.services16.contains($0) } ?? true }
     }
 
-    /// The blocking scan, on a pool thread: filter LE meta events, enable passive scanning, read reports, disable.
-    private static func scanLoop(device: UInt16, until deadline: ContinuousClock.Instant, stop: StopFlag, context: String) -> Result<[BLEAdvertisement], TransportError> {
-        let dd = hci_open_dev(Int32(device))
-        guard dd >= 0 else { return .failure(BluetoothErrors.adapterError(errno, adapter: "hci\(device)", context: context)) }
-        defer { Glibc.close(dd) }
-        var old = hci_filter()
-        var oldLength = socklen_t(MemoryLayout<hci_filter>.size)
-        _ = getsockopt(dd, SOL_HCI, HCI_FILTER, &old, &oldLength)
-        var filter = hci_filter()
-        hci_filter_clear(&filter)
-        hci_filter_set_ptype(HCI_EVENT_PKT, &filter)
-        hci_filter_set_event(EVT_LE_META_EVENT, &filter)
-        guard setsockopt(dd, SOL_HCI, HCI_FILTER, &filter, socklen_t(MemoryLayout<hci_filter>.size)) == 0 else {
-            return .failure(TransportError(.io, "\(context): cannot filter HCI events: \(POSIX.describe(errno))", errno: errno))
+    /// The raw HCI scan: set up (libbluetooth's blocking command calls) on the blocking executor, the LE meta events
+    /// read through the I/O reactor until `deadline` or cancellation, then scanning switched off and the socket
+    /// closed on a short-lived thread.
+    private static func hciScan(device: UInt16, until deadline: ContinuousClock.Instant, context: String) async throws -> [BLEAdvertisement] {
+        let opened = try await DedicatedThread.run(name: "tuneup-le-scan", discard: { (r: Result<HCIScanSocket, TransportError>) in
+            if case .success(let socket) = r { socket.finish() }
+        }) { HCIScanSocket.start(device: device, context: context) }
+        let socket = try opened.get()
+        defer {
+            if (try? DedicatedThread.spawn(name: "tuneup-le-scan", { socket.finish() })) == nil { socket.finish() }
         }
-        defer { _ = setsockopt(dd, SOL_HCI, HCI_FILTER, &old, oldLength) }
-        _ = HCICommands.send(dd, ocf: 0x000C, parameters: [0, 0])  // scanning off first: parameters cannot change while on
-        // Passive, 10 ms interval and window, public own address, accept all.
-        if case let .failure(e) = HCICommands.send(dd, ocf: 0x000B, parameters: [0x00, 0x10, 0x00, 0x10, 0x00, 0x00, 0x00]) {
-            return .failure(scanError(e.code, device: device, context: context))
-        }
-        switch HCICommands.send(dd, ocf: 0x000C, parameters: [1, 0]) {
-        case let .failure(e): return .failure(scanError(e.code, device: device, context: context))
-        case let .success(status) where status != 0:
-            return .failure(TransportError(.io, "\(context): hci\(device) refused to scan (HCI status 0x\(String(status, radix: 16)))"))
-        default: break
-        }
-        defer { _ = HCICommands.send(dd, ocf: 0x000C, parameters: [0, 0]) }
+        let dd = socket.descriptor
+        _ = fcntl(dd, F_SETFL, fcntl(dd, F_GETFL) | O_NONBLOCK)
         var found: [BLEAdvertisement] = []
         var buffer = [UInt8](repeating: 0, count: 260)
-        while !stop.isStopped {
-            let left = deadline - ContinuousClock.now
-            if left <= .zero { break }
-            var p = pollfd(fd: dd, events: Int16(POLLIN), revents: 0)
-            let ms = Int32(clamping: min(left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000 + 1, 100))
-            guard poll(&p, 1, ms) > 0 else { continue }
+        while !Task.isCancelled {
             let n = read(dd, &buffer, buffer.count)
-            // HCI event packet: 04 | event 3E | length | LE meta parameters.
-            guard n > 3, buffer[0] == 0x04, buffer[1] == 0x3E else { continue }
-            found += BLEAdvertisement.reports(inLEMeta: Array(buffer[3..<n]))
+            if n > 0 {
+                // HCI event packet: 04 | event 3E | length | LE meta parameters.
+                if n > 3, buffer[0] == 0x04, buffer[1] == 0x3E { found += BLEAdvertisement.reports(inLEMeta: Array(buffer[3..<n])) }
+                continue
+            }
+            let e = errno
+            if n < 0, e == EINTR { continue }
+            guard n < 0, e == EAGAIN || e == EWOULDBLOCK else { break }
+            let left = deadline - ContinuousClock.now
+            guard left > .zero, case .ready = try await SocketWait.wait(for: .readable, on: dd, wake: WakeSignal(), timeout: left) else { break }
         }
-        return .success(found)
+        return found
     }
 
-    /// Set when the scanning task is cancelled; the scan thread looks every 100 ms.
-    final class StopFlag: Sendable {
-        private let flag = Mutex(false)
-        func stop() { flag.withLock { $0 = true } }
-        var isStopped: Bool { flag.withLock { $0 } }
+    /// A raw HCI socket set up for a passive LE scan: only LE meta events pass its filter, scanning is on. Internal.
+    final class HCIScanSocket: Sendable {
+        let descriptor: Int32
+        private let device: UInt16
+        private let oldFilter: [UInt8]
+
+        private init(descriptor: Int32, device: UInt16, oldFilter: [UInt8]) {
+            self.descriptor = descriptor
+            self.device = device
+            self.oldFilter = oldFilter
+        }
+
+        /// Opens the adapter's HCI socket, filters LE meta events, sets passive scanning (10 ms interval and window,
+        /// public own address, accept all) and switches it on. Blocking: on the blocking executor.
+        static func start(device: UInt16, context: String) -> Result<HCIScanSocket, TransportError> {
+            let dd = hci_open_dev(Int32(device))
+            guard dd >= 0 else { return .failure(BluetoothErrors.adapterError(errno, adapter: "hci\(device)", context: context)) }
+            var old = [UInt8](repeating: 0, count: MemoryLayout<hci_filter>.size)
+            var oldLength = socklen_t(old.count)
+            if old.withUnsafeMutableBytes({ getsockopt(dd, SOL_HCI, HCI_FILTER, $0.baseAddress, &oldLength) }) != 0 { oldLength = 0 }
+            var filter = hci_filter()
+            hci_filter_clear(&filter)
+            hci_filter_set_ptype(HCI_EVENT_PKT, &filter)
+            hci_filter_set_event(EVT_LE_META_EVENT, &filter)
+            guard setsockopt(dd, SOL_HCI, HCI_FILTER, &filter, socklen_t(MemoryLayout<hci_filter>.size)) == 0 else {
+                let e = errno
+                Glibc.close(dd)
+                return .failure(TransportError(.io, "\(context): cannot filter HCI events: \(POSIX.describe(e))", errno: e))
+            }
+            let socket = HCIScanSocket(descriptor: dd, device: device, oldFilter: Array(old.prefix(Int(oldLength))))
+            _ = HCICommands.send(dd, ocf: 0x000C, parameters: [0, 0])  // scanning off first: parameters cannot change while on
+            if case let .failure(e) = HCICommands.send(dd, ocf: 0x000B, parameters: [0x00, 0x10, 0x00, 0x10, 0x00, 0x00, 0x00]) {
+                socket.close()
+                return .failure(scanError(e.code, device: device, context: context))
+            }
+            switch HCICommands.send(dd, ocf: 0x000C, parameters: [1, 0]) {
+            case let .failure(e):
+                socket.close()
+                return .failure(scanError(e.code, device: device, context: context))
+            case let .success(status) where status != 0:
+                socket.close()
+                return .failure(TransportError(.io, "\(context): hci\(device) refused to scan (HCI status 0x\(String(status, radix: 16)))"))
+            default:
+                return .success(socket)
+            }
+        }
+
+        /// Switches scanning off, then restores the filter and closes the socket. Blocking: off the cooperative pool.
+        func finish() {
+            _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) & ~O_NONBLOCK)
+            _ = HCICommands.send(descriptor, ocf: 0x000C, parameters: [0, 0])
+            close()
+        }
+
+        private func close() {
+            if !oldFilter.isEmpty {
+                _ = oldFilter.withUnsafeBytes { setsockopt(descriptor, SOL_HCI, HCI_FILTER, $0.baseAddress, socklen_t($0.count)) }
+            }
+            Glibc.close(descriptor)
+        }
     }
 
     private static func scanError(_ e: Int32, device: UInt16, context: String) -> TransportError {
@@ -611,7 +673,10 @@ public final class ATTListener: TransportListener, Sendable {
     private struct State {
         var fd: Int32
         var closed = false
-        var wake: WakeSignal?
+        /// The accepts waiting for a connection now; the last one out after `close()` releases the socket.
+        var waiters: [Int: WakeSignal] = [:]
+        var nextWaiter = 0
+        var released = false
         /// The kernel advertises (management interface), and advertises again after a connection by itself.
         var managedAdvertising = false
     }
@@ -661,7 +726,7 @@ public final class ATTListener: TransportListener, Sendable {
         let data = AdvertisingData.encode(.init(name: name, services16: [service]))
         // The kernel's advertising (management interface) where it can; else raw HCI commands (legacy advertising,
         // which centrals that scan with extended scanning do not see on every controller).
-        let managed = try await DedicatedThread.run(name: "tuneup-le-adv") { ManagementAdvertising.add(index: chosen.id, data: data) }
+        let managed = await ManagementAdvertising.add(index: chosen.id, data: data)
         let started: Result<UInt8, Int32Error>
         if case .success(0) = managed {
             started = managed
@@ -678,11 +743,8 @@ public final class ATTListener: TransportListener, Sendable {
         // LE links already up on this adapter have no ATT server: the kernel gives a link the ATT channel of the
         // listener there when it comes up, so they were a previous server's (a simulator killed and started again).
         // A device that restarts drops its links; end them, so their centrals see the loss now and connect again.
-        let stale = try await DedicatedThread.run(name: "tuneup-le-adv") { () -> [ManagementLinks.Peer] in
-            let peers = ManagementLinks.connections(index: chosen.id) ?? []
-            for peer in peers { ManagementLinks.disconnect(index: chosen.id, peer) }
-            return peers
-        }
+        let stale = await ManagementLinks.connections(index: chosen.id) ?? []
+        for peer in stale { await ManagementLinks.disconnect(index: chosen.id, peer) }
         if !stale.isEmpty { logger?.debug("ended \(stale.count) LE link(s) left on \(chosen.name) without an ATT server") }
         logger?.debug("advertising \"\(name)\" (service 0x\(String(service, radix: 16))) and listening for ATT on \(chosen.name) (\(chosen.address))")
         let listener = ATTListener(fd: fd, adapter: chosen, logger: logger)
@@ -724,19 +786,20 @@ public final class ATTListener: TransportListener, Sendable {
             guard e == EAGAIN || e == EWOULDBLOCK || e == EINTR || e == ECONNABORTED else {
                 throw TransportError(.io, "cannot accept a connection on \(endpoint): \(POSIX.describe(e))", errno: e)
             }
-            let wake = try WakeSignal()
-            let fd: Int32? = state.withLock { s in
+            let wake = WakeSignal()
+            let waiting: (id: Int, fd: Int32)? = state.withLock { s in
                 guard !s.closed else { return nil }
-                s.wake = wake
-                return s.fd
+                let id = s.nextWaiter
+                s.nextWaiter += 1
+                s.waiters[id] = wake
+                return (id, s.fd)
             }
-            guard let fd else {
-                wake.close()
-                throw closedError
+            guard let waiting else { throw closedError }
+            let outcome: SocketWait.Outcome
+            do {
+                defer { finishWaiting(waiting.id) }
+                outcome = try await SocketWait.wait(for: .readable, on: waiting.fd, wake: wake, timeout: .seconds(1))
             }
-            let outcome = try await BluetoothThread.wait(for: Int16(POLLIN), on: fd, wake: wake, timeout: .seconds(1), name: "tuneup-le-acc")
-            state.withLock { $0.wake = nil }
-            wake.close()
             switch outcome {
             case .woken:
                 if state.withLock({ $0.closed }) { throw closedError }
@@ -753,24 +816,39 @@ public final class ATTListener: TransportListener, Sendable {
         }
     }
 
-    /// Stops listening and advertising. Idempotent.
+    /// Forgets a waiting accept; the last one out after `close()` releases the socket.
+    private func finishWaiting(_ id: Int) {
+        let release: Int32? = state.withLock { s in
+            s.waiters[id] = nil
+            guard s.closed, s.waiters.isEmpty, !s.released else { return nil }
+            s.released = true
+            return s.fd
+        }
+        if let release { POSIX.close(release) }
+    }
+
+    /// Stops listening and advertising: wakes pending `accept()`s (they throw `.closed`), releases the socket once
+    /// none is still waking up, and stops the advertising (the management interface's Remove Advertising in a task,
+    /// or an HCI command on a short-lived thread). Idempotent.
     public func close() {
-        let closing: (Int32, WakeSignal?, Bool)? = state.withLock { s in
+        let closing: (release: Int32?, wakers: [WakeSignal], managed: Bool)? = state.withLock { s in
             guard !s.closed else { return nil }
             s.closed = true
-            return (s.fd, s.wake, s.managedAdvertising)
+            var release: Int32?
+            if s.waiters.isEmpty {
+                s.released = true
+                release = s.fd
+            }
+            return (release, Array(s.waiters.values), s.managedAdvertising)
         }
         guard let closing else { return }
-        let (fd, wake, managed) = closing
-        wake?.fire()
+        for wake in closing.wakers { wake.fire() }
+        if let fd = closing.release { POSIX.close(fd) }
         let id = adapter.id
-        try? DedicatedThread.spawn(name: "tuneup-le-adv") {
-            if managed {
-                ManagementAdvertising.remove(index: id)
-            } else {
-                _ = HCICommands.send(device: id, ocf: 0x000A, parameters: [0])
-            }
-            POSIX.close(fd)
+        if closing.managed {
+            Task { await ManagementAdvertising.remove(index: id) }
+        } else {
+            try? DedicatedThread.spawn(name: "tuneup-le-adv") { _ = HCICommands.send(device: id, ocf: 0x000A, parameters: [0]) }
         }
     }
 }
@@ -820,8 +898,8 @@ final class BLEPeripheralLink: Transport {
         }
         if endLink {
             let (adapter, peer) = (adapter, peer)
-            let status = try? await DedicatedThread.run(name: "tuneup-le-disc") { ManagementLinks.disconnect(index: adapter, peer) }
-            logger?.debug("ended the LE link to \(peerDescription): \(status.map { "\($0)" } ?? "no thread")")
+            let status = await ManagementLinks.disconnect(index: adapter, peer)
+            logger?.debug("ended the LE link to \(peerDescription): \(status)")
         }
         await inner.close()
     }

@@ -16,9 +16,10 @@ import Transport
 ///   SDP server is reachable the listener still works, and says so in one `.notice` log line (clients must then name
 ///   the channel). The record is removed on `close()`, and in any case when the process ends (it is tied to the
 ///   session with bluetoothd).
-/// - `accept()` waits on a dedicated thread (never blocking a cooperative-pool thread), is cancellable (a connection
-///   arriving later stays queued for the next `accept()`), and may be called from several tasks. Accepted connections
-///   are non-blocking `FileDescriptorTransport`s (`.byteStream`) with `peerDescription` `bt:PEERADDR`.
+/// - `accept()` waits on the I/O reactor (no thread of its own, nothing blocking a cooperative-pool thread), is
+///   cancellable (a connection arriving later stays queued for the next `accept()`), and may be called from several
+///   tasks. Accepted connections are non-blocking `FileDescriptorTransport`s (`.byteStream`) with
+///   `peerDescription` `bt:PEERADDR`.
 /// - `close()` is idempotent and makes pending and later `accept()` calls throw `TransportError(.closed)`; accepted
 ///   connections stay open. The socket is released once no `accept()` is still waking up.
 public final class RFCOMMListener: TransportListener, Sendable {
@@ -191,8 +192,7 @@ public final class RFCOMMListener: TransportListener, Sendable {
         TransportError(.closed, "the listener on \(endpoint) is closed")
     }
 
-    /// The number of `accept()` calls waiting for a connection on their dedicated threads now (for tests and
-    /// diagnostics).
+    /// The number of `accept()` calls waiting for a connection on the reactor now (for tests and diagnostics).
     var pendingAccepts: Int {
         state.withLock { s in s.waiters.values.filter { $0.isWatched }.count }
     }
@@ -234,9 +234,9 @@ public final class RFCOMMListener: TransportListener, Sendable {
         }
     }
 
-    /// Waits (on a dedicated thread) until the socket is readable, the listener closes, or the task is cancelled.
+    /// Waits (on the I/O reactor) until the socket is readable, the listener closes, or the task is cancelled.
     private func waitForConnection() async throws {
-        let wake = try WakeSignal()
+        let wake = WakeSignal()
         let registered: (id: Int, fd: Int32)? = state.withLock { s in
             guard !s.closed else { return nil }
             let id = s.nextWaiter
@@ -244,15 +244,9 @@ public final class RFCOMMListener: TransportListener, Sendable {
             s.waiters[id] = wake
             return (id, s.fd)
         }
-        guard let registered else {
-            wake.close()
-            throw closedError
-        }
-        defer {
-            finishWaiting(registered.id)
-            wake.close()
-        }
-        let outcome = try await BluetoothThread.wait(for: Int16(POLLIN), on: registered.fd, wake: wake, name: "tuneup-rfcomm-acc")
+        guard let registered else { throw closedError }
+        defer { finishWaiting(registered.id) }
+        let outcome = try await SocketWait.wait(for: .readable, on: registered.fd, wake: wake)
         if outcome == .woken {
             if state.withLock({ $0.closed }) { throw closedError }
             throw CancellationError()

@@ -25,9 +25,9 @@ public enum RFCOMMTransport {
     ///   not in range or not connectable; no SPP service), `.connectionRefused` ("no service on RFCOMM channel N", or
     ///   no SDP server), `.timedOut`, `.permissionDenied`, `.busy`, `.io` — or `CancellationError`.
     ///
-    /// Nothing here blocks a thread of the cooperative pool: the connect is non-blocking and completes on a dedicated
-    /// thread, which the timeout and cancellation wake at once; SDP runs on dedicated threads. No descriptor outlives
-    /// a failed or cancelled call.
+    /// Nothing here blocks a thread of the cooperative pool: the connect is non-blocking and its completion is waited
+    /// for on the I/O reactor, which the timeout and cancellation end at once; SDP's blocking library calls run on the
+    /// blocking executor. No descriptor outlives a failed or cancelled call.
     public static func connect(
         to address: BluetoothAddress, channel: UInt8?, adapter: String? = nil,
         timeout: Duration = .seconds(10), logger: Logger? = nil
@@ -70,7 +70,7 @@ public enum RFCOMMTransport {
         let source = local.map { RFCOMMSocketAddress(address: $0, channel: 0) }
         let remote = RFCOMMSocketAddress(address: address.kernelAddress, channel: channel)
         let fd = try await BluetoothConnect.connectedSocket(
-            type: Int32(SOCK_STREAM.rawValue), proto: BTPROTO_RFCOMM, threadName: "tuneup-rfcomm",
+            type: Int32(SOCK_STREAM.rawValue), proto: BTPROTO_RFCOMM,
             bind: source.map { source in { fd in source.withSockaddr { Glibc.bind(fd, $0, $1) } } },
             connect: { fd in remote.withSockaddr { Glibc.connect(fd, $0, $1) } },
             socketFailure: { BluetoothErrors.socketError($0, context: context) },

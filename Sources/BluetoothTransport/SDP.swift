@@ -15,9 +15,9 @@ enum SDP {
     /// Asks the SDP server of `remote` (L2CAP PSM 1), from the local adapter `local` (nil: any), for the Serial Port
     /// service, and returns the RFCOMM channel of the first SPP record that has one.
     ///
-    /// The L2CAP connect is non-blocking and waited for on a dedicated thread (cancellable); the SDP transaction
-    /// itself runs on another dedicated thread (libbluetooth's own 20 s response timeout bounds it; a cancelled
-    /// caller returns at once and the thread cleans up after itself).
+    /// The L2CAP connect is non-blocking and waited for on the I/O reactor (cancellable); the SDP transaction
+    /// itself (libbluetooth's blocking request code) runs on the blocking executor (its own 20 s response timeout
+    /// bounds it; a cancelled caller returns at once and the pool thread cleans up after itself).
     ///
     /// - Throws: `.notFound` "no SPP service …" when the device answers without one, the mapped socket errors
     ///   (`BluetoothErrors.sdpError`), or `CancellationError`.
@@ -27,9 +27,7 @@ enum SDP {
         // From here on, whoever ends up with the session closes it.
         let socket = sdp_get_socket(session.raw)
         do {
-            let wake = try WakeSignal()
-            defer { wake.close() }
-            let outcome = try await BluetoothThread.wait(for: Int16(POLLOUT), on: socket, wake: wake, name: "tuneup-sdp")
+            let outcome = try await SocketWait.wait(for: .writable, on: socket, wake: WakeSignal())
             if outcome == .woken { throw CancellationError() }
             var pending: Int32 = 0
             var length = socklen_t(MemoryLayout<Int32>.size)

@@ -3,7 +3,7 @@ import Glibc
 import Transport
 
 /// What the kernel Bluetooth links (RFCOMM, L2CAP LE) share when they open a connection: the adapter named by the
-/// caller, and a non-blocking connect whose completion is waited for on a dedicated thread.
+/// caller, and a non-blocking connect whose completion is waited for on the I/O reactor.
 enum BluetoothConnect {
     /// The selector an `adapter` argument names (nil: the kernel picks); a bad name is `.invalidAddress`.
     static func selector(_ adapter: String?, context: String) throws(TransportError) -> AdapterSelector? {
@@ -24,14 +24,14 @@ enum BluetoothConnect {
     }
 
     /// Opens a non-blocking `AF_BLUETOOTH` socket of `type` and `proto`, binds it with `bind` (when given) and connects
-    /// it with `connect`, waiting for the connection on a thread of its own (cancellation wakes it at once). Returns
+    /// it with `connect`, waiting for the connection on the I/O reactor (cancellation ends the wait at once). Returns
     /// the connected descriptor, which the caller owns; no descriptor outlives a failure.
     ///
     /// - Parameters:
     ///   - socketFailure: the error for a socket that cannot be created (errno).
     ///   - failure: the error for a bind or connect that fails (errno).
     static func connectedSocket(
-        type: Int32, proto: Int32, threadName: String,
+        type: Int32, proto: Int32,
         bind: ((Int32) -> Int32)?, connect: (Int32) -> Int32,
         socketFailure: (Int32) -> TransportError, failure: (Int32) -> TransportError
     ) async throws -> Int32 {
@@ -43,9 +43,7 @@ enum BluetoothConnect {
         if connect(fd) != 0 {
             let e = errno
             guard e == EINPROGRESS || e == EINTR || e == EAGAIN else { throw failure(e) }
-            let wake = try WakeSignal()
-            defer { wake.close() }
-            let outcome = try await BluetoothThread.wait(for: Int16(POLLOUT), on: fd, wake: wake, name: threadName)
+            let outcome = try await SocketWait.wait(for: .writable, on: fd, wake: WakeSignal())
             if outcome == .woken { throw CancellationError() }
             var pending: Int32 = 0
             var length = socklen_t(MemoryLayout<Int32>.size)

@@ -28,15 +28,18 @@ import Synchronization
 /// dispatch timer source per call and wakes libdispatch's manager thread to program it: several times the cost, and
 /// a session starts one timer per request.) Timer actions run on the reactor thread and must be short: resume a
 /// continuation, start a task.
-final class IOReactor: Sendable {
+///
+/// `package` for the other back ends of the package (BluetoothTransport waits for its sockets here): the shared
+/// reactor and its descriptor waits only; timers go through `Timers`.
+package final class IOReactor: Sendable {
     /// What to wait for.
-    enum Interest: Sendable {
+    package enum Interest: Sendable {
         case readable
         case writable
     }
 
     /// A descriptor known to the reactor.
-    struct Registration: Sendable, Hashable {
+    package struct Registration: Sendable, Hashable {
         /// Unique for the life of the process (epoll user data).
         let id: UInt64
         /// The descriptor number.
@@ -89,7 +92,7 @@ final class IOReactor: Sendable {
     }()
 
     /// The process-wide reactor used by all back ends (started on first use, never stopped).
-    static func shared() throws(TransportError) -> IOReactor {
+    package static func shared() throws(TransportError) -> IOReactor {
         try sharedReactor.get()
     }
 
@@ -181,7 +184,7 @@ final class IOReactor: Sendable {
     }
 
     /// Starts tracking `fd` (nothing is armed until somebody waits).
-    func register(_ fd: Int32) throws(TransportError) -> Registration {
+    package func register(_ fd: Int32) throws(TransportError) -> Registration {
         let id: UInt64? = state.withLock { s in
             guard !s.stopped else { return nil }
             let id = s.nextID
@@ -194,7 +197,7 @@ final class IOReactor: Sendable {
     }
 
     /// Stops tracking the registration and fails its pending waits with `error`. Call before closing the descriptor.
-    func deregister(_ registration: Registration, failing error: any Error) {
+    package func deregister(_ registration: Registration, failing error: any Error) {
         let waiters: [Waiter] = state.withLock { s in
             guard let entry = s.entries.removeValue(forKey: registration.id) else { return [] }
             if entry.inEpoll {
@@ -206,7 +209,7 @@ final class IOReactor: Sendable {
     }
 
     /// The number of `wake(_:)` calls so far for this registration (nil once deregistered).
-    func wakeCount(of registration: Registration) -> UInt64? {
+    package func wakeCount(of registration: Registration) -> UInt64? {
         state.withLock { $0.entries[registration.id]?.wakeups }
     }
 
@@ -219,7 +222,7 @@ final class IOReactor: Sendable {
     }
 
     /// Resumes the registration's current waiters without an I/O event and bumps its wake count.
-    func wake(_ registration: Registration) {
+    package func wake(_ registration: Registration) {
         let waiters: [Waiter] = state.withLock { s in
             guard var entry = s.entries[registration.id] else { return [] }
             entry.wakeups &+= 1
@@ -237,7 +240,7 @@ final class IOReactor: Sendable {
     /// - Parameter token: when given, returns at once if `wake(_:)` was called since `wakeCount(of:)` returned it.
     /// - Throws: `CancellationError` when the task is cancelled; `TransportError.closed` once deregistered;
     ///   `TransportError.io` if a second waiter for the same interest arrives or epoll refuses the descriptor.
-    nonisolated(nonsending) func wait(_ interest: Interest, on registration: Registration, unlessWokenSince token: UInt64? = nil) async throws {
+    nonisolated(nonsending) package func wait(_ interest: Interest, on registration: Registration, unlessWokenSince token: UInt64? = nil) async throws {
         let waiterID = state.withLock { s in
             let id = s.nextID
             s.nextID += 1

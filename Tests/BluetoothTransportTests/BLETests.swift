@@ -1,4 +1,5 @@
 import Glibc
+import Synchronization
 import Testing
 import TestSupport
 import Transport
@@ -67,15 +68,18 @@ private func bytes(_ text: String) -> [UInt8] {
          UInt8(parameters.count & 0xFF), UInt8(parameters.count >> 8)] + parameters
     }
 
-    /// Answers each command read from `fd` with `answers[opcode]` (packets, in order) until the other end closes.
-    static func fakeKernel(_ fd: Int32, answers: [UInt16: [[UInt8]]]) {
+    /// Answers each command read from `fd` with `answers[opcode]` (packets, in order) until the other end closes;
+    /// tells `answered` each command's opcode once it is answered.
+    static func fakeKernel(_ fd: Int32, answers: [UInt16: [[UInt8]]], answered: @Sendable (UInt16) -> Void = { _ in }) {
         var buffer = [UInt8](repeating: 0, count: 512)
         while true {
             let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
             guard n >= 6 else { break }
-            for p in answers[UInt16(buffer[0]) | UInt16(buffer[1]) << 8] ?? [] {
+            let opcode = UInt16(buffer[0]) | UInt16(buffer[1]) << 8
+            for p in answers[opcode] ?? [] {
                 _ = p.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
             }
+            answered(opcode)
         }
         Glibc.close(fd)
     }
@@ -100,11 +104,37 @@ private func bytes(_ text: String) -> [UInt8] {
             ]
             try DedicatedThread.spawn(name: "fake-kernel") { Self.fakeKernel(kernel, answers: answers) }
             // The deadline has passed: the scan starts discovery, stops it, and returns what came meanwhile.
-            let found = try await DedicatedThread.run(name: "test-scan") {
-                ManagementDiscovery.scan(index: 1, until: .now, stop: BLEScanner.StopFlag(), socket: { ManagementSocket(adopting: ours) })
-            }
+            let found = await ManagementDiscovery.scan(index: 1, until: .now, socket: { ManagementSocket(adopting: ours) })
             #expect(found?.map(\.address.description) == ["ble:00:AA:01:00:00:00", "ble:00:AA:01:00:00:01"])
             #expect(found?.first?.name == "wear")
+        }
+    }
+
+    /// A scan reads the kernel's events as they come, through the I/O reactor, for as long as it lasts (an hour
+    /// here): cancelled, it returns at once with what it found (an hour-long scan that ignored cancellation would trip
+    /// the time limit), and still asks the kernel to stop its discovery.
+    @Test func aCancelledScanReturnsWhatItFoundAndStopsTheDiscovery() async throws {
+        try await withTimeLimit {
+            var fds: [Int32] = [0, 0]
+            #expect(socketpair(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue), 0, &fds) == 0)
+            let (ours, kernel) = (fds[0], fds[1])
+            let wearable = bytes("00 00 00 01 aa 00 01 c5 00 00 00 00 0d 00 02 01 06 03 03 d2 fd 05 09 77 65 61 72")
+            let answers: [UInt16: [[UInt8]]] = [
+                0x0023: [Self.packet(0x0001, index: 1, [0x23, 0x00, 0x00, 0x06]), Self.packet(0x0012, index: 1, wearable)],
+                0x0024: [Self.packet(0x0001, index: 1, [0x24, 0x00, 0x00, 0x06])],
+            ]
+            let received = Mutex<[UInt16]>([])
+            try DedicatedThread.spawn(name: "fake-kernel") { Self.fakeKernel(kernel, answers: answers, answered: { opcode in received.withLock { $0.append(opcode) } }) }
+            let scan = Task { await ManagementDiscovery.scan(index: 1, until: .now + .seconds(3600), socket: { ManagementSocket(adopting: ours) }) }
+            // The Device Found event after the command's answer has been read by the scan (nothing left unread).
+            try await waitUntil("the scan read the kernel's events") {
+                var unread: Int32 = -1
+                return received.withLock { $0 == [0x0023] } && ioctl(ours, UInt(FIONREAD), &unread) == 0 && unread == 0
+            }
+            scan.cancel()
+            let found = await scan.value
+            #expect(found?.map(\.address.description) == ["ble:00:AA:01:00:00:00"])
+            try await waitUntil("the kernel is asked to stop the discovery") { received.withLock { $0 } == [0x0023, 0x0024] }
         }
     }
 }

@@ -111,3 +111,50 @@ func value<T: Sendable>(of task: Task<T, any Error>, cancellingAfter limit: Dura
     defer { watchdog.cancel() }
     return try await task.value
 }
+
+/// Number of threads of this process (entries of /proc/self/task).
+func threadCount() -> Int {
+    guard let dir = opendir("/proc/self/task") else { return -1 }
+    defer { closedir(dir) }
+    var count = 0
+    while let entry = readdir(dir) {
+        let isDot = withUnsafeBytes(of: entry.pointee.d_name) { $0.first == UInt8(ascii: ".") }
+        if !isDot { count += 1 }
+    }
+    return count
+}
+
+/// The inode of the file `fd` refers to (a pipe's, a socket's).
+func inode(of fd: Int32) -> UInt64? {
+    var info = stat()
+    return fstat(fd, &info) == 0 ? UInt64(info.st_ino) : nil
+}
+
+/// The inodes of the files some epoll instance of this process watches (the `ino:` of each `tfd:` line of an epoll
+/// descriptor's /proc/self/fdinfo entry): whether the I/O reactor still watches a pipe or socket, whatever the
+/// descriptor number it watches it through.
+func epollWatchedInodes() -> Set<UInt64> {
+    guard let dir = opendir("/proc/self/fd") else { return [] }
+    defer { closedir(dir) }
+    var inodes = Set<UInt64>()
+    while let entry = readdir(dir) {
+        let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        guard let fd = Int32(name), descriptorTarget(fd) == "anon_inode:[eventpoll]" else { continue }
+        let info = open("/proc/self/fdinfo/\(fd)", O_RDONLY | O_CLOEXEC)
+        guard info >= 0 else { continue }
+        var text: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = read(info, &chunk, chunk.count)
+            if n <= 0 { break }
+            text += chunk[0..<n]
+        }
+        close(info)
+        for line in String(decoding: text, as: UTF8.self).split(separator: "\n") where line.hasPrefix("tfd:") {
+            for field in line.split(separator: " ") where field.hasPrefix("ino:") {
+                if let value = UInt64(field.dropFirst(4), radix: 16) { inodes.insert(value) }
+            }
+        }
+    }
+    return inodes
+}

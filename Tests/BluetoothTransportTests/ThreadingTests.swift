@@ -5,9 +5,9 @@ import TestSupport
 import Transport
 @testable import BluetoothTransport
 
-/// The machinery that keeps blocking calls off the cooperative pool: waits on dedicated threads, their wake-up
-/// signal, the overall deadline, and the listener's accept/close logic (driven here through a Unix socket, since
-/// this host has no RFCOMM).
+/// The machinery that keeps blocking calls off the cooperative pool: socket waits on the I/O reactor (`SocketWait`)
+/// and their wake-up signal, blocking calls on the executor, the overall deadline, and the listener's accept/close
+/// logic (driven here through a Unix socket, since this host has no RFCOMM).
 @Suite struct ThreadingTests {
     func makePipe() throws -> (read: Int32, write: Int32) {
         var ends: [Int32] = [-1, -1]
@@ -15,52 +15,106 @@ import Transport
         return (ends[0], ends[1])
     }
 
-    @Test func waitReportsReadiness() async throws {
+    /// The reader sees the byte: the wait reports readiness with the descriptor's events, and once it has returned
+    /// no epoll instance of the process watches the pipe any more (it may be closed at once).
+    @Test func waitReportsReadinessAndLeavesNothingWatched() async throws {
         try await withTimeLimit {
             let (r, w) = try makePipe()
             defer { close(r); close(w) }
-            let wake = try WakeSignal()
-            defer { wake.close() }
-            async let outcome = BluetoothThread.wait(for: Int16(POLLIN), on: r, wake: wake, name: "t-wait")
-            try await waitUntil("the wait polls on its thread") { wake.isWatched }
+            let pipeInode = try #require(inode(of: r))
+            let wake = WakeSignal()
+            let waiting = Task { try await SocketWait.wait(for: .readable, on: r, wake: wake) }
+            try await waitUntil("the wait is under way") { wake.isWatched }
+            // The reactor watches the pipe now (what makes the check below able to fail).
+            try await waitUntil("the reactor watches the pipe") { epollWatchedInodes().contains(pipeInode) }
             var byte: UInt8 = 7
             #expect(write(w, &byte, 1) == 1)
-            let result = try await outcome
-            #expect(result == .ready(Int16(POLLIN)))
+            #expect(try await waiting.value == .ready(Int16(POLLIN)))
+            #expect(!wake.isWatched)
+            #expect(!epollWatchedInodes().contains(pipeInode), "the reactor still watches the pipe after the wait returned")
         }
     }
 
-    @Test func waitTimesOut() async throws {
+    /// A peer that hangs up makes the wait return with the hang-up in its events.
+    @Test func waitReportsAHangUp() async throws {
+        try await withTimeLimit {
+            let (r, w) = try makePipe()
+            defer { close(r) }
+            let wake = WakeSignal()
+            let waiting = Task { try await SocketWait.wait(for: .readable, on: r, wake: wake) }
+            try await waitUntil("the wait is under way") { wake.isWatched }
+            close(w)
+            let result = try await waiting.value
+            guard case .ready(let events) = result else {
+                Issue.record("expected readiness, got \(result)")
+                return
+            }
+            #expect(events & Int16(POLLHUP) != 0)
+        }
+    }
+
+    /// The timeout runs on the clock given: nothing happens until the injected clock reaches it, then `.timedOut`.
+    @Test func waitTimesOutOnTheInjectedClock() async throws {
         try await withTimeLimit {
             let (r, w) = try makePipe()
             defer { close(r); close(w) }
-            let wake = try WakeSignal()
-            defer { wake.close() }
-            let start = ContinuousClock.now
-            let result = try await BluetoothThread.wait(for: Int16(POLLIN), on: r, wake: wake, timeout: .milliseconds(100), name: "t-wait")
-            let elapsed = ContinuousClock.now - start
-            #expect(result == .timedOut)
-            // At least the timeout (a floor: a loaded machine is later, never earlier); a wait that ignored it would
-            // never end and trip the time limit.
-            #expect(elapsed >= .milliseconds(100))
+            let clock = ManualClock()
+            let wake = WakeSignal()
+            let task = Task { try await SocketWait.wait(for: .readable, on: r, wake: wake, timeout: .seconds(5), clock: clock) }
+            try await waitUntil("the wait is under way with its timer") { wake.isWatched && clock.pendingSleeps == 1 }
+            #expect(clock.nextDeadline == .seconds(5))
+            clock.advance(by: .seconds(4))
+            #expect(wake.isWatched, "the wait ended before its timeout")
+            clock.advance(by: .seconds(1))
+            #expect(try await task.value == .timedOut)
         }
     }
 
-    @Test func cancellationWakesTheWaitPromptlyAndLeaksNothing() async throws {
+    /// The same on the reactor's own timers (`ContinuousClock`): the wait ends, not before its time, and a wait that
+    /// ends otherwise leaves no timer behind.
+    @Test func waitTimesOutOnTheReactorTimers() async throws {
+        try await withTimeLimit {
+            let (r, w) = try makePipe()
+            defer { close(r); close(w) }
+            let start = ContinuousClock.now
+            #expect(try await SocketWait.wait(for: .readable, on: r, wake: WakeSignal(), timeout: .milliseconds(20)) == .timedOut)
+            // A floor (a loaded machine is later, never earlier); a wait that ignored its timeout would trip the limit.
+            #expect(ContinuousClock.now - start >= .milliseconds(20))
+            // Ready first: the hour-long timer is cancelled with the wait.
+            var byte: UInt8 = 1
+            #expect(write(w, &byte, 1) == 1)
+            #expect(try await SocketWait.wait(for: .readable, on: r, wake: WakeSignal(), timeout: .seconds(3600)) == .ready(Int16(POLLIN)))
+        }
+    }
+
+    @Test func aFiredSignalWakesAWaitUnderWayAndOneThatStartsLater() async throws {
+        try await withTimeLimit {
+            let (r, w) = try makePipe()
+            defer { close(r); close(w) }
+            let wake = WakeSignal()
+            let waiting = Task { try await SocketWait.wait(for: .readable, on: r, wake: wake) }
+            try await waitUntil("the wait is under way") { wake.isWatched }
+            wake.fire()
+            #expect(try await waiting.value == .woken)
+            wake.fire()
+            #expect(wake.hasFired)
+            #expect(try await SocketWait.wait(for: .readable, on: r, wake: wake) == .woken)
+        }
+    }
+
+    /// Cancellation ends a wait at once (without it the wait never ends: the time limit), fifty times over, and
+    /// leaves no descriptor behind.
+    @Test func cancellationEndsTheWaitAndLeaksNothing() async throws {
         try await withTimeLimit {
             let (r, w) = try makePipe()
             defer { close(r); close(w) }
             let before = openDescriptors()
             for _ in 0..<50 {
-                let wake = try WakeSignal()
-                defer { wake.close() }  // after the wait returned: its thread no longer polls the signal
-                let task = Task { () throws -> BluetoothThread.WaitOutcome in
-                    try await BluetoothThread.wait(for: Int16(POLLIN), on: r, wake: wake, name: "t-cancel")
-                }
-                try await waitUntil("the wait polls on its thread") { wake.isWatched }
+                let wake = WakeSignal()
+                let task = Task { try await SocketWait.wait(for: .readable, on: r, wake: wake) }
+                try await waitUntil("the wait is under way") { wake.isWatched }
                 task.cancel()
-                let result = try await task.value
-                #expect(result == .woken)  // without the wake-up the wait never ends: the time limit
+                #expect(try await task.value == .woken)
             }
             // Tests running in parallel open descriptors too: let them settle (a leak would not).
             let growth = try await settledValue(below: 25) { openDescriptors() - before }
@@ -68,18 +122,25 @@ import Transport
         }
     }
 
-    @Test func aFiredSignalWakesAWaitThatStartsLater() async throws {
+    /// Fifty waits at once, on one descriptor as a listener's accepts are: no thread each (a thread per wait was
+    /// fifty more threads), no descriptor each once they are over, and every one ends when its signal fires.
+    @Test func concurrentWaitsHoldNoThreadEach() async throws {
         try await withTimeLimit {
             let (r, w) = try makePipe()
             defer { close(r); close(w) }
-            let wake = try WakeSignal()
-            wake.fire()
-            wake.fire()
-            #expect(wake.hasFired)
-            #expect(try await BluetoothThread.wait(for: Int16(POLLIN), on: r, wake: wake, name: "t") == .woken)
-            wake.close()
-            wake.close()
-            wake.fire()  // after close: nothing happens
+            _ = try IOReactor.shared()  // the reactor's own thread, started once for the process
+            let threadsBefore = threadCount()
+            let descriptorsBefore = openDescriptors()
+            let wakes = (0..<50).map { _ in WakeSignal() }
+            let tasks = wakes.map { wake in Task { try await SocketWait.wait(for: .readable, on: r, wake: wake) } }
+            try await waitUntil("all fifty waits are under way") { wakes.allSatisfy(\.isWatched) }
+            // Other tests in the process start threads too (the blocking pool): a bound well below fifty.
+            let growth = threadCount() - threadsBefore
+            #expect(growth < 25, "\(growth) more threads while fifty waits are under way")
+            for wake in wakes { wake.fire() }
+            for task in tasks { #expect(try await task.value == .woken) }
+            let left = try await settledValue(below: 25) { openDescriptors() - descriptorsBefore }
+            #expect(left < 25)
         }
     }
 
@@ -88,12 +149,12 @@ import Transport
             #expect(try await DedicatedThread.run(name: "t-run") { 42 } == 42)
             let discarded = Mutex<[Int]>([])
             let started = Mutex(false)
-            let release = try WakeSignal()
-            defer { release.close() }
+            let (release, releaseWriter) = try makePipe()
+            defer { close(release); close(releaseWriter) }
             let task = Task {
                 try await DedicatedThread.run(name: "t-run", discard: { value in discarded.withLock { $0.append(value) } }) { () -> Int in
                     started.withLock { $0 = true }
-                    var entry = pollfd(fd: release.pollDescriptor, events: Int16(POLLIN), revents: 0)
+                    var entry = pollfd(fd: release, events: Int16(POLLIN), revents: 0)
                     _ = poll(&entry, 1, 60_000)  // stands for an SDP transaction that cannot be interrupted
                     return 7
                 }
@@ -105,7 +166,8 @@ import Transport
             // The cancelled caller returned while the blocking call still runs: nothing was discarded yet. (This
             // replaces a wall-clock bound that a loaded machine could exceed.)
             #expect(discarded.withLock { $0 }.isEmpty, "the caller waited for the blocking call")
-            release.fire()
+            var byte: UInt8 = 1
+            #expect(write(releaseWriter, &byte, 1) == 1)
             try await waitUntil("the late value is discarded") { !discarded.withLock { $0.isEmpty } }
             #expect(discarded.withLock { $0 } == [7])
         }
@@ -152,7 +214,7 @@ import Transport
             #expect(listener.endpoint == "bt:00:AA:01:00:00:00:5")
             #expect(!listener.isServiceRecordRegistered)
             async let accepted = listener.accept()
-            try await waitUntil("accept() waits on its thread") { listener.pendingAccepts == 1 }
+            try await waitUntil("accept() waits") { listener.pendingAccepts == 1 }
             let client = try FileDescriptorTransport(adopting: try connect(), peerDescription: "client")
             let server = try await accepted
             #expect(server.peerDescription == "bt:unknown")  // not an RFCOMM peer
@@ -173,7 +235,7 @@ import Transport
             let (listener, _) = try listener()
             let pending = Task { try await listener.accept() }
             let second = Task { try await listener.accept() }
-            try await waitUntil("both accepts wait on their threads") { listener.pendingAccepts == 2 }
+            try await waitUntil("both accepts wait") { listener.pendingAccepts == 2 }
             listener.close()
             // An accept that close() does not wake is cancelled by the watchdog and fails the check below.
             for task in [pending, second] {
@@ -190,7 +252,7 @@ import Transport
             let (listener, connect) = try listener()
             defer { listener.close() }
             let waiting = Task { try await listener.accept() }
-            try await waitUntil("accept() waits on its thread") { listener.pendingAccepts == 1 }
+            try await waitUntil("accept() waits") { listener.pendingAccepts == 1 }
             waiting.cancel()
             await #expect(throws: CancellationError.self) { _ = try await value(of: waiting, cancellingAfter: .seconds(30)) }
             let client = try FileDescriptorTransport(adopting: try connect(), peerDescription: "client")
@@ -214,11 +276,11 @@ import Transport
                 let listener = RFCOMMListener(adoptingListeningSocket: fd, endpoint: "bt:00:AA:01:00:00:00:5", channel: 5,
                                               registration: nil, logger: nil)
                 let waiting = Task { try await listener.accept() }
-                try await waitUntil("accept() waits on its thread") { listener.pendingAccepts == 1 }
+                try await waitUntil("accept() waits") { listener.pendingAccepts == 1 }
                 listener.close()
                 _ = try? await value(of: waiting, cancellingAfter: .seconds(30))
             }
-            // Accept threads wind down (quickly, but a loaded machine may take a while); a leak never does.
+            // Accepts wind down (quickly, but a loaded machine may take a while); a leak never does.
             _ = try await settledValue(below: 1) { openDescriptorTargets().intersection(sockets).count }
             let stillOpen = openDescriptorTargets().intersection(sockets)
             #expect(stillOpen.isEmpty, "listening sockets still open: \(stillOpen)")
