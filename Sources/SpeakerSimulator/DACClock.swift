@@ -1,18 +1,40 @@
 import Glibc
 import Synchronization
 
-/// Where a simulated speaker reads true time (nanoseconds, monotonic): the system's monotonic clock, or a
-/// `ManualTimeSource` a test advances itself (so clock tests need no sleeps).
+/// Where a simulated speaker reads true time (nanoseconds, monotonic) and waits on it (its render pump, and so its
+/// audio timeout): the system's monotonic clock, a `Clock` a test advances itself (`TimeSource(clock:)` on
+/// `ManualClock`: the speaker renders and gives up on virtual time), or a `ManualTimeSource` (clock-sync tests that
+/// read the time only).
 public struct TimeSource: Sendable {
     public let now: @Sendable () -> UInt64
+    /// Waits `nanoseconds` of this time; throws `CancellationError` when the task is cancelled.
+    public let sleep: @Sendable (_ nanoseconds: UInt64) async throws -> Void
 
-    public init(_ now: @escaping @Sendable () -> UInt64) { self.now = now }
+    /// Time read by `now`; waits are real time (`Task.sleep`) unless `sleep` says otherwise.
+    public init(_ now: @escaping @Sendable () -> UInt64,
+                sleep: @escaping @Sendable (_ nanoseconds: UInt64) async throws -> Void = { try await Task.sleep(for: .nanoseconds($0)) }) {
+        self.now = now
+        self.sleep = sleep
+    }
 
     /// CLOCK_MONOTONIC in nanoseconds.
     public static let monotonic = TimeSource {
         var ts = timespec()
         clock_gettime(CLOCK_MONOTONIC, &ts)
         return UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec)
+    }
+
+    /// The time of `clock` (a test's `ManualClock`): `start` plus its time since this source was made; waits sleep on
+    /// it.
+    public init<C: Clock<Duration>>(clock: C, start: UInt64 = 1_000_000_000) {
+        let origin = clock.now
+        now = {
+            let (s, a) = origin.duration(to: clock.now).components
+            return start &+ UInt64(max(0, s)) &* 1_000_000_000 &+ UInt64(max(0, a) / 1_000_000_000)
+        }
+        sleep = { nanoseconds in
+            try await clock.sleep(until: clock.now.advanced(by: .nanoseconds(Int64(clamping: nanoseconds))), tolerance: nil)
+        }
     }
 }
 

@@ -24,6 +24,8 @@ import Transport
 /// - Faults: `audioJitter` (delay and loss of datagrams), `powerOff()`/`powerOn()` (a reboot or a speaker gone), a
 ///   stalled clock (`stallClock`); the controller that started a stream disconnecting, or its audio stopping for
 ///   `audioTimeout`, stops playback with an `errorOccurred` to the others.
+/// - Time: the DAC clock's `TimeSource` is both what the speaker reads and what its render pump sleeps on, so on a
+///   test's clock (`TimeSource(clock:)`) rendering and the audio timeout run on virtual time.
 /// - The same speaker is the protocol core of a real receiver (`SpeakerReceiver`, `tuneup speaker receive`): with
 ///   `externalOutput` there is no render pump; a sound card's writer renders by `render(through:)` while a stream
 ///   plays, told of streams starting and ending by `observeStreams`, and nothing runs while none does.
@@ -429,9 +431,11 @@ public final class SimulatedSpeaker: SimulatedDevice {
             audioTasks.withLock { $0 += [receiver] }
             return
         }
+        // Every 5 ms of the DAC clock's time source (a test's clock drives it, and so the audio timeout).
+        let time = configuration.clock.source
         let pump = Task { [weak self] in
             while !Task.isCancelled {
-                try? await Task.sleep(for: .milliseconds(5))
+                try? await time.sleep(5_000_000)
                 guard let self else { return }
                 self.renderNow()
             }

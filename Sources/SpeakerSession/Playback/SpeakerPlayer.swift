@@ -6,7 +6,8 @@ import SpeakerPlayback
 import Support
 import Transport
 
-/// The controller's timeline: CLOCK_MONOTONIC in nanoseconds (presentation times and clock sync are on it).
+/// The controller's timeline on the real clock: CLOCK_MONOTONIC in nanoseconds (presentation times and clock sync are on
+/// it; a player on another clock has that clock's timeline instead: `PlayerClock`).
 public func monotonicNanoseconds() -> UInt64 {
     var ts = timespec()
     clock_gettime(CLOCK_MONOTONIC, &ts)
@@ -47,7 +48,14 @@ public enum PlayerEvent: Sendable, Hashable {
 /// machine the API's calls, the speakers' events, the source's data and the time (`now`), and performs the actions
 /// it answers with, in order: the speakers' commands, the UDP datagrams, the events, the streaming loop and timers.
 /// What stays here is I/O: the sessions and their tasks, clock synchronisation, the source, reconnection.
+///
+/// Its timeline and every wait (the streaming loop, clock sync, the sync timeout, the resume grace, reconnection)
+/// are on the clock it is given (`PlayerClock`): a test's `ManualClock` drives the whole stream on virtual time.
 public actor SpeakerPlayer {
+    /// Opens a new session to a speaker whose link was lost (the player then rejoins it to the stream); it throws
+    /// while the speaker cannot be reached.
+    public typealias Reconnect = @Sendable (_ lost: SpeakerSession) async throws -> SpeakerSession
+
     private struct Member {
         var session: SpeakerSession
         var tracker = ClockTracker()
@@ -57,7 +65,9 @@ public actor SpeakerPlayer {
 
     public let options: PlayerOptions
     private let socket: UDPSocket
+    private let clock: PlayerClock
     private let now: @Sendable () -> UInt64
+    private let reconnect: Reconnect?
     private let logger: Logger
     private let events = Broadcast<PlayerEvent>()
     private var members: [UInt64: Member] = [:]
@@ -75,14 +85,21 @@ public actor SpeakerPlayer {
     /// Each member's volume as last known (given at `add`, then its `volumeChanged` events), kept while it is lost:
     /// what a rejoining member is given back (`sessionVolume(for:)`).
     private var volumes: [UInt64: Int] = [:]
+    /// `announce`s waiting for a member's clock map (by token: the member, the waiter).
+    private var mapWaiters: [UInt64: (member: UInt64, waiter: CheckedContinuation<Void, Never>)] = [:]
+    private var nextMapWaiter: UInt64 = 0
 
-    /// A player sending audio from a UDP socket of its own.
+    /// A player sending audio from a UDP socket of its own, on `clock` (its timeline and every wait: see
+    /// `PlayerClock`). A lost member is reconnected with `reconnect`, or else (nil) over TCP at the host and control
+    /// port its session was opened with (a session with neither is not reconnected).
     /// - Throws: `TransportError` when no UDP socket can be opened.
-    public init(options: PlayerOptions = PlayerOptions(), now: @escaping @Sendable () -> UInt64 = monotonicNanoseconds,
-                logger: Logger = Logger(label: "tuneup.speaker.player"),
+    public init(options: PlayerOptions = PlayerOptions(), clock: any Clock<Duration> = ContinuousClock(),
+                reconnect: Reconnect? = nil, logger: Logger = Logger(label: "tuneup.speaker.player"),
                 onReconnect: @escaping @Sendable (SpeakerSession) async -> Void = { _ in }) throws {
         self.options = options
-        self.now = now
+        self.clock = PlayerClock(clock)
+        self.now = self.clock.now
+        self.reconnect = reconnect
         self.logger = logger
         self.onReconnect = onReconnect
         machine = PlaybackMachine(buffer: options.buffer, firstStreamId: UInt32.random(in: 1...0xFFFF))
@@ -203,6 +220,7 @@ public actor SpeakerPlayer {
     public func remove(_ id: UInt64, stopIfLast: Bool = true) async {
         guard let member = members.removeValue(forKey: id) else { return }
         for t in member.tasks { t.cancel() }
+        endMapWaits(of: id)
         await perform(machine.memberRemoved(id, stopIfLast: stopIfLast))
     }
 
@@ -215,6 +233,8 @@ public actor SpeakerPlayer {
         await Task { await self.perform(actions) }.value
         for member in members.values { for t in member.tasks { t.cancel() } }
         members = [:]
+        for (_, w) in mapWaiters { w.waiter.resume() }
+        mapWaiters = [:]
         socket.close()
         events.finish()
     }
@@ -264,9 +284,8 @@ public actor SpeakerPlayer {
                 guard let member = members[id], let host = member.session.host else { continue }
                 await Self.send(packets.map { ($0, 1) }, to: [(host, member.session.hello.audioPort)], on: socket)
             case let .startResumeTimer(epoch, delay):
-                Task { [weak self] in
-                    try? await Task.sleep(for: delay)
-                    await self?.resumeGraceEnded(epoch)
+                _ = clock.schedule(after: delay) { [weak self] in
+                    Task { await self?.resumeGraceEnded(epoch) }
                 }
             }
         }
@@ -287,10 +306,7 @@ public actor SpeakerPlayer {
     /// Waits for the member's clock map, then announces the stream to it; the machine learns whether it got it.
     private func announce(to id: UInt64, streamId: UInt32) async {
         guard let stream = machine.stream, stream.streamId == streamId else { return }
-        let deadline = now() &+ PlaybackMachine.ns(options.syncTimeout)
-        while members[id]?.mapInstalled == false, now() < deadline {
-            try? await Task.sleep(for: .milliseconds(5))
-        }
+        await waitForMap(id)
         guard let member = members[id] else { return }
         guard member.mapInstalled else {
             events.yield(.speakerError(deviceId: id, code: .clockNotSynchronized,
@@ -304,6 +320,25 @@ public actor SpeakerPlayer {
             return
         }
         await perform(machine.memberStarted(id, streamId: streamId, now: now()))
+    }
+
+    /// Returns once member `id` has a clock map, is gone, or `options.syncTimeout` has passed on the clock.
+    private func waitForMap(_ id: UInt64) async {
+        guard members[id]?.mapInstalled == false else { return }
+        nextMapWaiter += 1
+        let token = nextMapWaiter
+        let timer = clock.schedule(after: options.syncTimeout) { [weak self] in
+            Task { await self?.endMapWait(token) }
+        }
+        await withCheckedContinuation { mapWaiters[token] = (id, $0) }
+        timer.cancel()
+    }
+
+    private func endMapWait(_ token: UInt64) { mapWaiters.removeValue(forKey: token)?.waiter.resume() }
+
+    /// Wakes whoever waits for member `id`'s clock map (it has one, or it is gone).
+    private func endMapWaits(of id: UInt64) {
+        for (token, w) in mapWaiters where w.member == id { endMapWait(token) }
     }
 
     private func syncLoop(_ id: UInt64, _ session: SpeakerSession) async {
@@ -322,7 +357,7 @@ public actor SpeakerPlayer {
                 guard await session.core.isOpen else { return }
             }
             let interval = members[id]?.tracker.nextInterval ?? .seconds(1)
-            try? await Task.sleep(for: interval)
+            try? await clock.sleep(for: interval)
         }
     }
 
@@ -332,7 +367,10 @@ public actor SpeakerPlayer {
         return members[id]!.tracker.mapToSend(at: now())
     }
 
-    private func installed(_ id: UInt64) { members[id]?.mapInstalled = true }
+    private func installed(_ id: UInt64) {
+        members[id]?.mapInstalled = true
+        endMapWaits(of: id)
+    }
 
     private func speakerEvent(_ id: UInt64, _ event: SpeakerEvent) async {
         switch event {
@@ -357,17 +395,20 @@ public actor SpeakerPlayer {
         guard let member = members[id], member.session === session else { return }
         members[id] = nil
         for t in member.tasks { t.cancel() }
+        endMapWaits(of: id)
         events.yield(.speakerLost(deviceId: id, reason: "link to speaker \(session.address) lost"))
-        await perform(machine.memberRemoved(id, stopIfLast: !options.reconnect || session.host == nil))
-        guard options.reconnect, !closed, let host = session.host, let port = session.controlPort, !reconnecting.contains(id) else { return }
+        let open = reconnector(for: session)
+        await perform(machine.memberRemoved(id, stopIfLast: open == nil))
+        guard let open, !closed, !reconnecting.contains(id) else { return }
         reconnecting.insert(id)
         let interval = options.reconnectInterval
         let callback = onReconnect
+        let clock = self.clock
         Task { [weak self] in
             while !Task.isCancelled {
-                try? await Task.sleep(for: interval)
+                try? await clock.sleep(for: interval)
                 guard let self, await self.wantsReconnect(id) else { return }
-                if let s = try? await SpeakerSession.connect(host: host, port: port, connectTimeout: .seconds(1)) {
+                if let s = try? await open(session) {
                     do {
                         try await s.joinSession()
                         await self.restoreVolume(id, s)
@@ -381,6 +422,14 @@ public actor SpeakerPlayer {
                 }
             }
         }
+    }
+
+    /// How a lost member is reconnected: `reconnect`, or TCP to where its session was opened; nil: it is not.
+    private func reconnector(for session: SpeakerSession) -> Reconnect? {
+        guard options.reconnect else { return nil }
+        if let reconnect { return reconnect }
+        guard let host = session.host, let port = session.controlPort else { return nil }
+        return { _ in try await SpeakerSession.connect(host: host, port: port, connectTimeout: .seconds(1)) }
     }
 
     /// The session's volume for member `id` coming back: the volume the other members share (changed while it was
@@ -413,7 +462,6 @@ public actor SpeakerPlayer {
     /// The streaming loop of `run`: does what the machine's `step` says until it says finish (or the loop is
     /// cancelled: paused, stopped, ended).
     private func pump(_ run: UInt64) async {
-        let clock = ContinuousClock()
         // The packets of this wake, sent together when the loop reads, waits or finishes (no suspension between the
         // steps that make them, so the members receiving cannot change meanwhile).
         var batch: [(bytes: [UInt8], copies: Int)] = []
