@@ -120,6 +120,16 @@ section "swift test"
 # speaker play - from a pipe: a real stream played to a simulated speaker on the real clock, as SpeakerPlayCLITests.
 # A scan and a prompt answered on the operator page: a headless Chromium driven through DevTools, as the page tests.
 # An operator signing in on the operator page (SignInBrowserTests): the same, a headless Chromium through DevTools.
+# LivePlaybackTests keep what only real sockets on the real clock show; their control and timing (sync timeout, a
+# speaker's underrun, another controller's pause/resume/stop, a lost speaker's reconnection, a failing source's end)
+# run on a ManualClock in VirtualClockPlayerTests, in the parallel run. One line each:
+#   playsToTheEndInSyncSampleForSampleWithEvents: the spread between speakers and the output sample for sample, over UDP;
+#   lostPacketsAreAskedForAndResent: retransmissions over lossy, jittery UDP arriving before their frames are due;
+#   aSecondControllerPausesResumesAndStopsThePlayback: the resumed stream's spread between speakers over real sockets;
+#   speakersAddedAndRemovedDuringPlayback: a joiner's first sound within 1 s of real time, and its spread;
+#   aSpeakerThatVanishesIsReportedAndRejoinsInSync: the rejoined speaker's spread over real sockets;
+#   aSourceThatFailsIsReportedWhereItStoppedAfterWhatItGaveIsPlayed: what the source gave, heard sample for sample;
+#   recordingsAreWAVFilesWithRenderLogs: the WAV file and render log of a stream rendered from real UDP.
 realtime='openingAndClosingManyConnectionsLeaksNoDescriptors|failuresLeakNoDescriptors|PromptBrowserTests|SignInBrowserTests|anSPCAlarmStopsTheStation|SpeakerReceiveCLITests|SpeakerReceiverTests.ReceiverTests|StationCFXCLITests|StationPageBrowserTests|LineDashboardBrowserTests|LivePlaybackTests|SpeakerPlayCLITests|SpeakerPipeCLITests|SpeakerNamespaceTests|watchModeProvisionsUnitsAsTheyArrive|cancellationWakesTheWaitPromptlyAndLeaksNothing|LinkConditionerTests|HubStreamingTests|HubPageTests|discoveryFollowsSpeakersThatAppearAndVanish|listFindsSimulatedSpeakersByDiscovery|findsSpeakersAndReportsAddedAndRemoved'
 # Of those, the two that mostly wait out an outage (a RabbitMQ broker stopped for 20 s, a PostgreSQL server for 30 s)
 # run side by side in one process before the others: their waits overlap (57 s + 38 s one after the other).
