@@ -103,27 +103,31 @@ public enum PCM {
     /// it to every frame it plays).
     public static func scale(_ pcm: inout [UInt8], volume: Int, format: SampleFormat) {
         if volume >= 50 { return }
-        pcm.withUnsafeMutableBytes { b in
-            if volume <= 0 {
-                b.initializeMemory(as: UInt8.self, repeating: 0)
-                return
+        pcm.withUnsafeMutableBytes { scale($0, volume: volume, format: format) }
+    }
+
+    /// Scales the samples in `b` by `volume / 50` in place (the renderer's output, a run of frames at a time).
+    public static func scale(_ b: UnsafeMutableRawBufferPointer, volume: Int, format: SampleFormat) {
+        if volume >= 50 { return }
+        if volume <= 0 {
+            b.initializeMemory(as: UInt8.self, repeating: 0)
+            return
+        }
+        let v = Int32(volume)
+        var i = 0
+        switch format {
+        case .s16le:
+            while i + 1 < b.count {
+                let x = Int32(Int16(truncatingIfNeeded: UInt16(b[i]) | UInt16(b[i + 1]) << 8)) * v / 50
+                b[i] = UInt8(truncatingIfNeeded: x); b[i + 1] = UInt8(truncatingIfNeeded: x >> 8)
+                i += 2
             }
-            let v = Int32(volume)
-            var i = 0
-            switch format {
-            case .s16le:
-                while i + 1 < b.count {
-                    let x = Int32(Int16(truncatingIfNeeded: UInt16(b[i]) | UInt16(b[i + 1]) << 8)) * v / 50
-                    b[i] = UInt8(truncatingIfNeeded: x); b[i + 1] = UInt8(truncatingIfNeeded: x >> 8)
-                    i += 2
-                }
-            case .s24le:
-                while i + 2 < b.count {
-                    let x = (((Int32(b[i]) | Int32(b[i + 1]) << 8 | Int32(b[i + 2]) << 16) << 8) >> 8) * v / 50
-                    b[i] = UInt8(truncatingIfNeeded: x); b[i + 1] = UInt8(truncatingIfNeeded: x >> 8)
-                    b[i + 2] = UInt8(truncatingIfNeeded: x >> 16)
-                    i += 3
-                }
+        case .s24le:
+            while i + 2 < b.count {
+                let x = (((Int32(b[i]) | Int32(b[i + 1]) << 8 | Int32(b[i + 2]) << 16) << 8) >> 8) * v / 50
+                b[i] = UInt8(truncatingIfNeeded: x); b[i + 1] = UInt8(truncatingIfNeeded: x >> 8)
+                b[i + 2] = UInt8(truncatingIfNeeded: x >> 16)
+                i += 3
             }
         }
     }

@@ -298,17 +298,65 @@ public struct SpeakerRenderer: Sendable {
                         emitSilence(slot, &output, &log)
                         continue
                     }
+                    emitFrames(1, slot, &output, &log, &events)
+                    continue
                 }
+                // Locked and on time: the slots after this one play the frames after this one for as long as
+                // slot-by-slot rendering would (one copy and one log entry for them all).
+                let n = runLength(from: slot, error: e, map: map, through: time)
+                nextSlot += n - 1
+                emitFrames(n, slot, &output, &log, &events)
+                continue
             }
-            emitFrame(slot, &output, &log, &events)
+            emitFrames(1, slot, &output, &log, &events)
         }
         return events
     }
 
-    private mutating func emitFrame(_ slot: UInt64, _ output: inout [UInt8], _ log: inout [RenderRun], _ events: inout [RenderEvent]) {
+    /// The error band a run stays inside, with room for the integer truncations of `due` and `slotTime` (a few ns):
+    /// the error moves linearly between two frames of one packet, so a run whose first and last errors are inside it
+    /// has every error inside half a slot, as slot-by-slot rendering checks.
+    private static let runMargin: Int64 = 32
+
+    /// How many slots from `slot` on (at least 1; `slot` is locked with error `e`) play consecutive frames of the packet
+    /// that holds the cursor with nothing else to do between them: no drift correction (the error stays within half a
+    /// slot), not past the packet, the end of stream or `time`.
+    private func runLength(from slot: UInt64, error e: Int64, map: ClockMap, through time: UInt64) -> UInt64 {
+        let band = halfSlot - Self.runMargin
+        guard !buffer.isEmpty, buffer[0].firstFrame <= cursor, abs(e) <= band else { return 1 }
+        var n = buffer[0].firstFrame + UInt64(buffer[0].frameCount) - cursor
+        if let endFrame { n = min(n, endFrame &- cursor) }
+        n = min(n, slots(from: slot, through: time))
+        // (A packet arriving meanwhile cannot change the run: packets do not overlap, so one that precedes the packet
+        // playing is late, and one that follows it plays after it.)
+        let firstFrame = buffer[0].firstFrame, presentation = buffer[0].presentationTime
+        while n > 1 {
+            let last = cursor + n - 1
+            let due = map.speakerTime(forControllerTime: presentation &+ format.nanoseconds(forFrames: last - firstFrame))
+            if abs(Int64(bitPattern: due &- slotTime(slot + n - 1))) <= band { return n }
+            n = (n + 1) / 2
+        }
+        return 1
+    }
+
+    /// The slots from `slot` on whose DAC time is at or before `time` (at least 1: `slot`'s is).
+    private func slots(from slot: UInt64, through time: UInt64) -> UInt64 {
+        guard slotTime(slot) <= time else { return 1 }
+        // The last slot at or before `time`: time × rate / 10⁹, then exact by slotTime's own truncation.
+        let rate = UInt64(format.sampleRate)
+        let product = time.multipliedFullWidth(by: rate)
+        guard product.high < 1_000_000_000 else { return UInt64.max - slot }
+        var last = UInt64(1_000_000_000).dividingFullWidth(product).quotient
+        while last > slot, slotTime(last) > time { last -= 1 }
+        while last < .max, slotTime(last + 1) <= time { last += 1 }
+        return max(last, slot) - slot + 1
+    }
+
+    /// Plays the `n` frames from the cursor on in the slots from `slot` on (`n` is 1 unless `runLength` said more).
+    private mutating func emitFrames(_ n: UInt64, _ slot: UInt64, _ output: inout [UInt8], _ log: inout [RenderRun], _ events: inout [RenderEvent]) {
         let frame = cursor
-        cursor += 1
         guard !buffer.isEmpty, buffer[0].firstFrame <= frame else {
+            cursor += 1
             statistics.lostFrames += 1
             lastFrame = silence
             lastWasSilence = true
@@ -316,24 +364,32 @@ public struct SpeakerRenderer: Sendable {
             append(RenderRun(slot: slot, count: 1, sourceFrame: 0, kind: .silence), to: &log)
             return
         }
+        cursor += n
         let bpf = format.bytesPerFrame
-        let offset = Int(frame - buffer[0].firstFrame) * bpf
-        // One copy of the frame's bytes, then the gain in place (a byte-by-byte loop was half of a debug build's
-        // render time; a scaled copy allocated an array per frame).
+        let offset = Int(frame - buffer[0].firstFrame) * bpf, count = Int(n) * bpf
+        let start = output.count
+        // One copy of the frames' bytes, then the gain in place on the output.
         buffer[0].pcm.withUnsafeBytes { src in
-            lastFrame.withUnsafeMutableBytes { dst in dst.copyMemory(from: UnsafeRawBufferPointer(rebasing: src[offset..<offset + bpf])) }
+            output.append(contentsOf: UnsafeRawBufferPointer(rebasing: src[offset..<offset + count]))
         }
-        PCM.scale(&lastFrame, volume: volume, format: format.sampleFormat)
-        output.append(contentsOf: lastFrame)
+        output.withUnsafeMutableBytes { out in
+            PCM.scale(UnsafeMutableRawBufferPointer(rebasing: out[start...]), volume: volume, format: format.sampleFormat)
+            lastFrame.withUnsafeMutableBytes { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: out[(out.count - bpf)...])) }
+        }
         lastWasSilence = false
-        statistics.renderedFrames += 1
-        append(RenderRun(slot: slot, count: 1, sourceFrame: frame, kind: .source), to: &log)
+        statistics.renderedFrames += n
+        append(RenderRun(slot: slot, count: n, sourceFrame: frame, kind: .source), to: &log)
         if !announced {
             announced = true
             events.append(.firstAudio(slot: slot, frame: frame))
         }
-        if frame > 0, frame % UInt64(format.sampleRate) == 0 {
-            events.append(.elapsed(milliseconds: UInt32(truncatingIfNeeded: frame / UInt64(format.sampleRate) * 1000)))
+        // Every whole second of stream time the run passes (frame index a multiple of the rate, not 0).
+        let rate = UInt64(format.sampleRate)
+        var second = max(frame, 1).quotientAndRemainder(dividingBy: rate)
+        if second.remainder != 0 { second.quotient += 1 }
+        while second.quotient * rate < frame + n {
+            events.append(.elapsed(milliseconds: UInt32(truncatingIfNeeded: second.quotient * 1000)))
+            second.quotient += 1
         }
     }
 
@@ -347,7 +403,7 @@ public struct SpeakerRenderer: Sendable {
     private func append(_ run: RenderRun, to log: inout [RenderRun]) {
         if let last = log.last, last.kind == run.kind, last.kind != .repeated, last.slot + last.count == run.slot,
            last.kind == .silence || last.sourceFrame + last.count == run.sourceFrame {
-            log[log.count - 1].count += 1
+            log[log.count - 1].count += run.count
         } else {
             log.append(run)
         }
