@@ -88,7 +88,7 @@ public final class SpeakerReceiver: Sendable {
         speakerConfiguration.externalOutput = true
         let speaker = SimulatedSpeaker(speakerConfiguration, index: 0, stateFile: stateFile, logger: logger)
         speaker.setControlPort(boundPort)
-        let writer = CardWriter(speaker: speaker, device: device, lead: configuration.lead, latency: configuration.latency,
+        let writer = CardWriter(speaker: speaker, audio: audio, device: device, lead: configuration.lead, latency: configuration.latency,
                                 tick: configuration.tick, logger: logger)
         let wake = writer.wake
         speaker.observeStreams { wake.signal() }
@@ -96,13 +96,13 @@ public final class SpeakerReceiver: Sendable {
         var responder: SpeakerDiscoveryResponder?
         do {
             try Threads.spawn(name: "tuneup-alsa") { writer.run() }
-            speaker.startAudio(on: audio)
             try server.attach(listener, toDevice: 0)
             if let port = configuration.discoveryPort { responder = try SpeakerDiscoveryResponder(for: speaker, port: port) }
         } catch {
             wake.stop()
             await server.shutdown()
             await writer.ended()
+            audio.close()
             throw error
         }
         let endpoint = boundHost.contains(":") ? "[\(boundHost)]:\(boundPort)" : "\(boundHost):\(boundPort)"
@@ -115,6 +115,7 @@ public final class SpeakerReceiver: Sendable {
         await server.shutdown()
         writer.wake.stop()
         await writer.ended()
+        writer.audio.close()
     }
 
     /// This machine's name (the receiver's default speaker name).

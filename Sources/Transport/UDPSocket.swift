@@ -156,6 +156,28 @@ public final class UDPSocket: Sendable {
         }
     }
 
+    /// The next datagram's bytes if one is waiting, nil if none is: never waits. For a thread of its own that reads
+    /// the socket at its own pace (a sound card's writer drains it before each write) instead of a task woken for
+    /// every datagram. `scratch` is the caller's receive buffer, kept between calls (grown to `maxDatagramSize`).
+    /// - Throws: `TransportError(.closed)` after `close()`, `.io`.
+    public func receiveIfReady(scratch: inout [UInt8]) throws(TransportError) -> [UInt8]? {
+        if scratch.count < Self.maxDatagramSize { scratch = [UInt8](repeating: 0, count: Self.maxDatagramSize) }
+        while true {
+            let result: (Int, Int32)? = fd.withLock { fd in
+                guard let fd else { return nil }
+                let n = scratch.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+                return (n, n < 0 ? errno : 0)
+            }
+            guard let (n, e) = result else { throw closedError }
+            if n >= 0 { return Array(scratch[0..<n]) }
+            switch e {
+            case EAGAIN, EWOULDBLOCK: return nil
+            case EINTR, ECONNREFUSED: continue  // as in receive()
+            default: throw TransportError(.io, "cannot receive a UDP datagram on port \(localPort): \(POSIX.describe(e))", errno: e)
+            }
+        }
+    }
+
     /// Releases the socket; pending and later calls throw `.closed`. Idempotent.
     public func close() {
         let old: Int32? = fd.withLock { fd in
