@@ -77,8 +77,10 @@ let package = Package(
         // `wearable stream` and `record`, and the plot (SVG; a PNG through Spawn's rsvg-convert).
         .target(name: "WearableRecording", dependencies: ["Failure", "Wearable", "WearableSession", "Spawn", "Support"], swiftSettings: strict),
         // The HKWirelessHD speaker protocols as pure values: control frames and messages, audio and discovery
-        // datagrams, clock-sync maths, reason and error codes. No I/O.
-        .target(name: "Speaker", dependencies: ["Failure"], swiftSettings: strict),
+        // datagrams, clock-sync maths, reason and error codes, FLAC audio frames (CFLAC). No I/O.
+        .target(name: "Speaker", dependencies: ["CFLAC", "Failure"], swiftSettings: strict),
+        // One FLAC frame encoded or decoded in memory by Debian's libFLAC (linked: libflac-dev).
+        .target(name: "CFLAC", linkerSettings: [.linkedLibrary("FLAC")]),
         // What the controller's player and the simulated speakers share of a playback, pure (no I/O): the stream's
         // timeline, the clock-sync policy, the player's options, PCM samples, WAV headers, sources and a test signal.
         .target(name: "SpeakerPlayback", dependencies: ["Failure", "Speaker"], swiftSettings: strict),
@@ -322,7 +324,7 @@ let package = Package(
             name: "WearableRecordingTests",
             dependencies: ["WearableRecording", "WearableSession", "WearableSimulator", "Wearable", "Support", "TestSupport"],
             swiftSettings: testing),
-        .testTarget(name: "SpeakerTests", dependencies: ["Speaker", "TestSupport"], swiftSettings: testing),
+        .testTarget(name: "SpeakerTests", dependencies: ["Speaker", "CSndfile", "TestSupport"], swiftSettings: testing),
         .testTarget(name: "SpeakerPlaybackTests", dependencies: ["SpeakerPlayback", "Speaker", "Failure"], swiftSettings: testing),
         .testTarget(
             name: "SpeakerSessionTests",

@@ -6,6 +6,9 @@
 ///
 /// big-endian header (36 bytes), PCM interleaved little-endian as its sample format says, CRC-32 over everything
 /// before it. A datagram is at most 1472 bytes (an Ethernet MTU without fragmentation).
+///
+/// Version 3 adds flag bit 1 (`flac`): the samples travel as one FLAC frame (`FLACFrame`) in place of the PCM, the
+/// header's fields unchanged in meaning; `pcm` is then the frame decoded. PCM packets are still written as version 1.
 public struct AudioPacket: Sendable, Hashable {
     /// The two bytes every audio packet starts with ("TA").
     public static let magic: [UInt8] = [0x54, 0x41]
@@ -18,6 +21,10 @@ public struct AudioPacket: Sendable, Hashable {
 
     /// Flag bit 0: the last packet of the stream (it may hold no frames).
     public static let endOfStreamFlag: UInt8 = 0x01
+    /// Flag bit 1 (version 3): the payload is one FLAC frame of the packet's frames.
+    public static let flacFlag: UInt8 = 0x02
+    /// The datagram versions: 1 (PCM) and 3 (adds FLAC); version 2 changed only the control part and has none.
+    public static let versions: Set<UInt8> = [1, SpeakerProtocolVersion.flacAudio]
 
     /// The stream, as announced by `play`.
     public let streamId: UInt32
@@ -31,15 +38,26 @@ public struct AudioPacket: Sendable, Hashable {
     public let presentationTime: UInt64
     public let format: AudioFormat
     public let endOfStream: Bool
-    /// Interleaved PCM: frameCount × format.bytesPerFrame bytes.
+    /// Interleaved PCM: frameCount × format.bytesPerFrame bytes (with FLAC, the frame decoded).
     public let pcm: [UInt8]
+    /// How the samples travel.
+    public let encoding: AudioEncoding
+    /// The FLAC frame on the wire (nil: PCM, or no frames).
+    private let flacFrame: [UInt8]?
 
     /// Throws `.valueOutOfRange` when the PCM is not a whole number of frames, is empty without end of stream, or
-    /// `.tooLarge` when above `maxPCMBytes`.
+    /// `.tooLarge` when above `maxFrames(for:encoding:)`. With `.flac` the frames are encoded here (once per packet).
     public init(streamId: UInt32, sequence: UInt32, firstFrame: UInt64, presentationTime: UInt64, format: AudioFormat,
-                endOfStream: Bool = false, pcm: [UInt8]) throws(SpeakerError) {
-        guard pcm.count <= Self.maxPCMBytes else {
-            throw SpeakerError(.tooLarge, "an audio packet holds at most \(Self.maxPCMBytes) PCM bytes, got \(pcm.count)")
+                endOfStream: Bool = false, encoding: AudioEncoding = .pcm, pcm: [UInt8]) throws(SpeakerError) {
+        try self.init(streamId: streamId, sequence: sequence, firstFrame: firstFrame, presentationTime: presentationTime,
+                      format: format, endOfStream: endOfStream, encoding: encoding, pcm: pcm, flacFrame: nil)
+    }
+
+    private init(streamId: UInt32, sequence: UInt32, firstFrame: UInt64, presentationTime: UInt64, format: AudioFormat,
+                 endOfStream: Bool, encoding: AudioEncoding, pcm: [UInt8], flacFrame received: [UInt8]?) throws(SpeakerError) {
+        let limit = Self.maxFrames(for: format, encoding: encoding) * format.bytesPerFrame
+        guard pcm.count <= limit else {
+            throw SpeakerError(.tooLarge, "an audio packet (\(encoding)) holds at most \(limit) PCM bytes, got \(pcm.count)")
         }
         guard pcm.count % format.bytesPerFrame == 0 else {
             throw SpeakerError(.valueOutOfRange, "\(pcm.count) PCM bytes are not whole frames of \(format.bytesPerFrame) bytes")
@@ -54,6 +72,12 @@ public struct AudioPacket: Sendable, Hashable {
         self.format = format
         self.endOfStream = endOfStream
         self.pcm = pcm
+        self.encoding = encoding
+        if encoding == .flac, !pcm.isEmpty {
+            if let received { flacFrame = received } else { flacFrame = try FLACFrame.encode(pcm, format: format) }
+        } else {
+            flacFrame = nil
+        }
     }
 
     /// Frames in the packet.
@@ -62,6 +86,15 @@ public struct AudioPacket: Sendable, Hashable {
     /// The most frames a packet of `format` holds.
     public static func maxFrames(for format: AudioFormat) -> Int { maxPCMBytes / format.bytesPerFrame }
 
+    /// The most frames a packet of `format` holds in `encoding`: with FLAC, as many as fit even when the frame is
+    /// verbatim (`FLACFrame.maxSize`; 353 stereo s16le, 235 stereo s24le, 706 mono s16le).
+    public static func maxFrames(for format: AudioFormat, encoding: AudioEncoding) -> Int {
+        encoding == .pcm ? maxFrames(for: format) : FLACFrame.maxFrames(fitting: maxPCMBytes, format: format)
+    }
+
+    /// The bytes after the header: the PCM, or the FLAC frame.
+    public var payload: [UInt8] { flacFrame ?? pcm }
+
     /// The controller-timeline time at which frame `index` of this packet is due.
     public func presentationTime(ofFrame index: Int) -> UInt64 {
         presentationTime &+ format.nanoseconds(forFrames: UInt64(max(0, index)))
@@ -69,17 +102,18 @@ public struct AudioPacket: Sendable, Hashable {
 
     /// The datagram's bytes.
     public func encode() -> [UInt8] {
-        var w = ByteWriter(capacity: Self.overhead + pcm.count)
+        let payload = self.payload
+        var w = ByteWriter(capacity: Self.overhead + payload.count)
         w.raw(Self.magic)
-        w.u8(SpeakerProtocolVersion.current)
-        w.u8(endOfStream ? Self.endOfStreamFlag : 0)
+        w.u8(encoding.version)
+        w.u8((endOfStream ? Self.endOfStreamFlag : 0) | (encoding == .flac ? Self.flacFlag : 0))
         w.u32(streamId)
         w.u32(sequence)
         w.u64(firstFrame)
         w.u64(presentationTime)
         format.encode(into: &w)
         w.u16(UInt16(frameCount))
-        w.raw(pcm)
+        w.raw(payload)
         w.crc()
         return w.bytes
     }
@@ -98,12 +132,13 @@ public struct AudioPacket: Sendable, Hashable {
         let m = try r.take(2)
         guard m.elementsEqual(magic) else { throw SpeakerError(.badMagic, "an audio packet starts with 54 41, got \(speakerHex(m))") }
         let version = try r.u8()
-        guard SpeakerProtocolVersion.datagrams.contains(version) else {
+        guard versions.contains(version) else {
             throw SpeakerError(.unsupportedVersion, "audio protocol version \(version) is not supported")
         }
         try CRC32.verifyTrailer(bytes[...], what: "audio packet")
         let flags = try r.u8()
-        guard flags & ~endOfStreamFlag == 0 else {
+        let defined = version >= SpeakerProtocolVersion.flacAudio ? endOfStreamFlag | flacFlag : endOfStreamFlag
+        guard flags & ~defined == 0 else {
             throw SpeakerError(.valueOutOfRange, "audio packet flags \(hex(flags)) set undefined bits")
         }
         let stream = try r.u32()
@@ -112,6 +147,22 @@ public struct AudioPacket: Sendable, Hashable {
         let time = try r.u64()
         let format = try AudioFormat.decode(from: &r)
         let frames = Int(try r.u16())
+        if flags & flacFlag != 0 {
+            let frame = Array(try r.take(bytes.count - overhead))
+            guard frames <= maxFrames(for: format, encoding: .flac) else {
+                throw SpeakerError(.valueOutOfRange, "audio packet: \(frames) frames of \(format) exceed a FLAC packet's \(maxFrames(for: format, encoding: .flac))")
+            }
+            guard frames > 0 || frame.isEmpty else {
+                throw SpeakerError(.trailingBytes, "audio packet says 0 frames, holds a \(frame.count)-byte FLAC frame")
+            }
+            let pcm = frames == 0 ? [] : try FLACFrame.decode(frame[...], frames: frames, format: format)
+            do {
+                return try AudioPacket(streamId: stream, sequence: sequence, firstFrame: first, presentationTime: time, format: format,
+                                       endOfStream: flags & endOfStreamFlag != 0, encoding: .flac, pcm: pcm, flacFrame: frame)
+            } catch {
+                throw SpeakerError(error.code, "audio packet: \(error.message)")
+            }
+        }
         let pcmBytes = bytes.count - overhead
         guard frames * format.bytesPerFrame == pcmBytes else {
             throw SpeakerError(pcmBytes < frames * format.bytesPerFrame ? .truncated : .trailingBytes,

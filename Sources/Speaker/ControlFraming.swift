@@ -5,11 +5,15 @@ public enum SpeakerProtocolVersion {
     /// its reply, and the events of version 1's grammar (version 2 changed none of them, so every speaker and
     /// controller reads them).
     public static let current: UInt8 = 1
-    /// The versions this codec decodes. Version 2 adds the `resendRequest` event (lost-packet recovery).
-    public static let supported: ClosedRange<UInt8> = 1...2
+    /// The versions this codec decodes. Version 2 adds the `resendRequest` event (lost-packet recovery), version 3
+    /// FLAC audio datagrams (a speaker that negotiates 3 decodes them).
+    public static let supported: ClosedRange<UInt8> = 1...3
     /// The first version with `resendRequest` (docs/speaker-protocol.md §7.1).
     public static let resendRequests: UInt8 = 2
-    /// The versions of audio and discovery datagrams: version 2 changed only the control part, so they stay version 1.
+    /// The first version with FLAC audio datagrams (docs/speaker-protocol.md §7.2).
+    public static let flacAudio: UInt8 = 3
+    /// The versions of discovery datagrams: versions 2 and 3 changed none, so they stay version 1. (Audio datagrams:
+    /// `AudioPacket.versions`.)
     public static let datagrams: ClosedRange<UInt8> = 1...1
 }
 

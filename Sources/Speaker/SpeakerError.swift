@@ -35,10 +35,12 @@ extension ErrorCodeIn where Domain == SpeakerError {
     public static var valueOutOfRange: Self { Self(rawValue: "value-out-of-range") }
     /// Text that is not UTF-8 or is longer than 255 bytes.
     public static var badText: Self { Self(rawValue: "bad-text") }
+    /// Encoded audio (a FLAC frame) that does not decode to the frames its datagram says.
+    public static var badAudio: Self { Self(rawValue: "bad-audio") }
 
     /// The codes this version knows (others may come from newer modules).
     public static var allCases: [Self] {
         [.truncated, .trailingBytes, .tooLarge, .badMagic, .unsupportedVersion, .unknownType, .badChecksum,
-         .badRequestId, .valueOutOfRange, .badText]
+         .badRequestId, .valueOutOfRange, .badText, .badAudio]
     }
 }

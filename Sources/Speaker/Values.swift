@@ -100,6 +100,8 @@ public enum SampleFormat: UInt8, Sendable, Hashable, CaseIterable {
 
     /// Bytes per sample.
     public var bytesPerSample: Int { self == .s16le ? 2 : 3 }
+    /// Significant bits per sample.
+    public var bitsPerSample: Int { bytesPerSample * 8 }
 }
 
 /// The PCM format of a stream: sample rate, channels, sample format. Always valid.

@@ -108,21 +108,24 @@ public struct ClockTracker: Sendable {
 public struct StreamSchedule: Sendable {
     public let streamId: UInt32
     public let format: AudioFormat
+    /// How the packets carry the samples (FLAC packets hold fewer frames: `AudioPacket.maxFrames(for:encoding:)`).
+    public let encoding: AudioEncoding
     public private(set) var nextFrame: UInt64
     public private(set) var sequence: UInt32 = 0
     public private(set) var anchorFrame: UInt64
     public private(set) var anchorTime: UInt64
 
-    public init(streamId: UInt32, format: AudioFormat, startFrame: UInt64 = 0, startTime: UInt64) {
+    public init(streamId: UInt32, format: AudioFormat, encoding: AudioEncoding = .pcm, startFrame: UInt64 = 0, startTime: UInt64) {
         self.streamId = streamId
         self.format = format
+        self.encoding = encoding
         nextFrame = startFrame
         anchorFrame = startFrame
         anchorTime = startTime
     }
 
     /// The most frames one packet holds.
-    public var framesPerPacket: Int { AudioPacket.maxFrames(for: format) }
+    public var framesPerPacket: Int { AudioPacket.maxFrames(for: format, encoding: encoding) }
 
     /// When frame `frame` (≥ the anchor) is heard, controller time.
     public func presentationTime(ofFrame frame: UInt64) -> UInt64 {
@@ -149,7 +152,8 @@ public struct StreamSchedule: Sendable {
     /// The next packet with `pcm` (whole frames, at most `framesPerPacket`); advances the frame and sequence.
     public mutating func packet(pcm: [UInt8], endOfStream: Bool = false) throws(SpeakerError) -> AudioPacket {
         let packet = try AudioPacket(streamId: streamId, sequence: sequence, firstFrame: nextFrame,
-                                     presentationTime: nextPresentationTime, format: format, endOfStream: endOfStream, pcm: pcm)
+                                     presentationTime: nextPresentationTime, format: format, endOfStream: endOfStream,
+                                     encoding: encoding, pcm: pcm)
         sequence &+= 1
         nextFrame &+= UInt64(packet.frameCount)
         return packet

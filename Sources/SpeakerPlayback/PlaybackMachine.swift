@@ -211,12 +211,12 @@ public struct PlaybackMachine: Sendable {
 
     /// Announces a new stream: the stream playing or paused is stopped first (its speakers told), then every member
     /// is announced to; call `started(streamId:now:)` once they were. Returns the new stream's id with the actions.
-    public mutating func start(format: AudioFormat, startFrame: UInt64, title: String, kind: StreamSource,
-                               now: UInt64) -> (streamId: UInt32, actions: [Action]) {
+    public mutating func start(format: AudioFormat, encoding: AudioEncoding = .pcm, startFrame: UInt64, title: String,
+                               kind: StreamSource, now: UInt64) -> (streamId: UInt32, actions: [Action]) {
         var actions = end(tellSpeakers: true, except: nil)
         let id = nextStreamId
         nextStreamId = nextStreamId == UInt32.max ? 1 : nextStreamId + 1
-        let stream = Stream(schedule: StreamSchedule(streamId: id, format: format, startFrame: startFrame, startTime: now),
+        let stream = Stream(schedule: StreamSchedule(streamId: id, format: format, encoding: encoding, startFrame: startFrame, startTime: now),
                             title: title, kind: kind, startFrame: startFrame)
         state = .starting(stream, shown: playerState)
         actions += members.map { .announce(to: $0, streamId: id) }

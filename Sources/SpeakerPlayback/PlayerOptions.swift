@@ -1,3 +1,5 @@
+import Speaker
+
 /// How the player streams.
 public struct PlayerOptions: Sendable {
     /// How far ahead of their presentation time packets are sent: the latency from play to sound, and the jitter the
@@ -11,14 +13,18 @@ public struct PlayerOptions: Sendable {
     /// Reconnect to a speaker whose link was lost (a TCP session), and let it rejoin.
     public var reconnect: Bool
     public var reconnectInterval: Duration
+    /// How the audio datagrams carry the samples: PCM (every speaker), or FLAC (lossless; every speaker of the
+    /// session must speak protocol version 3, docs/speaker-protocol.md §7.2).
+    public var encoding: AudioEncoding
 
     public init(buffer: Duration = .milliseconds(200), tick: Duration = .milliseconds(50), syncTimeout: Duration = .seconds(3),
-                reconnect: Bool = true, reconnectInterval: Duration = .milliseconds(500)) {
+                reconnect: Bool = true, reconnectInterval: Duration = .milliseconds(500), encoding: AudioEncoding = .pcm) {
         self.buffer = buffer
         self.tick = tick
         self.syncTimeout = syncTimeout
         self.reconnect = reconnect
         self.reconnectInterval = reconnectInterval
+        self.encoding = encoding
     }
 
     /// How long the streaming loop sleeps between wakes: `tick`, at most a quarter of `buffer`.

@@ -98,6 +98,10 @@ public final class SimulatedSpeaker: SimulatedDevice {
         var finished: [(log: RenderLog, pcm: [UInt8])] = []
         /// What the renderers of finished streams counted, summed.
         var totals = RenderStatistics()
+        /// Audio datagrams that did not decode (a damaged FLAC frame, a bad CRC...), and the last one's reason.
+        var undecodable: (count: UInt64, last: String?) = (0, nil)
+        /// FLAC datagrams decoded (version 3).
+        var flacDatagrams: UInt64 = 0
         var rng: SeededRandom
         /// True-time offset added to the clock by stalls so far, and a stall under way (true time it ends).
         var stallShift: Int64 = 0
@@ -481,12 +485,19 @@ public final class SimulatedSpeaker: SimulatedDevice {
 
     /// One audio datagram as it comes off the network (the UDP receiver calls it; tests may too).
     public func deliver(_ bytes: [UInt8]) {
-        guard let packet = try? AudioPacket.decode(bytes) else { return }
+        let packet: AudioPacket
+        do {
+            packet = try AudioPacket.decode(bytes)  // FLAC (version 3) decoded here, outside the lock
+        } catch {
+            state.withLock { $0.undecodable = ($0.undecodable.count + 1, error.message) }
+            return
+        }
         state.withLock { s in
             guard !s.poweredOff, s.machine.takesAudio(of: packet.streamId), s.renderer != nil else { return }
             let now = dacTime(&s)
             guard let delay = configuration.audioJitter.draw(&s.rng) else { return }
             s.machine.audioReceived(streamId: packet.streamId, now: now)
+            if packet.encoding == .flac { s.flacDatagrams += 1 }
             s.renderer!.receive(packet, arrival: now &+ delay)
             askForMissing(&s, at: now)
         }
@@ -541,6 +552,13 @@ public final class SimulatedSpeaker: SimulatedDevice {
             return rendered
         }
     }
+
+    /// Audio datagrams dropped because they did not decode (`SpeakerError`: a damaged FLAC frame, a bad CRC, a version
+    /// this speaker does not read), and the last one's one-line reason.
+    public var undecodableDatagrams: (count: UInt64, last: String?) { state.withLock { $0.undecodable } }
+
+    /// FLAC audio datagrams decoded and taken for the stream (docs/speaker-protocol.md §7.2).
+    public var flacDatagrams: UInt64 { state.withLock { $0.flacDatagrams } }
 
     /// What the renderers counted (drift corrections, lost frames, ...) over every stream since the speaker started.
     public var renderTotals: RenderStatistics {

@@ -36,13 +36,14 @@ public final class SpeakerSimulation: Sendable {
     /// Starts `count` speakers: speaker k listens on `host:port+k` (port 0: free ports) for control and on a free UDP
     /// port of `host` for audio, with the identity of `seed` and k, settings from `statePath`, clock offset and drift
     /// from `clocks` (speaker k gets `clocks(k)`), the audio path's jitter and loss from `audioJitter`, recordings in
-    /// `recordDirectory`, render logs kept in memory with `keepsRenderLogs`.
+    /// `recordDirectory`, render logs kept in memory with `keepsRenderLogs`, the protocol versions of `versions`.
     ///
     /// - Throws: `SimulatorError` (a bad count or state file), `TransportError` (a port that cannot be bound).
     public static func start(count: Int, host: String = "127.0.0.1", port: UInt16 = 0, statePath: String? = nil, seed: UInt64 = 1,
                              discovery: Discovery = .off, clocks: @Sendable (Int) -> DACClock = { _ in DACClock() },
                              audioJitter: @Sendable (Int) -> LinkJitter = { _ in .none }, recordDirectory: String? = nil,
-                             keepsRenderLogs: Bool = false, logger: Logger? = nil) async throws -> SpeakerSimulation {
+                             keepsRenderLogs: Bool = false, versions: @Sendable (Int) -> ClosedRange<UInt8> = { _ in SpeakerProtocolVersion.supported },
+                             logger: Logger? = nil) async throws -> SpeakerSimulation {
         guard (1...SimulatedDeviceServer<SimulatedSpeaker>.maxDevices).contains(count) else {
             throw SimulatorError(.invalidArgument, "speaker count \(count) is outside 1...\(SimulatedDeviceServer<SimulatedSpeaker>.maxDevices)")
         }
@@ -54,7 +55,7 @@ public final class SpeakerSimulation: Sendable {
         let stateFile = opened
         let speakers = (0..<count).map { k in
             SimulatedSpeaker(.init(identity: .simulated(index: k, seed: seed), clock: clocks(k), ipAddress: host,
-                                   audioPort: 0, audioJitter: audioJitter(k), jitterSeed: seed &+ UInt64(k),
+                                   audioPort: 0, versions: versions(k), audioJitter: audioJitter(k), jitterSeed: seed &+ UInt64(k),
                                    recordDirectory: recordDirectory, keepsRenderLogs: keepsRenderLogs),
                              index: k, stateFile: stateFile, logger: logger)
         }

@@ -84,6 +84,8 @@ public struct VirtualPlayback {
         public var anchorFrame: UInt64
         public var format: AudioFormat
         public var packetsSent = 0
+        /// Bytes of those datagrams (once each, not per speaker): PCM against FLAC on the wire.
+        public var bytesSent = 0
     }
 
     public let configuration: Configuration
@@ -131,12 +133,12 @@ public struct VirtualPlayback {
                  addedAt: spec.joinsAfter.map { playAt + UInt64($0 * 1e9) } ?? start,
                  log: RenderLog(streamId: 7, format: c.format, clock: spec.clock), rng: SeededRandom(seed: c.seed &+ UInt64(k) &* 7919))
         }
-        var schedule = StreamSchedule(streamId: 7, format: c.format, startFrame: 0, startTime: playAt)
+        var schedule = StreamSchedule(streamId: 7, format: c.format, encoding: c.player.encoding, startFrame: 0, startTime: playAt)
         var playing = false
         var anchored = false
         var history: [(sequence: UInt32, presentation: UInt64, bytes: [UInt8])] = []
         var resends: [(at: UInt64, node: Int, sequences: [UInt32])] = []
-        var packetsSent = 0
+        var packetsSent = 0, bytesSent = 0
         var sourceFrame: UInt64 = 0
         var endSent = false
         let end = playAt + c.buffer + UInt64(c.seconds * 1e9) + 1_000_000_000
@@ -230,6 +232,7 @@ public struct VirtualPlayback {
                     guard let packet = try? schedule.packet(pcm: pcm, endOfStream: last) else { break }
                     let bytes = packet.encode()
                     packetsSent += 1
+                    bytesSent += bytes.count
                     endSent = last
                     history.append((packet.sequence, packet.presentationTime, bytes))
                     if history.count > 256 { history.removeFirst(history.count - 256) }
@@ -282,7 +285,8 @@ public struct VirtualPlayback {
                               clockSyncs: $0.clockSyncs, recovery: $0.renderer?.recovery.statistics ?? LossRecovery.Statistics(),
                               resendRequests: $0.resendRequests, resentPackets: $0.resentPackets)
             },
-            playAt: playAt, anchorTime: schedule.anchorTime, anchorFrame: schedule.anchorFrame, format: c.format, packetsSent: packetsSent)
+            playAt: playAt, anchorTime: schedule.anchorTime, anchorFrame: schedule.anchorFrame, format: c.format, packetsSent: packetsSent,
+            bytesSent: bytesSent)
     }
 
     private func deliver(_ bytes: [UInt8], at t: UInt64, to node: inout Node) {

@@ -21,10 +21,11 @@ struct Bench: AsyncParsableCommand {
             swift run -c release tuneup-bench wearable-record    # 180k samples recorded (time scale 30) and plotted: RSS, wall
             swift run -c release tuneup-bench speaker-sync  # 8 drifting speakers, jitter: sync, fidelity, latency, join, CPU
             swift run -c release tuneup-bench speaker-vs-snapcast # controller and 8 receivers against snapserver and 8 snapclients: CPU
+            swift run -c release tuneup-bench speaker-flac # FLAC audio datagrams against PCM: bytes and CPU per audio second
             swift run -c release tuneup-bench page    # operator page: station event to WebSocket client, p50/p99
             swift run -c release tuneup-bench cfx     # 64 units, CFX broker stopped 20 s: every message once, 0 lost
             """,
-        subcommands: [Codec.self, Probe.self, Startup.self, Flash.self, Many.self, Station.self, Line.self, WearableBench.self, WearableReconnectBench.self, WearableRecordBench.self, SpeakerSync.self, Page.self, SpeakerReceiverBench.self, SpeakerVsSnapcast.self, CFXBench.self])
+        subcommands: [Codec.self, Probe.self, Startup.self, Flash.self, Many.self, Station.self, Line.self, WearableBench.self, WearableReconnectBench.self, WearableRecordBench.self, SpeakerSync.self, Page.self, SpeakerReceiverBench.self, SpeakerVsSnapcast.self, SpeakerFLACBench.self, CFXBench.self])
 
     /// The tuneup binary the benchmarks run: `option`, or the one next to tuneup-bench.
     static func tuneupBinary(_ option: String?) throws -> String {

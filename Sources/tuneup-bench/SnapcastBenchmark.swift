@@ -33,6 +33,7 @@ struct SpeakerVsSnapcast: AsyncParsableCommand {
     @Option(help: "Receivers of each kind (snapclients, and 'tuneup speaker receive's).") var receivers = 8
     @Option(help: "Seconds measured idle, before the streams.") var idleSeconds = 5.0
     @Option(help: "snapserver's codec on the wire: flac (its default), pcm, ogg or opus.") var snapCodec = "flac"
+    @Option(help: "'tuneup speaker play --encoding': pcm (its default) or flac.") var encoding = "pcm"
     @Option(help: "Path of the tuneup binary (default: next to tuneup-bench).") var tuneup: String?
 
     func validate() throws {
@@ -40,6 +41,7 @@ struct SpeakerVsSnapcast: AsyncParsableCommand {
         guard (1...32).contains(receivers) else { throw ValidationError("--receivers must be 1...32") }
         guard idleSeconds >= 1, idleSeconds <= 600 else { throw ValidationError("--idle-seconds must be 1...600") }
         guard ["flac", "pcm", "ogg", "opus"].contains(snapCodec) else { throw ValidationError("--snap-codec must be flac, pcm, ogg or opus") }
+        guard ["pcm", "flac"].contains(encoding) else { throw ValidationError("--encoding must be pcm or flac") }
     }
 
     static let format = try! AudioFormat(sampleRate: 48_000, channels: 2, sampleFormat: .s16le)
@@ -157,7 +159,7 @@ struct SpeakerVsSnapcast: AsyncParsableCommand {
         let playStart = monotonicNanoseconds()
         let addresses = started.receiverAddresses
         let controller = try await Blocking.perform("play") { () throws -> ChildProcess in
-            let p = try ChildProcess(binary, ["speaker", "play", dir + "/source.wav", "--format", "json"] + addresses.flatMap { ["--speaker", $0] },
+            let p = try ChildProcess(binary, ["speaker", "play", dir + "/source.wav", "--format", "json", "--encoding", encoding] + addresses.flatMap { ["--speaker", $0] },
                                      stderr: .file(dir + "/play.log"))
             run.add("controller", p)
             return p

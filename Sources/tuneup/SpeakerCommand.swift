@@ -414,6 +414,9 @@ extension SpeakerCommand {
                   $ tuneup speaker play song.flac --from 30 --buffer-ms 300
                   $ tuneup speaker play http://radio.example/stream.wav
                   $ ffmpeg -i song.mp3 -f s16le -ar 48000 -ac 2 - | tuneup speaker play - --raw s16le:48000:2
+                --encoding flac sends lossless FLAC frames instead of PCM (about half the bytes for music); every \
+                speaker must speak protocol version 3, else the play is refused with one line (exit 65).
+                  $ tuneup speaker play song.wav --encoding flac
                 """)
         @Argument(help: ArgumentHelp("An audio file, an http(s) URL, or - (standard input).", valueName: "file-or-url"))
         var file: String
@@ -424,6 +427,9 @@ extension SpeakerCommand {
         var from: Double = 0
         @Option(help: ArgumentHelp("How far ahead audio is sent (20...5000 ms): latency against jitter.", valueName: "ms"))
         var bufferMs: Int = 200
+        @Option(help: ArgumentHelp("How the audio travels: pcm, or flac (lossless, about half the bytes; speakers of protocol version 3).",
+                                   valueName: "encoding"))
+        var encoding: AudioEncoding = .pcm
         @OptionGroup var reach: Reach
         @OptionGroup var output: OutputOptions
 
@@ -447,7 +453,7 @@ extension SpeakerCommand {
                 throw failureExit(error)
             }
             try await SpeakerCommand.with(reach) { c in
-                try await c.setPlayerOptions(PlayerOptions(buffer: .milliseconds(bufferMs)))
+                try await c.setPlayerOptions(PlayerOptions(buffer: .milliseconds(bufferMs), encoding: encoding))
                 try await c.addAllToSession()
                 let events = try await c.playerEvents()
                 try await c.play(source, title: source.source.title.isEmpty ? source.address.lastComponent : source.source.title, from: from)
@@ -568,3 +574,6 @@ extension SpeakerCommand {
         }
     }
 }
+
+/// `speaker play --encoding pcm|flac`.
+extension AudioEncoding: ExpressibleByArgument {}

@@ -66,7 +66,7 @@ import Speaker
     }
 
     @Test func wrongVersionIsRefused() {
-        for version: UInt8 in [0, 3, 0xFF] {
+        for version: UInt8 in [0, 4, 0xFF] {
             let bytes = reframed(Self.example("get-status").encode()) { $0[2] = version }
             #expect(Self.code(bytes) == .unsupportedVersion, "version \(version)")
             // The frame itself is fine: a session can answer version-mismatch.
@@ -138,7 +138,7 @@ import Speaker
     @Test func errorCodesAreStable() {
         #expect(SpeakerError.Code.allCases.map(\.rawValue) == [
             "truncated", "trailing-bytes", "too-large", "bad-magic", "unsupported-version", "unknown-type", "bad-checksum",
-            "bad-request-id", "value-out-of-range", "bad-text",
+            "bad-request-id", "value-out-of-range", "bad-text", "bad-audio",
         ])
         #expect(SpeakerError(.truncated, "a") == SpeakerError(.truncated, "b"))
         #expect(SpeakerError(.truncated, "a").category == .device)

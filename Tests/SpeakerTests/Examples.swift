@@ -69,6 +69,13 @@ enum Examples {
                                        pcm: [0x00, 0x01, 0x00, 0xFF, 0x10, 0x00, 0xF0, 0xFF])),
             ("audio-end", try! AudioPacket(streamId: 7, sequence: 1, firstFrame: 2, presentationTime: 1_100_041_666, format: format,
                                            endOfStream: true, pcm: [])),
+            // Version 3: the first 16 frames of a stereo ramp (left 0, 100, 200, ..., right its negative) as FLAC.
+            ("audio-flac", try! AudioPacket(streamId: 7, sequence: 0, firstFrame: 0, presentationTime: 1_100_000_000, format: format,
+                                            encoding: .flac, pcm: (0..<16).flatMap { i -> [UInt8] in
+                                                let l = Int16(i * 100), r = -l
+                                                return [UInt8(truncatingIfNeeded: l), UInt8(truncatingIfNeeded: l >> 8),
+                                                        UInt8(truncatingIfNeeded: r), UInt8(truncatingIfNeeded: r >> 8)]
+                                            })),
         ]
     }
 

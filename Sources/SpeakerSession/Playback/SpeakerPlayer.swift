@@ -147,6 +147,7 @@ public actor SpeakerPlayer {
         guard seconds.isFinite, seconds >= 0 else { throw SpeakerSessionError(.invalidArgument, "--from must be 0 or more seconds") }
         await perform(machine.stop())
         let format = source.format
+        try checkEncoding(format: format)
         let first = UInt64(seconds * Double(format.sampleRate))
         if first > 0 {
             if let total = source.totalFrames, first >= total {
@@ -156,7 +157,8 @@ public actor SpeakerPlayer {
             try await source.seek(toFrame: first)
         }
         self.source = source
-        let (id, announcements) = machine.start(format: format, startFrame: first, title: title, kind: kind, now: now())
+        let (id, announcements) = machine.start(format: format, encoding: options.encoding, startFrame: first, title: title,
+                                                kind: kind, now: now())
         await perform(announcements)
         do {
             try await perform(machine.started(streamId: id, now: now()))
@@ -303,9 +305,29 @@ public actor SpeakerPlayer {
         }
     }
 
+    /// FLAC (`options.encoding`) needs every member to speak version 3 and a rate a FLAC frame states: else one line
+    /// naming the first speaker that does not (no fallback to PCM: the encoding was asked for, docs §7.2).
+    private func checkEncoding(format: AudioFormat) throws(SpeakerSessionError) {
+        let encoding = options.encoding
+        guard encoding != .pcm else { return }
+        guard encoding.carries(format) else {
+            throw SpeakerSessionError(.invalidArgument, "--encoding \(encoding): \(format.sampleRate) Hz cannot travel as FLAC here (a multiple of 10 Hz or up to 65535 Hz); use --encoding pcm")
+        }
+        for id in machine.members {
+            guard let session = members[id]?.session, session.hello.version < encoding.version else { continue }
+            throw SpeakerSessionError(.versionMismatch, "--encoding \(encoding): speaker \(session.address) speaks protocol version \(session.hello.version), \(encoding) needs version \(encoding.version) on every speaker; use --encoding pcm")
+        }
+    }
+
     /// Waits for the member's clock map, then announces the stream to it; the machine learns whether it got it.
     private func announce(to id: UInt64, streamId: UInt32) async {
         guard let stream = machine.stream, stream.streamId == streamId else { return }
+        if let session = members[id]?.session, session.hello.version < stream.schedule.encoding.version {
+            // A speaker added to a FLAC stream that cannot decode it: it does not get the stream (the others play on).
+            events.yield(.speakerError(deviceId: id, code: .unsupportedFormat,
+                                       message: "speaker \(session.address) speaks protocol version \(session.hello.version): it cannot decode this \(stream.schedule.encoding) stream (version \(stream.schedule.encoding.version))"))
+            return
+        }
         await waitForMap(id)
         guard let member = members[id] else { return }
         guard member.mapInstalled else {

@@ -1,0 +1,139 @@
+/* One FLAC frame in memory through libFLAC's stream encoder and decoder (CFLAC.h). */
+#include "CFLAC.h"
+
+#include <FLAC/stream_decoder.h>
+#include <FLAC/stream_encoder.h>
+#include <string.h>
+
+struct encode_state {
+    uint8_t *out;
+    size_t capacity;
+    size_t size;
+    int frames;
+    int overflow;
+};
+
+static FLAC__StreamEncoderWriteStatus encode_write(const FLAC__StreamEncoder *encoder, const FLAC__byte buffer[],
+                                                   size_t bytes, uint32_t samples, uint32_t current_frame, void *client) {
+    (void)encoder; (void)current_frame;
+    struct encode_state *s = client;
+    if (samples == 0) return FLAC__STREAM_ENCODER_WRITE_STATUS_OK;   /* "fLaC" and STREAMINFO: not sent */
+    s->frames += 1;
+    if (s->frames > 1 || bytes > s->capacity - s->size) {
+        s->overflow = 1;
+        return FLAC__STREAM_ENCODER_WRITE_STATUS_OK;
+    }
+    memcpy(s->out + s->size, buffer, bytes);
+    s->size += bytes;
+    return FLAC__STREAM_ENCODER_WRITE_STATUS_OK;
+}
+
+long tuneup_flac_encode_frame(const int32_t *samples, unsigned frames, unsigned channels, unsigned bits, unsigned rate,
+                              unsigned level, uint8_t *out, size_t capacity) {
+    if (frames == 0 || frames > FLAC__MAX_BLOCK_SIZE) return TUNEUP_FLAC_ERROR_ENCODER;
+    FLAC__StreamEncoder *encoder = FLAC__stream_encoder_new();
+    if (encoder == NULL) return TUNEUP_FLAC_ERROR_ALLOCATION;
+    struct encode_state s = {.out = out, .capacity = capacity};
+    /* The block size is set after the level (a level sets one too). Blocks under 16 frames are not allowed as the
+     * stream's block size, but the last block of a stream may be shorter: a packet of fewer frames is one. Not the
+     * streamable subset: libFLAC holds that to the standard block sizes, and a datagram's size is not one. */
+    FLAC__bool ok = FLAC__stream_encoder_set_channels(encoder, channels)
+        && FLAC__stream_encoder_set_bits_per_sample(encoder, bits)
+        && FLAC__stream_encoder_set_sample_rate(encoder, rate)
+        && FLAC__stream_encoder_set_compression_level(encoder, level)
+        && FLAC__stream_encoder_set_blocksize(encoder, frames < 16 ? 16 : frames)
+        && FLAC__stream_encoder_set_streamable_subset(encoder, false)
+        && FLAC__stream_encoder_set_verify(encoder, false);
+    long result = TUNEUP_FLAC_ERROR_ENCODER;
+    if (ok && FLAC__stream_encoder_init_stream(encoder, encode_write, NULL, NULL, NULL, &s) == FLAC__STREAM_ENCODER_INIT_STATUS_OK) {
+        ok = FLAC__stream_encoder_process_interleaved(encoder, samples, frames);
+        ok = FLAC__stream_encoder_finish(encoder) && ok;
+        if (!ok) result = TUNEUP_FLAC_ERROR_ENCODER;
+        else if (s.overflow) result = TUNEUP_FLAC_ERROR_TOO_LARGE;
+        else if (s.frames != 1) result = TUNEUP_FLAC_ERROR_ENCODER;
+        else result = (long)s.size;
+    }
+    FLAC__stream_encoder_delete(encoder);
+    return result;
+}
+
+struct decode_state {
+    const uint8_t *bytes;
+    size_t count;
+    size_t position;
+    unsigned frames;
+    unsigned channels;
+    unsigned bits;
+    int32_t *out;
+    int decoded;
+    long error;
+};
+
+static FLAC__StreamDecoderReadStatus decode_read(const FLAC__StreamDecoder *decoder, FLAC__byte buffer[], size_t *bytes,
+                                                 void *client) {
+    (void)decoder;
+    struct decode_state *s = client;
+    size_t left = s->count - s->position;
+    if (left == 0) {
+        *bytes = 0;
+        return FLAC__STREAM_DECODER_READ_STATUS_END_OF_STREAM;
+    }
+    size_t n = *bytes < left ? *bytes : left;
+    memcpy(buffer, s->bytes + s->position, n);
+    s->position += n;
+    *bytes = n;
+    return FLAC__STREAM_DECODER_READ_STATUS_CONTINUE;
+}
+
+static FLAC__bool decode_eof(const FLAC__StreamDecoder *decoder, void *client) {
+    (void)decoder;
+    struct decode_state *s = client;
+    return s->position >= s->count;
+}
+
+static FLAC__StreamDecoderWriteStatus decode_write(const FLAC__StreamDecoder *decoder, const FLAC__Frame *frame,
+                                                   const FLAC__int32 *const buffer[], void *client) {
+    (void)decoder;
+    struct decode_state *s = client;
+    if (s->decoded > 0) {
+        s->error = TUNEUP_FLAC_ERROR_EXTRA;
+        return FLAC__STREAM_DECODER_WRITE_STATUS_ABORT;
+    }
+    if (frame->header.blocksize != s->frames || frame->header.channels != s->channels
+        || frame->header.bits_per_sample != s->bits) {
+        s->error = TUNEUP_FLAC_ERROR_FORMAT;
+        return FLAC__STREAM_DECODER_WRITE_STATUS_ABORT;
+    }
+    for (unsigned i = 0; i < s->frames; i++)
+        for (unsigned c = 0; c < s->channels; c++)
+            s->out[(size_t)i * s->channels + c] = buffer[c][i];
+    s->decoded += 1;
+    return FLAC__STREAM_DECODER_WRITE_STATUS_CONTINUE;
+}
+
+static void decode_error(const FLAC__StreamDecoder *decoder, FLAC__StreamDecoderErrorStatus status, void *client) {
+    (void)decoder; (void)status;
+    struct decode_state *s = client;
+    if (s->error == 0) s->error = TUNEUP_FLAC_ERROR_CORRUPT;
+}
+
+long tuneup_flac_decode_frame(const uint8_t *bytes, size_t count, unsigned frames, unsigned channels, unsigned bits,
+                              int32_t *out) {
+    FLAC__StreamDecoder *decoder = FLAC__stream_decoder_new();
+    if (decoder == NULL) return TUNEUP_FLAC_ERROR_ALLOCATION;
+    struct decode_state s = {.bytes = bytes, .count = count, .frames = frames, .channels = channels, .bits = bits, .out = out};
+    long result = TUNEUP_FLAC_ERROR_ALLOCATION;
+    FLAC__stream_decoder_set_md5_checking(decoder, false);
+    /* No "fLaC" and STREAMINFO before the frame: the decoder finds the frame's sync code at once, and the frame
+     * header says its block size, channels, sample size and rate. */
+    if (FLAC__stream_decoder_init_stream(decoder, decode_read, NULL, NULL, NULL, decode_eof, decode_write, NULL,
+                                         decode_error, &s) == FLAC__STREAM_DECODER_INIT_STATUS_OK) {
+        FLAC__stream_decoder_process_until_end_of_stream(decoder);
+        if (s.error != 0) result = s.error;
+        else if (s.decoded != 1) result = TUNEUP_FLAC_ERROR_NO_FRAME;
+        else result = frames;
+        FLAC__stream_decoder_finish(decoder);
+    }
+    FLAC__stream_decoder_delete(decoder);
+    return result;
+}
