@@ -7,7 +7,7 @@ import Speaker
 /// - Fitting: over a span of at least `rateSpan` the offset and the drift are fitted (`ClockMap.fit`, weighted least
 ///   squares) through the fastest sample of each of `buckets` stretches of the window, so the slope is measured over
 ///   all of it, each weighted by how close its round trip is to the fastest (one `tolerance` slower: half; a sample
-///   that waited on one leg is off by up to half its extra delay); before that the rate is taken as 0 and the offset is the fastest of the three newest samples', refreshed every `earlyInterval`.
+///   that waited on one leg is off by up to half its extra delay); before that the rate is taken as 0 and the offset is that of the sample least off by its extra round trip and its age (`earlyDrift`), refreshed every `earlyInterval`.
 /// - Sending: a new map when none was sent, or when the new estimate places `horizon` from now more than
 ///   `sendThreshold` away from the map sent last.
 public struct ClockTracker: Sendable {
@@ -26,6 +26,8 @@ public struct ClockTracker: Sendable {
     public var burstInterval: Duration = .milliseconds(10)
     public var earlyInterval: Duration = .milliseconds(50)
     public var steadyInterval: Duration = .milliseconds(250)
+    /// The drift assumed before it is measured (a crystal's ±500 ppm), to weigh an older sample against a slower one.
+    public var earlyDrift = 500e-6
 
     public private(set) var samples: [ClockSample] = []
     /// The map last handed out by `mapToSend` (what the speaker uses).
@@ -61,8 +63,13 @@ public struct ClockTracker: Sendable {
     public var estimate: ClockMap? {
         guard !samples.isEmpty else { return nil }
         if span < rateSpan {
-            // Rate unknown yet: the fastest of the three newest samples (an older one is off by the drift since), rate 0.
-            let best = samples.suffix(3).min { $0.delay < $1.delay }!
+            // Rate unknown yet (0). A sample's offset is off by up to half its round trip beyond the fastest seen (it
+            // waited on one leg), and an older one also by the drift since it was taken: the sample whose bound of
+            // both is least gives the offset — the newest while it is about as fast as the fastest, an older fast one
+            // when the newest waited (the map then lags by tens of µs of drift instead of jumping by milliseconds).
+            let fastest = samples.map(\.delay).min()!, newest = samples.map(\.midpoint).max()!
+            let bound = { (s: ClockSample) in Double(s.delay - fastest) / 2 + Double(newest - s.midpoint) * earlyDrift }
+            let best = samples.min { bound($0) < bound($1) }!
             return try? ClockMap(controllerReference: best.midpoint, speakerReference: best.midpoint &+ UInt64(bitPattern: best.offset), rate: 0)
         }
         // The drift is the slope, so the fitted points must spread over the window: points crowded into one stretch
