@@ -3,6 +3,7 @@
 
 #include <FLAC/stream_decoder.h>
 #include <FLAC/stream_encoder.h>
+#include <stdlib.h>
 #include <string.h>
 
 struct encode_state {
@@ -136,4 +137,61 @@ long tuneup_flac_decode_frame(const uint8_t *bytes, size_t count, unsigned frame
     }
     FLAC__stream_decoder_delete(decoder);
     return result;
+}
+
+struct tuneup_flac_stream {
+    FLAC__StreamEncoder *encoder;
+    struct encode_state state;
+    int finished;
+};
+
+tuneup_flac_stream *tuneup_flac_stream_new(unsigned frames, unsigned channels, unsigned bits, unsigned rate, unsigned level) {
+    if (frames < 16 || frames > FLAC__MAX_BLOCK_SIZE) return NULL;
+    tuneup_flac_stream *stream = calloc(1, sizeof *stream);
+    if (stream == NULL) return NULL;
+    stream->encoder = FLAC__stream_encoder_new();
+    FLAC__bool ok = stream->encoder != NULL
+        && FLAC__stream_encoder_set_channels(stream->encoder, channels)
+        && FLAC__stream_encoder_set_bits_per_sample(stream->encoder, bits)
+        && FLAC__stream_encoder_set_sample_rate(stream->encoder, rate)
+        && FLAC__stream_encoder_set_compression_level(stream->encoder, level)
+        && FLAC__stream_encoder_set_blocksize(stream->encoder, frames)
+        && FLAC__stream_encoder_set_streamable_subset(stream->encoder, false)
+        && FLAC__stream_encoder_set_verify(stream->encoder, false)
+        && FLAC__stream_encoder_init_stream(stream->encoder, encode_write, NULL, NULL, NULL, &stream->state)
+               == FLAC__STREAM_ENCODER_INIT_STATUS_OK;
+    if (!ok) {
+        tuneup_flac_stream_delete(stream);
+        return NULL;
+    }
+    return stream;
+}
+
+long tuneup_flac_stream_encode(tuneup_flac_stream *stream, const int32_t *samples, unsigned count, const int32_t *next,
+                               unsigned next_count, uint8_t *out, size_t capacity) {
+    if (stream->finished) return TUNEUP_FLAC_ERROR_ENCODER;
+    stream->state = (struct encode_state){.out = out, .capacity = capacity};
+    FLAC__bool ok = count == 0 || FLAC__stream_encoder_process_interleaved(stream->encoder, samples, count);
+    if (ok && next_count > 0) {
+        ok = FLAC__stream_encoder_process_interleaved(stream->encoder, next, next_count);
+    } else if (ok) {
+        stream->finished = 1;
+        ok = FLAC__stream_encoder_finish(stream->encoder);
+    }
+    if (!ok) return TUNEUP_FLAC_ERROR_ENCODER;
+    if (stream->state.overflow) return TUNEUP_FLAC_ERROR_TOO_LARGE;
+    if (stream->state.frames != 1) return TUNEUP_FLAC_ERROR_ENCODER;
+    return (long)stream->state.size;
+}
+
+void tuneup_flac_stream_delete(tuneup_flac_stream *stream) {
+    if (stream == NULL) return;
+    if (stream->encoder != NULL) {
+        if (!stream->finished) {
+            stream->state = (struct encode_state){0};  /* a last block, if any, is dropped (capacity 0) */
+            FLAC__stream_encoder_finish(stream->encoder);
+        }
+        FLAC__stream_encoder_delete(stream->encoder);
+    }
+    free(stream);
 }

@@ -53,6 +53,13 @@ public struct AudioPacket: Sendable, Hashable {
                       format: format, endOfStream: endOfStream, encoding: encoding, pcm: pcm, flacFrame: nil)
     }
 
+    /// A FLAC packet whose frame was encoded already (by a stream's `FLACStreamEncoder`): `flacFrame` must be `pcm`'s.
+    public init(streamId: UInt32, sequence: UInt32, firstFrame: UInt64, presentationTime: UInt64, format: AudioFormat,
+                endOfStream: Bool = false, pcm: [UInt8], flacFrame: [UInt8]) throws(SpeakerError) {
+        try self.init(streamId: streamId, sequence: sequence, firstFrame: firstFrame, presentationTime: presentationTime,
+                      format: format, endOfStream: endOfStream, encoding: .flac, pcm: pcm, flacFrame: Optional(flacFrame))
+    }
+
     private init(streamId: UInt32, sequence: UInt32, firstFrame: UInt64, presentationTime: UInt64, format: AudioFormat,
                  endOfStream: Bool, encoding: AudioEncoding, pcm: [UInt8], flacFrame received: [UInt8]?) throws(SpeakerError) {
         let limit = Self.maxFrames(for: format, encoding: encoding) * format.bytesPerFrame

@@ -1,4 +1,5 @@
 import CFLAC
+import Synchronization
 
 /// How an audio datagram carries its samples (docs/speaker-protocol.md §7.2).
 public enum AudioEncoding: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
@@ -131,6 +132,85 @@ enum PCMSamples {
                 i += width
             }
             count = i
+        }
+    }
+}
+
+/// A stream's FLAC encoder kept from one packet to the next (libFLAC's set-up costs some 75 µs in a virtual machine,
+/// its CPUID probes: once per stream instead of once per packet). Every frame it writes still decodes alone (FLAC
+/// frames carry no state; their frame numbers count up). libFLAC writes a block once it holds one frame more than
+/// the block, so each packet's frames go in with the next packet's first frame (`next`), which the next packet then
+/// starts with; a packet without `next` finishes the stream. One owner at a time (the player's actor, a virtual
+/// playback); the lock keeps a misuse from racing in C.
+public final class FLACStreamEncoder: Sendable {
+    public let format: AudioFormat
+    /// The block size: a packet's frames.
+    public let frames: Int
+
+    private struct State: @unchecked Sendable {  // the C encoder is used under the lock only
+        var stream: OpaquePointer?
+        /// The first frame of the next packet was fed already (as the previous packet's `next`).
+        var holdsNext = false
+    }
+    private let state: Mutex<State>
+
+    /// Throws `.valueOutOfRange` for a format FLAC does not carry here or a block under 16 frames.
+    public init(format: AudioFormat, frames: Int) throws(SpeakerError) {
+        guard AudioEncoding.flac.carries(format) else {
+            throw SpeakerError(.valueOutOfRange, "FLAC frames here cannot state \(format.sampleRate) Hz (a multiple of 10 Hz or up to 65535 Hz)")
+        }
+        guard let stream = tuneup_flac_stream_new(UInt32(frames), UInt32(format.channels), UInt32(format.sampleFormat.bitsPerSample),
+                                                  format.sampleRate, FLACFrame.level) else {
+            throw SpeakerError(.valueOutOfRange, "libFLAC refused a stream of \(frames)-frame blocks (\(format))")
+        }
+        self.format = format
+        self.frames = frames
+        state = Mutex(State(stream: stream))
+    }
+
+    deinit { state.withLock { tuneup_flac_stream_delete($0.stream) } }
+
+    /// True once a packet without `next` finished the stream.
+    public var isFinished: Bool { state.withLock { $0.stream == nil } }
+
+    /// The FLAC frame of `pcm` (whole frames, 1...`frames`, starting with the frame fed as the last `next`, if any);
+    /// `next` is the next packet's first frame (empty: the stream ends here).
+    /// Throws `.valueOutOfRange` (a finished stream, not whole frames) or `.tooLarge` (never: `FLACFrame.maxSize`).
+    public func encode(_ pcm: [UInt8], next: ArraySlice<UInt8>) throws(SpeakerError) -> [UInt8] {
+        let format = self.format, frames = self.frames
+        let bytesPerFrame = format.bytesPerFrame
+        guard pcm.count % bytesPerFrame == 0, next.count % bytesPerFrame == 0, next.count <= bytesPerFrame,
+              pcm.count / bytesPerFrame <= frames, !pcm.isEmpty else {
+            throw SpeakerError(.valueOutOfRange, "a FLAC stream packet holds 1...\(frames) whole frames and 0 or 1 next frame")
+        }
+        let samples = PCMSamples.unpack(pcm, format.sampleFormat)
+        let nextSamples = PCMSamples.unpack(Array(next), format.sampleFormat)
+        let capacity = FLACFrame.maxSize(frames: pcm.count / bytesPerFrame, format: format)
+        let (size, frame) = state.withLock { s -> (Int, [UInt8]) in
+            guard let stream = s.stream else { return (-100, []) }
+            let skip = s.holdsNext ? Int(format.channels) : 0
+            let count = pcm.count / bytesPerFrame - (s.holdsNext ? 1 : 0)
+            var out = [UInt8](repeating: 0, count: capacity)
+            let size = samples.withUnsafeBufferPointer { p in
+                nextSamples.withUnsafeBufferPointer { n in
+                    out.withUnsafeMutableBufferPointer { o in
+                        tuneup_flac_stream_encode(stream, p.baseAddress! + skip, UInt32(count), n.baseAddress,
+                                                  UInt32(n.count / Int(format.channels)), o.baseAddress, capacity)
+                    }
+                }
+            }
+            s.holdsNext = !next.isEmpty
+            if next.isEmpty {
+                tuneup_flac_stream_delete(stream)
+                s.stream = nil
+            }
+            return (size, size > 0 ? Array(out.prefix(size)) : [])
+        }
+        switch size {
+        case 1...: return frame
+        case -100: throw SpeakerError(.valueOutOfRange, "this FLAC stream has ended")
+        case Int(TUNEUP_FLAC_ERROR_TOO_LARGE): throw SpeakerError(.tooLarge, "a FLAC frame above its bound")
+        default: throw SpeakerError(.valueOutOfRange, "libFLAC failed on a packet of \(pcm.count / bytesPerFrame) frames")
         }
     }
 }

@@ -121,6 +121,9 @@ public struct StreamSchedule: Sendable {
     public private(set) var sequence: UInt32 = 0
     public private(set) var anchorFrame: UInt64
     public private(set) var anchorTime: UInt64
+    /// FLAC: the stream's encoder while packets follow each other (a new one after a re-anchor or a packet without
+    /// `next`).
+    private var encoder: FLACStreamEncoder?
 
     public init(streamId: UInt32, format: AudioFormat, encoding: AudioEncoding = .pcm, startFrame: UInt64 = 0, startTime: UInt64) {
         self.streamId = streamId
@@ -154,13 +157,25 @@ public struct StreamSchedule: Sendable {
         nextFrame = frame
         anchorFrame = frame
         anchorTime = time
+        encoder = nil  // what follows need not continue what the encoder holds
     }
 
-    /// The next packet with `pcm` (whole frames, at most `framesPerPacket`); advances the frame and sequence.
-    public mutating func packet(pcm: [UInt8], endOfStream: Bool = false) throws(SpeakerError) -> AudioPacket {
-        let packet = try AudioPacket(streamId: streamId, sequence: sequence, firstFrame: nextFrame,
+    /// The next packet with `pcm` (whole frames, at most `framesPerPacket`); advances the frame and sequence. With
+    /// FLAC, `next` is the first frame that follows (the stream's encoder writes a block once it has one frame more:
+    /// `FLACStreamEncoder`); without it a FLAC stream's encoder is finished and the next packet starts a new one.
+    public mutating func packet(pcm: [UInt8], endOfStream: Bool = false, next: ArraySlice<UInt8> = []) throws(SpeakerError) -> AudioPacket {
+        let packet: AudioPacket
+        if encoding == .flac, !pcm.isEmpty {
+            if encoder == nil { encoder = try FLACStreamEncoder(format: format, frames: max(16, framesPerPacket)) }
+            let frame = try encoder!.encode(pcm, next: endOfStream ? [] : next)
+            if encoder!.isFinished { encoder = nil }
+            packet = try AudioPacket(streamId: streamId, sequence: sequence, firstFrame: nextFrame, presentationTime: nextPresentationTime,
+                                     format: format, endOfStream: endOfStream, pcm: pcm, flacFrame: frame)
+        } else {
+            packet = try AudioPacket(streamId: streamId, sequence: sequence, firstFrame: nextFrame,
                                      presentationTime: nextPresentationTime, format: format, endOfStream: endOfStream,
                                      encoding: encoding, pcm: pcm)
+        }
         sequence &+= 1
         nextFrame &+= UInt64(packet.frameCount)
         return packet

@@ -390,7 +390,8 @@ public struct PlaybackMachine: Sendable {
         if s.endFrame == nil, s.schedule.nextPresentationTime <= now &+ buffer {
             let frames = s.schedule.framesPerPacket
             let bytesPerFrame = s.schedule.format.bytesPerFrame
-            if s.pending.count < frames * bytesPerFrame, !s.sourceDone {
+            // One frame more than a packet: a FLAC packet is encoded with the first frame after it (`StreamSchedule.packet`).
+            if s.pending.count < (frames + 1) * bytesPerFrame, !s.sourceDone {
                 state = .playing(s, run: run)
                 return .read(maxFrames: max(frames, 4096))
             }
@@ -398,7 +399,7 @@ public struct PlaybackMachine: Sendable {
             let pcm = Array(s.pending.prefix(take))
             s.pending.removeFirst(take)
             let last = s.sourceDone && s.pending.isEmpty
-            if let packet = try? s.schedule.packet(pcm: pcm, endOfStream: last) {
+            if let packet = try? s.schedule.packet(pcm: pcm, endOfStream: last, next: s.pending.prefix(bytesPerFrame)) {
                 let bytes = packet.encode()
                 if last { s.endFrame = packet.firstFrame + UInt64(packet.frameCount) }
                 s.history.append(SentPacket(sequence: packet.sequence, firstFrame: packet.firstFrame, frames: packet.frameCount,

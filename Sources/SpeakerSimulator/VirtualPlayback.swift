@@ -229,7 +229,8 @@ public struct VirtualPlayback {
                     let last = sourceFrame + UInt64(n) >= totalFrames
                     let pcm = source.frames(sourceFrame, count: n)
                     sourceFrame += UInt64(n)
-                    guard let packet = try? schedule.packet(pcm: pcm, endOfStream: last) else { break }
+                    let next = last ? [] : source.frames(sourceFrame, count: 1)[...]
+                    guard let packet = try? schedule.packet(pcm: pcm, endOfStream: last, next: next) else { break }
                     let bytes = packet.encode()
                     packetsSent += 1
                     bytesSent += bytes.count

@@ -63,7 +63,8 @@ struct SpeakerFLACBench: AsyncParsableCommand {
         var offset = 0
         while offset < pcm.count {
             let end = min(pcm.count, offset + step)
-            let packet = try schedule.packet(pcm: Array(pcm[offset..<end]), endOfStream: end == pcm.count)
+            let next = pcm[end..<min(pcm.count, end + format.bytesPerFrame)]
+            let packet = try schedule.packet(pcm: Array(pcm[offset..<end]), endOfStream: end == pcm.count, next: next)
             datagrams.append(packet.encode())
             offset = end
         }

@@ -141,6 +141,31 @@ import TestSupport
         } == .valueOutOfRange)
     }
 
+    /// A stream's encoder (the player's: set up once per stream) writes frames that each decode alone, every packet
+    /// given with the next packet's first frame; one without it ends the stream.
+    @Test func aStreamEncodersFramesDecodeAlone() throws {
+        for format in [Self.formats[0], Self.formats[2], Self.formats[4]] {
+            let frames = AudioPacket.maxFrames(for: format, encoding: .flac)
+            let bpf = format.bytesPerFrame
+            for kind in ["music", "noise", "silence"] {
+                let pcm = Self.signal(kind, frames: frames * 6 + 29, format: format)
+                let encoder = try FLACStreamEncoder(format: format, frames: frames)
+                var offset = 0
+                while offset < pcm.count {
+                    let end = min(pcm.count, offset + frames * bpf)
+                    let next = pcm[end..<min(pcm.count, end + bpf)]
+                    let frame = try encoder.encode(Array(pcm[offset..<end]), next: next)
+                    #expect(frame.count <= FLACFrame.maxSize(frames: (end - offset) / bpf, format: format))
+                    #expect(try FLACFrame.decode(frame[...], frames: (end - offset) / bpf, format: format) == Array(pcm[offset..<end]),
+                            "\(kind) \(format) packet at \(offset / bpf)")
+                    offset = end
+                }
+                #expect(encoder.isFinished)
+                #expect(Self.code { () throws(SpeakerError) in try encoder.encode(Array(pcm.prefix(bpf)), next: []) } == .valueOutOfRange)
+            }
+        }
+    }
+
     /// The datagrams' frames, after a STREAMINFO, are a .flac file that libsndfile (libFLAC's file decoder, checking
     /// every frame's CRC) reads back to the source, sample for sample.
     @Test(arguments: [0, 2]) func aFLACDecoderReadsTheFramesAsAFile(formatIndex: Int) throws {
@@ -150,10 +175,15 @@ import TestSupport
         var file: [UInt8] = Array("fLaC".utf8)
         var stream: [UInt8] = []
         var offset = 0, sequence: UInt32 = 0
+        let encoder = try FLACStreamEncoder(format: format, frames: frames)
         while offset < pcm.count {
             let chunk = Array(pcm[offset..<min(pcm.count, offset + frames * format.bytesPerFrame)])
+            // The player's way: the stream's encoder, each packet with the next one's first frame (frame numbers
+            // count up, as in any FLAC file).
+            let next = pcm[(offset + chunk.count)..<min(pcm.count, offset + chunk.count + format.bytesPerFrame)]
             let packet = try AudioPacket(streamId: 1, sequence: sequence, firstFrame: UInt64(offset / format.bytesPerFrame),
-                                         presentationTime: 0, format: format, encoding: .flac, pcm: chunk)
+                                         presentationTime: 0, format: format, pcm: chunk,
+                                         flacFrame: encoder.encode(chunk, next: next))
             let datagram = packet.encode()
             stream += datagram[AudioPacket.headerSize..<(datagram.count - 4)]
             offset += chunk.count

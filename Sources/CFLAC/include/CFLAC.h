@@ -29,4 +29,21 @@ long tuneup_flac_encode_frame(const int32_t *samples, unsigned frames, unsigned 
 long tuneup_flac_decode_frame(const uint8_t *bytes, size_t count, unsigned frames, unsigned channels, unsigned bits,
                               int32_t *out);
 
+/* A stream's encoder kept from one packet to the next: libFLAC's stream encoder initialised once (its set-up reads the
+ * CPU's features with CPUID, which costs some 75 µs in a virtual machine: once per stream, not per packet). Frames
+ * stay independently decodable (FLAC frames carry no state); libFLAC emits a block once it holds one sample more
+ * than the block, so each packet's frames go in with the next packet's first frame (`tuneup_flac_stream_encode`). */
+typedef struct tuneup_flac_stream tuneup_flac_stream;
+
+/* NULL when libFLAC cannot allocate or refuses the parameters. `frames` is the block size (the packet's). */
+tuneup_flac_stream *tuneup_flac_stream_new(unsigned frames, unsigned channels, unsigned bits, unsigned rate, unsigned level);
+
+/* Feeds `count` frames of interleaved samples, then `next` (0 or 1 frame: the next packet's first frame, already
+ * counted as fed by the next call, which then starts after it); with `next_count` 0 the stream is finished (the
+ * last block, however short). Writes the one FLAC frame that comes out to `out`; returns its size, or an error. */
+long tuneup_flac_stream_encode(tuneup_flac_stream *stream, const int32_t *samples, unsigned count, const int32_t *next,
+                               unsigned next_count, uint8_t *out, size_t capacity);
+
+void tuneup_flac_stream_delete(tuneup_flac_stream *stream);
+
 #endif
