@@ -12,7 +12,7 @@ struct SpeakerSessionTests {
         let session = try await sim.session()
         let identity = SpeakerIdentity.simulated(index: 0, seed: 7)
         #expect(session.hello.deviceId == identity.deviceId)
-        #expect(session.hello.version == 2)  // both speak 1...2 (version 2: lost-packet recovery)
+        #expect(session.hello.version == 3)  // both speak 1...3 (version 2: lost-packet recovery; 3: FLAC audio)
         #expect(session.hello.modelName.value == identity.modelName)
         let info = try await session.deviceInfo()
         #expect(info.deviceId == identity.deviceId)
@@ -131,7 +131,7 @@ struct SpeakerSessionTests {
         let reply = try await core.request(try ControlPacket(requestId: 1, message: .getDeviceInfo))
         guard case let .failed(f) = reply.message else { Issue.record("expected failed, got \(reply.message)"); return }
         #expect(f.code == .helloRequired && f.request == .getDeviceInfo)
-        let hello = try Hello(minVersion: 3, maxVersion: 4, controllerName: "future")
+        let hello = try Hello(minVersion: 4, maxVersion: 5, controllerName: "future")
         let refused = try await core.request(try ControlPacket(requestId: 2, message: .hello(hello)))
         guard case let .failed(g) = refused.message else { Issue.record("expected failed, got \(refused.message)"); return }
         #expect(g.code == .versionMismatch)
@@ -157,7 +157,7 @@ struct SpeakerSessionTests {
     }
 
     @Test func aSpeakerWithNoCommonVersionIsRefusedAtHello() async throws {
-        let speaker = SimulatedSpeaker(.init(identity: .simulated(index: 0), versions: 3...4))
+        let speaker = SimulatedSpeaker(.init(identity: .simulated(index: 0), versions: 4...5))
         let server = try SimulatedDeviceServer(devices: [speaker])
         let (a, b) = InMemoryTransport.pair()
         try server.serve(link: b, onDevice: 0)
