@@ -692,7 +692,8 @@ public final class ATTListener: TransportListener, Sendable {
     private let state: Mutex<State>
     private let logger: Logger?
 
-    private init(fd: Int32, adapter: BluetoothAdapter, logger: Logger?) {
+    /// A listener on a socket that already listens (a test's Unix socket); `bind` makes the real one.
+    init(adoptingListeningSocket fd: Int32, adapter: BluetoothAdapter, logger: Logger?) {
         self.state = Mutex(State(fd: fd))
         self.adapter = adapter
         self.endpoint = "ble:\(adapter.address)"
@@ -747,12 +748,17 @@ public final class ATTListener: TransportListener, Sendable {
         for peer in stale { await ManagementLinks.disconnect(index: chosen.id, peer) }
         if !stale.isEmpty { logger?.debug("ended \(stale.count) LE link(s) left on \(chosen.name) without an ATT server") }
         logger?.debug("advertising \"\(name)\" (service 0x\(String(service, radix: 16))) and listening for ATT on \(chosen.name) (\(chosen.address))")
-        let listener = ATTListener(fd: fd, adapter: chosen, logger: logger)
+        let listener = ATTListener(adoptingListeningSocket: fd, adapter: chosen, logger: logger)
         if case .success(0) = managed { listener.state.withLock { $0.managedAdvertising = true } }
         return listener
     }
 
     private var closedError: TransportError { TransportError(.closed, "the listener on \(endpoint) is closed") }
+
+    /// The number of `accept()` calls waiting for a connection on the reactor now (for tests and diagnostics).
+    var pendingAccepts: Int {
+        state.withLock { s in s.waiters.values.filter { $0.isWatched }.count }
+    }
 
     public func accept() async throws -> any Transport {
         while true {

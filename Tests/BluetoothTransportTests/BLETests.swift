@@ -175,6 +175,54 @@ private func bytes(_ text: String) -> [UInt8] {
     }
 }
 
+/// The peripheral's listener: its accept/close logic on a Unix socket (no Bluetooth here), with the waits on the
+/// reactor. Not advertising through the management interface, its close() sends an HCI command on a short-lived
+/// thread, which fails here without harm.
+@Suite struct ATTListenerTests {
+    func listener() throws -> (ATTListener, @Sendable () throws -> Int32, String) {
+        let (fd, connect) = try unixListener()
+        let target = try #require(descriptorTarget(fd))
+        let adapter = BluetoothAdapter(id: 0, name: "hci0", address: BluetoothAddress("00:AA:01:00:00:00")!, isUp: true,
+                                       isConnectable: true, isDiscoverable: false)
+        return (ATTListener(adoptingListeningSocket: fd, adapter: adapter, logger: nil), connect, target)
+    }
+
+    @Test func acceptHandsOutAPacketTransport() async throws {
+        try await withTimeLimit {
+            let (listener, connect, _) = try listener()
+            defer { listener.close() }
+            let waiting = Task { try await listener.accept() }
+            try await waitUntil("accept() waits") { listener.pendingAccepts == 1 }
+            let client = try FileDescriptorTransport(adopting: try connect(), peerDescription: "central")
+            let server = try await waiting.value
+            #expect(server.peerDescription == "ble:unknown" && server.framing == .packets)
+            try await client.send([0x02, 0x17, 0x00])
+            #expect(try await server.receive() == [0x02, 0x17, 0x00])
+            await client.close()
+            await server.close()
+        }
+    }
+
+    /// close() wakes every waiting accept (they throw `.closed`; one it did not wake would wait until the watchdog
+    /// cancels it and fail the check), and the socket is released once the last of them is out.
+    @Test func closeWakesPendingAcceptsAndReleasesTheSocket() async throws {
+        try await withTimeLimit {
+            let (listener, _, socket) = try listener()
+            let accepts = [Task { try await listener.accept() }, Task { try await listener.accept() }]
+            try await waitUntil("both accepts wait") { listener.pendingAccepts == 2 }
+            listener.close()
+            for task in accepts {
+                await #expect(throws: TransportError(.closed, "")) { _ = try await value(of: task, cancellingAfter: .seconds(30)) }
+            }
+            let later = await expectTransportError(.closed) { _ = try await listener.accept() }
+            #expect(later?.message == "the listener on ble:00:AA:01:00:00:00 is closed")
+            _ = try await settledValue(below: 1) { openDescriptorTargets().contains(socket) ? 1 : 0 }
+            #expect(!openDescriptorTargets().contains(socket), "the listening socket is still open")
+            listener.close()  // idempotent
+        }
+    }
+}
+
 /// On this kernel (no AF_BLUETOOTH) every BLE entry point fails at once with one line.
 @Suite(.enabled(if: !hostHasBluetooth, "this kernel has Bluetooth; the VM scenario covers the real stack"))
 struct NoBluetoothBLETests {
