@@ -89,6 +89,30 @@ struct FLACLivePlaybackTests {
         }
     }
 
+    /// A version-2 speaker added while a FLAC stream plays is reported and left out; the version-3 one plays on.
+    @Test func aVersion2SpeakerAddedToAFLACStreamIsReportedAndLeftOut() async throws {
+        try await withTimeLimit {
+            let sim = try await SpeakerSimulation.start(count: 2, keepsRenderLogs: true, versions: { [1...3, 1...2][$0] })
+            let c = try await SpeakerController.connect(endpoints(sim))
+            try await c.setPlayerOptions(PlayerOptions(encoding: .flac))
+            try await c.setVolumeAll(50)
+            let (newer, older) = (try await c.info(index: 0).deviceId, try await c.info(index: 1).deviceId)
+            try await c.addToSession(newer)
+            let events = try await PlayerEventLog(c)
+            let source = GeneratedSignal(format: Self.format, seconds: 1.5, seed: 4)
+            try await c.play(source, title: "flac")
+            try await c.addToSession(older)
+            try await events.waitFor("the older speaker reported") {
+                if case let .speakerError(id, code, message) = $0 { id == older && code == .unsupportedFormat && message.contains("version 2") } else { false }
+            }
+            try await events.waitFor("the end") { $0 == .ended }
+            #expect(sim.speakers[0].flacDatagrams >= 204 && sim.speakers[1].flacDatagrams == 0)
+            #expect(!events.all.contains(.speakerJoined(deviceId: older)))
+            await c.close()
+            await sim.shutdown()
+        }
+    }
+
     @Test func aVersion2SpeakerMakesFLACRefusedWithOneLine() async throws {
         try await withTimeLimit {
             let (sim, c) = try await Self.start(versions: [1...3, 1...2], encoding: .flac)
