@@ -20,7 +20,7 @@ import Speaker
         "magic-flood.bin": (0, 0),  // "TS TS T" + the good frame's start reads as length 768: the good frame waits for
                                     // abandonPartialFrame (keptInputsKeepTheInvariants checks it is then found)
         "undecodable-frames.bin": (10, 5),  // version ff, type 14, id rules, volume 51: framed but not packets (its
-                                            // version-2 frame decodes since the codec speaks 1...2)
+                                            // version-2 frame decodes since the codec speaks 1...3)
         "audio-frame-count-lies.bin": (0, 0),
         "discovery-text-overrun.bin": (0, 0),
     ]
