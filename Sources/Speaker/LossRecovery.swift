@@ -67,6 +67,8 @@ public struct LossRecovery: Sendable, Hashable {
     public let policy: Policy
     public private(set) var statistics = Statistics()
     private var highest: UInt32?
+    /// No packet seen yet since the stream started (not since a `reset`): the first expected is number 0.
+    private var fresh = true
     private var missing: [UInt32: Missing] = [:]
 
     public init(policy: Policy = Policy()) { self.policy = policy }
@@ -92,16 +94,32 @@ public struct LossRecovery: Sendable, Hashable {
         }
         guard let h = highest else {
             highest = sequence
+            // A stream's packets are numbered from 0: a speaker that has the stream from its start (not from a resume)
+            // counts the numbers before its first packet as a gap, so a lost first packet is asked for too. (One that
+            // joins mid-stream finds them past their deadlines: not tracked, and not counted, as they were not its to get.)
+            if fresh, sequence > 0, sequence < 1 << 31 {
+                track(skipped: sequence, before: sequence, due: due, packetDuration: packetDuration, at: now, counting: false)
+            }
+            fresh = false
             return false
         }
         let ahead = sequence &- h
         guard ahead != 0, ahead < 1 << 31 else { return false }  // a duplicate, or an older packet that was not missing
         highest = sequence
-        let skipped = ahead - 1
-        guard skipped > 0 else { return false }
+        guard ahead > 1 else { return false }
+        track(skipped: ahead - 1, before: sequence, due: due, packetDuration: packetDuration, at: now)
+        return false
+    }
+
+    /// The `skipped` numbers before `sequence` are missing: tracks those still worth asking for (`counting`: the others
+    /// count as `untracked`).
+    private mutating func track(skipped: UInt32, before sequence: UInt32, due: UInt64?, packetDuration: UInt64, at now: UInt64,
+                                counting: Bool = true) {
+        let untracked = statistics.untracked
+        defer { if !counting { statistics.untracked = untracked } }
         guard let due else {
             statistics.untracked += UInt64(skipped)
-            return false
+            return
         }
         let tracked = min(skipped, policy.window)
         statistics.untracked += UInt64(skipped - tracked)
@@ -122,7 +140,6 @@ public struct LossRecovery: Sendable, Hashable {
                 statistics.expired += 1
             }
         }
-        return false
     }
 
     /// The sequence numbers to ask for at `now` (oldest first, at most `maxPerRequest`); those past their deadline are
@@ -144,9 +161,11 @@ public struct LossRecovery: Sendable, Hashable {
         return out
     }
 
-    /// Forgets the stream's gaps (pause: the next packet starts anew). Statistics stay.
+    /// Forgets the stream's gaps (pause: the next packet starts anew; the numbers go on, so no gap before it). Statistics
+    /// stay.
     public mutating func reset() {
         highest = nil
+        fresh = false
         missing = [:]
     }
 }

@@ -70,6 +70,34 @@ import Testing
         #expect(late.statistics.untracked == 39)
     }
 
+    @Test func aLostFirstPacketIsAskedFor() {
+        // Packets are numbered from 0: a speaker that has the stream from its start and first sees 2 misses 0 and 1.
+        var r = LossRecovery()
+        _ = Self.arrive(&r, 2)
+        #expect(r.missingSequences == [0, 1])
+        #expect(r.requests(at: 17 * Self.ms) == [0, 1])
+        let got0 = r.received(sequence: 0, due: 200 * Self.ms, packetDuration: Self.duration, at: 18 * Self.ms)
+        #expect(got0 && r.missingSequences == [1])
+    }
+
+    @Test func aSpeakerJoiningMidStreamCountsNothingBeforeItsFirstPacket() {
+        // Its first packet is 1000, due now: every earlier number was due before it joined (not its to get).
+        var r = LossRecovery()
+        _ = r.received(sequence: 1000, due: 300 * Self.ms, packetDuration: Self.duration, at: 295 * Self.ms)
+        #expect(r.missingSequences == [] && r.statistics.untracked == 0 && r.statistics.missing == 0)
+    }
+
+    @Test func afterAPauseTheFirstPacketOpensNoGap() {
+        var r = LossRecovery()
+        _ = Self.arrive(&r, 0)
+        _ = Self.arrive(&r, 1)
+        r.reset()  // paused: the numbers go on after the resume
+        _ = Self.arrive(&r, 50)
+        #expect(r.missingSequences == [] && r.statistics.missing == 0 && r.statistics.untracked == 0)
+        _ = Self.arrive(&r, 52)
+        #expect(r.missingSequences == [51])
+    }
+
     @Test func duplicatesAndReorderedPacketsAreNoLoss() {
         var r = LossRecovery()
         _ = Self.arrive(&r, 0)
