@@ -670,31 +670,21 @@ public enum BLEScanner {
 /// while waiting for a connection (a controller stops advertising when a central connects). Keep bluetoothd off
 /// that adapter (its own GATT server listens on the same channel).
 public final class ATTListener: TransportListener, Sendable {
-    private struct State {
-        var fd: Int32
-        var closed = false
-        /// The accepts waiting for a connection now; the last one out after `close()` releases the socket.
-        var waiters: [Int: WakeSignal] = [:]
-        var nextWaiter = 0
-        var released = false
-        /// The kernel advertises (management interface), and advertises again after a connection by itself.
-        var managedAdvertising = false
-    }
-
-    private struct Accepted {
-        let fd: Int32
-        let peer: String
-        let link: ManagementLinks.Peer?
+    private enum AcceptAttempt {
+        case accepted(fd: Int32, peer: String, link: ManagementLinks.Peer?)
+        case failed(Int32)
     }
 
     public let endpoint: String
     public let adapter: BluetoothAdapter
-    private let state: Mutex<State>
+    private let listening: ListeningSocket
+    /// The kernel advertises (management interface), and advertises again after a connection by itself.
+    private let managedAdvertising = Atomic<Bool>(false)
     private let logger: Logger?
 
     /// A listener on a socket that already listens (a test's Unix socket); `bind` makes the real one.
     init(adoptingListeningSocket fd: Int32, adapter: BluetoothAdapter, logger: Logger?) {
-        self.state = Mutex(State(fd: fd))
+        self.listening = ListeningSocket(adopting: fd)
         self.adapter = adapter
         self.endpoint = "ble:\(adapter.address)"
         self.logger = logger
@@ -749,27 +739,24 @@ public final class ATTListener: TransportListener, Sendable {
         if !stale.isEmpty { logger?.debug("ended \(stale.count) LE link(s) left on \(chosen.name) without an ATT server") }
         logger?.debug("advertising \"\(name)\" (service 0x\(String(service, radix: 16))) and listening for ATT on \(chosen.name) (\(chosen.address))")
         let listener = ATTListener(adoptingListeningSocket: fd, adapter: chosen, logger: logger)
-        if case .success(0) = managed { listener.state.withLock { $0.managedAdvertising = true } }
+        if case .success(0) = managed { listener.managedAdvertising.store(true, ordering: .relaxed) }
         return listener
     }
 
     private var closedError: TransportError { TransportError(.closed, "the listener on \(endpoint) is closed") }
 
     /// The number of `accept()` calls waiting for a connection on the reactor now (for tests and diagnostics).
-    var pendingAccepts: Int {
-        state.withLock { s in s.waiters.values.filter { $0.isWatched }.count }
-    }
+    var pendingAccepts: Int { listening.pendingWaits }
 
     public func accept() async throws -> any Transport {
         while true {
             try Task.checkCancellation()
-            let attempt: Accepted? = try state.withLock { s throws(TransportError) -> Accepted? in
-                guard !s.closed else { throw closedError }
+            let attempt: AcceptAttempt? = listening.withDescriptor { fd0 in
                 var storage = sockaddr_storage()
                 var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
-                return withUnsafeMutableBytes(of: &storage) { raw -> Accepted? in
-                    let fd = Glibc.accept(s.fd, raw.baseAddress?.assumingMemoryBound(to: sockaddr.self), &length)
-                    guard fd >= 0 else { return nil }
+                return withUnsafeMutableBytes(of: &storage) { raw -> AcceptAttempt in
+                    let fd = Glibc.accept(fd0, raw.baseAddress?.assumingMemoryBound(to: sockaddr.self), &length)
+                    guard fd >= 0 else { return .failed(errno) }
                     _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
                     let peer = L2CAPLESocketAddress(UnsafeRawBufferPointer(rebasing: raw[..<min(Int(length), raw.count)]))
                     var name = "ble:unknown"
@@ -779,79 +766,39 @@ public final class ATTListener: TransportListener, Sendable {
                         let a = peer.address.b
                         link = ManagementLinks.Peer(address: [a.0, a.1, a.2, a.3, a.4, a.5], type: peer.type)
                     }
-                    return Accepted(fd: fd, peer: name, link: link)
+                    return .accepted(fd: fd, peer: name, link: link)
                 }
             }
-            if let attempt {
-                logger?.debug("accepted \(attempt.peer) on \(endpoint)")
-                let transport = try FileDescriptorTransport(adopting: attempt.fd, peerDescription: attempt.peer, framing: .packets, logger: logger)
-                guard let link = attempt.link else { return transport }
+            switch attempt {
+            case nil:
+                throw closedError
+            case let .accepted(fd, peer, link):
+                logger?.debug("accepted \(peer) on \(endpoint)")
+                let transport = try FileDescriptorTransport(adopting: fd, peerDescription: peer, framing: .packets, logger: logger)
+                guard let link else { return transport }
                 return BLEPeripheralLink(transport, adapter: adapter.id, peer: link, logger: logger)
+            case let .failed(e):
+                guard e == EAGAIN || e == EWOULDBLOCK || e == EINTR || e == ECONNABORTED else {
+                    throw TransportError(.io, "cannot accept a connection on \(endpoint): \(POSIX.describe(e))", errno: e)
+                }
             }
-            let e = errno
-            guard e == EAGAIN || e == EWOULDBLOCK || e == EINTR || e == ECONNABORTED else {
-                throw TransportError(.io, "cannot accept a connection on \(endpoint): \(POSIX.describe(e))", errno: e)
-            }
-            let wake = WakeSignal()
-            let waiting: (id: Int, fd: Int32)? = state.withLock { s in
-                guard !s.closed else { return nil }
-                let id = s.nextWaiter
-                s.nextWaiter += 1
-                s.waiters[id] = wake
-                return (id, s.fd)
-            }
-            guard let waiting else { throw closedError }
-            let outcome: SocketWait.Outcome
-            do {
-                defer { finishWaiting(waiting.id) }
-                outcome = try await SocketWait.wait(for: .readable, on: waiting.fd, wake: wake, timeout: .seconds(1))
-            }
-            switch outcome {
-            case .woken:
-                if state.withLock({ $0.closed }) { throw closedError }
-                throw CancellationError()
-            case .timedOut:
+            if try await listening.waitReadable(timeout: .seconds(1), closedError: closedError) == .timedOut {
                 // A central that connected stopped the advertising: switch it on again (refused while on: no harm).
                 // The kernel's own advertising does that itself.
-                guard !state.withLock({ $0.managedAdvertising }) else { continue }
+                guard !managedAdvertising.load(ordering: .relaxed) else { continue }
                 let id = adapter.id
                 _ = try? await DedicatedThread.run(name: "tuneup-le-adv") { HCICommands.send(device: id, ocf: 0x000A, parameters: [1]) }
-            case .ready:
-                continue
             }
         }
-    }
-
-    /// Forgets a waiting accept; the last one out after `close()` releases the socket.
-    private func finishWaiting(_ id: Int) {
-        let release: Int32? = state.withLock { s in
-            s.waiters[id] = nil
-            guard s.closed, s.waiters.isEmpty, !s.released else { return nil }
-            s.released = true
-            return s.fd
-        }
-        if let release { POSIX.close(release) }
     }
 
     /// Stops listening and advertising: wakes pending `accept()`s (they throw `.closed`), releases the socket once
     /// none is still waking up, and stops the advertising (the management interface's Remove Advertising in a task,
     /// or an HCI command on a short-lived thread). Idempotent.
     public func close() {
-        let closing: (release: Int32?, wakers: [WakeSignal], managed: Bool)? = state.withLock { s in
-            guard !s.closed else { return nil }
-            s.closed = true
-            var release: Int32?
-            if s.waiters.isEmpty {
-                s.released = true
-                release = s.fd
-            }
-            return (release, Array(s.waiters.values), s.managedAdvertising)
-        }
-        guard let closing else { return }
-        for wake in closing.wakers { wake.fire() }
-        if let fd = closing.release { POSIX.close(fd) }
+        guard listening.close() else { return }
         let id = adapter.id
-        if closing.managed {
+        if managedAdvertising.load(ordering: .relaxed) {
             Task { await ManagementAdvertising.remove(index: id) }
         } else {
             try? DedicatedThread.spawn(name: "tuneup-le-adv") { _ = HCICommands.send(device: id, ocf: 0x000A, parameters: [0]) }

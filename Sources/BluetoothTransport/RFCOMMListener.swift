@@ -23,14 +23,6 @@ import Transport
 /// - `close()` is idempotent and makes pending and later `accept()` calls throw `TransportError(.closed)`; accepted
 ///   connections stay open. The socket is released once no `accept()` is still waking up.
 public final class RFCOMMListener: TransportListener, Sendable {
-    private struct State {
-        var fd: Int32
-        var closed = false
-        var released = false
-        var waiters: [Int: WakeSignal] = [:]
-        var nextWaiter = 0
-    }
-
     private enum AcceptAttempt {
         case accepted(Int32, String)
         case failed(Int32)
@@ -44,12 +36,12 @@ public final class RFCOMMListener: TransportListener, Sendable {
     /// Whether an SPP record for this channel is registered with the local SDP server.
     public var isServiceRecordRegistered: Bool { registration != nil }
 
-    private let state: Mutex<State>
+    private let listening: ListeningSocket
     private let registration: SDPRegistration?
     private let logger: Logger?
 
     init(adoptingListeningSocket fd: Int32, endpoint: String, channel: UInt8, registration: SDPRegistration?, logger: Logger?) {
-        self.state = Mutex(State(fd: fd))
+        self.listening = ListeningSocket(adopting: fd)
         self.endpoint = endpoint
         self.channel = channel
         self.registration = registration
@@ -193,28 +185,25 @@ public final class RFCOMMListener: TransportListener, Sendable {
     }
 
     /// The number of `accept()` calls waiting for a connection on the reactor now (for tests and diagnostics).
-    var pendingAccepts: Int {
-        state.withLock { s in s.waiters.values.filter { $0.isWatched }.count }
-    }
+    var pendingAccepts: Int { listening.pendingWaits }
 
     /// Waits for the next connection. Throws `.closed` after `close()`, `CancellationError` when cancelled, `.io` for
     /// resource exhaustion.
     public func accept() async throws -> any Transport {
         while true {
             try Task.checkCancellation()
-            let attempt: AcceptAttempt = state.withLock { s in
-                guard !s.closed else { return .closed }
+            let attempt: AcceptAttempt = listening.withDescriptor { fd0 in
                 var storage = sockaddr_storage()
                 var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
                 return withUnsafeMutableBytes(of: &storage) { raw -> AcceptAttempt in
-                    let fd = Glibc.accept(s.fd, raw.baseAddress?.assumingMemoryBound(to: sockaddr.self), &length)
+                    let fd = Glibc.accept(fd0, raw.baseAddress?.assumingMemoryBound(to: sockaddr.self), &length)
                     guard fd >= 0 else { return .failed(errno) }
                     _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
                     let peer = RFCOMMSocketAddress(UnsafeRawBufferPointer(rebasing: raw[..<min(Int(length), raw.count)]))
                     let name = peer.flatMap { BluetoothAddress(kernelAddress: $0.address) }.map { "bt:\($0)" } ?? "bt:unknown"
                     return .accepted(fd, name)
                 }
-            }
+            } ?? .closed
             switch attempt {
             case .accepted(let fd, let peer):
                 logger?.debug("accepted \(peer) on \(endpoint)")
@@ -224,7 +213,7 @@ public final class RFCOMMListener: TransportListener, Sendable {
             case .failed(let e):
                 switch e {
                 case EAGAIN, EWOULDBLOCK:
-                    try await waitForConnection()
+                    _ = try await listening.waitReadable(closedError: closedError)
                 case EINTR, ECONNABORTED, EPROTO, ECONNRESET, EHOSTDOWN, EHOSTUNREACH, ENETDOWN, ENOPROTOOPT, EOPNOTSUPP:
                     continue  // that connection is gone; accept(2) advises retrying
                 default:
@@ -234,54 +223,10 @@ public final class RFCOMMListener: TransportListener, Sendable {
         }
     }
 
-    /// Waits (on the I/O reactor) until the socket is readable, the listener closes, or the task is cancelled.
-    private func waitForConnection() async throws {
-        let wake = WakeSignal()
-        let registered: (id: Int, fd: Int32)? = state.withLock { s in
-            guard !s.closed else { return nil }
-            let id = s.nextWaiter
-            s.nextWaiter += 1
-            s.waiters[id] = wake
-            return (id, s.fd)
-        }
-        guard let registered else { throw closedError }
-        defer { finishWaiting(registered.id) }
-        let outcome = try await SocketWait.wait(for: .readable, on: registered.fd, wake: wake)
-        if outcome == .woken {
-            if state.withLock({ $0.closed }) { throw closedError }
-            throw CancellationError()
-        }
-    }
-
-    /// Forgets a waiter; the last one out after `close()` releases the socket.
-    private func finishWaiting(_ id: Int) {
-        let release: Int32? = state.withLock { s in
-            s.waiters[id] = nil
-            guard s.closed, s.waiters.isEmpty, !s.released else { return nil }
-            s.released = true
-            return s.fd
-        }
-        if let release { POSIX.close(release) }
-    }
-
     /// Stops listening: wakes pending `accept()`s (they throw `.closed`), releases the socket, and removes the SPP
     /// record (on a dedicated thread: it is a round trip to bluetoothd). Idempotent.
     public func close() {
-        let outcome: (release: Int32?, wakers: [WakeSignal])? = state.withLock { s in
-            guard !s.closed else { return nil }
-            s.closed = true
-            let release: Int32?
-            if s.waiters.isEmpty {
-                s.released = true
-                release = s.fd
-            } else {
-                release = nil
-            }
-            return (release, Array(s.waiters.values))
-        }
-        guard let outcome else { return }
-        for waker in outcome.wakers { waker.fire() }
-        if let fd = outcome.release { POSIX.close(fd) }
+        guard listening.close() else { return }
         if let registration {
             do {
                 try DedicatedThread.spawn(name: "tuneup-sdp-unreg") { registration.unregister() }
