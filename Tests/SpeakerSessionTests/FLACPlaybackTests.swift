@@ -13,14 +13,6 @@ import Transport
 struct FLACVirtualPlaybackTests {
     static let format = try! AudioFormat(sampleRate: 48_000, channels: 2, sampleFormat: .s16le)
 
-    struct Computed<T>: @unchecked Sendable { let value: T }
-
-    /// Runs `body` (a simulation and its analysis: seconds of computation in a debug build) off the cooperative pool.
-    func computed<I, T>(_ input: I, _ body: @escaping @Sendable (I) -> T) async throws -> T {
-        let boxed = Computed(value: input)
-        return try await offThePool { Computed(value: body(boxed.value)) }.value
-    }
-
     @Test func lostPacketsAreRecoveredAndTheOutputEqualsTheSource() async throws {
         let audio = LinkJitter(maximum: 20_000_000, probability: 1, loss: 0.02)
         let control = LinkJitter(maximum: 20_000_000, probability: 0.3, floor: 50_000)

@@ -16,15 +16,6 @@ import Transport
 struct VirtualPlaybackTests {
     static let format = try! AudioFormat(sampleRate: 48_000, channels: 2, sampleFormat: .s16le)
 
-    /// What a run and its analysis computed, handed from the blocking executor to the test.
-    struct Computed<T>: @unchecked Sendable { let value: T }
-
-    /// Runs `body` (a playback simulation and its analysis) on `input` off the cooperative pool.
-    func computed<I, T>(_ input: I, _ body: @escaping @Sendable (I) -> T) async throws -> T {
-        let boxed = Computed(value: input)
-        return try await offThePool { Computed(value: body(boxed.value)) }.value
-    }
-
     @Test func speakersWithDifferentDriftPlayInSyncAndSampleForSample() async throws {
         let drifts: [Double] = [-400, -120, 0, 250, 480]
         var config = VirtualPlayback.Configuration(speakers: drifts.enumerated().map { k, ppm in

@@ -59,3 +59,14 @@ func scratchPath(_ name: String) -> String {
     let dir = (try? TemporaryDirectory.make("tuneup-speaker")) ?? "/nonexistent/tuneup-speaker-could-not-be-made"
     return dir + "/" + name
 }
+
+/// What a virtual-time run and its analysis computed (values that need not be Sendable), handed from the blocking
+/// executor to the test.
+struct Computed<T>: @unchecked Sendable { let value: T }
+
+/// Runs `body` (a playback simulation and its analysis: seconds of computation in a debug build) on `input` off the
+/// cooperative pool.
+func computed<I, T>(_ input: I, _ body: @escaping @Sendable (I) -> T) async throws -> T {
+    let boxed = Computed(value: input)
+    return try await offThePool { Computed(value: body(boxed.value)) }.value
+}
