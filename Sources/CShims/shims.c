@@ -11,6 +11,8 @@
 #include <spawn.h>
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
+#include <sys/uio.h>
+#include <time.h>
 #include "cshims.h"
 
 int tuneup_posix_openpt(int flags) { return posix_openpt(flags); }
@@ -110,3 +112,39 @@ int tuneup_timerfd_arm(int fd, int64_t nanoseconds) {
 }
 
 int tuneup_pidfd_open(int pid) { return (int)syscall(SYS_pidfd_open, pid, 0); }
+
+int tuneup_enable_receive_timestamps(int fd) {
+    int one = 1;
+    return setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof one);
+}
+
+long tuneup_recv_timestamped(int fd, void *buf, size_t len, int flags, void *addr, unsigned int *addrlen,
+                             int64_t *sec, int64_t *nsec) {
+    struct iovec iov = { .iov_base = buf, .iov_len = len };
+    union {
+        char bytes[CMSG_SPACE(sizeof(struct timespec)) + 64];
+        struct cmsghdr align;
+    } control;
+    struct msghdr msg;
+    memset(&msg, 0, sizeof msg);
+    msg.msg_name = addr;
+    msg.msg_namelen = addrlen ? *addrlen : 0;
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.bytes;
+    msg.msg_controllen = sizeof control.bytes;
+    *sec = -1;
+    *nsec = -1;
+    ssize_t n = recvmsg(fd, &msg, flags);
+    if (n < 0) return -1;
+    if (addrlen) *addrlen = msg.msg_namelen;
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c != NULL; c = CMSG_NXTHDR(&msg, c)) {
+        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS && c->cmsg_len >= CMSG_LEN(sizeof(struct timespec))) {
+            struct timespec ts;
+            memcpy(&ts, CMSG_DATA(c), sizeof ts);
+            *sec = (int64_t)ts.tv_sec;
+            *nsec = (int64_t)ts.tv_nsec;
+        }
+    }
+    return (long)n;
+}

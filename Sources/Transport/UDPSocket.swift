@@ -1,3 +1,4 @@
+import CShims
 import Glibc
 import Synchronization
 
@@ -7,11 +8,44 @@ public struct UDPDatagram: Sendable, Hashable {
     /// The sender's numeric host (`127.0.0.1`) and port.
     public var host: String
     public var port: UInt16
+    /// When the kernel received it, CLOCK_MONOTONIC ns (`SO_TIMESTAMPNS`, converted from CLOCK_REALTIME by
+    /// `KernelTimestamp`): on a socket bound with `receiveTimestamps`; nil otherwise, or when the kernel gave none.
+    public var receivedAt: UInt64?
 
-    public init(bytes: [UInt8], host: String, port: UInt16) {
+    public init(bytes: [UInt8], host: String, port: UInt16, receivedAt: UInt64? = nil) {
         self.bytes = bytes
         self.host = host
         self.port = port
+        self.receivedAt = receivedAt
+    }
+}
+
+/// The kernel's receive timestamps (`SO_TIMESTAMPNS`) are on CLOCK_REALTIME; timelines here are on CLOCK_MONOTONIC.
+/// Both advance at the same rate (NTP's frequency slewing applies to both), so they differ by a constant that changes
+/// only when the real-time clock is stepped (settimeofday, an NTP step): it is measured again for every conversion.
+public enum KernelTimestamp {
+    /// CLOCK_REALTIME minus CLOCK_MONOTONIC, ns: each of `tries` brackets a REALTIME read between two MONOTONIC
+    /// reads, and the narrowest bracket's middle is kept (a bracket widened by preemption loses to the others).
+    public static func realtimeMinusMonotonic(tries: Int = 3) -> Int64 {
+        var best: (width: Int64, offset: Int64) = (.max, 0)
+        for _ in 0..<max(1, tries) {
+            let m1 = read(CLOCK_MONOTONIC), r = read(CLOCK_REALTIME), m2 = read(CLOCK_MONOTONIC)
+            let width = m2 &- m1
+            if width < best.width { best = (width, r &- (m1 &+ width / 2)) }
+        }
+        return best.offset
+    }
+
+    /// A CLOCK_REALTIME time (`sec`, `nsec`) as CLOCK_MONOTONIC ns.
+    public static func monotonic(realtimeSeconds sec: Int64, nanoseconds nsec: Int64) -> UInt64 {
+        let realtime = sec &* 1_000_000_000 &+ nsec
+        return UInt64(bitPattern: realtime &- realtimeMinusMonotonic())
+    }
+
+    private static func read(_ clock: clockid_t) -> Int64 {
+        var ts = timespec()
+        clock_gettime(clock, &ts)
+        return Int64(ts.tv_sec) &* 1_000_000_000 &+ Int64(ts.tv_nsec)
     }
 }
 
@@ -27,6 +61,8 @@ public final class UDPSocket: Sendable {
     public static let maxDatagramSize = 65_507
 
     private let fd: Mutex<Int32?>
+    /// Datagrams come with the kernel's receive time (`UDPDatagram.receivedAt`).
+    public let receiveTimestamps: Bool
     private let reactor: IOReactor
     private let registration: IOReactor.Registration
     /// The port bound.
@@ -34,8 +70,10 @@ public final class UDPSocket: Sendable {
     /// The host bound (numeric).
     public let localHost: String
 
-    private init(fd: Int32, reactor: IOReactor, registration: IOReactor.Registration, host: String, port: UInt16) {
+    private init(fd: Int32, reactor: IOReactor, registration: IOReactor.Registration, host: String, port: UInt16,
+                 receiveTimestamps: Bool) {
         self.fd = Mutex(fd)
+        self.receiveTimestamps = receiveTimestamps
         self.reactor = reactor
         self.registration = registration
         self.localHost = host
@@ -50,10 +88,14 @@ public final class UDPSocket: Sendable {
     ///   - broadcast: allow sending to broadcast addresses (`SO_BROADCAST`).
     ///   - reuseAddress: let several sockets bind the same port (`SO_REUSEADDR`, `SO_REUSEPORT`), as speakers sharing
     ///     a host share the discovery port.
+    ///   - receiveTimestamps: `receive()` gives each datagram the kernel's receive time (`SO_TIMESTAMPNS`,
+    ///     `UDPDatagram.receivedAt`): when it arrived, however late this process reads it (clock sync). (The first
+    ///     timestamping socket of the system makes the kernel turn stamping on in the background; until it is on —
+    ///     microseconds to milliseconds — a datagram is stamped when it is read.)
     /// - Throws: `TransportError` — `.invalidAddress` for a host that is not a numeric address, `.busy` when the port is
     ///   taken, `.permissionDenied`, `.io`.
     public static func bind(host: String = "0.0.0.0", port: UInt16 = 0, broadcast: Bool = false,
-                            reuseAddress: Bool = false) throws(TransportError) -> UDPSocket {
+                            reuseAddress: Bool = false, receiveTimestamps: Bool = false) throws(TransportError) -> UDPSocket {
         let context = "cannot bind UDP \(host):\(port)"
         guard let address = SocketAddress(numericHost: host, port: port) else {
             throw TransportError(.invalidAddress, "\(context): '\(host)' is not a numeric IPv4 or IPv6 address")
@@ -71,6 +113,11 @@ public final class UDPSocket: Sendable {
             _ = setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, size)
             _ = setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, size)
         }
+        if receiveTimestamps, tuneup_enable_receive_timestamps(fd) != 0 {
+            let e = errno
+            POSIX.close(fd)
+            throw TransportError(.io, "\(context): cannot ask for receive timestamps: \(POSIX.describe(e))", errno: e)
+        }
         guard address.withSockaddr({ Glibc.bind(fd, $0, $1) }) == 0 else {
             let e = errno
             POSIX.close(fd)
@@ -80,7 +127,8 @@ public final class UDPSocket: Sendable {
         do {
             let reactor = try IOReactor.shared()
             let registration = try reactor.register(fd)
-            return UDPSocket(fd: fd, reactor: reactor, registration: registration, host: bound?.host ?? host, port: bound?.port ?? port)
+            return UDPSocket(fd: fd, reactor: reactor, registration: registration, host: bound?.host ?? host, port: bound?.port ?? port,
+                             receiveTimestamps: receiveTimestamps)
         } catch {
             POSIX.close(fd)
             throw error
@@ -126,7 +174,35 @@ public final class UDPSocket: Sendable {
         }
     }
 
-    /// The next datagram.
+    /// Sends one datagram now if the socket takes it, without waiting: false when it would block (a full send buffer:
+    /// nothing was sent). `bytes` is called just before the send, after the address is parsed and with the socket
+    /// held, so a time it writes into the datagram (clock sync's t1 and t3) is read as close to the send as this
+    /// process can.
+    /// - Throws: `TransportError` (`.invalidAddress`, `.closed`, `.io` with the system's reason).
+    public func trySend(toHost host: String, port: UInt16, _ bytes: () -> [UInt8]) throws(TransportError) -> Bool {
+        guard let address = SocketAddress(numericHost: host, port: port) else {
+            throw TransportError(.invalidAddress, "'\(host)' is not a numeric IPv4 or IPv6 address")
+        }
+        while true {
+            let result: (Int, Int32)? = fd.withLock { fd in
+                guard let fd else { return nil }
+                let datagram = bytes()
+                let n = datagram.withUnsafeBytes { raw in
+                    address.withSockaddr { sendto(fd, raw.baseAddress, raw.count, Int32(MSG_NOSIGNAL), $0, $1) }
+                }
+                return (n, n < 0 ? errno : 0)
+            }
+            guard let (n, e) = result else { throw closedError }
+            if n >= 0 { return true }
+            switch e {
+            case EAGAIN, EWOULDBLOCK: return false
+            case EINTR: continue
+            default: throw TransportError(.io, "cannot send a UDP datagram to \(host):\(port): \(POSIX.describe(e))", errno: e)
+            }
+        }
+    }
+
+    /// The next datagram (with the kernel's receive time on a socket bound with `receiveTimestamps`).
     /// - Throws: `TransportError(.closed)` after `close()`, `.io`; `CancellationError`.
     public func receive() async throws -> UDPDatagram {
         var buffer = [UInt8](repeating: 0, count: Self.maxDatagramSize)
@@ -134,19 +210,24 @@ public final class UDPSocket: Sendable {
             try Task.checkCancellation()
             var storage = sockaddr_storage()
             var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+            var seconds: Int64 = -1, nanoseconds: Int64 = -1
+            let timestamps = receiveTimestamps
             let result: (Int, Int32)? = withUnsafeMutableBytes(of: &storage) { raw in
                 fd.withLock { fd in
                     guard let fd else { return nil }
                     let n = buffer.withUnsafeMutableBytes { b in
-                        recvfrom(fd, b.baseAddress, b.count, 0, raw.baseAddress!.assumingMemoryBound(to: sockaddr.self), &length)
+                        timestamps
+                            ? tuneup_recv_timestamped(fd, b.baseAddress, b.count, 0, raw.baseAddress, &length, &seconds, &nanoseconds)
+                            : recvfrom(fd, b.baseAddress, b.count, 0, raw.baseAddress!.assumingMemoryBound(to: sockaddr.self), &length)
                     }
                     return (n, n < 0 ? errno : 0)
                 }
             }
             guard let (n, e) = result else { throw closedError }
             if n >= 0 {
+                let received = seconds >= 0 ? KernelTimestamp.monotonic(realtimeSeconds: seconds, nanoseconds: nanoseconds) : nil
                 let peer = withUnsafeBytes(of: &storage) { SocketAddress($0.baseAddress!, length: Int(length)) }
-                return UDPDatagram(bytes: Array(buffer[0..<n]), host: peer?.host ?? "?", port: peer?.port ?? 0)
+                return UDPDatagram(bytes: Array(buffer[0..<n]), host: peer?.host ?? "?", port: peer?.port ?? 0, receivedAt: received)
             }
             switch e {
             case EAGAIN, EWOULDBLOCK: try await reactor.wait(.readable, on: registration)

@@ -63,4 +63,13 @@ int tuneup_timerfd_arm(int fd, int64_t nanoseconds);
 /* pipe2 (a GNU extension): a pipe whose ends are close-on-exec from the start (no window for a concurrent spawn). */
 int tuneup_pipe_cloexec(int fds[2]);
 
+/* Kernel receive timestamps of a UDP socket: SO_TIMESTAMPNS on (0, or -1 with errno). */
+int tuneup_enable_receive_timestamps(int fd);
+
+/* recvmsg of one datagram with its sender (`addr`, a struct sockaddr_storage *, `*addrlen` in/out) and the kernel's
+ * receive time (SCM_TIMESTAMPNS, CLOCK_REALTIME) in `*sec`/`*nsec`, both set to -1 when the datagram carries none.
+ * Returns the byte count, or -1 with errno. `flags` as recvmsg's (MSG_DONTWAIT...). */
+long tuneup_recv_timestamped(int fd, void *buf, size_t len, int flags, void *addr, unsigned int *addrlen,
+                             int64_t *sec, int64_t *nsec);
+
 #endif
