@@ -3,6 +3,38 @@ import Logging
 import Support
 import Synchronization
 
+/// What `ImmediateTransport.receiveNow()` got.
+package enum ImmediateRead: Sendable {
+    case bytes([UInt8])
+    /// Nothing to read now (`whenReadable` tells when there is).
+    case wouldBlock
+    /// The end of the stream or an error, as `receive()` would throw it.
+    case failed(TransportError)
+}
+
+/// What `ImmediateTransport.sendNow(_:)` did.
+package enum ImmediateWrite: Sendable {
+    /// Everything was written.
+    case sent
+    /// Only the first n bytes were written (the descriptor is full, or a `send` is in progress): the rest goes with
+    /// `send`.
+    case partial(Int)
+    /// An error, as `send` would throw it; nothing more can be written.
+    case failed(TransportError)
+}
+
+/// A transport whose reads and writes can be tried without suspending, and whose readability can be watched with a
+/// one-shot handler: what lets `ConditionedTransport` move its chunks on the reactor's thread (from its timers and
+/// readiness handlers) instead of in two tasks that each wake up once per chunk.
+package protocol ImmediateTransport: Transport {
+    /// One read without waiting. Only for an owner that never calls `receive()`.
+    func receiveNow() -> ImmediateRead
+    /// Calls `handler` once (on the reactor's thread) when a read may succeed, or when the transport closes.
+    func whenReadable(_ handler: @escaping @Sendable () -> Void) throws(TransportError)
+    /// Writes as much of `bytes` as can be written without waiting.
+    func sendNow(_ bytes: [UInt8]) -> ImmediateWrite
+}
+
 /// A `Transport` over a non-blocking stream descriptor: a socket, a tty, a pty master, a FIFO opened read-write.
 ///
 /// Contract (in addition to `Transport`'s):
@@ -18,7 +50,7 @@ import Synchronization
 /// - Cancellation is checked before every syscall and while waiting; bytes are only read when they are about to be
 ///   returned, so a cancelled `receive` never loses data.
 /// - With a logger at `.trace`, every chunk sent or received is logged in hex (first 512 bytes of each chunk).
-public final class FileDescriptorTransport: Transport {
+public final class FileDescriptorTransport: ImmediateTransport {
     /// See `Transport.peerDescription`.
     public let peerDescription: String
     /// See `Transport.framing`. Stream descriptors are `.byteStream` unless told otherwise.
@@ -31,6 +63,8 @@ public final class FileDescriptorTransport: Transport {
         var fd: Int32
         var closed = false
         var receiving = false
+        /// A `send` is writing (it may wait for writability between writes): `sendNow` must not come between.
+        var sending = false
         let scratch: UnsafeMutableRawBufferPointer
     }
 
@@ -107,16 +141,7 @@ public final class FileDescriptorTransport: Transport {
         defer { state.withLock { $0.receiving = false } }
         while true {
             try Task.checkCancellation()
-            let outcome: ReadOutcome = state.withLock { s in
-                guard !s.closed else { return .closed }
-                let n = Glibc.read(s.fd, s.scratch.baseAddress, s.scratch.count)
-                if n > 0 { return .bytes(Array(UnsafeRawBufferPointer(rebasing: s.scratch[..<n]))) }
-                if n < 0 { return .failed(errno) }
-                // A tty with VMIN = 0 reads 0 when idle; only a hung-up tty is at its end.
-                if isTTY && !Self.isHungUp(s.fd) { return .failed(EAGAIN) }
-                return .endOfStream
-            }
-            switch outcome {
+            switch readOnce() {
             case .bytes(let bytes):
                 logger?.trace("\(peerDescription) received \(bytes.count) bytes: \(hexDump(bytes))")
                 return bytes
@@ -137,9 +162,80 @@ public final class FileDescriptorTransport: Transport {
         }
     }
 
+    /// One non-blocking read into the scratch buffer.
+    private func readOnce() -> ReadOutcome {
+        state.withLock { s in
+            guard !s.closed else { return .closed }
+            let n = Glibc.read(s.fd, s.scratch.baseAddress, s.scratch.count)
+            if n > 0 { return .bytes(Array(UnsafeRawBufferPointer(rebasing: s.scratch[..<n]))) }
+            if n < 0 { return .failed(errno) }
+            // A tty with VMIN = 0 reads 0 when idle; only a hung-up tty is at its end.
+            if isTTY && !Self.isHungUp(s.fd) { return .failed(EAGAIN) }
+            return .endOfStream
+        }
+    }
+
+    /// See `ImmediateTransport.receiveNow()`: one read, as `receive()` does, without waiting.
+    package func receiveNow() -> ImmediateRead {
+        while true {
+            switch readOnce() {
+            case .bytes(let bytes):
+                logger?.trace("\(peerDescription) received \(bytes.count) bytes: \(hexDump(bytes))")
+                return .bytes(bytes)
+            case .endOfStream:
+                return .failed(TransportError(.closed, "\(peerDescription): the peer closed the connection"))
+            case .closed:
+                return .failed(closedError())
+            case .failed(let e):
+                switch e {
+                case EAGAIN, EWOULDBLOCK: return .wouldBlock
+                case EINTR: continue
+                default: return .failed(Self.ioError(e, peer: peerDescription, operation: "receive"))
+                }
+            }
+        }
+    }
+
+    /// See `ImmediateTransport.whenReadable(_:)`.
+    package func whenReadable(_ handler: @escaping @Sendable () -> Void) throws(TransportError) {
+        try reactor.notify(.readable, on: registration, handler)
+    }
+
+    /// See `ImmediateTransport.sendNow(_:)`: writes what the descriptor takes now, never between the writes of a
+    /// `send` in progress.
+    package func sendNow(_ bytes: [UInt8]) -> ImmediateWrite {
+        let outcome: ImmediateWrite = bytes.withUnsafeBytes { buffer in
+            state.withLock { s in
+                guard !s.closed else { return .failed(closedError()) }
+                if s.sending { return .partial(0) }
+                var offset = 0
+                while offset < buffer.count {
+                    let start = buffer.baseAddress! + offset
+                    let n = isSocket
+                        ? Glibc.send(s.fd, start, buffer.count - offset, Int32(MSG_NOSIGNAL))
+                        : Glibc.write(s.fd, start, buffer.count - offset)
+                    if n >= 0 {
+                        offset += n
+                        continue
+                    }
+                    switch errno {
+                    case EINTR: continue
+                    case EAGAIN, EWOULDBLOCK: return .partial(offset)
+                    case let e: return .failed(Self.ioError(e, peer: peerDescription, operation: "send"))
+                    }
+                }
+                return .sent
+            }
+        }
+        if case .sent = outcome { logger?.trace("\(peerDescription) sent \(bytes.count) bytes: \(hexDump(bytes))") }
+        return outcome
+    }
+
     /// See `Transport.send(_:)`.
     public nonisolated(nonsending) func send(_ bytes: [UInt8]) async throws {
         try await sendLock.withLock {
+            state.withLock { $0.sending = true }
+            defer { state.withLock { $0.sending = false } }
             var offset = 0
             repeat {
                 try Task.checkCancellation()

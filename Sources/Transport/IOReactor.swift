@@ -48,7 +48,27 @@ package final class IOReactor: Sendable {
 
     private struct Waiter {
         let id: UInt64
-        let continuation: CheckedContinuation<Void, any Error>
+        /// A suspended `wait`, or the one-shot handler of `notify` (nil for a `wait`).
+        let continuation: CheckedContinuation<Void, any Error>?
+        let handler: (@Sendable () -> Void)?
+
+        init(id: UInt64, continuation: CheckedContinuation<Void, any Error>) {
+            (self.id, self.continuation, self.handler) = (id, continuation, nil)
+        }
+
+        init(id: UInt64, handler: @escaping @Sendable () -> Void) {
+            (self.id, self.continuation, self.handler) = (id, nil, handler)
+        }
+
+        /// Readiness (or a wake): resumes the wait, or calls the handler.
+        func resume() {
+            if let continuation { continuation.resume() } else { handler?() }
+        }
+
+        /// The registration ended: fails the wait, or calls the handler (its next call on the descriptor finds out).
+        func resume(throwing error: any Error) {
+            if let continuation { continuation.resume(throwing: error) } else { handler?() }
+        }
     }
 
     private struct Entry {
@@ -205,7 +225,7 @@ package final class IOReactor: Sendable {
             }
             return [entry.reader, entry.writer].compactMap { $0 }
         }
-        for waiter in waiters { waiter.continuation.resume(throwing: error) }
+        for waiter in waiters { waiter.resume(throwing: error) }
     }
 
     /// The number of `wake(_:)` calls so far for this registration (nil once deregistered).
@@ -232,7 +252,7 @@ package final class IOReactor: Sendable {
             s.entries[registration.id] = entry
             return found
         }
-        for waiter in waiters { waiter.continuation.resume() }
+        for waiter in waiters { waiter.resume() }
     }
 
     /// Suspends until the descriptor is ready for `interest` (or reports an error or hang-up).
@@ -249,31 +269,13 @@ package final class IOReactor: Sendable {
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                 let immediate: Result<Void, any Error>? = state.withLock { s in
-                    guard !s.stopped, var entry = s.entries[registration.id] else {
-                        return .failure(TransportError(.closed, "descriptor \(registration.fd) is closed"))
+                    if !s.stopped, let entry = s.entries[registration.id] {
+                        if Task.isCancelled { return .failure(CancellationError()) }
+                        if let token, entry.wakeups != token { return .success(()) }
                     }
-                    if Task.isCancelled { return .failure(CancellationError()) }
-                    if let token, entry.wakeups != token { return .success(()) }
-                    let waiter = Waiter(id: waiterID, continuation: continuation)
-                    switch interest {
-                    case .readable:
-                        guard entry.reader == nil else {
-                            return .failure(TransportError(.io, "descriptor \(registration.fd) already has a pending read; only one receive may be pending"))
-                        }
-                        entry.reader = waiter
-                    case .writable:
-                        guard entry.writer == nil else {
-                            return .failure(TransportError(.io, "descriptor \(registration.fd) already has a pending write wait"))
-                        }
-                        entry.writer = waiter
+                    if let error = arm(Waiter(id: waiterID, continuation: continuation), for: interest, on: registration, in: &s) {
+                        return .failure(error)
                     }
-                    let op = entry.inEpoll ? EPOLL_CTL_MOD : EPOLL_CTL_ADD
-                    if tuneup_epoll_ctl(epollFD, op, entry.fd, entry.wantedEvents | Self.eventOneShot, registration.id) != 0 {
-                        let e = errno
-                        return .failure(TransportError(.io, "cannot wait for descriptor \(entry.fd): \(POSIX.describe(e))", errno: e))
-                    }
-                    entry.inEpoll = true
-                    s.entries[registration.id] = entry
                     return nil
                 }
                 if let immediate { continuation.resume(with: immediate) }
@@ -292,8 +294,51 @@ package final class IOReactor: Sendable {
                 s.entries[registration.id] = entry
                 return found
             }
-            cancelled?.continuation.resume(throwing: CancellationError())
+            cancelled?.continuation?.resume(throwing: CancellationError())
         }
+    }
+
+    /// Calls `handler` once the descriptor is ready for `interest` (or reports an error or hang-up), or when the
+    /// registration is woken, deregistered or the reactor stops: a one-shot `wait` without a task, for owners that can
+    /// do their next step without suspending (a non-blocking read). The handler runs on the reactor's thread (or on the
+    /// thread that deregisters or wakes) and must be short; it holds the interest's waiter place until it is called.
+    ///
+    /// - Throws: `TransportError.closed` once deregistered; `TransportError.io` if somebody already waits for
+    ///   `interest` or epoll refuses the descriptor.
+    package func notify(_ interest: Interest, on registration: Registration, _ handler: @escaping @Sendable () -> Void) throws(TransportError) {
+        let error: TransportError? = state.withLock { s in
+            let id = s.nextID
+            s.nextID += 1
+            return arm(Waiter(id: id, handler: handler), for: interest, on: registration, in: &s)
+        }
+        if let error { throw error }
+    }
+
+    /// Records `waiter` for `interest` and (re)arms the descriptor in epoll; the error when it cannot. Under the lock.
+    private func arm(_ waiter: Waiter, for interest: Interest, on registration: Registration, in s: inout State) -> TransportError? {
+        guard !s.stopped, var entry = s.entries[registration.id] else {
+            return TransportError(.closed, "descriptor \(registration.fd) is closed")
+        }
+        switch interest {
+        case .readable:
+            guard entry.reader == nil else {
+                return TransportError(.io, "descriptor \(registration.fd) already has a pending read; only one receive may be pending")
+            }
+            entry.reader = waiter
+        case .writable:
+            guard entry.writer == nil else {
+                return TransportError(.io, "descriptor \(registration.fd) already has a pending write wait")
+            }
+            entry.writer = waiter
+        }
+        let op = entry.inEpoll ? EPOLL_CTL_MOD : EPOLL_CTL_ADD
+        if tuneup_epoll_ctl(epollFD, op, entry.fd, entry.wantedEvents | Self.eventOneShot, registration.id) != 0 {
+            let e = errno
+            return TransportError(.io, "cannot wait for descriptor \(entry.fd): \(POSIX.describe(e))", errno: e)
+        }
+        entry.inEpoll = true
+        s.entries[registration.id] = entry
+        return nil
     }
 
     /// Stops the reactor thread, failing every pending wait with `TransportError.closed`. Not used on `shared()`.
@@ -349,7 +394,7 @@ package final class IOReactor: Sendable {
                 }
                 return s.stopped
             }
-            for waiter in ready { waiter.continuation.resume() }
+            for waiter in ready { waiter.resume() }
             if timerFired { fireTimers() }
             if stop { break }
         }
@@ -359,7 +404,7 @@ package final class IOReactor: Sendable {
             return all
         }
         for waiter in abandoned {
-            waiter.continuation.resume(throwing: TransportError(.closed, "the I/O reactor \(name) has stopped"))
+            waiter.resume(throwing: TransportError(.closed, "the I/O reactor \(name) has stopped"))
         }
         // Nothing would ever run the timers left: run them now, as if their time had come (only private reactors of
         // tests stop).

@@ -71,7 +71,8 @@ public final class ConditionedTransport: Transport {
 
     private let core: ConditionerCore
     private let delivery: Task<Void, Never>
-    private let reader: Task<Void, Never>
+    /// The reader loop's task (none when the core reads on the reactor's thread).
+    private let reader: Task<Void, Never>?
 
     /// Wraps `inner` (taking ownership) and starts carrying its traffic through the simulated link.
     public init(wrapping inner: any Transport, conditions: LinkConditions, logger: Logger? = nil) {
@@ -88,12 +89,14 @@ public final class ConditionedTransport: Transport {
         let core = ConditionerCore(inner: inner, conditions: c, logger: logger)
         self.core = core
         delivery = Task { await core.runDelivery() }
-        reader = Task { await core.runReader() }
+        reader = core.isDirect ? nil : Task { await core.runReader() }
+        if core.isDirect { core.startReadingDirectly() }
     }
 
     deinit {
         delivery.cancel()
-        reader.cancel()
+        reader?.cancel()
+        core.stopDirect()
     }
 
     private static func clamp(_ p: Double) -> Double {
@@ -109,6 +112,12 @@ public final class ConditionedTransport: Transport {
     /// Whether a `send(_:)` is parked waiting for room on the link (for tests and diagnostics).
     var hasPendingSend: Bool { core.isParked(.sender) }
 
+    /// Whether chunks move on the reactor's thread (an inner transport with immediate I/O; for tests).
+    var hasDirectIO: Bool { core.isDirect }
+
+    /// Batches the delivery task sent because the inner transport did not take them at once (direct mode; for tests).
+    var handovers: Int { core.handovers }
+
     /// See `Transport.send(_:)` and the model above.
     public nonisolated(nonsending) func send(_ bytes: [UInt8]) async throws {
         try await core.send(bytes)
@@ -123,7 +132,8 @@ public final class ConditionedTransport: Transport {
     public nonisolated(nonsending) func close() async {
         await core.close()
         delivery.cancel()
-        reader.cancel()
+        reader?.cancel()
+        core.stopDirect()
         await inner.close()
     }
 }
@@ -231,6 +241,20 @@ final class ConditionerCore: Sendable {
         var receiving = false
         var waiters: [Slot: Waiter] = [:]
         var nextID: UInt64 = 0
+        /// Direct mode: the timer that delivers the outgoing head on the reactor's thread, and its generation.
+        var deliveryTimer: (timer: ReactorTimer, at: Instant, generation: UInt64)?
+        var timerGeneration: UInt64 = 0
+        /// Direct mode: the rest of a batch the inner transport did not take at once; the delivery task sends it.
+        var handover: [UInt8]?
+        var handovers = 0
+        /// Direct mode: what the reader is doing.
+        var directReader = DirectReader.idle
+    }
+
+    /// The reader in direct mode: reading, or waiting for the inner transport (a readiness handler), for room in the
+    /// incoming lane (the receiver restarts it), or for the bandwidth to allow the next chunk (a timer).
+    private enum DirectReader {
+        case idle, reading, awaitingData, awaitingRoom, awaitingTime, stopped
     }
 
     private struct Carried {
@@ -241,6 +265,11 @@ final class ConditionerCore: Sendable {
 
     let inner: any Transport
     let conditions: LinkConditions
+    /// The inner transport when its chunks move on the reactor's thread (direct mode): delivery by a timer that writes
+    /// without waiting, reading by a readiness handler, with the delivery task only for what does not fit at once.
+    /// Per chunk, that is no task wake-up instead of one in each direction. Not with a byte limit
+    /// (`disconnectAfterBytes`), whose take-down the loops handle.
+    private let immediate: (any ImmediateTransport)?
     private let logger: Logger?
     private let clock = ContinuousClock()
     private let sendLock = AsyncLock()
@@ -252,6 +281,7 @@ final class ConditionerCore: Sendable {
     init(inner: any Transport, conditions: LinkConditions, logger: Logger?) {
         self.inner = inner
         self.conditions = conditions
+        self.immediate = conditions.disconnectAfterBytes == nil ? inner as? any ImmediateTransport : nil
         self.logger = logger
         self.packets = inner.framing == .packets
         var mix = conditions.seed
@@ -274,6 +304,12 @@ final class ConditionerCore: Sendable {
             incomingCap = mebibyte
         }
     }
+
+    /// Whether chunks move on the reactor's thread (see `immediate`).
+    var isDirect: Bool { immediate != nil }
+
+    /// Batches the inner transport did not take at once in direct mode (for tests).
+    var handovers: Int { state.withLock { $0.handovers } }
 
     var statistics: LinkStatistics {
         state.withLock { s in
@@ -398,7 +434,11 @@ final class ConditionerCore: Sendable {
                     }
                     return .done
                 }
-                if let due, !reachedLimit { wake(.delivery, dueAt: due) } else { wake(.delivery) }
+                if let due, !reachedLimit {
+                    if immediate != nil { armDelivery(at: due) } else { wake(.delivery, dueAt: due) }
+                } else {
+                    wake(.delivery)
+                }
                 offset += count
                 if reachedLimit {
                     wake(.receiver)
@@ -443,7 +483,7 @@ final class ConditionerCore: Sendable {
             }
             return .wait
         }
-        wake(.reader)
+        if immediate != nil { resumeReading(from: .awaitingRoom) } else { wake(.reader) }
         if let logger {
             logger.trace("\(peer) received \(result.count) bytes from the conditioned link: \(hexDump(result))")
         }
@@ -477,6 +517,16 @@ final class ConditionerCore: Sendable {
             var goDown = false
             do {
                 try await park(.delivery) { s, now throws(TransportError) -> Step in
+                    if immediate != nil {
+                        // Direct mode: the timer delivers; this loop sends only what it handed over.
+                        if let rest = s.handover {
+                            s.handover = nil
+                            batch = rest
+                            return .done
+                        }
+                        if s.closed { throw TransportError(.closed, "stopped") }
+                        return .wait
+                    }
                     if let head = s.outgoing.first {
                         if let down = s.linkDownAt, head.deliverAt > down {
                             s.outgoing.removeAll()
@@ -510,7 +560,11 @@ final class ConditionerCore: Sendable {
             }
             do {
                 try await inner.send(batch)
-                state.withLock { $0.deliveryBusy = false }
+                let head: Instant? = state.withLock { s in
+                    s.deliveryBusy = false
+                    return s.outgoing.first?.deliverAt
+                }
+                if immediate != nil, let head { armDelivery(at: head) }
             } catch {
                 let failure = (error as? TransportError) ?? closedError()
                 state.withLock { s in
@@ -577,6 +631,178 @@ final class ConditionerCore: Sendable {
                 return
             }
         }
+    }
+
+    // MARK: - Direct mode (see `immediate`)
+
+    /// Makes sure the delivery timer fires by `at` (the head's delivery time or earlier). Chunks are queued in
+    /// delivery order, so a timer already set for an earlier time covers this chunk: it re-arms for the next head.
+    private func armDelivery(at: Instant) {
+        let replaced: ReactorTimer? = state.withLock { s in
+            if let current = s.deliveryTimer, current.at <= at { return nil }
+            let old = s.deliveryTimer?.timer
+            s.timerGeneration &+= 1
+            let generation = s.timerGeneration
+            let timer = Timers.schedule(at: at) { [weak self] in self?.deliverDirectly(generation) }
+            s.deliveryTimer = (timer, at, generation)
+            return old
+        }
+        if let replaced { Timers.cancel(replaced) }
+    }
+
+    /// The delivery timer fired (on the reactor's thread): writes what is due to the inner transport without
+    /// waiting, and re-arms for the next head. What the inner transport does not take at once goes to the delivery
+    /// task (`handover`), which re-arms the timer when it has sent it.
+    private func deliverDirectly(_ generation: UInt64) {
+        guard let immediate else { return }
+        while true {
+            var batch: [UInt8] = []
+            var next: Instant?
+            let send: Bool = state.withLock { s in
+                if s.deliveryTimer?.generation == generation { s.deliveryTimer = nil }
+                guard !s.deliveryBusy, s.deliveryFailure == nil, let head = s.outgoing.first else { return false }
+                let now = clock.now
+                guard head.deliverAt <= now else {
+                    next = head.deliverAt
+                    return false
+                }
+                batch = s.outgoing.takeDue(now: now, limit: nil, packets: packets)
+                s.deliveryBusy = true
+                return true
+            }
+            guard send else {
+                if let next { armDelivery(at: next) }
+                return
+            }
+            switch immediate.sendNow(batch) {
+            case .sent:
+                state.withLock { $0.deliveryBusy = false }
+                wake(.sender)
+                wake(.closer)
+            case .partial(let written):
+                state.withLock { s in
+                    s.handover = written == 0 ? batch : Array(batch[written...])
+                    s.handovers += 1
+                }
+                wake(.delivery)
+                return
+            case .failed(let error):
+                state.withLock { s in
+                    s.deliveryBusy = false
+                    s.deliveryFailure = error
+                }
+                wake(.sender)
+                wake(.closer)
+                return
+            }
+        }
+    }
+
+    /// Starts the direct reader (once, at creation).
+    func startReadingDirectly() {
+        resumeReading(from: .idle)
+    }
+
+    /// Runs the direct reader if it is in `expected` (so that it never runs twice at once).
+    private func resumeReading(from expected: DirectReader) {
+        let resume: Bool = state.withLock { s in
+            guard s.directReader == expected else { return false }
+            s.directReader = .reading
+            return true
+        }
+        if resume { readDirectly() }
+    }
+
+    /// The direct reader: what `runReader` does, with reads that do not wait, on the thread that resumed it (the
+    /// reactor's for readiness and bandwidth timers, the receiver's when it made room).
+    private func readDirectly() {
+        guard let immediate else { return }
+        let buffer = conditions.linkBufferBytes
+        while true {
+            var wakeAt: Instant?
+            let proceed: Bool = state.withLock { s in
+                if s.closed {
+                    s.directReader = .stopped
+                    return false
+                }
+                if s.incoming.queuedBytes >= incomingCap {
+                    s.directReader = .awaitingRoom
+                    return false
+                }
+                if conditions.bitsPerSecond != nil {
+                    let allowedAt = s.incoming.linkFreeAt - wireTime(buffer)
+                    if clock.now < allowedAt {
+                        s.directReader = .awaitingTime
+                        wakeAt = allowedAt
+                        return false
+                    }
+                }
+                return true
+            }
+            guard proceed else {
+                if let wakeAt {
+                    _ = Timers.schedule(at: wakeAt) { [weak self] in self?.resumeReading(from: .awaitingTime) }
+                }
+                return
+            }
+            let chunk: [UInt8]
+            switch immediate.receiveNow() {
+            case .bytes(let bytes):
+                chunk = bytes
+            case .wouldBlock:
+                state.withLock { $0.directReader = .awaitingData }
+                do {
+                    try immediate.whenReadable { [weak self] in self?.resumeReading(from: .awaitingData) }
+                    return
+                } catch {
+                    state.withLock { $0.directReader = .reading }
+                    failReading(error)
+                    return
+                }
+            case .failed(let error):
+                failReading(error)
+                return
+            }
+            let now = clock.now
+            var due: Instant?
+            let stop: Bool = state.withLock { s in
+                if s.closed {
+                    s.directReader = .stopped
+                    return true
+                }
+                var offset = 0
+                while offset < chunk.count {
+                    let count = packets ? chunk.count : min(buffer, chunk.count - offset)
+                    let piece = offset == 0 && count == chunk.count ? chunk : Array(chunk[offset..<offset + count])
+                    // No byte limit in direct mode: carrying always succeeds.
+                    guard let carried = carry(piece, on: .incoming, now: now, state: &s) else { break }
+                    if due == nil { due = carried.deliverAt }
+                    offset += count
+                }
+                return false
+            }
+            if stop { return }
+            if let due { wake(.receiver, dueAt: due) } else { wake(.receiver) }
+        }
+    }
+
+    /// The inner transport failed (or ended): the receiver gets the error after what is still on the link.
+    private func failReading(_ failure: TransportError) {
+        state.withLock { s in
+            s.directReader = .stopped
+            s.innerFailure = failure
+            s.innerFailureAt = max(clock.now + conditions.latency, s.incoming.lastDeliverAt)
+        }
+        wake(.receiver)
+    }
+
+    /// Cancels the delivery timer (the transport is closed or gone).
+    func stopDirect() {
+        let timer: ReactorTimer? = state.withLock { s in
+            defer { s.deliveryTimer = nil }
+            return s.deliveryTimer?.timer
+        }
+        if let timer { Timers.cancel(timer) }
     }
 
     // MARK: - Parking

@@ -106,6 +106,55 @@ import Testing
         }
     }
 
+    /// Over a descriptor the conditioner moves chunks on the reactor's thread (direct mode): latency both ways, the
+    /// peer's close after its data, every byte once.
+    @Test func conditionedTCPCarriesBothWaysAndThenThePeersClose() async throws {
+        try await withTimeLimit {
+            let (listener, client, server) = try await connectedPair()
+            defer { listener.close() }
+            let conditioned = ConditionedTransport(wrapping: client, conditions: try LinkConditions(parsing: "latency=15ms"))
+            #expect(conditioned.hasDirectIO)
+            var start = ContinuousClock.now
+            for i in 0..<4 { try await conditioned.send(pattern(1000, seed: UInt64(i))) }
+            #expect(try await receiveExactly(4000, from: server) == (0..<4).flatMap { pattern(1000, seed: UInt64($0)) })
+            #expect(ContinuousClock.now - start >= .milliseconds(15))
+            start = ContinuousClock.now
+            try await server.send(pattern(3000))
+            try await server.send(pattern(5000, seed: 2))
+            await server.close()
+            let (received, error) = await receiveUntilError(conditioned)
+            #expect(ContinuousClock.now - start >= .milliseconds(15))
+            #expect(received == pattern(3000) + pattern(5000, seed: 2))
+            #expect((error as? TransportError)?.code == .closed)
+            #expect(conditioned.statistics.incoming.bytes == 8000)
+            #expect(conditioned.statistics.outgoing.bytes == 4000)
+            await conditioned.close()
+        }
+    }
+
+    /// What the socket does not take at once (the peer reads nothing for a while) is sent by the delivery task, in
+    /// order, and the link keeps delivering afterwards.
+    @Test func conditionedTCPHandsAFullSocketToTheDeliveryTask() async throws {
+        try await withTimeLimit {
+            let (listener, client, server) = try await connectedPair()
+            defer { listener.close() }
+            let conditioned = ConditionedTransport(wrapping: client, conditions: try LinkConditions(parsing: "latency=1ms"))
+            let total = 24 << 20
+            let data = pattern(total)
+            let sender = Task {
+                for offset in stride(from: 0, to: total, by: 256 << 10) { try await conditioned.send(Array(data[offset..<offset + (256 << 10)])) }
+            }
+            // The peer reads nothing until the socket was full (24 MiB do not fit in its buffers).
+            try await eventually { conditioned.handovers > 0 }
+            #expect(try await receiveExactly(total, from: server) == data)
+            try await sender.value
+            try await conditioned.send(pattern(10))
+            #expect(try await receiveExactly(10, from: server) == pattern(10))
+            await conditioned.close()
+            await server.close()
+        }
+    }
+
     @Test func concurrentSendsStayContiguous() async throws {
         try await withTimeLimit {
             let (listener, client, server) = try await connectedPair()
