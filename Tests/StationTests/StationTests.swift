@@ -97,6 +97,28 @@ import Testing
         #expect(identities.map(\.value) == ["02:54:55:00:00:00"])
     }
 
+    /// Step records are written while the unit goes on; one that is refused still ends the unit as an error, naming
+    /// the step whose record was lost, and the run's end is not recorded as a pass.
+    @Test func aStepRecordTheRecordsRefuseEndsTheUnitAsAnError() async throws {
+        let line = try await LineFixture.make(units: 1)
+        defer { Task { await line.close() } }
+        let events = EventLog()
+        let station = line.station(events: events)
+        let task = Task { try await station.run(slots: line.slots) }
+        try await waitUntil("the flash started", within: 60) { events.stepsStarted.contains("flash-application") }
+        // The run is ended under the station: every step record from now on is refused.
+        let ended = try await line.store.abortOpenRuns(station: "test-station", at: Date())
+        #expect(ended.count == 1)
+        let results = try await withTimeLimit(120) { try await task.value }
+        let result = try #require(results.first)
+        #expect(result.outcome == .error, "\(result)")
+        #expect(result.message?.contains("records: step ") == true, "\(result.message ?? "")")
+        #expect(result.message?.contains("has ended") == true, "\(result.message ?? "")")
+        let hardwareID = try #require(result.hardwareID)
+        let unit = try #require(try await line.store.unit(hardwareID))
+        #expect(unit.runs.map(\.outcome) == [.aborted])
+    }
+
     @Test func aStoppedStationRecordsTheRunAbortedAndTheUnitResumesWithItsIdentity() async throws {
         let line = try await LineFixture.make(units: 1)
         defer { Task { await line.close() } }
