@@ -118,3 +118,82 @@ public struct ClockMap: Sendable, Hashable {
                              rate: Int32(ppb))
     }
 }
+
+/// A clock-sync datagram (version 4, docs/speaker-protocol.md §6.1): the §6 exchange over UDP, so that both sides can
+/// take the arrival times from the kernel (`SO_TIMESTAMPNS`) instead of after their own scheduling. The controller
+/// sends a request from any UDP port to the speaker's control port number (UDP) and the speaker answers to the
+/// request's source. Request and reply have one layout and one size (as NTP's), so both legs carry the same bytes:
+///
+/// `"TC" (54 43) | version u8 (04) | type u8 (01 request, 02 reply) | t1 u64 | t2 u64 | t3 u64 | CRC-32 u32`
+///
+/// 32 bytes, big-endian. A request carries t1 (the controller's send time) and zeros for t2 and t3; a reply echoes t1
+/// and gives t2 (when the request arrived) and t3 (when the reply left) on the speaker's clock, t3 ≥ t2.
+public enum ClockDatagram: Sendable, Hashable {
+    case request(t1: UInt64)
+    case reply(ClockSyncReply)
+
+    /// The two bytes every clock-sync datagram starts with ("TC").
+    public static let magic: [UInt8] = [0x54, 0x43]
+    /// Every clock-sync datagram's size.
+    public static let size = 32
+    /// The version of clock-sync datagrams (the first control version with them).
+    public static let version: UInt8 = SpeakerProtocolVersion.udpClockSync
+
+    /// Whether `bytes` start like a clock-sync datagram (to tell them from others on a shared socket).
+    public static func looksLikeClockDatagram<C: Collection>(_ bytes: C) -> Bool where C.Element == UInt8 {
+        bytes.starts(with: magic)
+    }
+
+    /// The datagram's bytes.
+    public func encode() -> [UInt8] {
+        var w = ByteWriter(capacity: Self.size)
+        w.raw(Self.magic)
+        w.u8(Self.version)
+        switch self {
+        case let .request(t1):
+            w.u8(1)
+            w.u64(t1)
+            w.u64(0)
+            w.u64(0)
+        case let .reply(r):
+            w.u8(2)
+            w.u64(r.t1)
+            w.u64(r.t2)
+            w.u64(r.t3)
+        }
+        w.crc()
+        return w.bytes
+    }
+
+    /// Decodes one datagram strictly. Throws `.truncated`, `.trailingBytes`, `.badMagic`, `.unsupportedVersion`,
+    /// `.unknownType`, `.badChecksum` or `.valueOutOfRange` (a request whose t2 or t3 is not 0, a reply with t3 < t2).
+    public static func decode<C: Collection>(_ bytes: C) throws(SpeakerError) -> ClockDatagram where C.Element == UInt8 {
+        let bytes = Array(bytes)
+        guard bytes.count >= size else {
+            throw SpeakerError(.truncated, "a clock-sync datagram is \(size) bytes, got \(bytes.count)")
+        }
+        guard bytes.count == size else {
+            throw SpeakerError(.trailingBytes, "a clock-sync datagram is \(size) bytes, got \(bytes.count)")
+        }
+        var r = ByteReader(bytes.dropLast(4), what: "clock-sync datagram")
+        let m = try r.take(2)
+        guard m.elementsEqual(magic) else { throw SpeakerError(.badMagic, "a clock-sync datagram starts with 54 43, got \(speakerHex(m))") }
+        let v = try r.u8()
+        guard v == version else { throw SpeakerError(.unsupportedVersion, "clock-sync datagram version \(v) is not supported") }
+        try CRC32.verifyTrailer(bytes[...], what: "clock-sync datagram")
+        let type = try r.u8()
+        let t1 = try r.u64(), t2 = try r.u64(), t3 = try r.u64()
+        try r.finish()
+        switch type {
+        case 1:
+            guard t2 == 0, t3 == 0 else {
+                throw SpeakerError(.valueOutOfRange, "a clock-sync request carries zeros for t2 and t3")
+            }
+            return .request(t1: t1)
+        case 2:
+            return .reply(try ClockSyncReply(t1: t1, t2: t2, t3: t3))
+        default:
+            throw SpeakerError(.unknownType, "clock-sync datagram type \(hex(type)) is not defined in version \(v)")
+        }
+    }
+}

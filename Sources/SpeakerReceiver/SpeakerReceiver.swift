@@ -88,6 +88,14 @@ public final class SpeakerReceiver: Sendable {
         speakerConfiguration.externalOutput = true
         let speaker = SimulatedSpeaker(speakerConfiguration, index: 0, stateFile: stateFile, logger: logger)
         speaker.setControlPort(boundPort)
+        // Clock sync over UDP (version 4, docs/speaker-protocol.md §6.1) on the control port's number, answered by a
+        // task woken per request (the sound-card thread reads only the audio socket, and only while a stream plays);
+        // a port some other socket holds leaves the receiver on clock sync over TCP (version 3).
+        if let clock = try? UDPSocket.bind(host: boundHost, port: boundPort, receiveTimestamps: true) {
+            speaker.startClockSync(on: clock)
+        } else {
+            logger?.warning("UDP port \(boundPort) is taken: clock sync over TCP only (protocol version 3)")
+        }
         let writer = CardWriter(speaker: speaker, audio: audio, device: device, lead: configuration.lead, latency: configuration.latency,
                                 tick: configuration.tick, logger: logger)
         let wake = writer.wake

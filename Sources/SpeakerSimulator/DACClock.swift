@@ -9,20 +9,30 @@ public struct TimeSource: Sendable {
     public let now: @Sendable () -> UInt64
     /// Waits `nanoseconds` of this time; throws `CancellationError` when the task is cancelled.
     public let sleep: @Sendable (_ nanoseconds: UInt64) async throws -> Void
+    /// `now` is CLOCK_MONOTONIC: times the kernel gives (a datagram's receive time, `UDPDatagram.receivedAt`) are on
+    /// it too.
+    public let isMonotonic: Bool
 
     /// Time read by `now`; waits are real time (`Task.sleep`) unless `sleep` says otherwise.
     public init(_ now: @escaping @Sendable () -> UInt64,
                 sleep: @escaping @Sendable (_ nanoseconds: UInt64) async throws -> Void = { try await Task.sleep(for: .nanoseconds($0)) }) {
         self.now = now
         self.sleep = sleep
+        isMonotonic = false
+    }
+
+    private init(monotonic now: @escaping @Sendable () -> UInt64) {
+        self.now = now
+        sleep = { try await Task.sleep(for: .nanoseconds($0)) }
+        isMonotonic = true
     }
 
     /// CLOCK_MONOTONIC in nanoseconds.
-    public static let monotonic = TimeSource {
+    public static let monotonic = TimeSource(monotonic: {
         var ts = timespec()
         clock_gettime(CLOCK_MONOTONIC, &ts)
         return UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec)
-    }
+    })
 
     /// The time of `clock` (a test's `ManualClock`): `start` plus its time since this source was made; waits sleep on
     /// it.
@@ -35,6 +45,7 @@ public struct TimeSource: Sendable {
         sleep = { nanoseconds in
             try await clock.sleep(until: clock.now.advanced(by: .nanoseconds(Int64(clamping: nanoseconds))), tolerance: nil)
         }
+        isMonotonic = false
     }
 }
 

@@ -16,7 +16,10 @@ import Transport
 ///   reply to the request that caused them.
 /// - Settings (volume, mute, name, group, balance, role, channel type) are saved in the state file when one is given.
 /// - Renaming while playing stops playback: `errorOccurred` with `playback-interrupted`.
-/// - `clockSync` is answered on the speaker's DAC clock (`DACClock`: offset and drift on an injectable time source).
+/// - `clockSync` is answered on the speaker's DAC clock (`DACClock`: offset and drift on an injectable time source),
+///   over TCP and — version 4, once `startClockSync(on:)` gave it a UDP socket on its control port's number — as
+///   `ClockDatagram`s, with t2 the kernel's receive time of the request (on a monotonic time source) and t3 read
+///   just before the reply is sent (docs/speaker-protocol.md §6.1). Without that socket it negotiates at most 3.
 /// - Playback (docs/speaker-protocol.md §7): audio datagrams on the UDP socket given to `startAudio` are rendered by a
 ///   `SpeakerRenderer` on the DAC clock every few milliseconds, at the time the stream says, with drift correction;
 ///   `playbackTime` every second of stream time, `playbackEnded` after the last frame. What was played can be
@@ -107,6 +110,19 @@ public final class SimulatedSpeaker: SimulatedDevice {
         var stallShift: Int64 = 0
         var stalledUntil: UInt64?
         var stalledAt: UInt64 = 0
+        /// Clock-sync exchanges answered over the control link (`clockSync`) and as UDP datagrams (version 4).
+        var clockSyncs = ClockSyncCounts()
+    }
+
+    /// Clock-sync exchanges a speaker answered, by path.
+    public struct ClockSyncCounts: Sendable, Hashable {
+        /// `clockSync` requests on a control link (TCP).
+        public var control: UInt64 = 0
+        /// `ClockDatagram` requests on the clock socket (UDP, version 4).
+        public var datagrams: UInt64 = 0
+        /// Of those, requests whose t2 is the kernel's receive time.
+        public var kernelTimestamped: UInt64 = 0
+        public init() {}
     }
 
     public let configuration: Configuration
@@ -138,6 +154,7 @@ public final class SimulatedSpeaker: SimulatedDevice {
     private let audioTasks = Mutex<[Task<Void, Never>]>([])
     private let streamObserver = Mutex<(@Sendable () -> Void)?>(nil)
     private let audioSocket = Mutex<UDPSocket?>(nil)
+    private let clockSocket = Mutex<UDPSocket?>(nil)
     private let pendingRecorders = Mutex<[WAVRecorder]>([])
 
     /// The control port DeviceInfo and discovery report (set once the listener is bound).
@@ -163,9 +180,24 @@ public final class SimulatedSpeaker: SimulatedDevice {
         guard port != 0, !off else { return nil }
         return try? DiscoveryAnswer(
             queryId: queryId, deviceId: deviceId, controlPort: port, audioPort: audioPort != 0 ? audioPort : configuration.audioPort,
-            protocolVersions: configuration.versions.lowerBound, configuration.versions.upperBound,
+            protocolVersions: versions.lowerBound, versions.upperBound,
             deviceName: WireText(name), modelName: WireText(configuration.identity.modelName))
     }
+
+    /// The versions the speaker offers: its configuration's, but version 4 (clock sync over UDP) only once it has a
+    /// clock socket (`startClockSync(on:)`).
+    public var versions: ClosedRange<UInt8> {
+        let configured = configuration.versions
+        guard clockSocket.withLock({ $0 == nil }), configured.upperBound >= SpeakerProtocolVersion.udpClockSync,
+              configured.lowerBound < SpeakerProtocolVersion.udpClockSync else { return configured }
+        return configured.lowerBound...(SpeakerProtocolVersion.udpClockSync - 1)
+    }
+
+    /// Whether a controller installed a clock map.
+    public var hasClockMap: Bool { state.withLock { $0.clockMap != nil } }
+
+    /// Clock-sync exchanges answered so far, by path.
+    public var clockSyncCounts: ClockSyncCounts { state.withLock { $0.clockSyncs } }
 
     // MARK: SimulatedDevice
 
@@ -217,6 +249,7 @@ public final class SimulatedSpeaker: SimulatedDevice {
         let tasks = audioTasks.withLock { t in defer { t = [] }; return t }
         for t in tasks { t.cancel() }
         audioSocket.withLock { $0?.close() }
+        clockSocket.withLock { $0?.close() }
         for t in tasks { await t.value }
         let recorders = state.withLock { _ in pendingRecorders.withLock { r in defer { r = [] }; return r } }
         for r in recorders { await r.flush() }
@@ -241,8 +274,9 @@ public final class SimulatedSpeaker: SimulatedDevice {
         }
         guard packet.kind == .request, let request = RequestType(rawValue: packet.message.type) else { return true }
         if case let .hello(hello) = packet.message {
-            guard let chosen = hello.negotiate(with: configuration.versions) else {
-                let message = "no common protocol version: controller \(hello.minVersion)...\(hello.maxVersion), speaker \(configuration.versions.lowerBound)...\(configuration.versions.upperBound)"
+            let versions = self.versions
+            guard let chosen = hello.negotiate(with: versions) else {
+                let message = "no common protocol version: controller \(hello.minVersion)...\(hello.maxVersion), speaker \(versions.lowerBound)...\(versions.upperBound)"
                 reply(packet.requestId, .failed(FailureReply(request: .hello, code: .versionMismatch, message: Self.text(message))),
                       version: 1, connection: connection)
                 return false
@@ -368,6 +402,7 @@ public final class SimulatedSpeaker: SimulatedDevice {
             let outcome = s.machine.stop(streamId: streamId)
             return (outcome.reply!, perform(outcome, &s))
         case let .clockSync(t1):
+            s.clockSyncs.control += 1
             let t3 = max(t2, dacTime(&s))
             guard let reply = try? ClockSyncReply(t1: t1, t2: t2, t3: t3) else { return (failed(.internalError, "clock went back"), []) }
             return (.clockSyncReply(reply), [])
@@ -445,6 +480,41 @@ public final class SimulatedSpeaker: SimulatedDevice {
             }
         }
         audioTasks.withLock { $0 += [receiver, pump] }
+    }
+
+    /// Starts answering clock-sync datagrams (version 4, docs/speaker-protocol.md §6.1) on `socket` — UDP, bound to
+    /// the control port's number, with `receiveTimestamps` — and offers version 4 from now on. A task waits on the I/O
+    /// reactor for each request (a few a second per controller); how long it takes to wake costs nothing, since t2 is
+    /// the kernel's receive time and t3 is read just before the reply is sent.
+    public func startClockSync(on socket: UDPSocket) {
+        clockSocket.withLock { $0 = socket }
+        let answering = Task { [weak self] in
+            while !Task.isCancelled {
+                guard let datagram = try? await socket.receive() else { return }
+                self?.answerClockSync(datagram, on: socket)
+            }
+        }
+        audioTasks.withLock { $0 += [answering] }
+    }
+
+    /// Answers one clock-sync request datagram to its sender (anything else is dropped): t2 is the kernel's receive
+    /// time on the DAC clock when the time source is the monotonic clock the kernel's times are on (else the time
+    /// now), t3 the DAC clock read just before the send.
+    private func answerClockSync(_ datagram: UDPDatagram, on socket: UDPSocket) {
+        guard case let .request(t1)? = try? ClockDatagram.decode(datagram.bytes) else { return }
+        let kernel = configuration.clock.source.isMonotonic ? datagram.receivedAt : nil
+        let t2: UInt64? = state.withLock { s in
+            guard !s.poweredOff, !s.stopped else { return nil }
+            s.clockSyncs.datagrams += 1
+            if kernel != nil { s.clockSyncs.kernelTimestamped += 1 }
+            return kernel.map { dacTime(&s, atTrueTime: $0) } ?? dacTime(&s)
+        }
+        guard let t2 else { return }
+        _ = try? socket.trySend(toHost: datagram.host, port: datagram.port) {
+            let t3 = max(t2, dacNow())
+            // t3 ≥ t2 by construction.
+            return ClockDatagram.reply(try! ClockSyncReply(t1: t1, t2: t2, t3: t3)).encode()
+        }
     }
 
     /// Calls `observer` whenever a stream starts or ends (with `externalOutput`: the output's writer wakes up and
@@ -612,8 +682,10 @@ public final class SimulatedSpeaker: SimulatedDevice {
     private func dacNow() -> UInt64 { state.withLock { dacTime(&$0) } }
 
     /// The DAC clock now, stalls included (call with the state locked).
-    private func dacTime(_ s: inout State) -> UInt64 {
-        let t = configuration.clock.source.now()
+    private func dacTime(_ s: inout State) -> UInt64 { dacTime(&s, atTrueTime: configuration.clock.source.now()) }
+
+    /// The DAC clock at true time `t`, stalls included (call with the state locked).
+    private func dacTime(_ s: inout State, atTrueTime t: UInt64) -> UInt64 {
         if let until = s.stalledUntil {
             if t < until { return s.stalledAt }
             s.stalledUntil = nil

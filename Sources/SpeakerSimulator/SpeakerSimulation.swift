@@ -33,8 +33,8 @@ public final class SpeakerSimulation: Sendable {
         case ownPorts(host: String = "127.0.0.1")
     }
 
-    /// Starts `count` speakers: speaker k listens on `host:port+k` (port 0: free ports) for control and on a free UDP
-    /// port of `host` for audio, with the identity of `seed` and k, settings from `statePath`, clock offset and drift
+    /// Starts `count` speakers: speaker k listens on `host:port+k` (port 0: free ports) for control (TCP) and clock
+    /// sync (UDP, the same number) and on a free UDP port of `host` for audio, with the identity of `seed` and k, settings from `statePath`, clock offset and drift
     /// from `clocks` (speaker k gets `clocks(k)`), the audio path's jitter and loss from `audioJitter`, recordings in
     /// `recordDirectory`, render logs kept in memory with `keepsRenderLogs`, the protocol versions of `versions`.
     ///
@@ -68,6 +68,13 @@ public final class SpeakerSimulation: Sendable {
                 guard case let .tcp(boundHost, boundPort) = listener.boundAddress else { continue }
                 speaker.setControlPort(boundPort)
                 speaker.startAudio(on: try UDPSocket.bind(host: boundHost, port: 0))
+                // Clock sync over UDP (version 4) on the control port's number; a port some other socket holds leaves
+                // the speaker on version 3's clock sync over TCP.
+                if let clock = try? UDPSocket.bind(host: boundHost, port: boundPort, receiveTimestamps: true) {
+                    speaker.startClockSync(on: clock)
+                } else {
+                    logger?.warning("speaker \(k): UDP port \(boundPort) is taken: clock sync over TCP only (protocol version 3)")
+                }
                 try server.attach(listener, toDevice: k)
                 endpoints.append(boundHost.contains(":") ? "[\(boundHost)]:\(boundPort)" : "\(boundHost):\(boundPort)")
                 if case let .ownPorts(dhost) = discovery {

@@ -43,6 +43,10 @@ struct ReceiverTests {
         // Every source frame played, or left out by a counted drift correction of the renderer.
         let t = receiver.speaker.renderTotals
         #expect(t.renderedFrames + t.skippedSamples + t.lateFrames == 48_000 && t.lostFrames == 0, "\(t)")
+        // Its clock was measured with datagrams (version 4) answered by its clock socket, t2 from the kernel, even
+        // before the stream (while the sound-card thread slept).
+        let syncs = receiver.speaker.clockSyncCounts
+        #expect(syncs.datagrams > 0 && syncs.control == 0 && syncs.kernelTimestamped == syncs.datagrams, "\(syncs)")
         #expect(receiver.speaker.settings.name == "Test receiver")
         #expect(receiver.speaker.deviceInfo.modelName.value == "Tuneup Receiver")
         await controller.close()

@@ -127,7 +127,7 @@ struct DiscoveryTests {
             let found = try await client.discover()
             #expect(Set(found.map(\.deviceId)) == Set(sim.speakers.map(\.deviceId)))
             let first = try #require(found.first { $0.deviceId == sim.speakers[0].deviceId })
-            #expect(first.endpoint == sim.endpoints[0] && first.deviceName == "Speaker 1" && first.protocolVersions == 1...3)
+            #expect(first.endpoint == sim.endpoints[0] && first.deviceName == "Speaker 1" && first.protocolVersions == SpeakerProtocolVersion.supported)
 
             var changes = client.watch(interval: .milliseconds(400), missesBeforeRemoval: 1).makeAsyncIterator()
             var added: Set<UInt64> = []

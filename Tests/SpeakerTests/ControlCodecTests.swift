@@ -118,6 +118,6 @@ import TestSupport
         #expect(thrownCode { () throws(SpeakerError) in try ControlPacket(requestId: 0, message: .getStatus) } == .badRequestId)
         #expect(thrownCode { () throws(SpeakerError) in try ControlPacket(requestId: 0, message: .done(.stop)) } == .badRequestId)
         #expect(thrownCode { () throws(SpeakerError) in try ControlPacket(requestId: 5, message: .playbackEnded(streamId: 1)) } == .badRequestId)
-        #expect(thrownCode { () throws(SpeakerError) in try ControlPacket(requestId: 5, message: .getStatus, version: 4) } == .unsupportedVersion)
+        #expect(thrownCode { () throws(SpeakerError) in try ControlPacket(requestId: 5, message: .getStatus, version: SpeakerProtocolVersion.supported.upperBound + 1) } == .unsupportedVersion)
     }
 }

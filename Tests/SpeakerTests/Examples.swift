@@ -62,6 +62,14 @@ enum Examples {
         ]
     }
 
+    /// Version 4: the §6 exchange of the `clock-sync` vectors as datagrams (docs §6.1).
+    static var clock: [(name: String, datagram: ClockDatagram)] {
+        [
+            ("clock-request", .request(t1: 1_000_000_000)),
+            ("clock-reply", .reply(try! ClockSyncReply(t1: 1_000_000_000, t2: 5_000_250_000, t3: 5_000_260_000))),
+        ]
+    }
+
     static var audio: [(name: String, packet: AudioPacket)] {
         let format = try! AudioFormat(sampleRate: 48_000, channels: 2, sampleFormat: .s16le)
         return [
@@ -90,7 +98,8 @@ enum Examples {
 
     /// Every example's bytes by vector name.
     static var vectors: [(name: String, bytes: [UInt8])] {
-        control.map { ($0.name, $0.packet.encode()) } + audio.map { ($0.name, $0.packet.encode()) }
+        control.map { ($0.name, $0.packet.encode()) } + clock.map { ($0.name, $0.datagram.encode()) }
+            + audio.map { ($0.name, $0.packet.encode()) }
             + discovery.map { ($0.name, $0.message.encode()) }
     }
 }

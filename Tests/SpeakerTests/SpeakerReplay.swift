@@ -89,6 +89,12 @@ func replaySpeakerInput(_ bytes: [UInt8]) -> SpeakerReplay {
     } catch {
         checkLine(error, "discovery datagram", &result.problems)
     }
+    do {
+        let datagram = try ClockDatagram.decode(bytes)
+        if datagram.encode() != bytes { result.problems.append("clock-sync datagram re-encodes differently") }
+    } catch {
+        checkLine(error, "clock-sync datagram", &result.problems)
+    }
     // Past the CRC: libFuzzer rarely hits a right CRC, so the payload and datagram decoders are also fed the input
     // directly (first byte as the message type, the rest as its payload) and with its last 4 bytes made its CRC.
     if let type = bytes.first {
@@ -123,6 +129,12 @@ func replaySpeakerInput(_ bytes: [UInt8]) -> SpeakerReplay {
             if message.encode() != fixed { result.problems.append("discovery datagram with a fixed CRC re-encodes differently") }
         } catch {
             checkLine(error, "discovery datagram (fixed CRC)", &result.problems)
+        }
+        do {
+            let datagram = try ClockDatagram.decode(fixed)
+            if datagram.encode() != fixed { result.problems.append("clock-sync datagram with a fixed CRC re-encodes differently") }
+        } catch {
+            checkLine(error, "clock-sync datagram (fixed CRC)", &result.problems)
         }
     }
     return result

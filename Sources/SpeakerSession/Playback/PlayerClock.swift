@@ -16,6 +16,9 @@ struct PlayerClock: Sendable {
 
     /// The timeline now, ns.
     let now: @Sendable () -> UInt64
+    /// The timeline is CLOCK_MONOTONIC (`ContinuousClock`): the kernel's receive times are on it
+    /// (`UDPDatagram.receivedAt`, clock sync's t4).
+    let isMonotonic: Bool
     private let clock: SessionClock
 
     init<C: Clock<Duration>>(_ clock: C) {
@@ -23,8 +26,10 @@ struct PlayerClock: Sendable {
         self.clock = session
         if clock is ContinuousClock {
             now = monotonicNanoseconds
+            isMonotonic = true
         } else {
             now = { Self.origin &+ PlaybackMachine.ns(session.now()) }
+            isMonotonic = false
         }
     }
 

@@ -65,6 +65,8 @@ public actor SpeakerPlayer {
 
     public let options: PlayerOptions
     private let socket: UDPSocket
+    /// Clock sync over UDP with the members that negotiated version 4 (docs/speaker-protocol.md §6.1).
+    private let clockChannel: ClockSyncChannel
     private let clock: PlayerClock
     private let now: @Sendable () -> UInt64
     private let reconnect: Reconnect?
@@ -104,6 +106,7 @@ public actor SpeakerPlayer {
         self.onReconnect = onReconnect
         machine = PlaybackMachine(buffer: options.buffer, firstStreamId: UInt32.random(in: 1...0xFFFF))
         socket = try UDPSocket.bind(host: "0.0.0.0", port: 0)
+        clockChannel = try ClockSyncChannel(clock: self.clock)
     }
 
     // MARK: The API
@@ -238,6 +241,7 @@ public actor SpeakerPlayer {
         for (_, w) in mapWaiters { w.waiter.resume() }
         mapWaiters = [:]
         socket.close()
+        clockChannel.close()
         events.finish()
     }
 
@@ -363,13 +367,46 @@ public actor SpeakerPlayer {
         for (token, w) in mapWaiters where w.member == id { endMapWait(token) }
     }
 
+    /// How long a clock-sync datagram's reply is waited for.
+    static let clockDatagramTimeout: Duration = .milliseconds(250)
+    /// Unanswered clock-sync datagrams, with none ever answered, after which a member's clock sync goes over TCP.
+    static let clockDatagramAttempts = 4
+
+    /// Where member `session`'s clock-sync datagrams go: its host and control port number (UDP), when it negotiated
+    /// version 4 over TCP; nil: `clockSync` on the control link (older speakers, links without a host).
+    static func clockPort(of session: SpeakerSession) -> (host: String, port: UInt16)? {
+        guard session.hello.version >= SpeakerProtocolVersion.udpClockSync, let host = session.host,
+              let port = session.controlPort else { return nil }
+        return (host, port)
+    }
+
+    /// Measures member `id`'s clock (§6) until it leaves: as UDP datagrams with kernel receive times (version 4,
+    /// §6.1), else `clockSync` on the control link. A member whose datagrams never get an answer (a firewall that
+    /// lets TCP through but not UDP) falls back to the control link after `clockDatagramAttempts`.
     private func syncLoop(_ id: UInt64, _ session: SpeakerSession) async {
+        var datagrams = Self.clockPort(of: session)
+        var unanswered = 0, answered = false
         while !Task.isCancelled {
-            let t1 = now()
             do {
-                let reply = try await session.clockSync(t1: t1)
-                let t4 = now()
-                if let map = record(id, ClockSample(reply, receivedAt: t4)) {
+                let sample: ClockSample?
+                if let target = datagrams {
+                    sample = await clockChannel.exchange(host: target.host, port: target.port, timeout: Self.clockDatagramTimeout)
+                    try Task.checkCancellation()
+                    if sample != nil {
+                        answered = true
+                    } else {
+                        unanswered += 1
+                        if !answered, unanswered >= Self.clockDatagramAttempts {
+                            logger.warning("speaker \(session.address): no answer to \(unanswered) clock-sync datagrams on UDP \(target.host):\(target.port); clock sync goes over TCP")
+                            datagrams = nil
+                        }
+                    }
+                } else {
+                    let t1 = now()
+                    let reply = try await session.clockSync(t1: t1)
+                    sample = ClockSample(reply, receivedAt: now())
+                }
+                if let sample, let map = record(id, sample) {
                     try await session.setClockMap(map)
                     installed(id)
                 }
@@ -382,6 +419,9 @@ public actor SpeakerPlayer {
             try? await clock.sleep(for: interval)
         }
     }
+
+    /// Clock-sync datagrams answered and unanswered so far (version 4 members), for tests and the benchmark.
+    public nonisolated var clockDatagramCounts: (answered: UInt64, unanswered: UInt64) { clockChannel.counts }
 
     private func record(_ id: UInt64, _ sample: ClockSample) -> ClockMap? {
         guard members[id] != nil else { return nil }

@@ -1,0 +1,86 @@
+import Glibc
+import SpeakerPlayback
+import SpeakerSession
+import SpeakerSimulator
+import TestSupport
+import Testing
+import Transport
+
+/// Clock sync over UDP (protocol version 4, docs/speaker-protocol.md §6.1): which path the player takes with which
+/// speaker, and what a speaker answers.
+@Suite("Clock sync datagrams")
+struct ClockDatagramTests {
+    static func monotonic() -> UInt64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec)
+    }
+
+    /// A version-4 speaker is measured with datagrams only, a version-3 speaker with `clockSync` on its control link
+    /// only; both get a clock map.
+    @Test func thePlayerUsesDatagramsWithAVersion4SpeakerAndTheControlLinkWithAnOlderOne() async throws {
+        try await withTimeLimit {
+            let sim = try await SpeakerSimulation.start(count: 2, versions: { [SpeakerProtocolVersion.supported, 1...3][$0] })
+            let (new, old) = (sim.speakers[0], sim.speakers[1])
+            #expect(new.versions.upperBound == SpeakerProtocolVersion.udpClockSync && old.versions == 1...3)
+            var sessions: [SpeakerSession] = []
+            for e in endpoints(sim) { sessions.append(try await SpeakerSession.connect(host: e.host, port: e.port)) }
+            #expect(sessions.map(\.hello.version) == [SpeakerProtocolVersion.udpClockSync, 3])
+            let player = try SpeakerPlayer()
+            for s in sessions {
+                try await s.joinSession()
+                await player.add(s)
+            }
+            try await waitUntil("both speakers measured three times") {
+                new.clockSyncCounts.datagrams >= 3 && old.clockSyncCounts.control >= 3
+            }
+            try await waitUntil("both speakers have a clock map") {
+                sim.speakers.allSatisfy { $0.hasClockMap }
+            }
+            #expect(new.clockSyncCounts.control == 0, "\(new.clockSyncCounts)")
+            #expect(old.clockSyncCounts.datagrams == 0, "\(old.clockSyncCounts)")
+            // The speaker's t2 is the kernel's receive time (its DAC clock is the monotonic one).
+            #expect(new.clockSyncCounts.kernelTimestamped == new.clockSyncCounts.datagrams)
+            #expect(player.clockDatagramCounts.answered >= 3)
+            await player.close()
+            for s in sessions { await s.close() }
+            await sim.shutdown()
+        }
+    }
+
+    /// The reply to a request datagram echoes t1 and carries t2 ≤ t3 on the DAC clock, t2 being when the kernel took
+    /// the request in: on loopback that is inside the sender's `sendto`, so between two clock reads around it.
+    @Test func aSpeakerAnswersWithTheKernelsReceiveTimeAndT2BeforeT3() async throws {
+        try await withTimeLimit {
+            let offset: Int64 = 7_000_000_000
+            let sim = try await SpeakerSimulation.start(count: 1, clocks: { _ in DACClock(offset: offset) })
+            let port = try #require(UInt16(sim.endpoints[0].split(separator: ":")[1]))
+            let probe = try UDPSocket.bind(host: "127.0.0.1", port: 0, receiveTimestamps: true)
+            defer { probe.close() }
+            let before = Self.monotonic()
+            #expect(try probe.trySend(toHost: "127.0.0.1", port: port) { ClockDatagram.request(t1: 42).encode() })
+            let after = Self.monotonic()
+            let datagram = try await probe.receive()
+            guard case let .reply(reply) = try ClockDatagram.decode(datagram.bytes) else {
+                Issue.record("expected a reply, got \(datagram.bytes)")
+                return
+            }
+            #expect(reply.t1 == 42)
+            #expect(reply.t2 <= reply.t3)
+            let t2 = reply.t2 &- UInt64(offset)
+            #expect(before <= t2 && t2 <= after, "t2 \(t2) outside the send's \(before)...\(after)")
+            // The reply's own arrival: after the speaker's t3 (same clock bar the offset).
+            let arrival = try #require(datagram.receivedAt)
+            #expect(reply.t3 &- UInt64(offset) <= arrival)
+            #expect(sim.speakers[0].clockSyncCounts.datagrams == 1)
+            // Garbage and replies are not answered.
+            #expect(try probe.trySend(toHost: "127.0.0.1", port: port) { ClockDatagram.reply(reply).encode() })
+            #expect(try probe.trySend(toHost: "127.0.0.1", port: port) { [0x54, 0x43, 4, 1] })
+            #expect(try probe.trySend(toHost: "127.0.0.1", port: port) { ClockDatagram.request(t1: 43).encode() })
+            let next = try ClockDatagram.decode(try await probe.receive().bytes)
+            guard case let .reply(second) = next else { Issue.record("expected a reply"); return }
+            #expect(second.t1 == 43)
+            await sim.shutdown()
+        }
+    }
+}
