@@ -115,19 +115,20 @@ public struct LossRecovery: Sendable, Hashable {
     /// count as `untracked`).
     private mutating func track(skipped: UInt32, before sequence: UInt32, due: UInt64?, packetDuration: UInt64, at now: UInt64,
                                 counting: Bool = true) {
-        let untracked = statistics.untracked
-        defer { if !counting { statistics.untracked = untracked } }
+        func notTracked(_ count: UInt32) {
+            if counting { statistics.untracked += UInt64(count) }
+        }
         guard let due else {
-            statistics.untracked += UInt64(skipped)
+            notTracked(skipped)
             return
         }
         let tracked = min(skipped, policy.window)
-        statistics.untracked += UInt64(skipped - tracked)
+        notTracked(skipped - tracked)
         for back in stride(from: tracked, through: 1, by: -1) {  // the oldest first
             let s = sequence &- back
             let before = UInt64(back) &* packetDuration
             guard due > before &+ policy.margin, due - before - policy.margin > now else {
-                statistics.untracked += 1
+                notTracked(1)
                 continue
             }
             missing[s] = Missing(deadline: due - before - policy.margin, nextAsk: now &+ policy.reorderGrace)

@@ -3,6 +3,7 @@ import Simulator
 import SpeakerSession
 import SpeakerSimulator
 import Synchronization
+import Testing
 import TestSupport
 import Transport
 
@@ -69,4 +70,15 @@ struct Computed<T>: @unchecked Sendable { let value: T }
 func computed<I, T>(_ input: I, _ body: @escaping @Sendable (I) -> T) async throws -> T {
     let boxed = Computed(value: input)
     return try await offThePool { Computed(value: body(boxed.value)) }.value
+}
+
+/// A virtual-time speaker that lost at least `atLeast` packets on the way got every one of them again in time and
+/// played the source sample for sample (every frame not played as the source is a counted drift correction).
+func expectEveryLossRecovered(_ s: VirtualPlayback.SpeakerResult, _ fidelity: PlaybackAnalysis.Fidelity, atLeast: UInt64,
+                              _ report: String, sourceLocation: SourceLocation = #_sourceLocation) {
+    let stats = s.log.statistics
+    #expect(s.recovery.missing >= atLeast, "\(report)", sourceLocation: sourceLocation)
+    #expect(stats.recoveredPackets == s.recovery.missing, "\(report)", sourceLocation: sourceLocation)
+    #expect(s.recovery.expired == 0 && stats.lostFrames == 0 && stats.lateFrames == 0, "\(report)", sourceLocation: sourceLocation)
+    #expect(fidelity.isExact(given: stats) && fidelity.mismatchedFrames == 0, "\(report)", sourceLocation: sourceLocation)
 }
