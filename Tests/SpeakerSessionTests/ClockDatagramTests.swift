@@ -1,4 +1,5 @@
 import Glibc
+import Simulator
 import SpeakerPlayback
 import SpeakerSession
 import SpeakerSimulator
@@ -45,6 +46,35 @@ struct ClockDatagramTests {
             await player.close()
             for s in sessions { await s.close() }
             await sim.shutdown()
+        }
+    }
+
+    /// A version-4 speaker whose datagrams get no answer (a firewall that lets the control link through but not UDP:
+    /// here the session points at a UDP port where nothing answers) is measured over the control link after
+    /// `clockDatagramAttempts` unanswered datagrams, and gets its clock map.
+    @Test func aSpeakerWhoseDatagramsGoUnansweredIsMeasuredOverTheControlLink() async throws {
+        try await withTimeLimit {
+            let speaker = SimulatedSpeaker(.init(identity: .simulated(index: 0, seed: 7)))
+            let clockSocket = try UDPSocket.bind(host: "127.0.0.1", port: 0, receiveTimestamps: true)
+            speaker.startClockSync(on: clockSocket)  // so it offers version 4
+            let silent = try UDPSocket.bind(host: "127.0.0.1", port: 0)  // never read: requests sent here go unanswered
+            defer { silent.close() }
+            let server = try SimulatedDeviceServer(devices: [speaker])
+            let (a, b) = InMemoryTransport.pair()
+            try server.serve(link: b, onDevice: 0)
+            let session = try await SpeakerSession.open(transport: a, address: "behind a firewall", host: "127.0.0.1",
+                                                        controlPort: silent.localPort)
+            #expect(session.hello.version == SpeakerProtocolVersion.udpClockSync)
+            let player = try SpeakerPlayer()
+            await player.add(session)
+            try await waitUntil("the speaker measured over its control link") { speaker.clockSyncCounts.control >= 2 }
+            try await waitUntil("the speaker has a clock map") { speaker.hasClockMap }
+            #expect(player.clockDatagramCounts.answered == 0)
+            #expect(player.clockDatagramCounts.unanswered == UInt64(SpeakerPlayer.clockDatagramAttempts))
+            #expect(speaker.clockSyncCounts.datagrams == 0)
+            await player.close()
+            await session.close()
+            await server.shutdown()
         }
     }
 

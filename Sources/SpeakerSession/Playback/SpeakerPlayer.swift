@@ -368,9 +368,9 @@ public actor SpeakerPlayer {
     }
 
     /// How long a clock-sync datagram's reply is waited for.
-    static let clockDatagramTimeout: Duration = .milliseconds(250)
+    public static let clockDatagramTimeout: Duration = .milliseconds(250)
     /// Unanswered clock-sync datagrams, with none ever answered, after which a member's clock sync goes over TCP.
-    static let clockDatagramAttempts = 4
+    public static let clockDatagramAttempts = 4
 
     /// Where member `session`'s clock-sync datagrams go: its host and control port number (UDP), when it negotiated
     /// version 4 over TCP; nil: `clockSync` on the control link (older speakers, links without a host).
