@@ -73,6 +73,15 @@ struct UnitRun {
         result.hardwareID = hardwareID
         emit(.arrived(slot: slot.name, hardwareID: hardwareID))
 
+        // The unit's identities are reserved while its records are read and its run is started: two round trips to
+        // the records at a time, not one after the other (at 64 units at once each is a wait for the writer and for
+        // the pool). A unit that comes back gets the ones it holds; a quarantined one keeps what it was given before.
+        let station = self.station
+        let reservation = Task { () -> Result<IssuedIdentity, any Error> in
+            do { return .success(try await station.identities.reserve(for: hardwareID)) } catch { return .failure(error) }
+        }
+        defer { reservation.cancel() }
+
         let runID: RunID
         let previous: [RunRecord]
         do {
@@ -107,7 +116,8 @@ struct UnitRun {
         var recorder = StepRecorder(run: runID, slot: slot.name, hardwareID: hardwareID, store: store, emit: emit)
         var outcome: RunOutcome
         do {
-            try await provision(hardwareID: hardwareID, info: info, steps: steps, client: client, recorder: &recorder, result: &result)
+            try await provision(
+                hardwareID: hardwareID, info: info, reservation: reservation, steps: steps, client: client, recorder: &recorder, result: &result)
             outcome = .pass
             result.outcome = .pass
             result.failedStep = nil
@@ -145,8 +155,8 @@ struct UnitRun {
     // MARK: The steps
 
     private func provision(
-        hardwareID: String, info: FactoryInfo, steps: FactorySteps, client: BootloaderClient,
-        recorder: inout StepRecorder, result: inout UnitResult
+        hardwareID: String, info: FactoryInfo, reservation: Task<Result<IssuedIdentity, any Error>, Never>,
+        steps: FactorySteps, client: BootloaderClient, recorder: inout StepRecorder, result: inout UnitResult
     ) async throws {
         // Scan to bind: the unit's code (a PCB or label serial) first, as the operator puts the unit in.
         if let scan = recipe.scan {
@@ -156,8 +166,9 @@ struct UnitRun {
         // Identities first: a unit that comes back keeps what it was given, and an exhausted pool stops the
         // station before a unit is flashed for nothing.
         var identity = try await recorder.unrecorded(StepName.identity) {
+            let reserved = await withTaskCancellationHandler { await reservation.value } onCancel: { reservation.cancel() }
             do {
-                return try await station.identities.reserve(for: hardwareID)
+                return try reserved.get()
             } catch let error as RecordsError where error.code == .poolExhausted {
                 station.stop(because: error.message)
                 throw error
