@@ -40,10 +40,11 @@ public enum PlaybackAnalysis {
         /// Frames played twice (drift correction).
         public var repeatedFrames: UInt64 = 0
 
-        /// Every frame equal to its source; every missing frame accounted for by the renderer's counts.
+        /// Every frame equal to its source; every missing frame between the first and the last played accounted for
+        /// by the renderer's counts.
         public func isExact(given statistics: RenderStatistics) -> Bool {
             mismatchedFrames == 0 && repeatedFrames + statistics.repeatedSilence == statistics.repeatedSamples
-                && missingFrames == statistics.skippedSamples + statistics.lostFrames + statistics.lateFrames
+                && missingFrames == statistics.skippedSamples + statistics.lostFrames + statistics.lateFrames - statistics.lateFramesBeforeOutput
         }
     }
 

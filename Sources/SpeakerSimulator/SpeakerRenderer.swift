@@ -36,6 +36,10 @@ public struct RenderStatistics: Sendable, Hashable {
     /// Packets that arrived after their frames were due (dropped), and frames jumped over to catch up.
     public var latePackets: UInt64 = 0
     public var lateFrames: UInt64 = 0
+    /// Of `lateFrames`, those jumped over before any frame reached the output (a speaker that joined a playing stream
+    /// and was handed earlier packets, or one whose first packets came late): before the output's first frame, so not
+    /// a gap in what it played.
+    public var lateFramesBeforeOutput: UInt64 = 0
     /// Times the output lost its lock on the stream by more than `SpeakerRenderer.correctionLimit` (a clock step).
     public var resyncs: UInt64 = 0
     /// Missing packets that arrived after all (retransmitted on a `resendRequest`, or reordered).
@@ -54,6 +58,7 @@ public struct RenderStatistics: Sendable, Hashable {
         lostPackets += other.lostPackets
         latePackets += other.latePackets
         lateFrames += other.lateFrames
+        lateFramesBeforeOutput += other.lateFramesBeforeOutput
         resyncs += other.resyncs
         recoveredPackets += other.recoveredPackets
     }
@@ -263,6 +268,7 @@ public struct SpeakerRenderer: Sendable {
                     let k = UInt64((Double(-e - halfSlot) / slotPeriod).rounded(.up))
                     cursor += max(1, k)
                     statistics.lateFrames += max(1, k)
+                    if statistics.renderedFrames == 0 { statistics.lateFramesBeforeOutput += max(1, k) }
                     dropConsumed()
                     guard let d = due(map) else { emitSilence(slot, &output, &log); continue }
                     dueTime = d

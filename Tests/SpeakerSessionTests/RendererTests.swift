@@ -69,6 +69,31 @@ import Testing
         return outcome
     }
 
+    /// A renderer that starts after its first frames were due (a speaker joining a playing stream and handed
+    /// earlier packets) jumps over them before its first output: late, but before what it played, so counted apart.
+    @Test func framesJumpedOverBeforeTheFirstOutputAreCountedApart() throws {
+        let format = try AudioFormat(sampleRate: 48_000, channels: 2, sampleFormat: .s16le)
+        let start: UInt64 = 7_000_000_000
+        let map = try ClockMap(controllerReference: start, speakerReference: start, rate: 0)
+        let perPacket = AudioPacket.maxFrames(for: format)
+        // The renderer's first slot is 30 ms after frame 0 was due; every packet was there 200 ms early.
+        var renderer = SpeakerRenderer(streamId: 9, format: format, map: map, startDAC: start + 30_000_000)
+        for k in 0..<20 {
+            let first = UInt64(k * perPacket)
+            let packet = try AudioPacket(
+                streamId: 9, sequence: UInt32(k), firstFrame: first, presentationTime: start + format.nanoseconds(forFrames: first),
+                format: format, endOfStream: k == 19, pcm: [UInt8](repeating: UInt8(k), count: perPacket * format.bytesPerFrame))
+            renderer.receive(packet, arrival: start - 200_000_000)
+        }
+        var pcm: [UInt8] = [], log: [RenderRun] = []
+        _ = renderer.render(through: start + 200_000_000, output: &pcm, log: &log)
+        let stats = renderer.statistics
+        let firstPlayed = try #require(log.first { $0.kind == .source }?.sourceFrame)
+        #expect(stats.lateFrames >= 1_400 && stats.lateFramesBeforeOutput == stats.lateFrames, "\(stats)")
+        #expect(firstPlayed == stats.lateFramesBeforeOutput, "\(stats), first frame played \(firstPlayed)")
+        #expect(stats.renderedFrames > 0)
+    }
+
     @Test(arguments: [(Int32(0), 50), (Int32(450), 50), (Int32(-380), 31), (Int32(2_500), 0)])
     func theOutputDoesNotDependOnHowMuchIsRenderedPerCall(ppm: Int32, volume: Int) throws {
         let oneSlot = try Self.render(ppm: ppm, seed: 11, volume: volume) { _, r in r.slotTime(r.nextSlot) }
