@@ -1,5 +1,6 @@
 import Glibc
 import Synchronization
+import Transport
 
 /// Where a simulated speaker reads true time (nanoseconds, monotonic) and waits on it (its render pump, and so its
 /// audio timeout): the system's monotonic clock, a `Clock` a test advances itself (`TimeSource(clock:)` on
@@ -28,11 +29,7 @@ public struct TimeSource: Sendable {
     }
 
     /// CLOCK_MONOTONIC in nanoseconds.
-    public static let monotonic = TimeSource(monotonic: {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec)
-    })
+    public static let monotonic = TimeSource(monotonic: monotonicNanoseconds)
 
     /// The time of `clock` (a test's `ManualClock`): `start` plus its time since this source was made; waits sleep on
     /// it.

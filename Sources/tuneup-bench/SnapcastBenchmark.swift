@@ -6,6 +6,7 @@ import SpeakerPlayback
 import SpeakerSession
 import Support
 import Synchronization
+import Transport
 
 /// `tuneup-bench speaker-vs-snapcast`: Tuneup's controller and receivers against snapserver and snapclients, the
 /// same audio at the same time, CPU per process, in one run.

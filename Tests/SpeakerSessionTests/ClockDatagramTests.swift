@@ -11,11 +11,7 @@ import Transport
 /// speaker, and what a speaker answers.
 @Suite("Clock sync datagrams")
 struct ClockDatagramTests {
-    static func monotonic() -> UInt64 {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec)
-    }
+    static func monotonic() -> UInt64 { monotonicNanoseconds() }
 
     /// A version-4 speaker is measured with datagrams only, a version-3 speaker with `clockSync` on its control link
     /// only; both get a clock map.

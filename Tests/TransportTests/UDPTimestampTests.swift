@@ -5,11 +5,7 @@ import Transport
 /// Kernel receive timestamps on UDP sockets (`receiveTimestamps`, clock sync of protocol version 4).
 @Suite("UDP receive timestamps")
 struct UDPTimestampTests {
-    static func monotonic() -> UInt64 {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec)
-    }
+    static func monotonic() -> UInt64 { monotonicNanoseconds() }
 
     /// On loopback the kernel takes a datagram in during the sender's `sendto`: its receive time, converted to
     /// CLOCK_MONOTONIC, lies between a clock read before the send and one after it — however late it is read.

@@ -1,4 +1,5 @@
 import Session
+import Transport
 import SpeakerPlayback
 
 /// The clock of `SpeakerPlayer`'s shell: its timeline (nanoseconds: presentation times, clock-sync timestamps, the

@@ -6,13 +6,6 @@ import SpeakerPlayback
 import Support
 import Transport
 
-/// The controller's timeline on the real clock: CLOCK_MONOTONIC in nanoseconds (presentation times and clock sync are on
-/// it; a player on another clock has that clock's timeline instead: `PlayerClock`).
-public func monotonicNanoseconds() -> UInt64 {
-    var ts = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec)
-}
 
 /// What the player reports (the SDK's player delegate, plus the speakers' comings and goings).
 public enum PlayerEvent: Sendable, Hashable {
