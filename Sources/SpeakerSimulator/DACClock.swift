@@ -1,4 +1,5 @@
 import Glibc
+import SpeakerPlayback
 import Synchronization
 import Transport
 
@@ -35,10 +36,7 @@ public struct TimeSource: Sendable {
     /// it.
     public init<C: Clock<Duration>>(clock: C, start: UInt64 = 1_000_000_000) {
         let origin = clock.now
-        now = {
-            let (s, a) = origin.duration(to: clock.now).components
-            return start &+ UInt64(max(0, s)) &* 1_000_000_000 &+ UInt64(max(0, a) / 1_000_000_000)
-        }
+        now = { start &+ PlaybackMachine.ns(origin.duration(to: clock.now)) }
         sleep = { nanoseconds in
             try await clock.sleep(until: clock.now.advanced(by: .nanoseconds(Int64(clamping: nanoseconds))), tolerance: nil)
         }

@@ -83,6 +83,7 @@ struct ClockDatagramTests {
             let port = try #require(UInt16(sim.endpoints[0].split(separator: ":")[1]))
             let probe = try UDPSocket.bind(host: "127.0.0.1", port: 0, receiveTimestamps: true)
             defer { probe.close() }
+            try await KernelStamping.waitUntilOn()
             let before = Self.monotonic()
             #expect(try probe.trySend(toHost: "127.0.0.1", port: port) { ClockDatagram.request(t1: 42).encode() })
             let after = Self.monotonic()
