@@ -84,18 +84,35 @@ public final class Headset: Sendable {
 
     /// Identity strings; a string the device does not support is nil.
     public func identity() async throws -> DeviceIdentity {
-        // All strings in flight together (distinct param0s), gathered by name.
-        let strings = try await withThrowingTaskGroup(of: (String, String?).self) { group in
-            for setting in ConfigStrings.identity {
-                group.addTask { (setting.name, try await self.readIfSupported(setting)) }
-            }
-            var strings: [String: String] = [:]
-            for try await (name, value) in group { strings[name] = value }
-            return strings
+        // All strings in flight together (distinct param0s), in one batch: one task, not one per string.
+        let requests = ConfigStrings.identity.map { $0.readRequest(session.style) }
+        let outcomes = await session.requests(requests)
+        return try identity(outcomes[...])
+    }
+
+    /// The identity from the outcomes of `ConfigStrings.identity`'s reads, in that order; the first failure in that
+    /// order is thrown.
+    private func identity(_ outcomes: ArraySlice<Result<Packet, any Error>>) throws -> DeviceIdentity {
+        var strings: [String?] = []
+        strings.reserveCapacity(ConfigStrings.identity.count)
+        for (setting, outcome) in zip(ConfigStrings.identity, outcomes) {
+            strings.append(try decodeIfSupported(setting, outcome))
         }
-        return DeviceIdentity(product: strings["product"], manufacturer: strings["manufacturer"], model: strings["model"],
-                              serial: strings["serial"], hardware: strings["hardware"], firmware: strings["firmware"],
-                              bluetoothName: strings["bt-name"])
+        return DeviceIdentity(product: strings[0], manufacturer: strings[1], model: strings[2], serial: strings[3],
+                              hardware: strings[4], firmware: strings[5], bluetoothName: strings[6])
+    }
+
+    /// What `readIfSupported(setting)` returns or throws, from the outcome of a batch's read of `setting`.
+    private func decodeIfSupported<V>(_ setting: Setting<V>, _ outcome: Result<Packet, any Error>) throws -> V? {
+        do {
+            let reply = try outcome.get()
+            guard reply.status == .ok else {
+                throw HeadsetError.deviceStatus(reply.status, command: setting.command, buffer: reply.buffer)
+            }
+            return try decode(setting.codec, reply, setting.command)
+        } catch let error as HeadsetError where error.code == .deviceNotSupported || error.code == .deviceNotFound {
+            return nil
+        }
     }
 
     /// The application firmware version (0x87).
@@ -376,22 +393,30 @@ public final class Headset: Sendable {
         // Independent reads are in flight together (the session pipelines requests whose param0 differ, and queues
         // the rest): a probe costs a few round trips, not one per setting. A read that depends on another (the ANC
         // level on ANC being there, the ambient sides on its steps, the EQ gains on its current preset) follows it.
+        // The plain reads (identity strings and single settings) go out in one batch from this task; the reads
+        // with a dependency run in child tasks meanwhile. Errors are thrown in the order they always were.
         async let mode = firmwareMode()
-        async let identity = identity()
-        async let firmware = readIfSupported(AppSettings.firmwareVersion)
-        async let battery = readIfSupported(AppSettings.batteryLevel)
         async let anc = snapshotANC()
         async let ambient = snapshotAmbient()
         async let eq = snapshotEQ()
-        async let smartButton = readIfSupported(AppSettings.smartButton)
-        async let autoOff = readIfSupported(AppSettings.autoOff)
-        async let voicePrompt = readIfSupported(AppSettings.voicePrompt)
-        let settings = HeadsetSnapshot.Settings(smartButtonANC: try await smartButton, autoOff: try await autoOff,
-                                                voicePrompt: try await voicePrompt)
+        let identityCount = ConfigStrings.identity.count
+        var requests = ConfigStrings.identity.map { $0.readRequest(session.style) }
+        requests += [AppSettings.firmwareVersion.readRequest(session.style), AppSettings.batteryLevel.readRequest(session.style),
+                     AppSettings.smartButton.readRequest(session.style), AppSettings.autoOff.readRequest(session.style),
+                     AppSettings.voicePrompt.readRequest(session.style)]
+        let outcomes = await session.requests(requests)
+        let settings = HeadsetSnapshot.Settings(
+            smartButtonANC: try decodeIfSupported(AppSettings.smartButton, outcomes[identityCount + 2]),
+            autoOff: try decodeIfSupported(AppSettings.autoOff, outcomes[identityCount + 3]),
+            voicePrompt: try decodeIfSupported(AppSettings.voicePrompt, outcomes[identityCount + 4]))
         let ambientRead = try await ambient
+        let firmwareMode = try await mode
+        let identity = try identity(outcomes[..<identityCount])
+        let firmware = try decodeIfSupported(AppSettings.firmwareVersion, outcomes[identityCount])
+        let battery = try decodeIfSupported(AppSettings.batteryLevel, outcomes[identityCount + 1])
         return HeadsetSnapshot(
-            mode: try await mode, identity: try await identity, firmwareVersion: try await firmware?.description,
-            batteryPercent: try await battery.map(Int.init), anc: try await anc,
+            mode: firmwareMode, identity: identity, firmwareVersion: firmware?.description,
+            batteryPercent: battery.map(Int.init), anc: try await anc,
             ambient: ambientRead == HeadsetSnapshot.Ambient() ? nil : ambientRead, eq: try await eq, settings: settings)
     }
 

@@ -1,5 +1,6 @@
 import Logging
 import Support
+import Synchronization
 import Transport
 
 /// A request/response conversation with one device over any `Transport`, for any protocol `P` describes.
@@ -98,7 +99,8 @@ public final actor RequestSession<P: SessionProtocol> {
     @usableFromInline var sending = false
     private let pushBroadcast = Broadcast<P.Packet>()
     private let eventBroadcast = Broadcast<Event>()
-    @usableFromInline var readerTask: Task<Void, Never>?
+    /// The task reading the link (set once, at init; cancelled when the session fails).
+    private let reader = Mutex<Task<Void, Never>?>(nil)
     @usableFromInline var failure: P.Failure?
 
     /// One transmission of a request waiting for its reply. A slot exists before the request is sent, so a reply
@@ -143,14 +145,8 @@ public final actor RequestSession<P: SessionProtocol> {
         let deframer = definition.makeDeframer(for: transport.framing)
         self.deframer = deframer
         self.counters = Statistics(decoder: deframer.statistics)
-        Task { await self.startReader() }
-    }
-
-    @usableFromInline func startReader() {
-        guard readerTask == nil, failure == nil else { return }
-        let transport = self.transport
-        let definition = self.definition
-        readerTask = Task { [weak self] in
+        // The reader starts here, not from a task that enters the actor to start it (one task per session less).
+        let task = Task { [weak self, transport] in
             while !Task.isCancelled {
                 do {
                     let chunk = try await transport.receive()
@@ -158,11 +154,13 @@ public final actor RequestSession<P: SessionProtocol> {
                     await self.ingest(chunk)
                 } catch {
                     guard let self else { return }
-                    await self.fail(definition.error(.linkLost(peer: transport.peerDescription, cause: error as? TransportError)))
+                    await self.fail(self.definition.error(.linkLost(peer: transport.peerDescription,
+                                                                    cause: error as? TransportError)))
                     return
                 }
             }
         }
+        reader.withLock { $0 = task }
     }
 
     // MARK: Requests
@@ -217,6 +215,124 @@ public final actor RequestSession<P: SessionProtocol> {
                 logger.debug("no reply to \(definition.describe(command)) in \(wait.shortDescription); sending again")
             }
         }
+    }
+
+    /// Sends `packets` pipelined and returns the outcome of each, in order: what `request` would return or throw
+    /// for it. One task carries the whole batch (no task per request): the requests whose key is free go out
+    /// together in one send; their replies are awaited in order, each retransmitted after a timeout as `request`
+    /// does. A request whose key is taken (by another caller, or earlier in the batch) is sent afterwards with
+    /// `request`, once the batch holds no key: a batch never waits for a key while holding one.
+    /// Cancelling the calling task ends every outstanding request of the batch with `CancellationError`.
+    @inlinable @inline(__always)
+    public func requests(_ packets: [P.Packet], timeout: Duration? = nil,
+                         retransmissions: Int? = nil) async -> [Result<P.Packet, any Error>] {
+        let wait = timeout ?? options.timeout
+        let limit = max(0, retransmissions ?? options.retransmissions)
+        var results = [Result<P.Packet, any Error>?](repeating: nil, count: packets.count)
+        // Sent requests: (index, key, slot); the batch holds each key until its request is done.
+        var sent: [(index: Int, key: P.Key, slot: UInt64)] = []
+        sent.reserveCapacity(packets.count)
+        if let failure { return packets.map { _ in .failure(failure) } }
+        if Task.isCancelled { return packets.map { _ in .failure(CancellationError()) } }
+        let now = clock.now()
+        var first: (slot: UInt64, command: P.Command)?
+        for (index, packet) in packets.enumerated() {
+            if failure != nil { break }  // A failed send ended the session: the rest fail in `request`.
+            let key = definition.key(of: packet)
+            guard !busyKeys.contains(key), (quietUntil[key].map { $0 <= now } ?? true) else { continue }
+            busyKeys.insert(key)
+            quietUntil[key] = nil
+            counters.requests += 1
+            let slot = openSlot(key, timeout: wait)
+            if first == nil { first = (slot, definition.command(of: packet)) }
+            sent.append((index, key, slot))
+            logger.trace("→ \(packet)")
+            let frame = definition.encode(packet, for: transport.framing)
+            if transport.framing == .byteStream {
+                outgoing.append(contentsOf: frame)
+            } else {
+                do {
+                    try await send(frame, command: definition.command(of: packet), ownSlot: slot)
+                } catch {
+                    results[index] = .failure(error)
+                }
+            }
+        }
+        if let first, transport.framing == .byteStream, !sending {
+            do {
+                try await flushOutgoing(own: first.slot, command: first.command)
+            } catch {
+                results[sent[0].index] = .failure(error)
+            }
+        }
+        for (index, key, firstSlot) in sent {
+            defer { release(key) }
+            if results[index] != nil {
+                closeSlot(firstSlot)
+                continue
+            }
+            let packet = packets[index]
+            var slot = firstSlot
+            var sends = 1
+            while true {
+                switch await result(of: slot) {
+                case let .reply(reply):
+                    counters.replies += 1
+                    if sends > 1 { beginQuiet(key, wait) }
+                    results[index] = .success(reply)
+                case let .failed(error):
+                    results[index] = .failure(error)
+                case .cancelled:
+                    beginQuiet(key, wait)
+                    results[index] = .failure(CancellationError())
+                case let .timedOut(accepted):
+                    counters.timeouts += 1
+                    let command = definition.command(of: packet)
+                    if accepted {
+                        beginQuiet(key, wait)
+                        results[index] = .failure(definition.error(.notFinished(command: command,
+                                                                                pendingTimeout: options.pendingTimeout)))
+                        break
+                    }
+                    lookBehindPartialFrame()
+                    if sends > limit {
+                        beginQuiet(key, wait)
+                        results[index] = .failure(definition.error(.noAnswer(command: command, waited: wait, attempts: sends)))
+                        break
+                    }
+                    if Task.isCancelled {
+                        results[index] = .failure(CancellationError())
+                        break
+                    }
+                    logger.debug("no reply to \(definition.describe(command)) in \(wait.shortDescription); sending again")
+                    sends += 1
+                    counters.retransmissions += 1
+                    slot = openSlot(key, timeout: wait)
+                    do {
+                        try await transmit(definition.encode(packet, for: transport.framing), packet, command, slot: slot)
+                    } catch {
+                        results[index] = .failure(error)
+                    }
+                }
+                if results[index] != nil { break }
+            }
+        }
+        // The rest, one by one, holding no key of the batch.
+        var outcomes: [Result<P.Packet, any Error>] = []
+        outcomes.reserveCapacity(packets.count)
+        for index in packets.indices {
+            if let result = results[index] {
+                outcomes.append(result)
+            } else {
+                do {
+                    outcomes.append(.success(try await request(packets[index], timeout: timeout,
+                                                               retransmissions: retransmissions)))
+                } catch {
+                    outcomes.append(.failure(error))
+                }
+            }
+        }
+        return outcomes
     }
 
     /// Sends `packet` now (or with the send in flight, see `transmit`) and returns at once with a ticket for its
@@ -567,7 +683,7 @@ public final actor RequestSession<P: SessionProtocol> {
     @usableFromInline func fail(_ error: P.Failure, closeTransport: Bool = true) {
         guard failure == nil else { return }
         failure = error
-        readerTask?.cancel()
+        reader.withLock { $0 }?.cancel()
         for id in Array(slots.keys) { finish(id, with: .failed(error)) }
         for (_, queue) in keyQueues { queue.forEach { $0.continuation.resume(returning: true) } }
         keyQueues = [:]
