@@ -393,58 +393,64 @@ public final class Headset: Sendable {
         // Independent reads are in flight together (the session pipelines requests whose param0 differ, and queues
         // the rest): a probe costs a few round trips, not one per setting. A read that depends on another (the ANC
         // level on ANC being there, the ambient sides on its steps, the EQ gains on its current preset) follows it.
-        // The plain reads (identity strings and single settings) go out in one batch from this task; the reads
-        // with a dependency run in child tasks meanwhile. Errors are thrown in the order they always were.
+        // Every read that depends on no other goes out in one batch from this task, and those that depend on one
+        // of them (the ANC level, the ambient sides) in a second; the firmware mode and the graphic EQ (a chain of
+        // its own) run in child tasks meanwhile. One task per chain, not per read. Errors are thrown in the order
+        // they always were.
         async let mode = firmwareMode()
-        async let anc = snapshotANC()
-        async let ambient = snapshotAmbient()
-        async let eq = snapshotEQ()
-        let identityCount = ConfigStrings.identity.count
-        var requests = ConfigStrings.identity.map { $0.readRequest(session.style) }
-        requests += [AppSettings.firmwareVersion.readRequest(session.style), AppSettings.batteryLevel.readRequest(session.style),
-                     AppSettings.smartButton.readRequest(session.style), AppSettings.autoOff.readRequest(session.style),
-                     AppSettings.voicePrompt.readRequest(session.style)]
-        let outcomes = await session.requests(requests)
+        async let graphicEQ = snapshotGraphicEQ()
+        let style = session.style
+        let n = ConfigStrings.identity.count
+        var requests = ConfigStrings.identity.map { $0.readRequest(style) }
+        requests += [AppSettings.firmwareVersion.readRequest(style), AppSettings.batteryLevel.readRequest(style),
+                     AppSettings.smartButton.readRequest(style), AppSettings.autoOff.readRequest(style),
+                     AppSettings.voicePrompt.readRequest(style), AppSettings.ancEnabled.readRequest(style),
+                     AppSettings.awarenessSteps.readRequest(style), AppSettings.awarenessPreset.readRequest(style),
+                     AppSettings.audioEQPreset.readRequest(style)]
+        let first = await session.requests(requests)
+        let ancEnabled = Result { try decodeIfSupported(AppSettings.ancEnabled, first[n + 5]) }
+        let steps = Result { try decodeIfSupported(AppSettings.awarenessSteps, first[n + 6]) }
+        let readsLevel = if case .success(.some) = ancEnabled { true } else { false }
+        let readsSides = if case let .success(count?) = steps, count > 0 { true } else { false }
+        var dependent: [Packet] = []
+        if readsLevel { dependent.append(AppSettings.ancLevel.readRequest(style)) }
+        if readsSides { dependent += [AppSettings.awarenessLeft.readRequest(style), AppSettings.awarenessRight.readRequest(style)] }
+        let second = dependent.isEmpty ? [] : await session.requests(dependent)
+        let sides = readsLevel ? 1 : 0
+
         let settings = HeadsetSnapshot.Settings(
-            smartButtonANC: try decodeIfSupported(AppSettings.smartButton, outcomes[identityCount + 2]),
-            autoOff: try decodeIfSupported(AppSettings.autoOff, outcomes[identityCount + 3]),
-            voicePrompt: try decodeIfSupported(AppSettings.voicePrompt, outcomes[identityCount + 4]))
-        let ambientRead = try await ambient
-        let firmwareMode = try await mode
-        let identity = try identity(outcomes[..<identityCount])
-        let firmware = try decodeIfSupported(AppSettings.firmwareVersion, outcomes[identityCount])
-        let battery = try decodeIfSupported(AppSettings.batteryLevel, outcomes[identityCount + 1])
-        return HeadsetSnapshot(
-            mode: firmwareMode, identity: identity, firmwareVersion: firmware?.description,
-            batteryPercent: battery.map(Int.init), anc: try await anc,
-            ambient: ambientRead == HeadsetSnapshot.Ambient() ? nil : ambientRead, eq: try await eq, settings: settings)
-    }
-
-    private func snapshotANC() async throws -> HeadsetSnapshot.ANC? {
-        guard let enabled = try await readIfSupported(AppSettings.ancEnabled) else { return nil }
-        return .init(enabled: enabled, level: try await readIfSupported(AppSettings.ancLevel))
-    }
-
-    private func snapshotAmbient() async throws -> HeadsetSnapshot.Ambient {
-        async let presetRead = readIfSupported(AppSettings.awarenessPreset)
+            smartButtonANC: try decodeIfSupported(AppSettings.smartButton, first[n + 2]),
+            autoOff: try decodeIfSupported(AppSettings.autoOff, first[n + 3]),
+            voicePrompt: try decodeIfSupported(AppSettings.voicePrompt, first[n + 4]))
         var ambient = HeadsetSnapshot.Ambient()
-        if let steps = try await readIfSupported(AppSettings.awarenessSteps), steps > 0 {
-            cache.withLock { $0.ambientSteps = Int(steps) }
-            ambient.steps = Int(steps)
-            async let left = readIfSupported(AppSettings.awarenessLeft)
-            async let right = readIfSupported(AppSettings.awarenessRight)
-            ambient.left = try await left.map(Int.init)
-            ambient.right = try await right.map(Int.init)
+        if let count = try steps.get(), count > 0 {
+            cache.withLock { $0.ambientSteps = Int(count) }
+            ambient.steps = Int(count)
+            ambient.left = try decodeIfSupported(AppSettings.awarenessLeft, second[sides]).map(Int.init)
+            ambient.right = try decodeIfSupported(AppSettings.awarenessRight, second[sides + 1]).map(Int.init)
         }
-        if let preset = try await presetRead {
+        if let preset = try decodeIfSupported(AppSettings.awarenessPreset, first[n + 7]) {
             ambient.preset = preset.name?.lowercased()
             ambient.presetValue = preset.rawValue
         }
-        return ambient
+        let firmwareMode = try await mode
+        let identity = try identity(first[..<n])
+        let firmware = try decodeIfSupported(AppSettings.firmwareVersion, first[n])
+        let battery = try decodeIfSupported(AppSettings.batteryLevel, first[n + 1])
+        var anc: HeadsetSnapshot.ANC?
+        if let enabled = try ancEnabled.get() {
+            anc = .init(enabled: enabled, level: try decodeIfSupported(AppSettings.ancLevel, second[0]))
+        }
+        var eq = try await graphicEQ
+        eq.audioPreset = try decodeIfSupported(AppSettings.audioEQPreset, first[n + 8]).map { $0.name?.lowercased() ?? String($0.rawValue) }
+        return HeadsetSnapshot(
+            mode: firmwareMode, identity: identity, firmwareVersion: firmware?.description,
+            batteryPercent: battery.map(Int.init), anc: anc,
+            ambient: ambient == HeadsetSnapshot.Ambient() ? nil : ambient, eq: eq, settings: settings)
     }
 
-    private func snapshotEQ() async throws -> HeadsetSnapshot.EQ {
-        async let audioPreset = readIfSupported(AppSettings.audioEQPreset)
+    /// The graphic EQ's part of the snapshot (nil when the device has none); the audio preset is read apart.
+    private func snapshotGraphicEQ() async throws -> HeadsetSnapshot.EQ {
         var eq = HeadsetSnapshot.EQ()
         do {
             let info = try await graphicEQInfo()
@@ -453,7 +459,6 @@ public final class Headset: Sendable {
         } catch let error as HeadsetError where error.code == .deviceNotSupported || error.code == .deviceNotFound {
             eq.graphic = nil
         }
-        eq.audioPreset = try await audioPreset.map { $0.name?.lowercased() ?? String($0.rawValue) }
         return eq
     }
 }

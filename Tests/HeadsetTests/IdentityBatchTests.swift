@@ -32,4 +32,24 @@ import Testing
         await headset.close()
         await device.stop()
     }
+
+    /// The snapshot reads in batches, but when several reads fail its error is still the one it always threw: the
+    /// settings' before the battery's (and the ANC's, read in the first batch too).
+    @Test func aSnapshotThrowsTheErrorOfTheEarliestFailingReadInItsOrder() async throws {
+        let (device, host) = FakeDevice.start { request, _ in
+            switch request.command {
+            case AppSettings.batteryLevel.command: [reply(request, .notReady)]
+            case AppSettings.ancEnabled.command: [reply(request, .exceededLimits)]
+            case AppSettings.autoOff.command: [reply(request, .fail)]
+            default: [reply(request, .notSupported)]
+            }
+        }
+        let session = LightXSession(transport: host, options: .init(timeout: .seconds(10), retransmissions: 0), clock: ManualClock())
+        let headset = Headset(session: session)
+        let error = await #expect(throws: HeadsetError.self) { try await withTimeLimit(60) { try await headset.snapshot() } }
+        #expect(error?.code == .deviceFailed)
+        #expect(error?.command == AppSettings.autoOff.command)
+        await headset.close()
+        await device.stop()
+    }
 }
