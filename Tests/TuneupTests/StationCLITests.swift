@@ -152,10 +152,11 @@ import Testing
     }
 
     /// A second station of the same (default) name on the same records, started while the first provisions a unit:
-    /// refused with one line (exit 69), and the first one's run is neither closed nor disturbed.
+    /// refused with one line (exit 69), and the first one's run is neither closed nor disturbed. The first watches
+    /// (it stays live until Ctrl-C), so however slowly the second starts on a loaded machine, the first still runs.
     @Test func aSecondLiveStationOfTheSameNameIsRefusedAndTheFirstGoesOn() async throws {
         let (sim, db, args) = try await Self.oneUnit()
-        let first = try await StationProcess.start(args)
+        let first = try await StationProcess.start(args + ["--watch"])
         let busy = try await first.onEvent { $0["event"] as? String == "step-started" }
         #expect(busy, "the first station never started a step")
 
@@ -164,9 +165,9 @@ import Testing
         Self.refused(second, 69, "is running already on \(db)")
         #expect(!second.stdout.contains("left open"), "stdout: \(second.stdout)")
 
-        let status = await first.exitStatus()
+        let status = try await first.stopAfterItsUnitFinished()
         let stderr = await first.errors.finishedText()
-        #expect(status == 0, "stderr: \(stderr)")
+        #expect(status == 130, "stderr: \(stderr)")
         let store = try await SQLiteRecordStore.open(path: db)
         let runs = try await store.runs()
         #expect(runs.map(\.outcome) == [.pass], "\(runs.map(\.outcome))")
@@ -183,7 +184,7 @@ import Testing
         let directory = URL(fileURLWithPath: args[3]).deletingLastPathComponent().path
         var lineArgs = args
         lineArgs[lineArgs.firstIndex(of: "--db")! + 1] = url
-        let first = try await StationProcess.start(lineArgs + ["--outbox", directory + "/host-a.outbox.sqlite"])
+        let first = try await StationProcess.start(lineArgs + ["--outbox", directory + "/host-a.outbox.sqlite", "--watch"])
         let busy = try await first.onEvent { $0["event"] as? String == "step-started" }
         #expect(busy, "the first station never started a step")
 
@@ -194,9 +195,9 @@ import Testing
         Self.refused(second, 69, "is running already on the line's database")
         #expect(!second.stdout.contains("left open"), "stdout: \(second.stdout)")
 
-        let status = await first.exitStatus()
+        let status = try await first.stopAfterItsUnitFinished()
         let stderr = await first.errors.finishedText()
-        #expect(status == 0, "stderr: \(stderr)")
+        #expect(status == 130, "stderr: \(stderr)")
         _ = await sim.quit()
         _ = await other.quit()
     }
@@ -286,6 +287,14 @@ final class StationProcess: Sendable {
         }
         _ = await exitStatus()
         return seen
+    }
+
+    /// A watching station: waits for its unit's `finished`, then stops it as Ctrl-C does; its exit status (130).
+    func stopAfterItsUnitFinished() async throws -> Int32 {
+        let finished = try await onEvent { $0["event"] as? String == "finished" }
+        #expect(finished, "the first station's unit never finished")
+        process.signal(SIGINT)
+        return await exitStatus()
     }
 
     func exitStatus(timeout: Double = 120) async -> Int32 {
