@@ -8,7 +8,6 @@ import LightX
 import Recipe
 import Records
 import Support
-import Synchronization
 import Transport
 
 /// A step that did not pass: `fail` (a measurement outside its limits, a lock that does not hold) or `error` (the
@@ -114,7 +113,7 @@ struct UnitRun {
         let firstTime = !previous.contains { $0.outcome == .fail || $0.outcome == .error || $0.outcome == .pass }
 
         var recorder = StepRecorder(run: runID, slot: slot.name, hardwareID: hardwareID, store: store, emit: emit)
-        var outcome: RunOutcome
+        let outcome: RunOutcome
         do {
             try await provision(
                 hardwareID: hardwareID, info: info, reservation: reservation, steps: steps, client: client, recorder: &recorder, result: &result)
@@ -133,16 +132,6 @@ struct UnitRun {
             result.message = describe(error)
         }
         result.skippedSteps = recorder.skipped
-        // Every step is in the records before the run's end is: a step record that could not be written ends the run
-        // as an error.
-        if let failed = await recorder.written() {
-            if outcome == .pass {
-                outcome = .error
-                result.outcome = .error
-                result.failedStep = failed.step
-            }
-            result.message = (result.message.map { $0 + "; " } ?? "") + "records: step \(failed.step): \(describe(failed.error))"
-        }
         // The run's end is recorded even when the station is stopping (an uncancelled task).
         let store = self.store
         let ended = await Task { () -> (any Error)? in
@@ -452,11 +441,6 @@ func describe(_ error: any Error) -> String {
 }
 
 /// Records each step as it ends (with its measurements) and reports it.
-///
-/// The records are written in order while the unit goes on with its next step: a unit does not wait for the writer
-/// between steps (at 64 units at once each write was a wait for the writer and the pool, most of the station's own
-/// time). A step's record is on its way before the next step starts and in the records before the run's end is
-/// (`written()`). A write that fails stops the unit at its next step, and the rest of its steps are not written.
 struct StepRecorder {
     let run: RunID
     let slot: String
@@ -468,10 +452,6 @@ struct StepRecorder {
     private(set) var skipped: [String] = []
     /// Every measurement recorded so far, in order (the station's process control takes them).
     private(set) var measurements: [Records.Measurement] = []
-    /// The last step record's write (each one waits for the one before it).
-    private var pending: Task<(step: String, error: any Error)?, Never>?
-    /// The first write that failed.
-    private let writeFailure = WriteFailure()
 
     init(run: RunID, slot: String, hardwareID: String, store: any RecordStore, emit: @escaping @Sendable (StationEvent) -> Void) {
         (self.run, self.slot, self.hardwareID, self.store, self.emit) = (run, slot, hardwareID, store, emit)
@@ -488,7 +468,6 @@ struct StepRecorder {
     /// Runs a step, records it with its outcome (pass, skipped; fail, error or aborted when it throws) and rethrows.
     mutating func step(_ name: String, _ body: (inout StepRecord) async throws -> StepOutcome) async throws {
         current = name
-        if let failed = writeFailure.first { throw StepStop(outcome: .error, message: "records: step \(failed.step): \(describe(failed.error))") }
         emit(.stepStarted(slot: slot, hardwareID: hardwareID, step: name))
         var record = StepRecord(name: name, startedAt: Date(), endedAt: Date(), outcome: .pass)
         var failure: (any Error)?
@@ -507,38 +486,14 @@ struct StepRecorder {
         record.endedAt = Date()
         if record.outcome == .skipped { skipped.append(name) }
         measurements += record.measurements
-        write(record)
+        let (store, run, finished) = (self.store, self.run, record)
+        // Recorded even while the station stops: an uncancelled task.
+        let stored = await Task { () -> (any Error)? in
+            do { _ = try await store.recordStep(finished, in: run); return nil } catch { return error }
+        }.value
         emit(.stepEnded(slot: slot, hardwareID: hardwareID, step: name, outcome: record.outcome.rawValue, message: record.message.isEmpty ? nil : record.message))
         if let failure { throw failure }
+        if let stored { throw StepStop(outcome: .error, message: "records: \(describe(stored))") }
         current = nil
     }
-
-    /// Queues `record` behind the records before it. Written even while the station stops: an uncancelled task.
-    private mutating func write(_ record: StepRecord) {
-        let (store, run, previous, failure) = (self.store, self.run, pending, writeFailure)
-        pending = Task {
-            if let earlier = await previous?.value { return earlier }
-            do {
-                _ = try await store.recordStep(record, in: run)
-                return nil
-            } catch {
-                failure.set(step: record.name, error)
-                return (record.name, error)
-            }
-        }
-    }
-
-    /// Waits until every step record is written; the first that was not, and why.
-    func written() async -> (step: String, error: any Error)? {
-        await pending?.value
-    }
-}
-
-/// The first step record that could not be written.
-private final class WriteFailure: Sendable {
-    private let value = Mutex<(step: String, error: any Error)?>(nil)
-
-    var first: (step: String, error: any Error)? { value.withLock { $0 } }
-
-    func set(step: String, _ error: any Error) { value.withLock { $0 = $0 ?? (step, error) } }
 }

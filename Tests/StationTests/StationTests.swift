@@ -97,8 +97,8 @@ import Testing
         #expect(identities.map(\.value) == ["02:54:55:00:00:00"])
     }
 
-    /// Step records are written while the unit goes on; one that is refused still ends the unit as an error, naming
-    /// the step whose record was lost, and the run's end is not recorded as a pass.
+    /// A step record the records refuse (the run was ended under the station) ends the unit as an error, and the
+    /// run's end is not recorded as a pass.
     @Test func aStepRecordTheRecordsRefuseEndsTheUnitAsAnError() async throws {
         let line = try await LineFixture.make(units: 1)
         defer { Task { await line.close() } }
@@ -112,7 +112,7 @@ import Testing
         let results = try await withTimeLimit(120) { try await task.value }
         let result = try #require(results.first)
         #expect(result.outcome == .error, "\(result)")
-        #expect(result.message?.contains("records: step ") == true, "\(result.message ?? "")")
+        #expect(result.message?.contains("records: ") == true, "\(result.message ?? "")")
         #expect(result.message?.contains("has ended") == true, "\(result.message ?? "")")
         let hardwareID = try #require(result.hardwareID)
         let unit = try #require(try await line.store.unit(hardwareID))
