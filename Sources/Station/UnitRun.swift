@@ -76,9 +76,7 @@ struct UnitRun {
         // the records at a time, not one after the other (at 64 units at once each is a wait for the writer and for
         // the pool). A unit that comes back gets the ones it holds; a quarantined one keeps what it was given before.
         let station = self.station
-        let reservation = Task { () -> Result<IssuedIdentity, any Error> in
-            do { return .success(try await station.identities.reserve(for: hardwareID)) } catch { return .failure(error) }
-        }
+        let reservation = Task { try await station.identities.reserve(for: hardwareID) }
         defer { reservation.cancel() }
 
         let runID: RunID
@@ -144,7 +142,7 @@ struct UnitRun {
     // MARK: The steps
 
     private func provision(
-        hardwareID: String, info: FactoryInfo, reservation: Task<Result<IssuedIdentity, any Error>, Never>,
+        hardwareID: String, info: FactoryInfo, reservation: Task<IssuedIdentity, any Error>,
         steps: FactorySteps, client: BootloaderClient, recorder: inout StepRecorder, result: inout UnitResult
     ) async throws {
         // Scan to bind: the unit's code (a PCB or label serial) first, as the operator puts the unit in.
@@ -155,9 +153,8 @@ struct UnitRun {
         // Identities first: a unit that comes back keeps what it was given, and an exhausted pool stops the
         // station before a unit is flashed for nothing.
         var identity = try await recorder.unrecorded(StepName.identity) {
-            let reserved = await withTaskCancellationHandler { await reservation.value } onCancel: { reservation.cancel() }
             do {
-                return try reserved.get()
+                return try await withTaskCancellationHandler { try await reservation.value } onCancel: { reservation.cancel() }
             } catch let error as RecordsError where error.code == .poolExhausted {
                 station.stop(because: error.message)
                 throw error
