@@ -28,8 +28,10 @@ struct ClockDatagramTests {
                 try await s.joinSession()
                 await player.add(s)
             }
-            try await waitUntil("both speakers measured three times") {
+            // The speaker counts a request before its reply leaves: the player's count of answers is waited for too.
+            try await waitUntil("both speakers measured three times, and the player has three answers") {
                 new.clockSyncCounts.datagrams >= 3 && old.clockSyncCounts.control >= 3
+                    && player.clockDatagramCounts.answered >= 3
             }
             try await waitUntil("both speakers have a clock map") {
                 sim.speakers.allSatisfy { $0.hasClockMap }
@@ -38,7 +40,6 @@ struct ClockDatagramTests {
             #expect(old.clockSyncCounts.datagrams == 0, "\(old.clockSyncCounts)")
             // The speaker's t2 is the kernel's receive time (its DAC clock is the monotonic one).
             #expect(new.clockSyncCounts.kernelTimestamped == new.clockSyncCounts.datagrams)
-            #expect(player.clockDatagramCounts.answered >= 3)
             await player.close()
             for s in sessions { await s.close() }
             await sim.shutdown()
