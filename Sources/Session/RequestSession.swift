@@ -184,13 +184,20 @@ public final actor RequestSession<P: SessionProtocol> {
         let wait = timeout ?? options.timeout
         let limit = max(0, retransmissions ?? options.retransmissions)
         counters.requests += 1
-        var sends = 0
+        try Task.checkCancellation()
+        let slot = openSlot(key, timeout: wait)
+        try await transmit(frame, packet, command, slot: slot)
+        return try await reply(to: packet, frame: frame, key: key, slot: slot, wait: wait, limit: limit)
+    }
+
+    /// Waits for the reply to `packet`, sent once into `slot`, and sends it again after each timeout, `limit` times at
+    /// most: what `request` returns or throws once the request is on the link (`requests` too, for each of a batch).
+    @inlinable @inline(__always)
+    func reply(to packet: P.Packet, frame: [UInt8], key: P.Key, slot first: UInt64, wait: Duration, limit: Int) async throws -> P.Packet {
+        let command = definition.command(of: packet)
+        var slot = first
+        var sends = 1
         while true {
-            try Task.checkCancellation()
-            sends += 1
-            if sends > 1 { counters.retransmissions += 1 }
-            let slot = openSlot(key, timeout: wait)
-            try await transmit(frame, packet, command, slot: slot)
             switch await result(of: slot) {
             case let .reply(reply):
                 counters.replies += 1
@@ -212,7 +219,12 @@ public final actor RequestSession<P: SessionProtocol> {
                     beginQuiet(key, wait)
                     throw definition.error(.noAnswer(command: command, waited: wait, attempts: sends))
                 }
+                try Task.checkCancellation()
                 logger.debug("no reply to \(definition.describe(command)) in \(wait.shortDescription); sending again")
+                sends += 1
+                counters.retransmissions += 1
+                slot = openSlot(key, timeout: wait)
+                try await transmit(frame, packet, command, slot: slot)
             }
         }
     }
@@ -230,7 +242,7 @@ public final actor RequestSession<P: SessionProtocol> {
         let limit = max(0, retransmissions ?? options.retransmissions)
         var results = [Result<P.Packet, any Error>?](repeating: nil, count: packets.count)
         // Sent requests: (index, key, slot); the batch holds each key until its request is done.
-        var sent: [(index: Int, key: P.Key, slot: UInt64)] = []
+        var sent: [(index: Int, key: P.Key, slot: UInt64, frame: [UInt8])] = []
         sent.reserveCapacity(packets.count)
         if let failure { return packets.map { _ in .failure(failure) } }
         if Task.isCancelled { return packets.map { _ in .failure(CancellationError()) } }
@@ -245,9 +257,9 @@ public final actor RequestSession<P: SessionProtocol> {
             counters.requests += 1
             let slot = openSlot(key, timeout: wait)
             if first == nil { first = (slot, definition.command(of: packet)) }
-            sent.append((index, key, slot))
             logger.trace("→ \(packet)")
             let frame = definition.encode(packet, for: transport.framing)
+            sent.append((index, key, slot, frame))
             if transport.framing == .byteStream {
                 outgoing.append(contentsOf: frame)
             } else {
@@ -265,56 +277,16 @@ public final actor RequestSession<P: SessionProtocol> {
                 results[sent[0].index] = .failure(error)
             }
         }
-        for (index, key, firstSlot) in sent {
+        for (index, key, slot, frame) in sent {
             defer { release(key) }
             if results[index] != nil {
-                closeSlot(firstSlot)
+                closeSlot(slot)
                 continue
             }
-            let packet = packets[index]
-            var slot = firstSlot
-            var sends = 1
-            while true {
-                switch await result(of: slot) {
-                case let .reply(reply):
-                    counters.replies += 1
-                    if sends > 1 { beginQuiet(key, wait) }
-                    results[index] = .success(reply)
-                case let .failed(error):
-                    results[index] = .failure(error)
-                case .cancelled:
-                    beginQuiet(key, wait)
-                    results[index] = .failure(CancellationError())
-                case let .timedOut(accepted):
-                    counters.timeouts += 1
-                    let command = definition.command(of: packet)
-                    if accepted {
-                        beginQuiet(key, wait)
-                        results[index] = .failure(definition.error(.notFinished(command: command,
-                                                                                pendingTimeout: options.pendingTimeout)))
-                        break
-                    }
-                    lookBehindPartialFrame()
-                    if sends > limit {
-                        beginQuiet(key, wait)
-                        results[index] = .failure(definition.error(.noAnswer(command: command, waited: wait, attempts: sends)))
-                        break
-                    }
-                    if Task.isCancelled {
-                        results[index] = .failure(CancellationError())
-                        break
-                    }
-                    logger.debug("no reply to \(definition.describe(command)) in \(wait.shortDescription); sending again")
-                    sends += 1
-                    counters.retransmissions += 1
-                    slot = openSlot(key, timeout: wait)
-                    do {
-                        try await transmit(definition.encode(packet, for: transport.framing), packet, command, slot: slot)
-                    } catch {
-                        results[index] = .failure(error)
-                    }
-                }
-                if results[index] != nil { break }
+            do {
+                results[index] = .success(try await reply(to: packets[index], frame: frame, key: key, slot: slot, wait: wait, limit: limit))
+            } catch {
+                results[index] = .failure(error)
             }
         }
         // The rest, one by one, holding no key of the batch.
