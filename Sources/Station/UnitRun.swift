@@ -25,13 +25,18 @@ struct UnitRun {
     let station: StationContext
     let slot: Slot
     let address: DeviceAddress
+    /// The unit's step records and events, in order (every event of the unit goes through it).
+    let journal: UnitJournal
     let emit: @Sendable (StationEvent) -> Void
 
     /// Device and link waits (and the operator's answers): not the station's own time.
     let time = DeviceTime()
 
     init(station: StationContext, slot: Slot, address: DeviceAddress, emit: @escaping @Sendable (StationEvent) -> Void) {
-        (self.station, self.slot, self.address, self.emit) = (station, slot, address, emit)
+        (self.station, self.slot, self.address) = (station, slot, address)
+        let journal = UnitJournal(deliver: emit)
+        self.journal = journal
+        self.emit = { journal.emit($0) }
     }
 
     private var recipe: ProvisioningRecipe { station.recipe.recipe }
@@ -110,8 +115,8 @@ struct UnitRun {
         // A unit that failed or erred before comes back for rework: its pass is not a first pass.
         let firstTime = !previous.contains { $0.outcome == .fail || $0.outcome == .error || $0.outcome == .pass }
 
-        var recorder = StepRecorder(run: runID, slot: slot.name, hardwareID: hardwareID, store: store, emit: emit)
-        let outcome: RunOutcome
+        var recorder = StepRecorder(run: runID, slot: slot.name, hardwareID: hardwareID, store: store, journal: journal)
+        var outcome: RunOutcome
         do {
             try await provision(
                 hardwareID: hardwareID, info: info, reservation: reservation, steps: steps, client: client, recorder: &recorder, result: &result)
@@ -130,7 +135,16 @@ struct UnitRun {
             result.message = describe(error)
         }
         result.skippedSteps = recorder.skipped
-        // The run's end is recorded even when the station is stopping (an uncancelled task).
+        // The run's end is recorded after its steps' records (and even when the station is stopping: an uncancelled
+        // task). A step's record that could not be written makes the unit's ending an error.
+        if let unrecorded = await journal.flushed(), !(result.message ?? "").hasPrefix("records: ") {
+            if outcome == .pass || outcome == .fail {
+                outcome = .error
+                result.outcome = .error
+                result.failedStep = unrecorded.step
+            }
+            result.message = (result.message.map { $0 + "; " } ?? "") + "records: \(describe(unrecorded.error))"
+        }
         let store = self.store
         let ended = await Task { () -> (any Error)? in
             do { try await store.finishRun(runID, outcome: outcome, at: Date()); return nil } catch { return error }
@@ -233,6 +247,7 @@ struct UnitRun {
         for (index, test) in recipe.tests.enumerated() {
             for prompt in prompts where prompt.position == index {
                 let runID = recorder.run
+                try await recorder.settle()  // the operator's prompt follows the unit's events
                 try await recorder.step(prompt.step) { record in
                     try await sameUnit(hardwareID, client)
                     return try await ask(prompt, hardwareID: hardwareID, run: runID, record: &record)
@@ -258,6 +273,7 @@ struct UnitRun {
 
         for prompt in prompts where prompt.position >= recipe.tests.count {
             let runID = recorder.run
+            try await recorder.settle()  // the operator's prompt follows the unit's events
             try await recorder.step(prompt.step) { record in
                 try await sameUnit(hardwareID, client)
                 return try await ask(prompt, hardwareID: hardwareID, run: runID, record: &record)
@@ -287,6 +303,8 @@ struct UnitRun {
 
         try await time.device { if try await client.isInBootloader() { try await client.leave() } }
         try await sameUnit(hardwareID, client)
+        // Committed once every step is in the records: a unit whose records are incomplete does not pass.
+        try await recorder.settle()
         try await station.identities.commit(identity)
     }
 
@@ -443,15 +461,25 @@ struct StepRecorder {
     let slot: String
     let hardwareID: String
     let store: any RecordStore
-    let emit: @Sendable (StationEvent) -> Void
+    let journal: UnitJournal
     /// The step running now (the failing one after a stop).
     private(set) var current: String?
     private(set) var skipped: [String] = []
     /// Every measurement recorded so far, in order (the station's process control takes them).
     private(set) var measurements: [Records.Measurement] = []
 
-    init(run: RunID, slot: String, hardwareID: String, store: any RecordStore, emit: @escaping @Sendable (StationEvent) -> Void) {
-        (self.run, self.slot, self.hardwareID, self.store, self.emit) = (run, slot, hardwareID, store, emit)
+    init(run: RunID, slot: String, hardwareID: String, store: any RecordStore, journal: UnitJournal) {
+        (self.run, self.slot, self.hardwareID, self.store, self.journal) = (run, slot, hardwareID, store, journal)
+    }
+
+    /// Waits until the records handed to the journal are written; one that failed stops the unit, at its step.
+    mutating func settle() async throws {
+        if let failed = await journal.flushed() { throw unrecorded(failed) }
+    }
+
+    private mutating func unrecorded(_ failed: (step: String, error: any Error)) -> StepStop {
+        current = failed.step
+        return StepStop(outcome: .error, message: "records: \(describe(failed.error))")
     }
 
     /// Runs part of a step whose effect a later, recorded step records (a failure names `name`).
@@ -462,10 +490,12 @@ struct StepRecorder {
         return value
     }
 
-    /// Runs a step, records it with its outcome (pass, skipped; fail, error or aborted when it throws) and rethrows.
+    /// Runs a step and hands its record, with its outcome (pass, skipped; fail, error or aborted when it throws), to the
+    /// journal; rethrows. A step starts only while every earlier record could be written.
     mutating func step(_ name: String, _ body: (inout StepRecord) async throws -> StepOutcome) async throws {
+        if let failed = journal.failure { throw unrecorded(failed) }
         current = name
-        emit(.stepStarted(slot: slot, hardwareID: hardwareID, step: name))
+        journal.emit(.stepStarted(slot: slot, hardwareID: hardwareID, step: name))
         var record = StepRecord(name: name, startedAt: Date(), endedAt: Date(), outcome: .pass)
         var failure: (any Error)?
         do {
@@ -484,13 +514,9 @@ struct StepRecorder {
         if record.outcome == .skipped { skipped.append(name) }
         measurements += record.measurements
         let (store, run, finished) = (self.store, self.run, record)
-        // Recorded even while the station stops: an uncancelled task.
-        let stored = await Task { () -> (any Error)? in
-            do { _ = try await store.recordStep(finished, in: run); return nil } catch { return error }
-        }.value
-        emit(.stepEnded(slot: slot, hardwareID: hardwareID, step: name, outcome: record.outcome.rawValue, message: record.message.isEmpty ? nil : record.message))
+        journal.record(step: name, { _ = try await store.recordStep(finished, in: run) }, then: .stepEnded(
+            slot: slot, hardwareID: hardwareID, step: name, outcome: record.outcome.rawValue, message: record.message.isEmpty ? nil : record.message))
         if let failure { throw failure }
-        if let stored { throw StepStop(outcome: .error, message: "records: \(describe(stored))") }
         current = nil
     }
 }

@@ -114,6 +114,8 @@ import Testing
         #expect(result.outcome == .error, "\(result)")
         #expect(result.message?.contains("records: ") == true, "\(result.message ?? "")")
         #expect(result.message?.contains("has ended") == true, "\(result.message ?? "")")
+        // The first record refused names the step, though the unit went on while it was being written.
+        #expect(result.failedStep == "flash-application", "\(result)")
         let hardwareID = try #require(result.hardwareID)
         let unit = try #require(try await line.store.unit(hardwareID))
         #expect(unit.runs.map(\.outcome) == [.aborted])
