@@ -27,12 +27,18 @@ final class IdentityIssuer: Sendable {
     let generator: IdentityGenerator
     let store: any RecordStore
     let station: String
-    /// Where the next search for a free address starts (the records still decide: this only saves probing).
+    /// The place in the block of the next address to try (the records still decide: this only saves probing). Each
+    /// candidate handed to the records moves it on, so reservations made at once (64 units arriving together) each
+    /// try addresses of their own instead of all walking the same taken ones from the same start.
     private let hint = Mutex(0)
+    private let tried = Atomic(0)
 
     init(generator: IdentityGenerator, store: any RecordStore, station: String) {
         (self.generator, self.store, self.station) = (generator, store, station)
     }
+
+    /// How many addresses this issuer has offered the records so far (each one free or taken).
+    var addressesTried: Int { tried.load(ordering: .relaxed) }
 
     /// The unit's identity: the one the records hold for it, or new ones. The address comes first (the block is
     /// the scarce resource); its place in the block is the unit's counter, which the serial and name are made from.
@@ -40,12 +46,16 @@ final class IdentityIssuer: Sendable {
     func reserve(for hardwareID: String) async throws -> IssuedIdentity {
         let rules = generator.rules
         let block = rules.addressBlock
-        let start = hint.withLock { $0 }
         let address: Identity
         do {
-            address = try await store.reserveIdentity(.bluetoothAddress, for: hardwareID, station: station) { attempt in
-                guard attempt < block.count else { return nil }
-                return block.address(at: (start + attempt) % block.count)?.description
+            address = try await store.reserveIdentity(.bluetoothAddress, for: hardwareID, station: station) { [self] attempt in
+                guard attempt < block.count else { return nil }  // one lap of the block
+                self.tried.add(1, ordering: .relaxed)
+                let index = self.hint.withLock { next in
+                    defer { next = (next + 1) % block.count }
+                    return next
+                }
+                return block.address(at: index)?.description
             }
         } catch let error as RecordsError where error.code == .poolExhausted {
             throw RecordsError(.poolExhausted, "the Bluetooth address block \(block.start)...\(block.last) is used up (\(block.count) addresses)")
@@ -55,7 +65,6 @@ final class IdentityIssuer: Sendable {
             throw RecordsError(.invalidArgument, "the unit \(hardwareID) holds the address \(address.value), outside the recipe's block \(block.start)...\(block.last)")
         }
         let index = Int(bd.value - block.start.value)
-        hint.withLock { $0 = max($0, (index + 1) % block.count) }
         let counter = rules.firstCounter + index
         let date = Date()
         // The serial is made from the address's place in the block, so a unit's serial and address always pair

@@ -86,10 +86,16 @@ struct UnitRun {
 
         let runID: RunID
         let previous: [RunRecord]
+        let options = station.options
+        let start = RunStart(
+            hardwareID: hardwareID, station: options.station, slot: slot.name, operatorName: station.desk.currentOperator,
+            recipeHash: station.recipe.contentHash, toolVersion: options.toolVersion,
+            imageHashes: station.imageHashes, startedAt: Date(), workOrder: options.workOrder, lot: options.lot,
+            fixture: options.fixture, metadata: station.metadata)
         do {
-            previous = try await store.runs(hardwareID: hardwareID, station: nil)
             // Quarantine: a unit that failed max-rework times since its last release is refused, untouched.
             if let maxRework = recipe.maxRework {
+                previous = try await store.runs(hardwareID: hardwareID, station: nil)
                 let failures = Rework.failuresSinceRelease(runs: previous, releases: try await store.releases(of: hardwareID))
                 if failures >= maxRework {
                     emit(.quarantined(slot: slot.name, hardwareID: hardwareID, failures: failures, maxRework: maxRework))
@@ -98,13 +104,15 @@ struct UnitRun {
                     result.message = "quarantined: failed \(failures) time\(failures == 1 ? "" : "s") (max-rework \(maxRework)); release it with 'tuneup records release \(hardwareID)'"
                     return (finish(), false, [])
                 }
+                runID = try await store.startRun(start)
+            } else {
+                // Without a quarantine to decide first, the earlier runs are read while the run is started (the read
+                // may see the new run, open, or an earlier open one it closed as aborted: neither is a result).
+                let store = self.store
+                async let earlier = store.runs(hardwareID: hardwareID, station: nil)
+                runID = try await store.startRun(start)
+                previous = try await earlier
             }
-            let options = station.options
-            runID = try await store.startRun(RunStart(
-                hardwareID: hardwareID, station: options.station, slot: slot.name, operatorName: station.desk.currentOperator,
-                recipeHash: station.recipe.contentHash, toolVersion: options.toolVersion,
-                imageHashes: station.imageHashes, startedAt: Date(), workOrder: options.workOrder, lot: options.lot,
-                fixture: options.fixture, metadata: station.metadata))
         } catch {
             result.message = "records: \(describe(error))"
             station.stop(because: "the records cannot be written: \(describe(error))")
