@@ -126,6 +126,8 @@ struct FLACLivePlaybackTests {
             let events = try await PlayerEventLog(pcmController)
             try await pcmController.play(source, title: "pcm")
             try await events.waitFor("the end") { $0 == .ended }
+            // The player ends at the first speaker's end: the other may still be rendering its last frames.
+            try await waitUntil("every speaker rendered its end") { sim.speakers.allSatisfy { $0.streamFormat == nil } }
             for speaker in sim.speakers {
                 let (log, pcm) = try #require(speaker.renderLogs.last)
                 let f = PlaybackAnalysis.fidelity(log, pcm: pcm, source: source)

@@ -197,9 +197,12 @@ struct LivePlaybackTests {
             let source = GeneratedSignal(format: Self.format, seconds: 1.5, seed: 9)
             try await c.play(source, title: "signal")
             #expect(await c.playerState == .playing)
-            try await events.waitFor("the end") { $0 == .ended }
+            // `.ended` comes before `.stopped` in the stream; the player ends at the first speaker's end, so the other
+            // may still be rendering its last frames: wait until each has closed its stream.
+            try await events.waitFor("the end") { $0 == .stateChanged(.stopped) }
+            #expect(events.all.contains(.ended))
             #expect(events.all.contains(.time(seconds: 1)))
-            #expect(events.all.contains(.stateChanged(.stopped)))
+            try await waitUntil("every speaker rendered its end") { sim.speakers.allSatisfy { $0.streamFormat == nil } }
             #expect(await c.elapsed == nil)
             for speaker in sim.speakers {
                 let (log, pcm) = try #require(speaker.renderLogs.last)
