@@ -95,7 +95,9 @@ struct SpeakerPlayCLITests {
         again.process.interrupt()
         #expect(try await exitStatus(of: again.process) == 130, "\(again.err.textBlocking())")
         #expect(Self.states(again.out) == ["playing", "stopped"], "\(again.out.linesBlocking(0, timeout: 0))")
-        let stream = try #require(SpeakerEventsTests.events(watch.out).first { $0["event"] as? String == "playback-state" }?["streamId"] as? Int)
+        // The watcher hears the state from the speakers over its own links: waited for, not read once.
+        let announced = try await SpeakerEventsTests.waitFor(watch.out, "playback-state") { $0["event"] as? String == "playback-state" }
+        let stream = try #require(announced["streamId"] as? Int)
         let stoppedBoth = try await offThePool { () -> Bool in
             let deadline = Date().addingTimeInterval(30)
             repeat {

@@ -335,7 +335,15 @@ struct WearableCLITests {
             let text = try await offThePool { (try? String(contentsOfFile: base + ".jsonl", encoding: .utf8)) ?? "" }
             return text.split(separator: "\n").compactMap { try? json(String($0)) }
         }
-        try await waitUntil("samples in \(base).jsonl", within: 60) { try await written().filter { $0["type"] as? String == "sample" }.count >= 20 }
+        // The writer writes the JSON Lines file, then the CSV: both are waited for (killed in between, the CSV would
+        // miss that batch, as documented, and hold no sample yet).
+        func csvHasSamples() async throws -> Bool {
+            try await offThePool { (try? String(contentsOfFile: base + ".csv", encoding: .utf8))?.contains("sample,accelerometer,") ?? false }
+        }
+        try await waitUntil("samples in \(base).jsonl and .csv", within: 60) {
+            guard try await written().filter({ $0["type"] as? String == "sample" }).count >= 20 else { return false }
+            return try await csvHasSamples()
+        }
         process.signal(SIGKILL)
         _ = try await exitStatus(of: process)
         let text = try await offThePool { try String(contentsOfFile: base + ".jsonl", encoding: .utf8) }
