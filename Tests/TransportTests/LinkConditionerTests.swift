@@ -322,9 +322,10 @@ import Testing
     @Test func peerCloseArrivesAfterTheDataAndTheLatency() async throws {
         try await withTimeLimit {
             let (conditioned, far) = try link("latency=50ms")
+            // Read before the send: the conditioner's reader may take the data and the close before this task resumes.
+            let start = clock.now
             try await far.send([1, 2])
             await far.close()
-            let start = clock.now
             let (bytes, error) = await receiveUntilError(conditioned)
             #expect(bytes == [1, 2])
             #expect((error as? TransportError)?.code == .closed)

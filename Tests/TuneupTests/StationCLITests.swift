@@ -143,7 +143,14 @@ import Testing
         let units = try await store.units()
         #expect(units.count == 1)
         let unit = try #require(units.first)
-        #expect(unit.runs.map(\.outcome) == [.aborted, .pass], "\(unit.runs.map(\.outcome))")
+        let outcomes = unit.runs.map(\.outcome)
+        if point.event == "step-ended", point.step == "lock", outcomes == [.pass, .pass] {
+            // After the lock's record only leaving the bootloader and closing the run are left (a tenth of a second at
+            // this time scale): on a loaded machine the run may be closed as a pass before the signal lands. The unit
+            // then passes again, holding everything (and its identities are checked below all the same).
+        } else {
+            #expect(outcomes == [.aborted, .pass], "\(outcomes)")
+        }
         let live = unit.identities.filter { $0.state != .voided }
         #expect(live.count == 2 && live.allSatisfy { $0.state == .committed }, "\(unit.identities)")
         #expect(serialBefore.isEmpty || serialBefore == live.filter { $0.kind == .serial }.map(\.value))
