@@ -26,6 +26,16 @@ public protocol RecordStore: Sendable {
     /// `value` (or it is voided).
     func reserveIdentity(_ kind: IdentityKind, exactly value: String, for hardwareID: String, station: String) async throws -> Identity
 
+    /// The identity of `kind` for the unit from `candidates` (as `reserveIdentity(_:for:station:candidates:)`) and the
+    /// identity of `pairedKind` made from it (`paired`, called with the first once it is the unit's; as
+    /// `reserveIdentity(_:exactly:for:station:)`): a unit's serial from its address's place in the block. A store that
+    /// can makes both in one transaction (one round trip, and a failure of the second leaves the first unreserved);
+    /// the default makes them one after the other.
+    func reserveIdentityPair(
+        _ kind: IdentityKind, _ pairedKind: IdentityKind, for hardwareID: String, station: String,
+        candidates: @escaping IdentityCandidates, paired: @escaping @Sendable (Identity) throws -> String
+    ) async throws -> (Identity, Identity)
+
     /// The identity of `kind` for the unit: the one it already has, or the next free identity of the station's lease.
     /// Throws `poolExhausted` when the lease has none left.
     func reserveIdentity(_ kind: IdentityKind, for hardwareID: String, fromLease lease: LeaseID) async throws -> Identity
@@ -107,6 +117,16 @@ extension RecordStore {
     /// Reserves exactly `value` (see the requirement): the one candidate.
     public func reserveIdentity(_ kind: IdentityKind, exactly value: String, for hardwareID: String, station: String) async throws -> Identity {
         try await reserveIdentity(kind, for: hardwareID, station: station) { $0 == 0 ? value : nil }
+    }
+
+    /// One after the other (see the requirement).
+    public func reserveIdentityPair(
+        _ kind: IdentityKind, _ pairedKind: IdentityKind, for hardwareID: String, station: String,
+        candidates: @escaping IdentityCandidates, paired: @escaping @Sendable (Identity) throws -> String
+    ) async throws -> (Identity, Identity) {
+        let first = try await reserveIdentity(kind, for: hardwareID, station: station, candidates: candidates)
+        let second = try await reserveIdentity(pairedKind, exactly: try paired(first), for: hardwareID, station: station)
+        return (first, second)
     }
 
     /// Every run, oldest first.

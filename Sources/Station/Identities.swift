@@ -46,41 +46,59 @@ final class IdentityIssuer: Sendable {
     func reserve(for hardwareID: String) async throws -> IssuedIdentity {
         let rules = generator.rules
         let block = rules.addressBlock
-        let address: Identity
+        let date = Date()
+        // How far the pair got, for the error: no address yet, the address is the unit's, its serial was made.
+        let stage = PairStage()
+        let address: Identity, serial: Identity
         do {
-            address = try await store.reserveIdentity(.bluetoothAddress, for: hardwareID, station: station) { [self] attempt in
-                guard attempt < block.count else { return nil }  // one lap of the block
-                self.tried.add(1, ordering: .relaxed)
-                let index = self.hint.withLock { next in
-                    defer { next = (next + 1) % block.count }
-                    return next
-                }
-                return block.address(at: index)?.description
-            }
+            // The address and its serial in one write where the records can (one round trip, both or neither).
+            (address, serial) = try await store.reserveIdentityPair(
+                .bluetoothAddress, .serial, for: hardwareID, station: station,
+                candidates: { [self] attempt in
+                    guard attempt < block.count else { return nil }  // one lap of the block
+                    self.tried.add(1, ordering: .relaxed)
+                    let index = self.hint.withLock { next in
+                        defer { next = (next + 1) % block.count }
+                        return next
+                    }
+                    return block.address(at: index)?.description
+                },
+                paired: { address in
+                    stage.set(.pairing)
+                    // The serial is made from the address's place in the block, so a unit's serial and address always
+                    // pair (on a line too: the address is the station's by lease, so its serial needs no lease).
+                    let counter = try Self.counter(of: address, in: rules, for: hardwareID)
+                    let serial = try rules.serial.render(counter: counter, date: date)
+                    stage.set(.serial(serial, address: address.value))
+                    return serial
+                })
         } catch let error as RecordsError where error.code == .poolExhausted {
-            throw RecordsError(.poolExhausted, "the Bluetooth address block \(block.start)...\(block.last) is used up (\(block.count) addresses)")
+            switch stage.value {
+            case .address:
+                throw RecordsError(.poolExhausted, "the Bluetooth address block \(block.start)...\(block.last) is used up (\(block.count) addresses)")
+            case .pairing:
+                throw error
+            case let .serial(value, address):
+                throw RecordsError(.poolExhausted, "the serial \(value), made from address \(address), is held otherwise or voided")
+            }
         }
+        let counter = try Self.counter(of: address, in: rules, for: hardwareID)
+        let name = try rules.bluetoothName.render(counter: counter, date: date, serial: serial.value, model: generator.model)
+        return IssuedIdentity(serial: serial, address: address, name: name)
+    }
+
+    /// The unit's counter: its address's place in the recipe's block, within the serial's counters.
+    private static func counter(of address: Identity, in rules: IdentityRules, for hardwareID: String) throws -> Int {
+        let block = rules.addressBlock
         guard let bd = BDAddress(parsing: address.value), bd.value >= block.start.value,
               bd.value - block.start.value < UInt64(block.count) else {
             throw RecordsError(.invalidArgument, "the unit \(hardwareID) holds the address \(address.value), outside the recipe's block \(block.start)...\(block.last)")
         }
-        let index = Int(bd.value - block.start.value)
-        let counter = rules.firstCounter + index
-        let date = Date()
-        // The serial is made from the address's place in the block, so a unit's serial and address always pair
-        // (on a line too: the address is the station's by lease, so its serial needs no lease of its own).
+        let counter = rules.firstCounter + Int(bd.value - block.start.value)
         guard rules.counters.contains(counter) else {
             throw RecordsError(.poolExhausted, "the serial numbers of '\(rules.serial.text)' end before counter \(counter) (address \(address.value))")
         }
-        let paired = try rules.serial.render(counter: counter, date: date)
-        let serial: Identity
-        do {
-            serial = try await store.reserveIdentity(.serial, exactly: paired, for: hardwareID, station: station)
-        } catch let error as RecordsError where error.code == .poolExhausted {
-            throw RecordsError(.poolExhausted, "the serial \(paired), made from address \(address.value), is held otherwise or voided")
-        }
-        let name = try rules.bluetoothName.render(counter: counter, date: date, serial: serial.value, model: generator.model)
-        return IssuedIdentity(serial: serial, address: address, name: name)
+        return counter
     }
 
     /// The unit holds them (written and read back). Returns them as the records hold them now. The two are marked at
@@ -105,4 +123,17 @@ final class IdentityIssuer: Sendable {
         if target == .committed, held.state != .committed { held = try await store.commit(held.id) }
         return held
     }
+}
+
+/// How far a reservation of an address and its serial got (for its error).
+private final class PairStage: Sendable {
+    enum Stage: Sendable {
+        case address
+        case pairing
+        case serial(String, address: String)
+    }
+
+    private let stage = Mutex(Stage.address)
+    var value: Stage { stage.withLock { $0 } }
+    func set(_ new: Stage) { stage.withLock { $0 = new } }
 }

@@ -148,6 +148,34 @@ func withStores(_ kind: StoreKind, _ body: (StoreFixture) async throws -> Void) 
         }
     }
 
+    /// An address and the serial made from it: reserved together, and given back together to the unit that holds
+    /// them. Where the records can (SQLite: one write), both or neither: a serial another unit holds leaves the address
+    /// free.
+    @Test(arguments: StoreKind.allCases) func anIdentityAndTheOneMadeFromItAreReservedAsAPair(_ kind: StoreKind) async throws {
+        try await withStores(kind) { stores in
+            let store = try await stores.open()
+            let addresses: IdentityCandidates = { $0 < 4 ? "02:54:55:00:00:0\($0)" : nil }
+            let made: @Sendable (Identity) throws -> String = { "SN-" + $0.value.suffix(2) }
+            let (address, serial) = try await store.reserveIdentityPair(
+                .bluetoothAddress, .serial, for: "uid-1", station: "s1", candidates: addresses, paired: made)
+            #expect(address.value == "02:54:55:00:00:00" && serial.value == "SN-00", "\(address) \(serial)")
+            #expect(address.hardwareID == "uid-1" && serial.hardwareID == "uid-1" && serial.state == .reserved)
+            let again = try await store.reserveIdentityPair(
+                .bluetoothAddress, .serial, for: "uid-1", station: "s1", candidates: addresses, paired: made)
+            #expect(again.0 == address && again.1 == serial)
+            // Another unit holds the serial the next free address makes.
+            _ = try await store.reserveIdentity(.serial, exactly: "SN-01", for: "uid-x", station: "s1")
+            await #expect(throws: RecordsError(.poolExhausted, "")) {
+                _ = try await store.reserveIdentityPair(
+                    .bluetoothAddress, .serial, for: "uid-2", station: "s1", candidates: addresses, paired: made)
+            }
+            if kind == .sqlite {
+                #expect(try await store.identities(of: "uid-2").isEmpty, "both or neither")
+                #expect(try await store.identities(of: "uid-x").map(\.value) == ["SN-01"])
+            }
+        }
+    }
+
     @Test(arguments: StoreKind.allCases) func aVoidedValueIsNeverIssuedAgain(_ kind: StoreKind) async throws {
         try await withStores(kind) { stores in
             let store = try await stores.open()
