@@ -73,11 +73,13 @@ public final class Headset: Sendable {
 
     /// Reads `setting`, or nil when the device answers NotSupported or NotFound.
     public func readIfSupported<V>(_ setting: Setting<V>) async throws -> V? {
+        let outcome: Result<Packet, any Error>
         do {
-            return try await read(setting)
-        } catch let error as HeadsetError where error.code == .deviceNotSupported || error.code == .deviceNotFound {
-            return nil
+            outcome = .success(try await session.request(setting.readRequest(session.style)))
+        } catch {
+            outcome = .failure(error)
         }
+        return try decodeIfSupported(setting, outcome)
     }
 
     // MARK: Identity, firmware, battery
@@ -102,14 +104,11 @@ public final class Headset: Sendable {
                               hardware: strings[4], firmware: strings[5], bluetoothName: strings[6])
     }
 
-    /// What `readIfSupported(setting)` returns or throws, from the outcome of a batch's read of `setting`.
+    /// `setting`'s value from the outcome of its read (alone, or in a batch), or nil when the device answered
+    /// NotSupported or NotFound.
     private func decodeIfSupported<V>(_ setting: Setting<V>, _ outcome: Result<Packet, any Error>) throws -> V? {
         do {
-            let reply = try outcome.get()
-            guard reply.status == .ok else {
-                throw HeadsetError.deviceStatus(reply.status, command: setting.command, buffer: reply.buffer)
-            }
-            return try decode(setting.codec, reply, setting.command)
+            return try decode(setting.codec, try okReply(try outcome.get(), to: setting.command), setting.command)
         } catch let error as HeadsetError where error.code == .deviceNotSupported || error.code == .deviceNotFound {
             return nil
         }

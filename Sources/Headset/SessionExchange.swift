@@ -3,10 +3,14 @@ import LightX
 extension LightXSession {
     /// Sends `request` and returns the reply when its status is Ok; any other status is `HeadsetError.deviceStatus`.
     func exchange(_ request: Packet, timeout: Duration? = nil, retransmissions: Int? = nil) async throws -> Packet {
-        let reply = try await self.request(request, timeout: timeout, retransmissions: retransmissions)
-        guard reply.status == .ok else { throw HeadsetError.deviceStatus(reply.status, command: request.command, buffer: reply.buffer) }
-        return reply
+        try okReply(try await self.request(request, timeout: timeout, retransmissions: retransmissions), to: request.command)
     }
+}
+
+/// `reply` when its status is OK, else the device's status as a `HeadsetError`.
+func okReply(_ reply: Packet, to command: Command) throws -> Packet {
+    guard reply.status == .ok else { throw HeadsetError.deviceStatus(reply.status, command: command, buffer: reply.buffer) }
+    return reply
 }
 
 /// Builds a request, turning the codec's refusal (a value out of range, a buffer too long) into
