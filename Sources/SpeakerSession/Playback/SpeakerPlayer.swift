@@ -6,7 +6,6 @@ import SpeakerPlayback
 import Support
 import Transport
 
-
 /// What the player reports (the SDK's player delegate, plus the speakers' comings and goings).
 public enum PlayerEvent: Sendable, Hashable {
     /// Initialized, playing, paused or stopped (by this controller, another command, or an end).
