@@ -11,13 +11,15 @@ public enum HubPage {
     public static func render(devices: [HubDevice], media: [HubMediaItem], playback: HubPlayback, problem: String?) -> String {
         var speakers = ""
         for d in devices {
+            // A speaker the hub does not reach is listed as it was last, greyed, not ticked (docs/hub.md §7).
+            let off = d.connected ? "" : " disabled"
             speakers += """
-                <tr class="speaker" data-device-id="\(d.deviceID)">\
-                <td><input type="checkbox" class="pick" checked aria-label="play on \(html(d.deviceName))"></td>\
+                <tr class="speaker\(d.connected ? "" : " unavailable")" data-device-id="\(d.deviceID)">\
+                <td><input type="checkbox" class="pick"\(d.connected ? " checked" : off) aria-label="play on \(html(d.deviceName))"></td>\
                 <td class="name">\(html(d.deviceName))</td><td>\(html(d.modelName))</td>\
                 <td class="group">\(d.groupID == 0 ? "&ndash;" : html(d.groupName))</td>\
-                <td><input type="range" class="volume" min="0" max="50" value="\(d.volume)" aria-label="volume of \(html(d.deviceName))">\
-                <span class="level">\(d.volume)</span></td><td class="playing">\(d.isPlaying ? "playing" : "")</td></tr>
+                <td><input type="range" class="volume" min="0" max="50" value="\(d.volume)"\(off) aria-label="volume of \(html(d.deviceName))">\
+                <span class="level">\(d.volume)</span></td><td class="playing">\(d.connected ? (d.isPlaying ? "playing" : "") : "unavailable")</td></tr>
 
                 """
         }
@@ -62,6 +64,7 @@ public enum HubPage {
             .problem { color: #b00020; background: #fde8ea; border-left: 4px solid #b00020; padding: 4px 8px; margin: 4px 0; }
             .problem button { border: none; background: none; color: #b00020; font-size: 16px; cursor: pointer; }
             #groups li { margin: 2px 0; }
+            tr.unavailable { color: #888; }
             </style></head>
             <body><header><h1>Tuneup hub</h1></header><main>
             <ul id="problems" role="status">\(problems)</ul>
@@ -118,7 +121,8 @@ public enum HubPage {
               const cells = [];
               for (let i = 0; i < 6; i++) cells.push(document.createElement("td"));
               const pick = document.createElement("input");
-              pick.type = "checkbox"; pick.className = "pick"; pick.checked = ticked; pick.setAttribute("aria-label", "play on " + c.name);
+              pick.type = "checkbox"; pick.className = "pick"; pick.checked = ticked && c.connected !== false; pick.setAttribute("aria-label", "play on " + c.name);
+              if (c.connected === false) { tr.classList.add("unavailable"); pick.disabled = true; }
               cells[0].append(pick);
               cells[1].className = "name"; cells[1].textContent = c.name;
               cells[2].textContent = c.model;
@@ -128,7 +132,8 @@ public enum HubPage {
               const level = document.createElement("span");
               level.className = "level"; level.textContent = c.volume.level + (c.volume.muted ? " (muted)" : "");
               cells[4].append(v, level);
-              cells[5].className = "playing"; cells[5].textContent = c.playing ? "playing" : "";
+              if (c.connected === false) v.disabled = true;
+              cells[5].className = "playing"; cells[5].textContent = c.connected === false ? "unavailable" : (c.playing ? "playing" : "");
               v.addEventListener("change", () => { level.textContent = v.value; call("Client.SetVolume", { id: c.id, volume: Number(v.value) }); });
               tr.append(...cells);
               return tr;

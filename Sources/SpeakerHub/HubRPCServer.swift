@@ -100,9 +100,7 @@ public enum HubRPCServer {
                 switch event {
                 case .stateChanged, .ended: await api.playerChanged()
                 case let .speakerJoined(id): await api.speakerJoined(id)
-                case let .speakerLost(id, reason):
-                    await api.speakerLeft(id, reason: reason)
-                    await api.announceError(source: "speaker", message: "speaker \(id) was lost: \(reason)", client: id)
+                case .speakerLost: break  // the hub's speakers report every lost link (ControllerSpeakers, HubAPI.followSpeakers)
                 case let .speakerError(id, _, message): await api.announceError(source: "speaker", message: "speaker \(id): \(message)", client: id)
                 case let .sourceFailed(seconds, _, message):
                     await api.announceError(source: "source", message: "the source failed after \(Int(seconds)) s: \(message)")

@@ -20,6 +20,9 @@ public actor HubAPI {
     var ticker: Task<Void, Never>?
     /// The player's state and item as last announced (`Player.OnStateChanged`).
     var lastAnnounced = ""
+    /// Each speaker's volume and mute as last announced (`Client.OnVolumeChanged`): what a speaker reports of a
+    /// change the hub made is not announced twice.
+    var announcedVolumes: [UInt64: HubVolume] = [:]
 
     /// - Parameters:
     ///   - now: the hub's clock: time since any fixed origin (tests inject a manual one).
@@ -100,9 +103,9 @@ public actor HubAPI {
             sessions.close(sid)
             return .success
         case .deviceCount:
-            return HubAnswer(json: .object([("DeviceCount", .string(String(try await speakers.devices().count)))]))
+            return HubAnswer(json: .object([("DeviceCount", .string(String(try await available().count)))]))
         case .deviceList:
-            return HubAnswer(json: .object([("DeviceList", .array(try await speakers.devices().map(\.json)))]))
+            return HubAnswer(json: .object([("DeviceList", .array(try await available().map(\.json)))]))
         case let .deviceInfo(id):
             return HubAnswer(json: try await device(id).json)
         case let .addDeviceToSession(id):
@@ -110,7 +113,7 @@ public actor HubAPI {
             try await speakers.addToSession(id)
             return .success
         case let .removeDeviceFromSession(id):
-            _ = try await device(id)
+            _ = try await known(id)  // an unavailable speaker can leave the session
             try await speakers.removeFromSession(id)
             // The SDK's rule: with no speaker left in the session, playback stops.
             if await speakers.sessionMembers().isEmpty, [.playing, .paused].contains(await player.playback().state) {
@@ -118,7 +121,7 @@ public actor HubAPI {
             }
             return .success
         case .setPartyMode:
-            for d in try await speakers.devices() { try await speakers.addToSession(d.deviceID) }
+            for d in try await available() { try await speakers.addToSession(d.deviceID) }
             return .success
         case .mediaList:
             return HubAnswer(json: .object([("MediaList", .array(try await media.items().map(\.json)))]))
@@ -172,7 +175,7 @@ public actor HubAPI {
             let playing = await player.playback().state == .playing
             return HubAnswer(json: .object([("IsPlaying", .string(playing ? "true" : "false"))]))
         case .getVolume:
-            let list = try await speakers.devices()
+            let list = try await available()
             let average = list.isEmpty ? 0 : (list.map(\.volume).reduce(0, +) * 2 + list.count) / (2 * list.count)
             return HubAnswer(json: .object([("Volume", .string(String(average)))]))
         case let .getVolumeDevice(id):
@@ -204,18 +207,38 @@ public actor HubAPI {
         case .session:
             return
         case .party:
-            for d in try await speakers.devices() { try await speakers.addToSession(d.deviceID) }
+            for d in try await available() { try await speakers.addToSession(d.deviceID) }
         case let .selected(ids):
-            let known = Set(try await speakers.devices().map(\.deviceID))
-            if let unknown = ids.first(where: { !known.contains($0) }) { throw Self.deviceNotFound(unknown) }
+            let list = try await speakers.devices()
+            if let unknown = ids.first(where: { id in !list.contains { $0.deviceID == id } }) { throw Self.deviceNotFound(unknown) }
+            if let off = list.first(where: { !$0.connected && ids.contains($0.deviceID) }) { throw unavailable(off) }
             for id in await speakers.sessionMembers() where !ids.contains(id) { try await speakers.removeFromSession(id) }
             for id in ids { try await speakers.addToSession(id) }
         }
     }
 
+    /// Speaker `id`, reachable now (else `SpeakerFailed`, saying it is unavailable).
     func device(_ id: UInt64) async throws -> HubDevice {
+        let d = try await known(id)
+        guard d.connected else { throw unavailable(d) }
+        return d
+    }
+
+    /// Speaker `id` as the hub knows it, reachable or not.
+    func known(_ id: UInt64) async throws -> HubDevice {
         guard let d = try await speakers.devices().first(where: { $0.deviceID == id }) else { throw Self.deviceNotFound(id) }
         return d
+    }
+
+    /// The speakers the hub reaches now (the v1 API's device list: an unavailable one is left out until it is back).
+    func available() async throws -> [HubDevice] {
+        try await speakers.devices().filter(\.connected)
+    }
+
+    /// The refusal of a request to a known speaker the hub does not reach now.
+    func unavailable(_ d: HubDevice) -> HubError {
+        let since = d.lastSeen.map { " for \(max(0, (now() - $0).components.seconds)) s" } ?? ""
+        return HubError(.speakerFailed, "speaker \(d.deviceID) ('\(HubQuery.shown(d.deviceName))') is unavailable (not reached\(since)); the hub reconnects it by itself")
     }
 
     func mediaItem(_ pid: UInt64) async throws -> HubMediaItem {

@@ -13,6 +13,14 @@ public final class HubRPCPeer: Sendable {
     public var sessionID: UInt64? { session.withLock { $0 } }
 }
 
+/// A speaker's volume as announced: its level and mute (nil when unknown).
+struct HubVolume: Equatable {
+    var level: Int
+    var muted: Bool?
+
+    var json: HubJSON { .object([("level", .int(level)), ("muted", muted.map { .bool($0) } ?? .null)]) }
+}
+
 /// The speakers in the playback session before a call (what it changed is announced after it).
 struct Changes {
     let members: [UInt64]
@@ -73,8 +81,9 @@ extension HubAPI {
     }
 
     func setGroup(_ name: String, members ids: [UInt64]) async throws {
-        let known = Set(try await speakers.devices().map(\.deviceID))
-        if let unknown = ids.first(where: { !known.contains($0) }) { throw Self.deviceNotFound(unknown) }
+        let list = try await speakers.devices()
+        if let unknown = ids.first(where: { id in !list.contains { $0.deviceID == id } }) { throw Self.deviceNotFound(unknown) }
+        if let off = list.first(where: { !$0.connected && ids.contains($0.deviceID) }) { throw unavailable(off) }
         try await speakers.setGroup(name, members: ids)
         events.publish(HubNotification("Group.OnChanged", .object([("groups", Self.groupsJSON(try await speakers.devices()))])))
     }
@@ -103,10 +112,44 @@ extension HubAPI {
     func announceVolumes(of ids: [UInt64]?) async {
         guard let list = try? await speakers.devices() else { return }
         let mutes = (try? await speakers.mutes()) ?? [:]
-        for d in list where ids?.contains(d.deviceID) ?? true {
-            events.publish(HubNotification("Client.OnVolumeChanged", .object([
-                ("id", .string(String(d.deviceID))), ("volume", Self.volumeJSON(d, muted: mutes[d.deviceID])),
-            ])))
+        for d in list where d.connected && ids?.contains(d.deviceID) ?? true {
+            announceVolume(d.deviceID, HubVolume(level: d.volume, muted: mutes[d.deviceID]))
+        }
+    }
+
+    /// `Client.OnVolumeChanged` for one speaker (`onlyIfChanged`: unless it is what was last announced).
+    func announceVolume(_ id: UInt64, _ volume: HubVolume, onlyIfChanged: Bool = false) {
+        if onlyIfChanged, announcedVolumes[id] == volume { return }
+        announcedVolumes[id] = volume
+        events.publish(HubNotification("Client.OnVolumeChanged", .object([("id", .string(String(id))), ("volume", volume.json)])))
+    }
+
+    // MARK: What the speakers report by themselves
+
+    /// Follows `speakers.changes()` until it ends or the task is cancelled: a volume set by any controller (the
+    /// speaker's own event) is `Client.OnVolumeChanged` unless it is what was announced last; a speaker reached again
+    /// is `Client.OnConnect`; a lost one `Client.OnDisconnect` and `Server.OnError`. Each runs between calls.
+    public nonisolated func followSpeakers() -> Task<Void, Never> {
+        Task { [weak self] in
+            guard let stream = await self?.speakers.changes() else { return }
+            for await change in stream {
+                guard let self else { return }
+                await self.speakersChanged(change)
+            }
+        }
+    }
+
+    func speakersChanged(_ change: HubSpeakerChange) async {
+        await enter()
+        defer { leave() }
+        switch change {
+        case let .volume(id, level, muted):
+            announceVolume(id, HubVolume(level: level, muted: muted), onlyIfChanged: true)
+        case let .connected(id):
+            speakerJoined(id)
+        case let .lost(id, reason):
+            speakerLeft(id, reason: reason)
+            announceError(source: "speaker", message: "speaker \(id) was lost: \(reason)", client: id)
         }
     }
 
@@ -229,7 +272,12 @@ extension HubAPI {
     }
 
     static func volumeJSON(_ d: HubDevice, muted: Bool?) -> HubJSON {
-        .object([("level", .int(d.volume)), ("muted", muted.map { .bool($0) } ?? .null)])
+        HubVolume(level: d.volume, muted: muted).json
+    }
+
+    /// A time on the hub's clock as Snapcast's `lastSeen`: `{"sec","usec"}`.
+    static func timeJSON(_ t: Duration) -> HubJSON {
+        .object([("sec", .int(Int(t.components.seconds))), ("usec", .int(Int(t.components.attoseconds / 1_000_000_000_000)))])
     }
 
     static func clientJSON(_ d: HubDevice, muted: Bool?) -> HubJSON {
@@ -238,6 +286,7 @@ extension HubAPI {
             ("host", .object([("ip", .string(d.ipAddress)), ("port", .int(d.port)), ("mac", .string(d.macAddress))])),
             ("version", .string(d.version)), ("volume", volumeJSON(d, muted: muted)), ("active", .bool(d.active)),
             ("playing", .bool(d.isPlaying)), ("group", d.groupID == 0 ? .null : .string(d.groupName)),
+            ("connected", .bool(d.connected)), ("lastSeen", d.lastSeen.map(timeJSON) ?? .null),
         ])
     }
 

@@ -14,14 +14,19 @@ public struct HubDevice: Sendable, Equatable {
     public var role: Int
     public var version: String
     public var isPlaying: Bool
+    /// Whether the hub reaches the speaker now. A known speaker that is off or out of reach stays listed with what
+    /// it said last (`connected` false) while the hub reconnects it in the background (docs/hub.md §3.2).
+    public var connected: Bool
+    /// When the hub last heard from the speaker, on the hub's clock (time since it started); nil: never.
+    public var lastSeen: Duration?
 
     public init(deviceID: UInt64, deviceName: String, groupID: UInt64, groupName: String, modelName: String, ipAddress: String,
                 port: Int, macAddress: String, volume: Int, active: Bool, wifiSignalStrength: Int, role: Int, version: String,
-                isPlaying: Bool) {
+                isPlaying: Bool, connected: Bool = true, lastSeen: Duration? = nil) {
         self.deviceID = deviceID; self.deviceName = deviceName; self.groupID = groupID; self.groupName = groupName
         self.modelName = modelName; self.ipAddress = ipAddress; self.port = port; self.macAddress = macAddress
         self.volume = volume; self.active = active; self.wifiSignalStrength = wifiSignalStrength; self.role = role
-        self.version = version; self.isPlaying = isPlaying
+        self.version = version; self.isPlaying = isPlaying; self.connected = connected; self.lastSeen = lastSeen
     }
 
     /// The published object, in the published order: ids as strings, numbers and booleans as JSON values.
@@ -91,10 +96,24 @@ public struct HubPlayback: Sendable, Equatable {
     }
 }
 
+/// Something the speakers reported by themselves (not in answer to a hub call): `HubAPI.followSpeakers()` turns
+/// these into notifications.
+public enum HubSpeakerChange: Sendable, Equatable {
+    /// A speaker's volume or mute, as it reported it (set by the hub or by any other controller).
+    case volume(id: UInt64, level: Int, muted: Bool)
+    /// A known speaker is reachable again (the hub reconnected it).
+    case connected(id: UInt64)
+    /// A speaker's link was lost (off, out of reach, not answering); the hub reconnects it in the background.
+    case lost(id: UInt64, reason: String)
+}
+
 /// The speakers the hub controls (real ones: `ControllerSpeakers` over a `SpeakerController`).
 public protocol HubSpeakers: Sendable {
-    /// Every speaker's information, read now, in list order.
+    /// Every known speaker's information, in list order: read now from those the hub reaches, as last known
+    /// (`connected` false) for those it does not. A speaker that cannot be reached never makes this throw.
     func devices() async throws -> [HubDevice]
+    /// What the speakers report by themselves from now on (the stream ends when the speakers are closed).
+    func changes() async -> AsyncStream<HubSpeakerChange>
     /// The ids of the speakers in the playback session.
     func sessionMembers() async -> [UInt64]
     func addToSession(_ id: UInt64) async throws
@@ -110,6 +129,11 @@ public protocol HubSpeakers: Sendable {
 /// What the JSON-RPC control adds to the v1 API's speakers (docs/hub.md §8): mute and named groups. A model
 /// without them refuses with `Unsupported`.
 extension HubSpeakers {
+    /// Speakers that report nothing by themselves: a stream that ends at once.
+    public func changes() async -> AsyncStream<HubSpeakerChange> {
+        AsyncStream { $0.finish() }
+    }
+
     public func setMute(_ muted: Bool, of id: UInt64) async throws {
         throw HubError(.unsupported, "these speakers cannot be muted")
     }

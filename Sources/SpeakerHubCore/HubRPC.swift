@@ -163,7 +163,7 @@ extension HubAPI {
             _ = try await perform(.setVolume(volume), for: peer)
             return .object([("volume", .int(volume))])
         case "Client.GetStatus":
-            let d = try await device(try p.id("id"))
+            let d = try await known(try p.id("id"))
             let mutes = (try? await speakers.mutes()) ?? [:]
             return .object([("client", Self.clientJSON(d, muted: mutes[d.deviceID]))])
         case "Client.SetVolume":

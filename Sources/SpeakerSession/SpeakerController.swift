@@ -253,6 +253,16 @@ public actor SpeakerController {
         infos[session.deviceId] = try? await session.deviceInfo()
     }
 
+    /// A speaker reached again after its link was lost (the hub reconnects every speaker in the background):
+    /// `session` replaces its old one; the playback session's members are unchanged.
+    public func reconnected(_ session: SpeakerSession) async {
+        guard let i = sessions.firstIndex(where: { $0.deviceId == session.deviceId }) else { return }
+        let old = sessions[i]
+        sessions[i] = session
+        if old !== session { await old.close() }
+        infos[session.deviceId] = try? await session.deviceInfo()
+    }
+
     /// Plays `source` from `from` seconds on the speakers of the playback session, in sync; returns once it plays.
     /// - Throws: `SpeakerSessionError` (`.invalidArgument`: no speaker in the session, a bad `from`).
     public func play(_ source: any PCMSource, title: String = "", kind: StreamSource = .localFile, from: Double = 0) async throws {

@@ -69,12 +69,15 @@ extension SpeakerCommand {
             let clock = ContinuousClock()
             let origin = clock.now
             let now: @Sendable () -> Duration = { origin.duration(to: clock.now) }
-            let api = HubAPI(speakers: ControllerSpeakers(controller), player: StreamingPlayer(controller: controller),
-                             media: folder, sessionTimeout: .milliseconds(Int64(sessionMinutes * 60_000)), now: now,
-                             sleep: { try await clock.sleep(for: $0) })
-            // The player's own events (the end, speakers lost, source errors) become JSON-RPC notifications.
+            let sleep: @Sendable (Duration) async throws -> Void = { try await clock.sleep(for: $0) }
+            let speakers = ControllerSpeakers(controller, now: now, sleep: sleep)
+            let api = HubAPI(speakers: speakers, player: StreamingPlayer(controller: controller),
+                             media: folder, sessionTimeout: .milliseconds(Int64(sessionMinutes * 60_000)), now: now, sleep: sleep)
+            // The player's own events (the end, source errors) and the speakers' (volumes, links lost and back)
+            // become JSON-RPC notifications.
             let follower = HubRPCServer.follow(controller, into: api)
-            defer { follower.cancel() }
+            let speakerFollower = api.followSpeakers()
+            defer { follower.cancel(); speakerFollower.cancel() }
             let hub: RunningHub
             do {
                 hub = try await SpeakerHubServer.start(api, host: host, port: port, logger: logger)
@@ -95,6 +98,7 @@ extension SpeakerCommand {
             var failure: (any Error)?
             do { try await hub.wait() } catch { failure = error }
             stopper.cancel()
+            await speakers.close()
             await controller.close()
             if let failure, !(failure is CancellationError) {
                 throw failureExit(HubError(.cannotServe, "the hub stopped: \(failure)"))

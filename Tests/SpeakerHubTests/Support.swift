@@ -111,6 +111,8 @@ func wavFile(seconds: Int, title: String? = nil, artist: String? = nil, album: S
 final class HubFixture: Sendable {
     let sim: SpeakerSimulation
     let controller: SpeakerController
+    let speakers: ControllerSpeakers
+    let follower: Task<Void, Never>
     let clock: ManualClock
     let api: HubAPI
     let hub: RunningHub
@@ -125,8 +127,10 @@ final class HubFixture: Sendable {
         ("notes.txt", 0, nil, nil, nil),
     ]
 
-    private init(sim: SpeakerSimulation, controller: SpeakerController, clock: ManualClock, api: HubAPI, hub: RunningHub, mediaDir: String) {
-        self.sim = sim; self.controller = controller; self.clock = clock; self.api = api; self.hub = hub; self.mediaDir = mediaDir
+    private init(sim: SpeakerSimulation, controller: SpeakerController, speakers: ControllerSpeakers, follower: Task<Void, Never>,
+                 clock: ManualClock, api: HubAPI, hub: RunningHub, mediaDir: String) {
+        self.sim = sim; self.controller = controller; self.speakers = speakers; self.follower = follower; self.clock = clock; self.api = api
+        self.hub = hub; self.mediaDir = mediaDir
     }
 
     /// `streaming`: the hub plays with `StreamingPlayer` (audio to the speakers, real time); else with `ControlPlayer`
@@ -149,11 +153,14 @@ final class HubFixture: Sendable {
         let clock = ManualClock()
         let now: @Sendable () -> Duration = { clock.now.offset }
         let player: any HubPlayer = streaming ? StreamingPlayer(controller: controller) : ControlPlayer(controller: controller, now: now)
-        let api = HubAPI(speakers: ControllerSpeakers(controller), player: player,
-                         media: try MediaFolder(path: dir), sessionTimeout: sessionTimeout, now: now,
-                         sleep: { try await clock.sleep(for: $0) })
+        let sleep: @Sendable (Duration) async throws -> Void = { try await clock.sleep(for: $0) }
+        let speakers = ControllerSpeakers(controller, now: now, sleep: sleep,
+                                          connect: { host, port in try await SpeakerSession.connect(host: host, port: port, options: RequestOptions(timeout: .seconds(30))) })
+        let api = HubAPI(speakers: speakers, player: player, media: try MediaFolder(path: dir), sessionTimeout: sessionTimeout, now: now,
+                         sleep: sleep)
+        let follower = api.followSpeakers()
         let hub = try await SpeakerHubServer.start(api, host: "127.0.0.1", port: 0)
-        return HubFixture(sim: sim, controller: controller, clock: clock, api: api, hub: hub, mediaDir: dir)
+        return HubFixture(sim: sim, controller: controller, speakers: speakers, follower: follower, clock: clock, api: api, hub: hub, mediaDir: dir)
     }
 
     func get(_ target: String) async throws -> HTTPAnswer { try await httpGet(port, target) }
@@ -167,6 +174,8 @@ final class HubFixture: Sendable {
 
     func stop() async {
         await hub.stop()
+        follower.cancel()
+        await speakers.close()
         await controller.close()
         await sim.shutdown()
         try? FileManager.default.removeItem(atPath: mediaDir)
