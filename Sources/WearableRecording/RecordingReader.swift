@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import Wearable
 
 /// A recording read back (`PATH.jsonl` of `record`, with or without the metadata line of recordings made before it).
@@ -216,5 +217,36 @@ extension WearableRecordingContents {
         }
         guard !samples.isEmpty || !gestures.isEmpty else { throw NotARecording(message: "\(name) holds no samples or gestures to replay") }
         return (samples, gestures)
+    }
+}
+
+extension WearableRecordingContents {
+    /// Opens the recording at `path` for reading: `.unreadable` with the reason (a directory: "it is a directory";
+    /// else the system's, "No such file or directory"). The caller closes the descriptor. Blocking.
+    public static func open(_ path: String) throws(RecordingError) -> Int32 {
+        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw RecordingError(.unreadable, "cannot read the recording \(path): \(String(cString: strerror(errno)))") }
+        var info = stat()
+        if fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFDIR {
+            _ = close(fd)
+            throw RecordingError(.unreadable, "cannot read the recording \(path): it is a directory")
+        }
+        return fd
+    }
+
+    /// The whole text of the recording at `path` (`open`'s refusals; a read error: `.unreadable`). Blocking.
+    public static func text(ofFile path: String) throws(RecordingError) -> String {
+        let fd = try open(path)
+        defer { _ = close(fd) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n < 0, errno == EINTR { continue }
+            if n < 0 { throw RecordingError(.unreadable, "cannot read the recording \(path): \(String(cString: strerror(errno)))") }
+            if n == 0 { break }
+            bytes.append(contentsOf: chunk[..<n])
+        }
+        return String(decoding: bytes, as: UTF8.self)
     }
 }

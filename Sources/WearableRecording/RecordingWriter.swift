@@ -5,8 +5,11 @@ import Synchronization
 /// A recording's files (`PATH.jsonl`, `PATH.csv` and with `--split-by-sensor` one CSV per sensor) written as it
 /// goes: lines are buffered and written on a `SerialLane` (off the cooperative pool) when 64 KiB are waiting and at
 /// least every second (`flush()`, called by a ticker), so a process killed outright loses at most the last second,
-/// and memory stays flat however long the recording. The files are opened in place by `SafeOutput`'s rule (a
-/// symbolic link's target is written; a device, FIFO, socket or directory is refused). A failed write (a full disk)
+/// and memory stays flat however long the recording. The files follow `WearableOutputFiles`: every path is checked
+/// before any file is made (a symbolic link, device, FIFO, socket or directory is refused, and an existing file unless
+/// it may be replaced), each is written under a temporary name in its directory and given its name by `commit()`, when
+/// the recording really starts; until then nothing that exists is touched (`remove()` drops the temporary files of a
+/// recording that never started). A failed write (a full disk)
 /// is kept: nothing more is written, what was written stays (in whole lines: a line cut by the failure is taken
 /// off), and the recording is to stop (`failure`).
 public final class RecordingWriter: Sendable {
@@ -18,7 +21,9 @@ public final class RecordingWriter: Sendable {
     }
 
     public let files: [File]
-    private let fds: [Int32]
+    private let staged: [WearableOutputFiles.Staged]
+    private let existing: WearableOutputFiles.Existing
+    private var fds: [Int32] { staged.map(\.fd) }
     private let lane = SerialLane("record")
     private let state: Mutex<State>
 
@@ -27,27 +32,54 @@ public final class RecordingWriter: Sendable {
         var waiting = 0
         var failure: OutputFileError?
         var closed = false
+        /// The files have their names (`commit`).
+        var committed = false
+        /// The temporary files were removed (`remove`).
+        var removed = false
     }
 
     public static let flushSize = 64 * 1024
 
-    private init(files: [File], fds: [Int32]) {
-        (self.files, self.fds) = (files, fds)
+    private init(files: [File], staged: [WearableOutputFiles.Staged], existing: WearableOutputFiles.Existing) {
+        (self.files, self.staged, self.existing) = (files, staged, existing)
         state = Mutex(State(buffers: Array(repeating: [], count: files.count)))
     }
 
-    /// Opens (creates or truncates) every file; throws `OutputFileError` before anything is written (every path is
-    /// checked before any is opened, so a refused one leaves no empty file behind).
-    public static func open(_ files: [File]) async throws(OutputFileError) -> RecordingWriter {
+    /// Checks every path, then creates every file under its temporary name; throws `OutputFileError` before any file
+    /// is made (a refused path leaves nothing behind, and nothing that exists is touched). `existing`: what to do with
+    /// a file already at a path (`.refuse`: one line naming it; `.replace`: replaced at `commit`).
+    public static func open(_ files: [File], existing: WearableOutputFiles.Existing = .refuse) async throws(OutputFileError) -> RecordingWriter {
         try await Blocking.perform("record open", unavailable: { OutputFileError(.writeFailed, $0.message) }) { () throws(OutputFileError) in
-            for file in files { _ = try SafeOutput.resolve(file.path) }
-            var fds: [Int32] = []
+            var modes: [mode_t?] = []
+            for file in files { modes.append(try WearableOutputFiles.check(file.path, existing: existing)) }
+            var staged: [WearableOutputFiles.Staged] = []
             do throws(OutputFileError) {
-                for file in files { fds.append(try SafeOutput.openForWriting(file.path)) }
-                return RecordingWriter(files: files, fds: fds)
+                for (file, mode) in zip(files, modes) { staged.append(try WearableOutputFiles.stage(file.path, replacing: mode)) }
+                return RecordingWriter(files: files, staged: staged, existing: existing)
             } catch {
-                for fd in fds { Glibc.close(fd) }
+                for s in staged { WearableOutputFiles.discard(s) }
                 throw error
+            }
+        }
+    }
+
+    /// Whether the files have their names.
+    public var committed: Bool { state.withLock { $0.committed } }
+
+    /// Gives every file its name (the recording started), on the lane, once: a failure (a file that appeared since
+    /// the check) is the writer's failure, and the recording is to stop.
+    public func commit() {
+        try? lane.submit { [self] in
+            let go = state.withLock { s -> Bool in
+                guard !s.committed, !s.removed else { return false }
+                s.committed = true
+                return true
+            }
+            guard go else { return }
+            do throws(OutputFileError) {
+                for file in staged { try WearableOutputFiles.commit(file, existing: existing) }
+            } catch {
+                fail(error)
             }
         }
     }
@@ -90,10 +122,19 @@ public final class RecordingWriter: Sendable {
         return failure
     }
 
-    /// Removes every file (a recording that never began), after `finish`.
+    /// Removes the temporary files of a recording that never began (not committed), after `finish`: nothing that
+    /// existed before is touched. Files that have their names are kept.
     public func remove() async {
         _ = try? await lane.perform(unavailable: { $0 }) { () throws(SupportError) in
-            for file in self.files { unlink(file.path) }
+            let (committed, already) = self.state.withLock { s -> (Bool, Bool) in
+                defer { s.removed = true }
+                return (s.committed, s.removed)
+            }
+            // A commit that failed part way named some: the temporary files of the rest go.
+            for file in self.staged where !already {
+                var info = stat()
+                if !committed || lstat(file.temporary, &info) == 0 { WearableOutputFiles.discard(file, close: false) }
+            }
         }
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import Wearable
 
 /// What the live view of `wearable stream` and `record` shows on a terminal, as lines: the device and the session's
@@ -57,6 +58,25 @@ public struct WearableLiveView: Sendable {
             gestures = Array((gestures + ["\(line.gesture ?? "?")\(at)"]).suffix(3))
         default: break
         }
+    }
+
+    /// The view's lines at `now` for a terminal `rows` high (nil: unknown): at most `rows - 1` (the block is redrawn
+    /// from its first row, and the cursor rests on the row below it: a taller block scrolls, leaving a copy in the
+    /// scrollback at every redraw), the last kept one saying how many are left out.
+    public func lines(at now: ContinuousClock.Instant, rows: Int?) -> [String] {
+        let all = lines(at: now)
+        guard let rows, rows > 0, all.count > max(1, rows - 1) else { return all }
+        let room = max(1, rows - 1)
+        if room == 1 { return [all[0]] }
+        return Array(all.prefix(room - 1)) + ["… \(all.count - room + 1) more lines (a taller terminal shows them)"]
+    }
+
+    /// The height of the terminal on `fd` (TIOCGWINSZ: it changes as the window is resized, so ask at each redraw),
+    /// else $LINES, else nil.
+    public static func terminalRows(_ fd: Int32 = STDOUT_FILENO) -> Int? {
+        var size = winsize()
+        if withUnsafeMutablePointer(to: &size, { ioctl(fd, UInt(TIOCGWINSZ), $0) }) == 0, size.ws_row > 0 { return Int(size.ws_row) }
+        return getenv("LINES").flatMap { Int(String(cString: $0)) }
     }
 
     /// The view's lines at `now`: the device line, one per configured sensor (by name), the gestures.

@@ -70,8 +70,7 @@ public struct WearablePlot: Sendable {
     /// whole: a 30-minute one is 38 MB of text). Blocking: call it off the cooperative pool. The refusals of
     /// `init(jsonLines:name:orientation:)`, and `.unreadable` for a file that cannot be opened or read.
     public init(file path: String, name: String, orientation: Bool = false, chunkSize: Int = 1 << 20) throws(RecordingError) {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw RecordingError(.unreadable, "cannot read the recording \(path): no such readable file") }
+        let fd = try WearableRecordingContents.open(path)
         defer { _ = close(fd) }
         var readFailure: RecordingError?
         do throws(RecordingError) {
@@ -220,7 +219,7 @@ public struct WearablePlot: Sendable {
             <?xml version="1.0" encoding="UTF-8"?>
             <svg xmlns="http://www.w3.org/2000/svg" width="\(Int(width))" height="\(Int(height))" viewBox="0 0 \(Int(width)) \(Int(height))" font-family="sans-serif" font-size="12">
             <rect width="100%" height="100%" fill="white"/>
-            <text x="\(left)" y="24" font-size="16">Wearable recording: \(WearableText.counted(panels.count, "sensor")), \(WearableText.counted(sampleCount, "sample")), \(WearableText.counted(gestures.count, "gesture")), \(String(format: "%.1f", duration)) s</text>
+            <text x="\(left)" y="24" font-size="16">Wearable recording: \(WearableText.counted(panels.filter { $0.kind == .values }.count, "sensor")), \(WearableText.counted(sampleCount, "sample")), \(WearableText.counted(gestures.count, "gesture")), \(String(format: "%.1f", duration)) s</text>
 
             """
         let timeTicks = Self.ticks(0, tMax, count: 8)
@@ -321,16 +320,20 @@ public struct WearablePlot: Sendable {
         return out
     }
 
-    /// Converts `svg` to a PNG next to it (.png for .svg, else .png added) with rsvg-convert, into a private
-    /// temporary directory first and then written by the output rule (`SafeOutput`: never over a device, FIFO or
-    /// symbolic link); the PNG's path, or nil when there is no converter or it failed. Throws when the PNG's path is
-    /// refused or cannot be written. Blocking: call it off the cooperative pool.
-    public static func convertToPNG(_ svg: String) throws(OutputFileError) -> String? {
+    /// The PNG's path for the SVG at `svg`: .png for .svg, else .png added.
+    public static func pngPath(for svg: String) -> String {
+        (svg.hasSuffix(".svg") ? String(svg.dropLast(4)) : svg) + ".png"
+    }
+
+    /// Converts `svg` to a PNG next to it (`pngPath(for:)`) with rsvg-convert, into a private temporary directory
+    /// first and then written by `WearableOutputFiles` (`mode`: what its check returned); the PNG's path, or nil when
+    /// there is no converter or it failed. Throws when the PNG cannot be written. Blocking: call it off the
+    /// cooperative pool.
+    public static func convertToPNG(_ svg: String, replacing mode: mode_t?) throws(OutputFileError) -> String? {
         guard SVGRasterizer.tool != nil else { return nil }
-        let png = (svg.hasSuffix(".svg") ? String(svg.dropLast(4)) : svg) + ".png"
-        _ = try SafeOutput.resolve(png)
+        let png = pngPath(for: svg)
         guard let bytes = SVGRasterizer.png(ofFile: svg) else { return nil }
-        try SafeOutput.write(bytes, to: png)
+        try WearableOutputFiles.write(bytes, to: png, replacing: mode)
         return png
     }
 }
@@ -371,7 +374,7 @@ extension WearablePlot {
 
     /// Reads `recording` (`inputPath`), lays it out and writes the SVG to `output` (default `svgPath(for:)`), then,
     /// with `png`, a PNG next to it (`convertToPNG`; `made.png` nil when there is no converter or it failed). Output
-    /// files follow `SafeOutput`. Reading and laying out a long recording (a 30-minute one is 180k lines) and writing
+    /// files follow `WearableOutputFiles`, every one checked before any is written (the recording itself is refused). Reading and laying out a long recording (a 30-minute one is 180k lines) and writing
     /// run on the blocking executor, off the cooperative pool.
     /// - Throws: `RecordingError` (`.unreadable`, `.notARecording`, `.noSamples`), `OutputFileError`, `SupportError`.
     public static func make(recording: String, output: String?, png: Bool, orientation: Bool) async throws -> Result {
@@ -387,8 +390,14 @@ extension WearablePlot {
         let svgPath = output ?? Self.svgPath(for: input)
         let pngPath = try await Blocking.run("plot-write") { () -> Swift.Result<String?, OutputFileError> in
             do throws(OutputFileError) {
-                try SafeOutput.write(svg, to: svgPath)
-                return .success(try png ? WearablePlot.convertToPNG(svgPath) : nil)
+                // Every output is checked before any is written: neither may be the recording (however named), a
+                // symbolic link, a device, FIFO, socket or directory.
+                let inputs = WearableOutputFiles.identity(of: input).map { [(path: input, identity: $0)] } ?? []
+                let svgMode = try WearableOutputFiles.check(svgPath, existing: .replace, inputs: inputs)
+                let pngMode = png && SVGRasterizer.tool != nil
+                    ? try WearableOutputFiles.check(Self.pngPath(for: svgPath), existing: .replace, inputs: inputs) : nil
+                try WearableOutputFiles.write(Array(svg.utf8), to: svgPath, replacing: svgMode)
+                return .success(try png ? WearablePlot.convertToPNG(svgPath, replacing: pngMode) : nil)
             } catch {
                 return .failure(error)
             }

@@ -37,7 +37,9 @@ public struct WearableRecorder {
 
     /// Opens the files (before the device, so a path in the way is refused first); `split`: the sensors for which to
     /// write one CSV each (nil: none), `splitGestures`: also one for the gestures.
-    public static func open(base: String, split: [SensorType]?, splitGestures: Bool,
+    /// `existing`: what to do with a file already there (`.refuse` unless `--overwrite`: `WearableOutputFiles`); the
+    /// files get their names when the first sample or gesture arrives (the recording really started) or at `finish`.
+    public static func open(base: String, split: [SensorType]?, splitGestures: Bool, existing: WearableOutputFiles.Existing = .refuse,
                             wallClock: @escaping @Sendable () -> Int64 = systemWallClock) async throws(OutputFileError) -> WearableRecorder {
         var files = [RecordingWriter.File(base + ".jsonl", lineEnding: "\n"), RecordingWriter.File(base + ".csv", lineEnding: CSV.lineEnding)]
         var sensorFiles: [SensorType: Int] = [:]
@@ -52,7 +54,8 @@ public struct WearableRecorder {
                 files.append(.init(gesturesPath(base: base), lineEnding: CSV.lineEnding))
             }
         }
-        let writer = try await RecordingWriter.open(files)
+        try await WearableOutputFiles.checkBase(base)
+        let writer = try await RecordingWriter.open(files, existing: existing)
         writer.append(WearableLine.csvHeader, to: 1)
         for (sensor, index) in sensorFiles { writer.append(CSV.row(splitHeader(sensor)), to: index) }
         if let gestureFile { writer.append(CSV.row(["epoch (ms)", "elapsed (s)", "device time (ms)", "gesture"]), to: gestureFile) }
@@ -105,6 +108,7 @@ public struct WearableRecorder {
     /// Writes the metadata line and the lines held for it.
     private mutating func writeHeader() {
         headerWritten = true
+        writer.commit()
         if var metadata {
             metadata.epochMsAtDeviceTimeZero = epochZero
             if let epochZero, let origin { metadata.startedUTC = Self.iso8601(epochZero + origin) }
@@ -147,9 +151,11 @@ public struct WearableRecorder {
     }
 
     /// Writes what is held (a recording with no sample: the metadata without its time zero), then finishes the
-    /// files. Returns the first write failure, if any.
-    public mutating func finish() async -> OutputFileError? {
-        if !headerWritten { writeHeader() }
+    /// files. Returns the first write failure, if any. `started` false: a recording that never started (the device
+    /// could not be opened or configured) writes nothing more and its files keep their temporary names, for
+    /// `writer.remove()`.
+    public mutating func finish(started: Bool = true) async -> OutputFileError? {
+        if !headerWritten, started { writeHeader() }
         return await writer.finish()
     }
 

@@ -21,6 +21,23 @@ public struct WearableStreamSetup: Sendable {
     }
 }
 
+extension WearableStreamSetup {
+    /// A refused option value: its one line (the CLI's usage error, exit 64).
+    public struct OptionError: Error, Sendable {
+        public let message: String
+    }
+
+    /// `--reconnect-timeout`: `never` (reconnect until stopped), a zero duration in any form (`0`, `0s`, `0ms`: do not
+    /// reconnect, nil), or a duration up to 24 h (`30s`, `5min`, or plain seconds).
+    public static func reconnectPolicy(_ text: String) throws(OptionError) -> ReconnectPolicy? {
+        if text.lowercased() == "never" { return ReconnectPolicy() }
+        guard let limit = Quantities.parseDuration(text, bare: .seconds(1)), limit <= .seconds(86400) else {
+            throw OptionError(message: "--reconnect-timeout takes never, 0 (do not reconnect) or a duration up to 24 h (30s, 5min, 1h), got '\(text)'")
+        }
+        return limit == .zero ? nil : ReconnectPolicy(giveUpAfter: limit)
+    }
+}
+
 /// The streaming workflow of `wearable stream` and `record`: a session opened and configured, every event, sample and
 /// gesture as a `WearableLine` in order, stopped by a duration, a signal, the caller, or a link lost for good.
 public enum WearableStreaming {
@@ -187,15 +204,17 @@ public enum WearableStreaming {
 
     /// Streams as `stream` does into a recording at `base` (`WearableRecorder`: `BASE.jsonl` with its metadata line,
     /// `BASE.csv`, with `split` one CSV per sensor, with `splitGestures` one for the gestures), flushed at least every
-    /// second. The files are opened before the device is: a path in the way is an `OutputFileError` and nothing is
-    /// opened. A write failure stops the recording and is thrown (`OutputFileError`, what was written is kept) after
+    /// second. The files are checked and made (under temporary names: `WearableOutputFiles`) before the device is
+    /// opened: a path in the way, or an existing file without `overwrite`, is an `OutputFileError` and nothing is
+    /// opened; they get their names when the first sample or gesture arrives. A write failure stops the recording and is thrown (`OutputFileError`, what was written is kept) after
     /// the summary. `emit` sees every line too (a live view); `finish` gets what was written before a link lost for
-    /// good is thrown. A device that could not be opened or configured leaves no files behind.
+    /// good is thrown. A device that could not be opened or configured leaves no files behind and touches none.
     public static func record(_ session: WearableDeviceSession, _ setup: WearableStreamSetup, base: String, split: [SensorType]?,
-                              splitGestures: Bool, tool: String, stopSignals: AsyncStream<Int32>? = nil,
+                              splitGestures: Bool, overwrite: Bool = false, tool: String, stopSignals: AsyncStream<Int32>? = nil,
                               wallClock: @escaping @Sendable () -> Int64 = WearableRecorder.systemWallClock,
                               emit: (WearableLine) -> Void, finish: (Written) async throws -> Void) async throws {
-        var recorder = try await WearableRecorder.open(base: base, split: split, splitGestures: splitGestures, wallClock: wallClock)
+        var recorder = try await WearableRecorder.open(base: base, split: split, splitGestures: splitGestures,
+                                                       existing: overwrite ? .replace : .refuse, wallClock: wallClock)
         let writer = recorder.writer
         let ticker = Task {
             while !Task.isCancelled {
@@ -204,12 +223,19 @@ public enum WearableStreaming {
             }
         }
         defer { ticker.cancel() }
+        var lostForGood = false
         do {
             try await stream(session, setup, metadataTool: tool, stopSignals: stopSignals, emit: { line in
                 emit(line)
+                if line.type == "event", line.event == "closed", line.error != nil { lostForGood = true }
                 recorder.take(line)
             }, shouldStop: { writer.failure != nil }, finish: { summary in
+                // A link lost for good before the first sample or gesture: the recording never started (the error
+                // follows; nothing is written, nothing that was there is touched).
+                if lostForGood, recorder.samples == 0, recorder.gestures == 0 { return }
                 if let failure = await recorder.finish() {
+                    // A file that appeared (or changed) while the recording started: nothing was written to its name.
+                    if [.exists, .symbolicLink, .notRegularFile].contains(failure.code) { throw failure }
                     throw OutputFileError(failure.code, "\(failure.message); the recording stopped there, what was written is kept")
                 }
                 let paths = recorder.paths
@@ -218,9 +244,10 @@ public enum WearableStreaming {
             })
         } catch {
             // A lost link: what was recorded until then is written and closed (finish ran). A device that could not
-            // be opened or configured: no recording, no files left behind.
-            _ = await recorder.finish()
-            if recorder.samples == 0 && recorder.gestures == 0 { await writer.remove() }
+            // be opened or configured, or a link lost before the first sample: the recording never started, its
+            // temporary files go and nothing that was there before is touched.
+            _ = await recorder.finish(started: false)
+            await writer.remove()
             throw error
         }
     }

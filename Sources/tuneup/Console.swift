@@ -39,6 +39,10 @@ enum Console {
         return failures.withLock { $0[fd] }
     }
 
+    /// Whether a write to `fd` has failed so far, without waiting for what is queued (for a loop that stops at its
+    /// first failed write: `wearable stream | head -1`).
+    static func hasFailed(_ fd: Int32) -> Bool { failures.withLock { $0[fd] != nil } }
+
     /// Forgets `fd` (a file that was closed; its number may be reused).
     static func forget(_ fd: Int32) {
         flush()

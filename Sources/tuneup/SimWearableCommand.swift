@@ -132,11 +132,8 @@ extension SimCommand {
         static func replayProfile(_ path: String, base: WearableProfile) async throws -> WearableProfile {
             let text: String
             do {
-                text = try await DedicatedThread.run(name: "replay-read") { () -> Result<String, CommandFailure> in
-                    guard let data = FileManager.default.contents(atPath: path) else {
-                        return .failure(CommandFailure(message: "cannot read the recording \(path): no such readable file", code: Exit.localIO))
-                    }
-                    return .success(String(decoding: data, as: UTF8.self))
+                text = try await DedicatedThread.run(name: "replay-read") { () -> Result<String, RecordingError> in
+                    Result { () throws(RecordingError) in try WearableRecordingContents.text(ofFile: path) }
                 }.get()
             } catch {
                 throw failureExit(error)

@@ -14,8 +14,9 @@ extension WearableCommand {
                 the sensor's unit, samples lost in a gap left as a break in the lines, and each gesture a dashed line \
                 across every panel, named in the first. --orientation adds, under each rotation and game rotation \
                 panel, a panel of its yaw, pitch and roll in degrees (docs/wearable.md §4.1). A PNG of the same name (.png for .svg) is made with \
-                rsvg-convert (Debian: librsvg2-bin) when it is on PATH; --no-png skips it. Output files are replaced \
-                whole; a symbolic link's target is written; a device, FIFO, socket or directory is refused (exit 74). \
+                rsvg-convert (Debian: librsvg2-bin) when it is on PATH; --no-png skips it. Both outputs are checked before \
+                either is written: the recording itself (however named), a symbolic link, a device, FIFO, socket or \
+                directory is refused (exit 74); a file there is replaced whole. \
                 A file that is not a recording is refused with exit 65.
                 Examples:
                   tuneup wearable record /tmp/walk --duration 3s

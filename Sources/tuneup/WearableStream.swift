@@ -37,14 +37,11 @@ extension WearableCommand {
 
         /// How to reconnect: nil with `--reconnect-timeout 0` (a lost link ends the stream).
         func reconnectPolicy() throws -> ReconnectPolicy? {
-            if reconnectTimeout.lowercased() == "never" { return ReconnectPolicy() }
-            let limit: Duration
             do {
-                limit = Double(reconnectTimeout) == 0 ? .zero : try durationOption(reconnectTimeout, "--reconnect-timeout", upTo: .seconds(86400))
+                return try WearableStreamSetup.reconnectPolicy(reconnectTimeout)
             } catch {
-                throw ValidationError("--reconnect-timeout takes never, 0 (do not reconnect) or a duration up to 24 h (30s, 5min, 1h), got '\(reconnectTimeout)'")
+                throw ValidationError(error.message)
             }
-            return limit == .zero ? nil : ReconnectPolicy(giveUpAfter: limit)
         }
 
         func stopAfter() throws -> Duration? {
@@ -106,7 +103,7 @@ extension WearableCommand {
                     } else if let text = try? Output.jsonLine(line) {
                         Output.line(text)
                     }
-                }, finish: { summary in
+                }, shouldStop: { Console.hasFailed(STDOUT_FILENO) }, finish: { summary in
                     if live {
                         view.draw(force: true)
                         Output.line(WearableText.summary(summary))
@@ -126,8 +123,10 @@ extension WearableCommand {
             discussion: """
                 As 'stream', into files written as it goes, at least every second (a recording killed outright \
                 keeps all but its last second; a full disk stops it with one line, keeping what was written), until \
-                --duration, Ctrl-C or a link lost for good (reconnected as in 'stream'; what arrived is kept; a symbolic link's target is written; a missing directory, or a \
-                device, FIFO, socket or directory in the way, is refused before the device is opened, exit 74). PATH.jsonl starts \
+                --duration, Ctrl-C or a link lost for good (reconnected as in 'stream'; what arrived is kept). Before the device is opened \
+                every file is checked: an earlier recording of the name is refused (--overwrite replaces it once the recording \
+                starts), and so are a symbolic link, a missing directory, a device, FIFO, socket or directory in the way (exit 74); \
+                nothing there is touched until the first sample arrives. PATH.jsonl starts \
                 with a metadata line (device information, sensors with their period and scaling, gestures, the tool, the \
                 wall-clock time of device time zero: docs/wearable.md §10), then holds every line 'stream --format json' \
                 prints, samples and gestures with epochMs (ms since 1970 UTC); PATH.csv one row per sample or gesture \
@@ -146,17 +145,16 @@ extension WearableCommand {
         var path: String
         @Flag(help: "Also write one CSV per sensor (PATH.SENSOR.csv) and one for the gestures (PATH.gestures.csv), with unit-bearing headers.")
         var splitBySensor = false
+        @Flag(help: "Replace an earlier recording of the same name once the recording starts (else it is refused).")
+        var overwrite = false
         @OptionGroup var setup: StreamSetup
         @OptionGroup var choice: DeviceChoice
         @OptionGroup var output: OutputOptions
 
-        var base: String {
-            for suffix in [".jsonl", ".csv"] where path.hasSuffix(suffix) { return String(path.dropLast(suffix.count)) }
-            return path
-        }
+        var base: String { WearableOutputFiles.recordingBase(path).base ?? path }
 
         func validate() throws {
-            guard !base.isEmpty, !base.hasSuffix("/") else { throw ValidationError("record needs a file path, got '\(path)'") }
+            if let problem = WearableOutputFiles.recordingBase(path).problem { throw ValidationError(problem) }
         }
 
         func run() async throws {
@@ -167,7 +165,7 @@ extension WearableCommand {
             do {
                 try await WearableStreaming.record(
                     try choice.session(reconnect: try setup.reconnectPolicy()), try setup.resolved(), base: base,
-                    split: splitBySensor ? try setup.sensors : nil, splitGestures: splitBySensor && setup.gesture != ["none"],
+                    split: splitBySensor ? try setup.sensors : nil, splitGestures: splitBySensor && setup.gesture != ["none"], overwrite: overwrite,
                     tool: "tuneup \(TuneupVersion.string)", stopSignals: WearableCommand.stopSignals(), emit: { line in
                         if line.event == "failedToOpen" { failedToOpen = true }
                         if live { view.take(line) }
@@ -208,6 +206,6 @@ struct LiveView {
         let now = ContinuousClock.now
         guard force || now - lastDraw >= .milliseconds(100) else { return }
         lastDraw = now
-        Console.out(region.frame(view.lines(at: now), columns: Console.columns()))
+        Console.out(region.frame(view.lines(at: now, rows: WearableLiveView.terminalRows()), columns: Console.columns()))
     }
 }

@@ -23,7 +23,7 @@ struct WearableOutputCLITests {
         return info.st_mode & S_IFMT
     }
 
-    @Test func plotRefusesAFIFOAndWritesASymbolicLinksTarget() async throws {
+    @Test func plotRefusesAFIFOAndASymbolicLink() async throws {
         let dir = Scratch.directory
         let rec = dir + "/rec.jsonl"
         try Self.recording(rec)
@@ -35,14 +35,16 @@ struct WearableOutputCLITests {
             + "device, FIFO, socket or directory)"])
         #expect(Self.kind(fifo) == S_IFIFO, "the FIFO is still a FIFO")
 
+        // Issue 30 §2: a symbolic link is refused, not written through (its target was overwritten).
         let target = dir + "/real.svg", link = dir + "/link.svg"
+        try Data("kept".utf8).write(to: URL(fileURLWithPath: target))
         #expect(symlink(target, link) == 0)
-        let written = try await CLI.run(["wearable", "plot", rec, "--output", link, "--no-png"], timeout: 30)
-        #expect(written.status == 0, "\(written.stderr)")
+        let linked = try await CLI.run(["wearable", "plot", rec, "--output", link, "--no-png"], timeout: 30)
+        #expect(linked.status == 74, "\(linked.stderr)")
+        #expect(linked.stderrLines == ["tuneup: cannot write \(link): it is a symbolic link (outputs are never written through a link: name the file "
+            + "itself)"], "\(linked.stderr)")
         #expect(Self.kind(link) == S_IFLNK, "the link is still a link")
-        let svg = try String(contentsOfFile: target, encoding: .utf8)
-        #expect(svg.hasPrefix("<?xml") && svg.contains("data-sensor=\"accelerometer\""))
-        #expect(written.stdout.contains("3 samples"), "\(written.stdout)")
+        #expect(try String(contentsOfFile: target, encoding: .utf8) == "kept", "its target is untouched")
     }
 
     /// The PNG goes through the same rule: a FIFO where the PNG would go is refused (exit 74), not written into.
@@ -55,16 +57,24 @@ struct WearableOutputCLITests {
         let r = try await CLI.run(["wearable", "plot", dir + "/rec.jsonl"], timeout: 30)
         #expect(r.status == 74 && r.stderrLines.count == 1 && r.stderr.contains("cannot write \(dir)/rec.png: it is a FIFO"), "\(r.stderr)")
         #expect(Self.kind(dir + "/rec.png") == S_IFIFO)
+        // Issue 30 §2: every output is checked before any is written: the SVG was written before the PNG failed.
+        #expect(Self.kind(dir + "/rec.svg") == nil, "no SVG written")
     }
 
-    @Test func recordKeepsASymbolicLinkAndRefusesAFIFOAndAMissingDirectoryBeforeOpening() async throws {
+    @Test func recordRefusesASymbolicLinkAFIFOAndAMissingDirectoryBeforeOpening() async throws {
         let dir = Scratch.directory
         let target = dir + "/kept.jsonl"
+        try Data("kept\n".utf8).write(to: URL(fileURLWithPath: target))
         #expect(symlink("kept.jsonl", dir + "/walk.jsonl") == 0)
-        let r = try await CLI.run(["wearable", "record", dir + "/walk", "--sensor", "accelerometer", "--duration", "0.3", "--format", "json"])
-        #expect(r.status == 0, "\(r.stderr)")
-        #expect(Self.kind(dir + "/walk.jsonl") == S_IFLNK, "the link is still a link")
-        #expect(try String(contentsOfFile: target, encoding: .utf8).contains(#""type":"summary""#))
+        // Issue 30 §1: a link is refused, --overwrite or not (it was removed and its target overwritten).
+        for overwrite in [[], ["--overwrite"]] {
+            let r = try await CLI.run(["wearable", "record", dir + "/walk", "--sensor", "accelerometer", "--duration", "0.3", "--format", "json"] + overwrite)
+            #expect(r.status == 74 && r.stderrLines == ["tuneup: cannot write \(dir)/walk.jsonl: it is a symbolic link (outputs are never written "
+                + "through a link: name the file itself)"], "\(r.stderr)")
+            #expect(Self.kind(dir + "/walk.jsonl") == S_IFLNK, "the link is still a link")
+            #expect(try String(contentsOfFile: target, encoding: .utf8) == "kept\n")
+            #expect(Self.kind(dir + "/walk.csv") == nil)
+        }
 
         #expect(mkfifo(dir + "/pipe.csv", 0o600) == 0)
         let fifo = try await CLI.run(["wearable", "record", dir + "/pipe", "--duration", "0.3"], timeout: 30)

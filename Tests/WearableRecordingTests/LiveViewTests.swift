@@ -64,4 +64,21 @@ import WearableRecording
         v.take(closed, at: t0 + .seconds(6))
         #expect(v.lines(at: t0 + .seconds(6))[0].hasPrefix("d  closed: the link to d was lost"))
     }
+
+    /// Issue 30 §25: a terminal shorter than the view (20×4) got every redraw's overflow in its scrollback: the view
+    /// keeps to rows - 1 lines (the cursor rests below the block), the last saying how many are left out.
+    @Test func theViewFitsATerminalShorterThanItself() {
+        var v = WearableLiveView(device: "sim:wearable", at: t0)
+        v.take(event("opened"), at: t0)
+        var c = event("configured")
+        c.periods = ["accelerometer": 40, "gyroscope": 40, "gameRotation": 40]
+        v.take(c, at: t0)
+        let all = v.lines(at: t0)
+        #expect(all.count == 5)
+        #expect(v.lines(at: t0, rows: nil) == all)
+        #expect(v.lines(at: t0, rows: 6) == all)
+        #expect(v.lines(at: t0, rows: 4) == [all[0], all[1], "… 3 more lines (a taller terminal shows them)"])
+        #expect(v.lines(at: t0, rows: 2) == [all[0]])
+        #expect(v.lines(at: t0, rows: 1) == [all[0]])
+    }
 }
