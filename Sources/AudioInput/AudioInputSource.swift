@@ -5,7 +5,8 @@ import Synchronization
 /// A playback source (`PCMSource`) over `AudioInput`: any file or web stream AudioInput decodes (WAV, AIFF, FLAC, Ogg
 /// Vorbis, Opus, MP3; http(s) URLs), in the source's own rate and channel count, 16-bit (24-bit for deeper sources),
 /// so the speakers get what the decoder gives without a second conversion. A file can seek (it is opened again at
-/// the frame); a web stream cannot, and the player resumes it where it paused instead.
+/// the frame); a web stream cannot go back, and the player resumes it where it paused instead — but it can start
+/// later (`--from`): it is requested again and decoded and dropped up to the start.
 public final class AudioInputSource: PCMSource {
     public let address: AudioSourceAddress
     /// What the source is (container, encoding, rate, channels, length, title).
@@ -13,6 +14,8 @@ public final class AudioInputSource: PCMSource {
     public let format: AudioFormat
     public var totalFrames: UInt64? { source.frames.map { UInt64(max(0, $0)) } }
     public var isSeekable: Bool { !source.isNetworkStream }
+    /// Files, and URLs (requested again, decoded and dropped up to the frame); not standard input (read once).
+    public var canStartLater: Bool { address != .standardInput }
     private let options: AudioInputOptions
     private let stream: Mutex<AudioStream>
 
@@ -72,9 +75,7 @@ public final class AudioInputSource: PCMSource {
     }
 
     public func seek(toFrame frame: UInt64) async throws {
-        guard isSeekable else {
-            throw AudioInputError(.badOption, address == .standardInput ? "standard input cannot seek" : "\(address.lastComponent): a web stream cannot seek")
-        }
+        guard canStartLater else { throw AudioInputError(.badOption, "standard input cannot seek") }
         // The start as a Duration that AudioInput turns back into exactly `frame` (it rounds down: round up here).
         let rate = UInt64(format.sampleRate)
         let attoseconds = (Int128(frame % rate) * 1_000_000_000_000_000_000 + Int128(rate) - 1) / Int128(rate)

@@ -12,10 +12,17 @@ public protocol PCMSource: AnyObject, Sendable {
     var totalFrames: UInt64? { get }
     /// Whether the source can go back (`seek`): files yes, HTTP streams no.
     var isSeekable: Bool { get }
+    /// Whether playback can start later in the source (`seek` forward before it is read): every seekable source, and
+    /// a stream that decodes and drops up to the start (an HTTP source). Default: `isSeekable`.
+    var canStartLater: Bool { get }
     /// Up to `maxFrames` whole frames (`count` a multiple of `format.bytesPerFrame`); empty at the end.
     func read(maxFrames: Int) async throws -> [UInt8]
     /// Positions the next `read` at frame `frame`.
     func seek(toFrame frame: UInt64) async throws
+}
+
+extension PCMSource {
+    public var canStartLater: Bool { isSeekable }
 }
 
 /// A deterministic test signal: every sample of every channel is a function of its frame index (`sample(frame:channel:)`),

@@ -50,6 +50,12 @@ public struct PlaybackMachine: Sendable {
         var history: [SentPacket] = []
         /// The members that get this stream.
         var receiving: Set<UInt64> = []
+        /// The members that reported its last frame heard (`speakerEnded`): the playback ends once every member
+        /// receiving it did (or at the end grace).
+        var ended: Set<UInt64> = []
+        /// When the last member receiving it was lost (nil while one receives it): the playback waits `lostTimeout`
+        /// for one to come back, then stops (`Interruption.everySpeakerLost`).
+        var orphanedAt: UInt64?
 
         public var streamId: UInt32 { schedule.streamId }
         var rate: UInt64 { UInt64(schedule.format.sampleRate) }
@@ -72,6 +78,14 @@ public struct PlaybackMachine: Sendable {
         case playing(Stream, run: UInt64)
         case paused(Stream, Pause)
         case stopped
+    }
+
+    /// Why a playback stopped by itself before its end (not a stop, not the end heard).
+    public enum Interruption: Sendable, Hashable {
+        /// Every member that got the stream was lost (and none came back within `lostTimeout`).
+        case everySpeakerLost
+        /// Another controller played stream `by` on every member that got this one.
+        case takenOver(by: UInt32)
     }
 
     /// What the shell does, in order.
@@ -101,6 +115,8 @@ public struct PlaybackMachine: Sendable {
         case sendHistory(to: UInt64, packets: [[UInt8]])
         /// Call `resumeGraceEnded(epoch:now:)` after `delay`.
         case startResumeTimer(epoch: UInt64, delay: Duration)
+        /// The playback stops by itself, for this reason (before `stateChanged(.stopped)`; no `.ended`).
+        case interrupted(Interruption)
     }
 
     /// What the streaming loop of a run does next.
@@ -145,13 +161,21 @@ public struct PlaybackMachine: Sendable {
     public let buffer: UInt64
     /// How long a stream paused here waits for the members another controller did not resume yet.
     public let resumeGrace: Duration
+    /// How long after its last frame's time a stream waits for the members that did not report it heard yet (ns):
+    /// then they are stopped and the playback ends.
+    public let endGrace: UInt64
+    /// How long a playing stream that lost every member waits for one to come back (ns).
+    public let lostTimeout: UInt64
     private var nextStreamId: UInt32
     /// Names runs and pauses (never reused).
     private var nextEpoch: UInt64 = 1
 
-    public init(buffer: Duration, resumeGrace: Duration = .milliseconds(300), firstStreamId: UInt32) {
+    public init(buffer: Duration, resumeGrace: Duration = .milliseconds(300), endGrace: Duration = .seconds(2),
+                lostTimeout: Duration = .seconds(3), firstStreamId: UInt32) {
         self.buffer = Self.ns(buffer)
         self.resumeGrace = resumeGrace
+        self.endGrace = Self.ns(endGrace)
+        self.lostTimeout = Self.ns(lostTimeout)
         nextStreamId = firstStreamId == 0 ? 1 : firstStreamId
     }
 
@@ -283,12 +307,14 @@ public struct PlaybackMachine: Sendable {
             return [.speakerJoined(id)]
         case .playing(var s, let run) where s.streamId == streamId:
             s.receiving.insert(id)
+            s.orphanedAt = nil
             state = .playing(s, run: run)
             let soon = now &+ 20_000_000
             let packets = s.history.filter { $0.presentation > soon }.map(\.bytes)
             return [.speakerJoined(id)] + (packets.isEmpty ? [] : [.sendHistory(to: id, packets: packets)])
         case .paused(var s, let p) where s.streamId == streamId:
             s.receiving.insert(id)
+            s.orphanedAt = nil
             state = .paused(s, p)
             return [.speakerJoined(id), .pauseSpeakers(streamId: streamId, ids: [id])]
         default:
@@ -314,8 +340,35 @@ public struct PlaybackMachine: Sendable {
         case .initialized, .stopped:
             return []
         }
+        if case let .playing(s, run) = state, !s.receiving.isEmpty, s.receiving.isSubset(of: s.ended) {
+            return finishEnded(s, run: run)  // the others heard the end
+        }
         guard stopIfLast, receivingIds.isEmpty else { return [] }
         return end(tellSpeakers: false, except: nil)
+    }
+
+    /// Member `id`'s link was lost. When it was the last member receiving the stream, the playback stops with
+    /// `Interruption.everySpeakerLost` — at once when the member is not reconnected, else once none came back within
+    /// `lostTimeout` (or the stream's end passed). Otherwise as `memberRemoved` (the others play on).
+    public mutating func memberLost(_ id: UInt64, reconnecting: Bool, now: UInt64) -> [Action] {
+        let received = receives(id)
+        var actions = memberRemoved(id, stopIfLast: false)
+        guard receivingIds.isEmpty else { return actions }
+        switch state {
+        case .playing(var s, let run) where received:
+            guard reconnecting else { return actions + interrupt(.everySpeakerLost) }
+            s.orphanedAt = now
+            state = .playing(s, run: run)
+        case .paused(var s, let p) where received:
+            guard reconnecting else { return actions + interrupt(.everySpeakerLost) }
+            s.orphanedAt = now
+            state = .paused(s, p)
+        case .starting, .playing, .paused:
+            if !reconnecting { actions += end(tellSpeakers: false, except: nil) }
+        case .initialized, .stopped:
+            break
+        }
+        return actions
     }
 
     // MARK: The speakers' events
@@ -329,6 +382,7 @@ public struct PlaybackMachine: Sendable {
     /// Member `id` reports `streamId` playing again (another controller resumed): the player resumes once every
     /// member that gets the stream did, or when the grace timer fires.
     public mutating func speakerResumed(_ id: UInt64, streamId: UInt32, now: UInt64) -> [Action] {
+        if let s = stream, s.streamId != streamId, streamId != 0 { return takenOver(id, by: streamId) }
         guard case .paused(let s, var p) = state, s.streamId == streamId else { return [] }
         if members.contains(id) { p.resumed.insert(id) }
         state = .paused(s, p)
@@ -354,10 +408,39 @@ public struct PlaybackMachine: Sendable {
         }
     }
 
-    /// A member reports the last frame of `streamId` heard.
-    public mutating func speakerEnded(streamId: UInt32) -> [Action] {
-        guard case let .playing(s, run) = state, s.streamId == streamId else { return [] }
+    /// Member `id` reports the last frame of `streamId` heard: the playback ends once every member receiving the
+    /// stream did (a member whose output is later — its latency, its buffer — is not cut off by an earlier one's end;
+    /// those that never say so are stopped at the end grace, `step`).
+    public mutating func speakerEnded(_ id: UInt64, streamId: UInt32) -> [Action] {
+        guard case .playing(var s, let run) = state, s.streamId == streamId else { return [] }
+        s.ended.insert(id)
+        state = .playing(s, run: run)
+        guard s.receiving.isSubset(of: s.ended) else { return [] }
         return finishEnded(s, run: run)
+    }
+
+    /// Member `id` reports another stream (`by`) playing — another controller's `play` replaced this stream on it:
+    /// it no longer gets this one; when no member does any more, the playback stops at once
+    /// (`Interruption.takenOver`; the speakers are not told: they play the other stream).
+    private mutating func takenOver(_ id: UInt64, by other: UInt32) -> [Action] {
+        guard receives(id) else { return [] }
+        switch state {
+        case .playing(var s, let run):
+            s.receiving.remove(id)
+            state = .playing(s, run: run)
+        case .paused(var s, var p):
+            s.receiving.remove(id)
+            p.resumed.remove(id)
+            state = .paused(s, p)
+        case .starting(var s, let shown):
+            s.receiving.remove(id)
+            state = .starting(s, shown: shown)
+            return []
+        case .initialized, .stopped:
+            return []
+        }
+        guard receivingIds.isEmpty else { return [] }
+        return interrupt(.takenOver(by: other))
     }
 
     /// Member `id` asks for `request`'s packets again: those still held and not yet due at `now`, in its order.
@@ -415,8 +498,15 @@ public struct PlaybackMachine: Sendable {
         if old > 0 { s.history.removeFirst(old) }
         var actions = reportTime(&s, now: now)
         state = .playing(s, run: run)
-        if let endFrame = s.endFrame, now > s.schedule.presentationTime(ofFrame: endFrame) &+ 500_000_000 {
-            actions.append(.stopSpeakers(streamId: s.streamId, ids: receivingIds, reportErrors: false, afterAnotherController: false))
+        let pastEnd = s.endFrame.map { now > s.schedule.presentationTime(ofFrame: $0) &+ endGrace } ?? false
+        if let since = s.orphanedAt, now >= since &+ lostTimeout || pastEnd {
+            return .finish(actions + interrupt(.everySpeakerLost))
+        }
+        if pastEnd {
+            let waiting = receivingIds.filter { !s.ended.contains($0) }
+            if !waiting.isEmpty {
+                actions.append(.stopSpeakers(streamId: s.streamId, ids: waiting, reportErrors: false, afterAnotherController: false))
+            }
             return .finish(actions + finishEnded(s, run: run))
         }
         return .idle(actions)
@@ -471,6 +561,7 @@ public struct PlaybackMachine: Sendable {
         }
         s.pending = unheard + s.pending
         s.endFrame = nil
+        s.ended = []
         s.history = []
         s.schedule.anchor(frame: position, at: now)
         state = .paused(s, Pause(frame: position, epoch: epoch()))
@@ -482,6 +573,18 @@ public struct PlaybackMachine: Sendable {
         s.schedule.anchor(frame: p.frame, at: now &+ buffer)
         s.lastSecond = Int(p.frame / s.rate)
         return play(s)
+    }
+
+    /// The playback stops by itself before its end (the speakers still in it are not told: lost or taken over).
+    private mutating func interrupt(_ why: Interruption) -> [Action] {
+        guard stream != nil else { return [] }
+        let shown = playerState
+        var actions: [Action] = []
+        if case let .playing(_, run) = state { actions.append(.stopStreaming(run: run)) }
+        state = .stopped
+        actions.append(.interrupted(why))
+        if shown != .stopped { actions.append(.stateChanged(.stopped)) }
+        return actions
     }
 
     private mutating func finishEnded(_ s: Stream, run: UInt64) -> [Action] {
@@ -511,7 +614,8 @@ public struct PlaybackMachine: Sendable {
     }
 
     private func reportTime(_ s: inout Stream, now: UInt64) -> [Action] {
-        let frame = s.schedule.frame(at: now)
+        // Not beyond the end (the wait for the members' ends counts no seconds the stream does not have).
+        let frame = min(s.schedule.frame(at: now), s.endFrame ?? .max)
         let second = Int(frame / s.rate)
         guard second > s.lastSecond, frame > s.startFrame || second > 0 else { return [] }
         defer { s.lastSecond = second }

@@ -311,6 +311,12 @@ public actor SpeakerController {
         get async { await playerInstance?.state ?? .initialized }
     }
 
+    /// Why the last playback stopped by itself before its end (every speaker lost, the stream taken over by another
+    /// controller); nil after its end, a stop, or while it plays.
+    public var playbackInterruption: SpeakerSessionError? {
+        get async { await playerInstance?.interruption }
+    }
+
     /// What the player did for lost-packet recovery (docs/speaker-protocol.md §7.1).
     public var recoveryStatistics: PlayerRecoveryStatistics {
         get async { await playerInstance?.recoveryStatistics ?? PlayerRecoveryStatistics() }

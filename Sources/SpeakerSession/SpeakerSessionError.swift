@@ -51,6 +51,8 @@ extension ErrorCodeIn where Domain == SpeakerSessionError {
     public static var connectionFailed: Self { Self(rawValue: "connection-failed") }
     /// The session is closed.
     public static var notConnected: Self { Self(rawValue: "not-connected") }
+    /// The playback was taken over: another controller's stream replaced this one on the speakers.
+    public static var interrupted: Self { Self(rawValue: "interrupted") }
     /// Discovery could not run (no socket).
     public static var discoveryFailed: Self { Self(rawValue: "discovery-failed") }
 }

@@ -497,6 +497,7 @@ extension SpeakerCommand {
                     let left = PlayEvent(event: "state", state: SpeakerCommand.stateName(await c.playerState))
                     try Output.emitLine(left, json: output.json) { left.state! }
                 }
+                if let interruption = await c.playbackInterruption { throw interruption }
                 if let sourceFailure { throw sourceFailure }
             }
         }

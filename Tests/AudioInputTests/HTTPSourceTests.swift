@@ -94,6 +94,28 @@ extension TestHTTPServer {
         }
     }
 
+    /// Issue 30 item 12: a URL source cannot go back, but it can start later (`--from`): it is requested again and
+    /// decoded and dropped up to the frame, exactly.
+    @Test func aURLSourceStartsLaterByDecodingAndDropping() async throws {
+        try await withTimeLimit {
+            let f = try Self.files()
+            let server = try await TestHTTPServer(["/tone.wav": .body(f.wav, type: "audio/wav", length: false)])
+            let source = try await AudioInputSource.open(server.url("/tone.wav"))
+            #expect(!source.isSeekable && source.canStartLater)
+            try await source.seek(toFrame: 88_200 + 7)
+            var bytes: [UInt8] = []
+            while true {
+                let chunk = try await source.read(maxFrames: 10_000)
+                if chunk.isEmpty { break }
+                bytes += chunk
+            }
+            let samples = stride(from: 0, to: bytes.count - 1, by: 2).map { Int32(Int16(bitPattern: UInt16(bytes[$0]) | UInt16(bytes[$0 + 1]) << 8)) }
+            #expect(Fixtures.difference(samples, Fixtures.music(frames: 3 * 44_100, rate: 44_100)[(2 * (88_200 + 7))...].map(Int32.init)) == nil)
+            await source.close()
+            await server.stop()
+        }
+    }
+
     @Test func badAnswersFailInOpen() async throws {
         try await withTimeLimit {
             var random = SystemRandomNumberGenerator()

@@ -271,9 +271,9 @@ struct VirtualClockPlayerTests {
     }
 
     /// A source that fails after 1.25 s (60,000 frames): it is reported once with where it stopped, before the end;
-    /// no speaker hears the end (no audio goes out), so the stream ends on the player's timeline 500 ms after its last
-    /// frame — at the first wake of the streaming loop (every 40 ms) past 0.2 + 1.25 + 0.5 s, 1.96 s — and the speaker
-    /// is stopped.
+    /// no speaker hears the end (no audio goes out), so the stream ends on the player's timeline the end grace (2 s)
+    /// after its last frame — at the first wake of the streaming loop (every 40 ms) past 0.2 + 1.25 + 2 s, 3.48 s — and
+    /// the speaker is stopped.
     @Test func aFailingSourceIsReportedWhereItStoppedAndTheUnheardEndComesOnTheTimeline() async throws {
         try await withTimeLimit {
             let tick = Duration.milliseconds(40)
@@ -290,7 +290,7 @@ struct VirtualClockPlayerTests {
                 rig.clock.advance(by: tick)
                 t += tick
             }
-            #expect(t == .milliseconds(1960), "ended at \(t)")
+            #expect(t == .milliseconds(3480), "ended at \(t)")
             let failures = events.matching { if case .sourceFailed = $0 { true } else { false } }
             #expect(failures == [.sourceFailed(seconds: 1.25, category: .device, message: "the bytes ran out")], "\(events.all)")
             #expect(events.matching { if case .time = $0 { true } else { false } } == [.time(seconds: 1)], "\(events.all)")
@@ -300,6 +300,57 @@ struct VirtualClockPlayerTests {
             #expect(events.states == [.initialized, .playing, .stopped], "\(events.all)")
             #expect(!events.all.contains(where: isSpeakerError), "\(events.all)")
             #expect(try await rig.sessions[0].status().state == .stopped)
+            await rig.close()
+        }
+    }
+
+    /// Issue 30 item 9: the only speaker lost at 0 s of a 10 s stream (the player reconnects to it in vain): the
+    /// playback waits 3 s (`lostTimeout`) for it — still playing at the wake at 2.94 s — then stops at the wake at
+    /// 3.01 s (every 70 ms), with `every speaker was lost` and no `ended`.
+    @Test func losingTheOnlySpeakerStopsThePlaybackAfterTheLostTimeoutWithoutEnded() async throws {
+        try await withTimeLimit {
+            let tick = Duration.milliseconds(70)  // no wake on a reconnection attempt's time (every 500 ms)
+            let rig = try await VirtualRig.start(1, options: PlayerOptions(buffer: .milliseconds(400), tick: tick))
+            let events = try await PlayerEventLog(rig.player)
+            try await rig.player.play(GeneratedSignal(format: Self.format, seconds: 10, seed: 6))
+            let id = rig.ids[0]
+            await rig.speakers[0].powerOff()
+            try await events.waitFor("the speaker lost") { if case .speakerLost(id, _) = $0 { true } else { false } }
+            let stopped = { events.all.contains(.stateChanged(.stopped)) }
+            var t = Duration.zero
+            while t < .seconds(10) {
+                try await waitUntil("the streaming loop's wake after \(t)") { rig.clock.deadlines.contains(t + tick) || stopped() }
+                if stopped() { break }
+                rig.clock.advance(by: tick)
+                t += tick
+            }
+            #expect(t == .milliseconds(3010), "stopped at \(t)")
+            #expect(await rig.player.interruption?.code == .disconnected)
+            #expect(!events.all.contains(.ended), "\(events.all)")
+            #expect(events.states == [.initialized, .playing, .stopped], "\(events.all)")
+            await rig.close()
+        }
+    }
+
+    /// Issue 30 item 9: another controller (the hub) plays its stream on the player's only speaker: the player stops
+    /// at once — no more streaming, no `ended` — with `interrupted`, and the other stream plays on.
+    @Test func anotherControllersStreamOnTheOnlySpeakerStopsThePlaybackAtOnce() async throws {
+        try await withTimeLimit {
+            let rig = try await VirtualRig.start(1)
+            let events = try await PlayerEventLog(rig.player)
+            try await rig.player.play(GeneratedSignal(format: Self.format, seconds: 30, seed: 7))
+            let other = try await VirtualRig.open(rig.server, 0)
+            try await other.joinSession()
+            try await other.setClockMap(ClockMap(controllerReference: 1_000_000_000, speakerReference: 1_000_000_000, rate: 0))
+            try await other.play(streamId: 0x1_0000, format: Self.format, source: .localFile, title: "hub")
+            try await events.waitFor("the player stops") { $0 == .stateChanged(.stopped) }
+            let interruption = await rig.player.interruption
+            #expect(interruption?.code == .interrupted, "\(String(describing: interruption))")
+            #expect(!events.all.contains(.ended), "\(events.all)")
+            #expect(events.states == [.initialized, .playing, .stopped], "\(events.all)")
+            let status = try await other.status()
+            #expect(status.state == .playing && status.streamId == 0x1_0000)
+            await other.close()
             await rig.close()
         }
     }

@@ -96,7 +96,8 @@ public actor SpeakerPlayer {
         self.reconnect = reconnect
         self.logger = logger
         self.onReconnect = onReconnect
-        machine = PlaybackMachine(buffer: options.buffer, firstStreamId: UInt32.random(in: 1...0xFFFF))
+        machine = PlaybackMachine(buffer: options.buffer, endGrace: options.endGrace, lostTimeout: options.lostTimeout,
+                                  firstStreamId: UInt32.random(in: 1...0xFFFF))
         socket = try UDPSocket.bind(host: "0.0.0.0", port: 0)
         clockChannel = try ClockSyncChannel(clock: self.clock)
     }
@@ -114,6 +115,11 @@ public actor SpeakerPlayer {
 
     /// The stream playing or paused (0: none).
     public var streamId: UInt32 { machine.streamId }
+
+    /// Why the last playback stopped by itself before its end, if it did (nil after its end, a stop, or while one
+    /// plays): every speaker lost (`.disconnected`), or the stream taken over by another controller's play on every
+    /// speaker (`.interrupted`). Set before the player reports `stopped`.
+    public private(set) var interruption: SpeakerSessionError?
 
     /// The members' ids in order.
     public var memberIds: [UInt64] { machine.members }
@@ -148,10 +154,13 @@ public actor SpeakerPlayer {
             if let total = source.totalFrames, first >= total {
                 throw SpeakerSessionError(.invalidArgument, "--from \(seconds) s is beyond the end (\(Double(total) / Double(format.sampleRate)) s)")
             }
-            guard source.isSeekable else { throw SpeakerSessionError(.invalidArgument, "this source cannot start at \(seconds) s (not seekable)") }
+            guard source.isSeekable || source.canStartLater else {
+                throw SpeakerSessionError(.invalidArgument, "this source cannot start at \(seconds) s (not seekable)")
+            }
             try await source.seek(toFrame: first)
         }
         self.source = source
+        interruption = nil
         let (id, announcements) = machine.start(format: format, encoding: options.encoding, startFrame: first, title: title,
                                                 kind: kind, now: now())
         await perform(announcements)
@@ -281,6 +290,13 @@ public actor SpeakerPlayer {
             case let .sendHistory(id, packets):
                 guard let member = members[id], let host = member.session.host else { continue }
                 await Self.send(packets.map { ($0, 1) }, to: [(host, member.session.hello.audioPort)], on: socket)
+            case let .interrupted(why):
+                interruption = switch why {
+                case .everySpeakerLost:
+                    SpeakerSessionError(.disconnected, "every speaker was lost; the playback stopped")
+                case let .takenOver(other):
+                    SpeakerSessionError(.interrupted, "another controller took the speakers over (stream \(other)); the playback stopped")
+                }
             case let .startResumeTimer(epoch, delay):
                 _ = clock.schedule(after: delay) { [weak self] in
                     Task { await self?.resumeGraceEnded(epoch) }
@@ -437,7 +453,7 @@ public actor SpeakerPlayer {
         case let .playbackStateChanged(stream, .stopped):
             await perform(machine.speakerStopped(id, streamId: stream))
         case let .playbackEnded(stream):
-            await perform(machine.speakerEnded(streamId: stream))
+            await perform(machine.speakerEnded(id, streamId: stream))
         case let .error(device, code, message):
             events.yield(.speakerError(deviceId: device, code: code, message: message))
         default:
@@ -452,7 +468,7 @@ public actor SpeakerPlayer {
         endMapWaits(of: id)
         events.yield(.speakerLost(deviceId: id, reason: "link to speaker \(session.address) lost"))
         let open = reconnector(for: session)
-        await perform(machine.memberRemoved(id, stopIfLast: open == nil))
+        await perform(machine.memberLost(id, reconnecting: open != nil && !closed, now: now()))
         guard let open, !closed, !reconnecting.contains(id) else { return }
         reconnecting.insert(id)
         let interval = options.reconnectInterval
