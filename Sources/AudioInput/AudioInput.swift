@@ -80,8 +80,12 @@ public struct AudioSourceDescription: Sendable, Hashable, CustomStringConvertibl
     public let title: String
     /// Whether the source came over HTTP.
     public let isNetworkStream: Bool
+    /// The source's own tags (FLAC and Ogg Vorbis comments, RIFF INFO, AIFF, ID3 as libsndfile reads them): what a
+    /// media library shows (`title` above falls back to the file name; `tags.title` is nil without a tag).
+    public let tags: AudioTags
 
-    public init(container: String, encoding: String, sampleRate: Int, channels: Int, frames: Int64?, title: String, isNetworkStream: Bool) {
+    public init(container: String, encoding: String, sampleRate: Int, channels: Int, frames: Int64?, title: String, isNetworkStream: Bool,
+                tags: AudioTags = AudioTags()) {
         self.container = container
         self.encoding = encoding
         self.sampleRate = sampleRate
@@ -89,6 +93,7 @@ public struct AudioSourceDescription: Sendable, Hashable, CustomStringConvertibl
         self.frames = frames
         self.title = title
         self.isNetworkStream = isNetworkStream
+        self.tags = tags
     }
 
     /// The length, when the number of frames is known.
@@ -108,6 +113,19 @@ public struct AudioSourceDescription: Sendable, Hashable, CustomStringConvertibl
             text += ", length unknown"
         }
         return text
+    }
+}
+
+/// A source's tags, each nil when the source has none (or only spaces).
+public struct AudioTags: Sendable, Hashable {
+    public var title: String?
+    public var artist: String?
+    public var album: String?
+
+    public init(title: String? = nil, artist: String? = nil, album: String? = nil) {
+        self.title = title
+        self.artist = artist
+        self.album = album
     }
 }
 

@@ -10,6 +10,8 @@ final class DecodePipeline: @unchecked Sendable {
     let description: AudioSourceDescription
     let startFrame: Int64
     let network: HTTPByteSource?
+    /// A local file's descriptor (libsndfile's: it closes it), to tell where its decoding stopped.
+    private let descriptor: Int32?
 
     private let output: AudioFormat
     private let name: String
@@ -30,10 +32,11 @@ final class DecodePipeline: @unchecked Sendable {
 
     private static let blockFrames = 4096
 
-    private init(file: OpaquePointer, network: HTTPByteSource?, info: SF_INFO, name: String,
+    private init(file: OpaquePointer, network: HTTPByteSource?, descriptor: Int32?, info: SF_INFO, name: String,
                  description: AudioSourceDescription, output: AudioFormat, startFrame: Int64, resampler: Resampler?) {
         self.file = file
         self.network = network
+        self.descriptor = descriptor
         self.name = name
         self.description = description
         self.output = output
@@ -68,9 +71,11 @@ final class DecodePipeline: @unchecked Sendable {
             info.channels = Int32(raw.channels)
         }
         let file: OpaquePointer
+        var fileDescriptor: Int32?
         switch source {
         case .file(let path):
             let descriptor = try openFile(path)
+            fileDescriptor = descriptor
             let head = readHead(descriptor)
             // libsndfile keeps a failed open's error in one process-wide place (sf_error(NULL)): an open and the
             // reading of its error are one step, or a concurrent open's error is reported for this file.
@@ -123,7 +128,7 @@ final class DecodePipeline: @unchecked Sendable {
             sf_close(file)
             throw error
         }
-        let pipeline = DecodePipeline(file: file, network: network, info: info, name: name,
+        let pipeline = DecodePipeline(file: file, network: network, descriptor: fileDescriptor, info: info, name: name,
                                       description: description, output: output, startFrame: startFrame, resampler: resampler)
         try pipeline.seek(to: startFrame, isNetwork: isNetwork)
         // Decode the first frames now: whatever is wrong with the audio data shows before anything plays.
@@ -138,8 +143,11 @@ final class DecodePipeline: @unchecked Sendable {
     }
 
     /// Opens a local file for reading: not found, not a regular file, unreadable, empty are told apart here.
+    ///
+    /// Opened non-blocking, so that a named pipe (FIFO) with no writer — or a device — is refused at once instead of
+    /// blocking the open forever; a regular file is then read blocking, as before.
     private static func openFile(_ path: String) throws(AudioInputError) -> Int32 {
-        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         if fd < 0 {
             let code = errno
             switch code {
@@ -157,8 +165,12 @@ final class DecodePipeline: @unchecked Sendable {
         let type = st.st_mode & S_IFMT
         guard type == S_IFREG else {
             POSIX.close(fd)
+            if type == S_IFIFO {
+                throw AudioInputError(.notAFile, "\(path): is a named pipe (FIFO), not a file; give it as standard input (- < \(path))")
+            }
             throw AudioInputError(.notAFile, "\(path): is \(type == S_IFDIR ? "a directory" : "not a regular file"), not an audio file")
         }
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
         guard st.st_size > 0 else {
             POSIX.close(fd)
             throw AudioInputError(.empty, "\(path): is empty (0 bytes)")
@@ -253,13 +265,15 @@ final class DecodePipeline: @unchecked Sendable {
         var frames: Int64? = info.frames > 0 && info.frames < Int64(Int32.max) * 1024 ? info.frames : nil
         // Over HTTP the decoder is not told the length: only a PCM container's own header counts its frames.
         if isNetwork && (major == Int32(SF_FORMAT_MPEG) || major == Int32(SF_FORMAT_OGG)) { frames = nil }
-        var title = source.lastComponent
-        if let tag = sf_get_string(file, Int32(SF_STR_TITLE)) {
-            let text = String(cString: tag).trimmingSpaces
-            if !text.isEmpty { title = text }
+        func tag(_ kind: Int32) -> String? {
+            guard let value = sf_get_string(file, kind) else { return nil }
+            let text = String(cString: value).trimmingSpaces
+            return text.isEmpty ? nil : text
         }
+        let tags = AudioTags(title: tag(Int32(SF_STR_TITLE)), artist: tag(Int32(SF_STR_ARTIST)), album: tag(Int32(SF_STR_ALBUM)))
         return AudioSourceDescription(container: container, encoding: encoding, sampleRate: Int(info.samplerate),
-                                      channels: Int(info.channels), frames: frames, title: title, isNetworkStream: isNetwork)
+                                      channels: Int(info.channels), frames: frames, title: tags.title ?? source.lastComponent,
+                                      isNetworkStream: isNetwork, tags: tags)
     }
 
     private static func formatName(_ file: OpaquePointer, _ format: Int32) -> String {
@@ -365,9 +379,37 @@ final class DecodePipeline: @unchecked Sendable {
         guard countsFramesExactly, let frames = description.frames, frames < Self.placeholderFrames else { return }
         let expected = frames - startFrame
         guard decodedSourceFrames < expected else { return }
-        let rate = Double(max(1, description.sampleRate))
-        let at = Double(startFrame + decodedSourceFrames) / rate
-        throw AudioInputError(.truncated, "\(name): is truncated: the audio ends at \(Self.seconds(at)) s of the \(Self.seconds(Double(frames) / rate)) s its header announces")
+        // A local file whose decoding ends before its last bytes is damaged there, not cut.
+        if let left = bytesLeft, left > 0 { throw damaged(reason: "the decoder stops there, \(left) bytes before the end of the file") }
+        throw truncated
+    }
+
+    /// Where the decoding stopped, in seconds of the source.
+    private var stoppedAt: String {
+        Self.seconds(Double(startFrame + decodedSourceFrames) / Double(max(1, description.sampleRate)))
+    }
+
+    /// The source ends before the audio its header announces.
+    private var truncated: AudioInputError {
+        guard let frames = description.frames else { return AudioInputError(.truncated, "\(name): is truncated: the audio ends at \(stoppedAt) s") }
+        let total = Self.seconds(Double(frames) / Double(max(1, description.sampleRate)))
+        return AudioInputError(.truncated, "\(name): is truncated: the audio ends at \(stoppedAt) s of the \(total) s its header announces")
+    }
+
+    /// The audio data cannot be decoded from `stoppedAt` on.
+    private func damaged(reason: String) -> AudioInputError {
+        AudioInputError(.corrupt, "\(name): the audio data is damaged at \(stoppedAt) s: \(reason)")
+    }
+
+    /// For a local file: the bytes the decoder has not read (0: it read to the end, where a cut file fails; nil for a
+    /// stream). libsndfile reads the descriptor in order (a block ahead of the frames decoded), so a failure with
+    /// bytes left is damage in the middle.
+    private var bytesLeft: Int64? {
+        guard let descriptor else { return nil }
+        var st = stat()
+        let offset = lseek(descriptor, 0, SEEK_CUR)
+        guard offset >= 0, fstat(descriptor, &st) == 0 else { return nil }
+        return max(0, Int64(st.st_size) - Int64(offset))
     }
 
     /// Whether `description.frames` is the header's exact count (see `checkLength`).
@@ -389,6 +431,9 @@ final class DecodePipeline: @unchecked Sendable {
         guard let file else { return }
         let code = sf_error(file)
         if code != 0 {
+            // A decoder that fails having read a local file to its end ran out of bytes: the file was cut (libFLAC
+            // says it "lost sync" either way).
+            if bytesLeft == 0 { throw truncated }
             throw AudioInputError(.corrupt, "\(name): the audio data cannot be decoded: \(String(cString: sf_error_number(code)).lowercasedFirst)")
         }
     }

@@ -31,6 +31,17 @@ import TestSupport
         await Self.expectError(try Fixtures.directory(), .notAFile)
     }
 
+    /// Issue 30 item 11: a named pipe with no writer is refused at once, in one line (the open blocked forever).
+    @Test func aNamedPipeIsRefusedAtOnce() async throws {
+        let path = "\(try Fixtures.directory())/f.wav"
+        #expect(mkfifo(path, 0o600) == 0)
+        try await withTimeLimit {
+            await Self.expectError(path, .notAFile)
+            let error = await Fixtures.openError(.file(path))
+            #expect(error?.message.contains("named pipe") == true, "\(String(describing: error))")
+        }
+    }
+
     @Test func zeroBytes() async throws {
         let path = "\(try Fixtures.directory())/empty.wav"
         _ = FileManager.default.createFile(atPath: path, contents: Data())
@@ -64,8 +75,29 @@ import TestSupport
         let (_, frames, failure) = await Fixtures.readUntilEnd(stream)
         await stream.close()
         #expect(frames > 44_100 / 2 && frames < 2 * 44_100, "\(frames) frames")
-        #expect(failure?.code == .truncated || failure?.code == .corrupt, "\(String(describing: failure))")
+        // Issue 30 item 17: said as what it is (libFLAC's "lost sync" was the line).
+        #expect(failure?.code == .truncated, "\(String(describing: failure))")
+        #expect(failure?.message.contains("is truncated: the audio ends at") == true && failure?.message.contains("lost sync") == false,
+                "\(String(describing: failure))")
         #expect(failure?.category == .device && failure?.message.contains(path) == true, "\(String(describing: failure))")
+    }
+
+    /// Issue 30 item 17: a FLAC file damaged in the middle (its length whole) is damaged, not truncated: its frames up
+    /// to the damage, then `corrupt`.
+    @Test func aFLACFileDamagedInTheMiddleIsCorruptNotTruncated() async throws {
+        let dir = try Fixtures.directory()
+        let whole = "\(dir)/whole.flac", path = "\(dir)/damaged.flac"
+        try Fixtures.write(whole, format: Int32(SF_FORMAT_FLAC | SF_FORMAT_PCM_16), rate: 44_100, channels: 2,
+                           samples: Fixtures.music(frames: 2 * 44_100, rate: 44_100))
+        var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: whole)))
+        for i in (bytes.count / 2)..<(bytes.count / 2 + 3_000) { bytes[i] = UInt8(truncatingIfNeeded: Int(bytes[i]) * 7 + 13) }
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        let stream = try await AudioInput.open(.file(path), output: Fixtures.format(rate: 44_100, channels: 2))
+        let (_, frames, failure) = await Fixtures.readUntilEnd(stream)
+        await stream.close()
+        #expect(frames > 0 && frames < 2 * 44_100, "\(frames) frames")
+        #expect(failure?.code == .corrupt, "\(String(describing: failure))")
+        #expect(failure?.message.contains("truncated") == false && failure?.message.contains(path) == true, "\(String(describing: failure))")
     }
 
     @Test func garbageBytes() async throws {

@@ -154,6 +154,35 @@ import TestSupport
         await #expect(throws: AudioInputError(.cancelled, "")) { _ = try await stream.next() }
     }
 
+    /// Issue 30 item 17: the tags a media library shows — title, artist, album (FLAC Vorbis comments, RIFF INFO) —
+    /// from the header, through `describeFile` as through `open`; nil where there is none (the title then the name).
+    @Test func theTagsAreTheSourcesOwn() async throws {
+        let dir = try Fixtures.directory()
+        for (name, format) in [("tagged.flac", Int32(SF_FORMAT_FLAC | SF_FORMAT_PCM_16)), ("tagged.wav", Int32(SF_FORMAT_WAV | SF_FORMAT_PCM_16))] {
+            let path = "\(dir)/\(name)"
+            var info = SF_INFO()
+            info.samplerate = 8000
+            info.channels = 1
+            info.format = format
+            guard let file = sf_open(path, Int32(SFM_WRITE), &info) else { throw TestFailure("cannot write \(path)") }
+            _ = sf_set_string(file, Int32(SF_STR_TITLE), "Morning Tune")
+            _ = sf_set_string(file, Int32(SF_STR_ARTIST), "The Band")
+            _ = sf_set_string(file, Int32(SF_STR_ALBUM), "Days")
+            let samples = [Int16](repeating: 5, count: 800)
+            _ = samples.withUnsafeBufferPointer { sf_writef_short(file, $0.baseAddress, 800) }
+            sf_close(file)
+            let described = try AudioInput.describeFile(path)
+            #expect(described.tags == AudioTags(title: "Morning Tune", artist: "The Band", album: "Days"), "\(name): \(described.tags)")
+            let stream = try await AudioInput.open(.file(path), output: .cd)
+            #expect(stream.source.tags.artist == "The Band" && stream.source.title == "Morning Tune", "\(name)")
+            await stream.close()
+        }
+        let plain = "\(dir)/plain.flac"
+        try Fixtures.write(plain, format: Int32(SF_FORMAT_FLAC | SF_FORMAT_PCM_16), rate: 8000, channels: 1, samples: [Int16](repeating: 5, count: 800))
+        let described = try AudioInput.describeFile(plain)
+        #expect(described.tags == AudioTags() && described.title == "plain.flac")
+    }
+
     @Test func addressesAreParsed() throws {
         #expect(try AudioSourceAddress("song.wav") == .file("song.wav"))
         #expect(try AudioSourceAddress("file:///music/a.mp3") == .file("/music/a.mp3"))
