@@ -3,6 +3,16 @@ import Speaker
 import SpeakerPlayback
 import Support
 
+/// Where a simulated speaker's recordings go (`tuneup sim speaker --record DIR`).
+public enum Recording {
+    /// The WAV file of part `part` of stream `stream` on speaker `speaker`: `speaker-K-stream-S.wav`, and
+    /// `speaker-K-stream-S-part-N.wav` for each time the speaker joins the same stream again (after a lost link or an
+    /// outage), so what it played before is kept. Its render log is the same name with `.render.log`.
+    public static func fileName(speaker: Int, stream: UInt32, part: Int = 1) -> String {
+        "speaker-\(speaker)-stream-\(stream)" + (part > 1 ? "-part-\(part)" : "") + ".wav"
+    }
+}
+
 /// Writes what a simulated speaker played to a WAV file as it plays, on a serial lane of the blocking executor (never
 /// on the cooperative pool); the sizes in the header are set when it is closed.
 final class WAVRecorder: Sendable {

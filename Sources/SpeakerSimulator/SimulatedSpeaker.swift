@@ -98,6 +98,9 @@ public final class SimulatedSpeaker: SimulatedDevice {
         var log: RenderLog?
         var output: [UInt8] = []
         var recorder: WAVRecorder?
+        /// How many times each stream was opened on this speaker (it joins a stream again after a lost link or an
+        /// outage): part 2 on are recorded to files of their own (`Recording.path`).
+        var streamParts: [UInt32: Int] = [:]
         var finished: [(log: RenderLog, pcm: [UInt8])] = []
         /// What the renderers of finished streams counted, summed.
         var totals = RenderStatistics()
@@ -713,10 +716,17 @@ public final class SimulatedSpeaker: SimulatedDevice {
         var clock = configuration.clock
         clock.offset &-= s.stallShift
         s.log = RenderLog(streamId: p.streamId, format: p.format, clock: clock)
+        let part = (s.streamParts[p.streamId] ?? 0) + 1
+        s.streamParts[p.streamId] = part
+        if part > 1 {
+            // What it played of this stream before stays in the earlier part's file; the log says where.
+            let before = Recording.fileName(speaker: index, stream: p.streamId, part: part - 1)
+            s.log?.note = "part \(part) of stream \(p.streamId) on this speaker: it joined the stream again; what it played before is in \(before)"
+        }
         s.output = []
         streamObserver.withLock { $0 }?()
         if let directory = configuration.recordDirectory {
-            s.recorder = WAVRecorder(path: "\(directory)/speaker-\(index)-stream-\(p.streamId).wav", format: p.format)
+            s.recorder = WAVRecorder(path: directory + "/" + Recording.fileName(speaker: index, stream: p.streamId, part: part), format: p.format)
         }
     }
 

@@ -424,6 +424,8 @@ public struct RenderLog: Sendable {
     public let clock: DACClock
     public var runs: [RenderRun] = []
     public var statistics = RenderStatistics()
+    /// A line for the reader, written as a comment after the header (e.g. which part of the stream this is).
+    public var note: String?
 
     public init(streamId: UInt32, format: AudioFormat, clock: DACClock) {
         self.streamId = streamId
@@ -481,6 +483,7 @@ public struct RenderLog: Sendable {
     public func text() -> String {
         var lines = ["# stream=\(streamId) rate=\(format.sampleRate) channels=\(format.channels) sample_format=\(format.sampleFormat.rawValue) offset_ns=\(clock.offset) drift_ppm=\(clock.driftPPM)",
                      "# slot dac_ns true_ns kind source_frame count"]
+        if let note { lines.insert("# " + note.split(whereSeparator: \.isNewline).joined(separator: " "), at: 1) }
         lines.reserveCapacity(runs.count + 1)
         for r in runs {
             let (high, low) = r.slot.multipliedFullWidth(by: 1_000_000_000)

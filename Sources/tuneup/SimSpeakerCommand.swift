@@ -17,7 +17,8 @@ extension SimCommand {
                 0 turns discovery off). Each speaker takes audio on a UDP port of its own (announced by hello and \
                 discovery) and renders it on its DAC clock (--offset-ms, --drift-ppm, --drift-random); --record DIR \
                 writes what each played, per stream, to DIR/speaker-K-stream-S.wav with a .render.log (which source \
-                frame reached the output at which time). Lines on stdin:
+                frame reached the output at which time; a speaker joining a stream again writes -part-2, -part-3...). \
+                Lines on stdin:
                   play [SPEAKER]         mark the speaker as playing (renaming it then interrupts playback)
                   stop [SPEAKER]         mark it as not playing
                   off [SPEAKER]          the speaker vanishes (power cut): links closed, nothing answered
