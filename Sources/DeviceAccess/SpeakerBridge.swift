@@ -34,9 +34,21 @@ public enum SpeakerBridge {
     /// (a host with a `:` otherwise is refused, so `a:b:1` is no speaker).
     public static func parse(_ rest: String, _ text: String) throws(TransportError) -> DeviceAddress {
         let bad = TransportError(.invalidAddress, "bad speaker address '\(text)': expected speaker:HOST:PORT (IPv6: speaker:[::1]:PORT) with PORT 1...65535")
+        if let port = decimalPort(rest), !(1...65535).contains(port) {
+            throw TransportError(.invalidAddress, "bad speaker address '\(text)': port \(port) is out of range (1...65535)")
+        }
         guard case let .tcp(host, port)? = try? AddressSchemes.builtIn.parse("tcp:" + rest), port != 0,
               rest.hasPrefix("[") || !host.contains(":") else { throw bad }
         return address(SpeakerEndpoint(host: host, port: port))
+    }
+
+    /// The port of `HOST:PORT` (`[IPV6]:PORT`) when it is a decimal number, however large (nil: no such port).
+    static func decimalPort(_ rest: String) -> Int? {
+        guard let colon = rest.lastIndex(of: ":") else { return nil }
+        let host = rest[..<colon], digits = rest[rest.index(after: colon)...]
+        guard !host.isEmpty, host.hasPrefix("[") || !host.contains(":"), !digits.isEmpty, digits.count <= 18,
+              digits.allSatisfy({ $0.isASCII && $0.isNumber }) else { return nil }
+        return Int(digits)
     }
 
     /// The address scheme (for `AddressSchemes`).
@@ -78,13 +90,22 @@ extension DeviceRegistry {
     public func parseSpeakerAddress(_ text: String) throws(TransportError) -> DeviceAddress {
         let address: DeviceAddress
         if addressSchemes.resolve(text) == nil, text.contains(":") {
-            // Not HOST:PORT either: the registry's own line (an unknown scheme, with the schemes it knows).
-            do { address = try SpeakerBridge.parse(text, text) } catch { address = try parseAddress(text) }
+            // HOST:PORT with a port out of range is said so; not HOST:PORT either: the registry's own line (an
+            // unknown scheme, with the schemes it knows).
+            if SpeakerBridge.decimalPort(text) != nil {
+                address = try SpeakerBridge.parse(text, text)
+            } else {
+                do { address = try SpeakerBridge.parse(text, text) } catch { address = try parseAddress(text) }
+            }
         } else {
             address = try parseAddress(text)
         }
         guard SpeakerBridge.schemes.contains(address.scheme) else {
             throw TransportError(.invalidAddress, "'\(text)' is not a speaker's address: expected \(speakerForms.joined(separator: ", ")) (HOST:PORT alone: speaker:HOST:PORT)")
+        }
+        // Where a speaker listens on every interface, not where one is reached.
+        if let endpoint = SpeakerBridge.endpoint(of: address), SpeakerSession.isUnspecified(host: endpoint.host) {
+            throw TransportError(.invalidAddress, "bad speaker address '\(text)': \(endpoint.host) means every interface, not a speaker; give the host it is reached at (127.0.0.1 for this machine)")
         }
         return address
     }

@@ -128,6 +128,12 @@ public final class SpeakerSession: Sendable {
     /// What a speaker bound to every interface says its address is.
     static let unspecifiedAddresses: Set<String> = ["", "0.0.0.0", "::", "[::]", "0:0:0:0:0:0:0:0"]
 
+    /// Whether `host` is the unspecified address (`0.0.0.0`, `::`): what a speaker listening on every interface says,
+    /// never an address to connect to.
+    public static func isUnspecified(host: String) -> Bool {
+        unspecifiedAddresses.contains(host) || host == "::0" || host == "0"
+    }
+
     /// Player state and audio health.
     public func status() async throws -> PlaybackStatus {
         let reply = try await send(.getStatus, .getStatus)
