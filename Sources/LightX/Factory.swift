@@ -214,8 +214,12 @@ public enum FactoryStrings {
         guard n >= 1 else { throw LightXError(.valueOutOfRange, "\(what) is empty") }
         guard n < capacity else { throw LightXError(.valueOutOfRange, "\(what) is \(n) bytes, at most \(capacity - 1)") }
         if command == .configSerialNumber {
-            guard text.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) else {
-                throw LightXError(.valueOutOfRange, "serial number \"\(text)\" has characters other than printable ASCII")
+            if let (offset, bad) = text.unicodeScalars.enumerated().first(where: { !(0x21...0x7E).contains($0.element.value) }) {
+                let hex = String(bad.value, radix: 16, uppercase: true)
+                let code = "U+" + String(repeating: "0", count: max(0, 4 - hex.count)) + hex
+                let which = bad == " " ? "a space" : bad.value < 0x20 || bad.value == 0x7F ? "a control character (\(code))" : "'\(bad)' (\(code))"
+                throw LightXError(.valueOutOfRange,
+                    "serial number \"\(text)\" has \(which) at character \(offset + 1): a serial number is printable ASCII without spaces")
             }
         } else if text.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
             throw LightXError(.valueOutOfRange, "\(what) has control characters")

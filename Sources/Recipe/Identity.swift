@@ -83,16 +83,18 @@ public struct IdentityGenerator: Sendable, Hashable {
     public let rules: IdentityRules
     public let model: String
 
-    /// The longest Bluetooth name in bytes of UTF-8 (Core Specification, Vol 3, Part C, 3.2.2).
-    public static let maxNameBytes = 248
+    /// The longest serial number and Bluetooth name a unit stores, in bytes of UTF-8: what the device's factory
+    /// strings hold without their NUL (`FactoryStrings.capacity`, docs/protocol.md §4.14), the limit the codec
+    /// checks when the station writes them.
+    public static let maxStringBytes = FactoryStrings.capacity - 1
 
     public init(rules: IdentityRules, model: String) {
         (self.rules, self.model) = (rules, model)
     }
 
     /// Serial, name and address of the unit with `counter`. Throws `.identityExhausted` when the counter is below
-    /// the first counter, outgrows the serial's counter width, or is past the address block; `.outOfRange` when the
-    /// name is longer than 248 bytes.
+    /// the first counter, outgrows the serial's counter width, or is past the address block; `.deviceLimit` when the
+    /// device cannot store the serial or the name (`deviceProblem`).
     public func identity(counter: Int, date: Date) throws(RecipeError) -> UnitIdentity {
         guard counter >= rules.firstCounter else {
             throw RecipeError(.identityExhausted, "counter \(counter) is below the recipe's first counter \(rules.firstCounter)")
@@ -103,9 +105,44 @@ public struct IdentityGenerator: Sendable, Hashable {
                 "the Bluetooth address block \(rules.addressBlock.start)...\(rules.addressBlock.last) is used up: counter \(counter) would need address \(counter - rules.firstCounter + 1) of \(rules.addressBlock.count)")
         }
         let name = try rules.bluetoothName.render(counter: counter, date: date, serial: serial, model: model)
-        guard !name.isEmpty, name.utf8.count <= Self.maxNameBytes else {
-            throw RecipeError(.outOfRange, "the Bluetooth name '\(name)' must be 1...\(Self.maxNameBytes) bytes of UTF-8")
+        if let problem = Self.deviceProblem(serial: serial) ?? Self.deviceProblem(bluetoothName: name) {
+            throw RecipeError(.deviceLimit, problem)
         }
         return UnitIdentity(serial: serial, bluetoothName: name, bluetoothAddress: address.description)
+    }
+
+    /// Why the device would refuse `serial` (the codec's own check: 1...31 bytes of printable ASCII), or nil.
+    public static func deviceProblem(serial: String) -> String? {
+        refusal(serial, .configSerialNumber).map { "the device cannot store the serial: \($0)" }
+    }
+
+    /// Why the device would refuse `bluetoothName` (1...31 bytes of UTF-8, no control characters), or nil.
+    public static func deviceProblem(bluetoothName: String) -> String? {
+        refusal(bluetoothName, .configBTDisplayName).map { "the device cannot store the Bluetooth name: \($0)" }
+    }
+
+    private static func refusal(_ text: String, _ command: Command) -> String? {
+        do { try FactoryStrings.validate(text, for: command); return nil } catch { return error.message }
+    }
+
+    /// Checks, before any unit is touched, that every identity the rules can give is one the device stores: the
+    /// serial's length is fixed by its pattern (a padded counter, fixed-width date fields), and the name is shortest
+    /// with the first counter and longest with the last one, so those two decide. Returns which template is at fault
+    /// and why, or nil.
+    public func deviceProblem() -> (template: IdentityTemplate, message: String)? {
+        let counters = rules.counters
+        guard let last = counters.last else { return nil }
+        let date = Date(timeIntervalSince1970: 0)
+        for counter in Set([counters.lowerBound, last]).sorted() {
+            guard let serial = try? rules.serial.render(counter: counter, date: date) else { continue }
+            if let problem = Self.refusal(serial, .configSerialNumber) {
+                return (rules.serial, "gives serials like '\(serial)' and the device cannot store them: \(problem)")
+            }
+            guard let name = try? rules.bluetoothName.render(counter: counter, date: date, serial: serial, model: model) else { continue }
+            if let problem = Self.refusal(name, .configBTDisplayName) {
+                return (rules.bluetoothName, "gives names like '\(name)' (counter \(counter)) and the device cannot store them: \(problem)")
+            }
+        }
+        return nil
     }
 }

@@ -58,12 +58,12 @@ public struct RecipeError: CodedError, Hashable {
         self.init(code, code.rawValue)
     }
 
-    /// Unreadable files are local (74), bad images and keys are refused like a device (65), everything else is a
-    /// bad recipe (64).
+    /// Unreadable files are local (74), bad images and keys and identities the device cannot store are refused like
+    /// a device (65), everything else is a bad recipe (64).
     public var category: FailureCategory {
         switch code {
         case .io: return .localFile
-        case .badImage, .wrongModel: return .device
+        case .badImage, .wrongModel, .deviceLimit: return .device
         default: return .usage
         }
     }
@@ -92,8 +92,14 @@ extension ErrorCodeIn where Domain == RecipeError {
     /// address block is used up.
     public static var identityExhausted: Self { Self(rawValue: "identity-exhausted") }
 
+    /// The identity rules give a serial or Bluetooth name the device cannot store (longer than its 31 bytes, a
+    /// serial that is not printable ASCII, a name with control characters): found when the recipe loads (65), so
+    /// no unit is flashed only to fail at its identity.
+    public static var deviceLimit: Self { Self(rawValue: "device-limit") }
+
     /// The codes this version knows.
     public static var allCases: [Self] {
-        [.syntax, .unknownKey, .missingKey, .wrongType, .outOfRange, .badTemplate, .io, .badImage, .wrongModel, .identityExhausted]
+        [.syntax, .unknownKey, .missingKey, .wrongType, .outOfRange, .badTemplate, .io, .badImage, .wrongModel, .identityExhausted,
+         .deviceLimit]
     }
 }

@@ -41,7 +41,7 @@ private struct RecipeParser {
         let version = try f.required("version").int(in: ProvisioningRecipe.formatVersion...ProvisioningRecipe.formatVersion)
         let product = try product(f.required("product"))
         let images = try images(f.required("images"))
-        let identity = try identity(f.required("identity"))
+        let identity = try identity(f.required("identity"), model: product.model)
         var settings = ProvisioningRecipe.Settings()
         if let value = f["settings"] { settings = try self.settings(value) }
         var calibration = ProvisioningRecipe.Calibration()
@@ -145,13 +145,12 @@ private struct RecipeParser {
         }
     }
 
-    func identity(_ v: YAMLValue) throws(RecipeError) -> IdentityRules {
+    func identity(_ v: YAMLValue, model: String) throws(RecipeError) -> IdentityRules {
         let f = try v.fields(["serial", "bluetooth-name", "bluetooth-address", "first-counter"])
         let serialValue = try f.required("serial")
         let serial = try template(serialValue, kind: .serial)
-        let sample = try serial.render(counter: 0, date: Date(timeIntervalSince1970: 0))
-        guard sample.count <= 32 else { throw serialValue.error(.outOfRange, "'\(serial.text)' gives serials of \(sample.count) characters; at most 32") }
-        let name = try template(f.required("bluetooth-name"), kind: .name)
+        let nameValue = try f.required("bluetooth-name")
+        let name = try template(nameValue, kind: .name)
         let a = try f.required("bluetooth-address")
         let af = try a.fields(["start", "count"])
         let startValue = try af.required("start")
@@ -173,6 +172,10 @@ private struct RecipeParser {
         let rules = IdentityRules(serial: serial, bluetoothName: name, addressBlock: block, firstCounter: first)
         if rules.counters.isEmpty {
             throw (firstValue ?? serialValue).error(.identityExhausted, "the first counter \(first) does not fit the serial's counter width")
+        }
+        // What the device stores (the codec's limits), checked here so that no unit is flashed to fail at identity.
+        if let (template, problem) = IdentityGenerator(rules: rules, model: model).deviceProblem() {
+            throw (template == serial ? serialValue : nameValue).error(.deviceLimit, "'\(template.text)' \(problem)")
         }
         return rules
     }

@@ -67,6 +67,16 @@ func generator(serial: String = "TS1-{gggg}{ww}-{counter:06}", name: String = "T
         #expect(g.rules.counters == 1..<100)
     }
 
+    @Test func theGeneratorRefusesWhatTheDeviceCannotStore() throws {
+        let date = try utc("2026-05-05")
+        #expect(IdentityGenerator.maxStringBytes == FactoryStrings.capacity - 1)
+        let g = try generator(name: String(repeating: "N", count: 29) + "{counter}")
+        #expect(try g.identity(counter: 9, date: date).bluetoothName.utf8.count == 30)
+        #expect(throws: RecipeError(.deviceLimit)) { try g.identity(counter: 100, date: date) }
+        #expect(g.deviceProblem()?.message.contains("(counter 100)") == true)
+        #expect(try generator().deviceProblem() == nil)
+    }
+
     @Test func theSameCounterAndDateGiveTheSameIdentity() throws {
         let g = try generator()
         let date = try utc("2026-07-01")

@@ -211,6 +211,25 @@ func expectError(_ text: String, _ code: RecipeError.Code, line: Int, column: In
                     contains: "no closing")
     }
 
+    /// The device stores 31 bytes of serial and of name (FactoryStrings.capacity with its NUL): a recipe that gives
+    /// more is refused when it loads (65, like the device would refuse it), never when every unit has been flashed.
+    @Test func identitiesTheDeviceCannotStoreAreRefusedWhenTheRecipeLoads() {
+        // 31 characters load; 32 are one too many for the device.
+        let serial31 = "TS1-{gggg}{ww}-{counter:06}" + String(repeating: "X", count: 14)
+        #expect(throws: Never.self) { _ = try load(replacing("TS1-{gggg}{ww}-{counter:06}", with: serial31)) }
+        expectError(replacing("TS1-{gggg}{ww}-{counter:06}", with: serial31 + "X"), .deviceLimit, line: 9, key: "identity.serial",
+                    contains: "serial number is 32 bytes, at most 31", category: .device)
+        // A name of 32 bytes (was accepted up to 248).
+        expectError(replacing("Tuneup {serial[-4:]}", with: String(repeating: "N", count: 28) + "{serial[-4:]}"), .deviceLimit,
+                    line: 10, key: "identity.bluetooth-name", contains: "Bluetooth name is 32 bytes, at most 31", category: .device)
+        // The name grows with an unpadded counter: the first unit's fits, the last one's (counter 100) does not.
+        expectError(replacing("Tuneup {serial[-4:]}", with: String(repeating: "N", count: 30) + "{counter}"), .deviceLimit,
+                    line: 10, key: "identity.bluetooth-name", contains: "(counter 100)", category: .device)
+        // Control characters in a name.
+        expectError(replacing("\"Tuneup {serial[-4:]}\"", with: "\"Tuneup\\t{serial[-4:]}\""), .deviceLimit,
+                    line: 10, key: "identity.bluetooth-name", contains: "control characters", category: .device)
+    }
+
     @Test func anExhaustedAddressBlockIsRefused() {
         let text = replacing("start: \"02:54:55:00:00:00\"\n    count: 100", with: "start: \"02:FF:FF:FF:FF:F0\"\n    count: 17")
         expectError(text, .identityExhausted, line: 13, column: 12, key: "identity.bluetooth-address.count", contains: "only 16 left")
