@@ -33,7 +33,8 @@ public final class SpeakerSimulation: Sendable {
         case ownPorts(host: String = "127.0.0.1")
     }
 
-    /// Starts `count` speakers: speaker k listens on `host:port+k` (port 0: free ports) for control (TCP) and clock
+    /// Starts `count` speakers: speaker k listens on the k-th of `controlPorts(from: port)` (`port`+k, skipping
+    /// `reservedPorts`; port 0: free ports) for control (TCP) and clock
     /// sync (UDP, the same number) and on a free UDP port of `host` for audio, with the identity of `seed` and k, settings from `statePath`, clock offset and drift
     /// from `clocks` (speaker k gets `clocks(k)`), the audio path's jitter and loss from `audioJitter`, recordings in
     /// `recordDirectory`, render logs kept in memory with `keepsRenderLogs`, the protocol versions of `versions`.
@@ -47,8 +48,9 @@ public final class SpeakerSimulation: Sendable {
         guard (1...SimulatedDeviceServer<SimulatedSpeaker>.maxDevices).contains(count) else {
             throw SimulatorError(.invalidArgument, "speaker count \(count) is outside 1...\(SimulatedDeviceServer<SimulatedSpeaker>.maxDevices)")
         }
-        if port != 0, Int(port) + count - 1 > Int(UInt16.max) {
-            throw SimulatorError(.invalidArgument, "ports \(port)...\(Int(port) + count - 1) do not all exist")
+        let ports = port == 0 ? [UInt16](repeating: 0, count: count) : controlPorts(from: port, count: count)
+        guard ports.count == count else {
+            throw SimulatorError(.invalidArgument, "\(count) ports from \(port) (skipping \(reservedPorts.sorted().map(String.init).joined(separator: " and "))) do not all exist")
         }
         var opened: SpeakerStateFile?
         if let statePath { opened = try await SpeakerStateFile.open(path: statePath) }
@@ -64,7 +66,7 @@ public final class SpeakerSimulation: Sendable {
         var responders: [SpeakerDiscoveryResponder] = []
         do {
             for (k, speaker) in speakers.enumerated() {
-                let listener = try await TCPListener.bind(host: host, port: port == 0 ? 0 : port + UInt16(k), logger: logger)
+                let listener = try await TCPListener.bind(host: host, port: ports[k], logger: logger)
                 guard case let .tcp(boundHost, boundPort) = listener.boundAddress else { continue }
                 speaker.setControlPort(boundPort)
                 speaker.startAudio(on: try UDPSocket.bind(host: boundHost, port: 0))
@@ -92,6 +94,24 @@ public final class SpeakerSimulation: Sendable {
             throw error
         }
         return SpeakerSimulation(server: server, endpoints: endpoints, responders: responders, stateFile: stateFile)
+    }
+
+    /// Ports a speaker's control (TCP) and clock sync (UDP, the same number) never take when they are counted from a
+    /// given port: the discovery port (45454) and a receiver's default audio port (45456, `tuneup speaker receive`), so
+    /// that speakers listening from 45455 leave them to the host's other speakers.
+    public static let reservedPorts: Set<UInt16> = [DiscoveryMessage.port, 45456]
+
+    /// The control ports of `count` speakers counted from `port`: `port` itself (as asked), then `port`+1, ...,
+    /// skipping `reservedPorts` (fewer when they run past 65535).
+    public static func controlPorts(from port: UInt16, count: Int) -> [UInt16] {
+        guard count > 0 else { return [] }
+        var out: [UInt16] = [port]
+        var next = Int(port) + 1
+        while out.count < count, next <= Int(UInt16.max) {
+            if !reservedPorts.contains(UInt16(next)) { out.append(UInt16(next)) }
+            next += 1
+        }
+        return out
     }
 
     /// Stops discovery and the speakers; the state file is flushed.

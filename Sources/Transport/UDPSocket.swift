@@ -138,12 +138,36 @@ public final class UDPSocket: Sendable {
     /// Joins an IPv4 multicast group on any interface; false when the system refuses (no multicast route).
     @discardableResult
     public func joinMulticastGroup(_ group: String) -> Bool {
+        joinMulticastGroup(group, interface: "0.0.0.0")
+    }
+
+    /// Joins an IPv4 multicast group on the interface with IPv4 address `interface` ("127.0.0.1": the loopback, so
+    /// every socket of the host that joined it there gets what one of them sends to it); false when refused.
+    @discardableResult
+    public func joinMulticastGroup(_ group: String, interface: String) -> Bool {
         var request = ip_mreq()
-        guard inet_pton(AF_INET, group, &request.imr_multiaddr) == 1 else { return false }
-        request.imr_interface.s_addr = INADDR_ANY
+        guard inet_pton(AF_INET, group, &request.imr_multiaddr) == 1, inet_pton(AF_INET, interface, &request.imr_interface) == 1 else {
+            return false
+        }
         return fd.withLock { fd in
             guard let fd else { return false }
             return setsockopt(fd, Int32(IPPROTO_IP), IP_ADD_MEMBERSHIP, &request, socklen_t(MemoryLayout<ip_mreq>.size)) == 0
+        }
+    }
+
+    /// Sends this socket's multicast datagrams out of the interface with IPv4 address `interface`, to this host's
+    /// members too, with `ttl` (0: they never leave the host); false when refused.
+    @discardableResult
+    public func setMulticastInterface(_ interface: String, ttl: UInt8 = 0) -> Bool {
+        var address = in_addr()
+        guard inet_pton(AF_INET, interface, &address) == 1 else { return false }
+        var loop: UInt8 = 1
+        var hops = ttl
+        return fd.withLock { fd in
+            guard let fd else { return false }
+            return setsockopt(fd, Int32(IPPROTO_IP), IP_MULTICAST_IF, &address, socklen_t(MemoryLayout<in_addr>.size)) == 0
+                && setsockopt(fd, Int32(IPPROTO_IP), IP_MULTICAST_LOOP, &loop, 1) == 0
+                && setsockopt(fd, Int32(IPPROTO_IP), IP_MULTICAST_TTL, &hops, 1) == 0
         }
     }
 

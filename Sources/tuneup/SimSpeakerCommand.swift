@@ -34,7 +34,7 @@ extension SimCommand {
         @Option(help: ArgumentHelp("Number of speakers, 1...64.", valueName: "n"))
         var count: Int = 1
 
-        @Option(help: ArgumentHelp("Listen on tcp:HOST:PORT (port 0 picks free ports; speaker k uses PORT+k otherwise).", valueName: "addr"))
+        @Option(help: ArgumentHelp("Listen on tcp:HOST:PORT (port 0 picks free ports; else the next speakers take the ports after PORT but 45454 and 45456).", valueName: "addr"))
         var listen: String = "tcp:127.0.0.1:0"
 
         @Option(help: ArgumentHelp("Keep the speakers' settings in this file across restarts.", valueName: "file"))
