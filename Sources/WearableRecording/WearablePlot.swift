@@ -56,6 +56,8 @@ public struct WearablePlot: Sendable {
         var missingBefore: Int
         /// Its sensor's first sample after a reconnect: the line starts afresh.
         var afterReconnect: Bool
+        /// The stretch between reconnects it belongs to (0: before the first).
+        var segment = 0
     }
 
     /// Lays out the recording `text` (`name` names it in errors). Throws `.notARecording` for its first line that is
@@ -107,21 +109,68 @@ public struct WearablePlot: Sendable {
         // After a reconnect (an event line with the link's gap) each sensor's line starts afresh: the samples around
         // the gap are not joined.
         var breakPending = Set<String>()
+        // The segments between reconnects: a device that restarted counts from 0 again, so each segment after a
+        // reconnect is laid out in host time (its first line's hostTime against the first segment's) when its
+        // device clock disagrees with the host's by more than a second; else after the previous one and its gap.
+        var segment = 0
+        var anchors: [Int: Int64] = [:]  // per segment: hostTime - deviceTime (ms) of its first line with both
+        var firsts: [Int: Int64] = [:], lasts: [Int: Int64] = [:], gapsMs: [Int: Int64] = [:]
+        var gestureSegments: [Int] = []
+        func note(_ t: Int64, _ line: WearableLine) {
+            if firsts[segment] == nil { firsts[segment] = t }
+            lasts[segment] = max(lasts[segment] ?? t, t)
+            if anchors[segment] == nil, let host = line.hostTime { anchors[segment] = Int64((host * 1000).rounded()) - t }
+        }
         do {
             try lines { line in
                 switch line.type {
-                case "event" where line.event == "reconnected": breakPending = Set(bySensor.keys)
+                case "event" where line.event == "reconnected":
+                    breakPending = Set(bySensor.keys)
+                    segment += 1
+                    gapsMs[segment] = Int64(((line.gapSeconds ?? 0) * 1000).rounded())
                 case "sample":
                     guard let sensor = line.sensor, let t = line.deviceTime else { return }
+                    note(t, line)
                     bySensor[sensor, default: []].append(Point(t: t, x: line.x, y: line.y, z: line.z, w: line.w, missingBefore: line.missingBefore ?? 0,
-                                                               afterReconnect: breakPending.remove(sensor) != nil))
+                                                               afterReconnect: breakPending.remove(sensor) != nil, segment: segment))
                 case "gesture":
-                    if let g = line.gesture, let t = line.deviceTime { gestureLines.append((g, t)) }
+                    if let g = line.gesture, let t = line.deviceTime {
+                        note(t, line)
+                        gestureLines.append((g, t))
+                        gestureSegments.append(segment)
+                    }
                 default: break
                 }
             }
         } catch {
             throw RecordingError(.notARecording, error.message)
+        }
+        // Each segment's shift (ms) onto the first segment's clock.
+        var shifts: [Int: Int64] = [:]
+        var reference: Int64?  // the first anchored segment's anchor, shifted
+        var previousEnd: Int64?
+        for k in 0...segment {
+            guard let first = firsts[k], let last = lasts[k] else { continue }
+            var shift: Int64 = 0
+            if let anchor = anchors[k], let reference {
+                let host = anchor - reference
+                if abs(host) > WearableRecorder.reanchorThreshold { shift = host }
+            } else if let previousEnd, first <= previousEnd {
+                shift = previousEnd + (gapsMs[k] ?? 0) - first
+            }
+            shifts[k] = shift
+            if reference == nil, let anchor = anchors[k] { reference = anchor + shift }
+            previousEnd = last + shift
+        }
+        if shifts.values.contains(where: { $0 != 0 }) {
+            for key in bySensor.keys {
+                bySensor[key] = bySensor[key]!.map { p in
+                    var p = p
+                    p.t += shifts[p.segment] ?? 0
+                    return p
+                }
+            }
+            for i in gestureLines.indices { gestureLines[i].t += shifts[gestureSegments[i]] ?? 0 }
         }
         sampleCount = bySensor.values.reduce(0) { $0 + $1.count }
         guard sampleCount > 0 else {

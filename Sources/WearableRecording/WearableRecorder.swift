@@ -21,6 +21,13 @@ public struct WearableRecorder {
     private var epochZero: Int64?
     /// The device time of the recording's first sample or gesture (elapsed 0 in the split files).
     private var origin: Int64?
+    /// The epoch of the recording's first sample or gesture (elapsed 0 in the split files).
+    private var startEpoch: Int64?
+    /// A reconnect was seen: the device may have restarted (its clock from 0 again), so its next sample or gesture
+    /// checks the time zero against the wall clock.
+    private var checkAnchor = false
+    /// How far the device's clock may disagree with the wall clock after a reconnect before the time zero is moved.
+    public static let reanchorThreshold: Int64 = 1000
     public private(set) var samples = 0
     public private(set) var gestures = 0
 
@@ -93,6 +100,15 @@ public struct WearableRecorder {
             metadata = line.metadata
             return
         }
+        if line.type == "event", line.event == "reconnected" { checkAnchor = true }
+        if checkAnchor, headerWritten, line.type == "sample" || line.type == "gesture", let t = line.deviceTime, let zero = epochZero {
+            // A device that restarted counts from 0 again: its samples would be dated before the recording began.
+            // Re-anchored at the reconnect (the wall clock at the first sample after it); a clock that went on is
+            // kept as it was.
+            checkAnchor = false
+            let now = wallClock()
+            if abs(zero + t - now) > Self.reanchorThreshold { epochZero = now - t }
+        }
         if !headerWritten {
             guard (line.type == "sample" || line.type == "gesture"), let t = line.deviceTime else {
                 held.append(line)
@@ -100,6 +116,8 @@ public struct WearableRecorder {
             }
             epochZero = wallClock() - t
             origin = t
+            startEpoch = epochZero.map { $0 + t }
+            checkAnchor = false
             writeHeader()
         }
         write(line)
@@ -126,8 +144,12 @@ public struct WearableRecorder {
         if let t = line.deviceTime, let epochZero { line.epochMs = epochZero + t }
         if let text = Self.json(line) { writer.append(text, to: 0) }
         if let row = line.csvRow { writer.append(row, to: 1) }
-        let origin = self.origin
-        let elapsed = { (t: Int64) in String(Double(t - (origin ?? t)) / 1000) }
+        // Elapsed from the first sample in wall-clock terms: across a device restart too.
+        let (origin, startEpoch, epochMs) = (self.origin, self.startEpoch, line.epochMs)
+        let elapsed = { (t: Int64) in
+            if let epochMs, let startEpoch { return String(Double(epochMs - startEpoch) / 1000) }
+            return String(Double(t - (origin ?? t)) / 1000)
+        }
         func f(_ v: Double?) -> String { v.map { String($0) } ?? "" }
         let epoch = line.epochMs.map { String($0) } ?? ""
         if line.type == "sample" {

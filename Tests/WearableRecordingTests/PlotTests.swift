@@ -143,4 +143,35 @@ import WearableRecording
             reconnects: 1 (link down 0.50 s in all)
             """)
     }
+
+    /// Issue 30 §23: a recording across a device restart (its clock from 0 again) drew the two stretches over each
+    /// other. After the reconnect the line breaks and the stretch is laid out in host time.
+    @Test func aDeviceRestartIsLaidOutInHostTime() throws {
+        func lines(hostTimes: Bool) -> String {
+            func sample(_ t: Int, host: Double, x: Double) -> String {
+                #"{"type":"sample","sensor":"accelerometer","timestamp":\#(t),"deviceTime":\#(t),"#
+                    + (hostTimes ? #""hostTime":\#(host),"# : "") + #""x":\#(x),"y":0,"z":1}"#
+            }
+            return [
+                sample(7000, host: 0.05, x: 1), sample(7020, host: 0.07, x: 1), sample(9000, host: 2.05, x: 1),
+                #"{"type":"event","event":"reconnected","gapSeconds":1.5,"hostTime":3.5}"#,
+                sample(20, host: 3.6, x: 2), sample(40, host: 3.62, x: 2),
+            ].joined(separator: "\n")
+        }
+        let plot = try WearablePlot(jsonLines: lines(hostTimes: true), name: "restart.jsonl")
+        let x = try #require(plot.panels.first?.series.first { $0.name == "x" })
+        #expect(x.runs.map { $0.map(\.0) } == [[0, 0.02, 2.0], [3.55, 3.57]], "\(x.runs)")
+        #expect(plot.duration == 3.57)
+        // Without host times (older recordings), the stretch follows the one before it and its gap.
+        let laidOut = try #require(try WearablePlot(jsonLines: lines(hostTimes: false), name: "old.jsonl").panels.first?.series.first { $0.name == "x" })
+        #expect(laidOut.runs.map { $0.map(\.0) } == [[0, 0.02, 2.0], [3.5, 3.52]], "\(laidOut.runs)")
+    }
+
+    /// Issue 30 §25: the title counted the orientation panel as a sensor.
+    @Test func theTitleCountsSensorsNotPanels() throws {
+        let text = [Self.sample("gameRotation", 0, x: 0, w: 1), Self.sample("gameRotation", 20, x: 0, w: 1)].joined(separator: "\n")
+        let plot = try WearablePlot(jsonLines: text, name: "r.jsonl", orientation: true)
+        #expect(plot.panels.count == 2)
+        #expect(plot.svg().contains("Wearable recording: 1 sensor, 2 samples, 0 gestures"))
+    }
 }

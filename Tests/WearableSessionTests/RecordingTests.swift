@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import TestSupport
 import Testing
 import Wearable
@@ -102,6 +103,36 @@ import WearableSimulator
         #expect(throws: WearableRecordingContents.NotARecording.self) {
             try WearableRecordingContents(jsonLines: #"{"type":"sample","sensor":"accel"#, name: "cut")
         }
+        try? FileManager.default.removeItem(atPath: dir)
+    }
+
+    /// Issue 30 §23: after a device restart (its clock from 0 again) `epochMs` was 7 s before the recording's start.
+    /// The first sample after a reconnect re-anchors time zero when the device's clock disagrees with the wall clock
+    /// by more than a second; one that went on (a dropped link) keeps it. The split files' elapsed follows.
+    @Test func aReconnectToARestartedDeviceReanchorsTheEpoch() async throws {
+        let dir = try Self.directory()
+        let wall = Mutex<Int64>(1_800_000_000_500)
+        var recorder = try await WearableRecorder.open(base: dir + "/restart", split: [.accelerometer], splitGestures: false,
+                                                       wallClock: { wall.withLock { $0 } })
+        func at(_ now: Int64, _ t: Int64) throws {
+            wall.withLock { $0 = 1_800_000_000_000 + now }
+            recorder.take(try Self.sample(.accelerometer, at: t, .vector(Vector(x: 0, y: 0, z: 1), accuracy: .high)))
+        }
+        var reconnected = WearableLine(type: "event", event: "reconnected")
+        reconnected.gapSeconds = 0.2
+        try at(500, 100)
+        try at(7_500, 7_100)
+        recorder.take(reconnected)  // a dropped link: the device's clock went on
+        try at(8_010, 7_600)
+        recorder.take(reconnected)  // a restarted device: from 20 ms again
+        try at(9_000, 20)
+        try at(9_040, 60)
+        #expect(await recorder.finish() == nil)
+        let lines = try WearableRecordingContents(jsonLines: try await Self.read(dir + "/restart.jsonl"), name: "restart.jsonl").lines
+        #expect(lines.compactMap(\.epochMs) == [1_800_000_000_500, 1_800_000_007_500, 1_800_000_008_000, 1_800_000_009_000, 1_800_000_009_040])
+        let elapsed = try await Self.read(dir + "/restart.accelerometer.csv").components(separatedBy: "\r\n").dropFirst()
+            .filter { !$0.isEmpty }.map { $0.split(separator: ",")[1] }
+        #expect(elapsed == ["0.0", "7.0", "7.5", "8.5", "8.54"])
         try? FileManager.default.removeItem(atPath: dir)
     }
 }
