@@ -157,7 +157,7 @@ extension PostgresRecordStore {
                 s.units = s.passed + s.failed + s.errors
                 s.yield = s.units == 0 ? nil : Double(s.passed) / Double(s.units)
                 s.firstPassYield = firstRuns == 0 ? nil : Double(firstPassed) / Double(firstRuns)
-                s.unitsPerHour = Double(s.units) * 3600 / max(1, span)
+                s.unitsPerHour = Throughput.unitsPerHour(s.units, seconds: span)
                 firstStart[station] = span
                 lineFirstRuns += Int(firstRuns)
                 lineFirstPassed += Int(firstPassed)
@@ -168,7 +168,7 @@ extension PostgresRecordStore {
             let totals = LineStatus.Totals(
                 database: database, windowMinutes: windowSeconds / 60, stations: list.count, alive: list.filter(\.alive).count,
                 units: units, passed: passed,
-                unitsPerHour: firstStart.isEmpty ? nil : Double(units) * 3600 / max(1, firstStart.values.max() ?? 1),
+                unitsPerHour: firstStart.values.max().flatMap { Throughput.unitsPerHour(units, seconds: $0) },
                 yield: units == 0 ? nil : Double(passed) / Double(units),
                 firstPassYield: lineFirstRuns == 0 ? nil : Double(lineFirstPassed) / Double(lineFirstRuns))
 

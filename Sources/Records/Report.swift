@@ -60,7 +60,8 @@ public struct RecordsReport: Sendable, Hashable, Encodable {
     public var firstPassYield: Double?
     /// Units whose last finished run passed, over the units with a finished run.
     public var finalYield: Double?
-    /// Units with a finished run per hour, from the first run's start to the last run's end.
+    /// Units with a finished run per hour, from the first run's start to the last run's end (`Throughput`: nil over
+    /// less than a minute).
     public var unitsPerHour: Double?
     public var steps: [StepYield]
     public var pareto: [Cause]
@@ -85,8 +86,8 @@ public struct RecordsReport: Sendable, Hashable, Encodable {
         let finishedUnits = Double(firstOutcome.count)
         firstPassYield = firstOutcome.isEmpty ? nil : Double(firstOutcome.values.filter { $0 == .pass }.count) / finishedUnits
         finalYield = lastOutcome.isEmpty ? nil : Double(lastOutcome.values.filter { $0 == .pass }.count) / finishedUnits
-        if let start = runs.map(\.start.startedAt).min(), let end = finished.compactMap(\.endedAt).max(), end > start {
-            unitsPerHour = finishedUnits * 3600 / end.timeIntervalSince(start)
+        if let start = runs.map(\.start.startedAt).min(), let end = finished.compactMap(\.endedAt).max() {
+            unitsPerHour = Throughput.unitsPerHour(firstOutcome.count, seconds: end.timeIntervalSince(start))
         }
 
         steps = Self.stepYields(runs)

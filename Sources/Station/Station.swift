@@ -76,6 +76,9 @@ final class StationContext: Sendable {
         /// Whether the window holds the records' latest units yet (`restoreWindow`).
         var windowRestored = false
         var alarm: ProcessAlarm?
+        /// The units with a finished run here, and those of them whose first finished run passed.
+        var units = Set<String>()
+        var firstPassUnits = Set<String>()
     }
 
     /// The recipe's process control limits, as the records' statistics take them.
@@ -142,13 +145,19 @@ final class StationContext: Sendable {
 
     /// Counts a unit's result in the totals and reports them; a finished unit (pass, fail, error with a run) joins
     /// the process control window with its measurements, and an alarm stops the station.
-    func count(_ result: UnitResult, firstTime: Bool, measurements: [Records.Measurement] = []) {
+    func count(_ result: UnitResult, firstTime: Bool, firstPass: Bool = false, measurements: [Records.Measurement] = []) {
         var raised: ProcessAlarm?
         let totals = state.withLock { s in
+            // The first-pass yield counts units, as `RecordsReport` does: the units with a finished run here, and of
+            // them those whose first finished run (here or earlier, at any station) passed.
+            if let hardwareID = result.hardwareID, result.run != nil, [.pass, .fail, .error].contains(result.outcome) {
+                s.units.insert(hardwareID)
+                if firstPass { s.firstPassUnits.insert(hardwareID) }
+                s.totals.units = s.units.count
+                s.totals.firstPassed = s.firstPassUnits.count
+            }
             switch result.outcome {
-            case .pass:
-                s.totals.passed += 1
-                if firstTime { s.totals.firstPassed += 1 }
+            case .pass: s.totals.passed += 1
             case .fail: s.totals.failed += 1
             case .error: s.totals.errors += 1
             case .aborted: s.totals.aborted += 1
@@ -176,7 +185,7 @@ final class StationContext: Sendable {
     private func totalsNow(_ s: inout State) -> StationTotals {
         let elapsed = (ContinuousClock.now - started).seconds
         s.totals.elapsed = elapsed
-        s.totals.unitsPerHour = elapsed > 0 ? Double(s.totals.completed) * 3600 / elapsed : 0
+        s.totals.unitsPerHour = Throughput.unitsPerHour(s.totals.completed, seconds: elapsed)
         if !s.shares.isEmpty {
             s.totals.stationShareMean = s.shares.reduce(0, +) / Double(s.shares.count)
             s.totals.stationShareMax = s.shares.max()
@@ -278,9 +287,9 @@ public final class Station: Sendable {
     /// Provisions the unit in `slot`: its `finished` event, then the totals that count it (a slot whose unit never
     /// answered counts as an error).
     private func provision(_ slot: Slot, address: DeviceAddress) async -> UnitResult {
-        let (result, firstTime, measurements) = await UnitRun(station: context, slot: slot, address: address, emit: context.emit).run()
+        let (result, firstTime, firstPass, measurements) = await UnitRun(station: context, slot: slot, address: address, emit: context.emit).run()
         context.emit(.finished(result))
-        context.count(result, firstTime: firstTime, measurements: measurements)
+        context.count(result, firstTime: firstTime, firstPass: firstPass, measurements: measurements)
         return result
     }
 

@@ -106,14 +106,17 @@ public struct StationTotals: Sendable, Hashable, Encodable {
     public var aborted = 0
     /// Units refused because they are quarantined (not counted as completed).
     public var quarantined = 0
-    /// Units whose run in this station passed the first time they were provisioned here.
+    /// Units (distinct hardware ids) with a finished run (pass, fail, error) at this station.
+    public var units = 0
+    /// Of `units`, those whose first finished run passed (at any station: a re-run of a unit that passed before is
+    /// one; a unit that failed or erred before is not), as `RecordsReport` counts them.
     public var firstPassed = 0
-    /// Units with a result (pass, fail or error).
+    /// Runs with a result (pass, fail or error; a slot whose unit never answered counts as an error).
     public var completed: Int { passed + failed + errors }
-    /// Units per hour since the station started.
-    public var unitsPerHour: Double = 0
-    /// firstPassed / completed (nil before the first).
-    public var firstPassYield: Double? { completed == 0 ? nil : Double(firstPassed) / Double(completed) }
+    /// Runs with a result per hour since the station started (`Throughput`: nil before it ran a minute).
+    public var unitsPerHour: Double?
+    /// firstPassed / units (nil before the first): `RecordsReport.firstPassYield`'s definition.
+    public var firstPassYield: Double? { units == 0 ? nil : Double(firstPassed) / Double(units) }
     /// The station's own time as a share of each unit's wall time: mean and largest over the units.
     public var stationShareMean: Double?
     public var stationShareMax: Double?
@@ -123,7 +126,7 @@ public struct StationTotals: Sendable, Hashable, Encodable {
     public init() {}
 
     private enum Keys: String, CodingKey {
-        case passed, failed, errors, aborted, quarantined, firstPassed, completed, unitsPerHour, firstPassYield
+        case passed, failed, errors, aborted, quarantined, units, firstPassed, completed, unitsPerHour, firstPassYield
         case stationShareMean, stationShareMax, elapsed
     }
 
@@ -134,9 +137,10 @@ public struct StationTotals: Sendable, Hashable, Encodable {
         try c.encode(errors, forKey: .errors)
         try c.encode(aborted, forKey: .aborted)
         try c.encode(quarantined, forKey: .quarantined)
+        try c.encode(units, forKey: .units)
         try c.encode(firstPassed, forKey: .firstPassed)
         try c.encode(completed, forKey: .completed)
-        try c.encode(unitsPerHour, forKey: .unitsPerHour)
+        try c.encodeIfPresent(unitsPerHour, forKey: .unitsPerHour)
         try c.encodeIfPresent(firstPassYield, forKey: .firstPassYield)
         try c.encodeIfPresent(stationShareMean, forKey: .stationShareMean)
         try c.encodeIfPresent(stationShareMax, forKey: .stationShareMax)

@@ -237,13 +237,13 @@ public struct PromptImage: Sendable, Hashable {
 
 struct Totals: Encodable, Sendable, Equatable {
     var passed: Int, failed: Int, errors: Int, aborted: Int, completed: Int
-    var unitsPerHour: Double
+    var unitsPerHour: Double?
     var firstPassYield: Double?
     var elapsed: Double
 
     init(_ t: StationTotals) {
         (passed, failed, errors, aborted, completed) = (t.passed, t.failed, t.errors, t.aborted, t.completed)
-        unitsPerHour = (t.unitsPerHour * 10).rounded() / 10
+        unitsPerHour = t.unitsPerHour.map { ($0 * 10).rounded() / 10 }
         firstPassYield = t.firstPassYield
         elapsed = (t.elapsed * 10).rounded() / 10
     }

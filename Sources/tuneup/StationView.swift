@@ -96,6 +96,17 @@ final class StationView: Sendable {
         if live { redraw(force: plain != nil) }
     }
 
+    /// The line's database lost or regained (an outage): a line, or with --format json a `records` event
+    /// (`status`: `lost` or `held`, `message`: the line), so a JSON reader learns of the outage too.
+    func records(_ status: String, _ text: String) {
+        if json {
+            struct Event: Encodable { var event = "records", status: String, message: String }
+            if let line = try? Output.jsonLine(Event(status: status, message: text)) { Output.line(line) }
+            return
+        }
+        note(text)
+    }
+
     func note(_ text: String) {
         if json { return }
         if live { clear() }
@@ -201,7 +212,7 @@ final class StationView: Sendable {
         var text = "passed \(t.passed), failed \(t.failed), errors \(t.errors)"
         if t.aborted > 0 { text += ", aborted \(t.aborted)" }
         if t.quarantined > 0 { text += ", quarantined \(t.quarantined)" }
-        text += String(format: ", %.0f units/h", t.unitsPerHour)
+        text += ", \(t.unitsPerHour.map { String(format: "%.0f", $0) } ?? "-") units/h"
         if let fpy = t.firstPassYield { text += String(format: ", first-pass yield %.1f %%", fpy * 100) }
         if let mean = t.stationShareMean, let max = t.stationShareMax {
             text += String(format: ", station time %.1f %% of unit time (max %.1f %%)", mean * 100, max * 100)

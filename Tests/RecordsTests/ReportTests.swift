@@ -46,6 +46,18 @@ import Testing
         #expect(r.unitsPerHour == 3)
     }
 
+    /// One definition of units/h (`Throughput`): no rate over less than a minute, never a division by zero.
+    @Test func noRateIsMadeOfARunShorterThanAMinute() {
+        #expect(Throughput.unitsPerHour(1, seconds: 0) == nil)
+        #expect(Throughput.unitsPerHour(1, seconds: 0.00434) == nil)
+        #expect(Throughput.unitsPerHour(1, seconds: .nan) == nil)
+        #expect(Throughput.unitsPerHour(2, seconds: 60) == 120)
+        let short = RecordsReport(runs: [Self.run(1, "A", .error, start: 0, end: 0.004, steps: [])])
+        #expect(short.unitsPerHour == nil)
+        let instant = RecordsReport(runs: [Self.run(1, "A", .pass, start: 0, end: 0, steps: [])])
+        #expect(instant.unitsPerHour == nil)
+    }
+
     @Test func stepYieldsLeaveSkippedAndAbortedOut() {
         let steps = RecordsReport(runs: Self.runs).steps
         #expect(steps.map(\.step) == ["flash", "test:mic"])

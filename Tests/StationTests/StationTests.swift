@@ -62,6 +62,23 @@ import Testing
         #expect(unit.identities.count == 2, "no second identity: \(unit.identities)")
     }
 
+    /// A passing re-run of a unit that passed before is a first pass, on the station as in `records report`: one
+    /// definition (the unit's first finished run passed), counted over units. A unit that failed first is not.
+    @Test func theFirstPassYieldIsTheRecordsReportsOnTheStation() async throws {
+        let line = try await LineFixture.make(units: 1)
+        defer { Task { await line.close() } }
+        let first = line.station()
+        _ = try await withTimeLimit(120) { try await first.run(slots: line.slots) }
+        #expect(first.totals.firstPassYield == 1 && first.totals.units == 1)
+        let again = line.station()
+        let results = try await withTimeLimit(120) { try await again.run(slots: line.slots) }
+        #expect(results.map(\.outcome) == [.pass])
+        let report = RecordsReport(runs: try await line.store.runsWithSteps())
+        #expect(report.firstPassYield == 1)
+        #expect(again.totals.firstPassYield == report.firstPassYield, "station \(String(describing: again.totals.firstPassYield))")
+        #expect(again.totals.firstPassed == 1 && again.totals.units == 1 && again.totals.completed == 1)
+    }
+
     @Test func aUnitOutsideTheCalibrationLimitFailsAndKeepsNoCalibration() async throws {
         let line = try await LineFixture.make(units: 1, failShare: 1)
         defer { Task { await line.close() } }
