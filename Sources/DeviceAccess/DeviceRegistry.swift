@@ -180,6 +180,10 @@ public struct DeviceRegistry: Sendable {
             let forms = schemes.compactMap { addressSchemes.scheme(named: $0)?.form }
             throw TransportError(.invalidAddress, "'\(text)' is not a \(family)'s address: expected \(forms.joined(separator: ", "))")
         }
+        // Port 0 is a listener's "any free port" (`--listen tcp:HOST:0`); no device is reached there.
+        if case .tcp(_, 0) = address {
+            throw TransportError(.invalidAddress, "'\(text)': port 0 is no device's port (it means \"any free port\" to a listener); give the port the device listens on, 1...65535")
+        }
         return address
     }
 

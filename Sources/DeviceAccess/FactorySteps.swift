@@ -32,6 +32,19 @@ public struct FactoryIdentity: Sendable, Hashable {
     }
 
     public var isEmpty: Bool { serialNumber == nil && bluetoothName == nil && bluetoothAddress == nil }
+
+    /// What the device would refuse in this identity (the codec's checks: 1...31 bytes, a serial of printable ASCII
+    /// without spaces, a name without control characters, an address a device may have), as one line naming the
+    /// option; nil when the device takes it. Checked before the unit is touched.
+    public var problem: String? {
+        do {
+            if let serialNumber { try FactoryStrings.validate(serialNumber, for: .configSerialNumber) }
+            if let bluetoothName { try FactoryStrings.validate(bluetoothName, for: .configBTDisplayName) }
+        } catch {
+            return error.message
+        }
+        return bluetoothAddress?.notADeviceAddress
+    }
 }
 
 /// Everything a unit holds of its factory state, as scripts read it (`tuneup factory info --format json`).
@@ -187,10 +200,10 @@ public struct FactorySteps: Sendable {
         FactoryVerification(checks: expectation.checks(against: try await info()))
     }
 
-    /// Writes the identity's fields, reads them back and verifies them; returns the state read afterwards (in the
-    /// bootloader). The device is back in its application afterwards if it ran it before.
+    /// Writes the identity's fields, reads them back and verifies them; returns the state read afterwards, its mode
+    /// the one the unit is left in: back in its application if it ran it before.
     public func writeIdentity(_ identity: FactoryIdentity) async throws -> FactoryInfo {
-        try await inBootloader { factory in
+        try await inBootloaderReading { factory in
             if let serial = identity.serialNumber { try await factory.writeSerialNumber(serial) }
             if let name = identity.bluetoothName { try await factory.writeBluetoothName(name) }
             if let address = identity.bluetoothAddress { try await factory.writeBluetoothAddress(address) }
@@ -222,7 +235,7 @@ public struct FactorySteps: Sendable {
 
     /// Locks the unit and verifies that it says it is locked.
     public func lock() async throws -> FactoryInfo {
-        try await inBootloader { factory in
+        try await inBootloaderReading { factory in
             try await factory.lock()
             let info = try await Self.info(factory, inBootloader: true)
             guard info.locked else { throw FactoryStepError(.readBackMismatch, "the unit still reports unlocked after the lock") }
@@ -232,7 +245,7 @@ public struct FactorySteps: Sendable {
 
     /// Unlocks the unit with `key` and verifies that it says it is unlocked.
     public func unlock(key: FactoryKey) async throws -> FactoryInfo {
-        try await inBootloader { factory in
+        try await inBootloaderReading { factory in
             try await factory.unlock(key: key)
             let info = try await Self.info(factory, inBootloader: true)
             guard !info.locked else { throw FactoryStepError(.readBackMismatch, "the unit still reports locked after the unlock") }
@@ -246,13 +259,31 @@ public struct FactorySteps: Sendable {
     /// classic headset is refused without a mode switch), runs `body`, and leaves again when it entered — also when
     /// `body` fails, so a refused step leaves the unit as it found it.
     private func inBootloader<T: Sendable>(_ body: @escaping @Sendable (FactoryAccess) async throws -> T) async throws -> T {
+        try await inBootloaderLeaving(body).value
+    }
+
+    /// `inBootloader` for a step that returns the state it read in the bootloader: the state is reported in the mode
+    /// the unit is left in, so a unit taken back to its application says "application" (and, there, no measured but
+    /// unstored calibration: the reset drops it).
+    private func inBootloaderReading(_ body: @escaping @Sendable (FactoryAccess) async throws -> FactoryInfo) async throws -> FactoryInfo {
+        var (info, left) = try await inBootloaderLeaving(body)
+        if left {
+            info.mode = "application"
+            info.measuredCalibration = nil
+            info.calibrationStatus = info.storedCalibration == nil ? "none" : "stored"
+        }
+        return info
+    }
+
+    /// `inBootloader`, saying whether it left the bootloader afterwards (the unit ran its application before).
+    private func inBootloaderLeaving<T: Sendable>(_ body: @escaping @Sendable (FactoryAccess) async throws -> T) async throws -> (value: T, left: Bool) {
         let wasInBootloader = try await client.isInBootloader()
         _ = try await client.onDevice { try await $0.factory.hardwareID() }
         if !wasInBootloader { try await client.enter() }
         do {
             let value = try await client.inBootloader { try await body($0.factory) }
             if !wasInBootloader { try await client.leave() }
-            return value
+            return (value, !wasInBootloader)
         } catch {
             if !wasInBootloader { try? await client.leave() }
             throw error

@@ -9,6 +9,7 @@ public enum RecordStores {
     /// Opens (creating or migrating as needed) the records at `location`; a relative file path is taken relative to
     /// `directory` when one is given.
     public static func open(_ location: String, relativeTo directory: String? = nil) async throws -> any RecordStore {
+        try check(location)
         if PostgresLocation.isURL(location) { return try await PostgresRecordStore.open(url: location) }
         var path = location
         if let directory, !path.hasPrefix("/") { path = (directory.isEmpty ? "." : directory) + "/" + path }
@@ -17,6 +18,41 @@ public enum RecordStores {
 
     /// Whether `location` names a database server rather than a file.
     public static func isServer(_ location: String) -> Bool { PostgresLocation.isURL(location) }
+
+    /// Checks a records location without opening it: a PostgreSQL URL must parse; any other `SCHEME://` (mysql://,
+    /// sqlite://, ...) is refused as unsupported instead of being taken for a file path; an empty location is
+    /// refused. Throws `invalidArgument` (a usage error, 64) naming the scheme, never the credentials.
+    public static func check(_ location: String) throws(RecordsError) {
+        guard !location.isEmpty else { throw RecordsError(.invalidArgument, "the records location is empty: give a SQLite file or postgres://USER@HOST[:PORT]/DB") }
+        if PostgresLocation.isURL(location) {
+            do { _ = try PostgresLocation(location) } catch let error as RecordsError { throw error } catch {
+                throw RecordsError(.invalidArgument, "the PostgreSQL URL does not parse")
+            }
+            return
+        }
+        if let scheme = urlScheme(location) {
+            throw RecordsError(.invalidArgument, "'\(scheme)://' databases are not supported: the records are a SQLite file (a path) or a PostgreSQL database (postgres://USER@HOST[:PORT]/DB)")
+        }
+    }
+
+    /// The scheme of a `SCHEME://...` text (RFC 3986: a letter, then letters, digits, `+`, `-`, `.`), else nil.
+    static func urlScheme(_ text: String) -> String? {
+        guard let range = text.range(of: "://") else { return nil }
+        let scheme = text[..<range.lowerBound]
+        guard let first = scheme.first, first.isASCII, first.isLetter,
+              scheme.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "+-.".contains($0)) }) else { return nil }
+        return String(scheme)
+    }
+
+    /// Checks the records options of a station: the location (`check`), and that the options only a line's
+    /// PostgreSQL database takes (an outbox, a lease size, an upload wait) are not given with a SQLite file, where
+    /// they would do nothing. `given` names the options given, as the caller spells them (`--outbox`, `--lease`,
+    /// `--upload-wait`). Throws `invalidArgument` (64).
+    public static func checkStation(db: String?, lineOnlyOptions given: [String]) throws(RecordsError) {
+        if let db { try check(db) }
+        guard !isServer(db ?? ""), let option = given.first else { return }
+        throw RecordsError(.invalidArgument, "\(option) is for a PostgreSQL --db (postgres://...): a SQLite file has no outbox, no lease and nothing to upload")
+    }
 }
 
 /// `postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=disable|prefer|require]`.

@@ -36,7 +36,8 @@ public final class SQLiteRecordStore: RecordStore {
     /// only read (and its directory) is enough. Changes throw `RecordsError.storage`.
     ///
     /// Throws `cannotOpen` (no such file, or no permission to read it), `notADatabase`, `newerSchema`, and `storage`
-    /// for a file whose schema is older than this version's (a writing command, such as `station run`, upgrades it).
+    /// for a file whose schema is older than this version's (a writing command, such as `station run`, upgrades it)
+    /// or an empty file (no table: nothing was written to it; a writing command makes it a new database).
     public static func openForReading(path: String, busyTimeout: Duration = .seconds(10)) async throws -> SQLiteRecordStore {
         try await Blocking.perform("records open") {
             do {
@@ -77,6 +78,10 @@ public final class SQLiteRecordStore: RecordStore {
                 .newerSchema, "records database \(path) was written by a newer Tuneup (its schema has migrations this version does not know)")
         }
         guard try queue.read({ try migrator.hasCompletedMigrations($0) }) else {
+            // An empty file (or an SQLite file without a table) is no older schema: nothing was ever written to it.
+            if try queue.read({ try Int.fetchOne($0, sql: "SELECT count(*) FROM sqlite_master") ?? 0 }) == 0 {
+                throw RecordsError(.storage, "records database \(path) is empty: no station has written to it (a station run on it creates its tables)")
+            }
             throw RecordsError(.storage, "records database \(path) was written by an older Tuneup: a station run on it upgrades it")
         }
         return SQLiteRecordStore(path: path, pool: queue, busyTimeout: busyTimeout)

@@ -79,7 +79,25 @@ enum CommandRunner {
                 type = sub
             }
         }
+        try refuseUnknownSubcommand(arguments)
         return try Tuneup.parseAsRoot(arguments)
+    }
+
+    /// A word where a command without a default subcommand expects one (`records frobnicate --db X`) is named as an
+    /// unknown subcommand, not as the first option after it the parser cannot place.
+    static func refuseUnknownSubcommand(_ arguments: [String]) throws {
+        var type: ParsableCommand.Type = Tuneup.self
+        var path = ["tuneup"]
+        for word in arguments {
+            let subs = type.configuration.subcommands
+            guard !subs.isEmpty, !word.hasPrefix("-") else { return }
+            guard let sub = subs.first(where: { $0._commandName == word || $0.configuration.aliases.contains(word) }) else {
+                guard type.configuration.defaultSubcommand == nil, path.count > 1 else { return }
+                throw ValidationError("'\(word)' is not a subcommand of '\(path.joined(separator: " "))' (\(subs.map { $0._commandName }.joined(separator: ", ")))")
+            }
+            path.append(word)
+            type = sub
+        }
     }
 
     /// Options every command takes, with (true) or without (false) a value.

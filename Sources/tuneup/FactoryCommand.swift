@@ -70,7 +70,7 @@ struct FactoryCommand: AsyncParsableCommand {
                   tuneup factory identity --serial TS1-0042 --bt-name TS1-42 -d tcp:127.0.0.1:4100
                   tuneup factory identity --bt-address 02:54:55:00:00:2A -d tcp:127.0.0.1:4100
                 """)
-        @Option(help: ArgumentHelp("Serial number: 1...31 printable ASCII characters.", valueName: "serial"))
+        @Option(help: ArgumentHelp("Serial number: 1...31 printable ASCII characters, no spaces.", valueName: "serial"))
         var serial: String?
         @Option(name: .customLong("bt-name"), help: ArgumentHelp("Bluetooth display name: 1...31 UTF-8 bytes.", valueName: "name"))
         var btName: String?
@@ -83,6 +83,7 @@ struct FactoryCommand: AsyncParsableCommand {
         func validate() throws {
             let identity = try identity()
             if identity.isEmpty { throw ValidationError("give at least one of --serial, --bt-name, --bt-address") }
+            if let problem = identity.problem { throw ValidationError(problem) }
         }
 
         func identity() throws -> FactoryIdentity {

@@ -27,6 +27,10 @@ struct RecordsCommand: AsyncParsableCommand {
         @Option(help: ArgumentHelp("The records database: a SQLite file, or postgres://USER@HOST[:PORT]/DB (a line's).", valueName: "location"))
         var db: String = "records.sqlite"
 
+        func validate() throws {
+            do { try RecordStores.check(db) } catch { throw ValidationError(error.message) }
+        }
+
         /// Opens the records for reading: nothing is created or written (a file the user may only read will do).
         func open() async throws -> any RecordStore {
             if RecordStores.isServer(db) { return try await PostgresRecordStore.open(url: db) }

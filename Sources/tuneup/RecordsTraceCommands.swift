@@ -36,6 +36,7 @@ extension RecordsCommand {
 
         func validate() throws {
             if let problem = Traceability.problem(value: reason, what: "--reason") { throw ValidationError(problem) }
+            do { try RecordStores.check(db) } catch { throw ValidationError(error.message) }
             _ = try OperatorName.resolve(operatorName)
         }
 

@@ -95,11 +95,11 @@ struct StationCommand: AsyncParsableCommand {
         @Option(help: ArgumentHelp("With a PostgreSQL --db: the station's local outbox file (default: STATION.outbox.sqlite next to the recipe).", valueName: "file"))
         var outbox: String?
 
-        @Option(parsing: .unconditional, help: ArgumentHelp("With a PostgreSQL --db: how many Bluetooth addresses the station leases at a time.", valueName: "count"))
-        var lease: Int = 32
+        @Option(parsing: .unconditional, help: ArgumentHelp("With a PostgreSQL --db: how many Bluetooth addresses the station leases at a time (default: 32).", valueName: "count"))
+        var lease: Int?
 
-        @Option(parsing: .unconditional, help: ArgumentHelp("With a PostgreSQL --db: how long the station waits at its end for the server to take what its outbox holds.", valueName: "seconds"))
-        var uploadWait: Double = 10
+        @Option(parsing: .unconditional, help: ArgumentHelp("With a PostgreSQL --db: how long the station waits at its end for the server to take what its outbox holds (default: 10).", valueName: "seconds"))
+        var uploadWait: Double?
 
         @Option(help: ArgumentHelp("The station's name in the records (default: the host name).", valueName: "name"))
         var station: String?
@@ -131,9 +131,10 @@ struct StationCommand: AsyncParsableCommand {
             }
             try checkSeconds(timeout, "--timeout")
             if let station, station.isEmpty || station.count > 64 { throw ValidationError("--station must be 1...64 characters") }
-            if !(1...10_000).contains(lease) { throw ValidationError("--lease must be 1...10000") }
-            if !(0...86_400).contains(uploadWait) { throw ValidationError("--upload-wait must be 0...86400 seconds") }
-            if outbox != nil, !RecordStores.isServer(db ?? "") { throw ValidationError("--outbox is for a PostgreSQL --db (postgres://...)") }
+            if let lease, !(1...10_000).contains(lease) { throw ValidationError("--lease must be 1...10000") }
+            if let uploadWait, !(0...86_400).contains(uploadWait) { throw ValidationError("--upload-wait must be 0...86400 seconds") }
+            let lineOnly = [(outbox != nil, "--outbox"), (lease != nil, "--lease"), (uploadWait != nil, "--upload-wait")].filter(\.0).map(\.1)
+            do { try RecordStores.checkStation(db: db, lineOnlyOptions: lineOnly) } catch { throw ValidationError(error.message) }
             _ = try OperatorName.resolve(operatorName)
             if let ui { do { _ = try ListenAddress(parsing: ui, option: "--ui") } catch { throw ValidationError("\(error)") } }
         }
@@ -161,7 +162,7 @@ struct StationCommand: AsyncParsableCommand {
                     lineServer = server
                     let path = outbox ?? (directory + "/\(Self.fileName(stationName)).outbox.sqlite")
                     let outboxStore = try await SQLiteRecordStore.open(path: path)
-                    let lined = OutboxRecordStore(server: server, outbox: outboxStore, station: stationName, leaseSize: lease)
+                    let lined = OutboxRecordStore(server: server, outbox: outboxStore, station: stationName, leaseSize: lease ?? 32)
                     line = (lined, path)
                     store = lined
                     held = try await StationLock.acquire(station: stationName, recordsPath: path)
@@ -195,7 +196,7 @@ struct StationCommand: AsyncParsableCommand {
             // Stopping (also by Ctrl-C): unused leased values are voided and the outbox uploaded, as far as it goes.
             func finishLine() async {
                 guard let line else { return }
-                let wait = Duration.milliseconds(Int64(uploadWait * 1000))
+                let wait = Duration.milliseconds(Int64((uploadWait ?? 10) * 1000))
                 let left = await Task { await line.store.finish(within: wait) }.value
                 if left.isEmpty {
                     view.note("records: \(line.store.uploaded) uploaded to the line's database; the outbox is empty")
@@ -253,9 +254,9 @@ struct StationCommand: AsyncParsableCommand {
             nameChanges.withLock {
                 $0 = { status in
                     switch status {
-                    case .held: view.note("records: station \(stationName) holds its name on the line's database again")
+                    case .held: view.records("held", "records: station \(stationName) holds its name on the line's database again")
                     case .lost(let why):
-                        view.note("records: station \(stationName) lost its hold on its name on the line's database (\(why)); it goes on and takes it back when the server answers")
+                        view.records("lost", "records: station \(stationName) lost its hold on its name on the line's database (\(why)); it goes on and takes it back when the server answers")
                     case .taken: station.stop(because: Self.nameTaken(stationName))
                     }
                 }

@@ -49,6 +49,10 @@ import Testing
         let written = try await Self.object(Self.factory(
             ["identity", "--serial", "TS1-000042", "--bt-name", "Tuneup TS1-42", "--bt-address", "00:1B:66:00:00:2A"], sim.addresses[0]))
         #expect(written["serialNumber"] as? String == "TS1-000042")
+        #expect(written["mode"] as? String == "application", "the state is reported in the mode the unit is left in")
+        let text = try await Self.factory(["identity", "--bt-name", "Tuneup TS1-42"], sim.addresses[0], json: false)
+        #expect(text.status == 0, "\(text.stderr)")
+        #expect(text.stdout.contains("application") && !text.stdout.contains("bootloader"), "\(text.stdout)")
         let info = try await Self.object(Self.factory(["info"], sim.addresses[0]))
         #expect(info["serialNumber"] as? String == "TS1-000042")
         #expect(info["bluetoothName"] as? String == "Tuneup TS1-42")
@@ -146,6 +150,14 @@ import Testing
             let result = try await CLI.run(["factory", "identity", "--bt-address", address, "--device", "tcp:127.0.0.1:1"])
             #expect(result.status == 64, "\(address): \(result.stderr)")
             #expect(result.stderrLines.count == 1 && result.stderr.contains(why), "\(address): \(result.stderr)")
+        }
+        // What the device would refuse is refused before it is touched, saying what is wrong.
+        for (args, why) in [(["--serial", "TS1 0001"], "has a space at character 4"), (["--serial", "TS1-é"], "'é' (U+00E9)"),
+                            (["--serial", String(repeating: "S", count: 32)], "32 bytes, at most 31"),
+                            (["--bt-name", String(repeating: "N", count: 32)], "32 bytes, at most 31")] {
+            let result = try await CLI.run(["factory", "identity"] + args + ["--device", "tcp:127.0.0.1:1"])
+            #expect(result.status == 64, "\(args): \(result.stderr)")
+            #expect(result.stderrLines.count == 1 && result.stderr.contains(why), "\(args): \(result.stderr)")
         }
         let unreachable = try await CLI.run(["factory", "info", "--device", "tcp:127.0.0.1:1"])
         #expect(unreachable.status == 69, "\(unreachable.stderr)")
