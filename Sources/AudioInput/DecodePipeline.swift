@@ -12,6 +12,9 @@ final class DecodePipeline: @unchecked Sendable {
     let network: HTTPByteSource?
     /// A local file's descriptor (libsndfile's: it closes it), to tell where its decoding stopped.
     private let descriptor: Int32?
+    /// Bytes per source frame of a stream in a PCM container (WAV, AIFF, raw...): its reads can be sized to the bytes
+    /// that have arrived. nil for files and compressed streams.
+    private let streamBytesPerFrame: Int?
 
     private let output: AudioFormat
     private let name: String
@@ -45,6 +48,25 @@ final class DecodePipeline: @unchecked Sendable {
         self.outputChannels = Int(output.channels)
         self.readBuffer = [Double](repeating: 0, count: Self.blockFrames * Int(info.channels))
         self.resampler = resampler
+        self.streamBytesPerFrame = network == nil ? nil : Self.pcmBytesPerFrame(info)
+    }
+
+    /// The bytes of one frame of `info`'s format when it is PCM (or a-law, µ-law, float) in a container whose audio
+    /// bytes are the samples themselves; nil for compressed formats.
+    static func pcmBytesPerFrame(_ info: SF_INFO) -> Int? {
+        let containers: Set<Int32> = [Int32(SF_FORMAT_WAV), Int32(SF_FORMAT_WAVEX), Int32(SF_FORMAT_AIFF), Int32(SF_FORMAT_RAW),
+                                      Int32(SF_FORMAT_AU), Int32(SF_FORMAT_W64), Int32(SF_FORMAT_RF64), Int32(SF_FORMAT_CAF)]
+        guard containers.contains(info.format & Int32(SF_FORMAT_TYPEMASK)) else { return nil }
+        let sample: Int
+        switch info.format & Int32(SF_FORMAT_SUBMASK) {
+        case Int32(SF_FORMAT_PCM_S8), Int32(SF_FORMAT_PCM_U8), Int32(SF_FORMAT_ULAW), Int32(SF_FORMAT_ALAW): sample = 1
+        case Int32(SF_FORMAT_PCM_16): sample = 2
+        case Int32(SF_FORMAT_PCM_24): sample = 3
+        case Int32(SF_FORMAT_PCM_32), Int32(SF_FORMAT_FLOAT): sample = 4
+        case Int32(SF_FORMAT_DOUBLE): sample = 8
+        default: return nil
+        }
+        return info.channels > 0 ? sample * Int(info.channels) : nil
     }
 
     deinit {
@@ -330,9 +352,12 @@ final class DecodePipeline: @unchecked Sendable {
         return chunk
     }
 
-    /// Decodes until `frames` output frames are queued or the source ends.
+    /// Decodes until `frames` output frames are queued or the source ends — for a stream, or until some are queued and
+    /// no more bytes have arrived: what arrived is handed out now, not after the wait for more (a stalled server's
+    /// last bytes were held until the stall timeout, too late to be played).
     func fill(atLeast frames: Int) throws(AudioInputError) {
         while queuedFrames < frames && !sourceDone {
+            if queuedFrames > 0, let network, network.available < Int64(streamBytesPerFrame ?? 1) { return }
             do {
                 try decodeBlock()
             } catch {
@@ -349,7 +374,13 @@ final class DecodePipeline: @unchecked Sendable {
 
     private func decodeBlock() throws(AudioInputError) {
         guard let file else { sourceDone = true; return }
-        let got = readBuffer.withUnsafeMutableBufferPointer { sf_readf_double(file, $0.baseAddress, Int64(Self.blockFrames)) }
+        var frames = Self.blockFrames
+        if let bytes = streamBytesPerFrame, let network {
+            // A PCM stream: the whole frames that have arrived (at least one: then it waits for it), so a block is
+            // never held waiting for bytes that may not come.
+            frames = Int(max(1, min(Int64(Self.blockFrames), network.available / Int64(bytes))))
+        }
+        let got = readBuffer.withUnsafeMutableBufferPointer { sf_readf_double(file, $0.baseAddress, Int64(frames)) }
         if got <= 0 {
             try checkReadError()
             try checkLength()

@@ -192,6 +192,9 @@ final class HTTPByteSource: @unchecked Sendable {
 
     func tell() -> Int64 { gate.withLock { position } }
 
+    /// Bytes that have arrived and are not read yet (ahead of the read position).
+    var available: Int64 { gate.withLock { max(0, received - position) } }
+
     /// Whether a reader is blocked waiting for bytes (for tests that act on a waiting reader).
     var isWaiting: Bool { gate.withLock { waiters > 0 } }
 

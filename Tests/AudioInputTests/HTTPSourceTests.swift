@@ -178,6 +178,28 @@ extension TestHTTPServer {
         }
     }
 
+    /// Issue 30 item 14: the frames that arrived before a server went silent are handed out at once, not after the
+    /// stall timeout (600 s here: only what arrived can be read before the test's limit) — they were held with the
+    /// block being decoded, too late to be played.
+    @Test func whatArrivedBeforeAStallIsHandedOutWithoutWaitingForIt() async throws {
+        try await withTimeLimit {
+            let f = try Self.files()
+            let server = try await TestHTTPServer(["/half.wav": .stall(prefix: Array(f.wav.prefix(200_000)), type: "audio/wav")])
+            let stream = try await AudioInput.open(server.url("/half.wav"), output: Self.output,
+                                                   options: AudioInputOptions(stallTimeout: .seconds(600)))
+            let available = (200_000 - 44) / 4
+            var samples: [Int32] = []
+            while samples.count < 2 * available {
+                guard let chunk = try await stream.next(maxFrames: 4096) else { break }
+                samples += chunk.samples
+            }
+            #expect(samples.count == 2 * available)
+            #expect(Fixtures.difference(samples, Fixtures.music(frames: 3 * 44_100, rate: 44_100).prefix(2 * available).map(Int32.init)) == nil)
+            await stream.close()
+            await server.stop()
+        }
+    }
+
     /// Issue 19: a transfer cut in the middle (1/3 of a WAV with its Content-Length) hands over every frame that
     /// arrived, then fails with the transfer's error; before, the frames still buffered were thrown away.
     @Test func aCutTransferHandsOverWhatArrivedThenFails() async throws {
