@@ -372,7 +372,7 @@ public final class SimulatedWearable: SimulatedDevice {
                     while i < replay.samples.count, replay.samples[i].deviceTime + start <= through {
                         let r = replay.samples[i]
                         i += 1
-                        guard link.sensors.isEnabled(r.sensor), !s.stalled.contains(r.sensor), let range = info[r.sensor]?.range,
+                        guard link.sensors.isEnabled(r.sensor), replay.keeps(r, at: period), !s.stalled.contains(r.sensor), let range = info[r.sensor]?.range,
                               let sample = try? SensorSample(sensor: r.sensor, value: r.value, in: range) else { continue }
                         records.append(SensorRecord(timestamp: UInt16(truncatingIfNeeded: r.deviceTime), sample: sample))
                     }

@@ -24,6 +24,23 @@ public struct WearableProfile: Sendable {
         self.motion = motion
     }
 
+    /// This device playing `replay` back: it offers only the sensors the recording holds (the others are not
+    /// available: a configuration that enables one is refused as the device refuses a sensor it lacks, ATT 0x83), each
+    /// at its recorded period or longer (a shorter one is refused, ATT 0x80; a longer one gets every n-th sample).
+    public func replaying(_ replay: WearableReplay) -> WearableProfile {
+        var profile = self
+        profile.replay = replay
+        profile.deviceInformation.availableSensors = deviceInformation.availableSensors.intersection(replay.periods.keys)
+        let entries = sensorInformation.entries.map { e -> SensorInformation.Entry in
+            guard let recorded = replay.periods[e.sensor] else { return e }
+            var entry = e
+            entry.availablePeriods = e.availablePeriods.filter { $0.milliseconds >= recorded.milliseconds }
+            return entry
+        }
+        if let information = try? SensorInformation(entries) { profile.sensorInformation = information }
+        return profile
+    }
+
     /// A plausible device (protocol 1.2, product 0x4020, like a pair of Bose Frames): accelerometer, gyroscope,
     /// rotation and game rotation; the four gestures; a 40 ms transmission period carrying at most 60 bytes of
     /// sensor data; 3 sensors at once; pairing enabled.

@@ -8,6 +8,9 @@ import Wearable
 /// timestamp it was recorded with (so a listener unwraps the same `deviceTime`), quantized with the device's ranges
 /// (a recorded value is a scaled raw value, so the raw value comes back exactly). Samples missing from the recording
 /// stay missing (the same gaps); only sensors the link enabled are sent; after the last sample the device is silent.
+/// A link that enabled a sensor at a longer period than it was recorded at gets the first sample of each of its periods
+/// (as a device sampling slower would); `WearableProfile.replaying` makes the device offer only the sensors the
+/// recording holds, at their recorded period or longer, so that anything else is refused as a device refuses it.
 public struct WearableReplay: Sendable, Hashable {
     public struct Sample: Sendable, Hashable {
         public var sensor: SensorType
@@ -29,6 +32,11 @@ public struct WearableReplay: Sendable, Hashable {
     public let gestures: [Gesture]
     /// The first device time of the recording (sample or gesture).
     public let origin: Int64
+    /// Per recorded sensor, the period it was recorded at: the shortest step between two of its samples, as a sample
+    /// period (20 ms for a sensor with one sample).
+    public let periods: [SensorType: SamplePeriod]
+    /// Per recorded sensor, the device time of its first sample.
+    let firstTimes: [SensorType: Int64]
 
     /// Nil when there is nothing to replay.
     public init?(samples: [Sample], gestures: [Gesture]) {
@@ -36,6 +44,28 @@ public struct WearableReplay: Sendable, Hashable {
         let g = gestures.sorted { $0.deviceTime < $1.deviceTime }
         guard let origin = [s.first?.deviceTime, g.first?.deviceTime].compactMap({ $0 }).min() else { return nil }
         (self.samples, self.gestures, self.origin) = (s, g, origin)
+        var last: [SensorType: Int64] = [:], step: [SensorType: Int64] = [:], first: [SensorType: Int64] = [:]
+        for sample in s {
+            if first[sample.sensor] == nil { first[sample.sensor] = sample.deviceTime }
+            if let previous = last[sample.sensor], sample.deviceTime > previous {
+                step[sample.sensor] = min(step[sample.sensor] ?? .max, sample.deviceTime - previous)
+            }
+            last[sample.sensor] = sample.deviceTime
+        }
+        firstTimes = first
+        periods = first.keys.reduce(into: [:]) { out, sensor in
+            let ms = step[sensor] ?? 20
+            // The longest period not longer than the step (jitter never makes a step shorter than the period).
+            out[sensor] = SamplePeriod.allCases.filter { Int64($0.milliseconds) <= ms }.max { $0.milliseconds < $1.milliseconds } ?? ._20ms
+        }
+    }
+
+    /// Whether `sample` goes out to a link that enabled its sensor at `period`: every sample at its recorded period
+    /// (or shorter), else the first of each `period` counted from the sensor's first sample.
+    public func keeps(_ sample: Sample, at period: SamplePeriod) -> Bool {
+        guard let recorded = periods[sample.sensor], period.milliseconds > recorded.milliseconds else { return true }
+        let p = Int64(period.milliseconds), offset = sample.deviceTime - (firstTimes[sample.sensor] ?? origin)
+        return ((offset % p) + p) % p < Int64(recorded.milliseconds)
     }
 
     /// The replay's length in ms (from its first to its last sample or gesture).

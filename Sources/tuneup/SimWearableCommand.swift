@@ -146,7 +146,6 @@ extension SimCommand {
                     throw WearableRecordingContents.NotARecording(message: "\(path) holds no samples or gestures to replay")
                 }
                 var profile = base
-                profile.replay = replay
                 if let m = contents.metadata {
                     guard let device = m.decodedDeviceInformation, let sensors = m.decodedSensorInformation else {
                         throw WearableRecordingContents.NotARecording(message: "\(path): its metadata does not describe a device Tuneup can be")
@@ -157,7 +156,7 @@ extension SimCommand {
                         profile.gestureInformation = gestures
                     }
                 }
-                return profile
+                return profile.replaying(replay)
             } catch {
                 throw failureExit(CommandFailure(message: error.message, code: Exit.device))
             }

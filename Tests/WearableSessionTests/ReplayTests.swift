@@ -78,4 +78,44 @@ import WearableSimulator
         let noValues = try WearableRecordingContents(jsonLines: #"{"type":"sample","sensor":"accelerometer","deviceTime":20}"#, name: "x")
         #expect(throws: WearableRecordingContents.NotARecording.self) { try noValues.recordedSamples(name: "x") }
     }
+
+    /// Issue 30 §24: a replay sent its 20 ms samples to a link that configured 40 ms, and accepted a sensor the
+    /// recording lacks (`counts:{}`). A recording at 40 ms: the device offers that sensor alone, at 40 ms or longer;
+    /// at 80 ms every other sample goes out; another sensor or a shorter period is refused, by the library from the
+    /// device's information and by the device itself without the checks.
+    @Test func aReplayResamplesOrRefusesAsADeviceWould() async throws {
+        let samples = (0..<50).map { i in
+            WearableReplay.Sample(sensor: .accelerometer, deviceTime: 1000 + Int64(i) * 40,
+                                  value: .vector(Vector(x: Double(i) / 64, y: 0, z: 1), accuracy: .high))
+        }
+        let replay = try #require(WearableReplay(samples: samples, gestures: []))
+        #expect(replay.periods == [.accelerometer: ._40ms])
+        let profile = roomyProfile(motion: HeadMotion(seed: 1)).replaying(replay)
+        #expect(profile.deviceInformation.availableSensors == [.accelerometer])
+        #expect(profile.sensorInformation[.accelerometer]?.availablePeriods == [._40ms, ._80ms, ._160ms, ._320ms])
+
+        let f = try Fixture(profile: profile)
+        try await f.session.open()
+        for checked in [true, false] {
+            await #expect(throws: WearableSessionError.self) {
+                try await f.session.configureSensors(checked: checked) { c in c.enable(sensor: .gyroscope, at: ._40ms) }
+            }
+            await #expect(throws: WearableSessionError.self) {
+                try await f.session.configureSensors(checked: checked) { c in c.enable(sensor: .accelerometer, at: ._20ms) }
+            }
+        }
+        let readings = await f.session.sensorReadings()
+        try await f.session.configureSensors { c in c.enable(sensor: .accelerometer, at: ._80ms) }
+        var iterator = readings.makeAsyncIterator()
+        var times: [Int64] = []
+        for _ in 0..<60 {
+            await f.pump(ticks: 1)
+            // Everything the device sent so far has been counted by its statistics; take as many.
+            let sent = f.device.statistics.recordsSent.values.reduce(0, +)
+            while times.count < sent, let r = await iterator.next() { times.append(r.deviceTime) }
+        }
+        await f.session.close()
+        #expect(times == (0..<25).map { 1000 + Int64($0) * 80 }, "\(times)")
+        await f.wearable.server.shutdown()
+    }
 }
