@@ -209,6 +209,14 @@ public struct ProvisioningRecipe: Sendable, Hashable, Encodable {
     /// Whether the station needs an operator to answer (prompts or a scan).
     public var asksOperator: Bool { scan != nil || !(prompts ?? []).isEmpty }
 
+    /// Why nobody could answer this recipe's questions (a scan, prompts) with neither a terminal nor an operator
+    /// page, or nil when it asks nothing or someone can answer. Checked with the recipe, before any records are
+    /// opened or a unit touched.
+    public func unanswerable(terminal: Bool, page: Bool) -> String? {
+        guard asksOperator, !terminal, !page else { return nil }
+        return "the recipe asks the operator (scan or prompts) but stdin is not a terminal and there is no --ui: run the station on a terminal or give --ui HOST:PORT"
+    }
+
     /// The identity generator of these rules and this model.
     public var identityGenerator: IdentityGenerator { IdentityGenerator(rules: identity, model: product.model) }
 }

@@ -156,6 +156,10 @@ struct StationCommand: AsyncParsableCommand {
             do {
                 loaded = try await Self.loadRecipe(recipe)
                 try Self.checkMeasurable(loaded)
+                // A recipe that asks the operator (a scan, prompts) needs someone to answer: the page or a terminal.
+                if let problem = loaded.recipe.unanswerable(terminal: isatty(STDIN_FILENO) == 1, page: ui != nil) {
+                    throw CommandFailure(message: "\(recipe): \(problem)", code: Exit.usage)
+                }
                 let directory = URL(fileURLWithPath: recipe).deletingLastPathComponent().path
                 if let db, RecordStores.isServer(db) {
                     let server = try await PostgresRecordStore.open(url: db)
@@ -178,13 +182,7 @@ struct StationCommand: AsyncParsableCommand {
                 throw failureExit(error)
             }
             defer { withExtendedLifetime(held) {} }
-            // A recipe that asks the operator (a scan, prompts) needs someone to answer: the page or a terminal.
             let interactive = isatty(STDIN_FILENO) == 1
-            if loaded.recipe.asksOperator, self.ui == nil, !interactive {
-                throw CommandFailure(
-                    message: "\(recipe): the recipe asks the operator (scan or prompts) but stdin is not a terminal and there is no --ui: run the station on a terminal or give --ui HOST:PORT",
-                    code: Exit.usage)
-            }
             let desk = OperatorDesk()
             var connection = ConnectionOptions()
             connection.session.timeout = .milliseconds(Int64(timeout * 1000))

@@ -7,10 +7,12 @@ import Testing
     typealias S = StationCLITests
 
     @Test func aRecipeThatAsksIsRefusedWithoutATerminalOrAPage() async throws {
-        let (_, recipe) = try S.recipe { $0 + "\nscan:\n  label: PCB serial\n  pattern: \"PCB-[0-9]+\"\n" }
+        let (directory, recipe) = try S.recipe { $0 + "\nscan:\n  label: PCB serial\n  pattern: \"PCB-[0-9]+\"\n" }
         // stdin is not a terminal here, and there is no --ui: the station would wait for ever.
         let result = try await CLI.run(["station", "run", "--recipe", recipe, "-d", "tcp:127.0.0.1:9", "--station", "p1"], stdin: "")
         S.refused(result, 64, "the recipe asks the operator (scan or prompts) but stdin is not a terminal and there is no --ui")
+        // Refused with the recipe: no records are opened (none created, none migrated).
+        #expect(!FileManager.default.fileExists(atPath: directory + "/records.sqlite"), "the refusal created the records")
     }
 
     @Test func recordsShowListsTheAnswers() async throws {
