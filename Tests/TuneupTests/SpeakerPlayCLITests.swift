@@ -112,6 +112,44 @@ struct SpeakerPlayCLITests {
         #expect(await sim.quit() == 0)
     }
 
+    /// Issue 30 item 9: another controller's stream on the speaker (a second `play`, as the hub's) stops the first
+    /// `play` at once, without `ended`, with one line and exit 69 (it went on for the whole song and exited 0).
+    @Test func aPlayWhoseStreamIsTakenOverStopsAtOnceWithExit69() async throws {
+        let sim = try await RunningSpeakers.start([], count: 1)
+        let dir = Scratch.directory
+        try Self.wav(seconds: 60).write(to: URL(fileURLWithPath: dir + "/long.wav"))
+        try Self.wav(seconds: 1).write(to: URL(fileURLWithPath: dir + "/short.wav"))
+        let p = try ExampleTests.start(["speaker", "play", dir + "/long.wav", "--format", "json"] + sim.speakerArgs,
+                                       state: Scratch.directory, directory: nil)
+        defer { if p.process.isRunning { p.process.terminate() } }
+        _ = try await SpeakerEventsTests.waitFor(p.out, "time") { $0["event"] as? String == "time" }
+        let other = try await CLI.run(["speaker", "play", dir + "/short.wav"] + sim.speakerArgs, timeout: 60)
+        #expect(other.status == 0, "\(other.stderr)")
+        #expect(try await exitStatus(of: p.process) == 69, "\(p.err.textBlocking())")
+        #expect(p.err.textBlocking().contains("another controller took the speakers over"), "\(p.err.textBlocking())")
+        #expect(!SpeakerEventsTests.events(p.out).contains { $0["event"] as? String == "ended" }, "\(p.out.linesBlocking(0, timeout: 0))")
+        #expect(Self.states(p.out).last == "stopped", "\(p.out.linesBlocking(0, timeout: 0))")
+        #expect(await sim.quit() == 0)
+    }
+
+    /// Issue 30 item 9: its only speaker gone (the simulator quits), `play` waits for it 3 s, then stops without
+    /// `ended`, with one line and exit 69 (it printed `ended` and exited 0 at the end of the song).
+    @Test func aPlayThatLostEverySpeakerStopsWithExit69() async throws {
+        let sim = try await RunningSpeakers.start([], count: 1)
+        let dir = Scratch.directory
+        try Self.wav(seconds: 60).write(to: URL(fileURLWithPath: dir + "/long.wav"))
+        let p = try ExampleTests.start(["speaker", "play", dir + "/long.wav", "--format", "json"] + sim.speakerArgs,
+                                       state: Scratch.directory, directory: nil)
+        defer { if p.process.isRunning { p.process.terminate() } }
+        _ = try await SpeakerEventsTests.waitFor(p.out, "time") { $0["event"] as? String == "time" }
+        #expect(await sim.quit() == 0)
+        #expect(try await exitStatus(of: p.process) == 69, "\(p.err.textBlocking())")
+        #expect(p.err.textBlocking().contains("every speaker was lost"), "\(p.err.textBlocking())")
+        let events = SpeakerEventsTests.events(p.out)
+        #expect(events.contains { $0["event"] as? String == "speaker-lost" }, "\(p.out.linesBlocking(0, timeout: 0))")
+        #expect(!events.contains { $0["event"] as? String == "ended" }, "\(p.out.linesBlocking(0, timeout: 0))")
+    }
+
     @Test func sourcesThatCannotBePlayedAreRefusedBeforeAnySpeakerPlays() async throws {
         let sim = try await RunningSpeakers.start([], count: 1)
         let dir = Scratch.directory
