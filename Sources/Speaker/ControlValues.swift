@@ -220,6 +220,21 @@ public struct GroupAssignment: Sendable, Hashable {
     public let groupId: UInt64
     public let groupName: WireText
 
+    /// The one rule for a group's name, wherever one is given (`tuneup speaker group`, the controller, the hub's
+    /// `Group.SetClients` and its page): 1...255 bytes of UTF-8 (the protocol's text) and not "harman", which means
+    /// no group.
+    /// - Throws: `.valueOutOfRange` (empty, or "harman"), `.badText` (longer than 255 bytes), one line each.
+    public static func name(_ name: String) throws(SpeakerError) -> WireText {
+        guard !name.isEmpty else { throw SpeakerError(.valueOutOfRange, "a group name is 1...255 bytes of UTF-8, got an empty one") }
+        guard name.utf8.count <= WireText.maxBytes else {
+            throw SpeakerError(.badText, "a group name is 1...255 bytes of UTF-8, got \(name.utf8.count) bytes")
+        }
+        guard name != DeviceInfo.noGroupName.value else {
+            throw SpeakerError(.valueOutOfRange, "'\(name)' means no group; leave the group instead")
+        }
+        return try WireText(name)
+    }
+
     /// Throws `.valueOutOfRange` for group id 0 (no group) or an empty name.
     public init(groupId: UInt64, groupName: WireText) throws(SpeakerError) {
         guard groupId != 0 else { throw SpeakerError(.valueOutOfRange, "group id 0 means no group; leave the group instead") }

@@ -155,6 +155,7 @@ public actor ControllerSpeakers: HubSpeakers {
 
     /// The group `name` becomes exactly `ids`: its other members leave it, `ids` join it (an empty list disbands it).
     public func setGroup(_ name: String, members ids: [UInt64]) async throws {
+        try Self.checkGroupName(name)
         await start()
         let current = order.filter { entries[$0]?.device.groupID != 0 && entries[$0]?.device.groupName == name }
         for id in current where !ids.contains(id) {
@@ -197,6 +198,11 @@ public actor ControllerSpeakers: HubSpeakers {
             await lost(id, session, reason: Self.message(error))
             throw HubError(.speakerFailed, "speaker \(id): \(Self.message(error)); the hub reconnects it by itself")
         }
+    }
+
+    /// The speaker library's one rule for group names (`GroupAssignment.name`), as the hub's refusal.
+    public static func checkGroupName(_ name: String) throws(HubError) {
+        do { _ = try GroupAssignment.name(name) } catch { throw HubError(.malformedParameter, "params.name: " + error.message) }
     }
 
     private func unavailable(_ id: UInt64) -> HubError {

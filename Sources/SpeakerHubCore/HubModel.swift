@@ -141,7 +141,8 @@ extension HubSpeakers {
     /// Which speakers are muted (read now); empty when unknown.
     public func mutes() async throws -> [UInt64: Bool] { [:] }
 
-    /// Puts exactly `ids` in the group named `name` (members of that group not in `ids` leave it).
+    /// Puts exactly `ids` in the group named `name` (members of that group not in `ids` leave it). A name the
+    /// speakers do not take is `MalformedParameter` naming `params.name`.
     public func setGroup(_ name: String, members ids: [UInt64]) async throws {
         throw HubError(.unsupported, "these speakers cannot be grouped")
     }

@@ -172,10 +172,7 @@ public actor SpeakerController {
     /// an unknown id.
     @discardableResult
     public func joinGroup(named name: String, ids: [UInt64]) async throws -> UInt64 {
-        guard !name.isEmpty else { throw SpeakerSessionError(.invalidArgument, "a group name cannot be empty") }
-        guard name != DeviceInfo.noGroupName.value else {
-            throw SpeakerSessionError(.invalidArgument, "'\(name)' means no group; use leave to leave a group")
-        }
+        do { _ = try GroupAssignment.name(name) } catch { throw SpeakerSessionError(.invalidArgument, error.message) }  // the one rule
         guard let first = ids.first else { throw SpeakerSessionError(.invalidArgument, "no speakers given to join group '\(name)'") }
         let targets = try ids.map { id throws(SpeakerSessionError) in try session(id: id) }
         let groupId = groups.first(where: { $0.name == name })?.id ?? first

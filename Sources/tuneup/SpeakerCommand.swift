@@ -336,8 +336,7 @@ struct SpeakerCommand: AsyncParsableCommand {
             if (leave || name != nil) && index.isEmpty && id.isEmpty { throw ValidationError("choose speakers with --index or --id") }
             if !leave && name == nil && !(index.isEmpty && id.isEmpty) { throw ValidationError("give the group's name, or --leave") }
             if let name {
-                guard !name.isEmpty, name.utf8.count <= 255 else { throw ValidationError("a group name is 1...255 bytes of UTF-8") }
-                if name == "harman" { throw ValidationError("'harman' means no group; use --leave") }
+                do { _ = try GroupAssignment.name(name) } catch { throw ValidationError(error.message + (name == "harman" ? " (--leave)" : "")) }
             }
         }
 

@@ -134,7 +134,7 @@ struct HubRPCTests {
                                  ("Client.SetMute", #"{"id":"1","muted":"yes"}"#), ("Player.Seek", #"{"position":-1}"#),
                                  ("Player.Play", #"{"media":"\#(Self.song)","clients":[]}"#), ("Player.Play", #"{"url":"ftp://h/x"}"#),
                                  ("Player.Play", #"{"media":"\#(Self.song)","party":true,"clients":["1"]}"#),
-                                 ("Group.SetClients", #"{"name":"harman","clients":[]}"#), ("Client.GetStatus", #"[1]"#)] {
+                                 ("Group.SetClients", #"{"name":7,"clients":[]}"#), ("Client.GetStatus", #"[1]"#)] {
             #expect(try await hub.failing(method, params).code == -32602, "\(method) \(params)")
         }
         // Application codes, with the hub's error name.
