@@ -54,6 +54,25 @@ final class StalledSource: PCMSource {
     func seek(toFrame frame: UInt64) async throws {}
 }
 
+/// A stream that cannot go back but can start later (an HTTP source: requested again, decoded and dropped up to the
+/// start): where it was asked to start.
+final class StartsLaterSource: PCMSource {
+    let signal: GeneratedSignal
+    let seeks = Mutex<[UInt64]>([])
+    var format: AudioFormat { signal.format }
+    var totalFrames: UInt64? { signal.totalFrames }
+    var isSeekable: Bool { false }
+    var canStartLater: Bool { true }
+
+    init(_ signal: GeneratedSignal) { self.signal = signal }
+
+    func read(maxFrames: Int) async throws -> [UInt8] { try await signal.read(maxFrames: maxFrames) }
+    func seek(toFrame frame: UInt64) async throws {
+        seeks.withLock { $0.append(frame) }
+        try await signal.seek(toFrame: frame)
+    }
+}
+
 /// Speakers and a player on one `ManualClock`: the speakers' DAC clocks read it and their render pumps (so their audio
 /// timeouts) sleep on it; the player's timeline, streaming loop, sync timeout, resume grace and reconnection pauses are
 /// on it. The control links are in memory and the player knows no host for them, so it sends no audio: nothing here
@@ -351,6 +370,19 @@ struct VirtualClockPlayerTests {
             let status = try await other.status()
             #expect(status.state == .playing && status.streamId == 0x1_0000)
             await other.close()
+            await rig.close()
+        }
+    }
+
+    /// Issue 30 item 12: `--from` on a source that cannot go back but can start later (an http URL) is not refused:
+    /// the source is asked to start at the frame, and the stream plays from there.
+    @Test func aSourceThatCanStartLaterPlaysFromLater() async throws {
+        try await withTimeLimit {
+            let rig = try await VirtualRig.start(1)
+            let source = StartsLaterSource(GeneratedSignal(format: Self.format, seconds: 10, seed: 8))
+            try await rig.player.play(source, from: 8)
+            #expect(source.seeks.withLock { $0 } == [8 * 48_000])
+            #expect(await rig.player.state == .playing)
             await rig.close()
         }
     }
