@@ -78,7 +78,9 @@ let package = Package(
         .target(name: "WearableRecording", dependencies: ["Failure", "Wearable", "WearableSession", "Spawn", "Support"], swiftSettings: strict),
         // The HKWirelessHD speaker protocols as pure values: control frames and messages, audio and discovery
         // datagrams, clock-sync maths, reason and error codes, FLAC audio frames (CFLAC). No I/O.
-        .target(name: "Speaker", dependencies: ["CFLAC", "Failure"], swiftSettings: strict),
+        .target(name: "Speaker", dependencies: ["CFLAC", "CZlib", "Failure"], swiftSettings: strict),
+        // zlib's CRC-32 (slicing by 8 in Swift took twice zlib's time per audio datagram, a twentieth of a receiver's CPU).
+        .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         // One FLAC frame encoded or decoded in memory by Debian's libFLAC (linked: libflac-dev).
         .target(name: "CFLAC", linkerSettings: [.linkedLibrary("FLAC")]),
         // What the controller's player and the simulated speakers share of a playback, pure (no I/O): the stream's
@@ -149,7 +151,7 @@ let package = Package(
         .target(
             name: "SpeakerHub",
             dependencies: [
-                "AudioInput", "Failure", "SpeakerHubCore", "SpeakerPlayback", "SpeakerSession", "Speaker", "Support", "Transport",
+                "AudioInput", "Failure", "SpeakerHubCore", "SpeakerPlayback", "SpeakerSession", "Speaker", "Support", "Transport", "WebServing",
                 .product(name: "Hummingbird", package: "hummingbird"), .product(name: "Logging", package: "swift-log"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),  // /jsonrpc's WebSocket (docs/hub.md §8)
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -255,12 +257,24 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"), .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict),
+        // The Hummingbird server of the operator page, the line dashboard and the hub: started once it listens, stopped
+        // within about a second whatever its clients do (idle connections closed, WebSockets sent a close frame).
+        .target(
+            name: "WebServing",
+            dependencies: [
+                "Support",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strict),
         // The station's operator page and the line dashboard: Hummingbird pages whose updates are pushed over a
         // WebSocket (station events fanned out without blocking the station; the line's PostgreSQL read on a timer).
         .target(
             name: "StationPage",
             dependencies: [
-                "Failure", "Records", "Station", "Support",
+                "Failure", "Records", "Station", "Support", "WebServing",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
                 .product(name: "Logging", package: "swift-log"),

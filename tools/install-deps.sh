@@ -10,8 +10,9 @@ set -euo pipefail
 # libasound2-dev: 'tuneup speaker receive' plays to the sound card through ALSA (tests use its file plugin, no card).
 # libqpid-proton11-dev: IPC-CFX over AMQP 1.0 (the station's publisher).
 # libflac-dev: the speakers' FLAC audio datagrams (CFLAC links libFLAC; docs/speaker-protocol.md §7.2).
+# zlib1g-dev: the speaker protocol's CRC-32 (CZlib).
 build_packages=(pkg-config libusb-1.0-0-dev libbluetooth-dev libsqlite3-dev libsndfile1-dev libsoxr-dev
-                libcurl4-openssl-dev libzint-dev libasound2-dev libqpid-proton11-dev libflac-dev)
+                libcurl4-openssl-dev libzint-dev libasound2-dev libqpid-proton11-dev libflac-dev zlib1g-dev)
 # umockdev: the USB tests' recorded devices. postgresql: throwaway servers of the records' tests.
 # librsvg2-bin: 'tuneup wearable plot' converts its SVG to PNG with rsvg-convert.
 # chromium: the hub's control page, the operator page and the line dashboard are tested in a real headless browser.

@@ -1,3 +1,5 @@
+import CZlib
+
 /// Big-endian writing of the protocol's fields. Never fails: values are valid by construction.
 struct ByteWriter {
     var bytes: [UInt8] = []
@@ -101,15 +103,6 @@ public enum CRC32 {
         return c
     }
 
-    /// `table` and 7 more: entry k of table j is the CRC of byte k followed by j zero bytes (slicing by 8).
-    static let tables: [UInt32] = {
-        var t = table + [UInt32](repeating: 0, count: 7 * 256)
-        for j in 1..<8 {
-            for k in 0..<256 { t[j * 256 + k] = t[(j - 1) * 256 + k] >> 8 ^ t[Int(t[(j - 1) * 256 + k] & 0xFF)] }
-        }
-        return t
-    }()
-
     /// The CRC of `bytes`.
     public static func checksum<C: Sequence>(_ bytes: C) -> UInt32 where C.Element == UInt8 {
         if let crc = bytes.withContiguousStorageIfAvailable({ checksum(UnsafeRawBufferPointer($0)) }) { return crc }
@@ -120,27 +113,17 @@ public enum CRC32 {
         return crc ^ 0xFFFF_FFFF
     }
 
-    /// The CRC of contiguous bytes, 8 at a time (every audio datagram is checked: byte by byte it was a twentieth of
-    /// a receiver's CPU).
+    /// The CRC of contiguous bytes: zlib's `crc32` (every audio datagram is checked; zlib takes half the time of
+    /// slicing by 8).
     static func checksum(_ bytes: UnsafeRawBufferPointer) -> UInt32 {
-        var crc: UInt32 = 0xFFFF_FFFF
-        tables.withUnsafeBufferPointer { t in
-            var i = 0
-            let n = bytes.count
-            while i + 8 <= n {
-                let lo = crc ^ (UInt32(bytes[i]) | UInt32(bytes[i + 1]) << 8 | UInt32(bytes[i + 2]) << 16 | UInt32(bytes[i + 3]) << 24)
-                let hi = UInt32(bytes[i + 4]) | UInt32(bytes[i + 5]) << 8 | UInt32(bytes[i + 6]) << 16 | UInt32(bytes[i + 7]) << 24
-                crc = t[7 * 256 + Int(lo & 0xFF)] ^ t[6 * 256 + Int(lo >> 8 & 0xFF)] ^ t[5 * 256 + Int(lo >> 16 & 0xFF)]
-                    ^ t[4 * 256 + Int(lo >> 24)] ^ t[3 * 256 + Int(hi & 0xFF)] ^ t[2 * 256 + Int(hi >> 8 & 0xFF)]
-                    ^ t[256 + Int(hi >> 16 & 0xFF)] ^ t[Int(hi >> 24)]
-                i += 8
-            }
-            while i < n {
-                crc = t[Int((crc ^ UInt32(bytes[i])) & 0xFF)] ^ (crc >> 8)
-                i += 1
-            }
+        var crc: UInt = crc32(0, nil, 0)
+        var rest = bytes
+        while !rest.isEmpty {  // zlib counts in a 32-bit uInt
+            let n = min(rest.count, Int(UInt32.max))
+            crc = crc32(crc, rest.baseAddress!.assumingMemoryBound(to: UInt8.self), UInt32(n))
+            rest = UnsafeRawBufferPointer(rebasing: rest[n...])
         }
-        return crc ^ 0xFFFF_FFFF
+        return UInt32(truncatingIfNeeded: crc)
     }
 
     /// Checks the 4-byte big-endian CRC-32 at the end of `bytes` against the bytes before it.

@@ -7,9 +7,10 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../../.." && pwd)
-# Speaker imports CFLAC (FLAC audio datagrams through libFLAC): its C file compiled here, its module map by -I.
+# Speaker imports CFLAC (FLAC audio datagrams through libFLAC): its C file compiled here, its module map by -I; and
+# CZlib (zlib's CRC-32), a module map by -I over the system's libz.
 obj="${TMPDIR:-/tmp}/tuneup-fuzz-cflac.o"
 clang -c -O1 -fsanitize=fuzzer-no-link,address -I "$root/Sources/CFLAC/include" "$root/Sources/CFLAC/flac.c" -o "$obj"
 # 8192: room for a maximal control frame (4110 bytes) with others around it.
 exec "$here/../fuzz.sh" "$here" speaker Speaker Tests/SpeakerTests/SpeakerReplay.swift "$here/FuzzSpeaker.swift" 8192 "${1:-60}" \
-    -I "$root/Sources/CFLAC/include" "$obj" -lFLAC
+    -I "$root/Sources/CFLAC/include" -I "$root/Sources/CZlib" "$obj" -lFLAC -lz
