@@ -29,10 +29,12 @@ struct SimulatedSpeakerRecordingTests {
             await session.close()
             await sim.speakers[0].flushRecordings()
             await sim.shutdown()
-            let files = try FileManager.default.contentsOfDirectory(atPath: dir).sorted()
+            let (files, log) = try await offThePool {
+                (try FileManager.default.contentsOfDirectory(atPath: dir).sorted(),
+                 try String(contentsOfFile: dir + "/speaker-0-stream-77-part-2.render.log", encoding: .utf8))
+            }
             #expect(files == ["speaker-0-stream-77-part-2.render.log", "speaker-0-stream-77-part-2.wav",
                               "speaker-0-stream-77.render.log", "speaker-0-stream-77.wav"], "\(files)")
-            let log = try String(contentsOfFile: dir + "/speaker-0-stream-77-part-2.render.log", encoding: .utf8)
             #expect(log.split(separator: "\n")[1].contains("part 2 of stream 77") && log.contains("speaker-0-stream-77.wav"), "\(log)")
             #expect(try RenderLog(text: log).streamId == 77)
         }
