@@ -1,6 +1,7 @@
 import Hummingbird
 import HummingbirdWebSocket
 import NIOCore
+import ServiceLifecycle
 import SpeakerHubCore
 import SpeakerSession
 import Support
@@ -54,25 +55,31 @@ public enum HubRPCServer {
         let peer = HubRPCPeer(client: client)
         let (id, wakeups) = api.events.subscribe()
         do {
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                group.addTask {
-                    for try await message in inbound.messages(maxSize: maxSocketMessage) {
-                        let bytes: [UInt8] = switch message {
-                        case let .text(text): Array(text.utf8)
-                        case let .binary(buffer): Array(buffer.readableBytesView)
+            // The server stops: the client's stream ends (also when it stopped before this subscription, after
+            // `RunningHub.stop()`'s `finishAll`), the socket closes with a close frame.
+            try await withGracefulShutdownHandler {
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    group.addTask {
+                        for try await message in inbound.messages(maxSize: maxSocketMessage) {
+                            let bytes: [UInt8] = switch message {
+                            case let .text(text): Array(text.utf8)
+                            case let .binary(buffer): Array(buffer.readableBytesView)
+                            }
+                            if let answer = await api.rpc(bytes, peer: peer) { try await write(answer, to: outbound, stalled: stalled) }
                         }
-                        if let answer = await api.rpc(bytes, peer: peer) { try await write(answer, to: outbound, stalled: stalled) }
                     }
-                }
-                group.addTask {
-                    for await _ in wakeups {
-                        guard let queued = api.events.take(id) else { break }
-                        for notification in queued { try await write(notification.text, to: outbound, stalled: stalled) }
+                    group.addTask {
+                        for await _ in wakeups {
+                            guard let queued = api.events.take(id) else { break }
+                            for notification in queued { try await write(notification.text, to: outbound, stalled: stalled) }
+                        }
+                        // Dropped (its queue overflowed) or the server stops: the socket closes.
                     }
-                    // Dropped (its queue overflowed) or the server stops: the socket closes.
+                    try await group.next()
+                    group.cancelAll()
                 }
-                try await group.next()
-                group.cancelAll()
+            } onGracefulShutdown: {
+                api.events.unsubscribe(id)
             }
         } catch {
             api.events.unsubscribe(id)

@@ -2,8 +2,8 @@ import Hummingbird
 import HummingbirdWebSocket
 import Logging
 import NIOCore
-import ServiceLifecycle
 import SpeakerHubCore
+import WebServing
 
 /// A request's context on the hub: Hummingbird's core, and the client's address (sessions are bounded per client).
 public struct HubRequestContext: RequestContext, RemoteAddressRequestContext, WebSocketRequestContext {
@@ -70,30 +70,17 @@ public enum SpeakerHubServer {
     public static func start(_ api: HubAPI, host: String, port: Int, logger: Logger? = nil) async throws -> RunningHub {
         var log = logger ?? Logger(label: "tuneup.hub")
         if logger == nil { log.logLevel = .warning }
-        let (events, sink) = AsyncStream<Result<Int, HubError>>.makeStream()
-        let routes = router(api)
-        let app = Application(
-            router: routes, server: .http1WebSocketUpgrade(webSocketRouter: routes, configuration: .init(ws: .init(maxFrameSize: HubRPCServer.maxSocketMessage))),
-            configuration: .init(address: .hostname(host, port: port), serverName: "tuneup-hub"),
-            onServerRunning: { channel in sink.yield(.success(channel.localAddress?.port ?? port)) }, logger: log)
-        let group = ServiceGroup(configuration: .init(services: [app], logger: log))
-        let task = Task {
-            do {
-                try await group.run()
-                sink.yield(.failure(HubError(.cannotServe, "the server on \(host):\(port) stopped before it listened")))
-            } catch {
-                sink.yield(.failure(HubError(.cannotServe, "cannot serve on \(host):\(port): \(error)")))
-                throw error
-            }
+        do {
+            let server = try await WebServer.start(
+                router(api), host: host, port: port, serverName: "tuneup-hub", maxFrameSize: HubRPCServer.maxSocketMessage, logger: log)
+            return RunningHub(host: host, server: server, events: api.events)
+        } catch is WebServer.StoppedBeforeListening {
+            throw HubError(.cannotServe, "the server on \(host):\(port) stopped before it listened")
+        } catch is CancellationError {
+            throw CancellationError()
+        } catch {
+            throw HubError(.cannotServe, BindFailure.message(error, host: host, port: port))
         }
-        for await event in events {
-            switch event {
-            case let .success(actual): return RunningHub(host: host, port: actual, group: group, task: task, events: api.events)
-            case let .failure(error): throw error
-            }
-        }
-        task.cancel()
-        throw CancellationError()
     }
 }
 
@@ -101,31 +88,32 @@ public enum SpeakerHubServer {
 public final class RunningHub: Sendable {
     public let host: String
     public let port: Int
-    private let group: ServiceGroup
-    private let task: Task<Void, any Error>
+    private let server: WebServer
     private let events: HubEvents?
 
-    init(host: String, port: Int, group: ServiceGroup, task: Task<Void, any Error>, events: HubEvents? = nil) {
+    init(host: String, server: WebServer, events: HubEvents? = nil) {
         self.events = events
         self.host = host
-        self.port = port
-        self.group = group
-        self.task = task
+        self.port = server.port
+        self.server = server
     }
 
     /// `http://HOST:PORT`.
     public var url: String { "http://\(host.contains(":") ? "[\(host)]" : host):\(port)" }
 
-    /// Stops serving (requests under way are answered first, JSON-RPC WebSockets are let go) and returns when the
-    /// server has closed.
+    /// Connections open now (clients' keep-alive connections and WebSockets, idle ones).
+    public var openConnections: Int { server.openConnections }
+
+    /// Stops serving and returns when the server has closed, within about a second whatever the clients do:
+    /// requests under way are answered first, JSON-RPC WebSockets get a close frame, idle connections are closed
+    /// (see `WebServer`).
     public func stop() async {
         events?.finishAll()
-        await group.triggerGracefulShutdown()
-        _ = await task.result
+        await server.stop()
     }
 
     /// Returns when the server ends (an error, or `stop()`).
     public func wait() async throws {
-        try await task.value
+        try await server.wait()
     }
 }

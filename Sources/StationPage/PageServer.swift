@@ -6,6 +6,7 @@ import Logging
 import NIOCore
 import ServiceLifecycle
 import Support
+import WebServing
 
 /// The errors of the operator page and the line dashboard.
 public enum PageErrors: ErrorDomain {
@@ -63,11 +64,10 @@ public final class PageServer: Sendable {
     public let host: String
     public let port: Int
     private let sections: Sections
-    private let group: ServiceGroup
-    private let task: Task<Void, any Error>
+    private let server: WebServer
 
-    private init(host: String, port: Int, sections: Sections, group: ServiceGroup, task: Task<Void, any Error>) {
-        (self.host, self.port, self.sections, self.group, self.task) = (host, port, sections, group, task)
+    private init(host: String, sections: Sections, server: WebServer) {
+        (self.host, self.port, self.sections, self.server) = (host, server.port, sections, server)
     }
 
     /// `http://HOST:PORT/`.
@@ -108,29 +108,16 @@ public final class PageServer: Sendable {
         router.ws("/ws") { inbound, outbound, _ in
             try await serve(sections, inbound: inbound, outbound: outbound, applied: applied, answer: answer, signIn: signIn)
         }
-        let (events, sink) = AsyncStream<Result<Int, PageError>>.makeStream()
-        let app = Application(
-            router: router, server: .http1WebSocketUpgrade(webSocketRouter: router),
-            configuration: .init(address: .hostname(address.host, port: address.port), serverName: serverName),
-            onServerRunning: { channel in sink.yield(.success(channel.localAddress?.port ?? address.port)) }, logger: log)
-        let group = ServiceGroup(configuration: .init(services: [app], logger: log))
-        let task = Task {
-            do {
-                try await group.run()
-                sink.yield(.failure(PageError(.cannotServe, "the page on \(address) stopped before it listened")))
-            } catch {
-                sink.yield(.failure(PageError(.cannotServe, "cannot serve the page on \(address): \(Self.describe(error))")))
-                throw error
-            }
+        do {
+            let server = try await WebServer.start(router, host: address.host, port: address.port, serverName: serverName, logger: log)
+            return PageServer(host: address.host, sections: sections, server: server)
+        } catch is WebServer.StoppedBeforeListening {
+            throw PageError(.cannotServe, "the page on \(address) stopped before it listened")
+        } catch is CancellationError {
+            throw CancellationError()
+        } catch {
+            throw PageError(.cannotServe, "cannot serve the page on \(address): \(Self.describe(error))")
         }
-        for await event in events {
-            switch event {
-            case let .success(port): return PageServer(host: address.host, port: port, sections: sections, group: group, task: task)
-            case let .failure(error): throw error
-            }
-        }
-        task.cancel()
-        throw CancellationError()
     }
 
     /// A bind failure in one line ("Address already in use", not NIO's whole error value).
@@ -159,54 +146,63 @@ public final class PageServer: Sendable {
                       stalled: Duration = .seconds(10)) async throws {
         let (id, wakeups) = sections.subscribe()
         defer { sections.unsubscribe(id) }
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            // The page sends acknowledgements (`{"applied":CHANGES}`) and the operator's answers (`{"answer":
-            // {"prompt":ID,"value":TEXT}}`, checked by the station: a refusal comes back on the tile), an operator
-            // signing in or out (`{"signIn":{"name":NAME}}`, `{"signIn":{"name":null}}`); reading also tells when it
-            // closes.
-            group.addTask {
-                for try await message in inbound.messages(maxSize: 4096) {
-                    guard case let .text(text) = message else { continue }
-                    if let answer, let given = try? JSONDecoder().decode(AnswerMessage.self, from: Data(text.utf8)).answer {
-                        await answer(given.prompt, given.value)
-                        continue
-                    }
-                    if let signIn, let given = try? JSONDecoder().decode(SignInMessage.self, from: Data(text.utf8)).signIn {
-                        await signIn(given.name)
-                        continue
-                    }
-                    guard let applied, let range = text.range(of: "\"applied\":") else { continue }
-                    if let changes = Int(text[range.upperBound...].prefix { $0.isNumber }) { applied(changes) }
-                }
-            }
-            group.addTask {
-                var cursor: [String: Int] = [:]
-                for await _ in wakeups {
-                    guard let message = sections.message(since: &cursor) else { continue }
-                    // A page that takes no data for `stalled` (its socket's buffers full) is dropped: it reconnects
-                    // and gets everything again, nothing waits for it meanwhile.
-                    try await withDeadline(stalled, late: { PageError(.cannotServe, "a page took nothing for \(stalled)") }) {
-                        try await outbound.write(.text(message))
+        // The server stops: the page's stream ends (also when it stopped before this subscription, after `stop()`'s
+        // `finishAll`), the socket closes with a close frame.
+        try await withGracefulShutdownHandler {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                // The page sends acknowledgements (`{"applied":CHANGES}`) and the operator's answers (`{"answer":
+                // {"prompt":ID,"value":TEXT}}`, checked by the station: a refusal comes back on the tile), an operator
+                // signing in or out (`{"signIn":{"name":NAME}}`, `{"signIn":{"name":null}}`); reading also tells when it
+                // closes.
+                group.addTask {
+                    for try await message in inbound.messages(maxSize: 4096) {
+                        guard case let .text(text) = message else { continue }
+                        if let answer, let given = try? JSONDecoder().decode(AnswerMessage.self, from: Data(text.utf8)).answer {
+                            await answer(given.prompt, given.value)
+                            continue
+                        }
+                        if let signIn, let given = try? JSONDecoder().decode(SignInMessage.self, from: Data(text.utf8)).signIn {
+                            await signIn(given.name)
+                            continue
+                        }
+                        guard let applied, let range = text.range(of: "\"applied\":") else { continue }
+                        if let changes = Int(text[range.upperBound...].prefix { $0.isNumber }) { applied(changes) }
                     }
                 }
+                group.addTask {
+                    var cursor: [String: Int] = [:]
+                    for await _ in wakeups {
+                        guard let message = sections.message(since: &cursor) else { continue }
+                        // A page that takes no data for `stalled` (its socket's buffers full) is dropped: it reconnects
+                        // and gets everything again, nothing waits for it meanwhile.
+                        try await withDeadline(stalled, late: { PageError(.cannotServe, "a page took nothing for \(stalled)") }) {
+                            try await outbound.write(.text(message))
+                        }
+                    }
+                }
+                try await group.next()
+                group.cancelAll()
             }
-            try await group.next()
-            group.cancelAll()
+        } onGracefulShutdown: {
+            sections.unsubscribe(id)
         }
     }
 
     /// Pages connected now.
     public var connectedPages: Int { sections.subscriberCount }
 
-    /// Stops serving and returns when the server has closed (connected pages are let go).
+    /// Connections open now (pages, their WebSockets, idle ones).
+    public var openConnections: Int { server.openConnections }
+
+    /// Stops serving and returns when the server has closed, within about a second whatever the browsers do:
+    /// connected pages get a close frame, idle connections are closed (see `WebServer`).
     public func stop() async {
         sections.finishAll()
-        await group.triggerGracefulShutdown()
-        _ = await task.result
+        await server.stop()
     }
 
     /// Returns when the server ends (an error, or `stop()`).
-    public func wait() async throws { try await task.value }
+    public func wait() async throws { try await server.wait() }
 }
 
 /// An operator signing in on the page (`{"signIn": {"name": NAME}}`) or out (`{"signIn": {"name": null}}`).

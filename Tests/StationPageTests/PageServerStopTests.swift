@@ -1,0 +1,38 @@
+import StationPage
+import TestSupport
+import Testing
+
+/// Stopping the page's server (the station ends, Ctrl-C, the line dashboard's Ctrl-C) does not wait for its clients:
+/// a connection that never sent anything and a keep-alive one are closed, a WebSocket that never answers gets a close
+/// frame and is closed, and `stop()` returns. Hummingbird alone waited for the idle connection until the client went
+/// away (with a browser's spare connection, about a minute).
+@Suite struct PageServerStopTests {
+    @Test func stoppingClosesIdleConnectionsAndWebSocketsAndReturns() async throws {
+        let sections = Sections()
+        sections.update { $0.set("header", ["station": "stop-test"]) }
+        let server = try await PageServer.start(sections, on: ListenAddress(host: "127.0.0.1", port: 0), serverName: "t") { _ in "<html></html>" }
+        let idle = try await IdleClient.connect(port: server.port)
+        let keptAlive = try await IdleClient.connect(port: server.port)
+        let (head, body) = try await keptAlive.request("/state")
+        #expect(head.hasPrefix("HTTP/1.1 200"), "\(head)")
+        #expect(String(decoding: body, as: UTF8.self).contains("stop-test"))
+        let socket = try await IdleClient.connect(port: server.port)
+        _ = try await socket.openWebSocket("/ws")
+        // All three accepted before the server stops (else the stop could come before the idle one is).
+        try await waitUntil("the server holds three connections", within: 20) { server.openConnections == 3 }
+
+        let stopping = Task { await server.stop() }
+        // Each connection ends with the server's EOF (a reset, or no end within the bound, fails).
+        #expect(try await idle.readToEnd().isEmpty)
+        #expect(try await keptAlive.readToEnd().isEmpty)
+        let frames = try webSocketFrames(try await socket.readToEnd())
+        // The page's first message (the whole state) may be among them; the last frame is the close.
+        #expect(frames.last?.opcode == 8, "\(frames.map(\.opcode))")
+        try await withTimeLimit(20) {
+            await stopping.value
+            try await server.wait()
+        }
+        // The server's count drops as each connection's close is seen (right after, on its event loop).
+        try await waitUntil("every connection is let go", within: 20) { server.openConnections == 0 }
+    }
+}
