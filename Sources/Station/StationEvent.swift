@@ -60,6 +60,9 @@ public struct UnitResult: Sendable, Hashable, Codable {
     public var stationSeconds: Double
     /// Steps the device verifiably held already (a resumed unit) and that were not done again.
     public var skippedSteps: [String]
+    /// Who operated the station when the unit's run was recorded (nil without a run): the run's operator, which a
+    /// sign-in on the page afterwards does not change.
+    public var operatorName: String? = nil
 }
 
 /// What the station reports as it works: JSON Lines with `--format json`, live lines on a terminal.
@@ -74,6 +77,9 @@ public enum StationEvent: Sendable, Hashable {
     case arrived(slot: String, hardwareID: String)
     /// The unit's run is recorded (its id in the records): the work on it starts.
     case runStarted(slot: String, hardwareID: String, run: Int64)
+    /// The unit's identity is known (reserved in the records, the one it keeps when it comes back): shown while it
+    /// runs, before it is written.
+    case identified(slot: String, hardwareID: String, serial: String, bluetoothAddress: String)
     case stepStarted(slot: String, hardwareID: String, step: String)
     /// Progress within a long step (0...1).
     case progress(slot: String, hardwareID: String, step: String, fraction: Double)
@@ -152,7 +158,7 @@ extension StationEvent: Encodable {
     private enum Keys: String, CodingKey {
         case event, slot, slots, recipe, recipeHash, station, hardwareID, step, fraction, outcome, message, unit, reason, totals, runs, run
         case failures, maxRework, kind, measurement, value, limit, window
-        case prompt, answer, source
+        case prompt, answer, source, serial, bluetoothAddress
     }
 
     /// One JSON object per event, `{"event": "...", ...}`.
@@ -180,6 +186,12 @@ extension StationEvent: Encodable {
             try c.encode(slot, forKey: .slot)
             try c.encode(hardwareID, forKey: .hardwareID)
             try c.encode(run, forKey: .run)
+        case let .identified(slot, hardwareID, serial, bluetoothAddress):
+            try c.encode("identified", forKey: .event)
+            try c.encode(slot, forKey: .slot)
+            try c.encode(hardwareID, forKey: .hardwareID)
+            try c.encode(serial, forKey: .serial)
+            try c.encode(bluetoothAddress, forKey: .bluetoothAddress)
         case let .stepStarted(slot, hardwareID, step):
             try c.encode("step-started", forKey: .event)
             try c.encode(slot, forKey: .slot)

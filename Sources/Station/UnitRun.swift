@@ -121,6 +121,7 @@ struct UnitRun {
             return (finish(), true, false, [])
         }
         result.run = runID.rawValue
+        result.operatorName = start.operatorName
         emit(.runStarted(slot: slot.name, hardwareID: hardwareID, run: runID.rawValue))
         // A unit that failed or erred before comes back for rework: its pass is not a first pass.
         let firstTime = !previous.contains { $0.outcome == .fail || $0.outcome == .error || $0.outcome == .pass }
@@ -191,6 +192,7 @@ struct UnitRun {
         }
         result.serial = identity.serial.value
         result.bluetoothAddress = identity.address.value
+        emit(.identified(slot: slot.name, hardwareID: hardwareID, serial: identity.serial.value, bluetoothAddress: identity.address.value))
 
         try await flash(station.recipe.application, step: StepName.flashApplication, client: client, recorder: &recorder)
         if let resource = station.recipe.resource {

@@ -66,10 +66,18 @@ public final class StationFeed: Sendable {
         reader.withLock { $0 = task }
     }
 
-    /// Stops reading records.
+    /// Stops reading records at once (what is not read yet stays as the station's result listed it).
     public func stop() {
         finished.finish()
         reader.withLock { $0?.cancel() }
+    }
+
+    /// Stops taking results but first reads the records of those already finished (the last unit of a station
+    /// that ends right after it), so the page's last rows get their record before it stops; then as `stop()`.
+    public func finish() async {
+        finished.finish()
+        let task = reader.withLock { $0 }
+        await task?.value
     }
 
     // MARK: The station's events
@@ -89,6 +97,8 @@ public final class StationFeed: Sendable {
                 Self.tile(&e, slot) { $0.present = false }
             case let .arrived(slot, hardwareID):
                 Self.tile(&e, slot) { $0 = Tile(slot: slot, unit: hardwareID, step: StepName.identify, state: "running", present: true) }
+            case let .identified(slot, hardwareID, serial, _):
+                Self.tile(&e, slot) { tile in if tile.unit == hardwareID { tile.serial = serial } }
             case let .stepStarted(slot, _, step):
                 Self.tile(&e, slot) { $0.step = step; $0.fraction = nil }
             case let .progress(slot, _, step, fraction):
@@ -112,7 +122,11 @@ public final class StationFeed: Sendable {
                 // The unit is listed at once from its result; its record (steps, measurements) follows.
                 if result.outcome != .aborted || result.run != nil {
                     var rows = e.get("units", as: [UnitRow].self) ?? []
-                    rows.insert(UnitRow(result, operatorName: desk?.signedInOperator ?? operatorName), at: 0)
+                    // The run's operator as recorded (a sign-in since does not change it), its end as the feed saw it.
+                    var row = UnitRow(result, operatorName: result.operatorName ?? desk?.signedInOperator ?? operatorName)
+                    row.endedAt = Date()
+                    if let seconds = row.seconds { row.startedAt = row.endedAt?.addingTimeInterval(-seconds) }
+                    rows.insert(row, at: 0)
                     if rows.count > recent { rows.removeLast(rows.count - recent) }
                     e.set("units", rows)
                 }

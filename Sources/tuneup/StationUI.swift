@@ -31,7 +31,8 @@ struct StationUI: Sendable {
     }
 
     func stop() async {
-        feed.stop()
+        // The last finished units' records are read first, so the page's last rows are complete.
+        await feed.finish()
         await server.stop()
     }
 }

@@ -14,6 +14,7 @@ final class StationView: Sendable {
 
     private struct SlotLine {
         var unit = ""
+        var serial = ""
         var step = "waiting"
         var fraction: Double?
         var result = ""
@@ -51,6 +52,9 @@ final class StationView: Sendable {
                 update(&s, slot) { $0.unit = hardwareID; $0.step = "identify"; $0.fraction = nil }
                 return nil
             case .runStarted:
+                return nil
+            case let .identified(slot, _, serial, _):
+                update(&s, slot) { $0.serial = serial }
                 return nil
             case let .stepStarted(slot, _, step):
                 update(&s, slot) { $0.step = step; $0.fraction = nil }

@@ -4,6 +4,7 @@ import Station
 import StationPage
 import Synchronization
 import TestSupport
+import TuneupKit
 import Testing
 
 /// The operator page's state, its pushes over a real WebSocket, and what it reads back from the records.
@@ -146,6 +147,46 @@ import Testing
         }
         #expect(Int(m.sections["totals"]?["passed"]?.number ?? -1) == results.filter { $0.outcome == .pass }.count)
         feed.stop()
+    }
+
+    /// A running tile shows the unit's serial once it is known; the last units show the operator the run was
+    /// recorded with (not one who signed in since); a station that ends right after its last unit still gets that
+    /// unit's record and end time on the page (`finish` reads it before the page stops).
+    @Test func tilesShowTheSerialAndTheLastUnitsTheRunsOperatorAndRecord() async throws {
+        let fixture = try await PageFixture.make(units: 1)
+        defer { Task { await fixture.close() } }
+        let desk = OperatorDesk()
+        let feed = StationFeed(store: fixture.store, station: "ops", operatorName: "Ann", desk: desk)
+        await feed.start()
+        let serialsWhileRunning = Mutex<[String?]>([])
+        var connection = ConnectionOptions()
+        connection.session.timeout = .seconds(30)
+        let options = StationOptions(devices: .real, station: "ops", operatorName: "Ann", toolVersion: "test", connection: connection,
+                                     deviceWait: .seconds(10), pollInterval: .milliseconds(50))
+        let station = Station(recipe: fixture.recipe, store: fixture.store, options: options, desk: desk) { event in
+            feed.handle(event)
+            // Someone signs in while the unit's run (recorded with Ann) goes on.
+            if case .runStarted = event { feed.signIn("Bob") }
+            if case let .stepStarted(slot, _, step) = event, step == StepName.flashApplication {
+                let m = try? decodeMessage(feed.sections.fullMessage())
+                serialsWhileRunning.withLock { $0.append(m?.sections["tile:\(slot)"]?["serial"]?.string) }
+            }
+        }
+        let results = try await withTimeLimit(120) { try await station.run(slots: fixture.slots) }
+        await feed.finish()
+        let result = try #require(results.first)
+        #expect(result.outcome == .pass && result.operatorName == "Ann")
+        #expect(serialsWhileRunning.withLock { $0 } == [result.serial], "the running tile's serial")
+
+        let m = try decodeMessage(feed.sections.fullMessage())
+        #expect(m.sections["header"]?["operator"]?.string == "Bob")
+        let row = try #require(m.sections["units"]?.array.first)
+        #expect(row["operator"]?.string == "Ann", "the run's operator, not the one signed in now")
+        #expect(row["endedAt"] != nil, "the last row's end time")
+        #expect(!(row["steps"]?.array.isEmpty ?? true), "the last row's record")
+        let runID = try #require(result.run)
+        let run = try #require(try await fixture.store.run(RunID(runID)))
+        #expect(run.start.operatorName == "Ann")
     }
 
     @Test func listenAddressesAreCheckedBeforeAnythingStarts() throws {
