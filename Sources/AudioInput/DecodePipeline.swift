@@ -395,6 +395,10 @@ final class DecodePipeline: @unchecked Sendable {
         samples = ChannelMap.map(samples, from: sourceChannels, to: outputChannels, stage: .down)
         if let resampler { samples = try resampler.process(samples) }
         append(ChannelMap.map(samples, from: sourceChannels, to: outputChannels, stage: .up))
+        // A read that failed part of the way (a FLAC frame that does not decode inside the block: a start not on a
+        // frame boundary, an encoder's other block size) returns the frames before it with the error set, and
+        // libsndfile clears the error at the next read, which then only finds the end: the failure is taken here.
+        try checkDecoderError()
     }
 
     private func append(_ samples: [Double]) {
@@ -459,6 +463,11 @@ final class DecodePipeline: @unchecked Sendable {
 
     private func checkReadError() throws(AudioInputError) {
         if let error = network?.error { throw error }
+        try checkDecoderError()
+    }
+
+    /// The decoder's own failure, if the last read had one.
+    private func checkDecoderError() throws(AudioInputError) {
         guard let file else { return }
         let code = sf_error(file)
         if code != 0 {

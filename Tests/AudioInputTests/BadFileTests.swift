@@ -64,14 +64,15 @@ import TestSupport
 
     /// Issue 19: a FLAC file cut in the middle opens (its header is whole) and plays to where it was cut, then fails
     /// saying so; libFLAC alone ends it quietly, as if it were the end.
-    @Test func aFLACFileCutInTheMiddleGivesItsFramesThenFails() async throws {
+    @Test(arguments: [Duration.zero, .milliseconds(100)])
+    func aFLACFileCutInTheMiddleGivesItsFramesThenFails(startAt: Duration) async throws {
         let dir = try Fixtures.directory()
         let whole = "\(dir)/whole.flac", path = "\(dir)/cut.flac"
         try Fixtures.write(whole, format: Int32(SF_FORMAT_FLAC | SF_FORMAT_PCM_16), rate: 44_100, channels: 2,
                            samples: Fixtures.music(frames: 2 * 44_100, rate: 44_100))
         let bytes = try Data(contentsOf: URL(fileURLWithPath: whole))
         try bytes.prefix(bytes.count / 2).write(to: URL(fileURLWithPath: path))
-        let stream = try await AudioInput.open(.file(path), output: Fixtures.format(rate: 44_100, channels: 2))
+        let stream = try await AudioInput.open(.file(path), output: Fixtures.format(rate: 44_100, channels: 2), startAt: startAt)
         let (_, frames, failure) = await Fixtures.readUntilEnd(stream)
         await stream.close()
         #expect(frames > 44_100 / 2 && frames < 2 * 44_100, "\(frames) frames")
@@ -83,8 +84,10 @@ import TestSupport
     }
 
     /// Issue 30 item 17: a FLAC file damaged in the middle (its length whole) is damaged, not truncated: its frames up
-    /// to the damage, then `corrupt`.
-    @Test func aFLACFileDamagedInTheMiddleIsCorruptNotTruncated() async throws {
+    /// to the damage, then `corrupt` — also when the damage falls inside a read (a start that is not on a FLAC frame
+    /// boundary), where it said "is truncated".
+    @Test(arguments: [Duration.zero, .milliseconds(100)])
+    func aFLACFileDamagedInTheMiddleIsCorruptNotTruncated(startAt: Duration) async throws {
         let dir = try Fixtures.directory()
         let whole = "\(dir)/whole.flac", path = "\(dir)/damaged.flac"
         try Fixtures.write(whole, format: Int32(SF_FORMAT_FLAC | SF_FORMAT_PCM_16), rate: 44_100, channels: 2,
@@ -92,7 +95,7 @@ import TestSupport
         var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: whole)))
         for i in (bytes.count / 2)..<(bytes.count / 2 + 3_000) { bytes[i] = UInt8(truncatingIfNeeded: Int(bytes[i]) * 7 + 13) }
         try Data(bytes).write(to: URL(fileURLWithPath: path))
-        let stream = try await AudioInput.open(.file(path), output: Fixtures.format(rate: 44_100, channels: 2))
+        let stream = try await AudioInput.open(.file(path), output: Fixtures.format(rate: 44_100, channels: 2), startAt: startAt)
         let (_, frames, failure) = await Fixtures.readUntilEnd(stream)
         await stream.close()
         #expect(frames > 0 && frames < 2 * 44_100, "\(frames) frames")
