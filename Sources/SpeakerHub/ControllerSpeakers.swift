@@ -3,7 +3,8 @@ import SpeakerSession
 
 /// The hub's speakers: real (or simulated) speakers through a `SpeakerController` (docs/hub.md §3.2).
 ///
-/// Every speaker the hub was started with stays known. One the hub cannot reach (off, out of reach, not answering)
+/// Every speaker the hub was started with stays known, and one named but off when it started (`unreached`) is
+/// looked for in the background the same way and joins the list when it first answers. One the hub cannot reach (off, out of reach, not answering)
 /// is listed with what it said last, `connected` false, and never makes a call fail for the others: the hub reconnects
 /// it in the background (at its host and control port) after `backoff`'s waits on the hub's clock, and it comes back
 /// by itself (its new session replaces the old one in the controller). Each reachable speaker's events are followed:
@@ -35,6 +36,9 @@ public actor ControllerSpeakers: HubSpeakers {
 
     private var order: [UInt64] = []
     private var entries: [UInt64: Entry] = [:]
+    /// Speakers named but not reached when the hub started (no id yet), and their searches.
+    private let unreached: [(host: String, port: UInt16)]
+    private var searches: [Task<Void, Never>] = []
     private var started = false
     private var closed = false
     private var listeners: [AsyncStream<HubSpeakerChange>.Continuation] = []
@@ -43,10 +47,12 @@ public actor ControllerSpeakers: HubSpeakers {
     ///   - now: the hub's clock (as `HubAPI`'s): when a speaker was last heard.
     ///   - sleep: a sleep on the same clock: the waits between reconnection attempts.
     ///   - connect: how a lost speaker is reached again (TCP and hello by default).
-    public init(_ controller: SpeakerController, backoff: HubBackoff = HubBackoff(),
+    ///   - unreached: speakers (host and control port) not reached at the start (`open(_:endpoint:with:)`).
+    public init(_ controller: SpeakerController, unreached: [(host: String, port: UInt16)] = [], backoff: HubBackoff = HubBackoff(),
                 now: (@Sendable () -> Duration)? = nil, sleep: (@Sendable (Duration) async throws -> Void)? = nil,
                 connect: Connect? = nil) {
         self.controller = controller
+        self.unreached = unreached
         self.backoff = backoff
         let clock = ContinuousClock()
         let origin = clock.now
@@ -68,6 +74,36 @@ public actor ControllerSpeakers: HubSpeakers {
                                 port: session.controlPort)
             follow(id, session)
         }
+        for endpoint in unreached { search(endpoint.host, endpoint.port) }
+    }
+
+    /// Opens a session to each of `items` with `open`: the controller holds those that answered (in order); those
+    /// that cannot be reached now (a lost link, refused, no answer) are returned with their endpoint and the reason,
+    /// for the hub to look for (`init(_:unreached:)`).
+    /// - Throws: the failure of an item that has no endpoint or failed otherwise (a refusal, a version mismatch),
+    ///   and the first failure when no item answered.
+    public static func open<Item>(
+        _ items: [Item], endpoint: (Item) -> (host: String, port: UInt16)?, with open: (Item) async throws -> SpeakerSession
+    ) async throws -> (controller: SpeakerController, unreached: [(host: String, port: UInt16, reason: String)]) {
+        var sessions: [SpeakerSession] = []
+        var unreached: [(host: String, port: UInt16, reason: String)] = []
+        var first: (any Error)?
+        do {
+            for item in items {
+                do {
+                    sessions.append(try await open(item))
+                } catch {
+                    guard linkLost(error), let e = endpoint(item) else { throw error }
+                    first = first ?? error
+                    unreached.append((e.host, e.port, message(error)))
+                }
+            }
+            if sessions.isEmpty, let first { throw first }
+            return (try await SpeakerController.open(sessions) { $0 }, unreached)
+        } catch {
+            for s in sessions { await s.close() }
+            throw error
+        }
     }
 
     // MARK: HubSpeakers
@@ -86,7 +122,9 @@ public actor ControllerSpeakers: HubSpeakers {
         return order.compactMap { entries[$0]?.device }
     }
 
+    /// Also starts following the speakers (and looking for those not reached), as any first use does.
     public func changes() async -> AsyncStream<HubSpeakerChange> {
+        await start()
         let (stream, continuation) = AsyncStream<HubSpeakerChange>.makeStream(bufferingPolicy: .bufferingNewest(1024))
         if closed { continuation.finish() } else { listeners.append(continuation) }
         return stream
@@ -179,6 +217,7 @@ public actor ControllerSpeakers: HubSpeakers {
             entries[id]?.follower?.cancel()
             entries[id]?.reconnect?.cancel()
         }
+        for s in searches { s.cancel() }
         for l in listeners { l.finish() }
         listeners = []
     }
@@ -286,6 +325,41 @@ public actor ControllerSpeakers: HubSpeakers {
                 return
             }
         }
+    }
+
+    /// Looks for a speaker not reached at the start, after `backoff`'s waits, until it answers.
+    private func search(_ host: String, _ port: UInt16) {
+        let backoff = backoff, sleep = sleep
+        searches.append(Task { [weak self] in
+            var attempt = 0
+            while true {
+                do { try await sleep(backoff.delay(beforeAttempt: attempt)) } catch { return }
+                attempt += 1
+                guard let self, await self.attemptFirst(host, port) else { continue }
+                return
+            }
+        })
+    }
+
+    /// One attempt to reach a speaker for the first time: true when it answered (or is no longer looked for).
+    private func attemptFirst(_ host: String, _ port: UInt16) async -> Bool {
+        guard !closed else { return true }
+        guard let session = try? await connect(host, port) else { return false }
+        guard let info = try? await session.deviceInfo() else {
+            await session.close()
+            return false
+        }
+        let id = session.deviceId
+        guard !closed, entries[id] == nil else {
+            await session.close()  // known already (named twice, or by another address)
+            return true
+        }
+        entries[id] = Entry(device: HubDevice(info, connected: true, lastSeen: now()), session: session, host: host, port: port)
+        order.append(id)
+        await controller.reconnected(session)
+        follow(id, session)
+        emit(.connected(id: id))
+        return true
     }
 
     /// One attempt to reach lost speaker `id`: true when it is back (or no longer to be reconnected).

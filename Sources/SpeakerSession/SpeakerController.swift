@@ -251,12 +251,16 @@ public actor SpeakerController {
     }
 
     /// A speaker reached again after its link was lost (the hub reconnects every speaker in the background):
-    /// `session` replaces its old one; the playback session's members are unchanged.
+    /// `session` replaces its old one; one reached for the first time (it was off when the hub started) joins the
+    /// list at its end. The playback session's members are unchanged.
     public func reconnected(_ session: SpeakerSession) async {
-        guard let i = sessions.firstIndex(where: { $0.deviceId == session.deviceId }) else { return }
-        let old = sessions[i]
-        sessions[i] = session
-        if old !== session { await old.close() }
+        if let i = sessions.firstIndex(where: { $0.deviceId == session.deviceId }) {
+            let old = sessions[i]
+            sessions[i] = session
+            if old !== session { await old.close() }
+        } else {
+            sessions.append(session)
+        }
         infos[session.deviceId] = try? await session.deviceInfo()
     }
 

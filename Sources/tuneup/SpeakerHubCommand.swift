@@ -4,6 +4,7 @@ import Logging
 import SpeakerHub
 import SpeakerHubCore
 import SpeakerSession
+import TuneupKit
 
 extension SpeakerCommand {
     /// `tuneup speaker hub`: the HKWHub v1 REST API and a control page over the speakers (docs/hub.md).
@@ -57,6 +58,18 @@ extension SpeakerCommand {
             return (String(host), port)
         }
 
+        /// The speakers named (those that answer; the others to look for) or discovered.
+        func openSpeakers() async throws -> (SpeakerController, [(host: String, port: UInt16, reason: String)]) {
+            let addresses = try reach.addresses()
+            guard !addresses.isEmpty else { return (try await reach.controller(), []) }
+            let (options, requests) = (reach.connection, reach.requestOptions)
+            do {
+                return try await ControllerSpeakers.open(addresses, endpoint: { SpeakerBridge.endpoint(of: $0).map { ($0.host, $0.port) } }) {
+                    try await Devices.openSpeaker($0, options: options, requestOptions: requests)
+                }
+            } catch { throw failureExit(error) }
+        }
+
         func run() async throws {
             // Speaker traffic goes to stderr only with --verbose (the hub runs for long).
             if verbose { LoggingSetup.bootstrap() }
@@ -65,12 +78,14 @@ extension SpeakerCommand {
             let (host, port) = try listenAddress()
             let folder: MediaFolder
             do { folder = try MediaFolder(path: (media as NSString).expandingTildeInPath) } catch { throw failureExit(error) }
-            let controller = try await reach.controller()
+            // Named speakers that cannot be reached now are looked for in the background (docs/hub.md §3.2).
+            let (controller, unreached) = try await openSpeakers()
+            for u in unreached { printError("speaker \(u.host):\(u.port) cannot be reached now (\(u.reason)); the hub looks for it") }
             let clock = ContinuousClock()
             let origin = clock.now
             let now: @Sendable () -> Duration = { origin.duration(to: clock.now) }
             let sleep: @Sendable (Duration) async throws -> Void = { try await clock.sleep(for: $0) }
-            let speakers = ControllerSpeakers(controller, now: now, sleep: sleep)
+            let speakers = ControllerSpeakers(controller, unreached: unreached.map { ($0.host, $0.port) }, now: now, sleep: sleep)
             let api = HubAPI(speakers: speakers, player: StreamingPlayer(controller: controller),
                              media: folder, sessionTimeout: .milliseconds(Int64(sessionMinutes * 60_000)), now: now, sleep: sleep)
             // The player's own events (the end, source errors) and the speakers' (volumes, links lost and back)

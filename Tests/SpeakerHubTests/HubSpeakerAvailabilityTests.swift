@@ -111,6 +111,49 @@ struct HubSpeakerAvailabilityTests {
         }
     }
 
+    /// A speaker named but off when the hub starts does not stop it: the others are served, and it joins the list
+    /// (and the controller) when it first answers, looked for after the same waits on the hub's clock.
+    @Test func aSpeakerOffWhenTheHubStartsJoinsWhenItComesOn() async throws {
+        try await withTimeLimit {
+            let sim = try await SpeakerSimulation.start(count: 2)
+            await sim.speakers[1].powerOff()
+            let endpoints = sim.endpoints.map { e -> (host: String, port: UInt16) in
+                let parts = e.split(separator: ":")
+                return (String(parts[0]), UInt16(parts[1])!)
+            }
+            let (controller, unreached) = try await ControllerSpeakers.open(endpoints, endpoint: { $0 }) {
+                try await SpeakerSession.connect(host: $0.host, port: $0.port)
+            }
+            #expect(unreached.map(\.port) == [endpoints[1].port])
+            let clock = ManualClock()
+            let speakers = ControllerSpeakers(controller, unreached: unreached.map { ($0.host, $0.port) }, now: { clock.now.offset },
+                                              sleep: { try await clock.sleep(for: $0) })
+            let changes = await speakers.changes()
+            let connected = Task { for await change in changes { if case .connected = change { return true } }; return false }
+            #expect(try await speakers.devices().map(\.deviceID) == [sim.speakers[0].deviceId])
+            #expect(clock.nextDeadline == .seconds(1), "the first look is a second after the start")
+            sim.speakers[1].powerOn()
+            try await waitUntil("the speaker is found") {
+                if clock.pendingSleeps > 0 { clock.advance(by: .seconds(1)) }
+                return try await speakers.devices().count == 2
+            }
+            #expect(await connected.value)
+            #expect(try await speakers.devices().map(\.deviceID) == sim.speakers.map(\.deviceId))
+            try await speakers.addToSession(sim.speakers[1].deviceId)
+            #expect(await controller.sessionMembers == [sim.speakers[1].deviceId])
+            await speakers.close()
+            await controller.close()
+
+            // None answering is the failure it was.
+            await sim.speakers[0].powerOff()
+            await sim.speakers[1].powerOff()
+            await #expect(throws: SpeakerSessionError.self) {
+                _ = try await ControllerSpeakers.open(endpoints, endpoint: { $0 }) { try await SpeakerSession.connect(host: $0.host, port: $0.port) }
+            }
+            await sim.shutdown()
+        }
+    }
+
     /// The waits between attempts to reach a lost speaker: 1 s, then twice as long each time, at most the limit.
     @Test func reconnectionBacksOffOnTheHubsClock() async throws {
         #expect((0..<7).map { HubBackoff().delay(beforeAttempt: $0) } == [1, 2, 4, 8, 16, 30, 30].map { Duration.seconds($0) })
