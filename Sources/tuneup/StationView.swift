@@ -12,18 +12,9 @@ final class StationView: Sendable {
     private let live: Bool
     private let state = Mutex(State())
 
-    private struct SlotLine {
-        var unit = ""
-        var serial = ""
-        var step = "waiting"
-        var fraction: Double?
-        var result = ""
-    }
-
     private struct State {
-        var order: [String] = []
-        var slots: [String: SlotLine] = [:]
-        var totals = StationTotals()
+        /// The slots' lines and the totals (StationLiveView lays them out for the terminal's width).
+        var view = StationLiveView()
         /// The live block on the terminal (lines cut to its width, redrawn by screen rows).
         var region = LiveRegion()
         var lastDraw = ContinuousClock.now - .seconds(1)
@@ -39,58 +30,33 @@ final class StationView: Sendable {
             return
         }
         let plain: String? = state.withLock { s in
+            s.view.apply(event)
             switch event {
             case let .started(slots, recipe, _, station):
-                for slot in slots where s.slots[slot] == nil { s.order.append(slot); s.slots[slot] = SlotLine() }
                 return live ? nil : "station \(station): recipe \(recipe), \(slots.count) slot\(slots.count == 1 ? "" : "s")"
             case let .recovered(runs):
                 return "closed \(runs.count) run\(runs.count == 1 ? "" : "s") a killed station left open (recorded as aborted)"
-            case let .waiting(slot):
-                update(&s, slot) { $0 = SlotLine(result: $0.result) }
-                return nil
-            case let .arrived(slot, hardwareID):
-                update(&s, slot) { $0.unit = hardwareID; $0.step = "identify"; $0.fraction = nil }
-                return nil
-            case .runStarted:
-                return nil
-            case let .identified(slot, _, serial, _):
-                update(&s, slot) { $0.serial = serial }
-                return nil
-            case let .stepStarted(slot, _, step):
-                update(&s, slot) { $0.step = step; $0.fraction = nil }
-                return nil
-            case let .progress(slot, _, _, fraction):
-                update(&s, slot) { $0.fraction = fraction }
-                return nil
             case let .stepEnded(slot, hardwareID, step, outcome, message):
                 guard !live, ["fail", "error"].contains(outcome) else { return nil }
                 return "\(slot)  \(hardwareID)  \(step) \(outcome.uppercased()): \(message ?? "")"
             case let .finished(unit):
-                let text = Self.resultText(unit)
-                update(&s, unit.slot) { $0.step = "done"; $0.fraction = nil; $0.result = text }
-                return live ? nil : "\(unit.slot)  \(unit.hardwareID ?? "-")  \(text)"
-            case let .left(slot):
-                update(&s, slot) { $0.unit = ""; $0.step = "waiting" }
-                return nil
+                return live ? nil : "\(unit.slot)  \(unit.hardwareID ?? "-")  \(StationLiveView.resultText(unit))"
             case let .stopping(reason):
                 return "stopping: \(reason)"
+            case let .prompt(prompt):
+                // The operator answers on the terminal: a line answers the oldest prompt, `#N TEXT` prompt N.
+                if let refusal = prompt.refusal { return "#\(prompt.id) not taken: \(refusal)" }
+                return "#\(prompt.id) \(prompt.slot) (unit \(prompt.hardwareID)): \(prompt.text)" + (prompt.hint.map { " [\($0)]" } ?? "")
+            case let .promptEnded(_, id, _, answer, source):
+                return answer.map { "#\(id) answered on the \(source ?? "?"): \($0)" }
+            case .waiting, .arrived, .runStarted, .identified, .stepStarted, .progress, .left, .totals:
+                return nil
             case .quarantined:
                 // Its `finished` (QUARANTINED ...) is the one line.
                 return nil
             case .alarm:
                 // Its `stopping` says why, in one line.
                 return nil
-            case let .totals(totals):
-                s.totals = totals
-                return nil
-            case let .prompt(prompt):
-                // The operator answers on the terminal: a line answers the oldest prompt, `#N TEXT` prompt N.
-                update(&s, prompt.slot) { $0.step = "\(prompt.step): answer #\(prompt.id)"; $0.fraction = nil }
-                if let refusal = prompt.refusal { return "#\(prompt.id) not taken: \(refusal)" }
-                return "#\(prompt.id) \(prompt.slot) (unit \(prompt.hardwareID)): \(prompt.text)" + (prompt.hint.map { " [\($0)]" } ?? "")
-            case let .promptEnded(slot, id, step, answer, source):
-                update(&s, slot) { $0.step = step }
-                return answer.map { "#\(id) answered on the \(source ?? "?"): \($0)" }
             }
         }
         if let plain {
@@ -159,16 +125,11 @@ final class StationView: Sendable {
             return
         }
         if live {
-            state.withLock { $0.totals = totals }
+            state.withLock { $0.view.set(totals) }
             redraw(force: true)
         } else {
-            Output.line(Self.totalsText(totals))
+            Output.line(StationLiveView.totalsText(totals))
         }
-    }
-
-    private func update(_ s: inout State, _ slot: String, _ change: (inout SlotLine) -> Void) {
-        if s.slots[slot] == nil { s.order.append(slot); s.slots[slot] = SlotLine() }
-        change(&s.slots[slot]!)
     }
 
     /// Redraws at most 10 times a second (always when forced).
@@ -178,16 +139,7 @@ final class StationView: Sendable {
             let now = ContinuousClock.now
             guard force || now - s.lastDraw >= .milliseconds(100) else { return nil }
             s.lastDraw = now
-            let width = max(8, s.order.map(\.count).max() ?? 0)
-            var lines = s.order.map { name -> String in
-                let line = s.slots[name] ?? SlotLine()
-                var step = line.step
-                if let f = line.fraction { step += String(format: " %3d%%", Int(f * 100)) }
-                return name.padding(toLength: width, withPad: " ", startingAt: 0) + "  "
-                    + line.unit.padding(toLength: 16, withPad: " ", startingAt: 0) + "  "
-                    + step.padding(toLength: 26, withPad: " ", startingAt: 0) + "  " + line.result
-            }
-            lines.append(Self.totalsText(s.totals))
+            let lines = s.view.lines(columns: columns)
             return s.region.frame(lines, columns: columns)
         }
         if let text { Console.out(text) }
@@ -197,30 +149,5 @@ final class StationView: Sendable {
     private func clear() {
         let text = state.withLock { $0.region.clear() }
         if !text.isEmpty { Console.out(text) }
-    }
-
-    static func resultText(_ unit: UnitResult) -> String {
-        switch unit.outcome {
-        case .pass:
-            return "PASS \(unit.serial ?? "") in \(String(format: "%.1f", unit.seconds)) s: take it out"
-        case .fail, .error:
-            return "\(unit.outcome.rawValue.uppercased()) at \(unit.failedStep ?? "?"): \(unit.message ?? "")"
-        case .aborted:
-            return "ABORTED at \(unit.failedStep ?? "?")"
-        case .quarantined:
-            return "QUARANTINED: \(unit.message ?? "release it with 'tuneup records release'")"
-        }
-    }
-
-    static func totalsText(_ t: StationTotals) -> String {
-        var text = "passed \(t.passed), failed \(t.failed), errors \(t.errors)"
-        if t.aborted > 0 { text += ", aborted \(t.aborted)" }
-        if t.quarantined > 0 { text += ", quarantined \(t.quarantined)" }
-        text += ", \(t.unitsPerHour.map { String(format: "%.0f", $0) } ?? "-") units/h"
-        if let fpy = t.firstPassYield { text += String(format: ", first-pass yield %.1f %%", fpy * 100) }
-        if let mean = t.stationShareMean, let max = t.stationShareMax {
-            text += String(format: ", station time %.1f %% of unit time (max %.1f %%)", mean * 100, max * 100)
-        }
-        return text
     }
 }
