@@ -406,6 +406,8 @@ extension SpeakerCommand {
                 own rate; a source that cannot be read is refused with one line before any speaker plays. A source \
                 that fails while it plays (damaged data, a cut transfer, a server silent for 2 s) plays what it gave, \
                 then ends the command with one line saying where it stopped, and exit 65 (data) or 69 (the server). \
+                It ends when every speaker played the end; every speaker lost (none back within 3 s), or the stream \
+                taken over by another controller (the hub, another play), stops it with one line and exit 69. \
                 - reads standard input (a pipe: it cannot seek, so --from is refused): any of those formats, decoded to \
                 44.1 kHz stereo 16-bit, or headerless PCM with --raw FORMAT:RATE:CHANNELS (s16le, s24le, s32le, f32le) \
                 played at its own rate. Its end ends the play (exit 0); a read error exits 74, nothing for 2 s 69.
