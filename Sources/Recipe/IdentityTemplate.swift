@@ -133,6 +133,18 @@ public struct IdentityTemplate: Sendable, Hashable, CustomStringConvertible {
         throw TemplateError(.badTemplate, "{\(field)} at character \(offset) is not a field (known: \(known))")
     }
 
+    /// Whether a name made with this template is different for every unit: it holds the counter or the whole serial
+    /// (`{serial}`, `{serial[0:]}`), which are the unit's alone. A slice (`{serial[-4:]}`) repeats by design.
+    public var namesEveryUnitApart: Bool {
+        parts.contains { part in
+            switch part {
+            case .counter: return true
+            case let .serial(from, to): return (from == nil || from == 0) && to == nil
+            default: return false
+            }
+        }
+    }
+
     /// The widest counter the template can show: 10^width - 1 for a padded counter, nil without a width.
     public var counterCapacity: Int? {
         for case let .counter(width?) in parts { return Int(pow(10, Double(width))) - 1 }

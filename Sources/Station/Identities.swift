@@ -8,11 +8,14 @@ import Synchronization
 /// The identity a station gives one unit: its serial and Bluetooth address as issued by the records (unique across
 /// every station of the line), and the Bluetooth name the recipe makes of them.
 ///
-/// The name is not an identity of the records: a template such as `Tuneup {serial[-4:]}` repeats by design.
+/// The name is a `bt-name` identity of the records when the recipe's template names every unit apart (it holds the
+/// counter or the whole serial); a template such as `Tuneup {serial[-4:]}` repeats by design and is not recorded so.
 struct IssuedIdentity: Sendable {
     var serial: Identity
     var address: Identity
     var name: String
+    /// The name's record, when the template names every unit apart.
+    var nameRecord: Identity? = nil
 
     var factoryIdentity: FactoryIdentity {
         FactoryIdentity(serialNumber: serial.value, bluetoothName: name, bluetoothAddress: BDAddress(parsing: address.value))
@@ -83,8 +86,18 @@ final class IdentityIssuer: Sendable {
             }
         }
         let counter = try Self.counter(of: address, in: rules, for: hardwareID)
-        let name = try rules.bluetoothName.render(counter: counter, date: date, serial: serial.value, model: generator.model)
-        return IssuedIdentity(serial: serial, address: address, name: name)
+        var name = try rules.bluetoothName.render(counter: counter, date: date, serial: serial.value, model: generator.model)
+        var nameRecord: Identity?
+        if rules.bluetoothName.namesEveryUnitApart {
+            // Made from the unit's own counter or serial: reserved exactly (no lease), the one it holds when it comes back.
+            do {
+                let record = try await store.reserveIdentity(.bluetoothName, exactly: name, for: hardwareID, station: station)
+                (name, nameRecord) = (record.value, record)
+            } catch let error as RecordsError where error.code == .poolExhausted {
+                throw RecordsError(.conflict, "the Bluetooth name '\(name)' is held by another unit or voided")
+            }
+        }
+        return IssuedIdentity(serial: serial, address: address, name: name, nameRecord: nameRecord)
     }
 
     /// The unit's counter: its address's place in the recipe's block, within the serial's counters.
@@ -106,14 +119,21 @@ final class IdentityIssuer: Sendable {
     func markWritten(_ identity: IssuedIdentity) async throws -> IssuedIdentity {
         async let serial = advance(identity.serial, to: .written)
         async let address = advance(identity.address, to: .written)
-        return IssuedIdentity(serial: try await serial, address: try await address, name: identity.name)
+        async let name = advanceIfHeld(identity.nameRecord, to: .written)
+        return IssuedIdentity(serial: try await serial, address: try await address, name: identity.name, nameRecord: try await name)
     }
 
-    /// The unit passed: its identities are its own for good (both at once).
+    /// The unit passed: its identities are its own for good (all at once).
     func commit(_ identity: IssuedIdentity) async throws {
         async let serial = advance(identity.serial, to: .committed)
         async let address = advance(identity.address, to: .committed)
-        _ = try await (serial, address)
+        async let name = advanceIfHeld(identity.nameRecord, to: .committed)
+        _ = try await (serial, address, name)
+    }
+
+    private func advanceIfHeld(_ held: Identity?, to target: IdentityState) async throws -> Identity? {
+        guard let held else { return nil }
+        return try await advance(held, to: target)
     }
 
     /// `held` moved on to `target` (written, then committed) as far as it is not there yet.

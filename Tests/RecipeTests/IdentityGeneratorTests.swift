@@ -77,6 +77,13 @@ func generator(serial: String = "TS1-{gggg}{ww}-{counter:06}", name: String = "T
         #expect(try generator().deviceProblem() == nil)
     }
 
+    @Test func aNameNamesEveryUnitApartWithTheCounterOrTheWholeSerial() throws {
+        for (text, apart) in [("Tuneup {serial}", true), ("T {counter}", true), ("T {counter:4}", true), ("T {serial[0:]}", true),
+                              ("Tuneup {serial[-4:]}", false), ("T {model} {yyyy}", false), ("T {serial[:8]}", false)] {
+            #expect(try IdentityTemplate(parsing: text, kind: .name).namesEveryUnitApart == apart, "\(text)")
+        }
+    }
+
     @Test func theSameCounterAndDateGiveTheSameIdentity() throws {
         let g = try generator()
         let date = try utc("2026-07-01")

@@ -62,6 +62,34 @@ import Testing
         #expect(unit.identities.count == 2, "no second identity: \(unit.identities)")
     }
 
+    /// A name template that names every unit apart (the whole serial, the counter) gives a `bt-name` identity,
+    /// committed with the others and kept when the unit comes back; one that repeats by design gives none.
+    @Test func aNameThatNamesEveryUnitApartIsRecordedAsAnIdentity() async throws {
+        let line = try await LineFixture.make(units: 2) {
+            $0.replacingOccurrences(of: "bluetooth-name: \"Tuneup {serial[-4:]}\"", with: "bluetooth-name: \"Tuneup {serial}\"")
+        }
+        defer { Task { await line.close() } }
+        #expect(line.recipe.recipe.identity.bluetoothName.text == "Tuneup {serial}", "test setup: the recipe's name")
+        let first = try await withTimeLimit(120) { try await line.station().run(slots: line.slots) }
+        #expect(first.map(\.outcome) == [.pass, .pass])
+        for result in first {
+            let hardwareID = try #require(result.hardwareID)
+            let unit = try #require(try await line.store.unit(hardwareID))
+            let names = unit.identities.filter { $0.kind == .bluetoothName }
+            #expect(names.map(\.value) == ["Tuneup \(result.serial ?? "?")"], "\(unit.identities)")
+            #expect(names.allSatisfy { $0.state == .committed })
+            let k = try #require(line.slots.firstIndex { $0.name == result.slot })
+            #expect(try await line.info(k).bluetoothName == names.first?.value)
+        }
+        let again = try await withTimeLimit(120) { try await line.station().run(slots: line.slots) }
+        #expect(again.map(\.outcome) == [.pass, .pass])
+        for result in again {
+            let hardwareID = try #require(result.hardwareID)
+            let unit = try #require(try await line.store.unit(hardwareID))
+            #expect(unit.identities.filter { $0.kind == .bluetoothName }.count == 1, "no second name: \(unit.identities)")
+        }
+    }
+
     /// A passing re-run of a unit that passed before is a first pass, on the station as in `records report`: one
     /// definition (the unit's first finished run passed), counted over units. A unit that failed first is not.
     @Test func theFirstPassYieldIsTheRecordsReportsOnTheStation() async throws {
