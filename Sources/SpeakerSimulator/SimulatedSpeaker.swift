@@ -486,18 +486,15 @@ public final class SimulatedSpeaker: SimulatedDevice {
     }
 
     /// Starts answering clock-sync datagrams (version 4, docs/speaker-protocol.md §6.1) on `socket` — UDP, bound to
-    /// the control port's number, with `receiveTimestamps` — and offers version 4 from now on. A task waits on the I/O
-    /// reactor for each request (a few a second per controller); how long it takes to wake costs nothing, since t2 is
-    /// the kernel's receive time and t3 is read just before the reply is sent.
+    /// the control port's number, with `receiveTimestamps` — and offers version 4 from now on. Each request is answered
+    /// on the I/O reactor's thread as it is read (a few a second per controller; no task, no thread hand-off: a task
+    /// woken per request was a tenth of a receiver's CPU). t2 is the kernel's receive time and t3 is read just before
+    /// the reply is sent, so how long the answer takes costs nothing. It ends when the socket is closed (`shutdown`).
     public func startClockSync(on socket: UDPSocket) {
         clockSocket.withLock { $0 = socket }
-        let answering = Task { [weak self] in
-            while !Task.isCancelled {
-                guard let datagram = try? await socket.receive() else { return }
-                self?.answerClockSync(datagram, on: socket)
-            }
+        try? socket.handleDatagrams { [weak self, weak socket] datagram in
+            if let socket { self?.answerClockSync(datagram, on: socket) }
         }
-        audioTasks.withLock { $0 += [answering] }
     }
 
     /// Answers one clock-sync request datagram to its sender (anything else is dropped): t2 is the kernel's receive
