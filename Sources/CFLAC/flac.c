@@ -3,6 +3,7 @@
 
 #include <FLAC/stream_decoder.h>
 #include <FLAC/stream_encoder.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -118,24 +119,66 @@ static void decode_error(const FLAC__StreamDecoder *decoder, FLAC__StreamDecoder
     if (s->error == 0) s->error = TUNEUP_FLAC_ERROR_CORRUPT;
 }
 
-long tuneup_flac_decode_frame(const uint8_t *bytes, size_t count, unsigned frames, unsigned channels, unsigned bits,
-                              int32_t *out) {
-    FLAC__StreamDecoder *decoder = FLAC__stream_decoder_new();
-    if (decoder == NULL) return TUNEUP_FLAC_ERROR_ALLOCATION;
-    struct decode_state s = {.bytes = bytes, .count = count, .frames = frames, .channels = channels, .bits = bits, .out = out};
-    long result = TUNEUP_FLAC_ERROR_ALLOCATION;
-    FLAC__stream_decoder_set_md5_checking(decoder, false);
+/* Each thread's decoder, initialised once and reset before every frame: libFLAC's set-up reads the CPU's features with
+ * CPUID (some 75 µs in a virtual machine), which per datagram was most of a receiver's FLAC decoding. Its client data
+ * is the thread's own `decode_state`; the decoder is deleted when the thread ends. */
+struct thread_decoder {
+    FLAC__StreamDecoder *decoder;
+    struct decode_state state;
+};
+
+static pthread_key_t decoder_key;
+static pthread_once_t decoder_once = PTHREAD_ONCE_INIT;
+
+static void thread_decoder_delete(void *value) {
+    struct thread_decoder *t = value;
+    if (t == NULL) return;
+    if (t->decoder != NULL) FLAC__stream_decoder_delete(t->decoder);
+    free(t);
+}
+
+static void decoder_key_create(void) { pthread_key_create(&decoder_key, thread_decoder_delete); }
+
+/* The calling thread's decoder, ready for a frame (NULL when libFLAC cannot allocate or initialise one). */
+static struct thread_decoder *thread_decoder(void) {
+    pthread_once(&decoder_once, decoder_key_create);
+    struct thread_decoder *t = pthread_getspecific(decoder_key);
+    if (t != NULL && FLAC__stream_decoder_reset(t->decoder)) return t;
+    if (t != NULL) {  /* a reset that failed: start again with a new one */
+        pthread_setspecific(decoder_key, NULL);
+        thread_decoder_delete(t);
+    }
+    t = calloc(1, sizeof *t);
+    if (t == NULL) return NULL;
+    t->decoder = FLAC__stream_decoder_new();
+    if (t->decoder == NULL) {
+        free(t);
+        return NULL;
+    }
+    FLAC__stream_decoder_set_md5_checking(t->decoder, false);
     /* No "fLaC" and STREAMINFO before the frame: the decoder finds the frame's sync code at once, and the frame
      * header says its block size, channels, sample size and rate. */
-    if (FLAC__stream_decoder_init_stream(decoder, decode_read, NULL, NULL, NULL, decode_eof, decode_write, NULL,
-                                         decode_error, &s) == FLAC__STREAM_DECODER_INIT_STATUS_OK) {
-        FLAC__stream_decoder_process_until_end_of_stream(decoder);
-        if (s.error != 0) result = s.error;
-        else if (s.decoded != 1) result = TUNEUP_FLAC_ERROR_NO_FRAME;
-        else result = frames;
-        FLAC__stream_decoder_finish(decoder);
+    if (FLAC__stream_decoder_init_stream(t->decoder, decode_read, NULL, NULL, NULL, decode_eof, decode_write, NULL,
+                                         decode_error, &t->state) != FLAC__STREAM_DECODER_INIT_STATUS_OK) {
+        thread_decoder_delete(t);
+        return NULL;
     }
-    FLAC__stream_decoder_delete(decoder);
+    pthread_setspecific(decoder_key, t);
+    return t;
+}
+
+long tuneup_flac_decode_frame(const uint8_t *bytes, size_t count, unsigned frames, unsigned channels, unsigned bits,
+                              int32_t *out) {
+    struct thread_decoder *t = thread_decoder();
+    if (t == NULL) return TUNEUP_FLAC_ERROR_ALLOCATION;
+    t->state = (struct decode_state){.bytes = bytes, .count = count, .frames = frames, .channels = channels, .bits = bits, .out = out};
+    FLAC__stream_decoder_process_until_end_of_stream(t->decoder);
+    long result;
+    if (t->state.error != 0) result = t->state.error;
+    else if (t->state.decoded != 1) result = TUNEUP_FLAC_ERROR_NO_FRAME;
+    else result = frames;
+    t->state.bytes = NULL;
+    t->state.out = NULL;
     return result;
 }
 

@@ -131,6 +131,29 @@ import TestSupport
         #expect(AudioPacket.decodeCode(reframed(good) { $0[3] = 0x06 }) == .valueOutOfRange)
     }
 
+    /// A thread's decoder is kept from one frame to the next (libFLAC's set-up once per thread): after every kind of
+    /// damaged frame, and after frames of other formats, the next good frame decodes exactly — nothing of a frame,
+    /// or of its failure, reaches the next. One thread (a synchronous loop), as a receiver's sound-card thread.
+    @Test func aDecoderKeptAcrossFramesCarriesNothingFromOneToTheNext() throws {
+        let packets = try Self.formats.enumerated().map { k, format in
+            let pcm = Self.signal(k % 2 == 0 ? "music" : "noise", frames: 1392 / format.bytesPerFrame - 3 * k, format: format, seed: UInt64(k + 1))
+            return (pcm, try AudioPacket(streamId: 1, sequence: UInt32(k), firstFrame: 0, presentationTime: 0, format: format,
+                                         encoding: .flac, pcm: pcm).encode())
+        }
+        var rng = TestRandom(seed: 11)
+        for round in 0..<60 {
+            let (pcm, good) = packets[round % packets.count]
+            let frameLength = good.count - AudioPacket.overhead
+            switch round % 4 {
+            case 0: _ = AudioPacket.decodeCode(reframed(good) { $0.removeLast(1 + Int(rng.next() % UInt64(frameLength - 1))) })
+            case 1: _ = AudioPacket.decodeCode(reframed(good) { $0[AudioPacket.headerSize + Int(rng.next() % UInt64(frameLength))] ^= 0x10 })
+            case 2: _ = AudioPacket.decodeCode(reframed(good) { $0 += [0, 0, 0] })
+            default: break
+            }
+            #expect(try AudioPacket.decode(good).pcm == pcm, "round \(round)")
+        }
+    }
+
     @Test func aRateTheFrameHeaderCannotStateIsRefused() throws {
         let format = try AudioFormat(sampleRate: 88_201, channels: 2, sampleFormat: .s16le)
         #expect(!AudioEncoding.flac.carries(format) && AudioEncoding.pcm.carries(format))

@@ -25,7 +25,9 @@ long tuneup_flac_encode_frame(const int32_t *samples, unsigned frames, unsigned 
                               unsigned level, uint8_t *out, size_t capacity);
 
 /* Decodes the one FLAC frame `bytes` holds, which must have `frames` frames of `channels` channels of `bits` bits,
- * into `out` (interleaved, room for channels × frames values). Returns `frames`, or an error above. */
+ * into `out` (interleaved, room for channels × frames values). Returns `frames`, or an error above. Each thread keeps
+ * one libFLAC decoder, reset before every frame (its set-up once per thread, not per frame); nothing of one frame
+ * reaches the next. */
 long tuneup_flac_decode_frame(const uint8_t *bytes, size_t count, unsigned frames, unsigned channels, unsigned bits,
                               int32_t *out);
 
