@@ -128,14 +128,16 @@ public struct ProcessWindow: Sendable, Hashable {
     }
 
     /// The window over `runs` (each with its steps): every finished run (pass, fail, error) in start order is a
-    /// unit; it passed the first time when it is its unit's first finished run among `runs` and passed.
+    /// unit; it passed the first time when it passed and its unit's first finished run among `runs` passed (the
+    /// report's first pass: a rework's pass is none, a passing re-run of a unit that passed is one).
     public static func of(runs: [RunRecord], size: Int) -> ProcessWindow {
         var window = ProcessWindow(size: size)
-        var seen = Set<String>()
+        var first: [String: RunOutcome] = [:]
         for run in runs.sorted(by: { ($0.start.startedAt, $0.id) < ($1.start.startedAt, $1.id) })
         where run.outcome == .pass || run.outcome == .fail || run.outcome == .error {
-            let first = seen.insert(run.start.hardwareID).inserted
-            window.add(Sample(firstPass: first && run.outcome == .pass, measurements: run.steps.flatMap(\.measurements)))
+            if first[run.start.hardwareID] == nil { first[run.start.hardwareID] = run.outcome }
+            let firstPass = run.outcome == .pass && first[run.start.hardwareID] == .pass
+            window.add(Sample(firstPass: firstPass, measurements: run.steps.flatMap(\.measurements)))
         }
         return window
     }

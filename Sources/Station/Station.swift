@@ -145,7 +145,7 @@ final class StationContext: Sendable {
 
     /// Counts a unit's result in the totals and reports them; a finished unit (pass, fail, error with a run) joins
     /// the process control window with its measurements, and an alarm stops the station.
-    func count(_ result: UnitResult, firstTime: Bool, firstPass: Bool = false, measurements: [Records.Measurement] = []) {
+    func count(_ result: UnitResult, firstPass: Bool, measurements: [Records.Measurement] = []) {
         var raised: ProcessAlarm?
         let totals = state.withLock { s in
             // The first-pass yield counts units, as `RecordsReport` does: the units with a finished run here, and of
@@ -165,7 +165,7 @@ final class StationContext: Sendable {
             }
             if result.seconds > 0, result.outcome != .aborted, result.outcome != .quarantined { s.shares.append(result.stationSeconds / result.seconds) }
             if let limits = spcLimits, result.run != nil, [.pass, .fail, .error].contains(result.outcome), s.alarm == nil {
-                s.window?.add(ProcessWindow.Sample(firstPass: firstTime && result.outcome == .pass, measurements: measurements))
+                s.window?.add(ProcessWindow.Sample(firstPass: firstPass && result.outcome == .pass, measurements: measurements))
                 if let alarm = s.window?.alarm(limits) {
                     s.alarm = alarm
                     raised = alarm
@@ -287,9 +287,9 @@ public final class Station: Sendable {
     /// Provisions the unit in `slot`: its `finished` event, then the totals that count it (a slot whose unit never
     /// answered counts as an error).
     private func provision(_ slot: Slot, address: DeviceAddress) async -> UnitResult {
-        let (result, firstTime, firstPass, measurements) = await UnitRun(station: context, slot: slot, address: address, emit: context.emit).run()
+        let (result, firstPass, measurements) = await UnitRun(station: context, slot: slot, address: address, emit: context.emit).run()
         context.emit(.finished(result))
-        context.count(result, firstTime: firstTime, firstPass: firstPass, measurements: measurements)
+        context.count(result, firstPass: firstPass, measurements: measurements)
         return result
     }
 

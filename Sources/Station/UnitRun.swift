@@ -43,10 +43,9 @@ struct UnitRun {
     private var store: any RecordStore { station.store }
 
     /// Provisions the unit; never throws: every ending is a result (and a recorded run when the unit was identified),
-    /// whether it was the unit's first time here (a pass then is a first pass in the process control window),
     /// whether the unit's first finished run passed (the first-pass yield's definition, docs/records.md: an earlier
     /// finished run's outcome, else this run's), and the measurements it recorded.
-    func run() async -> (result: UnitResult, firstTime: Bool, firstPass: Bool, measurements: [Records.Measurement]) {
+    func run() async -> (result: UnitResult, firstPass: Bool, measurements: [Records.Measurement]) {
         let client = station.options.devices.bootloaderClient(
             address: address, wait: station.options.deviceWait, connection: station.options.connection, logger: station.logger)
         let result = await run(with: client)
@@ -54,7 +53,7 @@ struct UnitRun {
         return result
     }
 
-    private func run(with client: BootloaderClient) async -> (result: UnitResult, firstTime: Bool, firstPass: Bool, measurements: [Records.Measurement]) {
+    private func run(with client: BootloaderClient) async -> (result: UnitResult, firstPass: Bool, measurements: [Records.Measurement]) {
         let steps = FactorySteps(client: client)
         var result = UnitResult(
             slot: slot.name, hardwareID: nil, serial: nil, bluetoothAddress: nil, outcome: .error, failedStep: StepName.identify,
@@ -73,7 +72,7 @@ struct UnitRun {
         } catch {
             result.outcome = Task.isCancelled ? .aborted : .error
             result.message = describe(error)
-            return (finish(), true, false, [])
+            return (finish(), false, [])
         }
         let hardwareID = info.hardwareID
         result.hardwareID = hardwareID
@@ -104,7 +103,7 @@ struct UnitRun {
                     result.outcome = .quarantined
                     result.failedStep = nil
                     result.message = "quarantined: failed \(failures) time\(failures == 1 ? "" : "s") (max-rework \(maxRework)); release it with 'tuneup records release \(hardwareID)'"
-                    return (finish(), false, false, [])
+                    return (finish(), false, [])
                 }
                 runID = try await store.startRun(start)
             } else {
@@ -118,13 +117,11 @@ struct UnitRun {
         } catch {
             result.message = "records: \(describe(error))"
             station.stop(because: "the records cannot be written: \(describe(error))")
-            return (finish(), true, false, [])
+            return (finish(), false, [])
         }
         result.run = runID.rawValue
         result.operatorName = start.operatorName
         emit(.runStarted(slot: slot.name, hardwareID: hardwareID, run: runID.rawValue))
-        // A unit that failed or erred before comes back for rework: its pass is not a first pass.
-        let firstTime = !previous.contains { $0.outcome == .fail || $0.outcome == .error || $0.outcome == .pass }
 
         var recorder = StepRecorder(run: runID, slot: slot.name, hardwareID: hardwareID, store: store, journal: journal)
         var outcome: RunOutcome
@@ -157,6 +154,7 @@ struct UnitRun {
             result.message = (result.message.map { $0 + "; " } ?? "") + "records: \(describe(unrecorded.error))"
         }
         // The unit's first finished run, at any station: an earlier one, else this one (RecordsReport's definition).
+        // A unit that failed or erred before comes back for rework: its pass is not a first pass.
         let finished: Set<RunOutcome> = [.pass, .fail, .error]
         let earliest = previous.filter { $0.id != runID && $0.outcome.map(finished.contains) == true }
             .min { ($0.start.startedAt, $0.id) < ($1.start.startedAt, $1.id) }
@@ -166,7 +164,7 @@ struct UnitRun {
             do { try await store.finishRun(runID, outcome: outcome, at: Date()); return nil } catch { return error }
         }.value
         if let ended { result.message = (result.message.map { $0 + "; " } ?? "") + "records: \(describe(ended))" }
-        return (finish(), firstTime, firstPass, recorder.measurements)
+        return (finish(), firstPass, recorder.measurements)
     }
 
     // MARK: The steps

@@ -52,4 +52,21 @@ import Testing
             #expect(try await restarted.processWindow(station: "s1", recipeHash: "r0", size: 4).values["m"]?.map(\.value) == [66])
         }
     }
+
+    /// A passing re-run of a unit whose first finished run passed is a first pass again (as the report and the
+    /// station's totals count it); a rework's pass is not.
+    @Test(arguments: StoreKind.allCases) func aPassingReRunOfAPassedUnitIsAFirstPass(_ kind: StoreKind) async throws {
+        try await withStores(kind) { stores in
+            let store = try await stores.open(station: "s1")
+            try await Self.record(store, "uid-a", at: 10, outcome: .pass, value: 1)
+            try await Self.record(store, "uid-b", at: 20, outcome: .fail, value: 2)
+            try await Self.record(store, "uid-a", at: 30, outcome: .pass, value: 3)   // re-run of a passed unit
+            try await Self.record(store, "uid-b", at: 40, outcome: .pass, value: 4)   // rework
+            let window = try await store.processWindow(station: "s1", recipeHash: "r1", size: 4)
+            #expect(window.firstPasses == [true, false, true, false], "\(window.firstPasses)")
+            let runs = try await store.runsWithSteps(RecordsFilter(station: "s1"))
+            #expect(ProcessWindow.of(runs: runs, size: 4).firstPasses == window.firstPasses)
+            #expect(RecordsReport(runs: runs).firstPassYield == 0.5)
+        }
+    }
 }
