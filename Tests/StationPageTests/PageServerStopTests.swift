@@ -35,4 +35,18 @@ import Testing
         // The server's count drops as each connection's close is seen (right after, on its event loop).
         try await waitUntil("every connection is let go", within: 20) { server.openConnections == 0 }
     }
+
+    /// A client that sent half a request and then nothing: the server gives it its grace (0.5 s), then closes it
+    /// (Hummingbird alone waited for the rest of the request for ever).
+    @Test func aRequestThatNeverEndsIsClosedAfterTheGrace() async throws {
+        let server = try await PageServer.start(Sections(), on: ListenAddress(host: "127.0.0.1", port: 0), serverName: "t") { _ in "" }
+        let halfway = try await IdleClient.connect(port: server.port)
+        try await halfway.send("GET /state HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        try await waitUntil("the server holds the connection", within: 20) { server.openConnections == 1 }
+        let stopping = Task { await server.stop() }
+        // The end of the connection (a reset when the stop came before the server read the half request).
+        #expect(try await halfway.readToEnd(resetIsAnEnd: true).isEmpty)
+        try await withTimeLimit(20) { await stopping.value }
+        try await waitUntil("every connection is let go", within: 20) { server.openConnections == 0 }
+    }
 }
