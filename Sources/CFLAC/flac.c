@@ -66,7 +66,7 @@ struct decode_state {
     unsigned frames;
     unsigned channels;
     unsigned bits;
-    int32_t *out;
+    uint8_t *out;  /* interleaved little-endian PCM, bits / 8 bytes a sample */
     int decoded;
     long error;
 };
@@ -106,9 +106,23 @@ static FLAC__StreamDecoderWriteStatus decode_write(const FLAC__StreamDecoder *de
         s->error = TUNEUP_FLAC_ERROR_FORMAT;
         return FLAC__STREAM_DECODER_WRITE_STATUS_ABORT;
     }
-    for (unsigned i = 0; i < s->frames; i++)
-        for (unsigned c = 0; c < s->channels; c++)
-            s->out[(size_t)i * s->channels + c] = buffer[c][i];
+    uint8_t *o = s->out;
+    if (s->bits == 16) {
+        for (unsigned i = 0; i < s->frames; i++)
+            for (unsigned c = 0; c < s->channels; c++) {
+                uint32_t v = (uint32_t)buffer[c][i];
+                *o++ = (uint8_t)v;
+                *o++ = (uint8_t)(v >> 8);
+            }
+    } else {
+        for (unsigned i = 0; i < s->frames; i++)
+            for (unsigned c = 0; c < s->channels; c++) {
+                uint32_t v = (uint32_t)buffer[c][i];
+                *o++ = (uint8_t)v;
+                *o++ = (uint8_t)(v >> 8);
+                *o++ = (uint8_t)(v >> 16);
+            }
+    }
     s->decoded += 1;
     return FLAC__STREAM_DECODER_WRITE_STATUS_CONTINUE;
 }
@@ -168,7 +182,8 @@ static struct thread_decoder *thread_decoder(void) {
 }
 
 long tuneup_flac_decode_frame(const uint8_t *bytes, size_t count, unsigned frames, unsigned channels, unsigned bits,
-                              int32_t *out) {
+                              uint8_t *out) {
+    if (bits != 16 && bits != 24) return TUNEUP_FLAC_ERROR_FORMAT;
     struct thread_decoder *t = thread_decoder();
     if (t == NULL) return TUNEUP_FLAC_ERROR_ALLOCATION;
     t->state = (struct decode_state){.bytes = bytes, .count = count, .frames = frames, .channels = channels, .bits = bits, .out = out};

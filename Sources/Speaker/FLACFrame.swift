@@ -75,15 +75,17 @@ public enum FLACFrame {
     /// count or sample size, more than one frame) — never traps.
     public static func decode(_ payload: ArraySlice<UInt8>, frames: Int, format: AudioFormat) throws(SpeakerError) -> [UInt8] {
         guard frames > 0 else { throw SpeakerError(.badAudio, "a FLAC frame holds at least one frame") }
-        var samples = [Int32](repeating: 0, count: frames * Int(format.channels))
-        let result = payload.withUnsafeBufferPointer { p in
-            samples.withUnsafeMutableBufferPointer { s in
+        // libFLAC's samples go straight to little-endian bytes (no Int32 array in between: every datagram is decoded).
+        var result = 0
+        let pcm = [UInt8](unsafeUninitializedCapacity: frames * format.bytesPerFrame) { out, count in
+            result = payload.withUnsafeBufferPointer { p in
                 tuneup_flac_decode_frame(p.baseAddress, p.count, UInt32(frames), UInt32(format.channels),
-                                         UInt32(format.sampleFormat.bitsPerSample), s.baseAddress)
+                                         UInt32(format.sampleFormat.bitsPerSample), out.baseAddress)
             }
+            count = result == frames ? out.count : 0
         }
         guard result == frames else { throw error(result, "FLAC frame of \(payload.count) bytes (\(frames) frames, \(format))") }
-        return PCMSamples.pack(samples, format.sampleFormat)
+        return pcm
     }
 
     private static func error(_ code: Int, _ what: String) -> SpeakerError {
@@ -99,7 +101,7 @@ public enum FLACFrame {
     }
 }
 
-/// Interleaved little-endian PCM to signed 32-bit samples and back.
+/// Interleaved little-endian PCM to signed 32-bit samples (what libFLAC's encoder takes).
 enum PCMSamples {
     static func unpack(_ pcm: [UInt8], _ format: SampleFormat) -> [Int32] {
         let width = format.bytesPerSample
@@ -117,21 +119,6 @@ enum PCMSamples {
                 }
                 count = n
             }
-        }
-    }
-
-    static func pack(_ samples: [Int32], _ format: SampleFormat) -> [UInt8] {
-        let width = format.bytesPerSample
-        return [UInt8](unsafeUninitializedCapacity: samples.count * width) { out, count in
-            var i = 0
-            for s in samples {
-                let u = UInt32(bitPattern: s)
-                out[i] = UInt8(truncatingIfNeeded: u)
-                out[i + 1] = UInt8(truncatingIfNeeded: u >> 8)
-                if width == 3 { out[i + 2] = UInt8(truncatingIfNeeded: u >> 16) }
-                i += width
-            }
-            count = i
         }
     }
 }

@@ -243,15 +243,23 @@ public final class UDPSocket: Sendable {
     /// and never block: it answers a request with a non-blocking send, say. A socket that fails for good stops calling.
     /// - Throws: `TransportError(.closed)` after `close()`, `.io` when somebody already waits to receive.
     public func handleDatagrams(_ handler: @escaping @Sendable (UDPDatagram) -> Void) throws(TransportError) {
-        try reactor.notify(.readable, on: registration) { [weak self] in self?.drain(handler) }
+        let buffer = ReceiveBuffer()
+        try reactor.notify(.readable, on: registration) { [weak self] in self?.drain(handler, into: buffer) }
+    }
+
+    /// `handleDatagrams`' receive buffer, made once (not 64 KiB allocated and zeroed at every readiness); only the
+    /// reactor's thread uses it, one readiness at a time.
+    private final class ReceiveBuffer: Sendable {
+        let bytes = Mutex([UInt8](repeating: 0, count: UDPSocket.maxDatagramSize))
     }
 
     /// Hands every waiting datagram to `handler`, then waits on the reactor for more (`handleDatagrams`).
-    private func drain(_ handler: @escaping @Sendable (UDPDatagram) -> Void) {
-        var buffer = [UInt8](repeating: 0, count: Self.maxDatagramSize)
+    private func drain(_ handler: @escaping @Sendable (UDPDatagram) -> Void, into buffer: ReceiveBuffer) {
         do {
-            while let datagram = try receiveNow(into: &buffer) { handler(datagram) }
-            try reactor.notify(.readable, on: registration) { [weak self] in self?.drain(handler) }
+            while let datagram = try buffer.bytes.withLock({ bytes throws(TransportError) in try receiveNow(into: &bytes) }) {
+                handler(datagram)
+            }
+            try reactor.notify(.readable, on: registration) { [weak self] in self?.drain(handler, into: buffer) }
         } catch {
             return  // closed, or failed for good: nothing more comes
         }

@@ -24,12 +24,13 @@ enum {
 long tuneup_flac_encode_frame(const int32_t *samples, unsigned frames, unsigned channels, unsigned bits, unsigned rate,
                               unsigned level, uint8_t *out, size_t capacity);
 
-/* Decodes the one FLAC frame `bytes` holds, which must have `frames` frames of `channels` channels of `bits` bits,
- * into `out` (interleaved, room for channels × frames values). Returns `frames`, or an error above. Each thread keeps
+/* Decodes the one FLAC frame `bytes` holds, which must have `frames` frames of `channels` channels of `bits` bits
+ * (16 or 24), into `out` as interleaved little-endian PCM (room for frames × channels × bits / 8 bytes). Returns
+ * `frames`, or an error above. Each thread keeps
  * one libFLAC decoder, reset before every frame (its set-up once per thread, not per frame); nothing of one frame
  * reaches the next. */
 long tuneup_flac_decode_frame(const uint8_t *bytes, size_t count, unsigned frames, unsigned channels, unsigned bits,
-                              int32_t *out);
+                              uint8_t *out);
 
 /* A stream's encoder kept from one packet to the next: libFLAC's stream encoder initialised once (its set-up reads the
  * CPU's features with CPUID, which costs some 75 µs in a virtual machine: once per stream, not per packet). Frames
