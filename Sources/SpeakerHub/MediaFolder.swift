@@ -5,8 +5,9 @@ import SpeakerPlayback
 import Transport
 
 /// The hub's media list: the audio files directly in a folder (by extension), sorted by name, each with a
-/// PersistentID derived from its name (stable across restarts), its title, artist and album from a WAV INFO chunk or
-/// else the file name, and its duration as the player would play it (a WAV file's data; other formats' length as
+/// PersistentID derived from its name (stable across restarts), its title, artist and album from its tags (a WAV
+/// INFO chunk; FLAC and Ogg Vorbis comments, ID3, AIFF's as libsndfile reads them) or else the title from the file's
+/// name without its extension, and its duration as the player would play it (a WAV file's data; other formats' length as
 /// libsndfile reads it from their header; 0 when unknown). The folder is read again on every
 /// request, on the blocking pool, so files added or removed show at once.
 public struct MediaFolder: HubMediaSource {
@@ -53,18 +54,26 @@ public struct MediaFolder: HubMediaSource {
                 head = ((try? handle.read(upToCount: MediaInfo.headerLength)) ?? nil).map { Array($0) } ?? []
                 try? handle.close()
             }
-            let info = MediaInfo.read(head)
+            var info = MediaInfo.read(head)
             // The duration is what the player would play: the one WAV reader of the project (SpeakerPlayback's).
             let size = ((try? FileManager.default.attributesOfItem(atPath: full))?[.size] as? NSNumber)?.uint64Value ?? 0
-            // Other formats (FLAC, MP3, Ogg, AIFF...): their length as libsndfile reads it from the header.
+            let wav = try? WAV.parse(head, fileSize: size)
+            // Other formats (FLAC, MP3, Ogg, AIFF...): their length and tags (Vorbis comments, ID3, AIFF's) as
+            // libsndfile reads them from the header; a WAV file without an INFO chunk ahead of its data too (its tags
+            // may be elsewhere: libsndfile reads a `LIST` chunk after the data).
+            let described = wav == nil || info == MediaInfo() ? try? AudioInput.describeFile(full) : nil
+            if info == MediaInfo(), let tags = described?.tags {
+                info = MediaInfo(title: tags.title, artist: tags.artist, album: tags.album)
+            }
             let duration: Int
-            if let wav = try? WAV.parse(head, fileSize: size) {
+            if let wav {
                 duration = Int(wav.dataBytes / UInt64(wav.format.bytesPerFrame) / UInt64(wav.format.sampleRate))
-            } else if let length = (try? AudioInput.describeFile(full))?.duration {
+            } else if let length = described?.duration {
                 duration = Int(length.components.seconds)
             } else {
                 duration = 0
             }
+            // Files with the same title stay apart: the list is keyed by the PersistentID (of the file's name).
             items.append(HubMediaItem(
                 persistentID: MediaInfo.persistentID(of: name), title: info.title ?? (name as NSString).deletingPathExtension,
                 artist: info.artist ?? "", albumTitle: info.album ?? "", duration: duration, location: full))
