@@ -7,14 +7,17 @@ public enum SpeakerProtocolVersion {
     public static let current: UInt8 = 1
     /// The versions this codec decodes. Version 2 adds the `resendRequest` event (lost-packet recovery), version 3
     /// FLAC audio datagrams (a speaker that negotiates 3 decodes them), version 4 clock sync over UDP (a speaker that
-    /// negotiates 4 answers `ClockDatagram`s on its control port's number).
-    public static let supported: ClosedRange<UInt8> = 1...4
+    /// negotiates 4 answers `ClockDatagram`s on its control port's number), version 5 the `playbackPaused` event (the
+    /// first frame a paused speaker has not played: sample-exact resume).
+    public static let supported: ClosedRange<UInt8> = 1...5
     /// The first version with `resendRequest` (docs/speaker-protocol.md §7.1).
     public static let resendRequests: UInt8 = 2
     /// The first version with FLAC audio datagrams (docs/speaker-protocol.md §7.2).
     public static let flacAudio: UInt8 = 3
     /// The first version with clock sync over UDP (`ClockDatagram`, docs/speaker-protocol.md §6.1).
     public static let udpClockSync: UInt8 = 4
+    /// The first version with the `playbackPaused` event (docs/speaker-protocol.md §3.2, pause and resume).
+    public static let pausePositions: UInt8 = 5
     /// The versions of discovery datagrams: versions 2 and 3 changed none, so they stay version 1. (Audio datagrams:
     /// `AudioPacket.versions`.)
     public static let datagrams: ClosedRange<UInt8> = 1...1

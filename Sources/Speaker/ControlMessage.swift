@@ -44,8 +44,10 @@ public enum ControlMessage: Sendable, Hashable {
     case volumeChanged(VolumeChange)
     case playbackStateChanged(PlaybackStateChange)
     case playbackTime(PlaybackTime)
-    /// Version 2 only.
+    /// Version 2 on.
     case resendRequest(ResendRequest)
+    /// Version 5 on.
+    case playbackPaused(PausePosition)
 }
 
 /// The type byte of the accepted (Pending) reply.
@@ -102,6 +104,7 @@ extension ControlMessage {
         case .playbackStateChanged: EventType.playbackStateChanged.rawValue
         case .playbackTime: EventType.playbackTime.rawValue
         case .resendRequest: EventType.resendRequest.rawValue
+        case .playbackPaused: EventType.playbackPaused.rawValue
         }
     }
 
@@ -158,6 +161,7 @@ extension ControlMessage {
         case .resendRequest(let e):
             w.u32(e.streamId); w.u8(UInt8(e.sequences.count))
             for q in e.sequences { w.u32(q) }
+        case .playbackPaused(let e): w.u32(e.streamId); w.u64(e.nextFrame)
         }
         return w.bytes
     }
@@ -327,6 +331,9 @@ extension ControlMessage {
             var sequences: [UInt32] = []
             for _ in 0..<count { sequences.append(try r.u32()) }
             return .resendRequest(try rethrow(r) { () throws(SpeakerError) in try ResendRequest(streamId: stream, sequences: sequences) })
+        case .playbackPaused:
+            let stream = try r.u32()
+            return .playbackPaused(PausePosition(streamId: stream, nextFrame: try r.u64()))
         }
     }
 }
@@ -345,7 +352,7 @@ public struct ControlPacket: Sendable, Hashable {
         guard SpeakerProtocolVersion.supported.contains(version) else {
             throw SpeakerError(.unsupportedVersion, "control protocol version \(version) is not supported (this codec speaks \(SpeakerProtocolVersion.supported.lowerBound)...\(SpeakerProtocolVersion.supported.upperBound))")
         }
-        if case .resendRequest = message, version < SpeakerProtocolVersion.resendRequests {
+        if let first = Self.firstVersion(ofType: message.type), version < first {
             throw SpeakerError(.unknownType, "control message type \(hex(message.type)) is not defined in version \(version)")
         }
         let isEvent = message.kind == .event
@@ -377,11 +384,20 @@ public struct ControlPacket: Sendable, Hashable {
         guard SpeakerProtocolVersion.supported.contains(frame.version) else {
             throw SpeakerError(.unsupportedVersion, "control protocol version \(frame.version) is not supported (this codec speaks \(SpeakerProtocolVersion.supported.lowerBound)...\(SpeakerProtocolVersion.supported.upperBound))")
         }
-        if frame.type == EventType.resendRequest.rawValue, frame.version < SpeakerProtocolVersion.resendRequests {
+        if let first = Self.firstVersion(ofType: frame.type), frame.version < first {
             throw SpeakerError(.unknownType, "control message type \(hex(frame.type)) is not defined in version \(frame.version)")
         }
         let message = try ControlMessage.decode(type: frame.type, payload: frame.payload[...])
         try self.init(requestId: frame.requestId, message: message, version: frame.version)
+    }
+
+    /// The version that added message type `type` (nil: version 1's).
+    static func firstVersion(ofType type: UInt8) -> UInt8? {
+        switch type {
+        case EventType.resendRequest.rawValue: SpeakerProtocolVersion.resendRequests
+        case EventType.playbackPaused.rawValue: SpeakerProtocolVersion.pausePositions
+        default: nil
+        }
     }
 
     /// Decodes exactly one frame's bytes.

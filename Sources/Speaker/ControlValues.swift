@@ -81,6 +81,8 @@ public enum EventType: UInt8, Sendable, Hashable, CaseIterable {
     case playbackTime = 0x45
     /// Version 2: audio packets the speaker misses, to be sent again (lost-packet recovery).
     case resendRequest = 0x46
+    /// Version 5: where a speaker paused — the first frame of the stream it has not played.
+    case playbackPaused = 0x47
 }
 
 /// The controller's hello: the range of protocol versions it speaks and its name. Always sent in a version-1 frame,
@@ -326,6 +328,23 @@ public struct PlaybackTime: Sendable, Hashable {
         self.streamId = streamId
         self.elapsedMilliseconds = elapsedMilliseconds
     }
+}
+
+/// Version 5: the first frame of stream `streamId` a speaker has not played when its pause took effect (it rendered up
+/// to the moment the pause arrived), or `nothingPlayed` when it played no frame of the stream since it was opened or
+/// last resumed (docs/speaker-protocol.md §3.2: the controller resumes from the earliest such frame of its members).
+public struct PausePosition: Sendable, Hashable {
+    /// "No frame played since the stream was opened or last resumed": no frame to resume from.
+    public static let nothingPlayed = UInt64.max
+    public var streamId: UInt32
+    public var nextFrame: UInt64
+    public init(streamId: UInt32, nextFrame: UInt64) {
+        self.streamId = streamId
+        self.nextFrame = nextFrame
+    }
+
+    /// The frame to resume from (nil: `nothingPlayed`).
+    public var frame: UInt64? { nextFrame == Self.nothingPlayed ? nil : nextFrame }
 }
 
 /// Version 2: the audio packets of a stream a speaker misses (gaps in the sequence numbers), which the stream's

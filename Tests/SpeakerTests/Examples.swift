@@ -59,6 +59,8 @@ enum Examples {
             ("playback-time", packet(0, .playbackTime(PlaybackTime(streamId: 7, elapsedMilliseconds: 15_000)))),
             ("resend-request", try! ControlPacket(requestId: 0, message: .resendRequest(try! ResendRequest(streamId: 7, sequences: [41, 42, 97])),
                                                   version: 2)),
+            ("playback-paused", try! ControlPacket(requestId: 0, message: .playbackPaused(PausePosition(streamId: 7, nextFrame: 1_234_567)),
+                                                   version: 5)),
         ]
     }
 
