@@ -1,5 +1,6 @@
 @testable import Station
 import LightX
+import Recipe
 import Records
 import TestSupport
 import Testing
@@ -27,5 +28,48 @@ import Testing
         let indices = issued.map { Int(BDAddress(parsing: $0.address.value)!.value - block.start.value) }.sorted()
         #expect(indices == Array(40..<56), "each unit the next free address: \(indices)")
         #expect(issuer.addressesTried == 40 + 16, "probes: \(issuer.addressesTried)")
+    }
+}
+
+extension IdentityIssuerTests {
+    /// issue 31 §5: a unit that comes back holding an address outside the recipe's block (the block was made smaller)
+    /// is told so, by the address: the block's last address is the unit's, the one just past it is not.
+    @Test func anAddressOnePastTheBlockIsOutsideIt() async throws {
+        let line = try await LineFixture.make(units: 1)
+        defer { Task { await line.close() } }
+        let generator = line.recipe.identityGenerator
+        let rules = generator.rules
+        func issuer(count: Int, station: String) throws -> IdentityIssuer {
+            let block = try AddressBlock(start: rules.addressBlock.start, count: count)
+            let narrowed = IdentityRules(serial: rules.serial, bluetoothName: rules.bluetoothName, addressBlock: block,
+                                         firstCounter: rules.firstCounter)
+            return IdentityIssuer(generator: IdentityGenerator(rules: narrowed, model: generator.model),
+                                  store: line.store, station: station)
+        }
+        // Three units on a block of three: they hold its addresses 0, 1 and 2.
+        let wide = try issuer(count: 3, station: "wide")
+        var held: [String: UInt64] = [:]
+        for unit in 0..<3 {
+            let id = "00000000003\(unit)"
+            let issued = try await wide.reserve(for: id)
+            held[id] = BDAddress(parsing: issued.address.value)!.value - rules.addressBlock.start.value
+        }
+        #expect(held.values.sorted() == [0, 1, 2])
+        // The block is two addresses now.
+        let narrow = try issuer(count: 2, station: "narrow")
+        for (id, index) in held.sorted(by: { $0.value < $1.value }) {
+            if index < 2 {
+                let again = try await narrow.reserve(for: id)
+                #expect(BDAddress(parsing: again.address.value)!.value - rules.addressBlock.start.value == index)
+            } else {
+                do {
+                    let issued = try await narrow.reserve(for: id)
+                    Issue.record("the address one past the block was accepted: \(issued.address.value)")
+                } catch let error as RecordsError {
+                    #expect(error.code == .invalidArgument, "\(error)")
+                    #expect("\(error)".contains("outside the recipe's block"), "\(error)")
+                }
+            }
+        }
     }
 }

@@ -1,0 +1,32 @@
+import Foundation
+import Recipe
+import Records
+import Station
+import TestSupport
+import Testing
+
+/// issue 31 §5: what the records hold of a measurement is the recipe's test: its limits and its marginal band each at
+/// its own end, and the outcome the value has under them.
+@Suite struct MeasurementRecordTests {
+    @Test func aRecordedMeasurementCarriesItsLimitsAndBandAtTheirEnds() async throws {
+        let line = try await LineFixture.make(units: 1)
+        defer { Task { await line.close() } }
+        let results = try await withTimeLimit(120) { try await line.station().run(slots: line.slots) }
+        #expect(results.map(\.outcome) == [.pass], "\(results)")
+        let hardwareID = try #require(results.first?.hardwareID)
+        let unit = try #require(try await line.store.unit(hardwareID))
+        let run = try #require(try await line.store.run(unit.runs[0].id))
+        var checked = 0
+        for test in line.recipe.recipe.tests {
+            let step = try #require(run.steps.first { $0.name == "test:\(test.name)" }, "the step of \(test.name)")
+            let m = try #require(step.measurements.first { $0.name == test.name })
+            #expect(m.low == test.limits.low && m.high == test.limits.high, "\(test.name): \(m)")
+            #expect(m.marginalLow == test.marginal?.low && m.marginalHigh == test.marginal?.high, "\(test.name): \(m)")
+            if let low = m.marginalLow, let high = m.marginalHigh { #expect(low <= high, "\(test.name): \(m)") }
+            #expect(m.unit == test.unit.rawValue)
+            #expect(m.outcome.rawValue == test.judge(m.value).rawValue, "\(test.name): \(m)")
+            checked += test.marginal == nil ? 0 : 1
+        }
+        #expect(checked >= 1, "the recipe has a test with a marginal band")
+    }
+}
