@@ -142,7 +142,7 @@ extension TestHTTPServer {
     @Test func refusedConnection() async throws {
         try await withTimeLimit {
             let listener = try await TCPListener.bind()
-            guard case .tcp(_, let port) = listener.boundAddress else { return }
+            guard case .tcp(_, let port) = listener.boundAddress else { throw TestFailure("not a TCP address: \(listener.boundAddress)") }
             listener.close()
             let error = await Fixtures.openError(.url("http://127.0.0.1:\(port)/a.mp3"))
             #expect(error?.code == .connectionFailed, "\(String(describing: error))")

@@ -76,7 +76,7 @@ import Transport
             #expect(try serial.decode(try await first.request(serial.readRequest()).buffer) == "TS1-000001")
             // Reconnecting works: serving continues across clients.
             await clients[0].close()
-            guard case .tcp(let h, let port) = try DeviceAddress(parsing: server.endpoints[0]) else { return }
+            guard case .tcp(let h, let port) = try DeviceAddress(parsing: server.endpoints[0]) else { throw TestFailure("not a TCP address: \(server.endpoints[0])") }
             var again = TestHost(try await TCPTransport.connect(host: h, port: port))
             #expect(try AppSettings.ancEnabled.decode(try await again.request(AppSettings.ancEnabled.readRequest()).buffer))
             await again.transport.close()

@@ -206,7 +206,7 @@ struct SpeakerSessionTests {
 
     @Test func unreachableSpeakerIsAConnectionError() async throws {
         let listener = try await TCPListener.bind()
-        guard case let .tcp(_, port) = listener.boundAddress else { return }
+        guard case let .tcp(_, port) = listener.boundAddress else { throw TestFailure("not a TCP address: \(listener.boundAddress)") }
         listener.close()
         let e = await #expect(throws: SpeakerSessionError.self) { try await SpeakerSession.connect(host: "127.0.0.1", port: port) }
         #expect(e?.code == .connectionFailed && e?.category == .connection)

@@ -31,7 +31,7 @@ import Testing
             #expect(client.framing == .byteStream)
             // The accepted side's peer is the client's local port.
             let reparsed = try DeviceAddress(parsing: server.peerDescription)
-            guard case let .tcp(_, peerPort) = reparsed else { return }
+            guard case let .tcp(_, peerPort) = reparsed else { throw TestFailure("not a TCP address: \(reparsed)") }
             #expect(peerPort != port && peerPort != 0)
             await client.close()
             await server.close()
@@ -181,7 +181,7 @@ import Testing
     @Test func connectionRefused() async throws {
         // Bind then close to get a port that nobody listens on.
         let listener = try await TCPListener.bind()
-        guard case let .tcp(_, port) = listener.boundAddress else { return }
+        guard case let .tcp(_, port) = listener.boundAddress else { throw TestFailure("not a TCP address: \(listener.boundAddress)") }
         listener.close()
         let error = await expectTransportError(.connectionRefused) {
             _ = try await TCPTransport.connect(host: "127.0.0.1", port: port, timeout: .seconds(5))
@@ -340,7 +340,7 @@ import Testing
             pending.cancel()
             await #expect(throws: CancellationError.self) { try await pending.value }
             // A connection made afterwards is still accepted.
-            guard case let .tcp(host, port) = listener.boundAddress else { return }
+            guard case let .tcp(host, port) = listener.boundAddress else { throw TestFailure("not a TCP address: \(listener.boundAddress)") }
             let client = try await TCPTransport.connect(host: host, port: port, timeout: .seconds(5))
             let server = try await listener.accept()
             try await client.send([5])
@@ -359,7 +359,7 @@ import Testing
     @Test func bindingABusyPortIsBusy() async throws {
         let listener = try await TCPListener.bind()
         defer { listener.close() }
-        guard case let .tcp(_, port) = listener.boundAddress else { return }
+        guard case let .tcp(_, port) = listener.boundAddress else { throw TestFailure("not a TCP address: \(listener.boundAddress)") }
         let error = await expectTransportError(.busy) { _ = try await TCPListener.bind(host: "127.0.0.1", port: port) }
         #expect(error?.message == "cannot listen on tcp:127.0.0.1:\(port): address already in use")
     }
@@ -368,7 +368,7 @@ import Testing
         try await withTimeLimit {
             let listener = try await TCPListener.bind(host: "localhost", port: 0)
             defer { listener.close() }
-            guard case let .tcp(_, port) = listener.boundAddress else { return }
+            guard case let .tcp(_, port) = listener.boundAddress else { throw TestFailure("not a TCP address: \(listener.boundAddress)") }
             async let accepted = listener.accept()
             let client = try await TCPTransport.connect(host: "localhost", port: port, timeout: .seconds(5))
             let server = try await accepted
@@ -385,7 +385,7 @@ import Testing
         try await withTimeLimit(300) {
             let listener = try await TCPListener.bind()
             defer { listener.close() }
-            guard case let .tcp(host, port) = listener.boundAddress else { return }
+            guard case let .tcp(host, port) = listener.boundAddress else { throw TestFailure("not a TCP address: \(listener.boundAddress)") }
             // Warm up (the reactor's epoll and eventfd descriptors are created once per process).
             do {
                 async let accepted = listener.accept()
@@ -423,7 +423,7 @@ import Testing
             #expect(identities.filter(\.isStillOpen).isEmpty)
             // Refused connects must not leak either.
             let spare = try await TCPListener.bind()
-            guard case let .tcp(_, deadPort) = spare.boundAddress else { return }
+            guard case let .tcp(_, deadPort) = spare.boundAddress else { throw TestFailure("not a TCP address: \(spare.boundAddress)") }
             spare.close()
             for _ in 0..<100 {
                 _ = try? await TCPTransport.connect(host: host, port: deadPort, timeout: .seconds(5))
