@@ -29,6 +29,9 @@ final class USBPollWaker: Sendable {
     /// The current kick generation; pass it to `sleep` to notice kicks that happen before the sleep starts.
     var generation: UInt64 { state.withLock { $0.generation } }
 
+    /// Whether a sleep is under way (tests wait for it instead of sleeping a while).
+    var hasSleeper: Bool { state.withLock { $0.sleeper != nil } }
+
     /// Records a kick and wakes an interruptible sleeper.
     func kick() {
         let woken: Sleeper? = state.withLock { s in

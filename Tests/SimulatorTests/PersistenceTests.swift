@@ -144,7 +144,11 @@ import Transport
             let owner = try await SimulatedHeadset(statePath: path)
             await owner.setBatteryLevel(12)
             let waiter = Task { try await SimulatedHeadset(statePath: path, lockTimeout: .seconds(30)) }
-            try await Task.sleep(for: .milliseconds(150))
+            // The waiter has opened the lock file (the owner's descriptor and its own), so it is trying the lock the
+            // owner holds.
+            try await waitUntil("the second owner opened the lock file") {
+                try await offThePool { descriptors(on: path + ".lock") } >= 2
+            }
             await owner.shutdown()
             let second = try await waiter.value
             // It loaded what the first owner saved before letting go.
@@ -212,4 +216,23 @@ final class ParseProgress: Sendable {
     private let value = Mutex(0)
     func parsed() { value.withLock { $0 += 1 } }
     var count: Int { value.withLock { $0 } }
+}
+
+/// How many of this process's descriptors are open on `path` (entries of /proc/self/fd linking to it).
+private func descriptors(on path: String) -> Int {
+    guard let resolved = realpath(path, nil) else { return 0 }
+    let path = String(cString: resolved)
+    free(resolved)
+    guard let dir = opendir("/proc/self/fd") else { return 0 }
+    defer { closedir(dir) }
+    var count = 0
+    var buffer = [CChar](repeating: 0, count: 4096)
+    while let entry = readdir(dir) {
+        let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        guard Int(name) != nil else { continue }
+        let n = readlink("/proc/self/fd/" + name, &buffer, buffer.count - 1)
+        guard n > 0 else { continue }
+        if String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self) == path { count += 1 }
+    }
+    return count
 }

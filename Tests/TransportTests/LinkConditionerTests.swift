@@ -50,8 +50,9 @@ import Testing
             #expect(bytes == payload)
             let took = seconds(clock.now - start)
             // 70 000 bytes · 8 / 700 000 bit/s = 0.8 s: never faster; slower only by the time the sender was late,
-            // which the link accounts as idle. (The ceiling is a hang guard: a loaded machine makes everything slow.)
-            #expect(took >= 0.78 && took < 30, "took \(took) s")
+            // which the link accounts as idle. (No ceiling: a loaded machine makes everything slow; withTimeLimit is the
+            // hang guard.)
+            #expect(took >= 0.78, "took \(took) s")
             expectSchedule(end: conditioned.linkFreeAt.outgoing, idle: conditioned.statistics.outgoing.idleTime,
                            wire: .milliseconds(800), start: start, firstArrival: firstArrival)
             // send() returns once the last piece is queued (4096 bytes before the end of the transfer).
@@ -70,8 +71,8 @@ import Testing
             let (bytes, firstArrival) = try await receiveExactlyNotingFirst(payload.count, from: conditioned)
             #expect(bytes == payload)
             let took = seconds(clock.now - start)
-            // As above: the model is checked on the link's own schedule; the wall-clock ceiling is a hang guard.
-            #expect(took >= 0.78 && took < 30, "took \(took) s")
+            // As above: the model is checked on the link's own schedule.
+            #expect(took >= 0.78, "took \(took) s")
             expectSchedule(end: conditioned.linkFreeAt.incoming, idle: conditioned.statistics.incoming.idleTime,
                            wire: .milliseconds(800), start: start, firstArrival: firstArrival)
             #expect(conditioned.statistics.incoming.bytes == 70_000)
@@ -96,31 +97,46 @@ import Testing
             let busy = conditioned.linkFreeAt.outgoing - firstStart
             let idle = conditioned.statistics.outgoing.idleTime
             #expect(abs(seconds(busy - idle) - 1.2) < 0.000_001, "busy for \(busy), idle \(idle)")
-            #expect(idle < .milliseconds(300), "the sender was starved for \(idle)")
+            #expect(conditioned.statistics.outgoing.bytes == 24_000 && conditioned.statistics.outgoing.chunks >= 81,
+                    "\(conditioned.statistics.outgoing)")
             let bytes = try await received
             #expect(bytes.count == 24_000)
             let took = seconds(clock.now - start)
-            // Never faster than the model; the ceiling is a hang guard (the model is checked above).
-            #expect(took >= 1.19 && took < 30, "took \(took) s")
+            // Never faster than the model (the model is checked above).
+            #expect(took >= 1.19, "took \(took) s")
             await conditioned.close()
         }
     }
 
     @Test func latencyIsAddedInEachDirection() async throws {
         try await withTimeLimit {
-            // A latency of a second, so that the upper bounds (send does not wait for it; it is added once, not
-            // twice) leave room for a loaded machine's delays, which were larger than 150 ms.
+            // A latency of a second. Sends do not wait for it: both return before the first byte arrives (an order,
+            // not a wall-clock ceiling: a send that waited for the latency would return after its byte arrived).
             let (conditioned, far) = try link("latency=1s")
             let start = clock.now
+            let arrival = Task { () throws -> ([UInt8], ContinuousClock.Instant) in
+                var got: [UInt8] = []
+                var first: ContinuousClock.Instant?
+                while got.count < 2 {
+                    got += try await far.receive()
+                    if first == nil { first = clock.now }
+                }
+                return (got, first!)
+            }
             try await conditioned.send([1])
-            #expect(seconds(clock.now - start) < 0.5, "send must not wait for the latency")
-            #expect(try await far.receive() == [1])
-            let oneWay = seconds(clock.now - start)
-            try await far.send([2])
-            #expect(try await conditioned.receive() == [2])
+            try await conditioned.send([2])
+            let sent = clock.now
+            let (bytes, firstArrival) = try await arrival.value
+            #expect(bytes == [1, 2])
+            #expect(sent < firstArrival, "the sends returned \(sent - firstArrival) after the first byte arrived")
+            let oneWay = seconds(firstArrival - start)
+            try await far.send([3])
+            #expect(try await conditioned.receive() == [3])
             let roundTrip = seconds(clock.now - start)
-            #expect(oneWay >= 0.999 && oneWay < 1.9, "one way \(oneWay) s")
-            #expect(roundTrip >= 1.999 && roundTrip < 3.5, "round trip \(roundTrip) s")
+            // Never sooner than the model; no ceiling (a loaded machine makes everything slow).
+            #expect(oneWay >= 0.999, "one way \(oneWay) s")
+            #expect(roundTrip >= 1.999, "round trip \(roundTrip) s")
+            #expect(conditioned.statistics.outgoing.bytes == 2 && conditioned.statistics.incoming.bytes == 1)
             await conditioned.close()
         }
     }
@@ -133,8 +149,8 @@ import Testing
             try await conditioned.send(pattern(7000))
             let (_, firstArrival) = try await receiveExactlyNotingFirst(7000, from: far)
             let took = seconds(clock.now - start)
-            // The model on the link's schedule (latency included); the wall-clock ceiling is a hang guard.
-            #expect(took >= 0.179 && took < 30, "took \(took) s")
+            // The model on the link's schedule (latency included).
+            #expect(took >= 0.179, "took \(took) s")
             expectSchedule(end: conditioned.linkFreeAt.outgoing, idle: conditioned.statistics.outgoing.idleTime,
                            wire: .milliseconds(80), latency: .milliseconds(100), start: start, firstArrival: firstArrival)
             await conditioned.close()
@@ -150,9 +166,9 @@ import Testing
             try await conditioned.send(pattern(5000))
             let returned = clock.now
             let took = seconds(returned - start)
-            // Never sooner than the model; the ceiling is a hang guard. The model on the link's schedule: the last
+            // Never sooner than the model. The model on the link's schedule: the last
             // 1000 bytes were queued once 4000 had gone out, so send() returned at least 0.4 s after the link began.
-            #expect(took >= 0.38 && took < 30, "send took \(took) s")
+            #expect(took >= 0.38, "send took \(took) s")
             expectSchedule(end: conditioned.linkFreeAt.outgoing, idle: conditioned.statistics.outgoing.idleTime,
                            wire: .milliseconds(500), start: start, firstArrival: returned - .milliseconds(400))
             #expect(try await drain.value == pattern(5000))
@@ -254,8 +270,8 @@ import Testing
             #expect(try await far.receive() == [1])
             let arrived = clock.now
             let took = seconds(arrived - start)
-            // The stall on the link's schedule (it ends the carrying 200 ms after it began); the ceiling is a hang guard.
-            #expect(took >= 0.199 && took < 30, "took \(took) s")
+            // The stall on the link's schedule (it ends the carrying 200 ms after it began).
+            #expect(took >= 0.199, "took \(took) s")
             expectSchedule(end: conditioned.linkFreeAt.outgoing, idle: .zero, wire: .milliseconds(200), start: start, firstArrival: arrived)
             #expect(conditioned.statistics.outgoing.stalls == 1)
             await conditioned.close()

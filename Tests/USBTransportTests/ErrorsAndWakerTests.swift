@@ -73,7 +73,7 @@ import Transport
         let waker = USBPollWaker()
         let start = ContinuousClock.now
         async let slept = waker.sleep(for: .milliseconds(300), generation: waker.generation, interruptible: false)
-        try await Task.sleep(for: .milliseconds(30))
+        try await waitUntil("the sleep started") { waker.hasSleeper }
         waker.kick()
         #expect(await slept == false)
         #expect(ContinuousClock.now - start >= .milliseconds(300))
@@ -82,14 +82,14 @@ import Transport
     @Test func closeAndCancellationWakeAnEndlessSleep() async throws {
         let waker = USBPollWaker()
         async let closed = waker.sleep(for: nil, generation: waker.generation, interruptible: true)
-        try await Task.sleep(for: .milliseconds(30))
+        try await waitUntil("the sleep started") { waker.hasSleeper }
         waker.close()
         #expect(await closed == false)
         #expect(await waker.sleep(for: nil, generation: waker.generation, interruptible: true) == false)
 
         let other = USBPollWaker()
         let task = Task { await other.sleep(for: nil, generation: other.generation, interruptible: false) }
-        try await Task.sleep(for: .milliseconds(30))
+        try await waitUntil("the sleep started") { other.hasSleeper }
         task.cancel()
         try await withTimeLimit { await task.value }
     }
