@@ -63,8 +63,11 @@ public struct PlaybackMachine: Sendable {
 
     /// Where a paused stream waits.
     public struct Pause: Sendable, Hashable {
-        /// The frame heard next.
+        /// The frame heard next, as the player's timeline placed it when the pause was applied.
         public let frame: UInt64
+        /// The first frame each member had not played when its pause took effect (version 5's `playbackPaused`):
+        /// the stream resumes from the earliest (docs/speaker-protocol.md §3.2).
+        public var reported: [UInt64: UInt64] = [:]
         /// Names this pause for its grace timer (`resumeGraceEnded(epoch:now:)`).
         public let epoch: UInt64
         /// Members that another controller resumed.
@@ -379,6 +382,26 @@ public struct PlaybackMachine: Sendable {
         return applyPause(now: now)
     }
 
+    /// Member `id` reports where it paused (version 5's `playbackPaused`, `PausePosition`): the first frame of the
+    /// stream it had not played. The stream resumes from the earliest frame the members report (members that report
+    /// nothing — below version 5, or nothing played — resume there too); a member that played further skips the
+    /// frames it played itself, so none is played twice or left out. A report outside what was sent is ignored.
+    public mutating func speakerPausedAt(_ id: UInt64, _ position: PausePosition) {
+        guard case .paused(let s, var p) = state, s.streamId == position.streamId, s.receiving.contains(id),
+              let frame = position.frame else { return }
+        let low = s.history.first?.firstFrame ?? p.frame
+        let high = s.history.last.map { $0.firstFrame + UInt64($0.frames) } ?? p.frame
+        guard frame >= low, frame <= high else { return }
+        p.reported[id] = frame
+        state = .paused(s, p)
+    }
+
+    /// Where the stream paused resumes: the earliest frame a member reported, else where the timeline placed it.
+    public var resumeFrame: UInt64? {
+        guard case let .paused(s, p) = state else { return nil }
+        return p.reported.filter { s.receiving.contains($0.key) }.values.min() ?? p.frame
+    }
+
     /// Member `id` reports `streamId` playing again (another controller resumed): the player resumes once every
     /// member that gets the stream did, or when the grace timer fires.
     public mutating func speakerResumed(_ id: UInt64, streamId: UInt32, now: UInt64) -> [Action] {
@@ -552,26 +575,28 @@ public struct PlaybackMachine: Sendable {
     private mutating func applyPause(now: UInt64) -> [Action] {
         guard case .playing(var s, let run) = state else { return [] }
         let position = max(s.schedule.frame(at: now), s.startFrame)
-        // The frames sent but not heard go back in front of what is still to send.
-        var unheard: [UInt8] = []
-        let bytesPerFrame = s.schedule.format.bytesPerFrame
-        for entry in s.history where entry.firstFrame + UInt64(entry.frames) > position {
-            let skip = entry.firstFrame < position ? Int(position - entry.firstFrame) * bytesPerFrame : 0
-            unheard += entry.pcm[min(skip, entry.pcm.count)...]
-        }
-        s.pending = unheard + s.pending
+        // The packets sent are kept until the resume: it starts where the members say they stopped (which may be
+        // before or after `position`, §3.2), and the frames from there go back in front of what is still to send.
         s.endFrame = nil
         s.ended = []
-        s.history = []
         s.schedule.anchor(frame: position, at: now)
         state = .paused(s, Pause(frame: position, epoch: epoch()))
         return [.stopStreaming(run: run), .stateChanged(.paused)]
     }
 
     private mutating func applyResume(now: UInt64) -> [Action] {
-        guard case .paused(var s, let p) = state else { return [] }
-        s.schedule.anchor(frame: p.frame, at: now &+ buffer)
-        s.lastSecond = Int(p.frame / s.rate)
+        guard case .paused(var s, let p) = state, let frame = resumeFrame else { return [] }
+        // The frames sent but not heard go back in front of what is still to send.
+        var unheard: [UInt8] = []
+        let bytesPerFrame = s.schedule.format.bytesPerFrame
+        for entry in s.history where entry.firstFrame + UInt64(entry.frames) > frame {
+            let skip = entry.firstFrame < frame ? Int(frame - entry.firstFrame) * bytesPerFrame : 0
+            unheard += entry.pcm[min(skip, entry.pcm.count)...]
+        }
+        s.pending = unheard + s.pending
+        s.history = []
+        s.schedule.anchor(frame: frame, at: now &+ buffer)
+        s.lastSecond = Int(frame / s.rate)
         return play(s)
     }
 

@@ -1,6 +1,24 @@
 import Session
 import Speaker
+import Synchronization
 import Transport
+
+/// The last `playbackPaused` (version 5) a speaker sent, recorded as the session's reader classifies it — so before
+/// any reply or event that came after it is delivered (a resume's reply, another controller's `playbackStateChanged`
+/// playing): the player reads it when it resumes (docs/speaker-protocol.md §3.2).
+public final class PausePositions: Sendable {
+    private let last = Mutex<PausePosition?>(nil)
+    public init() {}
+    func record(_ position: PausePosition) { last.withLock { $0 = position } }
+    /// The last position reported for `streamId`, forgotten once taken (nil: none since it was last taken).
+    public func take(of streamId: UInt32) -> PausePosition? {
+        last.withLock { l in
+            guard let p = l, p.streamId == streamId else { return nil }
+            l = nil
+            return p
+        }
+    }
+}
 
 /// The speaker control protocol as a `SessionProtocol` (docs/speaker-protocol.md §9): packets are `ControlPacket`s,
 /// the reply key is the request id, `accepted` (7e) is Pending, events are pushes, and a request from the speaker is
@@ -11,7 +29,10 @@ public struct SpeakerProtocol: SessionProtocol {
     public typealias Command = UInt8
     public typealias Options = RequestOptions
 
-    public init() {}
+    /// Where `playbackPaused` events are recorded (nil: not recorded).
+    public let pausePositions: PausePositions?
+
+    public init(pausePositions: PausePositions? = nil) { self.pausePositions = pausePositions }
 
     public func encode(_ request: ControlPacket, for framing: LinkFraming) -> [UInt8] { request.encode() }
     public func key(of request: ControlPacket) -> UInt32 { request.requestId }
@@ -19,7 +40,8 @@ public struct SpeakerProtocol: SessionProtocol {
     public func makeDeframer(for framing: LinkFraming) -> Deframer { Deframer() }
 
     public func classify(_ packet: ControlPacket) -> Incoming<UInt32> {
-        switch packet.kind {
+        if case let .playbackPaused(p) = packet.message { pausePositions?.record(p) }
+        return switch packet.kind {
         case .reply: .reply(packet.requestId)
         case .accepted: .pending(packet.requestId)
         case .event: .push

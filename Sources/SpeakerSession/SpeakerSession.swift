@@ -51,6 +51,12 @@ public final class SpeakerSession: Sendable {
     public let controlPort: UInt16?
     private let counter: Mutex<UInt32>
 
+    /// Where the speaker paused `streamId` last (version 5's `playbackPaused`, docs/speaker-protocol.md §3.2: the
+    /// first frame it had not played; `frame` nil when it had played none), forgotten once taken; nil when it sent
+    /// none since (a speaker below version 5). Recorded as the frames are read, so a reply or event that came after
+    /// it finds it here.
+    public func takePausePosition(of streamId: UInt32) -> PausePosition? { core.definition.pausePositions?.take(of: streamId) }
+
     private init(core: RequestSession<SpeakerProtocol>, hello: HelloReply, address: String, host: String?, controlPort: UInt16?,
                  counter: UInt32) {
         self.core = core
@@ -72,7 +78,7 @@ public final class SpeakerSession: Sendable {
                             controllerName: String = "tuneup",
                             options: RequestOptions = RequestOptions(), clock: any Clock<Duration> = ContinuousClock(),
                             logger: Logger = Logger(label: "tuneup.speaker")) async throws -> SpeakerSession {
-        let core = RequestSession(transport: transport, definition: SpeakerProtocol(), options: options, clock: clock, logger: logger)
+        let core = RequestSession(transport: transport, definition: SpeakerProtocol(pausePositions: PausePositions()), options: options, clock: clock, logger: logger)
         do {
             let name = try checked { () throws(SpeakerError) in try WireText(controllerName) }
             let hello = try checked { () throws(SpeakerError) in try Hello(controllerName: name) }

@@ -395,8 +395,20 @@ public final class SimulatedSpeaker: SimulatedDevice {
             let outcome = s.machine.play(streamId: p.streamId, connection: connection, now: now)
             return (outcome.reply!, perform(outcome, &s, play: p))
         case let .pause(streamId):
+            // The output plays on until the pause arrives: render up to now first (the pump renders every 5 ms, and
+            // what lies between its last run and now was heard), so the renderer's cursor is the first frame not
+            // heard — the frame this speaker resumes with (docs/speaker-protocol.md §3.2).
+            if s.machine.takesAudio(of: streamId), s.renderer != nil { _ = render(&s, upTo: nil) }
+            let next = s.renderer?.nextUnplayedFrame
             let outcome = s.machine.pause(streamId: streamId)
-            return (outcome.reply!, perform(outcome, &s))
+            // A stream's controller that negotiated 5 resumes from the earliest frame its speakers report; frames
+            // before this speaker's own next one are then dropped here (played before the pause), not played twice.
+            let exact = s.machine.owner.flatMap { s.connections[$0]?.version }.map { $0 >= SpeakerProtocolVersion.pausePositions } == true
+            var events = perform(outcome, &s, resumingAt: exact ? next : nil)
+            if case .done = outcome.reply! {
+                events.append(.playbackPaused(PausePosition(streamId: streamId, nextFrame: next ?? PausePosition.nothingPlayed)))
+            }
+            return (outcome.reply!, events)
         case let .resume(streamId):
             let now = dacTime(&s)
             let outcome = s.machine.resume(streamId: streamId, now: now)
@@ -440,6 +452,15 @@ public final class SimulatedSpeaker: SimulatedDevice {
     /// Pushes `events` to every connection (call with the state locked, so they follow the reply in order).
     private func broadcast(_ events: [ControlMessage], in s: State) {
         for event in events {
+            if case .playbackPaused = event {
+                // Version 5: only to the controllers that negotiated it, in their version.
+                for c in s.connections.values {
+                    guard let version = c.version, version >= SpeakerProtocolVersion.pausePositions,
+                          let bytes = try? ControlPacket.event(event, version: version).encode() else { continue }
+                    enqueue(bytes, on: c)
+                }
+                continue
+            }
             guard let bytes = try? ControlPacket.event(event).encode() else { continue }
             for connection in s.connections.values { enqueue(bytes, on: connection) }
         }
@@ -590,7 +611,12 @@ public final class SimulatedSpeaker: SimulatedDevice {
 
     /// Renders up to DAC time `time` (nil: now); returns what was rendered.
     private func render(upTo time: UInt64?) -> RenderedSlots? {
-        state.withLock { s in
+        state.withLock { s in render(&s, upTo: time) }
+    }
+
+    /// Renders up to DAC time `time` (nil: now); returns what was rendered (call with the state locked).
+    private func render(_ s: inout State, upTo time: UInt64?) -> RenderedSlots? {
+        do {
             // Scalars, not a copy of the renderer: a copy would share its buffers, and rendering would then copy them.
             guard let format = s.renderer?.format, let first = s.renderer?.nextSlot, !s.poweredOff else { return nil }
             let now = dacTime(&s)
@@ -694,11 +720,12 @@ public final class SimulatedSpeaker: SimulatedDevice {
     }
 
     /// Performs the machine's actions on the renderer; returns the events to push (call with the state locked).
-    private func perform(_ outcome: SpeakerStreamMachine.Outcome, _ s: inout State, play p: PlayRequest? = nil) -> [ControlMessage] {
+    private func perform(_ outcome: SpeakerStreamMachine.Outcome, _ s: inout State, play p: PlayRequest? = nil,
+                         resumingAt floor: UInt64? = nil) -> [ControlMessage] {
         for action in outcome.actions {
             switch action {
             case .closeStream: finishStream(&s)
-            case .resetRenderer: s.renderer?.reset()
+            case .resetRenderer: s.renderer?.reset(resumingAt: floor)
             case .openStream: if let p { startStream(&s, p) }
             }
         }

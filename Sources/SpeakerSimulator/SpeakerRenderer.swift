@@ -113,6 +113,9 @@ public struct SpeakerRenderer: Sendable {
     private var firstEnd: UInt64 = 0
     private var cursor: UInt64 = 0
     private var started = false
+    /// After a sample-exact resume (`reset(resumingAt:)`): the frames before it were played before the pause and are
+    /// not played again (their slots stay silent).
+    private var floor: UInt64?
     private var locked = false
     private var announced = false
     private var endFrame: UInt64?
@@ -178,8 +181,15 @@ public struct SpeakerRenderer: Sendable {
     /// When `resendRequests(at:)` has something to do next (nil: nothing is missing).
     public var nextRecoveryEvent: UInt64? { ended ? nil : recovery.nextEvent }
 
-    /// Forgets the packets held (pause): the next packet received starts the output anew.
-    public mutating func reset() {
+    /// The first frame of the stream not played yet: the cursor once the output started, else where a sample-exact
+    /// resume starts (nil: nothing played since the renderer was opened or reset without a frame).
+    public var nextUnplayedFrame: UInt64? { started ? cursor : floor }
+
+    /// Forgets the packets held (pause): the next packet received starts the output anew — from frame `floor` on
+    /// when given (a sample-exact resume, docs/speaker-protocol.md §3.2: frames before it were played before the
+    /// pause, so they are dropped, their slots silent, and frame `floor` plays at its own time).
+    public mutating func reset(resumingAt floor: UInt64? = nil) {
+        self.floor = floor
         recovery.reset()
         pending.removeAll()
         buffer.removeAll()
@@ -196,6 +206,7 @@ public struct SpeakerRenderer: Sendable {
             let p = first.packet
             if p.endOfStream { endFrame = p.firstFrame + UInt64(p.frameCount) }
             guard p.frameCount > 0 else { continue }
+            if !started, let floor, p.firstFrame + UInt64(p.frameCount) <= floor { continue }  // played before the pause
             if started, p.firstFrame + UInt64(p.frameCount) <= cursor {
                 statistics.latePackets += 1
                 continue
@@ -244,12 +255,14 @@ public struct SpeakerRenderer: Sendable {
             guard let map, !ended else { emitSilence(slot, &output, &log); continue }
             if !started {
                 // Start at the earliest frame held once it is nearly due (a reordered earlier packet may still come).
-                guard let first = buffer.first,
-                      Int64(bitPattern: map.speakerTime(forControllerTime: first.presentationTime) &- s) <= halfSlot else {
+                guard let first = buffer.first else { emitSilence(slot, &output, &log); continue }
+                let from = max(first.firstFrame, floor ?? 0)
+                let presentation = first.presentationTime &+ format.nanoseconds(forFrames: from - first.firstFrame)
+                guard Int64(bitPattern: map.speakerTime(forControllerTime: presentation) &- s) <= halfSlot else {
                     emitSilence(slot, &output, &log)
                     continue
                 }
-                cursor = first.firstFrame
+                cursor = from
                 started = true
                 locked = false
             }

@@ -402,6 +402,33 @@ struct PlaybackMachineTests {
         #expect(try Self.wake(&m, run: next, now: 2_200 * Self.ms, &source).actions == [.time(seconds: 1)])
     }
 
+    /// Version 5 (docs/speaker-protocol.md §3.2): the members report the first frame each had not played; the stream
+    /// resumes from the earliest — before the frame the controller's clock placed the pause at (another controller's
+    /// pause, learnt late) or after it (the pause travelling to the speakers) — with the frames from there sent again.
+    /// A report of a frame never sent, of another stream or of a non-member is ignored; "nothing played" is no report.
+    @Test func theStreamResumesFromTheEarliestFrameTheMembersReport() throws {
+        for (reports, expected) in [([(1, 4_830), (2, 4_850)], 4_830), ([(1, 4_790), (2, 4_805)], 4_790), ([], 4_800),
+                                    ([(1, 999_999), (2, 4_810), (3, 4_700)], 4_810), ([(1, PausePosition.nothingPlayed)], 4_800)]
+            as [([(UInt64, UInt64)], UInt64)] {
+            var m = Self.machine()
+            let run = try Self.playing(&m)
+            var source = Source(next: 0, end: 480_000)
+            _ = try Self.wake(&m, run: run, now: 0, &source)
+            _ = try Self.wake(&m, run: run, now: 100 * Self.ms, &source)
+            _ = try m.pause(now: 300 * Self.ms)  // 4800 frames heard on the controller's clock
+            m.speakerPausedAt(1, PausePosition(streamId: Self.stream &+ 1, nextFrame: 4_000))
+            for (id, frame) in reports { m.speakerPausedAt(id, PausePosition(streamId: Self.stream, nextFrame: frame)) }
+            #expect(m.resumeFrame == expected, "\(reports)")
+            let resumed = try m.resume(now: 1_000 * Self.ms)
+            guard case let .startStreaming(next) = resumed.last else { Issue.record("\(resumed)"); return }
+            let w = try Self.wake(&m, run: next, now: 1_000 * Self.ms, &source)
+            let first = try #require(w.packets.first?.packet)
+            #expect(first.firstFrame == expected && first.presentationTime == 1_200 * Self.ms, "\(reports)")
+            let frames = w.packets.flatMap { p in (0..<p.packet.frameCount).map { UInt16(p.packet.pcm[2 * $0]) | UInt16(p.packet.pcm[2 * $0 + 1]) << 8 } }
+            #expect(frames == (0..<frames.count).map { UInt16(truncatingIfNeeded: expected + UInt64($0)) }, "\(reports)")
+        }
+    }
+
     @Test func pauseIsRefusedUnlessPlayingAndResumeUnlessPaused() throws {
         for (name, var m) in try Self.everyState() {
             let before = m.playerState

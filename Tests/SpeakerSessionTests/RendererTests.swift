@@ -122,3 +122,59 @@ import Testing
         #expect(oneSlot.log.count < 2_000)
     }
 }
+
+/// A sample-exact resume on the renderer (docs/speaker-protocol.md §3.2): after `reset(resumingAt: n)` the frames
+/// before n — played before the pause — are dropped, their slots silent, and frame n plays at its own time; without
+/// a floor the first frame sent plays first, as before.
+@Suite struct RendererResumeTests {
+    static let format = try! AudioFormat(sampleRate: 48_000, channels: 1, sampleFormat: .s16le)
+
+    /// Packets of frames `from..<from + count`, frame i holding i + 1, presented from `at` on (identity map).
+    static func packets(from: UInt64, count: Int, at: UInt64, sequence: UInt32) throws -> [AudioPacket] {
+        let per = 480
+        return try stride(from: 0, to: count, by: per).enumerated().map { k, offset in
+            let first = from + UInt64(offset)
+            let pcm = (0..<min(per, count - offset)).flatMap { j -> [UInt8] in
+                let v = UInt16(truncatingIfNeeded: first + UInt64(j) + 1)
+                return [UInt8(v & 0xFF), UInt8(v >> 8)]
+            }
+            return try AudioPacket(streamId: 3, sequence: sequence + UInt32(k), firstFrame: first,
+                                   presentationTime: at + format.nanoseconds(forFrames: UInt64(offset)), format: format, pcm: pcm)
+        }
+    }
+
+    /// The output's samples (0: silence).
+    static func samples(_ pcm: [UInt8]) -> [UInt16] { stride(from: 0, to: pcm.count, by: 2).map { UInt16(pcm[$0]) | UInt16(pcm[$0 + 1]) << 8 } }
+
+    @Test func framesBeforeTheResumeFrameAreNotPlayedAgainAndItPlaysAtItsTime() throws {
+        for floor: UInt64? in [nil, 1_030] {
+            let map = try ClockMap(controllerReference: 0, speakerReference: 0, rate: 0)
+            var r = SpeakerRenderer(streamId: 3, format: Self.format, map: map, startDAC: 1_000_000_000)
+            for p in try Self.packets(from: 0, count: 4_800, at: 1_000_000_000, sequence: 0) { r.receive(p, arrival: 900_000_000) }
+            var out: [UInt8] = [], log: [RenderRun] = []
+            // Paused 1_030 frames in (21.458 ms): frames 0...1029 played.
+            _ = r.render(through: 1_000_000_000 + Self.format.nanoseconds(forFrames: 1_029), output: &out, log: &log)
+            #expect(r.nextUnplayedFrame == 1_030)
+            r.reset(resumingAt: floor)
+            #expect(r.nextUnplayedFrame == floor)
+            // Resumed from frame 1_000 (another member's) at 2 s.
+            for p in try Self.packets(from: 1_000, count: 960, at: 2_000_000_000, sequence: 10) { r.receive(p, arrival: 1_900_000_000) }
+            out = []
+            _ = r.render(through: 2_010_000_000, output: &out, log: &log)
+            let s = Self.samples(out)
+            // This output starts at slot 48_000 + 1_030 (after frame 1029's); the resume's first frame is due at 2 s, slot 96_000.
+            let start = 96_000 - (48_000 + 1_030)
+            let played = s.filter { $0 != 0 }
+            if let floor {
+                // Silent until frame 1030's own time (30 slots after the resume's first frame), then 1030, 1031, ...
+                let firstSound = try #require(s.firstIndex { $0 != 0 })
+                #expect(firstSound == start + Int(floor - 1_000), "first sound at \(firstSound), resume at \(start)")
+                #expect(played.first == UInt16(floor + 1))
+            } else {
+                #expect(played.first == 1_001)
+            }
+            #expect(zip(played, played.dropFirst()).allSatisfy { $1 == $0 + 1 })
+            #expect(r.statistics.lateFrames == 0 && r.statistics.skippedSamples == 0 && r.statistics.repeatedSamples == 0)
+        }
+    }
+}

@@ -190,7 +190,8 @@ public actor SpeakerPlayer {
         for id in targets.ids {
             do { try await members[id]?.session.resume(streamId: targets.streamId) } catch { report(id, error) }
         }
-        // Still paused (not stopped or resumed meanwhile): the stream plays on.
+        // Still paused (not stopped or resumed meanwhile): the stream plays on, from where the members stopped.
+        takePausePositions()
         await perform((try? machine.resume(now: now())) ?? [])
     }
 
@@ -306,6 +307,7 @@ public actor SpeakerPlayer {
     }
 
     private func resumeGraceEnded(_ epoch: UInt64) async {
+        takePausePositions()
         await perform(machine.resumeGraceEnded(epoch: epoch, now: now()))
     }
 
@@ -449,6 +451,7 @@ public actor SpeakerPlayer {
         case let .playbackStateChanged(stream, .paused):
             await perform(machine.speakerPaused(id, streamId: stream, now: now()))
         case let .playbackStateChanged(stream, .playing):
+            takePausePositions()
             await perform(machine.speakerResumed(id, streamId: stream, now: now()))
         case let .playbackStateChanged(stream, .stopped):
             await perform(machine.speakerStopped(id, streamId: stream))
@@ -458,6 +461,16 @@ public actor SpeakerPlayer {
             events.yield(.speakerError(deviceId: device, code: code, message: message))
         default:
             break
+        }
+    }
+
+    /// Gives the machine where each member paused the stream (version 5's `playbackPaused`, recorded by its session
+    /// as it was read — so before the resume's replies and events that follow it): the resume starts at the earliest.
+    private func takePausePositions() {
+        guard case .paused = machine.playerState, machine.streamId != 0 else { return }
+        let stream = machine.streamId
+        for (id, member) in members {
+            if let position = member.session.takePausePosition(of: stream) { machine.speakerPausedAt(id, position) }
         }
     }
 
