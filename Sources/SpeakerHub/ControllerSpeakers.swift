@@ -18,6 +18,7 @@ public actor ControllerSpeakers: HubSpeakers {
     public let controller: SpeakerController
     public nonisolated let backoff: HubBackoff
     private let now: @Sendable () -> Duration
+    private let wallNow: @Sendable () -> Duration
     private let sleep: @Sendable (Duration) async throws -> Void
     private let connect: Connect
 
@@ -44,19 +45,21 @@ public actor ControllerSpeakers: HubSpeakers {
     private var listeners: [AsyncStream<HubSpeakerChange>.Continuation] = []
 
     /// - Parameters:
-    ///   - now: the hub's clock (as `HubAPI`'s): when a speaker was last heard.
+    ///   - now: the hub's clock (as `HubAPI`'s; the waits run on `sleep`, on the same clock).
     ///   - sleep: a sleep on the same clock: the waits between reconnection attempts.
+    ///   - wallClock: the wall clock (time since the Unix epoch): when a speaker was last heard (`lastSeen`).
     ///   - connect: how a lost speaker is reached again (TCP and hello by default).
     ///   - unreached: speakers (host and control port) not reached at the start (`open(_:endpoint:with:)`).
     public init(_ controller: SpeakerController, unreached: [(host: String, port: UInt16)] = [], backoff: HubBackoff = HubBackoff(),
                 now: (@Sendable () -> Duration)? = nil, sleep: (@Sendable (Duration) async throws -> Void)? = nil,
-                connect: Connect? = nil) {
+                wallClock: @escaping @Sendable () -> Duration = HubWallClock.now, connect: Connect? = nil) {
         self.controller = controller
         self.unreached = unreached
         self.backoff = backoff
         let clock = ContinuousClock()
         let origin = clock.now
         self.now = now ?? { origin.duration(to: clock.now) }
+        self.wallNow = wallClock
         self.sleep = sleep ?? { try await clock.sleep(for: $0) }
         self.connect = connect ?? { host, port in try await SpeakerSession.connect(host: host, port: port, connectTimeout: .seconds(2)) }
     }
@@ -65,7 +68,7 @@ public actor ControllerSpeakers: HubSpeakers {
     private func start() async {
         guard !started else { return }
         started = true
-        let t = now()
+        let t = wallNow()
         for info in await controller.devices {
             let id = info.deviceId
             guard entries[id] == nil, let session = try? await controller.session(id: id) else { continue }
@@ -262,7 +265,7 @@ public actor ControllerSpeakers: HubSpeakers {
 
     private func heard(_ id: UInt64, _ info: DeviceInfo) {
         guard entries[id] != nil else { return }
-        entries[id]!.device = HubDevice(info, connected: true, lastSeen: now())
+        entries[id]!.device = HubDevice(info, connected: true, lastSeen: wallNow())
     }
 
     private func emit(_ change: HubSpeakerChange) {
@@ -284,7 +287,7 @@ public actor ControllerSpeakers: HubSpeakers {
 
     private func received(_ event: SpeakerEvent, from id: UInt64, on session: SpeakerSession) {
         guard entries[id]?.session === session else { return }
-        entries[id]!.device.lastSeen = now()
+        entries[id]!.device.lastSeen = wallNow()
         if case let .volumeChanged(_, volume, muted) = event {
             entries[id]!.device.volume = volume
             entries[id]!.muted = muted
@@ -354,7 +357,7 @@ public actor ControllerSpeakers: HubSpeakers {
             await session.close()  // known already (named twice, or by another address)
             return true
         }
-        entries[id] = Entry(device: HubDevice(info, connected: true, lastSeen: now()), session: session, host: host, port: port)
+        entries[id] = Entry(device: HubDevice(info, connected: true, lastSeen: wallNow()), session: session, host: host, port: port)
         order.append(id)
         await controller.reconnected(session)
         follow(id, session)
@@ -387,7 +390,7 @@ public actor ControllerSpeakers: HubSpeakers {
         entries[id]!.session = session
         entries[id]!.reconnect = nil
         entries[id]!.device.connected = true
-        entries[id]!.device.lastSeen = now()
+        entries[id]!.device.lastSeen = wallNow()
         follow(id, session)
         if entries[id]!.leaveOnReturn {
             entries[id]!.leaveOnReturn = false

@@ -98,13 +98,20 @@ public enum HubRPCServer {
     }
 
     /// Follows the controller's player for the hub's notifications: a state it reached by itself (the end, a stop
-    /// by another controller), speakers that get the stream or are lost, and errors (a source that failed, a
-    /// speaker's error). Runs until cancelled.
+    /// by another controller), a playback it stopped as interrupted (every speaker lost, the stream taken over:
+    /// `Player.OnInterrupted`, not an end), speakers that get the stream or are lost, and errors (a source that
+    /// failed, a speaker's error). Runs until cancelled.
     public static func follow(_ controller: SpeakerController, into api: HubAPI) -> Task<Void, Never> {
         Task {
             guard let events = try? await controller.playerEvents() else { return }
             for await event in events {
                 switch event {
+                case .stateChanged(.stopped):
+                    // Set before the player reports stopped; nil after an end or a stop. Announced ahead of the state.
+                    if let interruption = await controller.playbackInterruption {
+                        await api.playbackInterrupted(interruption.code == .interrupted ? .takenOver : .speakersLost, message: interruption.message)
+                    }
+                    await api.playerChanged()
                 case .stateChanged, .ended: await api.playerChanged()
                 case let .speakerJoined(id): await api.speakerJoined(id)
                 case .speakerLost: break  // the hub's speakers report every lost link (ControllerSpeakers, HubAPI.followSpeakers)

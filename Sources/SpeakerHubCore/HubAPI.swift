@@ -8,6 +8,8 @@ public actor HubAPI {
     public let player: any HubPlayer
     public let media: any HubMediaSource
     let now: @Sendable () -> Duration
+    /// The wall clock (time since the Unix epoch): how long ago a speaker's `lastSeen` was.
+    let wallNow: @Sendable () -> Duration
     public internal(set) var sessions: HubSessions
 
     private var busy = false
@@ -23,17 +25,27 @@ public actor HubAPI {
     /// Each speaker's volume and mute as last announced (`Client.OnVolumeChanged`): what a speaker reports of a
     /// change the hub made is not announced twice.
     var announcedVolumes: [UInt64: HubVolume] = [:]
+    /// Speakers announced lost (`Client.OnDisconnect`) and not announced back since.
+    var lostSpeakers: Set<UInt64> = []
+    /// A speaker of the playback stream that comes back is reported twice: the hub reaches it again
+    /// (`HubSpeakerChange.connected`) and the player rejoins it to the stream (`speakerJoined`), in either order. The
+    /// first report is announced (`Client.OnConnect`) and noted here; the other one is not announced again.
+    var returnAnnounced: [UInt64: SpeakerReturn] = [:]
+
+    enum SpeakerReturn { case byHub, byPlayer }
 
     /// - Parameters:
     ///   - now: the hub's clock: time since any fixed origin (tests inject a manual one).
     ///   - sleep: a sleep on the same clock, for the position pushed every second while playing (nil: none).
+    ///   - wallClock: the wall clock the speakers' `lastSeen` is on (time since the Unix epoch).
     public init(speakers: any HubSpeakers, player: any HubPlayer, media: any HubMediaSource, sessionTimeout: Duration = .seconds(3600),
                 sessionCapacity: Int = 4096, sessionsPerClient: Int = 32, now: @escaping @Sendable () -> Duration,
-                sleep: (@Sendable (Duration) async throws -> Void)? = nil) {
+                sleep: (@Sendable (Duration) async throws -> Void)? = nil, wallClock: @escaping @Sendable () -> Duration = HubWallClock.now) {
         self.speakers = speakers
         self.player = player
         self.media = media
         self.now = now
+        self.wallNow = wallClock
         self.sleep = sleep
         self.sessions = HubSessions(timeout: sessionTimeout, capacity: sessionCapacity, perClient: sessionsPerClient)
     }
@@ -237,7 +249,7 @@ public actor HubAPI {
 
     /// The refusal of a request to a known speaker the hub does not reach now.
     func unavailable(_ d: HubDevice) -> HubError {
-        let since = d.lastSeen.map { " for \(max(0, (now() - $0).components.seconds)) s" } ?? ""
+        let since = d.lastSeen.map { " for \(max(0, (wallNow() - $0).components.seconds)) s" } ?? ""
         return HubError(.speakerFailed, "speaker \(d.deviceID) ('\(HubQuery.shown(d.deviceName))') is unavailable (not reached\(since)); the hub reconnects it by itself")
     }
 

@@ -146,7 +146,7 @@ extension HubAPI {
         case let .volume(id, level, muted):
             announceVolume(id, HubVolume(level: level, muted: muted), onlyIfChanged: true)
         case let .connected(id):
-            speakerJoined(id)
+            await speakerReached(id)
         case let .lost(id, reason):
             speakerLeft(id, reason: reason)
             announceError(source: "speaker", message: "speaker \(id) was lost: \(reason)", client: id)
@@ -162,6 +162,8 @@ extension HubAPI {
             lastAnnounced = key
             events.publish(HubNotification("Player.OnStateChanged", Self.playerJSON(playback)))
         }
+        // Nothing streams: no player rejoins a speaker that came back.
+        if playback.state != .playing && playback.state != .paused { returnAnnounced = returnAnnounced.filter { $0.value == .byPlayer } }
         updateTicker(playback.state)
     }
 
@@ -171,14 +173,44 @@ extension HubAPI {
         await announceState(force: false)
     }
 
-    /// A speaker gets the stream again (it joined during playback or came back after it was lost).
+    /// The player gives a speaker the stream (at a play, added during one, or rejoined after it was lost):
+    /// `Client.OnConnect`, but once for a return the hub already announced when it reached the speaker again.
     public func speakerJoined(_ id: UInt64) {
+        if returnAnnounced[id] == .byHub {
+            returnAnnounced[id] = nil
+            return
+        }
+        if lostSpeakers.remove(id) != nil { returnAnnounced[id] = .byPlayer }
+        events.publish(HubNotification("Client.OnConnect", .object([("id", .string(String(id)))])))
+    }
+
+    /// The hub reaches a speaker again (or for the first time): `Client.OnConnect`, but once for a return the player
+    /// already announced by rejoining it to the stream. One of the stream (the player plays or is paused, it is in
+    /// the playback session) is to be rejoined by the player too: that report is then not announced again.
+    func speakerReached(_ id: UInt64) async {
+        if returnAnnounced[id] == .byPlayer {
+            returnAnnounced[id] = nil
+            return
+        }
+        if lostSpeakers.remove(id) != nil {
+            let state = await player.playback().state
+            if state == .playing || state == .paused, await speakers.sessionMembers().contains(id) { returnAnnounced[id] = .byHub }
+        }
         events.publish(HubNotification("Client.OnConnect", .object([("id", .string(String(id)))])))
     }
 
     /// A speaker's link was lost.
     public func speakerLeft(_ id: UInt64, reason: String) {
+        lostSpeakers.insert(id)
+        returnAnnounced[id] = nil
         events.publish(HubNotification("Client.OnDisconnect", .object([("id", .string(String(id))), ("reason", .string(reason))])))
+    }
+
+    /// The player stopped the playback by itself before its end (`SpeakerController.playbackInterruption`): every
+    /// speaker was lost, or another controller took the stream over. `Player.OnInterrupted` with the reason and the
+    /// player's line (the state it leaves, stopped, is `Player.OnStateChanged`): not an end.
+    public func playbackInterrupted(_ reason: HubInterruption, message: String) {
+        events.publish(HubNotification("Player.OnInterrupted", .object([("reason", .string(reason.rawValue)), ("message", .string(message))])))
     }
 
     /// An error the clients should see (a source that failed, a speaker's error): `Server.OnError`.
@@ -275,7 +307,7 @@ extension HubAPI {
         HubVolume(level: d.volume, muted: muted).json
     }
 
-    /// A time on the hub's clock as Snapcast's `lastSeen`: `{"sec","usec"}`.
+    /// A wall-clock time (since the Unix epoch) as Snapcast's `lastSeen`: `{"sec","usec"}`.
     static func timeJSON(_ t: Duration) -> HubJSON {
         .object([("sec", .int(Int(t.components.seconds))), ("usec", .int(Int(t.components.attoseconds / 1_000_000_000_000)))])
     }
@@ -305,4 +337,12 @@ extension HubAPI {
             ])
         })
     }
+}
+
+/// Why the player stopped a playback by itself (`Player.OnInterrupted`'s `reason`).
+public enum HubInterruption: String, Sendable {
+    /// Every speaker of the playback was lost and none came back in time.
+    case speakersLost
+    /// Another controller played its own stream on every speaker.
+    case takenOver
 }

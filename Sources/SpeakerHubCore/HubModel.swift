@@ -17,7 +17,8 @@ public struct HubDevice: Sendable, Equatable {
     /// Whether the hub reaches the speaker now. A known speaker that is off or out of reach stays listed with what
     /// it said last (`connected` false) while the hub reconnects it in the background (docs/hub.md §3.2).
     public var connected: Bool
-    /// When the hub last heard from the speaker, on the hub's clock (time since it started); nil: never.
+    /// When the hub last heard from the speaker: wall-clock time since the Unix epoch (Snapcast's `lastSeen`, from
+    /// the hub's injectable wall clock, `HubWallClock`); nil: never.
     public var lastSeen: Duration?
 
     public init(deviceID: UInt64, deviceName: String, groupID: UInt64, groupName: String, modelName: String, ipAddress: String,

@@ -27,6 +27,9 @@ final class NotificationLog: Sendable {
         }
     }
 
+    /// Everything recorded, in order.
+    var all: [HubNotification] { store.list.withLock { $0 } }
+
     func of(_ method: String) -> [HubJSON] { store.list.withLock { $0.filter { $0.method == method }.map(\.params) } }
 
     func stop() { task.cancel() }
@@ -62,7 +65,9 @@ struct HubSpeakerAvailabilityTests {
             guard case let .array(clients)? = status["result"]?["clients"] else { throw TestFailure("\(status)") }
             #expect(clients.count == 3)
             #expect(clients.map { $0["connected"] } == [.bool(true), .bool(true), .bool(false)])
-            #expect(clients[2]["id"] == .string(String(off)) && clients[2]["lastSeen"]?["sec"] != nil)
+            // `lastSeen` is the wall-clock time (Unix time) it was last heard: the fixture's wall clock at the start.
+            #expect(clients[2]["id"] == .string(String(off)))
+            #expect(clients[2]["lastSeen"] == .object([("sec", .int(1_767_225_600)), ("usec", .int(0))]), "\(clients[2])")
 
             let pid = MediaInfo.persistentID(of: "a-song.wav")
             let play = try await hub.get("/v1/play_hub_media_selected_speakers?SessionID=\(sid)&PersistentID=\(pid)&DeviceIDList=\(live[0]),\(live[1])")

@@ -121,6 +121,9 @@ final class HubFixture: Sendable {
     var port: Int { hub.port }
     var ids: [UInt64] { sim.speakers.map(\.deviceId) }
 
+    /// The wall clock's time when the fixture starts (since the Unix epoch): 2026-01-01 00:00:00 UTC.
+    static let wallClockAtStart = Duration.seconds(1_767_225_600)
+
     static let songs: [(file: String, seconds: Int, title: String?, artist: String?, album: String?)] = [
         ("a-song.wav", 20, "I Will Run To You", "Hillsong", "Simply Worship"),
         ("b-untagged.wav", 3, nil, nil, nil),
@@ -152,12 +155,14 @@ final class HubFixture: Sendable {
         let controller = try await SpeakerController.connect(endpoints, options: RequestOptions(timeout: .seconds(30)))
         let clock = ManualClock()
         let now: @Sendable () -> Duration = { clock.now.offset }
+        // The wall clock: `wallClockAtStart` plus the manual clock's time.
+        let wall: @Sendable () -> Duration = { HubFixture.wallClockAtStart + clock.now.offset }
         let player: any HubPlayer = streaming ? StreamingPlayer(controller: controller) : ControlPlayer(controller: controller, now: now)
         let sleep: @Sendable (Duration) async throws -> Void = { try await clock.sleep(for: $0) }
-        let speakers = ControllerSpeakers(controller, now: now, sleep: sleep,
+        let speakers = ControllerSpeakers(controller, now: now, sleep: sleep, wallClock: wall,
                                           connect: { host, port in try await SpeakerSession.connect(host: host, port: port, options: RequestOptions(timeout: .seconds(30))) })
         let api = HubAPI(speakers: speakers, player: player, media: try MediaFolder(path: dir), sessionTimeout: sessionTimeout, now: now,
-                         sleep: sleep)
+                         sleep: sleep, wallClock: wall)
         let follower = api.followSpeakers()
         let hub = try await SpeakerHubServer.start(api, host: "127.0.0.1", port: 0)
         return HubFixture(sim: sim, controller: controller, speakers: speakers, follower: follower, clock: clock, api: api, hub: hub, mediaDir: dir)
