@@ -9,7 +9,7 @@
 ///   reports are noisy (to a millisecond on USB cards), and the fit follows the drift without the lag of a mean;
 /// - the estimate beyond +1 slot (the card runs fast, the stream would come early): one frame is played twice
 ///   (`insert`); beyond −1 (slow, late): one frame left out (`drop`) — one sample of correction each, counted, at
-///   most one a tick (the receiver's 40 ms tick: 25 a second, 520 ppm), and the errors held move by it;
+///   most one a tick (the receiver's 50 ms tick: 20 a second, 416 ppm), and the errors held move by it;
 /// - |e| above `resyncLimit` (the start, an underrun, a stalled host): the output jumps to the right slot — slots
 ///   due before it are left out, or silence fills the gap — and the mean starts again (`resyncs`).
 /// A device that reports every frame played as soon as it is written (alsa-lib's `null`, and the `file` plugin over

@@ -24,12 +24,13 @@ public final class SpeakerReceiver: Sendable {
         public var discoveryPort: UInt16? = DiscoveryMessage.port
         /// Output latency after what ALSA reports (ns): positive plays earlier, negative later.
         public var latency: Int64 = 0
-        /// Audio kept queued in the device (ns): a tick's worth and 40 ms to spare for a thread woken late.
-        public var lead: UInt64 = 80_000_000
+        /// Audio kept queued in the device (ns): a tick's worth and 50 ms to spare for a thread woken late. The
+        /// controller's buffer must exceed it (and `latency`): its default 200 ms sends each packet 150-200 ms ahead.
+        public var lead: UInt64 = 100_000_000
         /// How often the output is written while a stream plays (ns). Each tick is a thread wake-up (most of a
-        /// receiver's CPU: 10 ms ticks cost 1.8x a snapclient, `tuneup-bench speaker-vs-snapcast`), and at most one
-        /// sample of drift correction (40 ms: 25 a second, 520 ppm).
-        public var tick: UInt64 = 40_000_000
+        /// receiver's CPU: 10 ms ticks cost 1.8x a snapclient, `tuneup-bench speaker-vs-snapcast`; 50 ms ones less
+        /// than one), and at most one sample of drift correction (50 ms: 20 a second, 416 ppm).
+        public var tick: UInt64 = 50_000_000
         /// The name before anybody renames it (nil: the host's name).
         public var name: String?
         /// Settings (name, volume, group, ...) kept across restarts.
