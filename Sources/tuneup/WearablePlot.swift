@@ -19,7 +19,7 @@ extension WearableCommand {
                 directory is refused (exit 74); a file there is replaced whole. \
                 A file that is not a recording is refused with exit 65.
                 Examples:
-                  tuneup wearable record /tmp/walk --duration 3s
+                  tuneup wearable record /tmp/walk --duration 3s --overwrite
                   tuneup wearable plot /tmp/walk.jsonl
                   tuneup wearable plot /tmp/walk --output /tmp/walk-plot.svg --no-png --format json
                   tuneup wearable record /tmp/head --sensor gameRotation --duration 5s

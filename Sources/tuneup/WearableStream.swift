@@ -139,7 +139,7 @@ extension WearableCommand {
                 Examples:
                   tuneup wearable record /tmp/session --duration 2s
                   tuneup wearable record /tmp/nods --sensor gameRotation --sensor gyroscope --period 20ms --duration 2s --device sim:wearable:3
-                  tuneup wearable record /tmp/walk --split-by-sensor --duration 2s
+                  tuneup wearable record /tmp/walk-split --split-by-sensor --duration 2s
                 """)
         @Argument(help: ArgumentHelp("Where to write: PATH.jsonl and PATH.csv (a trailing .jsonl or .csv is dropped).", valueName: "path"))
         var path: String
