@@ -120,15 +120,9 @@ public final class PageServer: Sendable {
         }
     }
 
-    /// A bind failure in one line ("Address already in use", not NIO's whole error value).
+    /// A bind failure in one line ("address already in use", not NIO's whole error value): WebServing's, as the hub's.
     static func describe(_ error: any Error) -> String {
-        if let io = error as? IOError { return String(cString: strerror(io.errnoCode)).lowercased() }
-        let text = "\(error)"
-        if let range = text.range(of: "errno: ") ?? text.range(of: "errno ") {
-            let digits = text[range.upperBound...].prefix { $0.isNumber }
-            if let code = Int32(digits) { return String(cString: strerror(code)).lowercased() }
-        }
-        return text.split(separator: "\n").first.map(String.init) ?? text
+        BindFailure.reason(error)
     }
 
     static func respond(_ text: String, type: String) -> Response {

@@ -1,8 +1,11 @@
 import Failure
+import Glibc
+import NIOCore
 import SpeakerHub
 import SpeakerHubCore
 import TestSupport
 import Testing
+import WebServing
 
 /// A hub whose port is taken says so in one line (issue 30), and the CLI exits 69 for it (its category).
 @Suite("Hub: an address that cannot be bound")
@@ -18,5 +21,14 @@ struct HubListenTests {
                 #expect(error.message == "address already in use: 127.0.0.1:\(hub.port)")
             }
         }
+    }
+
+    /// The one bind-failure line of WebServing, the hub's and the pages' (`PageServer.describe`).
+    @Test func aBindFailureIsTheSystemsReason() {
+        struct Other: Error, CustomStringConvertible { var description: String { "no such interface\nmore" } }
+        #expect(BindFailure.message(IOError(errnoCode: EADDRINUSE, reason: "bind"), host: "::1", port: 8080) == "address already in use: [::1]:8080")
+        #expect(BindFailure.reason(IOError(errnoCode: EACCES, reason: "bind")) == "permission denied")
+        #expect(BindFailure.message(Other(), host: "10.0.0.1", port: 80) == "cannot listen: no such interface: 10.0.0.1:80")
+        #expect(BindFailure.reason(Other()) == "no such interface")
     }
 }
