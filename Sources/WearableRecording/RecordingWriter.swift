@@ -5,7 +5,7 @@ import Synchronization
 /// A recording's files (`PATH.jsonl`, `PATH.csv` and with `--split-by-sensor` one CSV per sensor) written as it
 /// goes: lines are buffered and written on a `SerialLane` (off the cooperative pool) when 64 KiB are waiting and at
 /// least every second (`flush()`, called by a ticker), so a process killed outright loses at most the last second,
-/// and memory stays flat however long the recording. The files follow `WearableOutputFiles`: every path is checked
+/// and memory stays flat however long the recording. The files follow `SafeOutput`: every path is checked
 /// before any file is made (a symbolic link, device, FIFO, socket or directory is refused, and an existing file unless
 /// it may be replaced), each is written under a temporary name in its directory and given its name by `commit()`, when
 /// the recording really starts; until then nothing that exists is touched (`remove()` drops the temporary files of a
@@ -21,8 +21,8 @@ public final class RecordingWriter: Sendable {
     }
 
     public let files: [File]
-    private let staged: [WearableOutputFiles.Staged]
-    private let existing: WearableOutputFiles.Existing
+    private let staged: [SafeOutput.Staged]
+    private let existing: SafeOutput.Existing
     private var fds: [Int32] { staged.map(\.fd) }
     private let lane = SerialLane("record")
     private let state: Mutex<State>
@@ -40,7 +40,7 @@ public final class RecordingWriter: Sendable {
 
     public static let flushSize = 64 * 1024
 
-    private init(files: [File], staged: [WearableOutputFiles.Staged], existing: WearableOutputFiles.Existing) {
+    private init(files: [File], staged: [SafeOutput.Staged], existing: SafeOutput.Existing) {
         (self.files, self.staged, self.existing) = (files, staged, existing)
         state = Mutex(State(buffers: Array(repeating: [], count: files.count)))
     }
@@ -48,16 +48,16 @@ public final class RecordingWriter: Sendable {
     /// Checks every path, then creates every file under its temporary name; throws `OutputFileError` before any file
     /// is made (a refused path leaves nothing behind, and nothing that exists is touched). `existing`: what to do with
     /// a file already at a path (`.refuse`: one line naming it; `.replace`: replaced at `commit`).
-    public static func open(_ files: [File], existing: WearableOutputFiles.Existing = .refuse) async throws(OutputFileError) -> RecordingWriter {
+    public static func open(_ files: [File], existing: SafeOutput.Existing = .refuse) async throws(OutputFileError) -> RecordingWriter {
         try await Blocking.perform("record open", unavailable: { OutputFileError(.writeFailed, $0.message) }) { () throws(OutputFileError) in
             var modes: [mode_t?] = []
-            for file in files { modes.append(try WearableOutputFiles.check(file.path, existing: existing)) }
-            var staged: [WearableOutputFiles.Staged] = []
+            for file in files { modes.append(try SafeOutput.check(file.path, existing: existing)) }
+            var staged: [SafeOutput.Staged] = []
             do throws(OutputFileError) {
-                for (file, mode) in zip(files, modes) { staged.append(try WearableOutputFiles.stage(file.path, replacing: mode)) }
+                for (file, mode) in zip(files, modes) { staged.append(try SafeOutput.stage(file.path, replacing: mode)) }
                 return RecordingWriter(files: files, staged: staged, existing: existing)
             } catch {
-                for s in staged { WearableOutputFiles.discard(s) }
+                for s in staged { SafeOutput.discard(s) }
                 throw error
             }
         }
@@ -77,7 +77,7 @@ public final class RecordingWriter: Sendable {
             }
             guard go else { return }
             do throws(OutputFileError) {
-                for file in staged { try WearableOutputFiles.commit(file, existing: existing) }
+                for file in staged { try SafeOutput.commit(file, existing: existing) }
             } catch {
                 fail(error)
             }
@@ -133,7 +133,7 @@ public final class RecordingWriter: Sendable {
             // A commit that failed part way named some: the temporary files of the rest go.
             for file in self.staged where !already {
                 var info = stat()
-                if !committed || lstat(file.temporary, &info) == 0 { WearableOutputFiles.discard(file, close: false) }
+                if !committed || lstat(file.temporary, &info) == 0 { SafeOutput.discard(file, close: false) }
             }
         }
     }

@@ -375,14 +375,14 @@ public struct WearablePlot: Sendable {
     }
 
     /// Converts `svg` to a PNG next to it (`pngPath(for:)`) with rsvg-convert, into a private temporary directory
-    /// first and then written by `WearableOutputFiles` (`mode`: what its check returned); the PNG's path, or nil when
+    /// first and then written by `SafeOutput` (`mode`: what its check returned); the PNG's path, or nil when
     /// there is no converter or it failed. Throws when the PNG cannot be written. Blocking: call it off the
     /// cooperative pool.
     public static func convertToPNG(_ svg: String, replacing mode: mode_t?) throws(OutputFileError) -> String? {
         guard SVGRasterizer.tool != nil else { return nil }
         let png = pngPath(for: svg)
         guard let bytes = SVGRasterizer.png(ofFile: svg) else { return nil }
-        try WearableOutputFiles.write(bytes, to: png, replacing: mode)
+        try SafeOutput.write(bytes, to: png, replacing: mode)
         return png
     }
 }
@@ -423,7 +423,7 @@ extension WearablePlot {
 
     /// Reads `recording` (`inputPath`), lays it out and writes the SVG to `output` (default `svgPath(for:)`), then,
     /// with `png`, a PNG next to it (`convertToPNG`; `made.png` nil when there is no converter or it failed). Output
-    /// files follow `WearableOutputFiles`, every one checked before any is written (the recording itself is refused). Reading and laying out a long recording (a 30-minute one is 180k lines) and writing
+    /// files follow `SafeOutput`, every one checked before any is written (the recording itself is refused). Reading and laying out a long recording (a 30-minute one is 180k lines) and writing
     /// run on the blocking executor, off the cooperative pool.
     /// - Throws: `RecordingError` (`.unreadable`, `.notARecording`, `.noSamples`), `OutputFileError`, `SupportError`.
     public static func make(recording: String, output: String?, png: Bool, orientation: Bool) async throws -> Result {
@@ -441,11 +441,11 @@ extension WearablePlot {
             do throws(OutputFileError) {
                 // Every output is checked before any is written: neither may be the recording (however named), a
                 // symbolic link, a device, FIFO, socket or directory.
-                let inputs = WearableOutputFiles.identity(of: input).map { [(path: input, identity: $0)] } ?? []
-                let svgMode = try WearableOutputFiles.check(svgPath, existing: .replace, inputs: inputs)
+                let inputs = SafeOutput.identity(of: input).map { [(path: input, identity: $0)] } ?? []
+                let svgMode = try SafeOutput.check(svgPath, existing: .replace, inputs: inputs)
                 let pngMode = png && SVGRasterizer.tool != nil
-                    ? try WearableOutputFiles.check(Self.pngPath(for: svgPath), existing: .replace, inputs: inputs) : nil
-                try WearableOutputFiles.write(Array(svg.utf8), to: svgPath, replacing: svgMode)
+                    ? try SafeOutput.check(Self.pngPath(for: svgPath), existing: .replace, inputs: inputs) : nil
+                try SafeOutput.write(Array(svg.utf8), to: svgPath, replacing: svgMode)
                 return .success(try png ? WearablePlot.convertToPNG(svgPath, replacing: pngMode) : nil)
             } catch {
                 return .failure(error)

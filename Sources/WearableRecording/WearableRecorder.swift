@@ -44,9 +44,9 @@ public struct WearableRecorder {
 
     /// Opens the files (before the device, so a path in the way is refused first); `split`: the sensors for which to
     /// write one CSV each (nil: none), `splitGestures`: also one for the gestures.
-    /// `existing`: what to do with a file already there (`.refuse` unless `--overwrite`: `WearableOutputFiles`); the
+    /// `existing`: what to do with a file already there (`.refuse` unless `--overwrite`: `SafeOutput`); the
     /// files get their names when the first sample or gesture arrives (the recording really started) or at `finish`.
-    public static func open(base: String, split: [SensorType]?, splitGestures: Bool, existing: WearableOutputFiles.Existing = .refuse,
+    public static func open(base: String, split: [SensorType]?, splitGestures: Bool, existing: SafeOutput.Existing = .refuse,
                             wallClock: @escaping @Sendable () -> Int64 = systemWallClock) async throws(OutputFileError) -> WearableRecorder {
         var files = [RecordingWriter.File(base + ".jsonl", lineEnding: "\n"), RecordingWriter.File(base + ".csv", lineEnding: CSV.lineEnding)]
         var sensorFiles: [SensorType: Int] = [:]
@@ -61,7 +61,7 @@ public struct WearableRecorder {
                 files.append(.init(gesturesPath(base: base), lineEnding: CSV.lineEnding))
             }
         }
-        try await WearableOutputFiles.checkBase(base)
+        try await WearableRecorder.checkBase(base)
         let writer = try await RecordingWriter.open(files, existing: existing)
         writer.append(WearableLine.csvHeader, to: 1)
         for (sensor, index) in sensorFiles { writer.append(CSV.row(splitHeader(sensor)), to: index) }
@@ -195,5 +195,48 @@ public struct WearableRecorder {
         gmtime_r(&seconds, &parts)
         return String(format: "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1, Int(parts.tm_mday),
                       Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec), Int(ms % 1000))
+    }
+}
+
+// MARK: A recording's name
+
+extension WearableRecorder {
+    /// The base of a recording's files for `record PATH` (a trailing `.jsonl` or `.csv` dropped): nil, with the
+    /// reason, when PATH does not end in a plain file name (empty, a directory's trailing `/`, `.` or `..`: `record .`
+    /// would write a hidden `..jsonl`).
+    public static func recordingBase(_ path: String) -> (base: String?, problem: String?) {
+        var base = path
+        for suffix in [".jsonl", ".csv"] where base.hasSuffix(suffix) {
+            base = String(base.dropLast(suffix.count))
+            break
+        }
+        let name = base.lastIndex(of: "/").map { String(base[base.index(after: $0)...]) } ?? base
+        guard !name.isEmpty, name != ".", name != ".." else {
+            return (nil, "record needs a file name for the recording (PATH writes PATH.jsonl and PATH.csv), got '\(path)'")
+        }
+        return (base, nil)
+    }
+
+    /// Checks that the recording's base names a file stem in a directory for files: refused when the base itself is a
+    /// directory, device, FIFO or socket (`record /tmp`, `record /dev/full`), or when its directory is one of the
+    /// system's directories of devices and kernel objects (/dev, /proc, /sys), where root could create files. Each
+    /// file is then checked by `SafeOutput.check` (`RecordingWriter.open`).
+    public static func checkBase(_ base: String) async throws(OutputFileError) {
+        try await Blocking.perform("record check", unavailable: { OutputFileError(.writeFailed, $0.message) }) { () throws(OutputFileError) in
+            var info = stat()
+            if stat(base, &info) == 0, info.st_mode & S_IFMT != S_IFREG {
+                let directory = info.st_mode & S_IFMT == S_IFDIR
+                throw OutputFileError(.notRegularFile, "cannot record to \(base): it is \(SafeOutput.kind(info.st_mode)), not a file name (PATH "
+                    + "writes PATH.jsonl and PATH.csv\(directory ? "; for files in it, give \(base.hasSuffix("/") ? base : base + "/")NAME" : ""))")
+            }
+            let directory = SafeOutput.directoryOf(base)
+            guard let resolved = realpath(directory, nil) else { return }  // a missing directory: refused by `SafeOutput.check`
+            defer { free(resolved) }
+            let real = String(cString: resolved)
+            for system in ["/dev", "/proc", "/sys"] where real == system || real.hasPrefix(system + "/") {
+                throw OutputFileError(.notRegularFile, "cannot record to \(base): "
+                    + (real == system ? "\(system)" : "\(directory) is in \(system), which") + " holds devices or kernel objects, not files")
+            }
+        }
     }
 }

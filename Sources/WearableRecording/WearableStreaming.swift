@@ -204,7 +204,7 @@ public enum WearableStreaming {
 
     /// Streams as `stream` does into a recording at `base` (`WearableRecorder`: `BASE.jsonl` with its metadata line,
     /// `BASE.csv`, with `split` one CSV per sensor, with `splitGestures` one for the gestures), flushed at least every
-    /// second. The files are checked and made (under temporary names: `WearableOutputFiles`) before the device is
+    /// second. The files are checked and made (under temporary names: `SafeOutput`) before the device is
     /// opened: a path in the way, or an existing file without `overwrite`, is an `OutputFileError` and nothing is
     /// opened; they get their names when the first sample or gesture arrives. A write failure stops the recording and is thrown (`OutputFileError`, what was written is kept) after
     /// the summary. `emit` sees every line too (a live view); `finish` gets what was written before a link lost for

@@ -149,6 +149,12 @@ struct FirmwareCommand: AsyncParsableCommand {
         func run() async throws {
             let region = self.region
             let length = try byteCount()
+            do {
+                // Checked before the device is touched: a path that would be refused is refused before a long read.
+                _ = try await Blocking.perform("check \(output)") { [output] in try SafeOutput.check(output, existing: .replace) }
+            } catch {
+                throw failureExit(error)
+            }
             let (bytes, wasInApplication) = try await withBootloader(device, wait: wait.wait) { client in
                 let inApplication = try await !client.isInBootloader()
                 try await client.enter()
@@ -163,7 +169,7 @@ struct FirmwareCommand: AsyncParsableCommand {
                 return (bytes, inApplication)
             }
             do {
-                // Replaced whole; a symbolic link's target is written; a device, FIFO or directory is refused (exit 74).
+                // Replaced whole; a symbolic link, device, FIFO or directory is refused (exit 74).
                 try await Blocking.perform("write \(output)") { [output] in try SafeOutput.write(bytes, to: output) }
             } catch {
                 throw failureExit(error)

@@ -234,7 +234,7 @@ struct RecordsCommand: AsyncParsableCommand {
                 return
             }
             do {
-                // Replaced whole; a symbolic link's target is written; a device, FIFO or directory is refused (exit 74).
+                // Replaced whole; a symbolic link, device, FIFO or directory is refused (exit 74).
                 try await Blocking.perform("write \(output)") { try SafeOutput.write(text, to: output) }
             } catch {
                 throw failureExit(error)

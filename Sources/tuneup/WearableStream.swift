@@ -151,10 +151,10 @@ extension WearableCommand {
         @OptionGroup var choice: DeviceChoice
         @OptionGroup var output: OutputOptions
 
-        var base: String { WearableOutputFiles.recordingBase(path).base ?? path }
+        var base: String { WearableRecorder.recordingBase(path).base ?? path }
 
         func validate() throws {
-            if let problem = WearableOutputFiles.recordingBase(path).problem { throw ValidationError(problem) }
+            if let problem = WearableRecorder.recordingBase(path).problem { throw ValidationError(problem) }
         }
 
         func run() async throws {

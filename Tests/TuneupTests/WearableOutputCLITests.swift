@@ -3,8 +3,8 @@ import Glibc
 import Testing
 
 /// Issue 20's defects of `tuneup wearable` (and of the other commands that write files): output files never replace
-/// a FIFO or a symbolic link (devices are refused the same way, checked on /dev/null in SupportTests' SafeOutputTests
-/// without ever writing it), one duration grammar, a missing directory is one line and exit 74, --verbose logs the
+/// a FIFO and are never written through a symbolic link (devices are refused the same way, checked on /dev/null in
+/// SupportTests' SafeOutputTests without ever writing it), one duration grammar, a missing directory is one line and exit 74, --verbose logs the
 /// frames, any file name is a recording and a file that is not one is exit 65, plurals.
 @Suite("tuneup wearable: output files, durations, verbose", .serialized)
 struct WearableOutputCLITests {
@@ -87,18 +87,26 @@ struct WearableOutputCLITests {
         #expect(missing.stderrLines == ["tuneup: cannot write \(dir)/nodir/f.jsonl: \(dir)/nodir is not a directory"])
     }
 
-    @Test func recordsExportRefusesAFIFOAndWritesASymbolicLinksTarget() async throws {
+    /// Issue 31: `records export --output` wrote a symbolic link's target; it refuses the link now, as `wearable` does.
+    @Test func recordsExportRefusesAFIFOAndASymbolicLink() async throws {
         let db = try await RecordsCLITests.filled()
         let dir = Scratch.directory
         #expect(mkfifo(dir + "/units.csv", 0o600) == 0)
         let r = try await CLI.run(["records", "export", "--format", "csv", "--output", dir + "/units.csv", "--db", db], timeout: 30)
         #expect(r.status == 74 && r.stderrLines.count == 1 && r.stderr.contains("it is a FIFO"), "\(r.stderr)")
         #expect(Self.kind(dir + "/units.csv") == S_IFIFO)
+        try Data("kept\n".utf8).write(to: URL(fileURLWithPath: dir + "/real.csv"))
         #expect(symlink(dir + "/real.csv", dir + "/link.csv") == 0)
         let linked = try await CLI.run(["records", "export", "--format", "csv", "--output", dir + "/link.csv", "--db", db])
-        #expect(linked.status == 0, "\(linked.stderr)")
-        let exported = try String(contentsOfFile: dir + "/real.csv", encoding: .utf8)
-        #expect(Self.kind(dir + "/link.csv") == S_IFLNK && exported.contains("SN-a0"))
+        #expect(linked.status == 74 && linked.stderrLines == ["tuneup: cannot write \(dir)/link.csv: it is a symbolic link (outputs are never "
+            + "written through a link: name the file itself)"], "\(linked.stderr)")
+        #expect(Self.kind(dir + "/link.csv") == S_IFLNK)
+        #expect(try String(contentsOfFile: dir + "/real.csv", encoding: .utf8) == "kept\n", "its target is untouched")
+        // A link to a file that does not exist yet creates nothing.
+        #expect(symlink(dir + "/made.csv", dir + "/dangling.csv") == 0)
+        let dangling = try await CLI.run(["records", "export", "--format", "csv", "--output", dir + "/dangling.csv", "--db", db])
+        #expect(dangling.status == 74 && dangling.stderr.contains("it is a symbolic link"), "\(dangling.stderr)")
+        #expect(Self.kind(dir + "/made.csv") == nil)
     }
 
     /// One duration grammar: ms, s, min, h and plain seconds; the message names the forms.
