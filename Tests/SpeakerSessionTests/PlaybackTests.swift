@@ -284,6 +284,50 @@ struct LivePlaybackTests {
         }
     }
 
+    /// The player's own pause and resume, then another controller's, on loopback (version 5, docs/speaker-protocol.md
+    /// §3.2): across both, each speaker plays every frame once, in order — the only frames left out are the ones its
+    /// renderer counted (drift corrections, lost or late packets), none is played again — and the speakers are in sync
+    /// after each resume.
+    @Test func pausesAndResumesAreSampleExactOnEverySpeaker() async throws {
+        try await withTimeLimit {
+            let (sim, c) = try await Self.start(2)
+            let source = GeneratedSignal(format: Self.format, seconds: 30, seed: 14)
+            try await c.play(source)
+            let other = try await SpeakerController.connect(endpoints(sim))
+            let rendered = { sim.speakers.map { $0.renderLogs.last?.log.statistics.renderedFrames ?? 0 } }
+            for pauser in [c, other] {
+                let before = rendered()
+                try await waitUntil("audio out", within: 10) { zip(rendered(), before).allSatisfy { $0 > $1 + 4_800 } }
+                try await pauser.pause()
+                try await waitUntil("the player follows the pause", within: 10) { await c.playerState == .paused }
+                try await pauser.resume()
+                try await waitUntil("the player follows the resume", within: 10) { await c.playerState == .playing }
+            }
+            let resumedFrame = UInt64((await c.elapsed ?? 0) * 48_000)
+            let before = rendered()
+            try await waitUntil("audio again", within: 10) { zip(rendered(), before).allSatisfy { $0 > $1 + 9_600 } }
+            try await c.stop()
+            for (k, speaker) in sim.speakers.enumerated() {
+                let (log, pcm) = try #require(speaker.renderLogs.last)
+                // Walk the frames in output order: a frame after a gap, or one at or before a frame already played.
+                var next: UInt64?, gaps: UInt64 = 0, replayed: UInt64 = 0
+                for run in log.runs where run.kind == .source {
+                    if let n = next, run.sourceFrame > n { gaps += run.sourceFrame - n }
+                    if let n = next, run.sourceFrame < n { replayed += min(n, run.sourceFrame + run.count) - run.sourceFrame }
+                    next = max(next ?? 0, run.sourceFrame + run.count)
+                }
+                let st = log.statistics
+                let counted = st.skippedSamples + st.lostFrames + st.lateFrames - st.lateFramesBeforeOutput
+                #expect(replayed == 0 && gaps == counted, "speaker \(k): \(gaps) frames skipped (\(counted) counted), \(replayed) played again; \(st)")
+                #expect(PlaybackAnalysis.fidelity(log, pcm: pcm, source: source).mismatchedFrames == 0)
+            }
+            #expect(Self.spreadP99(sim, from: resumedFrame + 4_800) <= Self.liveSpreadBound)
+            await other.close()
+            await c.close()
+            await sim.shutdown()
+        }
+    }
+
     @Test func speakersAddedAndRemovedDuringPlayback() async throws {
         try await withTimeLimit {
             let sim = try await SpeakerSimulation.start(count: 2, clocks: { k in DACClock(offset: Int64(k) * 1_000_000_000, driftPPM: k == 0 ? 150 : -220) },
