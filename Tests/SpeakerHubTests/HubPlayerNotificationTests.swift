@@ -3,6 +3,7 @@ import Speaker
 import SpeakerHub
 import SpeakerHubCore
 import SpeakerSession
+import Synchronization
 import TestSupport
 import Testing
 
@@ -87,6 +88,49 @@ struct HubPlayerNotificationTests {
             await api.speakerJoined(2)
             try await settled()
             #expect(connects() == 5)
+        }
+    }
+
+    /// The same with simulated speakers and the streaming player: a speaker of the stream switched off and on is
+    /// reached again by the hub (on its manual clock) and rejoined by the player (real time), and announced once.
+    @Test func aStreamingSpeakerSwitchedOffAndOnIsAnnouncedConnectedOnce() async throws {
+        try await withHub(speakers: 2, streaming: true) { hub in
+            let log = NotificationLog(hub.api.events)
+            let follower = HubRPCServer.follow(hub.controller, into: hub.api)
+            let playerEvents = try await hub.controller.playerEvents()
+            let joins = Mutex<[UInt64]>([])
+            let watcher = Task { for await e in playerEvents { if case let .speakerJoined(id) = e { joins.withLock { $0.append(id) } } } }
+            defer { follower.cancel(); watcher.cancel(); log.stop() }
+            let s = "SessionID=\(try await hub.session())"
+            #expect(try await hub.get("/v1/set_party_mode?\(s)").status == 200)
+            let play = try await hub.get("/v1/play_hub_media?\(s)&PersistentID=\(MediaInfo.persistentID(of: "a-song.wav"))")
+            #expect(play.status == 200, "\(play.body)")
+            let id = hub.ids[1]
+            let mine: (HubJSON) -> Bool = { $0["id"] == .string(String(id)) }
+            try await waitUntil("the speaker gets the stream") { joins.withLock { $0.contains(id) } }
+            joins.withLock { $0 = [] }
+
+            await hub.sim.speakers[1].powerOff()
+            try await waitUntil("the hub notices the speaker is off") { log.of("Client.OnDisconnect").contains(where: mine) }
+            let before = log.of("Client.OnConnect").filter(mine).count
+            hub.sim.speakers[1].powerOn()
+            try await waitUntil("the hub reaches it and the player rejoins it") {
+                if hub.clock.pendingSleeps > 0 { hub.clock.advance(by: .seconds(1)) }
+                let reached = try await hub.speakers.devices().first { $0.deviceID == id }?.connected == true
+                return reached && joins.withLock { $0.contains(id) }
+            }
+            // Everything both reported is announced: the player's pause (its own event, after the rejoin) and a
+            // volume another controller set (the speakers' report, after the return) are in the log.
+            try await hub.controller.pause()
+            try await waitUntil("the player's pause") {
+                log.of("Player.OnStateChanged").contains { $0["state"] == .string("paused") }
+            }
+            let parts = hub.sim.endpoints[0].split(separator: ":")
+            let other = try await SpeakerSession.connect(host: String(parts[0]), port: UInt16(parts[1])!)
+            try await other.setVolume(33)
+            await other.close()
+            try await waitUntil("the volume report") { log.of("Client.OnVolumeChanged").contains { $0["volume"]?["level"] == .int(33) } }
+            #expect(log.of("Client.OnConnect").filter(mine).count == before + 1, "\(log.all.map(\.method))")
         }
     }
 
