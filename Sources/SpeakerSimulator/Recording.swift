@@ -26,8 +26,9 @@ final class WAVRecorder: Sendable {
         self.path = path
         self.format = format
         try? queue.submit { [self] in
-            // Written in place as it plays: a new file, or the regular file there (a symbolic link's target)
-            // truncated; a device, FIFO, socket or directory in the way is refused (SafeOutput).
+            // Written as it plays, to a new file that takes the name at once (a regular file there is replaced, its
+            // permission bits kept); a symbolic link, device, FIFO, socket or directory in the way is refused
+            // (SafeOutput's one rule).
             let reason: String
             do {
                 let file = FileHandle(fileDescriptor: try SafeOutput.openForWriting(path), closeOnDealloc: true)
