@@ -164,4 +164,26 @@ struct HubPlayerNotificationTests {
             await other.close()
         }
     }
+
+    /// The only speaker switched off: the player waits for it (`PlayerOptions.lostTimeout`, real time), then stops;
+    /// the clients get `Player.OnInterrupted` with `speakersLost`, then the stopped state.
+    @Test func aPlaybackThatLostEverySpeakerIsPushedAsInterrupted() async throws {
+        try await withHub(speakers: 1, streaming: true) { hub in
+            let log = NotificationLog(hub.api.events)
+            let follower = HubRPCServer.follow(hub.controller, into: hub.api)
+            defer { follower.cancel(); log.stop() }
+            let s = "SessionID=\(try await hub.session())"
+            #expect(try await hub.get("/v1/set_party_mode?\(s)").status == 200)
+            let play = try await hub.get("/v1/play_hub_media?\(s)&PersistentID=\(MediaInfo.persistentID(of: "a-song.wav"))")
+            #expect(play.status == 200, "\(play.body)")
+            try await waitUntil("the speaker plays") { hub.sim.speakers[0].deviceInfo.isPlaying }
+            await hub.sim.speakers[0].powerOff()
+            let stopped: (HubNotification) -> Bool = { $0.method == "Player.OnStateChanged" && $0.params["state"] == .string("stopped") }
+            try await waitUntil("the hub's player stops") { log.all.contains(where: stopped) }
+            let all = log.all
+            let interrupted = try #require(all.firstIndex { $0.method == "Player.OnInterrupted" }, "\(all.map(\.method))")
+            #expect(interrupted < all.firstIndex(where: stopped)!, "announced ahead of the state")
+            #expect(all[interrupted].params["reason"] == .string("speakersLost"), "\(all[interrupted].params)")
+        }
+    }
 }
