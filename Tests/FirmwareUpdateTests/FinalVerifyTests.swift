@@ -72,4 +72,27 @@ final class SpoilsBeforeFinalVerify: Transport {
         #expect(Array(flash.prefix(image.bytes.count)) == image.bytes)
         await device.shutdown()
     }
+
+    /// issue 31 §5 (planted: the bisection stopping one step early): after a mismatch the updater finds the first bad
+    /// sector exactly and resumes from it: the sectors before it are kept (counted as skipped), none after it is.
+    @Test(arguments: [0, 1, 2, 19, 20, 21, 38, 39, 40])
+    func aMismatchResumesFromExactlyTheFirstBadSector(sector: Int) async throws {
+        let image = try sampleImage("app-1.5.0.img")
+        let sectors = FlashRegion.sectorCount(forLength: image.bytes.count)
+        try #require(sector < sectors)
+        let inSector = (sector * FlashRegion.sectorSize)..<min(image.bytes.count, (sector + 1) * FlashRegion.sectorSize)
+        let offset = try #require(inSector.first(where: { image.bytes[$0] != 0 }))
+        let device = try await makeDevice()
+        let state = SpoilsBeforeFinalVerify.State()
+        let (result, _) = try await update(device, image) {
+            SpoilsBeforeFinalVerify(await device.connect(), device: device, address: FlashMap.range(of: .application).lowerBound + offset,
+                                    state: state)
+        }
+        #expect(state.spoiled)
+        #expect(result.newVersion == "1.5.0")
+        #expect(result.skippedSectors == sector, "sector \(sector) of \(sectors) was spoiled; resumed after \(result.skippedSectors)")
+        let flash = await device.flashContents(of: .application)
+        #expect(Array(flash.prefix(image.bytes.count)) == image.bytes)
+        await device.shutdown()
+    }
 }
