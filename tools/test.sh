@@ -110,7 +110,8 @@ section "swift test"
 # whole parallel suite's load on two cores they measure the load, not the code. (The descriptor-leak checks of TCP and
 # Bluetooth count the whole process's descriptors, which other tests open meanwhile: CI failed on 38 → 142.)
 # Also here: the link conditioner's pacing (it emulates a link on the real clock by design), the hub's streaming to
-# speakers (a speaker gives up after 3 s without audio),
+# speakers (a speaker gives up after 3 s without audio; the player's notifications when its speakers are switched off
+# and on, or every one is lost for its real 3 s),
 # discovery windows of a fraction of a second, and the hub page in headless Chromium (a browser's load, not its timing).
 # The operator page and the line dashboard in headless Chromium: a browser each, and the dashboard's heartbeats and
 # refreshes run on the real clock. CFX over AMQP: a real RabbitMQ stopped for 20 s mid-run, its start-up and the
@@ -130,7 +131,7 @@ section "swift test"
 #   aSpeakerThatVanishesIsReportedAndRejoinsInSync: the rejoined speaker's spread over real sockets;
 #   aSourceThatFailsIsReportedWhereItStoppedAfterWhatItGaveIsPlayed: what the source gave, heard sample for sample;
 #   recordingsAreWAVFilesWithRenderLogs: the WAV file and render log of a stream rendered from real UDP.
-realtime='openingAndClosingManyConnectionsLeaksNoDescriptors|failuresLeakNoDescriptors|PromptBrowserTests|SignInBrowserTests|anSPCAlarmStopsTheStation|SpeakerReceiveCLITests|SpeakerReceiverTests.ReceiverTests|StationCFXCLITests|StationPageBrowserTests|LineDashboardBrowserTests|LivePlaybackTests|SpeakerPlayCLITests|SpeakerPipeCLITests|SpeakerNamespaceTests|watchModeProvisionsUnitsAsTheyArrive|cancellationWakesTheWaitPromptlyAndLeaksNothing|LinkConditionerTests|HubStreamingTests|HubPageTests|discoveryFollowsSpeakersThatAppearAndVanish|listFindsSimulatedSpeakersByDiscovery|findsSpeakersAndReportsAddedAndRemoved'
+realtime='openingAndClosingManyConnectionsLeaksNoDescriptors|failuresLeakNoDescriptors|PromptBrowserTests|SignInBrowserTests|anSPCAlarmStopsTheStation|SpeakerReceiveCLITests|SpeakerReceiverTests.ReceiverTests|StationCFXCLITests|StationPageBrowserTests|LineDashboardBrowserTests|LivePlaybackTests|SpeakerPlayCLITests|SpeakerPipeCLITests|SpeakerNamespaceTests|watchModeProvisionsUnitsAsTheyArrive|cancellationWakesTheWaitPromptlyAndLeaksNothing|LinkConditionerTests|HubStreamingTests|HubPlayerNotificationTests|HubPageTests|discoveryFollowsSpeakersThatAppearAndVanish|listFindsSimulatedSpeakersByDiscovery|findsSpeakersAndReportsAddedAndRemoved'
 # Of those, the two that mostly wait out an outage (a RabbitMQ broker stopped for 20 s, a PostgreSQL server for 30 s)
 # run side by side in one process before the others: their waits overlap (57 s + 38 s one after the other).
 outages='CFXBrokerTests|LineOutageTests'
