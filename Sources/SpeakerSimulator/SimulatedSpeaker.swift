@@ -616,37 +616,35 @@ public final class SimulatedSpeaker: SimulatedDevice {
 
     /// Renders up to DAC time `time` (nil: now); returns what was rendered (call with the state locked).
     private func render(_ s: inout State, upTo time: UInt64?) -> RenderedSlots? {
-        do {
-            // Scalars, not a copy of the renderer: a copy would share its buffers, and rendering would then copy them.
-            guard let format = s.renderer?.format, let first = s.renderer?.nextSlot, !s.poweredOff else { return nil }
-            let now = dacTime(&s)
-            var out: [UInt8] = []
-            // Room for the slots due (at most 10 s of them), so that appending frame by frame does not reallocate.
-            let through = time ?? now, from = s.renderer!.slotTime(first)
-            if through > from {
-                let slots = min((through - from) / 1_000_000 * UInt64(format.sampleRate) / 1000 + 2, UInt64(format.sampleRate) * 10)
-                out.reserveCapacity(Int(slots) * format.bytesPerFrame)
-            }
-            if let time, time > now { s.renderer!.renderLead = time - now }
-            askForMissing(&s, at: now)
-            let events = s.renderer!.render(through: time ?? now, output: &out, log: &s.log!.runs)
-            let rendered = RenderedSlots(format: format, firstSlot: first, pcm: out)
-            s.log!.statistics = s.renderer!.statistics
-            s.recorder?.append(out)
-            if configuration.keepsRenderLogs { s.output += out }
-            var messages: [ControlMessage] = []
-            for event in events {
-                switch event {
-                case let .elapsed(ms): messages.append(.playbackTime(PlaybackTime(streamId: s.machine.streamId, elapsedMilliseconds: ms)))
-                case .ended:
-                    messages.append(.playbackEnded(streamId: s.machine.streamId))
-                case .firstAudio: break
-                }
-            }
-            broadcast(messages, in: s)
-            broadcast(perform(s.machine.rendered(now: now, ended: events.contains(.ended)), &s), in: s)
-            return rendered
+        // Scalars, not a copy of the renderer: a copy would share its buffers, and rendering would then copy them.
+        guard let format = s.renderer?.format, let first = s.renderer?.nextSlot, !s.poweredOff else { return nil }
+        let now = dacTime(&s)
+        var out: [UInt8] = []
+        // Room for the slots due (at most 10 s of them), so that appending frame by frame does not reallocate.
+        let through = time ?? now, from = s.renderer!.slotTime(first)
+        if through > from {
+            let slots = min((through - from) / 1_000_000 * UInt64(format.sampleRate) / 1000 + 2, UInt64(format.sampleRate) * 10)
+            out.reserveCapacity(Int(slots) * format.bytesPerFrame)
         }
+        if let time, time > now { s.renderer!.renderLead = time - now }
+        askForMissing(&s, at: now)
+        let events = s.renderer!.render(through: time ?? now, output: &out, log: &s.log!.runs)
+        let rendered = RenderedSlots(format: format, firstSlot: first, pcm: out)
+        s.log!.statistics = s.renderer!.statistics
+        s.recorder?.append(out)
+        if configuration.keepsRenderLogs { s.output += out }
+        var messages: [ControlMessage] = []
+        for event in events {
+            switch event {
+            case let .elapsed(ms): messages.append(.playbackTime(PlaybackTime(streamId: s.machine.streamId, elapsedMilliseconds: ms)))
+            case .ended:
+                messages.append(.playbackEnded(streamId: s.machine.streamId))
+            case .firstAudio: break
+            }
+        }
+        broadcast(messages, in: s)
+        broadcast(perform(s.machine.rendered(now: now, ended: events.contains(.ended)), &s), in: s)
+        return rendered
     }
 
     /// Audio datagrams dropped because they did not decode (`SpeakerError`: a damaged FLAC frame, a bad CRC, a version
