@@ -73,3 +73,27 @@ extension IdentityIssuerTests {
         }
     }
 }
+
+extension IdentityIssuerTests {
+    /// issue 31 §5 (planted: a lap of the block one address long): a used-up block is told after one lap of it, each
+    /// address offered once.
+    @Test func aUsedUpBlockIsToldAfterOneLap() async throws {
+        let line = try await LineFixture.make(units: 1)
+        defer { Task { await line.close() } }
+        let generator = line.recipe.identityGenerator
+        let rules = generator.rules
+        let block = try AddressBlock(start: rules.addressBlock.start, count: 3)
+        let small = IdentityGenerator(rules: IdentityRules(serial: rules.serial, bluetoothName: rules.bluetoothName, addressBlock: block,
+                                                           firstCounter: rules.firstCounter), model: generator.model)
+        let issuer = IdentityIssuer(generator: small, store: line.store, station: "small")
+        for unit in 0..<3 { _ = try await issuer.reserve(for: "00000000004\(unit)") }
+        #expect(issuer.addressesTried == 3)
+        do {
+            let issued = try await issuer.reserve(for: "000000000049")
+            Issue.record("a fourth unit got \(issued.address.value) from a block of 3")
+        } catch let error as RecordsError {
+            #expect(error.code == .poolExhausted && "\(error)".contains("used up"), "\(error)")
+        }
+        #expect(issuer.addressesTried == 3 + 3, "one lap: \(issuer.addressesTried - 3) addresses offered")
+    }
+}

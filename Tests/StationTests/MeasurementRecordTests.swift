@@ -30,3 +30,27 @@ import Testing
         #expect(checked >= 1, "the recipe has a test with a marginal band")
     }
 }
+
+extension MeasurementRecordTests {
+    /// issue 31 §5 (planted: a marginal reading retried like a failing one): a marginal reading is the step's
+    /// result at once: it passes marked marginal, with no retry, though the test may be tried 3 times.
+    @Test func aMarginalReadingIsNotRetried() async throws {
+        let line = try await LineFixture.make(units: 1) { text in
+            // A band no reading of the simulated unit falls in, inside limits that every reading does.
+            text.replacingOccurrences(of: "marginal: { low: -41, high: -35 }", with: "marginal: { low: -34.02, high: -34.01 }")
+        }
+        defer { Task { await line.close() } }
+        let test = try #require(line.recipe.recipe.tests.first { $0.name == "mic-sensitivity-left" })
+        #expect(test.retry.attempts == 3 && test.marginal?.low == -34.02)
+        let results = try await withTimeLimit(120) { try await line.station().run(slots: line.slots) }
+        #expect(results.map(\.outcome) == [.pass], "\(results)")
+        let hardwareID = try #require(results.first?.hardwareID)
+        let unit = try #require(try await line.store.unit(hardwareID))
+        let run = try #require(try await line.store.run(unit.runs[0].id))
+        let step = try #require(run.steps.first { $0.name == "test:mic-sensitivity-left" })
+        let m = try #require(step.measurements.first)
+        #expect(m.outcome == .marginal, "\(m)")
+        #expect(step.outcome == .pass && step.message == "marginal", "\(step)")
+        #expect(step.retries == 0, "a marginal reading was retried \(step.retries) times")
+    }
+}
