@@ -20,8 +20,10 @@ build_packages=(pkg-config libusb-1.0-0-dev libbluetooth-dev libsqlite3-dev libs
 # rabbitmq-server, python3-qpid-proton: the broker and the consumer of the CFX tests and benchmark.
 # gdb: a test that gives up on a `tuneup` that did not finish reports its threads' stacks (TestSupport's HangReport).
 # snapserver, snapclient: 'tuneup-bench speaker-vs-snapcast' runs Snapcast beside the speakers (it starts its own).
+# dpkg-dev, chrpath, lintian: tools/package.sh builds the Debian package (dpkg-shlibdeps computes its Depends, chrpath
+# drops the binary's RUNPATH) and lintian checks it (docs/packaging.md).
 runtime_packages=(umockdev postgresql librsvg2-bin chromium zbar-tools dmtx-utils rabbitmq-server python3-qpid-proton
-                  gdb snapserver snapclient)
+                  gdb snapserver snapclient dpkg-dev chrpath lintian)
 
 case "${1:-all}" in
     build) packages=("${build_packages[@]}") ;;
