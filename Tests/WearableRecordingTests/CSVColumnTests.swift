@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 import WearableRecording
 
@@ -23,5 +24,25 @@ import WearableRecording
         #expect(cell["pitch_deg"] == "-5.0", "\(cell)")
         #expect(cell["roll_deg"] == "12.5", "\(cell)")
         #expect(cell["epoch_ms"] == "1700000000000" && cell["gap_s"] == "")
+    }
+}
+
+extension CSVColumnTests {
+    /// issue 31 §5 (planted: the reader putting pitch into roll): a sample line written as the recorder writes it
+    /// (JSONEncoder) reads back field for field, the three angles each in its own.
+    @Test func aSampleLineReadsBackFieldForField() throws {
+        var l = WearableLine(type: "sample")
+        (l.sensor, l.timestamp, l.deviceTime, l.hostTime) = ("gameRotation", 7, 1100, 2.5)
+        (l.x, l.y, l.z, l.w) = (0.125, -0.25, 0.5, 0.75)
+        (l.biasX, l.biasY, l.biasZ, l.missingBefore) = (0.01, 0.02, 0.03, 4)
+        (l.yaw, l.pitch, l.roll, l.epochMs) = (90, -5, 12.5, 1_700_000_000_000)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let text = String(decoding: try encoder.encode(l), as: UTF8.self) + "\n"
+        let read = try WearableRecordingContents(jsonLines: text, name: "r.jsonl").lines
+        #expect(read.count == 1)
+        let back = try #require(read.first)
+        #expect(back.yaw == 90 && back.pitch == -5 && back.roll == 12.5, "\(back)")
+        #expect(back == l, "\(back)")
     }
 }
