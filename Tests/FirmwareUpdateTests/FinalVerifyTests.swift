@@ -95,4 +95,28 @@ final class SpoilsBeforeFinalVerify: Transport {
         #expect(Array(flash.prefix(image.bytes.count)) == image.bytes)
         await device.shutdown()
     }
+
+    /// issue 31 §5 (planted: `maxRepairs` counted one short): `maxRepairs: 1` allows one repair; `maxRepairs: 0`
+    /// none, and the mismatch ends the update with `verifyFailed`.
+    @Test func maxRepairsIsTheNumberOfRepairsAllowed() async throws {
+        let image = try sampleImage("app-1.4.3-small.img")
+        let offset = try #require(image.bytes.indices.first(where: { image.bytes[$0] != 0 }))
+        for allowed in [1, 0] {
+            let device = try await makeDevice()
+            let state = SpoilsBeforeFinalVerify.State()
+            var options = testOptions()
+            options.maxRepairs = allowed
+            do {
+                let (result, _) = try await update(device, image, options: options) {
+                    SpoilsBeforeFinalVerify(await device.connect(), device: device,
+                                            address: FlashMap.range(of: .application).lowerBound + offset, state: state)
+                }
+                #expect(allowed == 1 && result.newVersion == "1.4.3", "maxRepairs \(allowed): \(result)")
+            } catch let error as UpdateError {
+                #expect(allowed == 0 && error.code == .verifyFailed, "maxRepairs \(allowed): \(error)")
+            }
+            #expect(state.spoiled)
+            await device.shutdown()
+        }
+    }
 }
