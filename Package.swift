@@ -10,6 +10,10 @@ let strict: [SwiftSetting] = [
 // (test modules rebuilt with -O: 504 s of CPU, 286 s of wall; with -Onone 292 s, 159 s).
 let testing: [SwiftSetting] = strict + [.unsafeFlags(["-Onone"], .when(configuration: .release))]
 
+// `tuneup --version` names the commit of the build: `TUNEUP_COMMIT=$(git rev-parse --short=12 HEAD) swift build ...`
+// (docs/packaging.md). Only hex digits and "-dirty" are kept; without it the version stands alone.
+let buildCommit = String((Context.environment["TUNEUP_COMMIT"] ?? "").filter { $0.isHexDigit || $0 == "-" || "dirty".contains($0) }.prefix(64))
+
 let package = Package(
     name: "Tuneup",
     products: [
@@ -290,10 +294,12 @@ let package = Package(
             name: "CFXPublisher",
             dependencies: ["CFX", "CQpidProton", "Failure", "Records", "Station", "Support"],
             swiftSettings: strict),
+        // The commit the build was made from (TUNEUP_COMMIT above), for `tuneup --version`.
+        .target(name: "CBuildInfo", cSettings: [.define("TUNEUP_COMMIT", to: "\"\(buildCommit)\"")]),
         .executableTarget(
             name: "tuneup",
             dependencies: [
-                "Failure", "LightX", "Transport", "Headset", "HeadsetSimulator", "Firmware", "FirmwareUpdate", "USBTransport", "USBGadget",
+                "CBuildInfo", "Failure", "LightX", "Transport", "Headset", "HeadsetSimulator", "Firmware", "FirmwareUpdate", "USBTransport", "USBGadget",
                 "BluetoothTransport", "TuneupKit", "Recipe", "Records", "Station", "SpeakerPlayback", "SpeakerSession", "SpeakerSimulator", "Progress",
                 "Wearable", "WearableLink", "WearableSession", "WearableSimulator", "WearableRecording", "SpeakerHub", "AudioInput", "Spawn", "Support",
                 "StationPage", "Labels", "CFX", "CFXPublisher", "SpeakerReceiver", .product(name: "ArgumentParser", package: "swift-argument-parser"),

@@ -1,4 +1,5 @@
 import ArgumentParser
+import CBuildInfo
 import Foundation
 import Glibc
 import TuneupKit
@@ -27,7 +28,7 @@ struct Tuneup: AsyncParsableCommand {
               tuneup sim headset --listen tcp:127.0.0.1:0 &
               tuneup probe --device tcp:127.0.0.1:PORT --format json
             """,
-        version: TuneupVersion.string,
+        version: TuneupVersion.line,
         subcommands: [
             ProbeCommand.self, ANCCommand.self, AmbientCommand.self, EQCommand.self, BatteryCommand.self,
             SettingsCommand.self, MonitorCommand.self, DevicesCommand.self, FlashCommand.self, BootloaderCommand.self, FirmwareCommand.self, ImageCommand.self,
@@ -48,4 +49,9 @@ struct Tuneup: AsyncParsableCommand {
 
 enum TuneupVersion {
     static let string = "0.1.0"
+    /// `tuneup --version`: the version, and the commit when the build was given one ("0.1.0 (commit 1eff6b7c9a2d)").
+    static let line: String = {
+        let commit = String(cString: tuneup_build_commit())
+        return commit.isEmpty ? string : "\(string) (commit \(commit))"
+    }()
 }
