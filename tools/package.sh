@@ -2,7 +2,8 @@
 # Builds the Debian package of Tuneup from a release build (docs/packaging.md).
 #   tools/package.sh [--binary PATH] [--out DIR]
 # --binary: the release `tuneup` (default .build/release/tuneup; build it with
-#   `swift build -c release --product tuneup`); it is copied, never changed.
+#   `TUNEUP_COMMIT=$(git rev-parse --short=12 HEAD) swift build -c release --product tuneup`, so that
+#   `tuneup --version` names the commit); it is copied, never changed.
 # --out: where tuneup_VERSION_amd64.deb goes (default: the current directory). Prints its path on the last line.
 # Needs dpkg-dev (dpkg-shlibdeps), binutils (strip), chrpath, python3 and gzip: tools/install-deps.sh runtime.
 # VERSION is tools/packaging/changelog's newest, the version `tuneup --version` prints and a Debian revision.
@@ -17,7 +18,7 @@ while [ $# -gt 0 ]; do
     case "$1" in
         --binary) [ $# -ge 2 ] || { echo "package.sh: --binary needs a path" >&2; exit 64; }; binary=$2; shift 2 ;;
         --out) [ $# -ge 2 ] || { echo "package.sh: --out needs a directory" >&2; exit 64; }; out=$2; shift 2 ;;
-        -h|--help) sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "package.sh: unknown argument '$1' (usage: tools/package.sh [--binary PATH] [--out DIR])" >&2; exit 64 ;;
     esac
 done
@@ -32,6 +33,10 @@ version=${version_line%% *}
 case "$version" in
     [0-9]*) ;;
     *) echo "package.sh: '$binary --version' printed '$version_line', not a version" >&2; exit 65 ;;
+esac
+case "$version_line" in
+    *commit*) ;;
+    *) echo "package.sh: warning: '$binary --version' names no commit (build it with TUNEUP_COMMIT=\$(git rev-parse --short=12 HEAD))" >&2 ;;
 esac
 # The package's version is the changelog's newest: the binary's version and a Debian revision (0.1.0-1).
 package_version=$(sed -n '1s/^tuneup (\([^)]*\)).*/\1/p' "$pkg/changelog")
