@@ -1,3 +1,4 @@
+import Foundation
 @testable import Recipe
 import Testing
 
@@ -35,5 +36,19 @@ import Testing
         #expect(test.judge(-34.5) == .marginal, "between the band and the high limit")
         #expect(test.judge(-42) == .marginal && test.judge(-34) == .marginal, "at the limits")
         #expect(test.judge(-42.5) == .fail && test.judge(-33.5) == .fail)
+    }
+}
+
+extension JudgementBoundaryTests {
+    /// issue 31 §5 (planted: the attoseconds divided into microseconds): a retry delay is encoded (into the recipe's
+    /// JSON and content hash) in whole nanoseconds.
+    @Test func aRetryDelayIsEncodedInNanoseconds() throws {
+        for (delay, nanoseconds) in [(Duration.milliseconds(200), 200_000_000), (.seconds(1.5), 1_500_000_000), (.zero, 0),
+                                     (.nanoseconds(7), 7)] {
+            let data = try JSONEncoder().encode(ProvisioningRecipe.RetryPolicy(attempts: 3, delay: delay))
+            let object = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+            #expect(object["delayNanoseconds"] as? Int == nanoseconds, "\(delay): \(String(decoding: data, as: UTF8.self))")
+            #expect(object["attempts"] as? Int == 3)
+        }
     }
 }

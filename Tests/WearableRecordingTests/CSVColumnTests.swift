@@ -46,3 +46,24 @@ extension CSVColumnTests {
         #expect(back == l, "\(back)")
     }
 }
+
+extension CSVColumnTests {
+    /// issue 31 §5 (planted: the gesture row one column short): every row kind has a cell for every header column,
+    /// its values under their own headers.
+    @Test func everyRowKindHasTheHeadersColumns() throws {
+        let header = WearableLine.csvHeader.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+        var g = WearableLine(type: "gesture")
+        (g.gesture, g.timestamp, g.deviceTime, g.hostTime, g.epochMs) = ("doubleTap", 3, 1500, 1.25, 1_700_000_000_500)
+        var r = WearableLine(type: "event", event: "reconnected")
+        (r.hostTime, r.gapSeconds) = (4.5, 2.25)
+        for line in [g, r] {
+            let row = try #require(line.csvRow).split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+            #expect(row.count == header.count, "\(line.type): \(row)")
+        }
+        let gesture = Dictionary(uniqueKeysWithValues: zip(header, try #require(g.csvRow).split(separator: ",", omittingEmptySubsequences: false).map(String.init)))
+        #expect(gesture["kind"] == "gesture" && gesture["sensor_or_gesture"] == "doubleTap" && gesture["device_time_ms"] == "1500")
+        #expect(gesture["epoch_ms"] == "1700000000500" && gesture["gap_s"] == "" && gesture["roll_deg"] == "", "\(gesture)")
+        let reconnected = Dictionary(uniqueKeysWithValues: zip(header, try #require(r.csvRow).split(separator: ",", omittingEmptySubsequences: false).map(String.init)))
+        #expect(reconnected["kind"] == "reconnected" && reconnected["host_time_s"] == "4.5" && reconnected["gap_s"] == "2.25", "\(reconnected)")
+    }
+}
