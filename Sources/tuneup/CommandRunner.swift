@@ -69,7 +69,7 @@ enum CommandRunner {
     /// Parses `arguments` after moving a subcommand name written after its parent's options (`anc --format json
     /// on`) in front of them, and refuses `tuneup help NAME` for a command that does not exist.
     static func parse(_ arguments: [String]) throws -> ParsableCommand {
-        let arguments = reorderingSubcommands(arguments)
+        let arguments = joiningNegativeValues(reorderingSubcommands(arguments))
         if arguments.first == "help" {
             var type: ParsableCommand.Type = Tuneup.self
             for name in arguments.dropFirst() where !name.hasPrefix("-") {
@@ -81,6 +81,35 @@ enum CommandRunner {
         }
         try refuseUnknownSubcommand(arguments)
         return try Tuneup.parseAsRoot(arguments)
+    }
+
+    /// `--option -20` as `--option=-20`: the parser takes a word starting with '-' for an option, so a negative value
+    /// (`speaker receive --latency-ms -20`, documented) came out as "Missing value", and a negative where none is
+    /// allowed (`events --duration -1`) never reached the check that says why. No option of the tool is a dash and a
+    /// digit; words after `--` are left alone.
+    static func joiningNegativeValues(_ arguments: [String]) -> [String] {
+        var result: [String] = []
+        var i = 0
+        while i < arguments.count {
+            let word = arguments[i]
+            if word == "--" { return result + arguments[i...] }
+            if word.hasPrefix("--"), !word.contains("="), i + 1 < arguments.count, isNegativeNumber(arguments[i + 1]) {
+                result.append(word + "=" + arguments[i + 1])
+                i += 2
+                continue
+            }
+            result.append(word)
+            i += 1
+        }
+        return result
+    }
+
+    /// "-1", "-0.5", "-20ms", "-3s": a dash, then a digit or a point and a digit.
+    private static func isNegativeNumber(_ word: String) -> Bool {
+        let rest = word.utf8.dropFirst()
+        guard word.utf8.first == UInt8(ascii: "-"), let first = rest.first else { return false }
+        if (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(first) { return true }
+        return first == UInt8(ascii: ".") && rest.dropFirst().first.map { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) } == true
     }
 
     /// A word where a command without a default subcommand expects one (`records frobnicate --db X`) is named as an
