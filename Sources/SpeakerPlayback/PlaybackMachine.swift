@@ -329,20 +329,7 @@ public struct PlaybackMachine: Sendable {
     /// no member gets it any more.
     public mutating func memberRemoved(_ id: UInt64, stopIfLast: Bool) -> [Action] {
         members.removeAll { $0 == id }
-        switch state {
-        case .starting(var s, let shown):
-            s.receiving.remove(id)
-            state = .starting(s, shown: shown)
-        case .playing(var s, let run):
-            s.receiving.remove(id)
-            state = .playing(s, run: run)
-        case .paused(var s, var p):
-            s.receiving.remove(id)
-            p.resumed.remove(id)
-            state = .paused(s, p)
-        case .initialized, .stopped:
-            return []
-        }
+        guard stopsReceiving(id) else { return [] }
         if case let .playing(s, run) = state, !s.receiving.isEmpty, s.receiving.isSubset(of: s.ended) {
             return finishEnded(s, run: run)  // the others heard the end
         }
@@ -446,8 +433,19 @@ public struct PlaybackMachine: Sendable {
     /// it no longer gets this one; when no member does any more, the playback stops at once
     /// (`Interruption.takenOver`; the speakers are not told: they play the other stream).
     private mutating func takenOver(_ id: UInt64, by other: UInt32) -> [Action] {
-        guard receives(id) else { return [] }
+        guard receives(id), stopsReceiving(id) else { return [] }
+        if case .starting = state { return [] }
+        guard receivingIds.isEmpty else { return [] }
+        return interrupt(.takenOver(by: other))
+    }
+
+    /// Member `id` no longer gets the stream (nor counts as resumed); false when there is no stream (initialized,
+    /// stopped) and nothing changed.
+    private mutating func stopsReceiving(_ id: UInt64) -> Bool {
         switch state {
+        case .starting(var s, let shown):
+            s.receiving.remove(id)
+            state = .starting(s, shown: shown)
         case .playing(var s, let run):
             s.receiving.remove(id)
             state = .playing(s, run: run)
@@ -455,15 +453,10 @@ public struct PlaybackMachine: Sendable {
             s.receiving.remove(id)
             p.resumed.remove(id)
             state = .paused(s, p)
-        case .starting(var s, let shown):
-            s.receiving.remove(id)
-            state = .starting(s, shown: shown)
-            return []
         case .initialized, .stopped:
-            return []
+            return false
         }
-        guard receivingIds.isEmpty else { return [] }
-        return interrupt(.takenOver(by: other))
+        return true
     }
 
     /// Member `id` asks for `request`'s packets again: those still held and not yet due at `now`, in its order.

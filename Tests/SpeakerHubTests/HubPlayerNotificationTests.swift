@@ -141,22 +141,14 @@ struct HubPlayerNotificationTests {
             let log = NotificationLog(hub.api.events)
             let follower = HubRPCServer.follow(hub.controller, into: hub.api)
             defer { follower.cancel(); log.stop() }
-            let s = "SessionID=\(try await hub.session())"
-            #expect(try await hub.get("/v1/set_party_mode?\(s)").status == 200)
-            let play = try await hub.get("/v1/play_hub_media?\(s)&PersistentID=\(MediaInfo.persistentID(of: "a-song.wav"))")
-            #expect(play.status == 200, "\(play.body)")
-            try await waitUntil("the speaker plays") { hub.sim.speakers[0].deviceInfo.isPlaying }
+            try await Self.playOnTheOnlySpeaker(hub)
 
             let parts = hub.sim.endpoints[0].split(separator: ":")
             let other = try await SpeakerSession.connect(host: String(parts[0]), port: UInt16(parts[1])!)
             try await other.joinSession()
             try await other.setClockMap(ClockMap(controllerReference: 1_000_000_000, speakerReference: 1_000_000_000, rate: 0))
             try await other.play(streamId: 0x1_0000, format: .cd, source: .localFile, title: "another controller")
-            let stopped: (HubNotification) -> Bool = { $0.method == "Player.OnStateChanged" && $0.params["state"] == .string("stopped") }
-            try await waitUntil("the hub's player stops") { log.all.contains(where: stopped) }
-            let all = log.all
-            let interrupted = try #require(all.firstIndex { $0.method == "Player.OnInterrupted" }, "\(all.map(\.method))")
-            #expect(interrupted < all.firstIndex(where: stopped)!, "announced ahead of the state")
+            let (all, interrupted) = try await Self.interruptionAheadOfTheStop(log)
             #expect(all[interrupted].params["reason"] == .string("takenOver"), "\(all[interrupted].params)")
             guard case let .string(message)? = all[interrupted].params["message"] else { throw TestFailure("\(all[interrupted].params)") }
             #expect(message.contains("another controller"), "\(message)")
@@ -172,18 +164,30 @@ struct HubPlayerNotificationTests {
             let log = NotificationLog(hub.api.events)
             let follower = HubRPCServer.follow(hub.controller, into: hub.api)
             defer { follower.cancel(); log.stop() }
-            let s = "SessionID=\(try await hub.session())"
-            #expect(try await hub.get("/v1/set_party_mode?\(s)").status == 200)
-            let play = try await hub.get("/v1/play_hub_media?\(s)&PersistentID=\(MediaInfo.persistentID(of: "a-song.wav"))")
-            #expect(play.status == 200, "\(play.body)")
-            try await waitUntil("the speaker plays") { hub.sim.speakers[0].deviceInfo.isPlaying }
+            try await Self.playOnTheOnlySpeaker(hub)
             await hub.sim.speakers[0].powerOff()
-            let stopped: (HubNotification) -> Bool = { $0.method == "Player.OnStateChanged" && $0.params["state"] == .string("stopped") }
-            try await waitUntil("the hub's player stops") { log.all.contains(where: stopped) }
-            let all = log.all
-            let interrupted = try #require(all.firstIndex { $0.method == "Player.OnInterrupted" }, "\(all.map(\.method))")
-            #expect(interrupted < all.firstIndex(where: stopped)!, "announced ahead of the state")
+            let (all, interrupted) = try await Self.interruptionAheadOfTheStop(log)
             #expect(all[interrupted].params["reason"] == .string("speakersLost"), "\(all[interrupted].params)")
         }
+    }
+
+    /// Party mode and a play of the hub's song on its only speaker, until the speaker plays.
+    static func playOnTheOnlySpeaker(_ hub: HubFixture) async throws {
+        let s = "SessionID=\(try await hub.session())"
+        #expect(try await hub.get("/v1/set_party_mode?\(s)").status == 200)
+        let play = try await hub.get("/v1/play_hub_media?\(s)&PersistentID=\(MediaInfo.persistentID(of: "a-song.wav"))")
+        #expect(play.status == 200, "\(play.body)")
+        try await waitUntil("the speaker plays") { hub.sim.speakers[0].deviceInfo.isPlaying }
+    }
+
+    /// Waits for the player's stopped state; the notifications so far and the index of the one
+    /// `Player.OnInterrupted`, which came ahead of it.
+    static func interruptionAheadOfTheStop(_ log: NotificationLog) async throws -> (all: [HubNotification], interrupted: Int) {
+        let stopped: (HubNotification) -> Bool = { $0.method == "Player.OnStateChanged" && $0.params["state"] == .string("stopped") }
+        try await waitUntil("the hub's player stops") { log.all.contains(where: stopped) }
+        let all = log.all
+        let interrupted = try #require(all.firstIndex { $0.method == "Player.OnInterrupted" }, "\(all.map(\.method))")
+        #expect(interrupted < all.firstIndex(where: stopped)!, "announced ahead of the state")
+        return (all, interrupted)
     }
 }
