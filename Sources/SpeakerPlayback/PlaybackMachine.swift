@@ -578,7 +578,7 @@ public struct PlaybackMachine: Sendable {
     }
 
     private mutating func applyResume(now: UInt64) -> [Action] {
-        guard case .paused(var s, let p) = state, let frame = resumeFrame else { return [] }
+        guard case .paused(var s, _) = state, let frame = resumeFrame else { return [] }
         // The frames sent but not heard go back in front of what is still to send.
         var unheard: [UInt8] = []
         let bytesPerFrame = s.schedule.format.bytesPerFrame
