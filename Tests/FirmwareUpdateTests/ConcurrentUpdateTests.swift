@@ -46,8 +46,7 @@ import Transport
     @Test func anAbandonedUpdateDoesNotLockTheDevice() async throws {
         let device = try await makeDevice()
         let image = try sampleImage("app-1.5.0.img")
-        await abandonedUpdate(device, image, afterBytes: 60_000)
-        try await waitUntil("the device saw the first host leave") { await device.connectedHosts == 0 }
+        try await abandonedUpdate(device, image, afterBytes: 60_000)
         let (result, _) = try await update(device, image)
         #expect(result.newVersion == "1.5.0")
         #expect(result.skippedSectors > 0, "resumed")

@@ -105,7 +105,7 @@ import Transport
         let device = try await makeDevice()
         let image = try sampleImage("app-2.0.0.img")
         // The first run's link dies after 100 KB and it cannot reconnect: the tool stops at once, like a killed tool.
-        await abandonedUpdate(device, image, afterBytes: 100_000)
+        try await abandonedUpdate(device, image, afterBytes: 100_000)
         let (result, _) = try await update(device, image)
         #expect(result.skippedSectors > 0, "resumed after \(result.skippedSectors) sectors")
         #expect(result.newVersion == "2.0.0")

@@ -76,7 +76,7 @@ final class Counter: Sendable {
 /// killed tool (cancellation ends its reconnect loop; a short ready wait could end it before `bytes` on a loaded
 /// machine). Records an issue if the update survives.
 func abandonedUpdate(_ device: SimulatedHeadset, _ image: FirmwareImage, afterBytes bytes: Int,
-                     sourceLocation: SourceLocation = #_sourceLocation) async {
+                     sourceLocation: SourceLocation = #_sourceLocation) async throws {
     let opened = Counter()
     do {
         _ = try await update(device, image) {
@@ -85,4 +85,7 @@ func abandonedUpdate(_ device: SimulatedHeadset, _ image: FirmwareImage, afterBy
         }
         Issue.record("the update survived a link that always breaks", sourceLocation: sourceLocation)
     } catch {}
+    // Like a killed tool, gone once the device has seen its link end (a moment later on a busy machine; until then the
+    // device rightly tells the next tool that another host is updating: CI's run under load saw that).
+    try await waitUntil("the device saw the abandoned update's link end") { await device.connectedHosts == 0 }
 }
