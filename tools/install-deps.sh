@@ -22,8 +22,9 @@ build_packages=(pkg-config libusb-1.0-0-dev libbluetooth-dev libsqlite3-dev libs
 # snapserver, snapclient: 'tuneup-bench speaker-vs-snapcast' runs Snapcast beside the speakers (it starts its own).
 # dpkg-dev, chrpath, lintian: tools/package.sh builds the Debian package (dpkg-shlibdeps computes its Depends, chrpath
 # drops the binary's RUNPATH) and lintian checks it (docs/packaging.md).
+# tshark: the Wireshark dissectors (tools/wireshark) are checked against the project's own decoding of captures.
 runtime_packages=(umockdev postgresql librsvg2-bin chromium zbar-tools dmtx-utils rabbitmq-server python3-qpid-proton
-                  gdb snapserver snapclient dpkg-dev chrpath lintian)
+                  gdb snapserver snapclient dpkg-dev chrpath lintian tshark)
 
 case "${1:-all}" in
     build) packages=("${build_packages[@]}") ;;
@@ -48,6 +49,8 @@ if [ ${#missing[@]} -gt 0 ]; then
         $sudo chmod 755 "$policy"
         trap '$sudo rm -f "$policy"' EXIT
     fi
+    # tshark asks whether non-root users may capture: no (the tests only read files).
+    echo "wireshark-common wireshark-common/install-setuid boolean false" | $sudo debconf-set-selections
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
     # Nor enabled at boot where systemd runs (the benchmark starts its own on free ports).
     if [ -d /run/systemd/system ]; then
@@ -60,4 +63,10 @@ fi
 if [ "${1:-all}" != build ] && ! command -v imgtool >/dev/null 2>&1; then
     echo "== installing imgtool (pip)"
     python3 -m pip install --quiet imgtool 2>/dev/null || python3 -m pip install --quiet --user --break-system-packages imgtool
+fi
+# snapcast (PyPI), the control client Home Assistant's Snapcast integration uses: the hub's Snapcast control tests
+# drive the hub and a real snapserver with it.
+if [ "${1:-all}" != build ] && ! python3 -c 'import snapcast' >/dev/null 2>&1; then
+    echo "== installing snapcast (pip)"
+    python3 -m pip install --quiet snapcast==2.3.8 2>/dev/null || python3 -m pip install --quiet --user --break-system-packages snapcast==2.3.8
 fi
