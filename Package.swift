@@ -296,13 +296,19 @@ let package = Package(
             swiftSettings: strict),
         // The commit the build was made from (TUNEUP_COMMIT above), for `tuneup --version`.
         .target(name: "CBuildInfo", cSettings: [.define("TUNEUP_COMMIT", to: "\"\(buildCommit)\"")]),
+        // The terminal: what the tools write (`Console`, off the pool, in order; `Output`: text or JSON) and their live
+        // views, one width- and height-aware renderer (`LiveScreen`) under the station's, the updater's and the wearable's.
+        .target(
+            name: "Terminal",
+            dependencies: ["Failure", "Support", "Progress", "FirmwareUpdate", "Labels", "Station", "WearableRecording"],
+            swiftSettings: strict),
         .executableTarget(
             name: "tuneup",
             dependencies: [
                 "CBuildInfo", "Failure", "LightX", "Transport", "Headset", "HeadsetSimulator", "Firmware", "FirmwareUpdate", "USBTransport", "USBGadget",
                 "BluetoothTransport", "TuneupKit", "Recipe", "Records", "Station", "SpeakerPlayback", "SpeakerSession", "SpeakerSimulator", "Progress",
                 "Wearable", "WearableLink", "WearableSession", "WearableSimulator", "WearableRecording", "SpeakerHub", "AudioInput", "Spawn", "Support",
-                "StationPage", "Labels", "CFX", "CFXPublisher", "SpeakerReceiver", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "StationPage", "Labels", "CFX", "CFXPublisher", "SpeakerReceiver", "Terminal", .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             // The Swift runtime and Foundation linked in: factory scripts start tuneup once per step, and the dynamic
@@ -378,6 +384,7 @@ let package = Package(
         .testTarget(name: "USBGadgetTests", dependencies: ["USBGadget", "Transport", "LightX", "TestSupport"], swiftSettings: testing),
         .testTarget(name: "BluetoothTransportTests", dependencies: ["BluetoothTransport", "Transport", "TestSupport"], swiftSettings: testing),
         .testTarget(name: "ProgressTests", dependencies: ["Progress", "TestSupport"], swiftSettings: testing),
+        .testTarget(name: "TerminalTests", dependencies: ["Terminal", "Station", "TestSupport"], swiftSettings: testing),
         .testTarget(
             name: "TuneupKitTests",
             dependencies: ["TuneupKit", "Transport", "Headset", "Firmware", "Failure", "Session", "SpeakerSession", "TestSupport"],

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Headset
 import LightX
+import Terminal
 
 struct ANCCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

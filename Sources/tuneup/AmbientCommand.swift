@@ -1,6 +1,7 @@
 import ArgumentParser
 import Headset
 import LightX
+import Terminal
 
 struct AmbientCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -5,6 +5,7 @@ import Foundation
 import Headset
 import LightX
 import Logging
+import Terminal
 import Transport
 import TuneupKit
 import Support

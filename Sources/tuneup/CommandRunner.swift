@@ -4,6 +4,7 @@ import Foundation
 import Glibc
 import Support
 import Synchronization
+import Terminal
 import Transport
 
 /// The CLI's one way of running a command: parse (a usage error is one line and exit 64; `--help` prints help),

@@ -3,6 +3,7 @@ import Foundation
 import Headset
 import Logging
 import Support
+import Terminal
 import Transport
 import TuneupKit
 

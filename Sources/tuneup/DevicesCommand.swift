@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Terminal
 import Transport
 import TuneupKit
 import USBTransport

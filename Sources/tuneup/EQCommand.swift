@@ -2,6 +2,7 @@ import ArgumentParser
 import Headset
 import Foundation
 import LightX
+import Terminal
 
 struct EQCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

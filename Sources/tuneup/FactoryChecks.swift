@@ -1,5 +1,6 @@
 import ArgumentParser
 import LightX
+import Terminal
 import TuneupKit
 
 /// `tuneup factory measure` and `tuneup factory verify`: what a station checks before and after it locks a unit.

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Headset
 import LightX
+import Terminal
 import TuneupKit
 
 /// The factory steps one at a time (issue 9 §2), so a shell script can provision without a recipe. The sequences

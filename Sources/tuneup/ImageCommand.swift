@@ -3,6 +3,7 @@ import Firmware
 import Foundation
 import LightX
 import Support
+import Terminal
 import Transport
 import TuneupKit
 

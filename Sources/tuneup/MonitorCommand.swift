@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Headset
 import LightX
+import Terminal
 
 struct MonitorCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Headset
+import Terminal
 
 struct ProbeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Records
 import Support
+import Terminal
 
 /// `tuneup records`: the unit records of provisioning, listed, shown, exported and summed up.
 struct RecordsCommand: AsyncParsableCommand {

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Labels
 import Records
+import Terminal
 
 extension RecordsCommand {
     /// The unit a hardware id or serial names (exit 66 when there is none).

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Records
 import Support
+import Terminal
 
 /// `tuneup records release | attachment | spc`: the quarantine's release (the one records command that writes), a
 /// run's attachments, and the process control figures.

@@ -6,6 +6,7 @@ import Foundation
 import LightX
 import Logging
 import HeadsetSimulator
+import Terminal
 import Transport
 import TuneupKit
 

@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import SpeakerSimulator
 import Support
+import Terminal
 import Transport
 
 extension SimCommand {

@@ -2,6 +2,7 @@ import ArgumentParser
 import BluetoothTransport
 import Foundation
 import Logging
+import Terminal
 import Transport
 import Wearable
 import WearableRecording

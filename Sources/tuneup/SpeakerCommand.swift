@@ -3,6 +3,7 @@ import ArgumentParser
 import Foundation
 import SpeakerPlayback
 import SpeakerSession
+import Terminal
 import Transport
 import TuneupKit
 

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import SpeakerSession
+import Terminal
 import TuneupKit
 
 extension SpeakerCommand {

@@ -4,6 +4,7 @@ import Logging
 import SpeakerHub
 import SpeakerHubCore
 import SpeakerSession
+import Terminal
 import TuneupKit
 
 extension SpeakerCommand {

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Logging
 import SpeakerReceiver
+import Terminal
 import Transport
 
 extension SpeakerCommand {

@@ -8,6 +8,7 @@ import Station
 import StationPage
 import Support
 import Synchronization
+import Terminal
 import TuneupKit
 
 /// `tuneup station run`: the provisioning station (docs/provisioning.md).

@@ -2,6 +2,7 @@ import ArgumentParser
 import CBuildInfo
 import Foundation
 import Glibc
+import Terminal
 import TuneupKit
 
 @main

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
+import Terminal
 import Transport
 import TuneupKit
 import Wearable

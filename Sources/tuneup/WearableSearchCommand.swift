@@ -1,6 +1,7 @@
 import ArgumentParser
 import Logging
 import BluetoothTransport
+import Terminal
 import TuneupKit
 import Transport
 

@@ -3,6 +3,7 @@ import Foundation
 import Glibc
 import Progress
 import Support
+import Terminal
 import Transport
 import Wearable
 import WearableRecording
@@ -92,7 +93,7 @@ extension WearableCommand {
 
         func run() async throws {
             let live = !output.json && WearableCommand.stdoutIsTerminal
-            var view = LiveView(device: choice.deviceText)
+            var view = WearableTerminalView(device: choice.deviceText)
             var failedToOpen = false
             do {
                 try await WearableStreaming.stream(try choice.session(reconnect: try setup.reconnectPolicy()), try setup.resolved(),
@@ -159,7 +160,7 @@ extension WearableCommand {
 
         func run() async throws {
             let live = !output.json && WearableCommand.stdoutIsTerminal
-            var view = LiveView(device: choice.deviceText)
+            var view = WearableTerminalView(device: choice.deviceText)
             let base = self.base, json = output.json, duration = setup.duration
             var failedToOpen = false
             do {
@@ -185,27 +186,5 @@ extension WearableCommand {
                 throw failureExit(failedToOpen ? choice.openFailure(error) : WearableCommand.explained(error))
             }
         }
-    }
-}
-
-/// The live view on a terminal (`WearableLiveView`'s lines), redrawn in place at most 10 times a second.
-struct LiveView {
-    var view: WearableLiveView
-    /// The block on the terminal: lines cut to its width, redrawn by screen rows (as the station's live view).
-    var region = LiveRegion()
-    var lastDraw = ContinuousClock.now - .seconds(1)
-
-    init(device: String) { view = WearableLiveView(device: device) }
-
-    mutating func take(_ line: WearableLine) {
-        view.take(line, at: .now)
-        draw(force: line.type == "event")
-    }
-
-    mutating func draw(force: Bool = false) {
-        let now = ContinuousClock.now
-        guard force || now - lastDraw >= .milliseconds(100) else { return }
-        lastDraw = now
-        Console.out(region.frame(view.lines(at: now, rows: WearableLiveView.terminalRows()), columns: Console.columns()))
     }
 }

@@ -1,49 +1,49 @@
 import Foundation
 
-/// Writes results as text or as JSON with stable, sorted keys.
-enum Output {
-    static func json<T: Encodable>(_ value: T) throws -> String {
+/// Writes results as text or as JSON with stable, sorted keys: what every tool prints goes through here (and `Console`).
+public enum Output {
+    public static func json<T: Encodable>(_ value: T) throws -> String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
         return String(decoding: try encoder.encode(value), as: UTF8.self)
     }
 
     /// One JSON object on one line (JSON Lines).
-    static func jsonLine<T: Encodable>(_ value: T) throws -> String {
+    public static func jsonLine<T: Encodable>(_ value: T) throws -> String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         return String(decoding: try encoder.encode(value), as: UTF8.self)
     }
 
     /// Prints `value` as JSON, or `text()` otherwise.
-    static func emit<T: Encodable>(_ value: T, json: Bool, text: () -> String) throws {
+    public static func emit<T: Encodable>(_ value: T, json: Bool, text: () -> String) throws {
         line(json ? try Output.json(value) : text())
     }
 
     /// Prints `value` as one JSON line (a stream of events: JSON Lines), or `text()` otherwise.
-    static func emitLine<T: Encodable>(_ value: T, json: Bool, text: () -> String) throws {
+    public static func emitLine<T: Encodable>(_ value: T, json: Bool, text: () -> String) throws {
         line(json ? try Output.jsonLine(value) : text())
     }
 
     /// Writes one line to stdout at once (unbuffered, so pipes see it immediately; a failure is kept for the
     /// exit code: `Console`).
-    static func line(_ text: String) {
+    public static func line(_ text: String) {
         Console.out(text + "\n")
     }
 
     /// Aligned "Label   value" lines.
-    static func table(_ rows: [(String, String)]) -> String {
+    public static func table(_ rows: [(String, String)]) -> String {
         let width = rows.map(\.0.count).max() ?? 0
         return rows.map { $0.0.padding(toLength: width + 2, withPad: " ", startingAt: 0) + $0.1 }.joined(separator: "\n")
     }
 
-    static func onOff(_ value: Bool) -> String { value ? "on" : "off" }
+    public static func onOff(_ value: Bool) -> String { value ? "on" : "off" }
 
     /// "+3", "0", "-2".
-    static func signed(_ value: Int) -> String { value > 0 ? "+\(value)" : "\(value)" }
+    public static func signed(_ value: Int) -> String { value > 0 ? "+\(value)" : "\(value)" }
 
     /// "31 Hz", "1 kHz", "16 kHz", "1.5 kHz".
-    static func frequency(_ hz: Int) -> String {
+    public static func frequency(_ hz: Int) -> String {
         if hz >= 1000 {
             return hz % 1000 == 0 ? "\(hz / 1000) kHz" : String(format: "%.1f kHz", Double(hz) / 1000)
         }
@@ -52,8 +52,8 @@ enum Output {
 }
 
 /// Parses on/off style words.
-enum Switch {
-    static func parse(_ text: String) -> Bool? {
+public enum Switch {
+    public static func parse(_ text: String) -> Bool? {
         switch text.lowercased() {
         case "on", "true", "yes", "1", "enable", "enabled": return true
         case "off", "false", "no", "0", "disable", "disabled": return false

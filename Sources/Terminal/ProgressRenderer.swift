@@ -1,3 +1,4 @@
+import Failure
 import FirmwareUpdate
 import Foundation
 import Headset
@@ -6,7 +7,7 @@ import Synchronization
 
 /// Shows update progress: a bar on a terminal (stderr), plain lines when stderr is not a terminal, JSON Lines
 /// events on stdout with --format json, and the same events appended to --progress-file.
-final class ProgressRenderer: Sendable {
+public final class ProgressRenderer: Sendable {
     private let json: Bool
     private let bar: Bool
     /// The progress file's descriptor (appending), if any.
@@ -20,10 +21,11 @@ final class ProgressRenderer: Sendable {
         var lastTenth = -1
         var barShown = false
         /// The latest event seen (whatever the output mode): where an interrupted update stopped.
-        var latest: UpdateProgress?
+        public var latest: UpdateProgress?
     }
 
-    init(json: Bool, progressFile: String?, title: String) throws {
+    /// Throws `TerminalError` `.progressFile` (exit 74) when the progress file cannot be opened.
+    public init(json: Bool, progressFile: String?, title: String) throws(TerminalError) {
         self.json = json
         self.title = title
         self.progressFile = progressFile
@@ -31,7 +33,7 @@ final class ProgressRenderer: Sendable {
         if let progressFile {
             let fd = open(progressFile, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
             guard fd >= 0 else {
-                throw CommandFailure(message: "cannot open the progress file \(progressFile) for writing: \(Console.errorText(errno))", code: Exit.localIO)
+                throw TerminalError(.progressFile, "cannot open the progress file \(progressFile) for writing: \(Console.errorText(errno))")
             }
             file = fd
         } else {
@@ -39,7 +41,7 @@ final class ProgressRenderer: Sendable {
         }
     }
 
-    func consume(_ events: AsyncStream<UpdateProgress>) async {
+    public func consume(_ events: AsyncStream<UpdateProgress>) async {
         for await event in events { show(event) }
     }
 
@@ -68,7 +70,7 @@ final class ProgressRenderer: Sendable {
     /// Ends the bar and closes the progress file. Returns why the progress file could not be written, if it could
     /// not (the update itself goes on regardless).
     @discardableResult
-    func finish() -> String? {
+    public func finish() -> String? {
         if state.withLock({ $0.barShown }) { Console.err("\n") }
         guard let file, let progressFile else { return nil }
         let failure = Console.failure(file)
@@ -79,17 +81,17 @@ final class ProgressRenderer: Sendable {
     }
 
     /// The latest progress event.
-    var latest: UpdateProgress? { state.withLock { $0.latest } }
+    public var latest: UpdateProgress? { state.withLock { $0.latest } }
 
     /// With --format json, a failure also ends the stream as an event (and in the progress file).
-    func emitError(message: String, code: String?) {
+    public func emitError(message: String, code: String?) {
         struct ErrorEvent: Encodable { var type = "error"; var message: String; var code: String? }
         guard let line = try? Output.jsonLine(ErrorEvent(message: message, code: code)) else { return }
         if json { Output.line(line) }
         if let file { Console.write(line + "\n", to: file) }
     }
 
-    static func barLine(_ e: UpdateProgress) -> String {
+    public static func barLine(_ e: UpdateProgress) -> String {
         let width = 28
         let filled = Int(e.fraction * Double(width))
         let bar = String(repeating: "█", count: filled) + String(repeating: "░", count: width - filled)
@@ -104,7 +106,7 @@ final class ProgressRenderer: Sendable {
         return text
     }
 
-    static func plainLine(_ e: UpdateProgress) -> String {
+    public static func plainLine(_ e: UpdateProgress) -> String {
         var text = "\(String(format: "%3d", Int(e.fraction * 100)))% \(e.phase.rawValue)"
         if e.phase == .erase || e.phase == .write, e.bytesTotal > 0 {
             text += ": \(e.bytesWritten)/\(e.bytesTotal) bytes, \(e.sectorsErased)/\(e.sectorsTotal) sectors erased"
@@ -115,14 +117,28 @@ final class ProgressRenderer: Sendable {
         return text
     }
 
-    struct Tagged: Encodable {
-        var type: String
-        var progress: UpdateProgress
-        func encode(to encoder: Encoder) throws {
+    public struct Tagged: Encodable {
+        public init(type: String, progress: UpdateProgress) { (self.type, self.progress) = (type, progress) }
+        public var type: String
+        public var progress: UpdateProgress
+        public func encode(to encoder: Encoder) throws {
             try progress.encode(to: encoder)
             var c = encoder.container(keyedBy: Key.self)
             try c.encode(type, forKey: .type)
         }
         enum Key: String, CodingKey { case type }
     }
+}
+
+/// The terminal's own failures.
+public typealias TerminalError = CodedFailure<TerminalErrors>
+
+/// The codes of `TerminalError`.
+public enum TerminalErrors: ErrorDomain {
+    public static func category(of code: TerminalError.Code) -> FailureCategory { .localFile }
+}
+
+extension ErrorCodeIn where Domain == TerminalError {
+    /// The progress file (`--progress-file`) cannot be opened for appending.
+    public static let progressFile = Self(rawValue: "progress-file")
 }

@@ -7,30 +7,26 @@ import Synchronization
 /// Shows a station's events: on a terminal one live line per slot (slot, unit, step, progress, last result) under
 /// the running totals, redrawn in place; otherwise one line per unit and per stop; with --format json every event
 /// as a JSON Lines object.
-final class StationView: Sendable {
+public final class StationView: Sendable {
     private let json: Bool
     private let live: Bool
-    private let state = Mutex(State())
+    /// The slots' lines and the totals (StationLiveView lays them out for the terminal's width).
+    private let state = Mutex(StationLiveView())
+    /// The live block on the terminal (`LiveScreen`: cut to its width and height).
+    private let display = LiveDisplay()
 
-    private struct State {
-        /// The slots' lines and the totals (StationLiveView lays them out for the terminal's width).
-        var view = StationLiveView()
-        /// The live block on the terminal (lines cut to its width, redrawn by screen rows).
-        var region = LiveRegion()
-        var lastDraw = ContinuousClock.now - .seconds(1)
-    }
-
-    init(json: Bool, live: Bool) {
+    /// `live`: the live block on stdout (a terminal); `json`: every event as JSON Lines instead.
+    public init(json: Bool, live: Bool) {
         (self.json, self.live) = (json, live)
     }
 
-    func show(_ event: StationEvent) {
+    public func show(_ event: StationEvent) {
         if json {
             if let line = try? Output.jsonLine(event) { Output.line(line) }
             return
         }
         let plain: String? = state.withLock { s in
-            s.view.apply(event)
+            s.apply(event)
             switch event {
             case let .started(slots, recipe, _, station):
                 return live ? nil : "station \(station): recipe \(recipe), \(slots.count) slot\(slots.count == 1 ? "" : "s")"
@@ -60,7 +56,7 @@ final class StationView: Sendable {
             }
         }
         if let plain {
-            if live { clear() }
+            if live { display.clear() }
             Output.line(plain)
         }
         if live { redraw(force: plain != nil) }
@@ -68,7 +64,7 @@ final class StationView: Sendable {
 
     /// The line's database lost or regained (an outage): a line, or with --format json a `records` event
     /// (`status`: `lost` or `held`, `message`: the line), so a JSON reader learns of the outage too.
-    func records(_ status: String, _ text: String) {
+    public func records(_ status: String, _ text: String) {
         if json {
             struct Event: Encodable { var event = "records", status: String, message: String }
             if let line = try? Output.jsonLine(Event(status: status, message: text)) { Output.line(line) }
@@ -77,15 +73,15 @@ final class StationView: Sendable {
         note(text)
     }
 
-    func note(_ text: String) {
+    public func note(_ text: String) {
         if json { return }
-        if live { clear() }
+        if live { display.clear() }
         Output.line(text)
     }
 
     /// A label printed, or not, for a unit that passed: a JSON `label` / `label-failed` event; otherwise a line for a
     /// failure, a missing preview, and (without the live view) every label.
-    func label(_ result: Result<PrintedLabel, LabelError>, slot: String, serial: String) {
+    public func label(_ result: Result<PrintedLabel, LabelError>, slot: String, serial: String) {
         struct Event: Encodable {
             var event: String
             var slot: String
@@ -119,13 +115,13 @@ final class StationView: Sendable {
 
     /// The totals at the end (a last JSON event is the station's own `totals`). On a terminal the last frame of the
     /// live block ends with them, so they are printed once.
-    func summary(_ totals: StationTotals, stopReason: String?) {
+    public func summary(_ totals: StationTotals, stopReason: String?) {
         if json {
             if let line = try? Output.jsonLine(StationEvent.totals(totals)) { Output.line(line) }
             return
         }
         if live {
-            state.withLock { $0.view.set(totals) }
+            state.withLock { $0.set(totals) }
             redraw(force: true)
         } else {
             Output.line(StationLiveView.totalsText(totals))
@@ -135,19 +131,6 @@ final class StationView: Sendable {
     /// Redraws at most 10 times a second (always when forced).
     private func redraw(force: Bool) {
         let columns = Console.columns()
-        let text: String? = state.withLock { s in
-            let now = ContinuousClock.now
-            guard force || now - s.lastDraw >= .milliseconds(100) else { return nil }
-            s.lastDraw = now
-            let lines = s.view.lines(columns: columns)
-            return s.region.frame(lines, columns: columns)
-        }
-        if let text { Console.out(text) }
-    }
-
-    /// Moves above the live lines and clears them, so a plain line can be printed there.
-    private func clear() {
-        let text = state.withLock { $0.region.clear() }
-        if !text.isEmpty { Console.out(text) }
+        display.draw(force: force) { state.withLock { $0.lines(columns: columns) } }
     }
 }
