@@ -22,9 +22,10 @@ build_packages=(pkg-config libusb-1.0-0-dev libbluetooth-dev libsqlite3-dev libs
 # snapserver, snapclient: 'tuneup-bench speaker-vs-snapcast' runs Snapcast beside the speakers (it starts its own).
 # dpkg-dev, chrpath, lintian: tools/package.sh builds the Debian package (dpkg-shlibdeps computes its Depends, chrpath
 # drops the binary's RUNPATH) and lintian checks it (docs/packaging.md).
+# mmdebstrap: the package is proven on a clean Debian 12 root it makes (tools/packaging/clean-root-test.sh).
 # tshark: the Wireshark dissectors (tools/wireshark) are checked against the project's own decoding of captures.
 runtime_packages=(umockdev postgresql librsvg2-bin chromium zbar-tools dmtx-utils rabbitmq-server python3-qpid-proton
-                  gdb snapserver snapclient dpkg-dev chrpath lintian tshark)
+                  gdb snapserver snapclient dpkg-dev chrpath lintian mmdebstrap tshark)
 
 case "${1:-all}" in
     build) packages=("${build_packages[@]}") ;;

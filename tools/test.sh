@@ -6,7 +6,9 @@
 #   - fuzzes the LightX stream decoder for 45 seconds and the Wearable, Speaker and hub decoders for 15 each (CI only);
 #   - boots a Debian kernel under QEMU and drives the simulated headset through the real Linux USB and Bluetooth
 #     stacks (tools/vm/e2e.sh tools/vm/tuneup; a few minutes, downloads cached in ~/.cache/tuneup-vm);
-#   - and builds and tests in release, the build the guest then runs (one cold build instead of two).
+#   - and builds and tests in release, the build the guest then runs (one cold build instead of two);
+#   - packages that release build as a .deb and proves it on a clean Debian 12 root (tools/packaging/clean-root-test.sh:
+#     install, version, probe, flash, man pages, completion, units, lintian, purge; about 90 s).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 vm=false
@@ -93,6 +95,8 @@ if $vm; then
     # Package.swift) with the system libraries it links beside it (tools/vm/build-initramfs.sh copies what ldd lists).
     build=(-c release -debug-info-format none -Xswiftc -enable-testing)
     products=.build/release
+    # The package made from this build names its commit (`tuneup --version`; only CBuildInfo is rebuilt for a new one).
+    if commit=$(git rev-parse --short=12 HEAD 2>/dev/null); then export TUNEUP_COMMIT=$commit; fi
 else
     # Alone, the tests run on the debug build a developer's incremental builds keep warm.
     build=()
@@ -184,5 +188,11 @@ fi
 if $vm; then
     section "USB and Bluetooth through a real kernel (QEMU)"
     TUNEUP_GUEST_BINARY="$PWD/$products/tuneup" tools/vm/e2e.sh tools/vm/tuneup --timeout 600
+    section "the Debian package on a clean Debian 12 root (tools/package.sh, tools/packaging/clean-root-test.sh)"
+    rm -rf .build/package && mkdir -p .build/package
+    tools/package.sh --binary "$products/tuneup" --out .build/package
+    sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo=sudo
+    $sudo tools/packaging/clean-root-test.sh .build/package/tuneup_*_amd64.deb
 fi
 section "all tests passed"
