@@ -3,6 +3,7 @@ import CFX
 import CFXPublisher
 import Foundation
 import Records
+import Station
 
 /// `tuneup station run --cfx amqp://HOST[:PORT]/ADDRESS`: IPC-CFX messages for every unit (docs/cfx.md). Parsing
 /// only; the publisher is `CFXPublisher`.
@@ -27,15 +28,9 @@ struct StationCFXOptions: ParsableArguments {
 
     /// The default spool: next to the records database (the outbox of a PostgreSQL line).
     static func defaultSpool(recipe: String, db: String?, outbox: String?, station: String) -> String {
-        let recipeDirectory = URL(fileURLWithPath: recipe).deletingLastPathComponent().path
-        let records: String
-        if let db, RecordStores.isServer(db) {
-            records = outbox ?? recipeDirectory + "/\(StationCommand.Run.fileName(station)).outbox.sqlite"
-        } else {
-            records = db ?? recipeDirectory + "/records.sqlite"
-        }
+        let records = StationRecords.recordsPath(db: db, outbox: outbox, station: station, recipe: recipe)
         let directory = URL(fileURLWithPath: records).deletingLastPathComponent().path
-        return directory + "/\(StationCommand.Run.fileName(station)).cfx-spool"
+        return directory + "/\(StationRecords.fileName(station)).cfx-spool"
     }
 
     /// Starts the publisher when --cfx is given (its spool's messages are offered first). An unreachable broker is

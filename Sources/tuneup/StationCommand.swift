@@ -142,48 +142,16 @@ struct StationCommand: AsyncParsableCommand {
 
         func run() async throws {
             // Everything that can be wrong with the recipe, its images or the records is found before a unit is touched.
-            let loaded: LoadedRecipe
-            let store: any RecordStore
-            var line: (store: OutboxRecordStore, path: String)?
-            var lineServer: PostgresRecordStore?
-            let stationName = station ?? Self.hostName()
-            // Held until the station ends (the kernel drops it if the process dies): a second live station of this
-            // name on these records is refused instead of closing this one's runs as a killed station's.
-            let held: StationLock
-            // On a line the name is held on the server too (a station on another host has an outbox of its own):
-            // its changes are passed on once the station exists.
-            var lineHold: LineStationLock?
-            let nameChanges = Mutex<(@Sendable (LineStationLock.Status) -> Void)?>(nil)
+            let interactive = isatty(STDIN_FILENO) == 1
+            let stationName = station ?? StationRecords.defaultStationName()
+            let loaded: LoadedRecipe, records: StationRecords
             do {
-                loaded = try await Self.loadRecipe(recipe)
-                try Self.checkMeasurable(loaded)
-                // A recipe that asks the operator (a scan, prompts) needs someone to answer: the page or a terminal.
-                if let problem = loaded.recipe.unanswerable(terminal: isatty(STDIN_FILENO) == 1, page: ui != nil) {
-                    throw CommandFailure(message: "\(recipe): \(problem)", code: Exit.usage)
-                }
-                let directory = URL(fileURLWithPath: recipe).deletingLastPathComponent().path
-                if let db, RecordStores.isServer(db) {
-                    let server = try await PostgresRecordStore.open(url: db)
-                    lineServer = server
-                    let path = outbox ?? (directory + "/\(Self.fileName(stationName)).outbox.sqlite")
-                    let outboxStore = try await SQLiteRecordStore.open(path: path)
-                    let lined = OutboxRecordStore(server: server, outbox: outboxStore, station: stationName, leaseSize: lease ?? 32)
-                    line = (lined, path)
-                    store = lined
-                    held = try await StationLock.acquire(station: stationName, recordsPath: path)
-                    lineHold = try await LineStationLock.acquire(station: stationName, url: db) { status in
-                        nameChanges.withLock { $0 }?(status)
-                    }
-                } else {
-                    let path = db ?? (directory + "/records.sqlite")
-                    store = try await SQLiteRecordStore.open(path: path)
-                    held = try await StationLock.acquire(station: stationName, recordsPath: path)
-                }
+                loaded = try await Station.loadRecipe(recipe, terminal: interactive, page: ui != nil)
+                records = try await StationRecords.open(db: db, outbox: outbox, lease: lease, station: stationName, recipe: recipe)
             } catch {
                 throw failureExit(error)
             }
-            defer { withExtendedLifetime(held) {} }
-            let interactive = isatty(STDIN_FILENO) == 1
+            let store = records.store
             let desk = OperatorDesk()
             var connection = ConnectionOptions()
             connection.session.timeout = .milliseconds(Int64(timeout * 1000))
@@ -192,20 +160,7 @@ struct StationCommand: AsyncParsableCommand {
                 toolVersion: TuneupVersion.string, connection: connection, deviceWait: .milliseconds(Int64(wait.wait * 1000)),
                 workOrder: trace.workOrder, lot: trace.lot, fixture: trace.fixture, metadata: try trace.metadata())
             let view = StationView(json: output.json, live: !output.json && isatty(STDOUT_FILENO) == 1)
-            // Stopping (also by Ctrl-C): unused leased values are voided and the outbox uploaded, as far as it goes.
-            func finishLine() async {
-                guard let line else { return }
-                let wait = Duration.milliseconds(Int64((uploadWait ?? 10) * 1000))
-                let left = await Task { await line.store.finish(within: wait) }.value
-                if left.isEmpty {
-                    view.note("records: \(line.store.uploaded) uploaded to the line's database; the outbox is empty")
-                } else {
-                    view.note("records: \(left.runs) run\(left.runs == 1 ? "" : "s") and \(left.identities) identity change\(left.identities == 1 ? "" : "s") wait in \(line.path) (\(line.store.serverProblem ?? "the server did not answer")); the station's next start uploads them")
-                }
-                if left.conflicts > 0 {
-                    view.note("records: \(left.conflicts) identity change\(left.conflicts == 1 ? " was" : "s were") refused by the line's database (another unit or station holds the value); see \(line.path)")
-                }
-            }
+            let uploadWait = Duration.milliseconds(Int64((self.uploadWait ?? 10) * 1000))
             // Everything that follows the station's events (the terminal view, the operator page, CFX, labels) is
             // one listener here: each is called in event order and must return at once (queue its own work).
             var listeners: [@Sendable (StationEvent) -> Void] = [{ view.show($0) }]
@@ -241,7 +196,7 @@ struct StationCommand: AsyncParsableCommand {
                 throw failureExit(error)
             }
             if let publisher { listeners.append { publisher.handle($0) } }
-            let heartbeat = lineServer.map {
+            let heartbeat = records.server.map {
                 StationHeartbeat.start($0, station: stationName, slots: device.count, toolVersion: TuneupVersion.string)
             }
             let eventListeners = listeners
@@ -250,14 +205,11 @@ struct StationCommand: AsyncParsableCommand {
             }
             // The hold's connection to the line's database dropped (an outage): the station goes on and takes its name
             // back when the server answers; if another station of the name started meanwhile, this one stops.
-            nameChanges.withLock {
-                $0 = { status in
-                    switch status {
-                    case .held: view.records("held", "records: station \(stationName) holds its name on the line's database again")
-                    case .lost(let why):
-                        view.records("lost", "records: station \(stationName) lost its hold on its name on the line's database (\(why)); it goes on and takes it back when the server answers")
-                    case .taken: station.stop(because: Self.nameTaken(stationName))
-                    }
+            records.followName { status in
+                switch status {
+                case .held: view.records("held", StationRecords.nameChangeText(status, station: stationName))
+                case .lost: view.records("lost", StationRecords.nameChangeText(status, station: stationName))
+                case .taken: station.stop(because: StationRecords.nameTakenReason(stationName))
                 }
             }
             // Answers typed on the terminal (a barcode scanner is a keyboard): read on a thread of their own.
@@ -310,8 +262,7 @@ struct StationCommand: AsyncParsableCommand {
                 await heartbeat?.stop()
                 await ui?.stop()
                 await cfx.finish(publisher) { view.note($0) }
-                await finishLine()
-                await lineHold?.release()
+                await records.close(uploadWait: uploadWait) { view.note($0) }
                 throw failureExit(error)
             }
             await labelPrinter?.flush()
@@ -323,11 +274,9 @@ struct StationCommand: AsyncParsableCommand {
             await heartbeat?.stop()
             await ui?.stop()
             await cfx.finish(publisher) { view.note($0) }
-            await finishLine()
-            let tookOver = lineHold?.status == .taken
-            await lineHold?.release()
+            let tookOver = await records.close(uploadWait: uploadWait) { view.note($0) }
             if Task.isCancelled { return }
-            if tookOver { throw failureExit(RecordsError(.stationLive, Self.nameTaken(stationName))) }
+            if tookOver { throw failureExit(RecordsError(.stationLive, StationRecords.nameTakenReason(stationName))) }
             // An SPC alarm has its own code (3), in watch mode and not.
             if let alarm = station.alarm { throw CommandFailure(message: "the station stopped: \(alarm.message)", code: Self.alarmExit) }
             if let reason = station.stopReason, watch { throw CommandFailure(message: "the station stopped: \(reason)", code: 1) }
@@ -336,39 +285,7 @@ struct StationCommand: AsyncParsableCommand {
             }
         }
 
-        /// Why a station stopped whose name another station took on the line's database while its hold was lost.
-        static func nameTaken(_ station: String) -> String {
-            "station \(station) started elsewhere while this one's hold on its name on the line's database was lost: this one takes no more units (stop one of them, or name them apart with --station)"
-        }
-
         /// The exit code of a station stopped by an SPC alarm (the recipe's `spc:` limits).
         static let alarmExit: Int32 = 3
-
-        /// A station name as a file name (path separators and odd characters replaced).
-        static func fileName(_ station: String) -> String {
-            String(station.map { $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" || $0 == "." ? $0 : "_" })
-        }
-
-        /// This machine's name (gethostname: no name-service lookup, unlike Foundation's hostName).
-        static func hostName() -> String {
-            var buffer = [CChar](repeating: 0, count: 256)
-            guard gethostname(&buffer, buffer.count - 1) == 0 else { return "station" }
-            let name = String(cString: buffer)
-            return name.isEmpty ? "station" : name
-        }
-
-        /// Loads the recipe on the blocking executor, off the cooperative pool (it reads and verifies the images).
-        static func loadRecipe(_ path: String) async throws -> LoadedRecipe {
-            try await Blocking.perform("recipe load") { try ProvisioningRecipe.load(path: path) }
-        }
-
-        /// Every test of the recipe must be a measurement the station can take.
-        static func checkMeasurable(_ loaded: LoadedRecipe) throws {
-            for test in loaded.recipe.tests where !Station.canMeasure(test.name) {
-                throw CommandFailure(
-                    message: "\(loaded.path): tests: the station cannot measure '\(test.name)' (it measures \(Station.measurements.joined(separator: ", ")))",
-                    code: Exit.usage)
-            }
-        }
     }
 }
