@@ -72,6 +72,11 @@ gzip -9n "$root"/usr/share/man/man1/*.1
 "$root/usr/bin/tuneup" --generate-completion-script fish > "$root/usr/share/fish/vendor_completions.d/tuneup.fish"
 
 install -m 644 "$repo/tools/udev/70-tuneup-usb.rules" "$root/lib/udev/rules.d/"
+# The Wireshark dissectors (docs/wireshark.md): Debian's Wireshark loads Lua plugins from its global plugin folder and
+# its subfolders (`tshark -G folders`).
+wireshark="$root/usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH)/wireshark/plugins/tuneup"
+mkdir -p "$wireshark"
+install -m 644 "$repo"/tools/wireshark/*.lua "$wireshark/"
 install -m 644 "$pkg/tuneup-receive.service" "$pkg/tuneup-hub.service" "$pkg/tuneup-station@.service" "$root/lib/systemd/system/"
 for f in "$pkg"/default/*; do install -m 644 "$f" "$root/etc/default/"; done
 install -m 644 "$pkg/copyright" "$root/usr/share/doc/tuneup/copyright"

@@ -76,6 +76,7 @@ local f = {
     uuid = ProtoField.bytes("wearable.uuid", "UUID (128-bit)"),
     offset = ProtoField.uint16("wearable.offset", "Offset", base.DEC),
     cccd_handle = ProtoField.uint16("wearable.cccd_handle", "CCCD handle", base.HEX),
+    attribute_handle = ProtoField.uint16("wearable.attribute_handle", "Attribute handle", base.HEX),
     properties = ProtoField.uint8("wearable.properties", "Properties", base.HEX),
     entry_length = ProtoField.uint8("wearable.entry_length", "Entry length", base.DEC),
     notifications = ProtoField.bool("wearable.notifications", "Notifications on"),
@@ -334,7 +335,7 @@ local function dissect_pdu(op, p, tree, le, key)
             local uuid = uuid_hex(p, o + 5, false)
             local c = characteristic_uuids[uuid]
             local e = tree:add(p(o, 21), string.format("Characteristic %s at 0x%04X", c or uuid, h))
-            e:add(f.handle, p(o, 2)); e:add(f.cccd_handle, p(o + 2, 2)); e:add(f.properties, p(o + 4, 1))
+            e:add(f.attribute_handle, p(o, 2)); e:add(f.cccd_handle, p(o + 2, 2)); e:add(f.properties, p(o + 4, 1))
             e:add(f.uuid, p(o + 5, 16))
             if c then
                 handles[h] = c
@@ -356,7 +357,7 @@ local function dissect_pdu(op, p, tree, le, key)
         local o = 1
         while len > 0 and o + len <= n do
             local e = tree:add(p(o, len), "Attribute")
-            e:add_le(f.handle, p(o, 2))
+            e:add_le(f.attribute_handle, p(o, 2))
             if len == 21 then
                 -- characteristic declaration: properties, value handle, 128-bit UUID
                 e:add(f.properties, p(o + 2, 1))
