@@ -240,12 +240,18 @@ let package = Package(
                 "USBGadget", "WearableSimulator", "SpeakerSession", "SpeakerSimulator", .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict),
+        // The values of the unit records (runs, steps, measurements, identities, attachments) and their rules: pure, no
+        // store (what CFX maps from, and what both stores take and return).
+        .target(
+            name: "RecordModel",
+            dependencies: ["Failure", .product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: strict),
         // Unit records of factory provisioning: units, runs, steps, measurements, identities and leases (SQLite, or
         // PostgreSQL for a line of stations).
         .target(
             name: "Records",
             dependencies: [
-                "Failure", "Support", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "PostgresNIO", package: "postgres-nio"),
+                "RecordModel", "Failure", "Support", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),  // attachments' SHA-256
                 .product(name: "Logging", package: "swift-log"), .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOSSL", package: "swift-nio-ssl"),
@@ -285,8 +291,9 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strict),
-        // IPC-CFX (IPC-2591) messages mapped from the records: envelopes and bodies as JSON. Pure, no I/O.
-        .target(name: "CFX", dependencies: ["Records", .product(name: "Crypto", package: "swift-crypto")], swiftSettings: strict),
+        // IPC-CFX (IPC-2591) messages mapped from the records: envelopes and bodies as JSON. Pure, no I/O: it maps the
+        // record values (RecordModel), with no store or database driver (tools/check-layering.py).
+        .target(name: "CFX", dependencies: ["RecordModel", .product(name: "Crypto", package: "swift-crypto")], swiftSettings: strict),
         // Debian's Qpid Proton C library (AMQP 1.0), found with pkg-config.
         .systemLibrary(name: "CQpidProton", pkgConfig: "libqpid-proton", providers: [.apt(["libqpid-proton11-dev"])]),
         // The station's CFX publisher: a durable spool and an AMQP 1.0 sender on Proton's proactor (its own thread).

@@ -21,11 +21,16 @@ RULES = {
     "Station": SIMULATORS + ["TestSupport"],
     "StationPage": SIMULATORS + ["TestSupport"],
     "CFXPublisher": SIMULATORS + ["TestSupport"],
+    # A pure mapper from record values to messages: no store, no database driver, no network.
+    "CFX": ["Records", "product:GRDB", "product:PostgresNIO", "product:NIOPosix", "product:NIOSSL"],
+    # The record values: what both stores take and return, and what CFX maps; no store of its own.
+    "RecordModel": ["Records", "product:GRDB", "product:PostgresNIO", "product:NIOPosix"],
 }
 
 
 def dependencies(package):
-    """Each target's dependencies on targets of this package (products of other packages left out)."""
+    """Each target's dependencies on targets of this package, and on other packages' products as `product:NAME`
+    (leaves: what a product links further is that package's own business)."""
     names = {t["name"] for t in package["targets"]}
     graph = {}
     for target in package["targets"]:
@@ -34,6 +39,8 @@ def dependencies(package):
             for kind in ("byName", "target"):
                 if kind in dependency and dependency[kind][0] in names:
                     found.append(dependency[kind][0])
+            if "product" in dependency:
+                found.append("product:" + dependency["product"][0])
         graph[target["name"]] = found
     return graph
 

@@ -1,6 +1,6 @@
 import Crypto
 import Foundation
-import Records
+import RecordModel
 
 /// The IPC-CFX (IPC-2591) messages a station publishes for each unit run (docs/cfx.md).
 public enum CFXMessageKind: String, Sendable, Hashable, CaseIterable, Codable {

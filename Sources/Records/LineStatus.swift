@@ -193,7 +193,7 @@ extension PostgresRecordStore {
             }
 
             // Cpk per measurement over the last finished runs.
-            var values: [String: [Measurement]] = [:]
+            var values: [String: [RecordModel.Measurement]] = [:]
             var order: [String] = []
             for try await (name, unit, value, low, high, outcome) in try await c.query("""
                 SELECT m.name, m.unit, m.value, m.low, m.high, m.outcome
@@ -202,7 +202,7 @@ extension PostgresRecordStore {
                 ORDER BY m.id
                 """, logger: logger).decode((String, String, Double, Double?, Double?, String).self) where value.isFinite {
                 if values[name] == nil { order.append(name) }
-                values[name, default: []].append(Measurement(
+                values[name, default: []].append(RecordModel.Measurement(
                     name: name, value: value, unit: unit, low: low, high: high, outcome: MeasurementOutcome(rawValue: outcome) ?? .pass))
             }
             let cpk = order.map { name -> RecordsReport.MeasurementStats in

@@ -190,7 +190,7 @@ public final class OutboxRecordStore: RecordStore {
 
     public func startRun(_ start: RunStart) async throws -> RunID { try await outbox.startRun(start) }
     public func recordStep(_ step: StepRecord, in run: RunID) async throws -> StepID { try await outbox.recordStep(step, in: run) }
-    public func recordMeasurement(_ measurement: Measurement, in step: StepID) async throws {
+    public func recordMeasurement(_ measurement: RecordModel.Measurement, in step: StepID) async throws {
         try await outbox.recordMeasurement(measurement, in: step)
     }
     public func finishRun(_ run: RunID, outcome: RunOutcome, at date: Date) async throws {

@@ -246,7 +246,7 @@ public final class PostgresRecordStore: LineRecordServer, StoredValues {
         }
     }
 
-    public func recordMeasurement(_ measurement: Measurement, in step: StepID) async throws {
+    public func recordMeasurement(_ measurement: RecordModel.Measurement, in step: StepID) async throws {
         try await transaction { c in
             guard let run = try await c.query("SELECT run_id FROM steps WHERE id = \(step.rawValue)", logger: self.logger)
                 .collect().first?.decode(Int64.self) else {
@@ -714,7 +714,7 @@ public final class PostgresRecordStore: LineRecordServer, StoredValues {
         }
     }
 
-    private func insert(_ c: PostgresConnection, _ m: Measurement, _ step: StepID) async throws {
+    private func insert(_ c: PostgresConnection, _ m: RecordModel.Measurement, _ step: StepID) async throws {
         // A value is required, as in the SQLite store (where NaN is NULL, refused by NOT NULL): PostgreSQL would keep NaN.
         guard !m.value.isNaN else {
             throw RecordsError(.storage, "records database \(name): measurement \(m.name) has no value (NaN)")
@@ -752,8 +752,8 @@ public final class PostgresRecordStore: LineRecordServer, StoredValues {
             reworkCount: Int(try row["rework_count"].decode(Int64.self)), steps: [])
     }
 
-    private static func measurement(_ row: PostgresRandomAccessRow) throws -> Measurement {
-        Measurement(
+    private static func measurement(_ row: PostgresRandomAccessRow) throws -> RecordModel.Measurement {
+        RecordModel.Measurement(
             name: try row["name"].decode(String.self), value: try row["value"].decode(Double.self), unit: try row["unit"].decode(String.self),
             low: try row["low"].decode(Double?.self), high: try row["high"].decode(Double?.self),
             marginalLow: try row["marginal_low"].decode(Double?.self), marginalHigh: try row["marginal_high"].decode(Double?.self),
@@ -895,9 +895,4 @@ extension PostgresRecordStore {
     func lineTransaction<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection, Logger) async throws -> T) async throws -> T {
         try await transaction { c in try await body(c, self.logger) }
     }
-}
-
-extension Date {
-    /// Records keep times to the millisecond (as the SQLite store does); the server keeps microseconds.
-    var toMilliseconds: Date { Date(timeIntervalSince1970: (timeIntervalSince1970 * 1000).rounded() / 1000) }
 }

@@ -71,15 +71,15 @@ public struct ProcessWindow: Sendable, Hashable {
     /// One finished unit: whether it passed the first time, and what it measured.
     public struct Sample: Sendable, Hashable {
         public var firstPass: Bool
-        public var measurements: [Measurement]
-        public init(firstPass: Bool, measurements: [Measurement]) { (self.firstPass, self.measurements) = (firstPass, measurements) }
+        public var measurements: [RecordModel.Measurement]
+        public init(firstPass: Bool, measurements: [RecordModel.Measurement]) { (self.firstPass, self.measurements) = (firstPass, measurements) }
     }
 
     public let size: Int
     /// The first-pass outcomes of the latest units, oldest first (at most `size`).
     public private(set) var firstPasses: [Bool] = []
     /// Per measurement, its latest values, oldest first (at most `size`).
-    public private(set) var values: [String: [Measurement]] = [:]
+    public private(set) var values: [String: [RecordModel.Measurement]] = [:]
     /// Measurement names in the order they were first seen.
     public private(set) var names: [String] = []
 

@@ -1,4 +1,6 @@
 import Foundation
+// The record values are the store's API: every user of the records sees them through `import Records`.
+@_exported import RecordModel
 
 /// Offers candidate values for an identity: called with 0, 1, 2, ... until it returns nil (the pool is exhausted).
 /// The store takes the first candidate no one holds; the recipe's identity rules make the values.
@@ -62,7 +64,7 @@ public protocol RecordStore: Sendable {
     /// Records one step with its measurements, atomically.
     func recordStep(_ step: StepRecord, in run: RunID) async throws -> StepID
     /// Adds a measurement to a recorded step.
-    func recordMeasurement(_ measurement: Measurement, in step: StepID) async throws
+    func recordMeasurement(_ measurement: RecordModel.Measurement, in step: StepID) async throws
     /// Closes an open run with its outcome. Throws `invalidTransition` when it was closed already.
     func finishRun(_ run: RunID, outcome: RunOutcome, at: Date) async throws
     /// Closes every open run of `station` as aborted (a station calls it when it starts: its previous process was

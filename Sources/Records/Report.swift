@@ -140,7 +140,7 @@ public struct RecordsReport: Sendable, Hashable, Encodable {
 
     private static func measurementStats(_ runs: [RunRecord]) -> [MeasurementStats] {
         var order: [String] = []
-        var byName: [String: [Measurement]] = [:]
+        var byName: [String: [RecordModel.Measurement]] = [:]
         for m in runs.flatMap({ $0.steps.flatMap(\.measurements) }) where m.value.isFinite {
             if byName[m.name] == nil { order.append(m.name) }
             byName[m.name, default: []].append(m)

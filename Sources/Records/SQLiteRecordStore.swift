@@ -276,7 +276,7 @@ public final class SQLiteRecordStore: RecordStore {
         }
     }
 
-    public func recordMeasurement(_ measurement: Measurement, in step: StepID) async throws {
+    public func recordMeasurement(_ measurement: RecordModel.Measurement, in step: StepID) async throws {
         try await write { db in
             guard let run = try Int64.fetchOne(db, sql: "SELECT run_id FROM steps WHERE id = ?", arguments: [step.rawValue]) else {
                 throw RecordsError(.notFound, "step \(step) does not exist")

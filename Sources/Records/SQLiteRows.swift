@@ -145,7 +145,7 @@ struct StepRow: NumberedRow {
             (run.rawValue, s.name, s.startedAt, s.endedAt, s.outcome, s.retries, s.message)
     }
 
-    func record(_ measurements: [Measurement]) -> StepRecord {
+    func record(_ measurements: [RecordModel.Measurement]) -> StepRecord {
         StepRecord(
             name: name, startedAt: startedAt, endedAt: endedAt, outcome: outcome, retries: retries, message: message,
             measurements: measurements)
@@ -162,13 +162,13 @@ struct MeasurementRow: SQLiteRow, PersistableRecord {
     var low, high, marginalLow, marginalHigh: Double?
     var outcome: MeasurementOutcome
 
-    init(_ m: Measurement, step: StepID) {
+    init(_ m: RecordModel.Measurement, step: StepID) {
         (stepID, name, value, unit, low, high, marginalLow, marginalHigh, outcome) =
             (step.rawValue, m.name, m.value, m.unit, m.low, m.high, m.marginalLow, m.marginalHigh, m.outcome)
     }
 
-    var measurement: Measurement {
-        Measurement(
+    var measurement: RecordModel.Measurement {
+        RecordModel.Measurement(
             name: name, value: value, unit: unit, low: low, high: high, marginalLow: marginalLow, marginalHigh: marginalHigh,
             outcome: outcome)
     }

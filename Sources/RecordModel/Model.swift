@@ -250,7 +250,7 @@ public struct OperatorAnswer: Sendable, Hashable, Codable {
     }
 
     /// The one rule of every store: texts of one line, a code of at most 128 characters.
-    func check() throws {
+    package func check() throws {
         for (what, text, max) in [("step", step, 128), ("label", label, 256), ("value", value, 256), ("answered-by", answeredBy, 256), ("source", source, 32)] {
             guard text.count <= max, !text.unicodeScalars.contains(where: { CharacterSet.controlCharacters.contains($0) }) else {
                 throw RecordsError(.invalidArgument, "an answer's \(what) is one line of at most \(max) characters")
@@ -345,7 +345,7 @@ public struct UnitRecord: Sendable, Hashable, Codable {
 
 extension Identity {
     /// The states an identity may leave for `target` (markWritten, commit, void).
-    static func sources(of target: IdentityState) -> Set<IdentityState> {
+    package static func sources(of target: IdentityState) -> Set<IdentityState> {
         switch target {
         case .written: [.reserved]
         case .committed: [.written]
@@ -356,7 +356,7 @@ extension Identity {
 
     /// Whether becoming `target` changes the identity (false when it is in `target` already); throws
     /// `invalidTransition` when its state forbids the change. The one rule of both stores.
-    func changes(to target: IdentityState) throws -> Bool {
+    package func changes(to target: IdentityState) throws -> Bool {
         if state == target { return false }
         let sources = Self.sources(of: target)
         guard sources.contains(state) else {
@@ -365,4 +365,9 @@ extension Identity {
         }
         return true
     }
+}
+
+extension Date {
+    /// Records keep times to the millisecond (both stores; a PostgreSQL server keeps microseconds).
+    package var toMilliseconds: Date { Date(timeIntervalSince1970: (timeIntervalSince1970 * 1000).rounded() / 1000) }
 }
