@@ -228,7 +228,7 @@ let package = Package(
             name: "DeviceAccess",
             dependencies: [
                 "Failure", "LightX", "Transport", "Headset", "Firmware", "FirmwareUpdate", "USBTransport", "BluetoothTransport", "Session",
-                "SpeakerSession", .product(name: "Logging", package: "swift-log"),
+                "SpeakerSession", "Capture", .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict),
         // Everything composed for the tools: DeviceAccess (re-exported) with the in-process simulators' schemes
@@ -256,6 +256,12 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"), .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ],
+            swiftSettings: strict),
+        // Captures (docs/capture.md): the pcapng codec and the decoder of every family's links (pure), the writer that
+        // appends each block as it happens (off the cooperative pool), the capturing Transport wrapper.
+        .target(
+            name: "Capture",
+            dependencies: ["Failure", "LightX", "Speaker", "Support", "Transport", "WearableLink"],
             swiftSettings: strict),
         // The provisioning station: a recipe run on units in slots, several at once, every run recorded.
         .target(
@@ -315,7 +321,7 @@ let package = Package(
                 "CBuildInfo", "Failure", "LightX", "Transport", "Headset", "HeadsetSimulator", "Firmware", "FirmwareUpdate", "USBTransport", "USBGadget",
                 "BluetoothTransport", "TuneupKit", "Recipe", "Records", "Station", "SpeakerPlayback", "SpeakerSession", "SpeakerSimulator", "Progress",
                 "Wearable", "WearableLink", "WearableSession", "WearableSimulator", "WearableRecording", "SpeakerHub", "AudioInput", "Spawn", "Support",
-                "StationPage", "Labels", "CFX", "CFXPublisher", "SpeakerReceiver", "Terminal", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "StationPage", "Labels", "CFX", "CFXPublisher", "SpeakerReceiver", "Terminal", "Capture", .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             // The Swift runtime and Foundation linked in: factory scripts start tuneup once per step, and the dynamic
@@ -335,7 +341,7 @@ let package = Package(
             dependencies: [
                 "LightX", "Transport", "Headset", "Firmware", "FirmwareUpdate", "Simulator", "HeadsetSimulator", "TuneupKit", "Recipe", "Records", "Station",
                 "ThrowawayPostgres", "ThrowawayRabbitMQ", "Wearable", "WearableSession", "WearableSimulator", "SpeakerPlayback", "SpeakerSession",
-                "SpeakerSimulator", "Spawn", "Support", "StationPage", "CFX", "CFXPublisher", "SpeakerReceiver",
+                "SpeakerSimulator", "Spawn", "Support", "StationPage", "CFX", "CFXPublisher", "SpeakerReceiver", "Capture",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
             ],
@@ -416,8 +422,12 @@ let package = Package(
             name: "CFXTests",
             dependencies: ["CFX", "CFXPublisher", "Station", "HeadsetSimulator", "Records", "Recipe", "TuneupKit", "TestSupport", "Spawn", "Support"],
             swiftSettings: testing),
+        .testTarget(
+            name: "CaptureTests",
+            dependencies: ["Capture", "Firmware", "FirmwareUpdate", "Headset", "HeadsetSimulator", "LightX", "Simulator", "Support", "Transport", "TestSupport"],
+            swiftSettings: testing),
         .testTarget(name: "SpawnTests", dependencies: ["Failure", "Spawn", "Support"], swiftSettings: testing),
         // The CLI's tests run the built tuneup as a process (not a dependency: its static Swift runtime, above).
-        .testTarget(name: "TuneupTests", dependencies: ["LightX", "Transport", "TuneupKit", "Records", "Spawn", "TestSupport"], swiftSettings: testing),
+        .testTarget(name: "TuneupTests", dependencies: ["Capture", "LightX", "Transport", "TuneupKit", "Records", "Spawn", "TestSupport"], swiftSettings: testing),
     ]
 )

@@ -1,3 +1,4 @@
+import Capture
 import Foundation
 import Headset
 import Logging
@@ -16,14 +17,18 @@ public struct ConnectionOptions: Sendable {
     public var connectTimeout: Duration
     /// Where the back ends log opening, closing and (at trace) every chunk; nil: they stay quiet.
     public var transportLogger: Logger?
+    /// `--capture FILE`: when set, every opened link is recorded in that pcapng file, one interface per link
+    /// (docs/capture.md).
+    public var capture: CaptureSettings?
 
     public init(session: LightXSession.Options = .init(), pollInterval: Duration? = nil, linkConditions: LinkConditions? = nil,
-                connectTimeout: Duration = .seconds(5), transportLogger: Logger? = nil) {
+                connectTimeout: Duration = .seconds(5), transportLogger: Logger? = nil, capture: CaptureSettings? = nil) {
         self.session = session
         self.pollInterval = pollInterval
         self.linkConditions = linkConditions
         self.connectTimeout = connectTimeout
         self.transportLogger = transportLogger
+        self.capture = capture
     }
 }
 
@@ -123,7 +128,7 @@ public struct DeviceRegistry: Sendable {
     /// The connector for every scheme in `addressSchemes`: TCP and serial (Transport's own), and each entry's opener
     /// made from `options` (USB: `USBBridge`, the known-device table, a first open that fails at once, re-opens that
     /// wait for the device to re-enumerate, shared by copies of the connector; Bluetooth: `BluetoothBridge`,
-    /// `TUNEUP_BT_ADAPTER`).
+    /// `TUNEUP_BT_ADAPTER`). With `options.capture`, every link it opens is recorded (one interface each).
     public func connector(_ options: ConnectionOptions = .init()) -> TransportConnector {
         var connector = TransportConnector(connectTimeout: options.connectTimeout)
         for entry in entries {
@@ -131,6 +136,15 @@ public struct DeviceRegistry: Sendable {
         }
         connector.logger = options.transportLogger
         connector.linkConditions = options.linkConditions
+        guard let capture = options.capture else { return connector }
+        // Every scheme's link is recorded as it opens (after its conditions, so the capture shows what the session saw).
+        let inner = connector
+        connector.linkConditions = nil  // applied by `inner`
+        for scheme in ["tcp", "serial"] + entries.map(\.name) where inner.canOpen(scheme) {
+            connector.register(scheme) { address, _ in
+                try await capture.wrap(try await inner.open(address), family: capture.family(ofScheme: address.scheme))
+            }
+        }
         return connector
     }
 

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Capture
 import Foundation
 import Headset
 import Logging
@@ -28,6 +29,8 @@ struct DeviceOptions: ParsableArguments {
         "USB only: poll the device's reply report at this fixed interval (e.g. 50ms, as the vendor tools do).",
         discussion: "Default: poll at once after a request, then back off.", valueName: "interval"))
     var pollInterval: String?
+
+    @OptionGroup var capture: CaptureOption
 
     /// `--poll-interval` as a duration (nil: adaptive polling).
     var pollIntervalDuration: Duration? { pollInterval.flatMap { parseDuration($0) } }
@@ -63,7 +66,26 @@ struct DeviceOptions: ParsableArguments {
 
     /// How to open and talk to the device; `transportLogger` traces the link (with --verbose).
     func connectionOptions(transportLogger: Logger?) -> ConnectionOptions {
-        ConnectionOptions(session: sessionOptions, pollInterval: pollIntervalDuration, transportLogger: transportLogger)
+        ConnectionOptions(session: sessionOptions, pollInterval: pollIntervalDuration, transportLogger: transportLogger,
+                          capture: capture.settings(.lightX))
+    }
+}
+
+/// `--capture FILE.pcapng`, on every command that talks to a device (docs/capture.md): every link the command opens is
+/// recorded in that file, one interface per link. The file is created when the first link opens (an existing file, a
+/// symbolic link or a FIFO is refused with one line, exit 74); a full disk ends the capture with one warning.
+struct CaptureOption: ParsableArguments {
+    @Option(help: ArgumentHelp(
+        "Record every frame sent and received in this pcapng file (Wireshark, 'tuneup capture show').",
+        discussion: "An existing file is never replaced.", valueName: "file.pcapng"))
+    var capture: String?
+
+    /// The settings of links of `family` written by `role` (nil without --capture).
+    func settings(_ family: CaptureFamily, role: CaptureRole = .host) -> CaptureSettings? {
+        capture.map { path in
+            CaptureSettings(path: path, family: family, role: role, application: "tuneup \(TuneupVersion.line)",
+                            warn: { printError("warning: \($0)") })
+        }
     }
 }
 

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Capture
 import Dispatch
 import BluetoothTransport
 import Firmware
@@ -42,6 +43,7 @@ struct SimCommand: AsyncParsableCommand {
 
         @Option(help: ArgumentHelp("Listen on tcp:HOST:PORT (port 0 picks free ports; device k uses PORT+k otherwise).", valueName: "addr"))
         var listen: String?
+        @OptionGroup var capture: CaptureOption
 
         @Flag(help: "Serve on pseudo-terminals instead of TCP (usable as serial:PATH).")
         var pty = false
@@ -171,8 +173,10 @@ struct SimCommand: AsyncParsableCommand {
             options.production = try productionLine()
             let server: SimulatorServer
             var usb: USBGadgetPresence?
+            let captured = capture.settings(.lightX, role: .device)
             do {
                 if let state { try SimulatorBridge.checkStatePath(state, createDirectory: false) }
+                _ = try await captured?.writer()
                 if pty {
                     server = try await SimulatorServer.listenPTY(count: count, statePath: state, options: options)
                 } else if let rfcomm {
@@ -193,6 +197,7 @@ struct SimCommand: AsyncParsableCommand {
             } catch {
                 throw failureExit(error)
             }
+            if let captured { server.wrapLinks { try await captured.wrap($0) } }
             // Signals are handled before the addresses go out: whoever reads them may stop the simulator at once.
             let control = ControlInput.lines()
             for endpoint in server.endpoints {

@@ -1,5 +1,6 @@
 import ArgumentParser
 import BluetoothTransport
+import Capture
 import Foundation
 import Logging
 import Terminal
@@ -42,6 +43,7 @@ extension SimCommand {
         @Option(help: ArgumentHelp("Listen on tcp:HOST:PORT (port 0 picks a free port).", valueName: "addr"))
         var listen: String?
 
+        @OptionGroup var capture: CaptureOption
         @Flag(help: "Serve on a pseudo-terminal instead of TCP (usable as serial:PATH).")
         var pty = false
 
@@ -201,8 +203,11 @@ extension SimCommand {
             device.dropSensorNotifications(try dropIndices())
             if let stall { device.stall(try WearableCommand.sensor(named: stall)) }
             let server: WearableSimulatorServer
+            let captured = capture.settings(.wearable, role: .device)
             do {
+                _ = try await captured?.writer()
                 server = try WearableSimulatorServer(devices: [device], logger: logger)
+                if let captured { server.wrapLinks { try await captured.wrap($0) } }
                 let listener: any TransportListener
                 if pty {
                     listener = try PseudoTerminal.open(logger: verbose ? logger : nil)

@@ -36,7 +36,7 @@ struct Tuneup: AsyncParsableCommand {
             FactoryCommand.self, StationCommand.self, RecordsCommand.self, LineCommand.self,
             SpeakerCommand.self,
             WearableCommand.self,
-            SimCommand.self,
+            SimCommand.self, CaptureCommand.self,
         ])
 
     /// Parses, runs, and maps every failure to one stderr line and an exit code (`CommandRunner`).

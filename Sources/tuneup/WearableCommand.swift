@@ -1,4 +1,5 @@
 import ArgumentParser
+import Capture
 import Foundation
 import Logging
 import Terminal
@@ -39,6 +40,7 @@ struct WearableCommand: AsyncParsableCommand {
             "The wearable: sim:wearable[:SEED], tcp:HOST:PORT, serial:PATH, ble:AA:BB:CC:DD:EE:FF (default: $TUNEUP_DEVICE, else sim:wearable).",
             valueName: "addr"))
         var device: String?
+        @OptionGroup var capture: CaptureOption
 
         /// The address as given: the option, else $TUNEUP_DEVICE (as the headset commands take it), else the simulator.
         var deviceText: String {
@@ -94,7 +96,7 @@ struct WearableCommand: AsyncParsableCommand {
             logger.logLevel = verbose ? .trace : .warning
             let options = WearableDeviceSession.Options(requests: RequestOptions(timeout: .milliseconds(Int64(timeout * 1000)), retransmissions: 1),
                                                         reconnect: reconnect)
-            let connector = Devices.connector(ConnectionOptions(transportLogger: verbose ? logger : nil))
+            let connector = Devices.connector(ConnectionOptions(transportLogger: verbose ? logger : nil, capture: capture.settings(.wearable)))
             return WearableDeviceSession(address: try address(), connector: connector, options: options, logger: logger)
         }
     }

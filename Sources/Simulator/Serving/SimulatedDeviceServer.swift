@@ -26,6 +26,33 @@ public final class SimulatedDeviceServer<Device: SimulatedDevice>: Sendable {
     private let afterShutdown: (@Sendable () async -> Void)?
     private let listeners = Mutex<[(device: Int, listener: any TransportListener)]>([])
     private let loops = Mutex<[Task<Void, Never>]>([])
+    private let linkWrapper = WrapperSlot()
+
+    /// The current `LinkWrapper`, shared with the accept loops.
+    private final class WrapperSlot: Sendable {
+        let wrap = Mutex<LinkWrapper?>(nil)
+    }
+
+    /// What wraps every link before a device serves it (`tuneup sim --capture`: a capturing transport).
+    public typealias LinkWrapper = @Sendable (any Transport) async throws -> any Transport
+
+    /// Wraps every link accepted or served from now on with `wrap` before its device serves it (a link `wrap` throws
+    /// for is closed and not served). Set it before the endpoints are given out.
+    public func wrapLinks(_ wrap: @escaping LinkWrapper) {
+        linkWrapper.wrap.withLock { $0 = wrap }
+    }
+
+    /// `link` as the device is to serve it (wrapped when `wrapLinks` says so); nil when wrapping failed.
+    private static func wrapped(_ link: any Transport, _ wrap: LinkWrapper?, logger: Logger?) async -> (any Transport)? {
+        guard let wrap else { return link }
+        do {
+            return try await wrap(link)
+        } catch {
+            logger?.warning("\(link.peerDescription): \(error)")
+            await link.close()
+            return nil
+        }
+    }
 
     /// A server for `devices` (1...`maxDevices` of them), with no link yet: `attach` listeners to them.
     /// `afterShutdown` runs at the end of `shutdown()`, once every device has stopped (e.g. to close a state file the
@@ -47,7 +74,8 @@ public final class SimulatedDeviceServer<Device: SimulatedDevice>: Sendable {
         let device = try device(index)
         listeners.withLock { $0.append((index, listener)) }
         let logger = logger
-        startLoop { await Self.accept(listener, device, logger: logger) }
+        let wrapper = linkWrapper
+        startLoop { await Self.accept(listener, device, wrap: { wrapper.wrap.withLock { $0 } }, logger: logger) }
     }
 
     /// Serves one link made elsewhere (e.g. one end of an in-memory pair) on device `index`; the returned task ends
@@ -57,7 +85,12 @@ public final class SimulatedDeviceServer<Device: SimulatedDevice>: Sendable {
     @discardableResult
     public func serve(link: any Transport, onDevice index: Int) throws(SimulatorError) -> Task<Void, Never> {
         let device = try device(index)
-        return startLoop { await device.serve(link) }
+        let wrap = linkWrapper.wrap.withLock { $0 }
+        let logger = logger
+        return startLoop {
+            guard let link = await Self.wrapped(link, wrap, logger: logger) else { return }
+            await device.serve(link)
+        }
     }
 
     /// Device `index`.
@@ -103,12 +136,17 @@ public final class SimulatedDeviceServer<Device: SimulatedDevice>: Sendable {
     }
 
     /// Accepts links until the listener closes; each is served concurrently.
-    private static func accept(_ listener: any TransportListener, _ device: Device, logger: Logger?) async {
+    private static func accept(_ listener: any TransportListener, _ device: Device, wrap: @escaping @Sendable () -> LinkWrapper?,
+                               logger: Logger?) async {
         await withDiscardingTaskGroup { group in
             while true {
                 do {
                     let transport = try await listener.accept()
-                    group.addTask { await device.serve(transport) }
+                    let wrapper = wrap()
+                    group.addTask {
+                        guard let link = await wrapped(transport, wrapper, logger: logger) else { return }
+                        await device.serve(link)
+                    }
                 } catch let error as TransportError where error.code != .closed {
                     // Resource exhaustion and the like: keep serving after a pause.
                     logger?.warning("\(error.message)")

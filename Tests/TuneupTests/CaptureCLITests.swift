@@ -1,0 +1,92 @@
+import Capture
+import Foundation
+import Glibc
+import Spawn
+import Testing
+
+/// `--capture` and `tuneup capture show` (docs/capture.md).
+@Suite(.serialized) struct CaptureCLITests {
+    /// The tool's side and the simulator's side of one probe: the same requests, outbound on one and inbound on the
+    /// other; `capture show` prints them.
+    @Test func probeCapturedOnBothSides() async throws {
+        let directory = Scratch.directory
+        let simFile = directory + "/sim.pcapng", hostFile = directory + "/host.pcapng"
+        let sim = try await RunningSimulator.start(["--time-scale", "0", "--capture", simFile])
+        let r = try await CLI.run(["probe", "--device", sim.addresses[0], "--capture", hostFile])
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(await sim.quit() == 0)
+
+        let host = CaptureDecoder.decode(try await CaptureFile.read(path: hostFile))
+        let device = CaptureDecoder.decode(try await CaptureFile.read(path: simFile))
+        let hostRequests = host.filter { $0.direction == .outbound }
+        let deviceRequests = device.filter { $0.direction == .inbound }
+        #expect(!hostRequests.isEmpty)
+        #expect(hostRequests.allSatisfy { $0.field("lightx.kind") == .text("request") })
+        #expect(deviceRequests.allSatisfy { $0.field("lightx.kind") == .text("request") })
+        #expect(hostRequests.map { $0.field("lightx.command") } == deviceRequests.map { $0.field("lightx.command") })
+        #expect(host.filter { $0.direction == .inbound }.map { $0.field("lightx.command") }
+                == device.filter { $0.direction == .outbound }.map { $0.field("lightx.command") })
+        #expect(host.first?.interface.name == sim.addresses[0])
+
+        let shown = try await CLI.run(["capture", "show", hostFile, "--format", "json"])
+        #expect(shown.status == 0, "\(shown.stderr)")
+        let report = try json(shown.stdout)
+        let messages = try #require(report["messages"] as? [[String: Any]])
+        #expect(messages.count == host.count)
+        #expect((messages.first?["fields"] as? [String: Any])?["lightx.kind"] as? String == "request")
+        let text = try await CLI.run(["capture", "show", hostFile])
+        #expect(text.status == 0 && text.stdout.contains("request Read ConfigProductName"), "\(text.stdout.prefix(600))")
+    }
+
+    /// Not a capture, or one cut mid-block: one line, exit 65.
+    @Test func badFilesAreRefusedWithOneLine() async throws {
+        let directory = Scratch.directory
+        let garbage = directory + "/garbage.pcapng"
+        try Data("this is not a capture at all".utf8).write(to: URL(fileURLWithPath: garbage))
+        let r = try await CLI.run(["capture", "show", garbage])
+        #expect(r.status == 65)
+        #expect(r.stderrLines.count == 1 && r.stderr.contains("not a pcapng capture"), "\(r.stderr)")
+
+        var file = PcapNG.sectionHeader(application: "t")
+        file += PcapNG.interfaceDescription(linkType: 147, name: "sim", description: "LightX over SPP; host side")
+        let cutAt = file.count
+        file += PcapNG.enhancedPacket(interface: 0, timestamp: 1, direction: .outbound, data: [1, 2, 3])
+        let cut = directory + "/cut.pcapng"
+        try Data(file.prefix(file.count - 5)).write(to: URL(fileURLWithPath: cut))
+        let c = try await CLI.run(["capture", "show", cut])
+        #expect(c.status == 65)
+        #expect(c.stderrLines.count == 1 && c.stderr.contains("block 3 at offset \(cutAt)"), "\(c.stderr)")
+
+        let missing = try await CLI.run(["capture", "show", directory + "/none.pcapng"])
+        #expect(missing.status == 74 && missing.stderrLines.count == 1, "\(missing.stderr)")
+    }
+
+    /// An existing file is never replaced: one line, exit 74, the file as it was, the device not touched.
+    @Test func existingFileIsRefused() async throws {
+        let existing = Scratch.directory + "/old.pcapng"
+        try Data("keep".utf8).write(to: URL(fileURLWithPath: existing))
+        let r = try await CLI.run(["probe", "--capture", existing])
+        #expect(r.status == 74)
+        #expect(r.stderrLines.count == 1 && r.stderr.contains("exists"), "\(r.stderr)")
+        #expect(try String(contentsOfFile: existing, encoding: .utf8) == "keep")
+    }
+
+    /// A flash killed with SIGKILL mid-transfer leaves a capture that reads whole (every block written whole), with
+    /// the image writes it got to.
+    @Test func sigkillMidFlashLeavesWholeBlocks() async throws {
+        let file = Scratch.directory + "/killed.pcapng"
+        let sim = try await RunningSimulator.start(["--time-scale", "1"])
+        let flash = try ChildProcess(CLI.binary.path, ["flash", images + "/app-1.5.0.img", "--device", sim.addresses[0], "--capture", file],
+                                     environment: ["XDG_STATE_HOME": Scratch.directory, "TUNEUP_DEVICE": nil], stdin: .pipe)
+        flash.closeInput()
+        try await waitUntil("the flash's capture to pass 96 KiB", within: 120) {
+            ((try? FileManager.default.attributesOfItem(atPath: file)[.size] as? Int) ?? 0) > 96 * 1024
+        }
+        flash.signal(SIGKILL)
+        _ = try await exitStatus(of: flash)
+        _ = await sim.stop()
+        let contents = try await CaptureFile.read(path: file)
+        let writes = CaptureDecoder.decode(contents).filter { $0.field("lightx.command") == .uint(0x27) && $0.direction == .outbound }
+        #expect(!writes.isEmpty)
+    }
+}
