@@ -290,7 +290,7 @@ let package = Package(
         .target(
             name: "StationPage",
             dependencies: [
-                "Failure", "Records", "Station", "Support", "WebServing",
+                "Failure", "Records", "Station", "Support", "Transport", "WebServing",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
                 .product(name: "Logging", package: "swift-log"),
@@ -375,7 +375,7 @@ let package = Package(
             swiftSettings: testing),
         .testTarget(
             name: "SpeakerHubTests",
-            dependencies: ["SpeakerHub", "SpeakerHubCore", "SpeakerSession", "SpeakerSimulator", "Speaker", "Transport", "TestSupport", "Spawn",
+            dependencies: ["SpeakerHub", "SpeakerHubCore", "SpeakerSession", "SpeakerSimulator", "Speaker", "Transport", "TestSupport", "Spawn", "Support",
                            .product(name: "HummingbirdWSClient", package: "hummingbird-websocket")],
             swiftSettings: testing),
         .testTarget(
@@ -427,6 +427,13 @@ let package = Package(
             dependencies: ["Capture", "Firmware", "FirmwareUpdate", "Headset", "HeadsetSimulator", "LightX", "Simulator", "Support", "Transport", "TestSupport"],
             swiftSettings: testing),
         .testTarget(name: "SpawnTests", dependencies: ["Failure", "Spawn", "Support"], swiftSettings: testing),
+        // The Lua dissectors of tools/wireshark/ run by tshark against the project's own decoding (issue 32 §2).
+        .testTarget(
+            name: "WiresharkTests",
+            dependencies: ["DeviceAccess", "Firmware", "FirmwareUpdate", "Headset", "HeadsetSimulator", "LightX", "Simulator", "Speaker",
+                           "SpeakerSession", "SpeakerSimulator", "Spawn", "Support", "TestSupport", "Transport", "Wearable", "WearableLink",
+                           "WearableSession", "WearableSimulator"],
+            swiftSettings: testing),
         // The CLI's tests run the built tuneup as a process (not a dependency: its static Swift runtime, above).
         .testTarget(name: "TuneupTests", dependencies: ["Capture", "LightX", "Transport", "TuneupKit", "Records", "Spawn", "TestSupport"], swiftSettings: testing),
     ]
