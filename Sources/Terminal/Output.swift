@@ -1,4 +1,5 @@
 import Foundation
+import Support
 
 /// Writes results as text or as JSON with stable, sorted keys: what every tool prints goes through here (and `Console`).
 public enum Output {
@@ -32,10 +33,7 @@ public enum Output {
     }
 
     /// Aligned "Label   value" lines.
-    public static func table(_ rows: [(String, String)]) -> String {
-        let width = rows.map(\.0.count).max() ?? 0
-        return rows.map { $0.0.padding(toLength: width + 2, withPad: " ", startingAt: 0) + $0.1 }.joined(separator: "\n")
-    }
+    public static func table(_ rows: [(String, String)]) -> String { TextTable.aligned(rows) }
 
     public static func onOff(_ value: Bool) -> String { value ? "on" : "off" }
 
