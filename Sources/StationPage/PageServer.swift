@@ -6,6 +6,7 @@ import Logging
 import NIOCore
 import ServiceLifecycle
 import Support
+import Transport
 import WebServing
 
 /// The errors of the operator page and the line dashboard.
@@ -38,20 +39,12 @@ public struct ListenAddress: Sendable, Hashable, CustomStringConvertible {
 
     /// Parses `text`; `option` names the option in the error (`--ui`, `--listen`).
     public init(parsing text: String, option: String) throws {
-        var host = Substring(text)
-        guard let colon = host.lastIndex(of: ":"), let port = Int(host[host.index(after: colon)...]), (0...65535).contains(port) else {
-            throw PageError(.badAddress, "\(option) takes HOST:PORT with a port 0...65535, got '\(text)'")
+        do {
+            let endpoint = try ListenEndpoint(parsing: text, option: option)  // the one parser of listen options
+            (host, port) = (endpoint.host, Int(endpoint.port))
+        } catch {
+            throw PageError(.badAddress, error.message)
         }
-        host = host[..<colon]
-        if host.hasPrefix("["), host.hasSuffix("]") { host = host.dropFirst().dropLast() }
-        guard !host.isEmpty, !host.contains(where: { $0.isWhitespace || $0 == "/" || $0 == "[" || $0 == "]" }) else {
-            throw PageError(.badAddress, "\(option) takes HOST:PORT, got '\(text)'")
-        }
-        if host.contains(":"), !text.hasPrefix("[") {
-            throw PageError(.badAddress, "\(option): write an IPv6 address in brackets, [ADDRESS]:PORT, got '\(text)'")
-        }
-        self.host = String(host)
-        self.port = port
     }
 
     public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }

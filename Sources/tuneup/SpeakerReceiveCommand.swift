@@ -58,10 +58,7 @@ extension SpeakerCommand {
         }
 
         func listenAddress() throws -> (host: String, port: UInt16) {
-            guard case let .tcp(host, port)? = try? DeviceAddress(parsing: listen) else {
-                throw ValidationError("--listen takes tcp:HOST:PORT, got '\(listen)'")
-            }
-            return (host, port)
+            do { let e = try ListenEndpoint(parsingTCP: listen, option: "--listen"); return (e.host, e.port) } catch { throw ValidationError(error.message) }
         }
 
         func run() async throws {
