@@ -181,6 +181,11 @@ public actor ControllerSpeakers: HubSpeakers {
         entries[id]?.muted = muted
     }
 
+    /// Renames speaker `id` (the speaker keeps the name).
+    public func rename(_ id: UInt64, to name: String) async throws {
+        try await guarded(id) { try await self.controller.rename(id, to: name) }
+    }
+
     /// Each speaker's mute: read now from the reachable ones (their playback status), as last known for the others.
     public func mutes() async throws -> [UInt64: Bool] {
         await start()

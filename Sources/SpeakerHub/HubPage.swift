@@ -4,7 +4,7 @@ import SpeakerHubCore
 /// The hub's control page (`GET /`): the speakers (where to play, volume, group), the media list, the player with a
 /// progress bar that seeks, and errors that stay until dismissed. The lists are written into the page by the server,
 /// so they are there without script; the script then follows the hub over the JSON-RPC WebSocket (`/jsonrpc`,
-/// docs/hub.md §8): it reads `Server.GetStatus`, applies the notifications as they come (volumes, the player's state
+/// docs/hub.md §8): it reads `Hub.GetStatus`, applies the notifications as they come (volumes, the player's state
 /// and its position every second, speakers, groups, errors; nothing polls) and sends the buttons' and sliders'
 /// methods. Its connection opens a hub session only when the page first acts, and the hub closes it with the socket.
 public enum HubPage {
@@ -134,7 +134,7 @@ public enum HubPage {
               cells[4].append(v, level);
               if (c.connected === false) v.disabled = true;
               cells[5].className = "playing"; cells[5].textContent = c.connected === false ? "unavailable" : (c.playing ? "playing" : "");
-              v.addEventListener("change", () => { level.textContent = v.value; call("Client.SetVolume", { id: c.id, volume: Number(v.value) }); });
+              v.addEventListener("change", () => { level.textContent = v.value; call("Client.SetLevel", { id: c.id, volume: Number(v.value) }); });
               tr.append(...cells);
               return tr;
             }
@@ -154,7 +154,7 @@ public enum HubPage {
                 li.textContent = g.name + ": " + g.clients.length + " speaker" + (g.clients.length === 1 ? "" : "s") + " ";
                 const b = document.createElement("button");
                 b.textContent = "Ungroup";
-                b.addEventListener("click", () => call("Group.SetClients", { name: g.name, clients: [] }));
+                b.addEventListener("click", () => call("Group.Assign", { name: g.name, clients: [] }));
                 li.append(b);
                 ul.append(li);
               }
@@ -175,7 +175,7 @@ public enum HubPage {
               showPosition(p.position, p.duration);
             }
             async function refresh() {
-              const s = await call("Server.GetStatus");
+              const s = await call("Hub.GetStatus");
               if (!s) return;
               showSpeakers(s.clients);
               showGroups(s.groups);
@@ -189,7 +189,8 @@ public enum HubPage {
                 case "Player.OnPosition": showPosition(p.position, p.duration); break;
                 case "Client.OnVolumeChanged": {
                   const row = document.querySelector('tr.speaker[data-device-id="' + p.id + '"]');
-                  if (row) { row.querySelector(".volume").value = p.volume.level; row.querySelector(".level").textContent = p.volume.level + (p.volume.muted ? " (muted)" : ""); }
+                  const level = Math.round(p.volume.percent / 2);  // Snapcast's percent: twice the level
+                  if (row) { row.querySelector(".volume").value = level; row.querySelector(".level").textContent = level + (p.volume.muted ? " (muted)" : ""); }
                   break;
                 }
                 case "Server.OnError": problem(p.source + ": " + p.message); break;
@@ -222,12 +223,12 @@ public enum HubPage {
             document.querySelectorAll("tr.speaker .volume").forEach(s => s.addEventListener("change", () => {
               const row = s.closest("tr");
               row.querySelector(".level").textContent = s.value;
-              call("Client.SetVolume", { id: row.dataset.deviceId, volume: Number(s.value) });
+              call("Client.SetLevel", { id: row.dataset.deviceId, volume: Number(s.value) });
             }));
             $("pause").addEventListener("click", () => call("Player.Pause"));
             $("stop").addEventListener("click", () => call("Player.Stop"));
             $("resume").addEventListener("click", () => call("Player.Resume", { clients: picked() }));
-            $("group").addEventListener("click", () => call("Group.SetClients", { name: $("group-name").value, clients: picked() }));
+            $("group").addEventListener("click", () => call("Group.Assign", { name: $("group-name").value, clients: picked() }));
             const bar = $("progress");
             bar.addEventListener("input", () => { seeking = true; $("elapsed").textContent = clock(Number(bar.value)); });
             bar.addEventListener("change", async () => { await call("Player.Seek", { position: Number(bar.value) }); seeking = false; });

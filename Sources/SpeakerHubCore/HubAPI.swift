@@ -11,6 +11,8 @@ public actor HubAPI {
     /// The wall clock (time since the Unix epoch): how long ago a speaker's `lastSeen` was.
     let wallNow: @Sendable () -> Duration
     public internal(set) var sessions: HubSessions
+    /// The host's name as Snapcast's `server.host.name` (docs/hub.md §9).
+    public nonisolated let hostName: String
 
     private var busy = false
     private var waiters: [CheckedContinuation<Void, Never>] = []
@@ -40,7 +42,9 @@ public actor HubAPI {
     ///   - wallClock: the wall clock the speakers' `lastSeen` is on (time since the Unix epoch).
     public init(speakers: any HubSpeakers, player: any HubPlayer, media: any HubMediaSource, sessionTimeout: Duration = .seconds(3600),
                 sessionCapacity: Int = 4096, sessionsPerClient: Int = 32, now: @escaping @Sendable () -> Duration,
-                sleep: (@Sendable (Duration) async throws -> Void)? = nil, wallClock: @escaping @Sendable () -> Duration = HubWallClock.now) {
+                sleep: (@Sendable (Duration) async throws -> Void)? = nil, wallClock: @escaping @Sendable () -> Duration = HubWallClock.now,
+                hostName: String = "tuneup-hub") {
+        self.hostName = hostName
         self.speakers = speakers
         self.player = player
         self.media = media

@@ -18,7 +18,10 @@ struct HubVolume: Equatable {
     var level: Int
     var muted: Bool?
 
+    /// Tuneup's shape (`Hub.GetStatus`, `Client.GetInfo`): the level 0...50.
     var json: HubJSON { .object([("level", .int(level)), ("muted", muted.map { .bool($0) } ?? .null)]) }
+    /// Snapcast's shape (`Client.OnVolumeChanged`): the percent (docs/hub.md §9), unknown mute as not muted.
+    var snapcastJSON: HubJSON { Snapcast.volumeJSON(volume: level, muted: muted ?? false) }
 }
 
 /// The speakers in the playback session before a call (what it changed is announced after it).
@@ -121,7 +124,7 @@ extension HubAPI {
     func announceVolume(_ id: UInt64, _ volume: HubVolume, onlyIfChanged: Bool = false) {
         if onlyIfChanged, announcedVolumes[id] == volume { return }
         announcedVolumes[id] = volume
-        events.publish(HubNotification("Client.OnVolumeChanged", .object([("id", .string(String(id))), ("volume", volume.json)])))
+        events.publish(HubNotification("Client.OnVolumeChanged", .object([("id", .string(String(id))), ("volume", volume.snapcastJSON)])))
     }
 
     // MARK: What the speakers report by themselves
@@ -148,7 +151,7 @@ extension HubAPI {
         case let .connected(id):
             await speakerReached(id)
         case let .lost(id, reason):
-            speakerLeft(id, reason: reason)
+            await speakerLeft(id, reason: reason)
             announceError(source: "speaker", message: "speaker \(id) was lost: \(reason)", client: id)
         }
     }
@@ -161,6 +164,7 @@ extension HubAPI {
         if force || key != lastAnnounced {
             lastAnnounced = key
             events.publish(HubNotification("Player.OnStateChanged", Self.playerJSON(playback)))
+            events.publish(HubNotification("Stream.OnUpdate", .object([("id", .string(Snapcast.streamID)), ("stream", Snapcast.stream(playback))])))
         }
         // Nothing streams: no player rejoins a speaker that came back.
         if playback.state != .playing && playback.state != .paused { returnAnnounced = returnAnnounced.filter { $0.value == .byPlayer } }
@@ -175,13 +179,21 @@ extension HubAPI {
 
     /// The player gives a speaker the stream (at a play, added during one, or rejoined after it was lost):
     /// `Client.OnConnect`, but once for a return the hub already announced when it reached the speaker again.
-    public func speakerJoined(_ id: UInt64) {
+    public func speakerJoined(_ id: UInt64) async {
         if returnAnnounced[id] == .byHub {
             returnAnnounced[id] = nil
             return
         }
         if lostSpeakers.remove(id) != nil { returnAnnounced[id] = .byPlayer }
-        events.publish(HubNotification("Client.OnConnect", .object([("id", .string(String(id)))])))
+        await announceClient("Client.OnConnect", id)
+    }
+
+    /// `Client.OnConnect` or `Client.OnDisconnect` in Snapcast's shape: `{"client","id"}`, the speaker as it is now.
+    func announceClient(_ method: String, _ id: UInt64) async {
+        var fields: [(String, HubJSON)] = []
+        if let client = await snapcastClientJSON(id) { fields.append(("client", client)) }
+        fields.append(("id", .string(String(id))))
+        events.publish(HubNotification(method, .object(fields)))
     }
 
     /// The hub reaches a speaker again (or for the first time): `Client.OnConnect`, but once for a return the player
@@ -196,14 +208,15 @@ extension HubAPI {
             let state = await player.playback().state
             if state == .playing || state == .paused, await speakers.sessionMembers().contains(id) { returnAnnounced[id] = .byHub }
         }
-        events.publish(HubNotification("Client.OnConnect", .object([("id", .string(String(id)))])))
+        await announceClient("Client.OnConnect", id)
     }
 
     /// A speaker's link was lost.
-    public func speakerLeft(_ id: UInt64, reason: String) {
+    /// A speaker's link was lost: `Client.OnDisconnect` (the reason is `Server.OnError`'s).
+    public func speakerLeft(_ id: UInt64, reason: String) async {
         lostSpeakers.insert(id)
         returnAnnounced[id] = nil
-        events.publish(HubNotification("Client.OnDisconnect", .object([("id", .string(String(id))), ("reason", .string(reason))])))
+        await announceClient("Client.OnDisconnect", id)
     }
 
     /// The player stopped the playback by itself before its end (`SpeakerController.playbackInterruption`): every

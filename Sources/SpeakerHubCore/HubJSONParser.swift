@@ -23,6 +23,12 @@ extension HubJSON {
         return fields.last { $0.0 == key }?.1
     }
 
+    /// Item `index` of an array (nil out of range or when this is not an array).
+    public subscript(index: Int) -> HubJSON? {
+        guard case let .array(items) = self, items.indices.contains(index) else { return nil }
+        return items[index]
+    }
+
     private struct Reader {
         let bytes: [UInt8]
         let maxDepth: Int

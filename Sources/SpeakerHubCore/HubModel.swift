@@ -125,6 +125,8 @@ public protocol HubSpeakers: Sendable {
     func setMute(_ muted: Bool, of id: UInt64) async throws
     func mutes() async throws -> [UInt64: Bool]
     func setGroup(_ name: String, members ids: [UInt64]) async throws
+    /// Gives speaker `id` a new name (Snapcast's `Client.SetName`).
+    func rename(_ id: UInt64, to name: String) async throws
 }
 
 /// What the JSON-RPC control adds to the v1 API's speakers (docs/hub.md §8): mute and named groups. A model
@@ -146,6 +148,10 @@ extension HubSpeakers {
     /// speakers do not take is `MalformedParameter` naming `params.name`.
     public func setGroup(_ name: String, members ids: [UInt64]) async throws {
         throw HubError(.unsupported, "these speakers cannot be grouped")
+    }
+
+    public func rename(_ id: UInt64, to name: String) async throws {
+        throw HubError(.unsupported, "these speakers cannot be renamed")
     }
 }
 

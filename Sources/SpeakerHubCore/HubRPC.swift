@@ -4,8 +4,16 @@ public struct HubRPCError: Error, Sendable, Equatable {
     public var message: String
     /// The hub's error name (`DeviceNotFound`...) for application errors.
     public var name: String?
+    /// Snapcast's shape (a Snapcast method's error, docs/hub.md §9): `message` the standard words of `code`, the
+    /// detail in `data` as a string, as snapserver answers.
+    public var snapcastDetail: String?
 
     public init(_ code: Int, _ message: String, name: String? = nil) { (self.code, self.message, self.name) = (code, message, name) }
+
+    /// An error in Snapcast's shape: `{"code","data":DETAIL,"message":STANDARD}`.
+    public init(snapcast code: Int, _ detail: String) {
+        (self.code, self.message, self.snapcastDetail) = (code, Snapcast.standardMessage(code), detail)
+    }
 
     public static let parseError = -32700
     public static let invalidRequest = -32600
@@ -36,6 +44,9 @@ public struct HubRPCError: Error, Sendable, Equatable {
     init(_ error: HubError) { self.init(Self.code(of: error), error.message, name: error.name) }
 
     var json: HubJSON {
+        if let snapcastDetail {
+            return .object([("code", .int(code)), ("data", .string(snapcastDetail)), ("message", .string(message))])
+        }
         var fields: [(String, HubJSON)] = [("code", .int(code)), ("message", .string(message))]
         if let name { fields.append(("data", .object([("error", .string(name))]))) }
         return .object(fields)
@@ -50,14 +61,26 @@ extension HubAPI {
     /// The most requests in one batch.
     public static let rpcMaxBatch = 64
 
-    /// Every method, by family (Snapcast's Server/Client/Group/Stream, with Player and Media for the hub's player).
-    public static let rpcMethods = [
-        "Server.GetRPCVersion", "Server.GetStatus", "Server.SetVolume",
-        "Client.GetStatus", "Client.SetVolume", "Client.SetMute", "Client.SetActive", "Client.SetLatency",
-        "Group.GetAll", "Group.SetClients",
+    /// Snapcast's methods, with Snapcast's parameters, results and errors (docs/hub.md §9).
+    public static let snapcastMethods: Set<String> = [
+        "Server.GetRPCVersion", "Server.GetStatus", "Server.DeleteClient",
+        "Client.GetStatus", "Client.SetVolume", "Client.SetName", "Client.SetLatency",
+        "Group.GetStatus", "Group.SetMute", "Group.SetStream", "Group.SetClients", "Group.SetName",
+        "Stream.Control", "Stream.SetProperty",
+    ]
+
+    /// Tuneup's own methods (docs/hub.md §8): the player, the media list, the playback session, and the speakers in
+    /// the hub's own terms (volume 0...50, groups by name).
+    public static let tuneupMethods = [
+        "Hub.GetStatus", "Server.SetVolume",
+        "Client.GetInfo", "Client.SetLevel", "Client.SetMute", "Client.SetActive",
+        "Group.GetAll", "Group.Assign",
         "Player.GetStatus", "Player.Play", "Player.Pause", "Player.Resume", "Player.Stop", "Player.Seek",
         "Media.List",
     ]
+
+    /// Every method.
+    public static let rpcMethods = snapcastMethods.sorted() + tuneupMethods
 
     /// Answers one message: a request, a notification (no answer: nil) or a batch. Never throws: every problem is a
     /// JSON-RPC error answer.
@@ -145,10 +168,9 @@ extension HubAPI {
         }
         await enter()
         defer { leave() }
+        if Self.snapcastMethods.contains(method) { return try await snapcast(method, p, peer: peer) }
         switch method {
-        case "Server.GetRPCVersion":
-            return .object([("major", .int(2)), ("minor", .int(0)), ("patch", .int(0))])
-        case "Server.GetStatus":
+        case "Hub.GetStatus":
             let list = try await speakers.devices()
             let mutes = (try? await speakers.mutes()) ?? [:]
             return .object([
@@ -162,11 +184,11 @@ extension HubAPI {
             let volume = try p.int("volume", in: HubRequest.volumeRange)
             _ = try await perform(.setVolume(volume), for: peer)
             return .object([("volume", .int(volume))])
-        case "Client.GetStatus":
+        case "Client.GetInfo":
             let d = try await known(try p.id("id"))
             let mutes = (try? await speakers.mutes()) ?? [:]
             return .object([("client", Self.clientJSON(d, muted: mutes[d.deviceID]))])
-        case "Client.SetVolume":
+        case "Client.SetLevel":
             let (id, volume) = (try p.id("id"), try p.int("volume", in: HubRequest.volumeRange))
             _ = try await perform(.setVolumeDevice(deviceID: id, volume: volume), for: peer)
             return .object([("volume", .int(volume))])
@@ -179,13 +201,9 @@ extension HubAPI {
             let (id, active) = (try p.id("id"), try p.bool("active"))
             _ = try await perform(active ? .addDeviceToSession(deviceID: id) : .removeDeviceFromSession(deviceID: id), for: peer)
             return .object([("active", .bool(active))])
-        case "Client.SetLatency":
-            _ = try p.id("id")
-            _ = try p.int("latency", in: -10_000...10_000)
-            throw HubError(.unsupported, "an HKWirelessHD speaker has no latency setting; a receiver takes one at start (tuneup speaker receive --latency-ms)")
         case "Group.GetAll":
             return .object([("groups", Self.groupsJSON(try await speakers.devices()))])
-        case "Group.SetClients":
+        case "Group.Assign":
             // The name is the speakers' to check (`HubSpeakers.setGroup`: the one rule of the speaker library).
             let (name, ids) = (try p.string("name"), try p.ids("clients", allowEmpty: true))
             _ = try session(for: peer)

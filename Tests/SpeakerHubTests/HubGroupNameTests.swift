@@ -8,7 +8,7 @@ import Testing
 
 /// A group's name follows one rule wherever it is given (issue 30): the speaker library's `GroupAssignment.name`,
 /// 1...255 bytes and not "harman". A group made with a long name (as `tuneup speaker group` allows) can be made and
-/// ungrouped through the hub (its page's Ungroup sends `Group.SetClients` with no clients).
+/// ungrouped through the hub (its page's Ungroup sends Tuneup's `Group.Assign` with no clients).
 @Suite("Group names: one rule")
 struct HubGroupNameTests {
     @Test func theRuleIsOneBytesRangeAndNotHarman() throws {
@@ -21,7 +21,7 @@ struct HubGroupNameTests {
     @Test func aLongGroupIsMadeAndUngroupedThroughTheHub() async throws {
         try await withHub { hub in
             func rpc(_ params: String) async throws -> HubJSON {
-                let body = #"{"jsonrpc":"2.0","id":1,"method":"Group.SetClients","params":"# + params + "}"
+                let body = #"{"jsonrpc":"2.0","id":1,"method":"Group.Assign","params":"# + params + "}"
                 return try HubJSON.parse(Array(try await httpPost(hub.port, "/jsonrpc", body).body.utf8))
             }
             let name = String(repeating: "upstairs ", count: 20)  // 180 bytes: the CLI's limit allows it, the hub's old 64 did not

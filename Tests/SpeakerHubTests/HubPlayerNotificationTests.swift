@@ -50,7 +50,7 @@ struct HubPlayerNotificationTests {
                 marker += 1
                 let level = marker
                 speakers.report.yield(.volume(id: 1, level: level, muted: false))
-                try await waitUntil("the marker \(level)") { log.of("Client.OnVolumeChanged").contains { $0["volume"]?["level"] == .int(level) } }
+                try await waitUntil("the marker \(level)") { log.of("Client.OnVolumeChanged").contains { $0["volume"]?["percent"] == .int(2 * level) } }
             }
             func lose() async throws {
                 let before = log.of("Client.OnDisconnect").count
@@ -129,7 +129,7 @@ struct HubPlayerNotificationTests {
             let other = try await SpeakerSession.connect(host: String(parts[0]), port: UInt16(parts[1])!)
             try await other.setVolume(33)
             await other.close()
-            try await waitUntil("the volume report") { log.of("Client.OnVolumeChanged").contains { $0["volume"]?["level"] == .int(33) } }
+            try await waitUntil("the volume report") { log.of("Client.OnVolumeChanged").contains { $0["volume"]?["percent"] == .int(66) } }
             #expect(log.of("Client.OnConnect").filter(mine).count == before + 1, "\(log.all.map(\.method))")
         }
     }

@@ -68,10 +68,12 @@ struct HubRPCSocketTests {
             let socket = RPCSocket(port: hub.port)
             defer { socket.close() }
             let id = String(hub.ids[0])
-            socket.send(#"{"jsonrpc":"2.0","id":1,"method":"Client.SetVolume","params":{"id":"\#(id)","volume":17}}"#)
-            #expect(try await socket.answer(1)["result"] == .object([("volume", .int(17))]))
+            // Snapcast's Client.SetVolume: a percent, twice the speaker's volume (docs/hub.md §9).
+            socket.send(#"{"jsonrpc":"2.0","id":1,"method":"Client.SetVolume","params":{"id":"\#(id)","volume":{"percent":34}}}"#)
+            let volume: HubJSON = .object([("muted", .bool(false)), ("percent", .int(34))])
+            #expect(try await socket.answer(1)["result"] == .object([("volume", volume)]))
             try await waitUntil("the volume notification") { !socket.notifications("Client.OnVolumeChanged").isEmpty }
-            #expect(socket.notifications("Client.OnVolumeChanged") == [.object([("id", .string(id)), ("volume", .object([("level", .int(17)), ("muted", .bool(false))]))])])
+            #expect(socket.notifications("Client.OnVolumeChanged") == [.object([("id", .string(id)), ("volume", volume)])])
             #expect(hub.sim.speakers[0].deviceInfo.volume.value == 17, "the speaker has the volume")
 
             let pid = MediaInfo.persistentID(of: "a-song.wav")
@@ -107,7 +109,9 @@ struct HubRPCSocketTests {
             let answer = try await httpPost(hub.port, "/jsonrpc", #"{"jsonrpc":"2.0","id":"a","method":"Server.GetStatus"}"#)
             #expect(answer.status == 200 && answer.headers["content-type"]?.hasPrefix("application/json") == true)
             let status = try HubJSON.parse(Array(answer.body.utf8))
-            guard case let .array(clients)? = status["result"]?["clients"] else { throw TestFailure(answer.body) }
+            // Snapcast's shape: the clients are in their groups.
+            guard case let .array(groups)? = status["result"]?["server"]?["groups"] else { throw TestFailure(answer.body) }
+            let clients = groups.flatMap { g -> [HubJSON] in if case let .array(c)? = g["clients"] { c } else { [] } }
             #expect(Set(clients.compactMap { c -> UInt64? in if case let .string(s)? = c["id"] { UInt64(s) } else { nil } }) == Set(hub.ids))
 
             let set = try await httpPost(hub.port, "/jsonrpc", #"{"jsonrpc":"2.0","method":"Server.SetVolume","params":{"volume":8}}"#)

@@ -121,6 +121,10 @@ actor ModelSpeakers: HubSpeakers {
         Dictionary(uniqueKeysWithValues: list.map { ($0.deviceID, muted.contains($0.deviceID)) })
     }
 
+    func rename(_ id: UInt64, to name: String) async throws {
+        for k in list.indices where list[k].deviceID == id { list[k].deviceName = name }
+    }
+
     func setGroup(_ name: String, members ids: [UInt64]) async throws {
         let groupID = list.first { $0.groupName == name && $0.groupID != 0 }?.groupID ?? ids.first ?? 0
         for k in list.indices {

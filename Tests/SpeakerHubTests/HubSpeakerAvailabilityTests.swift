@@ -62,7 +62,8 @@ struct HubSpeakerAvailabilityTests {
             #expect(listed == live.map { String($0) })
 
             let status = try HubJSON.parse(Array(try await httpPost(hub.port, "/jsonrpc", #"{"jsonrpc":"2.0","id":1,"method":"Server.GetStatus"}"#).body.utf8))
-            guard case let .array(clients)? = status["result"]?["clients"] else { throw TestFailure("\(status)") }
+            guard case let .array(groups)? = status["result"]?["server"]?["groups"] else { throw TestFailure("\(status)") }
+            let clients = groups.flatMap { g -> [HubJSON] in if case let .array(c)? = g["clients"] { c } else { [] } }
             #expect(clients.count == 3)
             #expect(clients.map { $0["connected"] } == [.bool(true), .bool(true), .bool(false)])
             // `lastSeen` is the wall-clock time (Unix time) it was last heard: the fixture's wall clock at the start.
@@ -206,11 +207,11 @@ struct HubSpeakerAvailabilityTests {
             let other = try await SpeakerSession.connect(host: String(parts[0]), port: UInt16(parts[1])!)
             try await other.setVolume(41)
             await other.close()
-            let expected: HubJSON = .object([("id", .string(String(hub.ids[1]))), ("volume", .object([("level", .int(41)), ("muted", .bool(false))]))])
+            let expected: HubJSON = .object([("id", .string(String(hub.ids[1]))), ("volume", .object([("muted", .bool(false)), ("percent", .int(82))]))])
             try await waitUntil("the volume notification") { log.of("Client.OnVolumeChanged").contains(expected) }
 
             #expect(try await hub.get("/v1/set_volume_device?SessionID=\(sid)&DeviceID=\(hub.ids[0])&Volume=9").status == 200)
-            let mine: HubJSON = .object([("id", .string(String(hub.ids[0]))), ("volume", .object([("level", .int(9)), ("muted", .bool(false))]))])
+            let mine: HubJSON = .object([("id", .string(String(hub.ids[0]))), ("volume", .object([("muted", .bool(false)), ("percent", .int(18))]))])
             try await waitUntil("the hub's own change") { log.of("Client.OnVolumeChanged").contains(mine) }
             // The speaker's event for the hub's own change comes too, before the event of a later change on the same
             // speaker: once that one is pushed, the hub's change was pushed once.
@@ -218,7 +219,7 @@ struct HubSpeakerAvailabilityTests {
             let third = try await SpeakerSession.connect(host: String(first[0]), port: UInt16(first[1])!)
             try await third.setVolume(42)
             await third.close()
-            try await waitUntil("the later change") { log.of("Client.OnVolumeChanged").contains { $0["volume"]?["level"] == .int(42) } }
+            try await waitUntil("the later change") { log.of("Client.OnVolumeChanged").contains { $0["volume"]?["percent"] == .int(84) } }
             #expect(log.of("Client.OnVolumeChanged").filter { $0 == mine }.count == 1)
         }
     }
