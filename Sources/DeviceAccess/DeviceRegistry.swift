@@ -142,7 +142,8 @@ public struct DeviceRegistry: Sendable {
         connector.linkConditions = nil  // applied by `inner`
         for scheme in ["tcp", "serial"] + entries.map(\.name) where inner.canOpen(scheme) {
             connector.register(scheme) { address, _ in
-                try await capture.wrap(try await inner.open(address), family: capture.family(ofScheme: address.scheme))
+                // The interface is named by the address as given (`sim`, `tcp:127.0.0.1:4100`), not by the back end's peer.
+                try await capture.wrap(try await inner.open(address), family: capture.family(ofScheme: address.scheme), name: address.description)
             }
         }
         return connector

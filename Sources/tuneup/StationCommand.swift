@@ -122,6 +122,7 @@ struct StationCommand: AsyncParsableCommand {
 
         @OptionGroup(title: "IPC-CFX (messages for every unit; docs/cfx.md)") var cfx: StationCFXOptions
 
+        @OptionGroup var capture: CaptureOption
         @OptionGroup var output: OutputOptions
 
         func validate() throws {
@@ -155,6 +156,7 @@ struct StationCommand: AsyncParsableCommand {
             let desk = OperatorDesk()
             var connection = ConnectionOptions()
             connection.session.timeout = .milliseconds(Int64(timeout * 1000))
+            connection.capture = capture.settings(.lightX)
             let options = StationOptions(
                 devices: Devices.registry, station: stationName, operatorName: try OperatorName.resolve(operatorName),
                 toolVersion: TuneupVersion.string, connection: connection, deviceWait: .milliseconds(Int64(wait.wait * 1000)),

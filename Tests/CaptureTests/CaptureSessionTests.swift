@@ -147,7 +147,7 @@ func flash(_ device: SimulatedHeadset, _ image: FirmwareImage, wrap: @escaping @
     @Test func existingLinksAndFIFOsAreRefused() async throws {
         let directory = try TemporaryDirectory.make("capture")
         let existing = directory + "/old.pcapng"
-        try Data("keep me".utf8).write(to: URL(fileURLWithPath: existing))
+        try await offThePool { try Data("keep me".utf8).write(to: URL(fileURLWithPath: existing)) }
         let link = directory + "/link.pcapng"
         try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: directory + "/target.pcapng")
         let fifo = directory + "/fifo.pcapng"
@@ -157,7 +157,7 @@ func flash(_ device: SimulatedHeadset, _ image: FirmwareImage, wrap: @escaping @
             #expect(error?.code == code)
             #expect(error?.message.contains("\n") == false)
         }
-        #expect(try String(contentsOfFile: existing, encoding: .utf8) == "keep me")
+        #expect(try await offThePool { try String(contentsOfFile: existing, encoding: .utf8) } == "keep me")
         #expect(!FileManager.default.fileExists(atPath: directory + "/target.pcapng"))
     }
 }

@@ -42,7 +42,7 @@ import Testing
     @Test func badFilesAreRefusedWithOneLine() async throws {
         let directory = Scratch.directory
         let garbage = directory + "/garbage.pcapng"
-        try Data("this is not a capture at all".utf8).write(to: URL(fileURLWithPath: garbage))
+        try await offThePool { try Data("this is not a capture at all".utf8).write(to: URL(fileURLWithPath: garbage)) }
         let r = try await CLI.run(["capture", "show", garbage])
         #expect(r.status == 65)
         #expect(r.stderrLines.count == 1 && r.stderr.contains("not a pcapng capture"), "\(r.stderr)")
@@ -52,7 +52,8 @@ import Testing
         let cutAt = file.count
         file += PcapNG.enhancedPacket(interface: 0, timestamp: 1, direction: .outbound, data: [1, 2, 3])
         let cut = directory + "/cut.pcapng"
-        try Data(file.prefix(file.count - 5)).write(to: URL(fileURLWithPath: cut))
+        let cutBytes = Data(file.prefix(file.count - 5))
+        try await offThePool { try cutBytes.write(to: URL(fileURLWithPath: cut)) }
         let c = try await CLI.run(["capture", "show", cut])
         #expect(c.status == 65)
         #expect(c.stderrLines.count == 1 && c.stderr.contains("block 3 at offset \(cutAt)"), "\(c.stderr)")
@@ -64,11 +65,11 @@ import Testing
     /// An existing file is never replaced: one line, exit 74, the file as it was, the device not touched.
     @Test func existingFileIsRefused() async throws {
         let existing = Scratch.directory + "/old.pcapng"
-        try Data("keep".utf8).write(to: URL(fileURLWithPath: existing))
+        try await offThePool { try Data("keep".utf8).write(to: URL(fileURLWithPath: existing)) }
         let r = try await CLI.run(["probe", "--capture", existing])
         #expect(r.status == 74)
         #expect(r.stderrLines.count == 1 && r.stderr.contains("exists"), "\(r.stderr)")
-        #expect(try String(contentsOfFile: existing, encoding: .utf8) == "keep")
+        #expect(try await offThePool { try String(contentsOfFile: existing, encoding: .utf8) } == "keep")
     }
 
     /// A flash killed with SIGKILL mid-transfer leaves a capture that reads whole (every block written whole), with
