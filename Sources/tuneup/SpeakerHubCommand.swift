@@ -17,7 +17,9 @@ extension SpeakerCommand {
                 Finds the speakers as every speaker command does (--speaker HOST:PORT, or discovery), lists the audio \
                 files of --media DIR as the hub's media list, prints the hub's URL on stdout and serves until Ctrl-C \
                 or 'quit' on stdin. Every call is GET /v1/NAME?PARAMETERS and answers JSON; GET / is the control page; \
-                /jsonrpc is the JSON-RPC 2.0 control (POST, or a WebSocket that also pushes notifications).
+                /jsonrpc is the JSON-RPC 2.0 control (POST, or a WebSocket that also pushes notifications), and \
+                --control-port (Snapcast's 1705 by default) the same control as Snapcast's newline-delimited TCP, \
+                for Snapcast's apps and Home Assistant's Snapcast integration (docs/hub.md §9).
                 Examples (the speakers of 'tuneup sim speaker --count 2' at 127.0.0.1:P1 and 127.0.0.1:P2):
                   $ tuneup speaker hub --media ~/Music --speaker 127.0.0.1:P1 --speaker 127.0.0.1:P2
                   $ tuneup speaker hub --listen 0.0.0.0:8080 --media ~/Music     (discovery; every interface)
@@ -28,6 +30,9 @@ extension SpeakerCommand {
 
         @Option(help: ArgumentHelp("Serve HTTP on HOST:PORT (port 0: a free port, printed).", valueName: "host:port"))
         var listen = "127.0.0.1:8080"
+
+        @Option(help: ArgumentHelp("Serve Snapcast's JSON-RPC control over TCP on this port, on --listen's host (0: a free port, printed; default: 1705 when free, else none, with a warning).", valueName: "port"))
+        var controlPort: Int?
 
         @Option(help: ArgumentHelp("The folder whose audio files are the media list (WAV, MP3, FLAC, ...).", valueName: "dir"))
         var media: String
@@ -42,6 +47,9 @@ extension SpeakerCommand {
 
         func validate() throws {
             _ = try listenAddress()
+            if let controlPort, !(0...65535).contains(controlPort) {
+                throw ValidationError("--control-port takes a port 0...65535, got \(controlPort)")
+            }
             guard sessionMinutes.isFinite, sessionMinutes > 0, sessionMinutes <= 7 * 24 * 60 else {
                 throw ValidationError("--session-minutes must be more than 0 and at most a week (10080)")
             }
@@ -101,19 +109,31 @@ extension SpeakerCommand {
                 await controller.close()
                 throw failureExit(error)
             }
+            let control: SnapcastControlServer?
+            do {
+                let started = try await SnapcastControlServer.start(api, host: host, requested: controlPort)
+                control = started.server
+                if let warning = started.warning { printError(warning) }
+            } catch {
+                await hub.stop()
+                await controller.close()
+                throw failureExit(error)
+            }
             // Signals are handled before the URL goes out: whoever reads it may stop the hub at once.
-            let control = ControlInput.lines()
+            let input = ControlInput.lines()
             Output.line(hub.url + "/")
+            if let control { printError("Snapcast control (JSON-RPC over TCP) on \(control.host):\(control.port)") }
             let count = await controller.count
             printError("hub over \(count) speaker\(count == 1 ? "" : "s"); Ctrl-C or 'quit' on stdin to stop")
             // A signal or 'quit' stops the server gracefully; the server ending (stopped, or an error) ends the command.
             let stopper = Task {
-                for await line in control where line == "quit" { break }
+                for await line in input where line == "quit" { break }
                 await hub.stop()
             }
             var failure: (any Error)?
             do { try await hub.wait() } catch { failure = error }
             stopper.cancel()
+            await control?.stop()
             await speakers.close()
             await controller.close()
             if let failure, !(failure is CancellationError) {
