@@ -3,6 +3,7 @@ import Foundation
 import Headset
 import Logging
 import Transport
+import USBTransport
 
 /// How the tools open a device and talk to it: what `--timeout`, `--retries`, `--poll-interval`, `--verbose` and a
 /// benchmark's link conditions say.
@@ -11,6 +12,8 @@ public struct ConnectionOptions: Sendable {
     public var session: LightXSession.Options
     /// USB only: poll for replies at this fixed interval (nil: adaptive polling).
     public var pollInterval: Duration?
+    /// USB only: hidraw, libusb, or the hidraw node when there is one (`--usb-backend`).
+    public var usbBackend: USBBackend = .auto
     /// When set, every opened link is wrapped in a `ConditionedTransport` with these conditions.
     public var linkConditions: LinkConditions?
     /// Limit for resolving and connecting TCP addresses.
@@ -73,8 +76,13 @@ public struct DeviceScheme: Sendable {
     /// `serial:PATH` (opened by `TransportConnector`).
     public static let serial = builtIn("serial", summary: "a serial line, pty or /dev/rfcommN (raw mode, SPP framing)")
     /// `usb:` by ids or by port, through `USBBridge` (one bridge per connector: its re-open policy).
-    public static let usb = builtIn("usb", summary: "USB HID through libusb; TUNEUP_USB_IDS=VVVV:PPPP/BBBB,... adds models") { options in
-        let usb = USBBridge(pollInterval: options.pollInterval, logger: options.transportLogger)
+    public static let usb = builtIn("usb", summary: "USB HID (hidraw or libusb); TUNEUP_USB_IDS=VVVV:PPPP/BBBB,... adds models") { options in
+        let usb = USBBridge(pollInterval: options.pollInterval, backend: options.usbBackend, logger: options.transportLogger)
+        return { address, _ in try await usb.open(address) }
+    }
+    /// `hidraw:/dev/hidrawN`, a headset's hidraw node, through `USBBridge`.
+    public static let hidraw = DeviceScheme(HIDRawAddress.addressScheme) { options in
+        let usb = USBBridge(pollInterval: options.pollInterval, backend: .hidraw, logger: options.transportLogger)
         return { address, _ in try await usb.open(address) }
     }
     /// `bt:` (RFCOMM) through `BluetoothBridge`.
@@ -114,8 +122,8 @@ public struct DeviceRegistry: Sendable {
         self.addressSchemes = AddressSchemes(unique.map(\.address))
     }
 
-    /// The real back ends, no simulator: TCP, serial, USB, Bluetooth RFCOMM and LE, speakers on the network.
-    public static let real = DeviceRegistry([.tcp, .serial, .usb, .bluetooth, .ble, .speaker])
+    /// The real back ends, no simulator: TCP, serial, USB (libusb and hidraw), Bluetooth RFCOMM and LE, speakers on the network.
+    public static let real = DeviceRegistry([.tcp, .serial, .usb, .hidraw, .bluetooth, .ble, .speaker])
 
     /// The entry named `name`, if registered.
     public func entry(named name: String) -> DeviceScheme? { entries.first { $0.name == name } }
@@ -167,7 +175,7 @@ public struct DeviceRegistry: Sendable {
 
     /// The schemes whose devices speak LightX: what the headset commands (probe, flash, anc, ...) and the station take
     /// (those a registry lacks are left out of its texts).
-    public static let headsetSchemes = ["sim", "sim:headset", "tcp", "serial", "usb", "bt"]
+    public static let headsetSchemes = ["sim", "sim:headset", "tcp", "serial", "usb", HIDRawAddress.scheme, "bt"]
     /// The schemes whose devices are wearables: what the wearable commands take.
     public static let wearableSchemes = ["sim:wearable", BLEBridge.scheme, "tcp", "serial"]
 

@@ -41,7 +41,7 @@ extension DeviceScheme {
 public enum Devices {
     /// The tools' device registry.
     public static let registry = DeviceRegistry([
-        .simulatedHeadset, .simulatedHeadsetNamed, .tcp, .serial, .usb, .bluetooth, .simulatedWearable, .ble, .speaker, .simulatedSpeaker,
+        .simulatedHeadset, .simulatedHeadsetNamed, .tcp, .serial, .usb, .hidraw, .bluetooth, .simulatedWearable, .ble, .speaker, .simulatedSpeaker,
     ])
 
     /// Every address scheme the tools accept, in the order help lists them.

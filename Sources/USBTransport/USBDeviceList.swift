@@ -32,6 +32,20 @@ public struct USBDeviceInfo: Sendable, Hashable {
     public var stringsProblem: String?
     /// Whether this process may open the device.
     public var access: Access
+    /// The hidraw node of its interface 0 (`USBHeadsetListing`), through which `usb:` reaches it by default.
+    public var hidraw: HIDRawNode?
+    /// Whether this process may open that node (nil without one).
+    public var hidrawAccess: Access?
+
+    /// Which paths reach it, for `tuneup devices`: "hidraw /dev/hidraw0 (hid-generic stays bound), else libusb", or
+    /// "libusb (no hidraw node)".
+    public var reachableBy: String {
+        guard let hidraw else { return "libusb (no hidraw node)" }
+        var text = "hidraw \(hidraw.path)"
+        if let driver = hidraw.driver { text += " (\(driver) stays bound)" }
+        if hidrawAccess == .permissionDenied { text += " (permission denied: install the udev rule from tools/udev/)" }
+        return text + "; libusb with --usb-backend libusb"
+    }
 
     /// The most specific address to open it with: `usb:VID:PID:SERIAL` when it has a serial, else the port form
     /// `usb:BUS-PORT`, else `usb:VID:PID` (a root hub).

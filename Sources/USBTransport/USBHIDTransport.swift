@@ -63,10 +63,6 @@ public final class USBHIDTransport: Transport {
     public static let rescanInterval: Duration = .milliseconds(50)
     /// How long a failing `libusb_open` (a device still enumerating) is retried.
     public static let openRetryWindow: Duration = .seconds(1)
-    /// After this long without a reply, outstanding requests are forgotten (back to idle polling).
-    static let staleOutstanding: Duration = .seconds(10)
-    /// How long a failed transfer waits to see whether the device was unplugged.
-    static let unplugGrace: Duration = .milliseconds(500)
 
     /// See `Transport.peerDescription`: the address as it was opened, e.g. `usb:1209:0001`.
     public let peerDescription: String
@@ -77,39 +73,27 @@ public final class USBHIDTransport: Transport {
     /// The options the transport was opened with.
     public let options: Options
 
-    private struct State {
-        var closed = false
-        /// Set once the device is gone; every later call throws it.
-        var failure: TransportError?
-        var receiving = false
-        var outstanding = 0
-        var lastProgress = ContinuousClock.now
-        /// A header whose buffer (report 0xF1) is still to be fetched.
-        var announced: Header?
-    }
-
     private let connection: USBConnection
-    /// The device number the device had when opened (a re-enumerated device gets another).
-    private let deviceNumber: UInt8
-    private let state = Mutex(State())
-    private let waker = USBPollWaker()
-    private let sendLock = AsyncLock()
-    private let schedule: PollSchedule
-    private let logger: Logger?
+    /// LightX in feature reports (shared with `HIDRawTransport`); its channel is `LibUSBReportChannel`.
+    private let link: FeatureReportLink
 
     private init(connection: USBConnection, location: USBDeviceLocation, deviceNumber: UInt8, peer: String, options: Options,
                  logger: Logger?) {
         self.connection = connection
         self.location = location
-        self.deviceNumber = deviceNumber
         self.peerDescription = peer
         self.options = options
-        self.schedule = PollSchedule(interval: options.pollInterval)
+        let channel = LibUSBReportChannel(connection: connection, location: location, deviceNumber: deviceNumber, peer: peer,
+                                          controlTimeout: options.controlTimeout)
+        self.link = FeatureReportLink(peer: peer, channel: channel, pollInterval: options.pollInterval,
+                                      idlePollInterval: options.idlePollInterval, logger: logger)
         self.logger = logger
     }
 
+    private let logger: Logger?
+
     deinit {
-        waker.close()
+        link.wakeForGood()
         connection.shutdown()
     }
 
@@ -155,104 +139,16 @@ public final class USBHIDTransport: Transport {
         }
     }
 
-    // MARK: Sending
+    // MARK: Sending and receiving
 
     /// See `Transport.send(_:)` and the type's contract.
     public func send(_ bytes: [UInt8]) async throws {
-        try checkUsable()
-        let reports = try withPeer { () throws(TransportError) in try LightXReports.setReports(for: bytes) }
-        try await sendLock.withLock {
-            for report in reports {
-                try checkUsable()
-                _ = try await transfer(.setReport(report.bytes))
-            }
-        }
-        state.withLock { s in
-            s.outstanding += 1
-            s.lastProgress = .now
-        }
-        waker.kick()
-        logger?.trace("\(peerDescription) sent \(bytes.count) bytes: \(usbHexDump(bytes))")
+        try await link.send(bytes)
     }
-
-    // MARK: Receiving
 
     /// See `Transport.receive()` and the type's contract.
     public func receive() async throws -> [UInt8] {
-        try state.withLock { s throws(TransportError) in
-            if let failure = s.failure { throw failure }
-            if s.closed { throw closedError() }
-            if s.receiving {
-                throw TransportError(.io, "\(peerDescription): receive() called while another receive() is pending")
-            }
-            s.receiving = true
-        }
-        defer { state.withLock { $0.receiving = false } }
-        var emptyPolls = 0
-        while true {
-            try checkUsable()
-            try Task.checkCancellation()
-            if let header = state.withLock({ $0.announced }) {
-                let report: [UInt8]
-                do {
-                    report = try await transfer(.getReport(HIDReports.bufferReportID, length: HIDReports.bufferReportSize))
-                } catch let error as TransportError {
-                    // The device no longer holds the announced head (it stalled, or timed out); drop it.
-                    state.withLock { $0.announced = nil }
-                    throw error
-                }
-                state.withLock { $0.announced = nil }
-                let packet = try withPeer { () throws(TransportError) in try LightXReports.packet(header: header, bufferReport: report) }
-                return arrived(header, packet)
-            }
-
-            let (outstanding, generation) = state.withLock { s -> (Bool, UInt64) in
-                if s.outstanding > 0, ContinuousClock.now - s.lastProgress > Self.staleOutstanding {
-                    logger?.debug("\(peerDescription): no reply for \(s.outstanding) request(s) in \(formatUSBDuration(Self.staleOutstanding)); back to idle polling")
-                    s.outstanding = 0
-                }
-                return (s.outstanding > 0, waker.generation)
-            }
-            let delay: Duration?
-            let interruptible: Bool
-            if outstanding {
-                delay = schedule.delay(afterEmptyPolls: emptyPolls)
-                interruptible = schedule == .adaptive
-            } else {
-                delay = options.idlePollInterval.flatMap { $0 > .zero ? $0 : nil }
-                interruptible = true
-            }
-            if delay != .zero {
-                if await waker.sleep(for: delay, generation: generation, interruptible: interruptible) {
-                    emptyPolls = 0
-                    continue
-                }
-                try checkUsable()
-                try Task.checkCancellation()
-            }
-
-            let report = try await transfer(.getReport(HIDReports.headerReportID, length: HIDReports.headerReportSize))
-            guard let header = try withPeer({ () throws(TransportError) in try LightXReports.parseHeaderReport(report) }) else {
-                if outstanding { emptyPolls += 1 }
-                continue
-            }
-            emptyPolls = 0
-            if HIDReports.announcedBuffer(header) > 0 {
-                state.withLock { $0.announced = header }
-                continue
-            }
-            return arrived(header, header.encoded)
-        }
-    }
-
-    /// Counts a reply and logs the packet.
-    private func arrived(_ header: Header, _ packet: [UInt8]) -> [UInt8] {
-        state.withLock { s in
-            if LightXReports.isFinalReply(header), s.outstanding > 0 { s.outstanding -= 1 }
-            s.lastProgress = .now
-        }
-        logger?.trace("\(peerDescription) received \(packet.count) bytes: \(usbHexDump(packet))")
-        return packet
+        try await link.receive()
     }
 
     // MARK: Closing
@@ -260,60 +156,63 @@ public final class USBHIDTransport: Transport {
     /// See `Transport.close()`: fails pending calls with `.closed`, cancels their transfers, then releases the
     /// interface, re-attaches the kernel driver and closes the device (waiting for all of it, off the pool).
     public func close() async {
-        let first = state.withLock { s -> Bool in
-            defer { s.closed = true }
-            return !s.closed
-        }
-        waker.close()
+        let first = link.close()
         await connection.shutdownAndWait()
         if first { logger?.trace("closed \(peerDescription)") }
     }
 
     /// The number of requests sent and not yet answered (diagnostics and tests).
-    public var outstandingRequests: Int { state.withLock { $0.outstanding } }
+    public var outstandingRequests: Int { link.outstandingRequests }
+}
 
-    // MARK: Transfers
+/// The libusb side of `FeatureReportLink`: one asynchronous control transfer per report, in the process's libusb
+/// context. Internal.
+struct LibUSBReportChannel: FeatureReportChannel {
+    let connection: USBConnection
+    let location: USBDeviceLocation
+    /// The device number the device had when opened (a re-enumerated device gets another).
+    let deviceNumber: UInt8
+    let peer: String
+    let controlTimeout: Duration
 
-    private func closedError() -> TransportError {
-        TransportError(.closed, "\(peerDescription) is closed")
+    /// How long a failed transfer waits to see whether the device was unplugged.
+    static let unplugGrace: Duration = .milliseconds(500)
+
+    func setReport(_ report: [UInt8], id: UInt8) async throws {
+        _ = try await transfer(.setReport(report))
     }
 
-    private func checkUsable() throws(TransportError) {
-        try state.withLock { s throws(TransportError) in
-            if let failure = s.failure { throw failure }
-            if s.closed { throw closedError() }
-        }
+    func getReport(_ id: UInt8, length: Int) async throws -> [UInt8] {
+        try await transfer(.getReport(id, length: length))
+    }
+
+    private func closedError() -> TransportError {
+        TransportError(.closed, "\(peer) is closed")
     }
 
     /// One control transfer: IN data (or empty for OUT), or a `TransportError`/`CancellationError`.
     private func transfer(_ request: ControlRequest) async throws -> [UInt8] {
-        let outcome = await connection.perform(request, timeout: options.controlTimeout)
+        let outcome = await connection.perform(request, timeout: controlTimeout)
         switch outcome {
         case let .completed(data, transferred):
             if !request.isIn && transferred < request.data.count {
-                throw TransportError(.io, "\(peerDescription): \(request.label) sent only \(transferred) of \(request.data.count) bytes")
+                throw TransportError(.io, "\(peer): \(request.label) sent only \(transferred) of \(request.data.count) bytes")
             }
             return data
         case .cancelled:
-            if state.withLock({ $0.closed }) || connection.isStopping { throw closedError() }
+            if connection.isStopping { throw closedError() }
             throw CancellationError()
         case .notSubmitted(let code):
-            guard let code else {
-                try checkUsable()
-                throw closedError()
-            }
-            let error = LibUSBErrors.submitError(code, peer: peerDescription, request: request.label)
-            if error.code == .closed { fail(error) }
-            throw error
+            guard let code else { throw closedError() }
+            throw LibUSBErrors.submitError(code, peer: peer, request: request.label)
         case .failed(let status):
-            var error = LibUSBErrors.transferError(status, peer: peerDescription, request: request.label,
-                                                   reportID: request.reportID, timeout: options.controlTimeout)
+            var error = LibUSBErrors.transferError(status, peer: peer, request: request.label,
+                                                   reportID: request.reportID, timeout: controlTimeout)
             // Unplugging (or a gadget unbinding) fails the transfers in flight with protocol errors before the
             // kernel reports the device gone: look whether it went.
             if status == LIBUSB_TRANSFER_ERROR, await deviceVanished() {
-                error = LibUSBErrors.unplugged(peerDescription)
+                error = LibUSBErrors.unplugged(peer)
             }
-            if error.code == .closed { fail(error) }
             throw error
         }
     }
@@ -327,23 +226,6 @@ public final class USBHIDTransport: Transport {
             guard ContinuousClock.now < deadline else { return false }
             do { try await Task.sleep(for: .milliseconds(10)) } catch { return false }  // cancelled: unknown, say no
         }
-    }
-
-    /// Runs `body`, prefixing the message of its error with the peer ("usb:1209:0001: short report 0xF0: ...").
-    private func withPeer<T>(_ body: () throws(TransportError) -> T) throws(TransportError) -> T {
-        do {
-            return try body()
-        } catch {
-            throw TransportError(error.code, "\(peerDescription): \(error.message)", errno: error.errno)
-        }
-    }
-
-    /// Records that the device is gone.
-    private func fail(_ error: TransportError) {
-        state.withLock { s in
-            if s.failure == nil { s.failure = error }
-        }
-        logger?.debug("\(error.message)")
     }
 }
 

@@ -7,6 +7,7 @@ import Support
 import Terminal
 import Transport
 import TuneupKit
+import USBTransport
 
 /// Where the device is and how patiently to talk to it. Shared by every device command.
 struct DeviceOptions: ParsableArguments {
@@ -30,6 +31,12 @@ struct DeviceOptions: ParsableArguments {
         discussion: "Default: poll at once after a request, then back off.", valueName: "interval"))
     var pollInterval: String?
 
+    @Option(help: ArgumentHelp(
+        "USB only: reach usb: addresses through the headset's hidraw node, libusb, or auto.",
+        discussion: "auto (default): the hidraw node when the headset has one (its HID driver stays bound), else libusb.",
+        valueName: "hidraw|libusb|auto"))
+    var usbBackend: String = "auto"
+
     @OptionGroup var capture: CaptureOption
 
     /// `--poll-interval` as a duration (nil: adaptive polling).
@@ -41,6 +48,7 @@ struct DeviceOptions: ParsableArguments {
         if let pollInterval, parseDuration(pollInterval).map({ $0 > .zero && $0 <= .seconds(10) }) != true {
             throw ValidationError("--poll-interval takes a duration like 50ms or 0.05s (up to 10 s), got '\(pollInterval)'")
         }
+        do { _ = try USBBackend(parsing: usbBackend) } catch { throw ValidationError(error.message) }
         _ = try address()
     }
 
@@ -66,8 +74,10 @@ struct DeviceOptions: ParsableArguments {
 
     /// How to open and talk to the device; `transportLogger` traces the link (with --verbose).
     func connectionOptions(transportLogger: Logger?) -> ConnectionOptions {
-        ConnectionOptions(session: sessionOptions, pollInterval: pollIntervalDuration, transportLogger: transportLogger,
-                          capture: capture.settings(.lightX))
+        var options = ConnectionOptions(session: sessionOptions, pollInterval: pollIntervalDuration, transportLogger: transportLogger)
+        options.usbBackend = (try? USBBackend(parsing: usbBackend)) ?? .auto
+        options.capture = capture.settings(.lightX)
+        return options
     }
 }
 

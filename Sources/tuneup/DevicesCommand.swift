@@ -9,12 +9,13 @@ import USBTransport
 struct DevicesCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "devices",
-        abstract: "List attached USB headsets (or every USB device) with their identity strings.",
+        abstract: "List attached USB headsets (or every USB device) with their identity strings and hidraw nodes.",
         discussion: """
             Known headsets are the simulated headset (1209:0001, bootloader 1209:0002) and the ids in \
             $TUNEUP_USB_IDS ("VVVV:PPPP[/BBBB],...", BBBB = the bootloader's product id). Each entry shows the \
             address to pass to --device. Strings come from the kernel's copy (sysfs), else from the device; \
-            "permission denied" means the udev rule from tools/udev/ is not installed.
+            "permission denied" means the udev rule from tools/udev/ is not installed. "Reach by" says whether \
+            usb: addresses take the headset's hidraw node (its HID driver stays bound) or libusb.
 
             Exit codes: 0 (also when nothing is attached), 64 bad $TUNEUP_USB_IDS, 69 no USB subsystem here.
             """)
@@ -26,22 +27,40 @@ struct DevicesCommand: AsyncParsableCommand {
 
     func run() async throws {
         let known: USBKnownDevices
-        let devices: [USBDeviceInfo]
+        let listing: USBHeadsetListing
         do {
             known = try USBBridge.knownDevices()
-            devices = try await USBDeviceList.scan(all: all, known: known)
-            if devices.isEmpty, !USBDeviceList.hasUSBSubsystem {
+            listing = try await USBHeadsetListing.scan(all: all, known: known)
+            if listing.devices.isEmpty, listing.otherNodes.isEmpty, !listing.hasSubsystem {
                 throw TransportError(.unsupported, "USB is not available on this system: there is no USB subsystem (/sys/bus/usb is missing: no USB controller, or a kernel without USB support)")
             }
         } catch {
             throw failureExit(error)
         }
-        let report = DevicesReport(devices: devices.map(DeviceEntry.init), knownIDs: known.entries.map(\.description))
-        try Output.emit(report, json: output.json) { Self.text(devices, known: known, all: all) }
+        let devices = listing.devices
+        let report = DevicesReport(devices: devices.map(DeviceEntry.init), knownIDs: known.entries.map(\.description),
+                                   hidrawNodes: listing.otherNodes.map { HIDRawEntry($0.node, $0.access) }, hidrawProblems: listing.problems)
+        try Output.emit(report, json: output.json) {
+            ([Self.text(devices, known: known, all: all, others: !listing.otherNodes.isEmpty)] + listing.otherNodes.map(Self.text)
+                + listing.problems.map { "skipped \($0)" }).joined(separator: "\n")
+        }
     }
 
-    static func text(_ devices: [USBDeviceInfo], known: USBKnownDevices, all: Bool) -> String {
+    /// A hidraw node no listed USB device accounts for.
+    static func text(_ node: HIDRawNode, _ access: USBDeviceInfo.Access) -> String {
+        var rows: [(String, String)] = []
+        if let name = node.hidName { rows.append(("Name", name)) }
+        if let serial = node.serial { rows.append(("Serial", serial)) }
+        if let driver = node.driver { rows.append(("Driver", "\(driver) (stays bound)")) }
+        if access == .permissionDenied { rows.append(("Access", "permission denied on \(node.path): install the udev rule from tools/udev/")) }
+        rows.append(("Open with", "--device \(node.address)"))
+        let table = Output.table(rows).split(separator: "\n").map { "  " + $0 }.joined(separator: "\n")
+        return "\(node.address)  \(usbIDs(node.vendorID, node.productID))\n" + table
+    }
+
+    static func text(_ devices: [USBDeviceInfo], known: USBKnownDevices, all: Bool, others: Bool = false) -> String {
         guard !devices.isEmpty else {
+            if others { return "hidraw nodes:" }
             return all ? "No USB devices found."
                 : "No USB headsets found (looking for \(known.summary); add others with TUNEUP_USB_IDS=VVVV:PPPP[/BBBB], or list every device with --all)."
         }
@@ -69,6 +88,7 @@ struct DevicesCommand: AsyncParsableCommand {
             }
             if device.role != nil || device.location.portAddress != nil {
                 rows.append(("Open with", "--device \(device.address)"))
+                rows.append(("Reach by", device.reachableBy))
             }
             let table = Output.table(rows).split(separator: "\n").map { "  " + $0 }.joined(separator: "\n")
             return rows.isEmpty ? title : title + "\n" + table
@@ -86,6 +106,38 @@ struct DevicesReport: Encodable {
     var devices: [DeviceEntry]
     /// The known-headset table in use, as `vvvv:pppp/bbbb`.
     var knownIDs: [String]
+    /// hidraw nodes no listed device accounts for.
+    var hidrawNodes: [HIDRawEntry]
+    /// "hidrawN: why" for nodes skipped.
+    var hidrawProblems: [String]
+}
+
+/// A hidraw node in the JSON form.
+struct HIDRawEntry: Encodable {
+    var address: String
+    var node: String
+    var vendorID: String
+    var productID: String
+    var name: String?
+    var serial: String?
+    var driver: String?
+    var port: String?
+    var interface: Int?
+    var access: String
+
+    init(_ n: HIDRawNode, _ a: USBDeviceInfo.Access) {
+        address = n.address.description
+        node = n.path
+        let ids = usbIDs(n.vendorID, n.productID).split(separator: ":").map(String.init)
+        vendorID = ids.first ?? ""
+        productID = ids.last ?? ""
+        name = n.hidName
+        serial = n.serial
+        driver = n.driver
+        port = n.location?.portAddress?.description
+        interface = n.interface
+        access = a == .granted ? "ok" : a == .permissionDenied ? "permission-denied" : "error"
+    }
 }
 
 struct DeviceEntry: Encodable {
@@ -108,6 +160,10 @@ struct DeviceEntry: Encodable {
     var access: String
     var accessError: String?
     var node: String
+    /// The hidraw node of interface 0, which usb: addresses take by default; absent: libusb only.
+    var hidraw: String?
+    /// The hidraw node's driver (bound while tuneup talks to it).
+    var hidrawDriver: String?
 
     init(_ d: USBDeviceInfo) {
         address = d.address
@@ -123,6 +179,8 @@ struct DeviceEntry: Encodable {
         serial = d.serial
         stringsProblem = d.stringsProblem
         node = d.nodePath
+        hidraw = d.hidraw?.path
+        hidrawDriver = d.hidraw?.driver
         switch d.access {
         case .granted: access = "ok"
         case .permissionDenied: access = "permission-denied"

@@ -17,7 +17,7 @@ func scratchDirectory() throws -> String {
         "sim", "sim:headset", "tcp:127.0.0.1:4000", "serial:/dev/ttyUSB0", "usb:1209:0001", "usb:1-2.3", "bt:00:1A:7D:DA:71:13",
     ]
     /// Addresses of schemes registered outside Transport (`DeviceAddress(parsing:)` does not know them).
-    static let registeredExamples = ["sim:wearable", "ble:00:AA:01:00:00:00", "speaker:127.0.0.1:4000", "sim:speaker"]
+    static let registeredExamples = ["sim:wearable", "ble:00:AA:01:00:00:00", "speaker:127.0.0.1:4000", "sim:speaker", "hidraw:/dev/hidraw0"]
 
     @Test func everySchemeHasAnOpener() throws {
         let connector = Devices.connector()
@@ -45,7 +45,7 @@ func scratchDirectory() throws -> String {
             _ = try Devices.parseAddress("ftp:host")
             Issue.record("ftp:host parsed")
         } catch {
-            #expect(error.message == "unknown address scheme 'ftp'; expected sim, tcp:, serial:, usb:, bt:, ble: or speaker:")
+            #expect(error.message == "unknown address scheme 'ftp'; expected sim, tcp:, serial:, usb:, hidraw:, bt:, ble: or speaker:")
         }
     }
 

@@ -25,6 +25,6 @@ import TuneupKit
         #expect(r.stdout.contains("\"device\" : \"sim\"") || r.stdout.contains("\"device\":\"sim\""), "\(r.stdout)")
         let bad = try await CLI.run(["probe", "-d", "ftp:host"])
         #expect(bad.status == 64)
-        #expect(bad.stderrLines == ["tuneup: unknown address scheme 'ftp'; expected sim, tcp:, serial:, usb: or bt: (see 'tuneup probe --help')"])
+        #expect(bad.stderrLines == ["tuneup: unknown address scheme 'ftp'; expected sim, tcp:, serial:, usb:, hidraw: or bt: (see 'tuneup probe --help')"])
     }
 }

@@ -144,6 +144,7 @@ import Testing
               Product       Tuneup Sim Headset
               Serial        TS1-000001
               Open with     --device usb:1209:0001:TS1-000001
+              Reach by      libusb (no hidraw node)
 
             """)
         let all = try await UMockdev.run(["devices", "--all", "--format", "json"], devices: devices)
