@@ -62,6 +62,9 @@ local f = {
     payload = ProtoField.bytes("hkwhd.payload", "Payload"),
     crc = ProtoField.uint32("hkwhd.crc", "CRC-32", base.HEX),
     crc_status = ProtoField.uint8("hkwhd.crc.status", "CRC status", base.DEC, { [0] = "Bad", [1] = "Good" }),
+    -- Datagrams' version byte and CRC (hkwhd.version and hkwhd.crc are the control frame's, docs/capture.md §3).
+    dgram_version = ProtoField.uint8("hkwhd.datagram.version", "Version", base.DEC),
+    dgram_crc = ProtoField.uint32("hkwhd.datagram.crc", "CRC-32", base.HEX),
     -- payload fields
     min_version = ProtoField.uint8("hkwhd.p.min_version", "Lowest version", base.DEC),
     max_version = ProtoField.uint8("hkwhd.p.max_version", "Highest version", base.DEC),
@@ -360,6 +363,18 @@ local function set_info(pinfo, summaries)
     pinfo.cols.info = table.concat(summaries, "; ")
 end
 
+-- The Source and Destination columns: host or device, from the direction and the side that wrote the capture
+-- (docs/capture.md §1).
+local frame_description_ends = Field.new("frame.interface_description")
+local function set_ends(pinfo)
+    if pinfo.p2p_dir ~= 0 and pinfo.p2p_dir ~= 1 then return end
+    local d = frame_description_ends()
+    local device = d ~= nil and tostring(d()):sub(-13) == "; device side"
+    local from_host = (pinfo.p2p_dir == 0) ~= device
+    pinfo.cols.src = from_host and "host" or "device"
+    pinfo.cols.dst = from_host and "device" or "host"
+end
+
 local frame_interface = Field.new("frame.interface_id")
 local streams = {}
 local results = {}
@@ -430,6 +445,7 @@ end
 local hkwhd_control = Proto("hkwhd_control", "HKWirelessHD control stream")
 function hkwhd_control.dissector(tvb, pinfo, tree)
     pinfo.cols.protocol = "HKWHD"
+    set_ends(pinfo)
     local result = results[pinfo.number]
     if result == nil then
         local ifid = frame_interface()
@@ -492,7 +508,7 @@ local function check_crc(t, tree, n)
     local s = t:raw(0, n)
     local stored = t(n - 4, 4):uint()
     local bad = crc32(s, 1, n - 4) ~= stored
-    local ci = tree:add(f.crc, t(n - 4, 4))
+    local ci = tree:add(f.dgram_crc, t(n - 4, 4))
     tree:add(f.crc_status, t(n - 4, 4), bad and 0 or 1):set_generated()
     if bad then
         ci:add_proto_expert_info(ef.bad_crc, string.format("Bad CRC-32: expected %08x, got %08x", crc32(s, 1, n - 4), stored))
@@ -503,13 +519,14 @@ end
 local function dissect_audio(tvb, pinfo, tree)
     local n = tvb:len()
     pinfo.cols.protocol = "HKWHD"
+    set_ends(pinfo)
     local at = tree:add(hkwhd, tvb(), "HKWirelessHD audio datagram")
     if n < 40 then
         at:add_proto_expert_info(ef.truncated, string.format("an audio datagram is at least 40 bytes, got %d", n))
         pinfo.cols.info = "audio datagram cut short"
         return n
     end
-    at:add(f.magic, tvb(0, 2)); at:add(f.version, tvb(2, 1))
+    at:add(f.magic, tvb(0, 2)); at:add(f.dgram_version, tvb(2, 1))
     local fi = at:add(f.audio_flags, tvb(3, 1))
     fi:add(f.audio_end, tvb(3, 1)); fi:add(f.audio_flac, tvb(3, 1))
     at:add(f.audio_stream, tvb(4, 4)); at:add(f.audio_sequence, tvb(8, 4)); at:add(f.audio_first, tvb(12, 8))
@@ -529,13 +546,14 @@ end
 local function dissect_clock(tvb, pinfo, tree)
     local n = tvb:len()
     pinfo.cols.protocol = "HKWHD"
+    set_ends(pinfo)
     local ct = tree:add(hkwhd, tvb(), "HKWirelessHD clock datagram")
     if n < 32 then
         ct:add_proto_expert_info(ef.truncated, string.format("a clock datagram is 32 bytes, got %d", n))
         pinfo.cols.info = "clock datagram cut short"
         return n
     end
-    ct:add(f.magic, tvb(0, 2)); ct:add(f.version, tvb(2, 1)); ct:add(f.clock_type, tvb(3, 1))
+    ct:add(f.magic, tvb(0, 2)); ct:add(f.dgram_version, tvb(2, 1)); ct:add(f.clock_type, tvb(3, 1))
     ct:add(f.clock_t1, tvb(4, 8)); ct:add(f.clock_t2, tvb(12, 8)); ct:add(f.clock_t3, tvb(20, 8))
     local bad = check_crc(tvb, ct, 32)
     if n > 32 then ct:add_proto_expert_info(ef.payload, string.format("%d bytes after the CRC", n - 32)) end
@@ -554,7 +572,7 @@ local function dissect_discovery(tvb, pinfo, tree)
         dt:add_proto_expert_info(ef.truncated, "a discovery datagram is at least 8 bytes")
         return n
     end
-    dt:add(f.magic, tvb(0, 2)); dt:add(f.version, tvb(2, 1))
+    dt:add(f.magic, tvb(0, 2)); dt:add(f.dgram_version, tvb(2, 1))
     if tvb(0, 2):string() == "TR" then
         local r = reader(tvb(3, n - 7), dt)
         r.fixed(f.query_id, 4); r.fixed(f.relay_port, 2); r.text(f.relay_address); r.finish()

@@ -67,7 +67,7 @@ local measurements = {
     [1] = "battery-level", [2] = "mic-sensitivity-left", [3] = "mic-sensitivity-right", [4] = "anc-attenuation",
 }
 local calibration_states = { [0] = "nothing", [1] = "measured (not stored)", [2] = "stored" }
-local image_types = { [0] = "bootloader" }
+local image_types = { [0] = "bootloader", [1] = "application" }
 local report_ids = { [0xF0] = "header (0xF0)", [0xF1] = "buffer (0xF1)" }
 local hid_flags = { [0] = "no packet / host request", [1] = "packet header follows" }
 
@@ -177,7 +177,18 @@ lightx.experts = experts
 
 lightx.prefs.tcp_port = Pref.uint("TCP port", 4100, "TCP port of LightX over SPP framing (0: heuristic only)")
 
-local p2p_names = { [0] = "out", [1] = "in" }
+
+-- The Source and Destination columns: host or device, from the direction and the side that wrote the capture
+-- (docs/capture.md §1).
+local frame_description_ends = Field.new("frame.interface_description")
+local function set_ends(pinfo)
+    if pinfo.p2p_dir ~= 0 and pinfo.p2p_dir ~= 1 then return end
+    local d = frame_description_ends()
+    local device = d ~= nil and tostring(d()):sub(-13) == "; device side"
+    local from_host = (pinfo.p2p_dir == 0) ~= device
+    pinfo.cols.src = from_host and "host" or "device"
+    pinfo.cols.dst = from_host and "device" or "host"
+end
 
 -- Arguments ----------------------------------------------------------------------------------------------------
 
@@ -323,11 +334,16 @@ local function reply_arguments(tree, cmd, op, status, t)
         if t:len() > 0 and cmd < 0xC0 then add_cstring(tree, f.refusal, t) end
         return
     end
-    if op ~= 1 and cmd < 0xC0 then return end -- a write's acknowledgement carries nothing of its own
+    -- docs/capture.md §3's arguments, whatever the opcode.
     if cmd == 0x20 then if need(tree, t, 1, "image type") then tree:add(f.image, t(0, 1)) end return end
     if cmd == 0x22 then if need(tree, t, 1, "authentication status") then tree:add(f.authenticated, t(0, 1)) end return end
     if cmd == 0x23 then if need(tree, t, 16, "challenge") then tree:add(f.challenge, t(0, 16)) end return end
-    if cmd == 0x3A then add_cstring(tree, f.text, t) return end
+    if cmd == 0x3A or (cmd >= 0x01 and cmd <= 0x1F) then add_cstring(tree, f.text, t) return end
+    if cmd == 0x3B and op ~= 1 then
+        if need(tree, t, 8, "capabilities") then add_u32(tree, f.caps_flags, t, 0); add_u32(tree, f.caps_queue, t, 4) end
+        return
+    end
+    if op ~= 1 and cmd < 0xC0 then return end -- a write's acknowledgement carries nothing of its own
     if cmd == 0x9A then add_cstring(tree, f.name, t) return end
     if flash_read(cmd) then tree:add(f.data, t(0, t:len())); tree:add(f.data_length, t(0, t:len()), t:len()) return end
     if cmd == 0x3B then
@@ -421,6 +437,9 @@ local function dissect_packet(t, pinfo, tree, from_host)
         local bt = t(12, blen)
         local bi = tree:add(f.buffer, bt)
         if kind == "request" then request_arguments(bi, cmd, op, bt) else reply_arguments(bi, cmd, op, status, bt) end
+    elseif kind == "reply" and status == 0 and ((cmd >= 0x01 and cmd <= 0x1F) or cmd == 0x3A) then
+        -- A config string's reply without a buffer (a write's acknowledgement): the empty text (docs/capture.md).
+        tree:add(f.text, ""):set_generated()
     end
     return summary
 end
@@ -608,8 +627,7 @@ local function dissect_stream(tvb, pinfo, tree)
         result = feed(pinfo, tvb, stream_key(pinfo))
         results[pinfo.number] = result
     end
-    local dir = p2p_names[pinfo.p2p_dir]
-    if dir then pinfo.cols.src = dir == "out" and "capturing side" or "peer"; pinfo.cols.dst = dir == "out" and "peer" or "capturing side" end
+    set_ends(pinfo)
     show_events(tvb, pinfo, tree, result)
     if #result.events == 0 and result.partial_len == 0 then pinfo.cols.protocol = "LightX" end
     return tvb:len()
@@ -849,6 +867,7 @@ function lightx_hid.dissector(tvb, pinfo, tree)
         return 1
     end
     local ifid = frame_interface()
+    set_ends(pinfo)
     hid_dissect_report(tvb(0, tvb:len()), pinfo, tree, "if " .. (ifid and tostring(ifid()) or "?"),
         from_host_by_direction(pinfo))
     return tvb:len()

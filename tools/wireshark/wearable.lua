@@ -297,7 +297,9 @@ local function dissect_pdu(op, p, tree, le, key)
         return string.format("%s %d", name, add16(f.mtu, 0))
     elseif op == 0x0A or (op == 0x0C) then
         if not need(2) then return name end
-        local h = add16(f.handle, 0)
+        -- A read blob request's handle is shown as an attribute handle (docs/capture.md names read, write,
+        -- notification and error handles).
+        local h = add16(op == 0x0A and f.handle or f.attribute_handle, 0)
         last_read[key] = h
         if op == 0x0C and need(4) then add16(f.offset, 2) end
         local c = characteristic(h)
@@ -317,7 +319,7 @@ local function dissect_pdu(op, p, tree, le, key)
         return string.format("%s%s", name, h and string.format(" 0x%04X", h) or "")
     elseif op == 0x12 or op == 0x52 or op == 0x1B or op == 0x1D then
         if not need(2) then return name end
-        local h = add16(f.handle, 0)
+        local h = add16((op == 0x12 or op == 0x1B) and f.handle or f.attribute_handle, 0)
         add_value(tree, rest(2), h, op ~= 0x52 and op ~= 0x1D)
         local c = characteristic(h)
         return string.format("%s 0x%04X%s", name, h, c and (" (" .. c .. ")") or "")
@@ -431,6 +433,18 @@ local function dissect_frame(t, pinfo, tree, key)
     return s, ft
 end
 
+-- The Source and Destination columns: host or device, from the direction and the side that wrote the capture
+-- (docs/capture.md §1).
+local frame_description_ends = Field.new("frame.interface_description")
+local function set_ends(pinfo)
+    if pinfo.p2p_dir ~= 0 and pinfo.p2p_dir ~= 1 then return end
+    local d = frame_description_ends()
+    local device = d ~= nil and tostring(d()):sub(-13) == "; device side"
+    local from_host = (pinfo.p2p_dir == 0) ~= device
+    pinfo.cols.src = from_host and "host" or "device"
+    pinfo.cols.dst = from_host and "device" or "host"
+end
+
 local frame_interface = Field.new("frame.interface_id")
 local streams = {}
 local results = {}
@@ -474,6 +488,7 @@ end
 local wearable_stream = Proto("wearable_stream", "Bose Wearable GATT framing")
 function wearable_stream.dissector(tvb, pinfo, tree)
     pinfo.cols.protocol = "Wearable"
+    set_ends(pinfo)
     local result = results[pinfo.number]
     local first = result == nil
     if first then
@@ -512,6 +527,7 @@ DissectorTable.get("wtap_encap"):add(wtap.USER5, wearable_stream)
 local wearable_att = Proto("wearable_att", "Bose Wearable ATT")
 function wearable_att.dissector(tvb, pinfo, tree)
     pinfo.cols.protocol = "Wearable"
+    set_ends(pinfo)
     local n = tvb:len()
     local at = tree:add(wearable, tvb(), "Bose Wearable ATT PDU")
     if n == 0 then
