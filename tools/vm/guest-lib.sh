@@ -7,3 +7,12 @@ first_line() {
   while [ ! -s "$1" ] && [ $i -lt $(($2 * 10)) ]; do sleep 0.1; i=$((i + 1)); done
   head -1 "$1"
 }
+
+# artifact NAME FILE: returns FILE to the host through the console (the rig has no disk or network): gzip'd and
+# base64'd between "TUNEUP-ARTIFACT-BEGIN NAME" and "TUNEUP-ARTIFACT-END NAME" lines. e2e.sh writes it back to
+# $TUNEUP_VM_CACHE/artifacts/SCENARIO/NAME after the run.
+artifact() {
+  echo "TUNEUP-ARTIFACT-BEGIN $1"
+  gzip -c "$2" | base64
+  echo "TUNEUP-ARTIFACT-END $1"
+}
