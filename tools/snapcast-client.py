@@ -17,6 +17,7 @@ a line on stdin and answers one JSON line on stdout: {"ok": true, ...} or {"ok":
     wait-volume ID PERCENT      until the client's view of ID has that percent (a notification updated it)
     wait-muted ID 0|1           likewise for its mute
     wait-connected ID 0|1       until the client's view says ID is connected (1) or not (0)
+    wait-notification METHOD    until a notification METHOD came
     notifications               every notification received so far, raw: [{"method", "params"}]
     quit
 
@@ -147,6 +148,9 @@ async def main(host, port):
                 client = server._clients.get(ident)
                 answer({"ok": ok, "error": None if ok else f"{command} {ident} {value}: the client sees "
                         + (json.dumps(client._client) if client else "no such client")})
+            elif command == "wait-notification":
+                ok = await wait_for(lambda: any(n["method"] == words[1] for n in notifications))
+                answer({"ok": ok, "error": None if ok else f"no {words[1]} came"})
             elif command == "notifications":
                 answer({"ok": True, "notifications": notifications})
             else:

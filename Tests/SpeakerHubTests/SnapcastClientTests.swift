@@ -222,12 +222,16 @@ struct SnapcastClientTests {
             try await script.run("wait-volume \(id) 62")
             try await snapcastCall(port: snap.controlPort, "Group.SetMute", #"{"id":"\#(group)","mute":true}"#)
             try await snapcastCall(port: snap.controlPort, "Group.SetMute", #"{"id":"\#(group)","mute":false}"#)
+            try await script.run("wait-notification Group.OnMute")
             // The client vanishes and comes back.
             await snap.stopClient()
             try await script.run("wait-connected \(id) 0")
             try snap.startClient()
             try await script.run("wait-connected \(id) 1")
             try await script.run("set-volume \(id) 50")
+            // Another controller sets a group's clients: the client gets the whole server again.
+            try await snapcastCall(port: snap.controlPort, "Group.SetClients", #"{"id":"\#(group)","clients":["\#(id)"]}"#)
+            try await script.run("wait-notification Server.OnUpdate")
             var seen = Seen(status: status["raw"] ?? .null)
             seen.notifications = try await notifications(script)
             await script.stop()
@@ -279,6 +283,7 @@ struct SnapcastClientTests {
                 try await script.run("wait-volume \(b) 62")
                 try await snapcastCall(port: control.port, "Group.SetMute", #"{"id":"\#(group)","mute":true}"#)
                 try await snapcastCall(port: control.port, "Group.SetMute", #"{"id":"\#(group)","mute":false}"#)
+                try await script.run("wait-notification Group.OnMute")
                 // A speaker vanishes: the client is told, and keeps working with the other; it comes back.
                 await hub.sim.speakers[1].powerOff()
                 try await script.run("wait-connected \(b) 0")
@@ -295,6 +300,10 @@ struct SnapcastClientTests {
                 _ = try await script.finish("wait-connected \(b) 1")
                 try await script.run("set-volume \(b) 50")
                 #expect(hub.sim.speakers[1].settings.volume == 25)
+                // Another controller sets a group's clients: the speaker on its own becomes a named group of one.
+                try await snapcastCall(port: control.port, "Group.SetClients", #"{"id":"\#(group)","clients":["\#(b)"]}"#)
+                try await script.run("wait-notification Server.OnUpdate")
+                #expect(hub.sim.speakers[1].deviceInfo.groupId != 0)
                 var seen = Seen(status: status["raw"] ?? .null)
                 seen.notifications = try await notifications(script)
                 box.seen.withLock { $0 = seen }
@@ -317,7 +326,7 @@ struct SnapcastClientTests {
         let (mine, theirs) = (jsonShape(hub.status), jsonShape(real.status))
         let (onlyHub, onlySnapserver) = (mine.subtracting(theirs).sorted(), theirs.subtracting(mine).sorted())
         #expect(onlyHub.isEmpty && onlySnapserver.isEmpty, "Server.GetStatus: only the hub's: \(onlyHub); only snapserver's: \(onlySnapserver)")
-        for method in ["Client.OnVolumeChanged", "Client.OnDisconnect", "Client.OnConnect", "Group.OnMute"] {
+        for method in ["Client.OnVolumeChanged", "Client.OnDisconnect", "Client.OnConnect", "Group.OnMute", "Server.OnUpdate"] {
             guard let a = hub.notifications[method], let b = real.notifications[method] else {
                 Issue.record("\(method): the hub sent \(hub.notifications[method] == nil ? "none" : "one"), snapserver \(real.notifications[method] == nil ? "none" : "one")")
                 continue
