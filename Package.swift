@@ -430,9 +430,9 @@ let package = Package(
         // The Lua dissectors of tools/wireshark/ run by tshark against the project's own decoding (issue 32 §2).
         .testTarget(
             name: "WiresharkTests",
-            dependencies: ["DeviceAccess", "Firmware", "FirmwareUpdate", "Headset", "HeadsetSimulator", "LightX", "Simulator", "Speaker",
-                           "SpeakerSession", "SpeakerSimulator", "Spawn", "Support", "TestSupport", "Transport", "Wearable", "WearableLink",
-                           "WearableSession", "WearableSimulator"],
+            dependencies: ["Capture", "DeviceAccess", "Firmware", "FirmwareUpdate", "Headset", "HeadsetSimulator", "LightX", "Simulator",
+                           "Speaker", "SpeakerSession", "SpeakerSimulator", "Spawn", "Support", "TestSupport", "Transport", "Wearable",
+                           "WearableLink", "WearableSession", "WearableSimulator"],
             swiftSettings: testing),
         // The CLI's tests run the built tuneup as a process (not a dependency: its static Swift runtime, above).
         .testTarget(name: "TuneupTests", dependencies: ["Capture", "LightX", "Transport", "TuneupKit", "Records", "Spawn", "TestSupport"], swiftSettings: testing),

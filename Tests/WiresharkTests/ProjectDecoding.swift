@@ -177,7 +177,7 @@ func lightXFields(_ p: LightX.Packet, fromHost: Bool, frame: [UInt8]?, reportFla
     } else if kind == "reply" {
         if h.status != .ok {
             if !buffer.isEmpty { f["lightx.arg.reason"] = [.text(r.cString())] }
-        } else if h.opcode == .read {
+        } else {
             if c == 0x23, buffer.count >= 16 { f["lightx.arg.challenge"] = [.bytes(Array(buffer.prefix(16)))] }
             if c == 0x20, let b = buffer.first { f["lightx.arg.image_type"] = [.uint(UInt64(b))] }
             if c == 0x22, let b = buffer.first { f["lightx.arg.authenticated"] = [.uint(UInt64(b))] }
@@ -185,7 +185,8 @@ func lightXFields(_ p: LightX.Packet, fromHost: Bool, frame: [UInt8]?, reportFla
                 f["lightx.arg.flags"] = [.uint(flags)]
                 f["lightx.arg.queue_depth"] = [.uint(depth)]
             }
-            if (0x01...0x1F).contains(c) || c == 0x3A, !buffer.isEmpty { f["lightx.arg.text"] = [.text(r.cString())] }
+            // A config string's reply: its text, empty for a write's acknowledgement (docs/capture.md §3).
+            if (0x01...0x1F).contains(c) || c == 0x3A { f["lightx.arg.text"] = [.text(r.cString())] }
         }
     }
     return f
@@ -202,17 +203,16 @@ func controlFields(_ frame: ControlFrame) -> [String: [FieldValue]] {
 
 func audioFields(_ p: AudioPacket, _ bytes: [UInt8]) -> [String: [FieldValue]] {
     [
-        "hkwhd.version": [.uint(UInt64(bytes[2]))],
         "hkwhd.audio.flags": [.uint(UInt64((p.endOfStream ? AudioPacket.endOfStreamFlag : 0) | (p.encoding == .flac ? AudioPacket.flacFlag : 0)))],
         "hkwhd.audio.stream": [.uint(UInt64(p.streamId))], "hkwhd.audio.sequence": [.uint(UInt64(p.sequence))],
         "hkwhd.audio.first_frame": [.uint(p.firstFrame)], "hkwhd.audio.presentation_time": [.uint(p.presentationTime)],
         "hkwhd.audio.sample_rate": [.uint(UInt64(p.format.sampleRate))], "hkwhd.audio.channels": [.uint(UInt64(p.format.channels))],
-        "hkwhd.audio.frame_count": [.uint(UInt64(p.frameCount))], "hkwhd.crc": [.uint(UInt64(bigEndian32(bytes.suffix(4))))],
+        "hkwhd.audio.frame_count": [.uint(UInt64(p.frameCount))],
     ]
 }
 
 func clockFields(_ d: ClockDatagram, _ bytes: [UInt8]) -> [String: [FieldValue]] {
-    var f: [String: [FieldValue]] = ["hkwhd.version": [.uint(UInt64(bytes[2]))], "hkwhd.crc": [.uint(UInt64(bigEndian32(bytes.suffix(4))))]]
+    var f: [String: [FieldValue]] = [:]
     switch d {
     case let .request(t1):
         f["hkwhd.clock.type"] = [.uint(1)]
