@@ -120,21 +120,7 @@ struct WearableCommand: AsyncParsableCommand {
     }
 
     /// A refused configuration as one line that names the device rule it broke.
-    static func explained(_ error: Error) -> Error {
-        guard let e = error as? WearableSessionError else { return error }
-        switch e.code {
-        case .refused:
-            let rule = e.rule.map { "rule: \($0)" } ?? "\(e.attError.map(\.description) ?? "refused")"
-            let att = e.attError.map { String(format: " (ATT error 0x%02x)", $0.rawValue) } ?? ""
-            return CommandFailure(message: "the device refused the configuration, \(rule)\(e.rule == nil ? "" : att): \(e.reason ?? e.message)",
-                                  code: Exit.device)
-        case .rejectedLocally:
-            let rule = e.rule.map { "rule: \($0): " } ?? ""
-            return CommandFailure(message: "refused before sending, \(rule)\(e.message)", code: Exit.usage)
-        default:
-            return error
-        }
-    }
+    static func explained(_ error: Error) -> Error { WearableSessionError.explained(error) }
 
     // MARK: Names and units
 
@@ -165,74 +151,6 @@ struct WearableCommand: AsyncParsableCommand {
         return p
     }
 
-    // MARK: JSON
-
-    struct StatusJSON: Encodable {
-        var pairingEnabled, secureBLEPairingRequired, alreadyPaired, serviceSuspended: Bool
-    }
-
-    struct InfoJSON: Encodable {
-        var device: String
-        var protocolVersion: String
-        var productId: Int
-        var variant: Int
-        var availableSensors: [String]
-        var availableGestures: [String]
-        var transmissionPeriodMs: Int
-        var maxPayloadPerTransmissionPeriod: Int
-        var maxActiveSensors: Int
-        var status: StatusJSON
-        var mtu: Int
-
-        init(_ d: DeviceInformation, device: String, mtu: UInt16) {
-            self.device = device
-            protocolVersion = "\(d.majorVersion).\(d.minorVersion)"
-            productId = Int(d.productID)
-            variant = Int(d.variant)
-            availableSensors = d.availableSensors.sorted().map(\.description)
-            availableGestures = d.availableGestures.sorted().map(\.description)
-            transmissionPeriodMs = Int(d.transmissionPeriod)
-            maxPayloadPerTransmissionPeriod = Int(d.maxPayloadPerTransmissionPeriod)
-            maxActiveSensors = Int(d.maxActiveSensors)
-            status = StatusJSON(pairingEnabled: d.status.pairingEnabled, secureBLEPairingRequired: d.status.secureBLEPairingRequired,
-                                alreadyPaired: d.status.alreadyPaired, serviceSuspended: d.status.serviceSuspended)
-            self.mtu = Int(mtu)
-        }
-    }
-
-    struct SensorJSON: Encodable {
-        var sensor: String
-        var id: Int
-        var unit: String
-        var minScaled, maxScaled, minRaw, maxRaw: Int
-        var availablePeriodsMs: [Int]
-        var sampleLength: Int
-        /// The configured period (nil: disabled).
-        var periodMs: Int?
-    }
-
-    struct SensorsJSON: Encodable {
-        var sensors: [SensorJSON]
-        var maxActiveSensors: Int
-        var maxPayloadPerTransmissionPeriod: Int
-        /// The shared period of the enabled sensors (nil: none enabled).
-        var samplePeriodMs: Int?
-        /// Whether a configuration was written (and accepted) by this command.
-        var written: Bool
-    }
-
-    struct GestureJSON: Encodable {
-        var gesture: String
-        var id: Int
-        var payloadLength: Int
-        var enabled: Bool
-    }
-
-    struct GesturesJSON: Encodable {
-        var gestures: [GestureJSON]
-        var written: Bool
-    }
-
     // MARK: Commands
 
     struct Info: AsyncParsableCommand {
@@ -244,21 +162,8 @@ struct WearableCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await WearableCommand.with(choice) { s in
-                guard let d = await s.deviceInformation else { throw WearableSessionError(.notOpen, "no device information", category: .connection) }
-                let json = InfoJSON(d, device: s.peer, mtu: await s.mtu)
-                try Output.emit(json, json: output.json) {
-                    Output.table([
-                        ("Device", json.device), ("Protocol", json.protocolVersion),
-                        ("Product", String(format: "0x%04x variant %d", json.productId, json.variant)),
-                        ("Sensors", json.availableSensors.joined(separator: ", ")),
-                        ("Gestures", json.availableGestures.joined(separator: ", ")),
-                        ("Transmission", "every \(json.transmissionPeriodMs) ms, at most \(json.maxPayloadPerTransmissionPeriod) bytes of sensor data"),
-                        ("Active sensors", "at most \(json.maxActiveSensors)"),
-                        ("Pairing", "\(d.status.pairingEnabled ? "enabled" : "disabled")\(d.status.alreadyPaired ? ", already paired" : "")"
-                            + "\(d.status.secureBLEPairingRequired ? ", secure pairing required" : "")"),
-                        ("Service", d.status.serviceSuspended ? "suspended" : "running"), ("MTU", "\(json.mtu)"),
-                    ])
-                }
+                let report = try await WearableInfoReport.of(s)
+                try Output.emit(report, json: output.json) { report.text }
             }
         }
     }
@@ -304,38 +209,9 @@ struct WearableCommand: AsyncParsableCommand {
             let enabled = try enable.map(WearableCommand.sensor(named:)), disabled = try disable.map(WearableCommand.sensor(named:))
             let shared = try period.map { try WearableCommand.period($0) }
             try await WearableCommand.with(choice) { s in
-                if writes {
-                    try await s.configureSensors(checked: !noCheck) { c in
-                        if disableAll { c.disableAll() }
-                        for d in disabled { c.disable(sensor: d) }
-                        let p = shared ?? c.enabledSensorsSamplePeriod ?? ._40ms
-                        for e in enabled { c.enable(sensor: e, at: p) }
-                        if enabled.isEmpty, let shared, c.enabledSensorsSamplePeriod != nil { c.setEnabledSensorsSamplePeriod(shared) }
-                    }
-                }
-                guard let info = await s.sensorInformation, let device = await s.deviceInformation,
-                      let configuration = await s.sensorConfiguration else {
-                    throw WearableSessionError(.notOpen, "the session closed", category: .connection)
-                }
-                let json = SensorsJSON(
-                    sensors: info.entries.map { e in
-                        SensorJSON(sensor: e.sensor.description, id: Int(e.sensor.rawValue), unit: WearableText.unit(e.sensor),
-                                   minScaled: Int(e.range.minScaled), maxScaled: Int(e.range.maxScaled), minRaw: Int(e.range.minRaw),
-                                   maxRaw: Int(e.range.maxRaw), availablePeriodsMs: e.availablePeriods.sorted().map { Int($0.milliseconds) },
-                                   sampleLength: e.sampleLength, periodMs: configuration.period(of: e.sensor).map { Int($0.milliseconds) })
-                    },
-                    maxActiveSensors: Int(device.maxActiveSensors), maxPayloadPerTransmissionPeriod: Int(device.maxPayloadPerTransmissionPeriod),
-                    samplePeriodMs: configuration.enabledSensorsSamplePeriod.map { Int($0.milliseconds) }, written: writes)
-                try Output.emit(json, json: output.json) {
-                    var lines = json.sensors.map { e in
-                        "\(e.sensor.padding(toLength: 14, withPad: " ", startingAt: 0)) \(e.periodMs.map { "on, \($0) ms" } ?? "off")".padding(toLength: 28, withPad: " ", startingAt: 0)
-                            + "  \(e.minScaled)...\(e.maxScaled) \(e.unit) on \(e.minRaw)...\(e.maxRaw)   periods \(e.availablePeriodsMs.map { "\($0)" }.joined(separator: "/")) ms"
-                    }
-                    lines.append("at most \(json.maxActiveSensors) sensors at once, \(json.maxPayloadPerTransmissionPeriod) bytes per transmission period")
-                    if writes { lines.append("accepted: " + (configuration.enabledSensors.isEmpty ? "every sensor off"
-                        : "\(configuration.enabledSensors.map(\.description).joined(separator: ", ")) at \(json.samplePeriodMs ?? 0) ms")) }
-                    return lines.joined(separator: "\n")
-                }
+                if writes { try await s.configureSensors(enable: enabled, disable: disabled, disableAll: disableAll, period: shared, checked: !noCheck) }
+                let report = try await WearableSensorsReport.of(s, written: writes)
+                try Output.emit(report, json: output.json) { report.text }
             }
         }
     }
@@ -372,26 +248,9 @@ struct WearableCommand: AsyncParsableCommand {
         func run() async throws {
             let on = try enable.map(WearableCommand.gesture(named:)), off = try disable.map(WearableCommand.gesture(named:))
             try await WearableCommand.with(choice) { s in
-                let offered = await s.gestureInformation?.availableGestures ?? []
-                if writes {
-                    try await s.configureGestures(checked: !noCheck) { c in
-                        if disableAll { c.disableAll() }
-                        if all { for g in offered { c.set(gesture: g, enabled: true) } }
-                        for g in off { c.set(gesture: g, enabled: false) }
-                        for g in on { c.set(gesture: g, enabled: true) }
-                    }
-                }
-                guard let info = await s.gestureInformation, let configuration = await s.gestureConfiguration else {
-                    throw WearableSessionError(.notOpen, "the session closed", category: .connection)
-                }
-                let json = GesturesJSON(gestures: info.entries.map {
-                    GestureJSON(gesture: $0.gesture.description, id: Int($0.gesture.rawValue), payloadLength: Int($0.payloadLength),
-                                enabled: configuration.isEnabled($0.gesture))
-                }, written: writes)
-                try Output.emit(json, json: output.json) {
-                    json.gestures.map { "\($0.gesture.padding(toLength: 10, withPad: " ", startingAt: 0)) \($0.enabled ? "on" : "off")" }
-                        .joined(separator: "\n")
-                }
+                if writes { try await s.configureGestures(enable: on, disable: off, all: all, disableAll: disableAll, checked: !noCheck) }
+                let report = try await WearableGesturesReport.of(s, written: writes)
+                try Output.emit(report, json: output.json) { report.text }
             }
         }
     }
