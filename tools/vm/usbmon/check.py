@@ -15,7 +15,8 @@ For each USB flash (usb-libusb.pcap, usb-hidraw.pcap: usbmon, LINKTYPE_USB_LINUX
     the replies exactly, the requests too except those Tuneup tried to send while the headset re-enumerated (never
     on the bus: at most one per reconnect, named in an INFO line).
 For the RFCOMM flash (bt.btsnoop from btmon, both controllers): the same on hci1's (Tuneup's side) RFCOMM payloads,
-handed to the LightX stream dissector by rfcomm-lightx.lua.
+handed to the LightX stream dissector by Decode As (-d btrfcomm.dlci==N,lightx_stream) when lightx.lua offers itself
+for it, else by rfcomm-lightx.lua.
 Prints PASS/FAIL/INFO lines; exit 0 when nothing failed.
 """
 import collections
@@ -250,10 +251,16 @@ def check_bt(d, tshark_path, image):
     dl = tshark(["-r", hci1, "-Y", "btrfcomm.len > 0", "-T", "fields", "-e", "btrfcomm.dlci"], tshark_path)
     dlcis = sorted({int(x, 0) for x in dl.split()} - {0})
     info(f"bt: hci1's RFCOMM data on DLCI {', '.join(map(str, dlcis))} ({len(dl.split())} frames)")
-    env = dict(os.environ, LIGHTX_RFCOMM_DLCI=",".join(map(str, dlcis)))
-    packets = rows(hci1, tshark_path, ["-X", f"lua_script:{RFCOMM_LUA}"], env)
+    # Decode As when lightx.lua offers its stream dissector for btrfcomm.dlci; else rfcomm-lightx.lua does it.
+    decode_as = [a for d in dlcis for a in ("-d", f"btrfcomm.dlci=={d},lightx_stream")]
+    try:
+        packets, how = rows(hci1, tshark_path, decode_as), " ".join(decode_as)
+    except RuntimeError:
+        env = dict(os.environ, LIGHTX_RFCOMM_DLCI=",".join(map(str, dlcis)))
+        packets = rows(hci1, tshark_path, ["-X", f"lua_script:{RFCOMM_LUA}"], env)
+        how = "rfcomm-lightx.lua (tshark 4.0 refuses Decode As: lightx.lua does not offer itself for btrfcomm.dlci)"
     msgs = messages(packets)
-    info(f"bt: {len(msgs)} LightX packets: {by_command(msgs)}")
+    info(f"bt: {len(msgs)} LightX packets through {how}: {by_command(msgs)}")
     bad = problems(packets)
     report(bool(msgs) and not bad, "bt-no-malformed",
            "; ".join(bad[:5]) if bad else f"{len(packets)} HCI records, 0 malformed, 0 LightX warnings")
