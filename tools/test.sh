@@ -5,7 +5,8 @@
 # loops hold both cores (tests must not depend on the machine's speed or load). With CI=true, or with --vm, it also:
 #   - fuzzes the LightX stream decoder for 45 seconds and the Wearable, Speaker and hub decoders for 15 each (CI only);
 #   - boots a Debian kernel under QEMU and drives the simulated headset through the real Linux USB and Bluetooth
-#     stacks (tools/vm/e2e.sh tools/vm/tuneup; a few minutes, downloads cached in ~/.cache/tuneup-vm);
+#     stacks (tools/vm/e2e.sh tools/vm/tuneup; a few minutes, downloads cached in ~/.cache/tuneup-vm), then records a
+#     flash with the guest's usbmon and btmon and decodes it on the host with tshark and the dissectors (tools/vm/usbmon);
 #   - and builds and tests in release, the build the guest then runs (one cold build instead of two);
 #   - packages that release build as a .deb and proves it on a clean Debian 12 root (tools/packaging/clean-root-test.sh:
 #     install, version, probe, flash, man pages, completion, units, lintian, purge; about 90 s).
@@ -188,6 +189,8 @@ fi
 if $vm; then
     section "USB and Bluetooth through a real kernel (QEMU)"
     TUNEUP_GUEST_BINARY="$PWD/$products/tuneup" tools/vm/e2e.sh tools/vm/tuneup --timeout 600
+    section "a flash as the guest kernel sees it: usbmon and btmon captures decoded by tshark and lightx.lua (QEMU)"
+    TUNEUP_GUEST_BINARY="$PWD/$products/tuneup" tools/vm/e2e.sh tools/vm/usbmon --timeout 300
     section "the Debian package on a clean Debian 12 root (tools/package.sh, tools/packaging/clean-root-test.sh)"
     rm -rf .build/package && mkdir -p .build/package
     tools/package.sh --binary "$products/tuneup" --out .build/package
