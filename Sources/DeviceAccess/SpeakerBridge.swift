@@ -1,3 +1,4 @@
+import Capture
 import Logging
 import Session
 import SpeakerSession
@@ -137,8 +138,17 @@ extension DeviceRegistry {
     public func openSpeakers(
         _ addresses: [DeviceAddress], options: ConnectionOptions = .init(), requestOptions: RequestOptions = RequestOptions()
     ) async throws -> SpeakerController {
-        try await SpeakerController.open(addresses) { address in
+        let controller = try await SpeakerController.open(addresses) { address in
             try await openSpeaker(address, options: options, requestOptions: requestOptions)
         }
+        if let capture = options.capture {
+            // The player's audio and clock datagrams go to the same capture as the control links (docs/capture.md).
+            let datagrams = try await capture.datagrams()
+            await controller.setDatagramTap { d in
+                datagrams.record(d.kind == .audio ? .hkwhdAudio : .hkwhdClock, peer: "udp:\(d.host):\(d.port)",
+                                 direction: d.outbound ? .outbound : .inbound, d.bytes)
+            }
+        }
+        return controller
     }
 }

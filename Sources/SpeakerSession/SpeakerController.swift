@@ -20,6 +20,11 @@ public actor SpeakerController {
     private var playerInstance: SpeakerPlayer?
     /// How the player streams (set before the first `addToSession`: `setPlayerOptions`).
     public private(set) var playerOptions = PlayerOptions()
+    /// Sees every audio and clock datagram of the player (`setDatagramTap`: a capture).
+    public private(set) var datagramTap: SpeakerDatagramTap?
+
+    /// Gives the player made from now on `tap` (every audio and clock datagram it sends or receives).
+    public func setDatagramTap(_ tap: SpeakerDatagramTap?) { datagramTap = tap }
 
     /// Sets how the player streams; refused once the player exists (after the first `addToSession`).
     public func setPlayerOptions(_ options: PlayerOptions) throws(SpeakerSessionError) {
@@ -229,7 +234,7 @@ public actor SpeakerController {
     private func player() throws -> SpeakerPlayer {
         if let playerInstance { return playerInstance }
         do {
-            let p = try SpeakerPlayer(options: playerOptions, onReconnect: { [weak self] s in await self?.replace(s) })
+            let p = try SpeakerPlayer(options: playerOptions, onReconnect: { [weak self] s in await self?.replace(s) }, datagramTap: datagramTap)
             playerInstance = p
             return p
         } catch let error as TransportError {

@@ -38,6 +38,38 @@ import Testing
         #expect(text.status == 0 && text.stdout.contains("request Read ConfigProductName"), "\(text.stdout.prefix(600))")
     }
 
+    /// A speaker play: the control link and the audio datagrams, in one file, decoded without an error.
+    @Test func speakerPlayCapturesControlAndAudio() async throws {
+        let file = Scratch.directory + "/play.pcapng"
+        let pcm = [UInt8](repeating: 0x11, count: 44_100)  // a quarter of a second of s16le stereo
+        let r = try await CLI.run(["speaker", "play", "-", "--raw", "s16le:44100:2", "--speaker", "sim:speaker", "--capture", file],
+                                  stdin: String(decoding: pcm, as: UTF8.self))
+        #expect(r.status == 0, "\(r.stderr)")
+        let contents = try await CaptureFile.read(path: file)
+        #expect(contents.interfaces.first?.knownLinkType == .hkwhdControl && contents.interfaces.first?.name == "sim:speaker")
+        #expect(contents.interfaces.contains { $0.knownLinkType == .hkwhdAudio && $0.name.hasPrefix("udp:127.0.0.1:") })
+        let messages = CaptureDecoder.decode(contents)
+        #expect(messages.allSatisfy { $0.error == nil }, "\(messages.filter { $0.error != nil }.prefix(3).map(\.summary))")
+        #expect(messages.contains { $0.field("hkwhd.audio.sequence") != nil && $0.direction == .outbound })
+        #expect(messages.contains { $0.field("hkwhd.type") == .uint(0x0E) && $0.direction == .outbound })  // play
+    }
+
+    /// A wearable session: requests out, responses and notifications in, Tuneup's GATT framing named.
+    @Test func wearableInfoCaptured() async throws {
+        let file = Scratch.directory + "/wearable.pcapng"
+        let r = try await CLI.run(["wearable", "info", "--device", "sim:wearable", "--capture", file])
+        #expect(r.status == 0, "\(r.stderr)")
+        let contents = try await CaptureFile.read(path: file)
+        #expect(contents.interfaces.map(\.knownLinkType) == [.wearableStream])
+        let messages = CaptureDecoder.decode(contents)
+        #expect(messages.allSatisfy { $0.error == nil })
+        let requests: Set<UInt64> = [0x02, 0x0A, 0x10, 0x12]
+        for m in messages {
+            guard case let .uint(op)? = m.field("wearable.opcode") else { Issue.record("no opcode: \(m.summary)"); continue }
+            #expect(requests.contains(op) == (m.direction == .outbound), "\(m.summary)")
+        }
+    }
+
     /// Not a capture, or one cut mid-block: one line, exit 65.
     @Test func badFilesAreRefusedWithOneLine() async throws {
         let directory = Scratch.directory

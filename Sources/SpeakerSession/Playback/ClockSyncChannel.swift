@@ -22,6 +22,7 @@ final class ClockSyncChannel: Sendable {
     private let waiting = Mutex<[Key: Waiting]>([:])
     private let receiver = Mutex<Task<Void, Never>?>(nil)
     private let clock: PlayerClock
+    private let tap: SpeakerDatagramTap?
 
     /// Replies answered and exchanges that got none in time, over the channel's life.
     var counts: (answered: UInt64, unanswered: UInt64) { tally.withLock { $0 } }
@@ -29,9 +30,10 @@ final class ClockSyncChannel: Sendable {
 
     /// A channel on a socket of its own, timed on `clock` (t1, t4 when the kernel's cannot be used, the timeouts).
     /// - Throws: `TransportError` when no UDP socket can be opened.
-    init(clock: PlayerClock) throws(TransportError) {
+    init(clock: PlayerClock, tap: SpeakerDatagramTap? = nil) throws(TransportError) {
         socket = try UDPSocket.bind(host: "0.0.0.0", port: 0, receiveTimestamps: true)
         self.clock = clock
+        self.tap = tap
         let task = Task { [socket, weak self] in
             while !Task.isCancelled {
                 guard let datagram = try? await socket.receive() else { return }
@@ -54,7 +56,9 @@ final class ClockSyncChannel: Sendable {
                     let k = Key(t1: t1, port: port)
                     key = k
                     waiting.withLock { $0[k] = Waiting(continuation: continuation, timer: nil) }
-                    return ClockDatagram.request(t1: t1).encode()
+                    let request = ClockDatagram.request(t1: t1).encode()
+                    tap?(SpeakerDatagram(kind: .clock, host: host, port: port, outbound: true, bytes: request))
+                    return request
                 }
             } catch {
                 sent = false
@@ -80,6 +84,7 @@ final class ClockSyncChannel: Sendable {
     private func received(_ datagram: UDPDatagram) {
         // t4: the kernel's receive time on a monotonic timeline, else the timeline's time now.
         let t4 = clock.isMonotonic ? datagram.receivedAt ?? clock.now() : clock.now()
+        tap?(SpeakerDatagram(kind: .clock, host: datagram.host, port: datagram.port, outbound: false, bytes: datagram.bytes))
         guard case let .reply(reply)? = try? ClockDatagram.decode(datagram.bytes) else { return }
         guard let entry = waiting.withLock({ $0.removeValue(forKey: Key(t1: reply.t1, port: datagram.port)) }) else { return }
         entry.timer?.cancel()

@@ -67,6 +67,8 @@ public actor SpeakerPlayer {
     private var members: [UInt64: Member] = [:]
     /// Sessions that replace lost ones (the controller's list follows through `onReconnect`).
     private let onReconnect: @Sendable (SpeakerSession) async -> Void
+    /// Sees every audio and clock datagram (a capture); nil: none.
+    private let tap: SpeakerDatagramTap?
 
     private var machine: PlaybackMachine
     /// The state shown: the machine's, as announced by the actions performed so far (so whoever waits for
@@ -89,7 +91,8 @@ public actor SpeakerPlayer {
     /// - Throws: `TransportError` when no UDP socket can be opened.
     public init(options: PlayerOptions = PlayerOptions(), clock: any Clock<Duration> = ContinuousClock(),
                 reconnect: Reconnect? = nil, logger: Logger = Logger(label: "tuneup.speaker.player"),
-                onReconnect: @escaping @Sendable (SpeakerSession) async -> Void = { _ in }) throws {
+                onReconnect: @escaping @Sendable (SpeakerSession) async -> Void = { _ in }, datagramTap: SpeakerDatagramTap? = nil) throws {
+        self.tap = datagramTap
         self.options = options
         self.clock = PlayerClock(clock)
         self.now = self.clock.now
@@ -99,7 +102,7 @@ public actor SpeakerPlayer {
         machine = PlaybackMachine(buffer: options.buffer, endGrace: options.endGrace, lostTimeout: options.lostTimeout,
                                   firstStreamId: UInt32.random(in: 1...0xFFFF))
         socket = try UDPSocket.bind(host: "0.0.0.0", port: 0)
-        clockChannel = try ClockSyncChannel(clock: self.clock)
+        clockChannel = try ClockSyncChannel(clock: self.clock, tap: datagramTap)
     }
 
     // MARK: The API
@@ -290,7 +293,7 @@ public actor SpeakerPlayer {
                 }
             case let .sendHistory(id, packets):
                 guard let member = members[id], let host = member.session.host else { continue }
-                await Self.send(packets.map { ($0, 1) }, to: [(host, member.session.hello.audioPort)], on: socket)
+                await Self.send(packets.map { ($0, 1) }, to: [(host, member.session.hello.audioPort)], on: socket, tap: tap)
             case let .interrupted(why):
                 interruption = switch why {
                 case .everySpeakerLost:
@@ -592,17 +595,20 @@ public actor SpeakerPlayer {
             guard let m = members[id], let host = m.session.host else { continue }
             targets.append((host, m.session.hello.audioPort))
         }
-        await Self.send(packets, to: targets, on: socket)
+        await Self.send(packets, to: targets, on: socket, tap: tap)
     }
 
     /// Sends each packet (`copies` times) to each target, off the actor: one hop for them all. (A send from the
     /// actor hops to the global executor and back for every datagram — two thread hand-offs per packet and speaker,
     /// which were most of the controller's CPU beside the kernel's own work.)
     private nonisolated static func send(_ packets: [(bytes: [UInt8], copies: Int)], to targets: [(host: String, port: UInt16)],
-                                         on socket: UDPSocket) async {
+                                         on socket: UDPSocket, tap: SpeakerDatagramTap?) async {
         for target in targets {
             for packet in packets {
-                for _ in 0..<packet.copies { try? await socket.send(packet.bytes, toHost: target.host, port: target.port) }
+                for _ in 0..<packet.copies {
+                    tap?(SpeakerDatagram(kind: .audio, host: target.host, port: target.port, outbound: true, bytes: packet.bytes))
+                    try? await socket.send(packet.bytes, toHost: target.host, port: target.port)
+                }
             }
         }
     }
@@ -611,7 +617,7 @@ public actor SpeakerPlayer {
     private func resend(_ request: ResendRequest, to id: UInt64) async {
         let packets = machine.resendRequested(request, by: id, now: now())
         guard !packets.isEmpty, let m = members[id], let host = m.session.host else { return }
-        await Self.send(packets.map { ($0, 1) }, to: [(host, m.session.hello.audioPort)], on: socket)
+        await Self.send(packets.map { ($0, 1) }, to: [(host, m.session.hello.audioPort)], on: socket, tap: tap)
     }
 }
 
