@@ -357,3 +357,50 @@ private func seqpacketPair() throws -> (any Transport, any Transport) {
     return (try FileDescriptorTransport(adopting: fds[0], peerDescription: "ble:client", framing: .packets),
             try FileDescriptorTransport(adopting: fds[1], peerDescription: "ble:device", framing: .packets))
 }
+
+/// What is cut short or broken shows as expert information, never as a Lua error or a malformed packet.
+@Suite struct WiresharkBrokenInputTests {
+    @Test func cutAndBrokenMessagesAreExpertInformation() async throws {
+        var capture = CaptureFixture()
+        let spp = capture.addInterface(linkType: 147, name: "sim", description: "LightX over SPP; host side")
+        let frame = SPPFraming.encode(try AppSettings.ancEnabled.writeRequest(true))
+        capture.add(spp, .outbound, [0x00, 0x13] + Array(frame.prefix(9)))  // bytes outside any frame, then a frame cut short
+        let usb = capture.addInterface(linkType: 148, name: "usb:1209:0001", description: "LightX over USB HID feature reports; host side")
+        capture.add(usb, .inbound, [0xF0, 0x01, 0x40, 0x08])  // a header report cut short
+        capture.add(usb, .inbound, [0x33, 0x00])  // not a LightX report
+        capture.add(usb, .inbound, [0xF1] + [UInt8](repeating: 0, count: 256))  // a buffer nobody announced
+        let control = capture.addInterface(linkType: 149, name: "speaker:127.0.0.1:45455", description: "HKWirelessHD control; host side")
+        var bad = try ControlPacket(requestId: 4, message: .setVolume(try SpeakerVolume(25))).encode()
+        bad[bad.count - 1] ^= 0xFF
+        capture.add(control, .outbound, bad)
+        let audio = capture.addInterface(linkType: 150, name: "udp", description: "HKWirelessHD audio datagrams; host side")
+        capture.add(audio, .outbound, [0x54, 0x41, 0x01, 0x00, 0, 0, 0, 7])
+        let clock = capture.addInterface(linkType: 151, name: "udp", description: "HKWirelessHD clock datagrams; host side")
+        capture.add(clock, .outbound, Array(ClockDatagram.request(t1: 5).encode().prefix(20)))
+        let stream = capture.addInterface(linkType: 152, name: "sim:wearable", description: "Bose Wearable GATT framing; host side")
+        capture.add(stream, .inbound, [0x57, 0x00, 0x02, 0x0B, 0x00])  // a read response cut inside its handle
+        let att = capture.addInterface(linkType: 153, name: "ble:AA:BB:CC:DD:EE:FF", description: "Bose Wearable ATT; host side")
+        capture.add(att, .inbound, [0x1B, 0x0A])  // a notification cut inside its handle
+        capture.add(att, .inbound, [0x1B, 0x0A, 0x00, 0x09, 0x00])  // a sensor record of an unknown sensor
+        // And noise of every kind: no input makes a dissector fail.
+        var seed: UInt64 = 0x5EED
+        func next() -> UInt64 { seed = seed &* 6364136223846793005 &+ 1442695040888963407; return seed >> 33 }
+        for interface in 0..<capture.interfaces.count {
+            for _ in 0..<40 {
+                let count = Int(next() % 300)
+                capture.add(interface, next() % 2 == 0 ? .inbound : .outbound, (0..<count).map { _ in UInt8(truncatingIfNeeded: next()) })
+            }
+        }
+        let directory = try TemporaryDirectory.make("tuneup-wireshark")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try await capture.write(to: directory + "/broken.pcapng")
+        let result = try await Tshark.dissect(directory + "/broken.pcapng", in: directory)
+        #expect(result.errors.isEmpty, "\(result.errors.prefix(5))")
+        #expect(result.stderr.isEmpty, "tshark said \(result.stderr)")
+        #expect(result.packets == capture.packets.count)
+        for name in ["lightx.expert.garbage", "lightx.expert.partial", "lightx.expert.truncated", "lightx.expert.hid",
+                     "hkwhd.expert.bad_crc", "hkwhd.expert.truncated", "wearable.expert.truncated", "wearable.expert.value"] {
+            #expect(result.experts[name, default: 0] > 0, "no \(name): \(result.experts)")
+        }
+    }
+}

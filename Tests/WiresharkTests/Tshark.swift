@@ -32,6 +32,8 @@ struct TsharkResult: Sendable {
     var errors: [String] = []
     /// Expert warnings by name (e.g. "lightx.expert.bad_checksum"), counted.
     var warnings: [String: Int] = [:]
+    /// Every expert item by name, whatever its severity, counted.
+    var experts: [String: Int] = [:]
     var stderr = ""
 }
 
@@ -144,6 +146,7 @@ enum Tshark {
                     for expert in experts {
                         let severity = Int((expert["_ws.expert.severity"] as? String) ?? "") ?? 0
                         let name = expert.keys.first { !$0.hasPrefix("_ws.") } ?? "?"
+                        result.experts[name, default: 0] += 1
                         if severity >= 8_388_608 {
                             result.errors.append("packet \(packet): \(name): \(expert["_ws.expert.message"] ?? "")")
                         } else if severity == 6_291_456 {

@@ -144,7 +144,7 @@ hkwhd.fields = fl
 
 local ef = {
     bad_crc = ProtoExpert.new("hkwhd.expert.bad_crc", "Bad CRC-32", expert.group.CHECKSUM, expert.severity.WARN),
-    truncated = ProtoExpert.new("hkwhd.expert.truncated", "HKWirelessHD message cut short", expert.group.MALFORMED,
+    truncated = ProtoExpert.new("hkwhd.expert.truncated", "HKWirelessHD message cut short", expert.group.PROTOCOL,
         expert.severity.NOTE),
     payload = ProtoExpert.new("hkwhd.expert.payload", "Payload does not fit its type's layout",
         expert.group.PROTOCOL, expert.severity.WARN),

@@ -157,9 +157,9 @@ lightx.fields = fields
 local ef = {
     bad_checksum = ProtoExpert.new("lightx.expert.bad_checksum", "Bad SPP checksum", expert.group.CHECKSUM,
         expert.severity.WARN),
-    bad_length = ProtoExpert.new("lightx.expert.bad_length", "SPP length outside 19...275", expert.group.MALFORMED,
+    bad_length = ProtoExpert.new("lightx.expert.bad_length", "SPP length outside 19...275", expert.group.PROTOCOL,
         expert.severity.WARN),
-    truncated = ProtoExpert.new("lightx.expert.truncated", "LightX frame cut short", expert.group.MALFORMED,
+    truncated = ProtoExpert.new("lightx.expert.truncated", "LightX frame cut short", expert.group.PROTOCOL,
         expert.severity.NOTE),
     partial = ProtoExpert.new("lightx.expert.partial", "SPP frame continues in a later packet",
         expert.group.REASSEMBLE, expert.severity.CHAT),

@@ -119,7 +119,7 @@ for _, v in pairs(f) do fl[#fl + 1] = v end
 wearable.fields = fl
 
 local ef = {
-    truncated = ProtoExpert.new("wearable.expert.truncated", "Wearable PDU cut short", expert.group.MALFORMED,
+    truncated = ProtoExpert.new("wearable.expert.truncated", "Wearable PDU cut short", expert.group.PROTOCOL,
         expert.severity.NOTE),
     value = ProtoExpert.new("wearable.expert.value", "Value does not fit its characteristic's layout",
         expert.group.PROTOCOL, expert.severity.WARN),
