@@ -2,6 +2,7 @@ import Foundation
 import NIOPosix
 import NIOSSL
 import PostgresNIO
+import Support
 
 /// Opens the records a `--db` names: a `postgres://` (or `postgresql://`) URL is a PostgreSQL database shared by a
 /// line of stations, anything else a SQLite file.
@@ -18,6 +19,15 @@ public enum RecordStores {
 
     /// Whether `location` names a database server rather than a file.
     public static func isServer(_ location: String) -> Bool { PostgresLocation.isURL(location) }
+
+    /// Whether a SQLite database file is there to be opened (a file, not a directory): what reading or releasing
+    /// needs, since neither creates a database. Asked on the blocking executor (a stat), never on the pool.
+    public static func fileExists(_ path: String) async -> Bool {
+        (try? await Blocking.run("records stat") { () -> Bool in
+            var isDirectory: ObjCBool = false
+            return FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) && !isDirectory.boolValue
+        }) ?? false
+    }
 
     /// Checks a records location without opening it: a PostgreSQL URL must parse; any other `SCHEME://` (mysql://,
     /// sqlite://, ...) is refused as unsupported instead of being taken for a file path; an empty location is

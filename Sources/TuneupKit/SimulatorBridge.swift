@@ -1,6 +1,7 @@
 import Foundation
 import HeadsetSimulator
 import Simulator
+import Support
 import Transport
 
 /// Connects the CLI to the built-in simulated headset.
@@ -19,11 +20,13 @@ public enum SimulatorBridge {
     /// (exit 74), as they are for `tuneup sim headset --state`.
     public static func openInProcess(statePath: String?) async throws -> any Transport {
         let path = statePath ?? defaultStatePath
-        try checkStatePath(path, createDirectory: statePath == nil)
+        // File-system calls (stat, mkdir): on the blocking executor, not the pool this async function runs on.
+        try await Blocking.perform("sim state path") { try checkStatePath(path, createDirectory: statePath == nil) }
         return try await SimulatorServer.inProcess(statePath: path)
     }
 
     /// Refuses a state path that is a directory, or whose directory is missing (created only for the default).
+    /// Blocking (file-system calls): call it on the blocking executor.
     public static func checkStatePath(_ path: String, createDirectory: Bool) throws {
         var isDirectory: ObjCBool = false
         if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {

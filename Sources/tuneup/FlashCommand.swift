@@ -5,6 +5,7 @@ import Foundation
 import Headset
 import LightX
 import Logging
+import Support
 import Terminal
 import Transport
 import TuneupKit
@@ -75,8 +76,10 @@ struct FlashCommand: AsyncParsableCommand {
         let image: FirmwareImage
         let verificationKey: VerificationKey?
         do {
-            image = try FirmwareImage.load(path: imagePath, region: region)
-            verificationKey = try key.map { try VerificationKey.load(path: $0) }
+            // Files are read on the blocking executor, not on the pool this command's tasks share.
+            (image, verificationKey) = try await Blocking.perform("flash image") { [imagePath, region, key] in
+                (try FirmwareImage.load(path: imagePath, region: region), try key.map { try VerificationKey.load(path: $0) })
+            }
         } catch let error as ImageError {
             throw error
         } catch {
@@ -90,7 +93,9 @@ struct FlashCommand: AsyncParsableCommand {
         let updater = Devices.updater(
             image: image, address: address, options: options,
             connection: device.connectionOptions(transportLogger: device.verbose ? logger : nil), logger: logger)
-        let renderer = try ProgressRenderer(json: output.json, progressFile: progressFile, title: "\(image.name) → \(address)")
+        let renderer = try await Blocking.perform("progress file") { [json = output.json, progressFile] in
+            try ProgressRenderer(json: json, progressFile: progressFile, title: "\(image.name) → \(address)")
+        }
         let rendering = Task { await renderer.consume(updater.progress) }
         let result: UpdateResult
         do {

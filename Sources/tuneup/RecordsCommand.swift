@@ -35,8 +35,7 @@ struct RecordsCommand: AsyncParsableCommand {
         /// Opens the records for reading: nothing is created or written (a file the user may only read will do).
         func open() async throws -> any RecordStore {
             if RecordStores.isServer(db) { return try await PostgresRecordStore.open(url: db) }
-            var isDirectory: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: db, isDirectory: &isDirectory), !isDirectory.boolValue else {
+            guard await RecordStores.fileExists(db) else {
                 throw CommandFailure(message: "no records database at \(db) (name it with --db FILE)", code: Exit.localIO)
             }
             return try await SQLiteRecordStore.openForReading(path: db)

@@ -49,8 +49,7 @@ extension RecordsCommand {
                     store = try await PostgresRecordStore.open(url: db)
                 } else {
                     // Written, so opened for writing; but never created: a release on a missing file is a typo.
-                    var isDirectory: ObjCBool = false
-                    guard FileManager.default.fileExists(atPath: db, isDirectory: &isDirectory), !isDirectory.boolValue else {
+                    guard await RecordStores.fileExists(db) else {
                         throw CommandFailure(message: "no records database at \(db) (name it with --db FILE)", code: Exit.localIO)
                     }
                     store = try await SQLiteRecordStore.open(path: db)

@@ -7,6 +7,7 @@ import Foundation
 import LightX
 import Logging
 import HeadsetSimulator
+import Support
 import Terminal
 import Transport
 import TuneupKit
@@ -163,7 +164,7 @@ struct SimCommand: AsyncParsableCommand {
             logger.logLevel = verbose ? .trace : .warning
             let key: VerificationKey?
             do {
-                key = try secureBoot.map { try VerificationKey.load(path: $0) }
+                key = try await Blocking.perform("secure boot key") { [secureBoot] in try secureBoot.map { try VerificationKey.load(path: $0) } }
             } catch {
                 throw failureExit(error)
             }
@@ -175,7 +176,7 @@ struct SimCommand: AsyncParsableCommand {
             var usb: USBGadgetPresence?
             let captured = capture.settings(.lightX, role: .device)
             do {
-                if let state { try SimulatorBridge.checkStatePath(state, createDirectory: false) }
+                if let state { try await Blocking.perform("sim state path") { try SimulatorBridge.checkStatePath(state, createDirectory: false) } }
                 _ = try await captured?.writer()
                 if pty {
                     server = try await SimulatorServer.listenPTY(count: count, statePath: state, options: options)
