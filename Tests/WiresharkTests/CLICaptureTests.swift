@@ -77,6 +77,34 @@ func projectMessages(_ messages: [DecodedMessage]) -> [ExpectedMessage] {
         #expect(messages > 1000)
     }
 
+    /// `tuneup station run --recipe recipes/sim-headset.yaml --capture` on a blank unit of `tuneup sim headset --blank`:
+    /// the station's links to the unit (the application's and the bootloader's after the jump), with every factory
+    /// command of the recipe.
+    @Test func stationRun() async throws {
+        let state = try TemporaryDirectory.make("tuneup-wireshark-cli")
+        defer { try? FileManager.default.removeItem(atPath: state) }
+        let sim = try await offThePool {
+            try ChildProcess(tuneupBinary, ["sim", "headset", "--blank", "--listen", "tcp:127.0.0.1:0"],
+                             environment: ["XDG_STATE_HOME": state, "TUNEUP_DEVICE": nil], stdin: .pipe)
+        }
+        let address = await sim.output!.lines(1, timeout: 60).first ?? ""
+        let path = state + "/station.pcapng"
+        do {
+            #expect(address.hasPrefix("tcp:"), "tuneup sim headset --blank printed \(address)")
+            try await tuneup(["station", "run", "--recipe", "recipes/sim-headset.yaml", "-d", address, "--db", state + "/records.sqlite",
+                              "--station", "wireshark-test", "--capture", path], state: state)
+        } catch {
+            sim.terminate()
+            _ = await sim.exited(within: 30)
+            throw error
+        }
+        sim.terminate()
+        _ = await sim.exited(within: 30)
+        let (packets, messages) = try await compareWithCaptureDecoder(path, in: state)
+        print("tuneup station run --capture: \(packets) packets, \(messages) LightX messages compared, tshark = CaptureDecoder")
+        #expect(messages > 20)
+    }
+
     /// `tuneup wearable stream --device sim:wearable --capture` for a second.
     @Test func wearableStream() async throws {
         let state = try TemporaryDirectory.make("tuneup-wireshark-cli")
