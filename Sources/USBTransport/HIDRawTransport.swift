@@ -217,21 +217,33 @@ struct HIDRawReportChannel: FeatureReportChannel {
             throw TransportError(.closed, "\(peer) is closed")
         }
         guard outcome.result < 0 else { return outcome }
-        let what = "\(label) 0x\(usbHex2(id))"
-        switch outcome.error {
-        case ENODEV, ESHUTDOWN:
-            throw Self.unplugged(peer, outcome.error)
-        case EPIPE:
-            throw TransportError(.io, "\(peer): the device stalled report 0x\(usbHex2(id)) (\(label))", errno: EPIPE)
-        case ETIMEDOUT:
-            throw TransportError(.timedOut, "\(peer): no answer to \(what) (the kernel's control transfer timed out)", errno: ETIMEDOUT)
-        case EIO, EPROTO, EILSEQ, ETIME, ECONNRESET:
-            // Unplugging or a re-enumeration fails the transfer in flight before the device is marked gone.
-            if await deviceVanished() { throw Self.unplugged(peer, outcome.error) }
-            throw TransportError(.io, "\(peer): \(what) failed: \(errorText(outcome.error))", errno: outcome.error)
-        default:
-            throw TransportError(.io, "\(peer): \(what) failed: \(errorText(outcome.error))", errno: outcome.error)
+        var error = Self.error(outcome.error, peer: peer, id: id, label: label)
+        // Unplugging or a re-enumeration fails the transfer in flight (EIO, EPROTO) before the node says the device is
+        // gone: look whether it went.
+        if error.code == .io, Self.mayBeUnplugged(outcome.error), await deviceVanished() {
+            error = Self.unplugged(peer, outcome.error)
         }
+        throw error
+    }
+
+    /// The contract's error for a failed feature ioctl's errno (before looking whether the device went).
+    static func error(_ code: Int32, peer: String, id: UInt8, label: String) -> TransportError {
+        let what = "\(label) 0x\(usbHex2(id))"
+        switch code {
+        case ENODEV, ESHUTDOWN:
+            return unplugged(peer, code)
+        case EPIPE:
+            return TransportError(.io, "\(peer): the device stalled report 0x\(usbHex2(id)) (\(label))", errno: EPIPE)
+        case ETIMEDOUT:
+            return TransportError(.timedOut, "\(peer): no answer to \(what) (the kernel's control transfer timed out)", errno: ETIMEDOUT)
+        default:
+            return TransportError(.io, "\(peer): \(what) failed: \(errorText(code))", errno: code)
+        }
+    }
+
+    /// Whether an errno is what a transfer in flight gets when its device goes away.
+    static func mayBeUnplugged(_ code: Int32) -> Bool {
+        [EIO, EPROTO, EILSEQ, ETIME, ECONNRESET].contains(code)
     }
 
     static func unplugged(_ peer: String, _ code: Int32) -> TransportError {

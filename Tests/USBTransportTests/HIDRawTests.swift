@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import TestSupport
 import Testing
 import Transport
@@ -284,6 +285,21 @@ struct FakeSysfs {
             #expect(error.code == .invalidAddress, "\(bad)")
             #expect(error.message.contains("hidraw:/dev/hidrawN"), "\(bad): \(error.message)")
         }
+    }
+
+    @Test func ioctlErrorsAreClassified() {
+        let peer = "usb:1209:0001"
+        let gone = HIDRawReportChannel.error(ENODEV, peer: peer, id: 0xF0, label: "GET_REPORT")
+        #expect(gone == TransportError(.closed, "usb:1209:0001: device unplugged", errno: ENODEV))
+        #expect(HIDRawReportChannel.error(ESHUTDOWN, peer: peer, id: 0xF0, label: "GET_REPORT").code == .closed)
+        #expect(HIDRawReportChannel.error(EPIPE, peer: peer, id: 0xF1, label: "GET_REPORT").message
+            == "usb:1209:0001: the device stalled report 0xF1 (GET_REPORT)")
+        #expect(HIDRawReportChannel.error(ETIMEDOUT, peer: peer, id: 0xF0, label: "SET_REPORT").code == .timedOut)
+        let io = HIDRawReportChannel.error(EIO, peer: peer, id: 0xF0, label: "SET_REPORT")
+        #expect(io.code == .io && io.message == "usb:1209:0001: SET_REPORT 0xF0 failed: Input/output error")
+        // EIO and EPROTO end a transfer whose device is going away: the channel then looks whether it went.
+        #expect(HIDRawReportChannel.mayBeUnplugged(EIO) && HIDRawReportChannel.mayBeUnplugged(EPROTO))
+        #expect(!HIDRawReportChannel.mayBeUnplugged(EPIPE) && !HIDRawReportChannel.mayBeUnplugged(EINVAL))
     }
 
     @Test func openingErrorsAreClassified() async throws {

@@ -1,6 +1,7 @@
 # End-to-end proof through the real Linux USB and Bluetooth stacks (runs in the guest under busybox sh).
 #   USB: the simulated headset presented by `tuneup sim headset --usb-gadget` (FunctionFS on dummy_hcd), driven by
-#        `tuneup devices/probe/flash --device usb:...` through libusb, usbhid detach and re-enumeration.
+#        `tuneup devices/probe/flash --device usb:...` through its hidraw node (usbhid stays bound) and through libusb
+#        (usbhid detached), across the bootloader's re-enumeration; `hidraw:/dev/hidrawN` too.
 #   RFCOMM: `tuneup sim headset --rfcomm` on btvirt's hci0, `tuneup probe/flash --device bt:...` from hci1,
 #        with an explicit channel and through SDP.
 #   BLE: `tuneup sim wearable --ble hci0` (a peripheral), `tuneup wearable search/info/stream --device ble:...` from
@@ -35,22 +36,95 @@ case $addr in
   usb:1209:0001:*) echo "PASS usb-sim-gadget"; echo "INFO simulated headset presented as $addr" ;;
   *) fail usb-sim-gadget "no address ($(cat /tmp/usb-sim.err | tr '\n' ' '))" ;;
 esac
-sleep 1   # enumeration: usbhid binds, hidraw appears
+# Enumeration: usbhid binds the gadget's interface 0 and the kernel makes its hidraw node (devtmpfs: no udevd).
+# hidraw_node: the headset's node (/dev/hidrawN), found in sysfs by its ids (application or bootloader).
+hidraw_node() {
+  for h in /sys/class/hidraw/hidraw*; do
+    grep -qs "HID_ID=0003:00001209:0000000[12]" $h/device/uevent && { echo /dev/${h##*/}; return; }
+  done
+}
+i=0
+while [ -z "$(hidraw_node)" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+node=$(hidraw_node)
+usbdev=$(for d in /sys/bus/usb/devices/*; do [ "$(cat $d/idVendor 2>/dev/null)" = 1209 ] && { echo ${d##*/}; break; }; done)
+if [ -n "$node" ] && [ -e /sys/class/hidraw/${node#/dev/}/device/driver ]; then
+  echo "PASS usb-hidraw-node"
+  echo "INFO headset at usb:$usbdev, hidraw node $node, HID driver $(basename "$(readlink /sys/class/hidraw/${node#/dev/}/device/driver)")"
+else
+  fail usb-hidraw-node "no hidraw node with a driver: $(ls /sys/class/hidraw 2>&1 | tr '\n' ' ')"
+fi
+# watch_driver FILE: samples the headset's USB interface 0 every 20 ms until /tmp/watch-stop exists: "driver=usbhid"
+# (the HID driver is bound), "driver=usbfs" (libusb detached it and claimed the interface), "driver=" (none),
+# "absent" (re-enumerating).
+watch_driver() {
+  rm -f /tmp/watch-stop
+  while [ ! -e /tmp/watch-stop ]; do
+    i=/sys/bus/usb/devices/$usbdev:1.0
+    if [ ! -e $i ]; then echo absent; else d=$(readlink $i/driver); echo "driver=${d##*/}"; fi
+    sleep 0.02
+  done >$1
+}
+# longest_unbound FILE: the longest run of samples with the interface there and usbhid not bound to it (a driver
+# binding a fresh interface takes a few; libusb holding it for a session, hundreds).
+longest_unbound() { awk '$1 == "absent" || $1 == "driver=usbhid" { n = 0; next } { n++; if (n > m) m = n } END { print m + 0 }' "$1"; }
+# flash_watched NAME ARGS...: `check NAME tuneup flash ARGS...` while watch_driver samples; sets $took (seconds).
+flash_watched() {
+  name=$1; shift
+  watch_driver /tmp/$name.driver &
+  watcher=$!
+  t=$(now)
+  check $name tuneup flash "$@"
+  took=$(since $t)
+  touch /tmp/watch-stop; wait $watcher
+}
+
 check usb-devices tuneup devices
 expect usb-devices-lists-headset /tmp/usb-devices.out "1209:0001"
-check usb-probe tuneup probe --device usb:1209:0001
+expect usb-devices-reach-by-hidraw /tmp/usb-devices.out "Reach by.*hidraw $node"
+check usb-probe tuneup probe --device usb:1209:0001 --verbose
 expect usb-probe-version /tmp/usb-probe.out "1.4.2"
+expect usb-probe-through-hidraw /tmp/usb-probe.out "through hidraw $node"
+check usb-probe-hidraw-address tuneup probe --device hidraw:$node
+expect usb-probe-hidraw-address-version /tmp/usb-probe-hidraw-address.out "1.4.2"
+check usb-probe-libusb tuneup probe --device usb:1209:0001 --usb-backend libusb
+expect usb-probe-libusb-version /tmp/usb-probe-libusb.out "1.4.2"
 
-t=$(now)
-check usb-flash tuneup flash /images/app-1.5.0.img --device usb:1209:0001 --key /images/dev-public.pem --wait 60
-adaptive=$(since $t)
+# The flash over hidraw (the default for usb:): the headset jumps to its bootloader (1209:0002, a new hidraw node)
+# and back; usbhid stays bound to every incarnation the whole time.
+flash_watched usb-flash /images/app-1.5.0.img --device usb:1209:0001 --key /images/dev-public.pem --wait 60
+adaptive=$took
+unbound=$(longest_unbound /tmp/usb-flash.driver)
+if [ "$unbound" -le 15 ]; then echo "PASS usb-flash-hidraw-driver-stays-bound"; else
+  fail usb-flash-hidraw-driver-stays-bound "interface 0 without usbhid for $unbound samples in a row"; fi
+echo "INFO hidraw flash: $(grep -c . /tmp/usb-flash.driver) driver samples ($(grep -c absent /tmp/usb-flash.driver) absent while re-enumerating, $(grep -c driver=usbhid /tmp/usb-flash.driver) with usbhid bound), longest run without usbhid $unbound"
+node=$(hidraw_node)
+if [ -n "$node" ] && [ -e /sys/class/hidraw/${node#/dev/}/device/driver ]; then echo "PASS usb-hidraw-node-after-flash"; else
+  fail usb-hidraw-node-after-flash "node '$node', $(ls /sys/class/hidraw 2>&1 | tr '\n' ' ')"; fi
 check usb-probe-after-flash tuneup probe --device usb:1209:0001
 expect usb-probe-new-version /tmp/usb-probe-after-flash.out "1.5.0"
+
+# The same flash through libusb: it detaches usbhid while it talks (the watcher must see that, or it proves nothing).
+flash_watched usb-flash-libusb /images/app-1.5.0.img --device usb:1209:0001 --no-resume --force --usb-backend libusb --wait 60
+libusb=$took
+unbound=$(longest_unbound /tmp/usb-flash-libusb.driver)
+if [ "$unbound" -gt 15 ]; then echo "PASS usb-flash-libusb-detaches"; else
+  fail usb-flash-libusb-detaches "the watcher saw interface 0 without usbhid for only $unbound samples in a row"; fi
+echo "INFO libusb flash: $(grep -c . /tmp/usb-flash-libusb.driver) driver samples, $(grep -c driver=usbfs /tmp/usb-flash-libusb.driver) with usbfs holding interface 0, longest run without usbhid $unbound"
+echo "INFO usb flash of app-1.5.0.img (164515 bytes): hidraw ${adaptive} s, libusb ${libusb} s, libusb/hidraw $(awk -v a=$adaptive -v b=$libusb 'BEGIN { printf "%.2f", b / a }')x"
+grep -E "^Written|^Total" /tmp/usb-flash.out | sed 's/^/INFO usb hidraw: /'
+grep -E "^Written|^Total" /tmp/usb-flash-libusb.out | sed 's/^/INFO usb libusb: /'
+node=$(hidraw_node)
+if [ -n "$node" ] && [ -e /sys/class/hidraw/${node#/dev/}/device/driver ]; then echo "PASS usb-driver-reattached-after-libusb"; else
+  fail usb-driver-reattached-after-libusb "node '$node'"; fi
+
+# A hidraw: address follows the headset to its bootloader's node (same USB port) and back.
+t=$(now)
+check usb-flash-hidraw-address tuneup flash /images/app-1.5.0.img --device hidraw:$node --no-resume --force --wait 60
+echo "INFO usb flash through hidraw:$node: $(since $t) s"
 t=$(now)
 check usb-flash-fixed-polling tuneup flash /images/app-1.5.0.img --device usb:1209:0001 --no-resume --force --poll-interval 50ms --wait 60
 fixed=$(since $t)
-echo "INFO usb flash of app-1.5.0.img (164515 bytes): adaptive polling ${adaptive} s, fixed 50 ms polling ${fixed} s, ratio $(awk -v a=$adaptive -v b=$fixed 'BEGIN { printf "%.1f", b / a }')x"
-grep -E "^Written|^Total" /tmp/usb-flash.out | sed 's/^/INFO usb adaptive: /'
+echo "INFO usb flash (hidraw): adaptive polling ${adaptive} s, fixed 50 ms polling ${fixed} s, ratio $(awk -v a=$adaptive -v b=$fixed 'BEGIN { printf "%.1f", b / a }')x"
 grep -E "^Written|^Total" /tmp/usb-flash-fixed-polling.out | sed 's/^/INFO usb fixed 50 ms: /'
 
 kill $usbsim; wait $usbsim
