@@ -640,6 +640,9 @@ function lightx_stream.dissector(tvb, pinfo, tree)
     return dissect_stream(tvb, pinfo, tree)
 end
 DissectorTable.get("wtap_encap"):add(wtap.USER0, lightx_stream)
+-- RFCOMM (btmon's btsnoop captures of `bt:` links): Decode As on the channel; the frames are reassembled the same way.
+local rfcomm = DissectorTable.get("btrfcomm.dlci")
+if rfcomm ~= nil then rfcomm:add_for_decode_as(lightx_stream) end
 
 -- TCP: desegmented by TCP itself.
 local function dissect_tcp(tvb, pinfo, tree)
