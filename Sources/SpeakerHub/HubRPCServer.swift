@@ -53,7 +53,7 @@ public enum HubRPCServer {
     static func serve(_ api: HubAPI, client: String, inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter,
                       stalled: Duration = .seconds(10)) async throws {
         let peer = HubRPCPeer(client: client)
-        let (id, wakeups) = api.events.subscribe()
+        let (id, wakeups) = api.events.subscribe(peer: peer.key)
         do {
             // The server stops: the client's stream ends (also when it stopped before this subscription, after
             // `RunningHub.stop()`'s `finishAll`), the socket closes with a close frame.

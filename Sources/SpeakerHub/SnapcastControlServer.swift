@@ -84,7 +84,7 @@ public final class SnapcastControlServer: Sendable {
     /// closes, the server stops, or it takes nothing for `stalled` (then it is dropped: nothing waits for it).
     static func serve(_ api: HubAPI, _ link: any Transport, stalled: Duration = .seconds(10)) async {
         let peer = HubRPCPeer(client: clientAddress(link.peerDescription))
-        let (id, wakeups) = api.events.subscribe()
+        let (id, wakeups) = api.events.subscribe(peer: peer.key)
         let writes = AsyncLock()
         @Sendable func write(_ text: String) async throws {
             let bytes = Array((text + "\r\n").utf8)

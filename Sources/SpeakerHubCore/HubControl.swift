@@ -9,6 +9,9 @@ public final class HubRPCPeer: Sendable {
 
     public init(client: String) { self.client = client }
 
+    /// This client's identity for `HubEvents.subscribe(peer:)` and `HubNotification.except`.
+    public var key: ObjectIdentifier { ObjectIdentifier(self) }
+
     /// The hub session this client holds (nil before it controlled anything).
     public var sessionID: UInt64? { session.withLock { $0 } }
 }
@@ -111,20 +114,22 @@ extension HubAPI {
         }
     }
 
-    /// `Client.OnVolumeChanged` for speakers `ids` (every speaker: nil), as the speakers report them now.
-    func announceVolumes(of ids: [UInt64]?) async {
+    /// `Client.OnVolumeChanged` for speakers `ids` (every speaker: nil), as the speakers report them now (`except`:
+    /// the client whose Snapcast request made the change is not told, §9.4).
+    func announceVolumes(of ids: [UInt64]?, except: HubRPCPeer? = nil) async {
         guard let list = try? await speakers.devices() else { return }
         let mutes = (try? await speakers.mutes()) ?? [:]
         for d in list where d.connected && ids?.contains(d.deviceID) ?? true {
-            announceVolume(d.deviceID, HubVolume(level: d.volume, muted: mutes[d.deviceID]))
+            announceVolume(d.deviceID, HubVolume(level: d.volume, muted: mutes[d.deviceID]), except: except)
         }
     }
 
     /// `Client.OnVolumeChanged` for one speaker (`onlyIfChanged`: unless it is what was last announced).
-    func announceVolume(_ id: UInt64, _ volume: HubVolume, onlyIfChanged: Bool = false) {
+    func announceVolume(_ id: UInt64, _ volume: HubVolume, onlyIfChanged: Bool = false, except: HubRPCPeer? = nil) {
         if onlyIfChanged, announcedVolumes[id] == volume { return }
         announcedVolumes[id] = volume
-        events.publish(HubNotification("Client.OnVolumeChanged", .object([("id", .string(String(id))), ("volume", volume.snapcastJSON)])))
+        events.publish(HubNotification("Client.OnVolumeChanged", .object([("id", .string(String(id))), ("volume", volume.snapcastJSON)]),
+                                       except: except?.key))
     }
 
     // MARK: What the speakers report by themselves

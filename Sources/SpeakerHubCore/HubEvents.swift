@@ -4,8 +4,13 @@ import Synchronization
 public struct HubNotification: Sendable, Equatable {
     public var method: String
     public var params: HubJSON
+    /// The client whose own Snapcast request caused this (`HubRPCPeer.key`): it is not told, as snapserver does not
+    /// tell the connection that made a change (docs/hub.md §9.4); nil: every client is.
+    public var except: ObjectIdentifier?
 
-    public init(_ method: String, _ params: HubJSON) { (self.method, self.params) = (method, params) }
+    public init(_ method: String, _ params: HubJSON, except: ObjectIdentifier? = nil) {
+        (self.method, self.params, self.except) = (method, params, except)
+    }
 
     /// The message's text.
     public var text: String {
@@ -29,6 +34,8 @@ public final class HubEvents: Sendable {
     private struct Client {
         var queue: [HubNotification] = []
         var wake: AsyncStream<Void>.Continuation
+        /// The JSON-RPC client this subscription serves (its `HubRPCPeer.key`), if any.
+        var peer: ObjectIdentifier?
     }
 
     private struct State {
@@ -43,11 +50,13 @@ public final class HubEvents: Sendable {
     public init(limit: Int = HubEvents.defaultLimit) { self.limit = max(1, limit) }
 
     /// A new client: its id and its wake-ups (at most one pending; `take` then returns everything queued).
-    public func subscribe() -> (id: Int, wakeups: AsyncStream<Void>) {
+    /// - Parameter peer: the JSON-RPC client it serves (`HubRPCPeer.key`): notifications its own Snapcast requests
+    ///   caused are not queued for it.
+    public func subscribe(peer: ObjectIdentifier? = nil) -> (id: Int, wakeups: AsyncStream<Void>) {
         let (stream, continuation) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
         let id = state.withLock { s in
             s.next += 1
-            s.clients[s.next] = Client(wake: continuation)
+            s.clients[s.next] = Client(wake: continuation, peer: peer)
             return s.next
         }
         return (id, stream)
@@ -65,6 +74,7 @@ public final class HubEvents: Sendable {
             var dropped: [AsyncStream<Void>.Continuation] = []
             for id in Array(s.clients.keys) {
                 var client = s.clients[id]!
+                if let except = notification.except, client.peer == except { continue }
                 if notification.coalesces, let i = client.queue.firstIndex(where: { $0.method == notification.method }) {
                     client.queue.remove(at: i)
                 }

@@ -52,7 +52,7 @@ extension HubAPI {
             _ = try await device(d.deviceID)
             if let percent { try await speakers.setVolume(Snapcast.volume(ofPercent: percent), of: d.deviceID) }
             if let muted { try await speakers.setMute(muted, of: d.deviceID) }
-            await announceVolumes(of: [d.deviceID])
+            await announceVolumes(of: [d.deviceID], except: peer)
             let now = try await known(d.deviceID)
             let mutes = (try? await speakers.mutes()) ?? [:]
             return .object([("volume", Snapcast.volumeJSON(volume: now.volume, muted: mutes[d.deviceID] ?? muted ?? false))])
@@ -63,7 +63,8 @@ extension HubAPI {
             _ = try session(for: peer)
             _ = try await device(d.deviceID)
             try await speakers.rename(d.deviceID, to: name)
-            events.publish(HubNotification("Client.OnNameChanged", .object([("id", .string(String(d.deviceID))), ("name", .string(name))])))
+            events.publish(HubNotification("Client.OnNameChanged", .object([("id", .string(String(d.deviceID))), ("name", .string(name))]),
+                                           except: peer.key))
             return .object([("name", .string(name))])
         case "Client.SetLatency":
             _ = try await snapcastClient(p)
@@ -83,14 +84,15 @@ extension HubAPI {
             _ = try session(for: peer)
             if let off = g.members.first(where: { !$0.connected }) { throw unavailable(off) }
             for m in g.members { try await speakers.setMute(mute, of: m.deviceID) }
-            events.publish(HubNotification("Group.OnMute", .object([("id", .string(g.id)), ("mute", .bool(mute))])))
-            await announceVolumes(of: g.members.map(\.deviceID))
+            events.publish(HubNotification("Group.OnMute", .object([("id", .string(g.id)), ("mute", .bool(mute))]), except: peer.key))
+            await announceVolumes(of: g.members.map(\.deviceID), except: peer)
             return .object([("mute", .bool(mute))])
         case "Group.SetStream":
             let g = try await snapcastGroup(p)
             guard case let .string(stream) = try p.value("stream_id") else { throw Snapcast.invalid("params.stream_id must be a string") }
             guard stream == Snapcast.streamID else { throw Snapcast.notFound("Stream") }
-            events.publish(HubNotification("Group.OnStreamChanged", .object([("id", .string(g.id)), ("stream_id", .string(stream))])))
+            events.publish(HubNotification("Group.OnStreamChanged", .object([("id", .string(g.id)), ("stream_id", .string(stream))]),
+                                           except: peer.key))
             return .object([("stream_id", .string(stream))])
         case "Group.SetClients":
             let g = try await snapcastGroup(p)
@@ -106,7 +108,7 @@ extension HubAPI {
             _ = try session(for: peer)
             // A speaker on its own has no group name: the group it grows into is named after it.
             try await setGroup(g.isNamed ? g.name : g.members[0].deviceName, members: ids)
-            return .object([("server", try await announceServer())])
+            return .object([("server", try await announceServer(except: peer))])
         case "Group.SetName":
             let g = try await snapcastGroup(p)
             guard case let .string(name) = try p.value("name") else { throw Snapcast.invalid("params.name must be a string") }
@@ -116,8 +118,8 @@ extension HubAPI {
             } else if name != g.name {
                 try await setGroup(name, members: g.members.map(\.deviceID))
             }
-            events.publish(HubNotification("Group.OnNameChanged", .object([("id", .string(g.id)), ("name", .string(name))])))
-            _ = try await announceServer()  // a speaker on its own that got a name is a group with a new id
+            events.publish(HubNotification("Group.OnNameChanged", .object([("id", .string(g.id)), ("name", .string(name))]), except: peer.key))
+            _ = try await announceServer(except: peer)  // a speaker on its own that got a name is a group with a new id
             return .object([("name", .string(name))])
         case "Stream.Control":
             try snapcastStream(p)
@@ -200,10 +202,11 @@ extension HubAPI {
         return Snapcast.server(list, mutes: mutes, playback: await player.playback(), hostName: hostName)
     }
 
-    /// `Server.OnUpdate` with the server as it is now (the groups changed); returns it.
-    func announceServer() async throws -> HubJSON {
+    /// `Server.OnUpdate` with the server as it is now (the groups changed); returns it. The client whose request
+    /// changed them has the server in its answer.
+    func announceServer(except: HubRPCPeer) async throws -> HubJSON {
         let server = try await snapcastServer()
-        events.publish(HubNotification("Server.OnUpdate", .object([("server", server)])))
+        events.publish(HubNotification("Server.OnUpdate", .object([("server", server)]), except: except.key))
         return server
     }
 

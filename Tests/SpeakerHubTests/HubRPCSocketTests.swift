@@ -68,12 +68,17 @@ struct HubRPCSocketTests {
             let socket = RPCSocket(port: hub.port)
             defer { socket.close() }
             let id = String(hub.ids[0])
-            // Snapcast's Client.SetVolume: a percent, twice the speaker's volume (docs/hub.md §9).
+            // Snapcast's Client.SetVolume: a percent, twice the speaker's volume (docs/hub.md §9). Another client is
+            // told; this one is not (snapserver does not tell the connection that made a change).
+            let other = RPCSocket(port: hub.port)
+            defer { other.close() }
+            other.send(#"{"jsonrpc":"2.0","id":9,"method":"Server.GetRPCVersion"}"#)
+            _ = try await other.answer(9)  // it is subscribed
             socket.send(#"{"jsonrpc":"2.0","id":1,"method":"Client.SetVolume","params":{"id":"\#(id)","volume":{"percent":34}}}"#)
             let volume: HubJSON = .object([("muted", .bool(false)), ("percent", .int(34))])
             #expect(try await socket.answer(1)["result"] == .object([("volume", volume)]))
-            try await waitUntil("the volume notification") { !socket.notifications("Client.OnVolumeChanged").isEmpty }
-            #expect(socket.notifications("Client.OnVolumeChanged") == [.object([("id", .string(id)), ("volume", volume)])])
+            try await waitUntil("the volume notification") { !other.notifications("Client.OnVolumeChanged").isEmpty }
+            #expect(other.notifications("Client.OnVolumeChanged") == [.object([("id", .string(id)), ("volume", volume)])])
             #expect(hub.sim.speakers[0].deviceInfo.volume.value == 17, "the speaker has the volume")
 
             let pid = MediaInfo.persistentID(of: "a-song.wav")
@@ -81,6 +86,7 @@ struct HubRPCSocketTests {
             #expect(try await socket.answer(2)["result"]?["state"] == .string("playing"))
             try await waitUntil("the state notification") { socket.notifications("Player.OnStateChanged").last?["state"] == .string("playing") }
             try await waitUntil("both speakers joined the playback session") { socket.notifications("Client.OnActiveChanged").count == 2 }
+            #expect(socket.notifications("Client.OnVolumeChanged").isEmpty, "its own volume change came back to it")
             #expect(socket.notifications("Client.OnActiveChanged").allSatisfy { $0["active"] == .bool(true) })
             // The position is pushed once a second on the hub's clock (a manual one here: no test waits a second).
             try await waitUntil("the position ticker sleeps") { hub.clock.pendingSleeps >= 1 }

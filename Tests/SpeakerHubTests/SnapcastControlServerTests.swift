@@ -94,6 +94,35 @@ struct SnapcastControlServerTests {
         }
     }
 
+    /// As snapserver, the hub does not tell a connection of the change it made itself; the others are told.
+    @Test func theConnectionThatMadeAChangeIsNotToldOfIt() async throws {
+        try await withHub { hub in
+            let control = try await SnapcastControlServer.start(hub.api, host: "127.0.0.1", port: 0)
+            let (a, b) = (try await ControlLink(port: control.port), try await ControlLink(port: control.port))
+            func volumes(_ link: ControlLink) throws -> [HubJSON] {
+                try link.messages().filter { $0["method"] == .string("Client.OnVolumeChanged") }.compactMap { $0["params"]?["volume"]?["percent"] }
+            }
+            do {
+                for link in [a, b] {  // both are subscribed once they have an answer
+                    try await link.send(#"{"id":1,"jsonrpc":"2.0","method":"Server.GetRPCVersion"}"# + "\r\n")
+                    try await waitUntil("an answer") { !link.lines.isEmpty }
+                }
+                let id = hub.ids[0]
+                try await a.send(#"{"id":2,"jsonrpc":"2.0","method":"Client.SetVolume","params":{"id":"\#(id)","volume":{"percent":20}}}"#
+                                 + "\r\n")
+                try await waitUntil("the other connection is told") { try volumes(b) == [.int(20)] }
+                // A change made elsewhere (the v1 API) reaches both, after anything a's own change would have sent.
+                let s = "SessionID=\(try await hub.session())"
+                #expect(try await hub.get("/v1/set_volume_device?\(s)&DeviceID=\(id)&Volume=30").status == 200)
+                try await waitUntil("both are told of the other change") { try volumes(a) == [.int(60)] && volumes(b) == [.int(20), .int(60)] }
+            } catch {
+                await a.close(); await b.close(); await control.stop()
+                throw error
+            }
+            await a.close(); await b.close(); await control.stop()
+        }
+    }
+
     /// An explicit port in use is an error naming it; Snapcast's default port in use (here by this test) leaves the
     /// hub without the TCP control and says so.
     @Test func aPortInUseIsAnErrorWhenAskedForAndAWarningByDefault() async throws {
