@@ -1,4 +1,5 @@
 import ArgumentParser
+import Capture
 import Foundation
 import Logging
 import SpeakerSimulator
@@ -65,6 +66,7 @@ extension SimCommand {
         @Option(help: ArgumentHelp("Record what each speaker plays: DIR/speaker-K-stream-S.wav and .render.log.", valueName: "dir"))
         var record: String?
 
+        @OptionGroup var capture: CaptureOption
         @Flag(name: .shortAndLong, help: "Log to stderr.")
         var verbose = false
 
@@ -100,7 +102,9 @@ extension SimCommand {
             }
             let jitter = LinkJitter(maximum: UInt64(jitterMs * 1e6), loss: loss / 100)
             let simulation: SpeakerSimulation
+            let captured = capture.settings(.speaker, role: .device)
             do {
+                _ = try await captured?.writer()
                 simulation = try await SpeakerSimulation.start(
                     count: count, host: host, port: port, statePath: state, seed: seed,
                     discovery: discoveryPort == 0 ? .off : .shared(host: "0.0.0.0", port: discoveryPort),
@@ -109,6 +113,7 @@ extension SimCommand {
             } catch {
                 throw failureExit(error)
             }
+            if let captured { simulation.server.wrapLinks { try await captured.wrap($0) } }
             // Signals are handled before the addresses go out: whoever reads them may stop the simulator at once.
             let control = ControlInput.lines()
             for endpoint in simulation.endpoints { Output.line(endpoint) }

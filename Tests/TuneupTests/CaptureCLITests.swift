@@ -54,6 +54,23 @@ import Testing
         #expect(messages.contains { $0.field("hkwhd.type") == .uint(0x0E) && $0.direction == .outbound })  // play
     }
 
+    /// The speaker's side: `sim speaker --capture` records the control links it serves, requests inbound.
+    @Test func simSpeakerCapturesItsSide() async throws {
+        let file = Scratch.directory + "/sim-speaker.pcapng"
+        let sim = try await RunningSimulator.start(["--discovery-port", "0", "--capture", file], kind: "speaker")
+        let r = try await CLI.run(["speaker", "info", "--speaker", sim.addresses[0]])
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(await sim.quit() == 0)
+        let contents = try await CaptureFile.read(path: file)
+        #expect(contents.interfaces.map(\.role) == [.device] && contents.interfaces.first?.knownLinkType == .hkwhdControl)
+        let messages = CaptureDecoder.decode(contents)
+        #expect(messages.filter { $0.direction == .inbound }.map { $0.field("hkwhd.type") }.prefix(2) == [.uint(0x01), .uint(0x02)])
+        #expect(messages.filter { $0.direction == .outbound }.allSatisfy {
+            guard case let .uint(type)? = $0.field("hkwhd.type") else { return false }
+            return type >= 0x40
+        })
+    }
+
     /// A wearable session: requests out, responses and notifications in, Tuneup's GATT framing named.
     @Test func wearableInfoCaptured() async throws {
         let file = Scratch.directory + "/wearable.pcapng"
