@@ -237,7 +237,7 @@ let package = Package(
             name: "TuneupKit",
             dependencies: [
                 "DeviceAccess", "Failure", "LightX", "Transport", "Headset", "Simulator", "HeadsetSimulator", "Firmware", "FirmwareUpdate",
-                "USBGadget", "WearableSimulator", "SpeakerSession", "SpeakerSimulator", .product(name: "Logging", package: "swift-log"),
+                "USBGadget", "WearableSimulator", "SpeakerSession", "SpeakerSimulator", "Support", .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict),
         // The values of the unit records (runs, steps, measurements, identities, attachments) and their rules: pure, no

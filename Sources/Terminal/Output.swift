@@ -38,15 +38,10 @@ public enum Output {
     public static func onOff(_ value: Bool) -> String { value ? "on" : "off" }
 
     /// "+3", "0", "-2".
-    public static func signed(_ value: Int) -> String { value > 0 ? "+\(value)" : "\(value)" }
+    public static func signed(_ value: Int) -> String { TextFormat.signed(value) }
 
     /// "31 Hz", "1 kHz", "16 kHz", "1.5 kHz".
-    public static func frequency(_ hz: Int) -> String {
-        if hz >= 1000 {
-            return hz % 1000 == 0 ? "\(hz / 1000) kHz" : String(format: "%.1f kHz", Double(hz) / 1000)
-        }
-        return "\(hz) Hz"
-    }
+    public static func frequency(_ hz: Int) -> String { TextFormat.frequency(hz) }
 }
 
 /// Parses on/off style words.

@@ -57,8 +57,6 @@ struct ImageCommand: ParsableCommand {
         try FileAccess.write(ImageSigning.fileBytes(bytes, for: path, hexBase: hexBase), to: path)
     }
 
-    static func short(_ bytes: [UInt8]) -> String { hex(bytes.prefix(8)) + "…" }
-    static func hex<C: Collection>(_ bytes: C) -> String where C.Element == UInt8 { bytes.map { String(format: "%02x", $0) }.joined() }
 
     // MARK: - keygen
 
@@ -90,7 +88,7 @@ struct ImageCommand: ParsableCommand {
                 let key = SigningKey.generate()
                 try FileAccess.write(Array(key.pem.utf8), to: output, mode: 0o600)
                 if let publicOut { try FileAccess.write(Array(key.publicKey.pem.utf8), to: publicOut) }
-                let report = Report(privateKey: output, publicKey: publicOut, keyHash: ImageCommand.hex(key.publicKey.keyHash))
+                let report = Report(privateKey: output, publicKey: publicOut, keyHash: ImageText.hex(key.publicKey.keyHash))
                 try Output.emit(report, json: format.json) {
                     "wrote \(output) (Ed25519 private key)" + (publicOut.map { " and \($0) (public key)" } ?? "")
                         + ", key hash \(report.keyHash)"
@@ -157,7 +155,7 @@ struct ImageCommand: ParsableCommand {
                 try Output.emit(report, json: format.json) {
                     "wrote \(output): MCUboot image \(signed.version), model \(signed.model ?? "none"), region \(signed.region?.rawValue ?? "none"), "
                         + "\(image.payloadSize)-byte payload, \(image.bytes.count) bytes, "
-                        + (signingKey.map { "signed with key \(ImageCommand.short($0.publicKey.keyHash))" } ?? "unsigned")
+                        + (signingKey.map { "signed with key \(ImageText.short($0.publicKey.keyHash))" } ?? "unsigned")
                 }
             }
         }
@@ -183,39 +181,10 @@ struct ImageCommand: ParsableCommand {
         var region: FlashRegion?
         @OptionGroup var format: OutputOptions
 
-        struct Report: Encodable {
-            var file: String
-            var ok: Bool
-            var format: ImageFormat
-            var version: ImageVersion?
-            var model: String?
-            var region: String?
-            var signed: Bool
-            var signatureChecked: Bool
-            var keyHash: String?
-        }
-
         func run() throws {
             try ImageCommand.run {
-                let verificationKey = try key.map { try VerificationKey.load(path: $0) }
-                let file = try ImageFile.load(path: image)
-                let verified = try ImageSigning.verify(file, key: verificationKey, region: region)
-                let resolved = verified.region
-                let m = file.mcuboot
-                let report = Report(file: image, ok: true, format: file.format, version: m?.version ?? file.manifest?.imageVersion,
-                                    model: m?.model ?? file.manifest?.model, region: resolved?.rawValue,
-                                    signed: m?.isSigned ?? false, signatureChecked: verified.signatureChecked,
-                                    keyHash: m?.keyHash.map(ImageCommand.hex))
-                try Output.emit(report, json: format.json) {
-                    guard let m else { return "\(image): OK: \(file.format == .intelHex ? "Intel HEX" : "raw") image without a signature (nothing to verify)" }
-                    var parts = ["MCUboot image \(m.version)", "model \(m.model ?? "none")", "region \(resolved?.rawValue ?? "none")", "SHA-256 ok"]
-                    if let verificationKey {
-                        parts.append("signature ok (key \(ImageCommand.short(verificationKey.keyHash)))")
-                    } else {
-                        parts.append(m.isSigned ? "signature not checked (no --key)" : "unsigned")
-                    }
-                    return "\(image): OK: " + parts.joined(separator: ", ")
-                }
+                let report = try ImageVerification.verify(path: image, keyPath: key, region: region)
+                try Output.emit(report, json: format.json) { report.text }
             }
         }
     }
@@ -313,42 +282,3 @@ struct ImageCommand: ParsableCommand {
 }
 
 /// The text `image inspect` prints.
-extension ImageInspection {
-    var text: String {
-        var rows: [(String, String)] = [("File", file)]
-        let formatName: String
-        switch format {
-        case .mcuboot: formatName = "MCUboot image"
-        case .intelHex: formatName = "Intel HEX" + (mcuboot != nil ? " (MCUboot image)" : "") + (hexBase.map { " at \($0)" } ?? "")
-        case .raw: formatName = "raw"
-        }
-        rows.append(("Format", formatName))
-        rows.append(("Size", "\(size) bytes, \(sectors) sectors, flash CRC \(flashCRC)"))
-        if let region, let regionMaxSize {
-            rows.append(("Region", "\(region) (\(regionMaxSize) bytes): " + (fitsRegion == true ? "fits" : "TOO LARGE")))
-        } else {
-            rows.append(("Region", "none (give --region app|resource to flash it)"))
-        }
-        rows.append(("Version", version?.description ?? "unknown"))
-        rows.append(("Model", model ?? "none"))
-        if let mcuboot {
-            rows.append(("Header", "\(mcuboot.headerSize) bytes, load address \(mcuboot.loadAddress), flags \(mcuboot.flags)"))
-            rows.append(("Payload", "\(mcuboot.payloadSize) bytes" + (mcuboot.trailingBytes > 0 ? ", \(mcuboot.trailingBytes) bytes after the TLVs" : "")))
-            rows.append(("TLVs", mcuboot.tlvs.map { "\($0.name)\($0.protected ? "*" : "")" }.joined(separator: " ") + "  (* protected)"))
-            rows.append(("SHA-256", hashOK == true ? "ok" : "BAD: \(hashError ?? "")"))
-            rows.append(("Signed", signed ? "yes, Ed25519" + (keyHash.map { ", key hash \($0)" } ?? "") : "no"))
-            if let signatureOK { rows.append(("Signature", signatureOK ? "ok" : "BAD: \(signatureError ?? "")")) }
-        } else {
-            rows.append(("Signed", "no"))
-        }
-        if let manifest {
-            rows.append(("Manifest", "\(manifest.version) \(manifest.model)" + (manifest.product.map { " \"\($0)\"" } ?? "")))
-            rows.append(("  EQ", "\(manifest.bandFrequencies.count) bands \(manifest.bandFrequencies.map { Output.frequency(Int($0)) }.joined(separator: " ")), \(Output.signed(Int(manifest.minGain)))...\(Output.signed(Int(manifest.maxGain))) dB"))
-            rows.append(("  Presets", manifest.presets.map(\.name).joined(separator: ", ")))
-            rows.append(("  Ambient", "\(manifest.ambientSteps) steps"))
-        } else {
-            rows.append(("Manifest", "none"))
-        }
-        return Output.table(rows)
-    }
-}
