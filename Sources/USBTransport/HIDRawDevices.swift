@@ -245,7 +245,8 @@ public enum HIDRawDevices {
     }
 
     /// Whether a USB device `filter` matches is attached (in `sysfsRoot/bus/usb/devices`) with a HID interface 0 that
-    /// has no hidraw node yet: usbhid is about to bind it (the device has just enumerated). Reads sysfs only.
+    /// has no hidraw node yet and no driver but usbhid: usbhid is about to bind it or make its node (the device has
+    /// just enumerated). Reads sysfs only.
     public static func hidInterfaceAwaitingNode(_ filter: USBDeviceFilter, sysfsRoot: String = "/sys") -> Bool {
         let directory = sysfsRoot + "/bus/usb/devices"
         guard let names = directoryEntries(directory) else { return false }
@@ -257,10 +258,12 @@ public enum HIDRawDevices {
             let location = USBDeviceLocation(bus: position.bus, ports: position.ports, vendorID: vid, productID: pid)
             guard filter.matches(location) else { continue }
             if let wanted = filter.serial, readSmallFile(device + "/serial").map({ String($0.trimmingBlanks()) }) != wanted { continue }
-            // Any configuration's interface 0 of class HID (03).
+            // Any configuration's interface 0 of class HID (03), with no driver yet or usbhid (another driver, such as
+            // usbfs for a program holding it through libusb, makes no node).
             let interfaces = (directoryEntries(device) ?? []).filter { $0.hasPrefix(name + ":") && $0.hasSuffix(".0") }
             for interface in interfaces where readSmallFile(device + "/" + interface + "/bInterfaceClass")?.trimmingBlanks() == "03" {
-                return true
+                let driver = resolvedPath(device + "/" + interface + "/driver")?.split(separator: "/").last
+                if driver == nil || driver == "usbhid" { return true }
             }
         }
         return false

@@ -58,3 +58,55 @@ public struct USBHeadsetListing: Sendable {
         return .failed(errorText(code))
     }
 }
+
+extension HIDRawNode {
+    /// The rows `tuneup devices` shows under a node no listed USB device accounts for.
+    public func listingRows(access: USBDeviceInfo.Access) -> [(String, String)] {
+        var rows: [(String, String)] = []
+        if let hidName { rows.append(("Name", hidName)) }
+        if let serial { rows.append(("Serial", serial)) }
+        if let driver { rows.append(("Driver", "\(driver) (stays bound)")) }
+        switch access {
+        case .granted: break
+        case .permissionDenied: rows.append(("Access", "permission denied on \(path): install the udev rule from tools/udev/"))
+        case .failed(let why): rows.append(("Access", "cannot open \(path): \(why)"))
+        }
+        rows.append(("Open with", "--device \(address)"))
+        return rows
+    }
+
+    /// `hidraw:/dev/hidraw3  046d:c52b`, the title line of `listingRows`.
+    public var listingTitle: String { "\(address)  \(usbHex4(vendorID)):\(usbHex4(productID))" }
+}
+
+/// A hidraw node in `tuneup devices --format json` (stable field names).
+public struct HIDRawNodeReport: Encodable, Sendable {
+    public var address: String
+    public var node: String
+    public var vendorID: String
+    public var productID: String
+    public var name: String?
+    public var serial: String?
+    public var driver: String?
+    public var port: String?
+    public var interface: Int?
+    /// "ok", "permission-denied" or "error".
+    public var access: String
+
+    public init(_ node: HIDRawNode, access: USBDeviceInfo.Access) {
+        address = node.address.description
+        self.node = node.path
+        vendorID = usbHex4(node.vendorID)
+        productID = usbHex4(node.productID)
+        name = node.hidName
+        serial = node.serial
+        driver = node.driver
+        port = node.location?.portAddress?.description
+        interface = node.interface
+        switch access {
+        case .granted: self.access = "ok"
+        case .permissionDenied: self.access = "permission-denied"
+        case .failed: self.access = "error"
+        }
+    }
+}

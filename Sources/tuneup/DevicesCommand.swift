@@ -39,7 +39,7 @@ struct DevicesCommand: AsyncParsableCommand {
         }
         let devices = listing.devices
         let report = DevicesReport(devices: devices.map(DeviceEntry.init), knownIDs: known.entries.map(\.description),
-                                   hidrawNodes: listing.otherNodes.map { HIDRawEntry($0.node, $0.access) }, hidrawProblems: listing.problems)
+                                   hidrawNodes: listing.otherNodes.map { HIDRawNodeReport($0.node, access: $0.access) }, hidrawProblems: listing.problems)
         try Output.emit(report, json: output.json) {
             ([Self.text(devices, known: known, all: all, others: !listing.otherNodes.isEmpty)] + listing.otherNodes.map(Self.text)
                 + listing.problems.map { "skipped \($0)" }).joined(separator: "\n")
@@ -48,14 +48,7 @@ struct DevicesCommand: AsyncParsableCommand {
 
     /// A hidraw node no listed USB device accounts for.
     static func text(_ node: HIDRawNode, _ access: USBDeviceInfo.Access) -> String {
-        var rows: [(String, String)] = []
-        if let name = node.hidName { rows.append(("Name", name)) }
-        if let serial = node.serial { rows.append(("Serial", serial)) }
-        if let driver = node.driver { rows.append(("Driver", "\(driver) (stays bound)")) }
-        if access == .permissionDenied { rows.append(("Access", "permission denied on \(node.path): install the udev rule from tools/udev/")) }
-        rows.append(("Open with", "--device \(node.address)"))
-        let table = Output.table(rows).split(separator: "\n").map { "  " + $0 }.joined(separator: "\n")
-        return "\(node.address)  \(usbIDs(node.vendorID, node.productID))\n" + table
+        node.listingTitle + "\n" + Output.table(node.listingRows(access: access)).split(separator: "\n").map { "  " + $0 }.joined(separator: "\n")
     }
 
     static func text(_ devices: [USBDeviceInfo], known: USBKnownDevices, all: Bool, others: Bool = false) -> String {
@@ -107,37 +100,9 @@ struct DevicesReport: Encodable {
     /// The known-headset table in use, as `vvvv:pppp/bbbb`.
     var knownIDs: [String]
     /// hidraw nodes no listed device accounts for.
-    var hidrawNodes: [HIDRawEntry]
+    var hidrawNodes: [HIDRawNodeReport]
     /// "hidrawN: why" for nodes skipped.
     var hidrawProblems: [String]
-}
-
-/// A hidraw node in the JSON form.
-struct HIDRawEntry: Encodable {
-    var address: String
-    var node: String
-    var vendorID: String
-    var productID: String
-    var name: String?
-    var serial: String?
-    var driver: String?
-    var port: String?
-    var interface: Int?
-    var access: String
-
-    init(_ n: HIDRawNode, _ a: USBDeviceInfo.Access) {
-        address = n.address.description
-        node = n.path
-        let ids = usbIDs(n.vendorID, n.productID).split(separator: ":").map(String.init)
-        vendorID = ids.first ?? ""
-        productID = ids.last ?? ""
-        name = n.hidName
-        serial = n.serial
-        driver = n.driver
-        port = n.location?.portAddress?.description
-        interface = n.interface
-        access = a == .granted ? "ok" : a == .permissionDenied ? "permission-denied" : "error"
-    }
 }
 
 struct DeviceEntry: Encodable {

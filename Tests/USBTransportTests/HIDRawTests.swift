@@ -162,6 +162,29 @@ struct FakeSysfs {
     }
 }
 
+@Suite struct HIDRawListingTests {
+    @Test func theListingShowsKnownHeadsetsNodesAndWhatWasSkipped() async throws {
+        let fake = try HIDRawDiscoveryTests.populatedTree()
+        defer { fake.remove() }
+        // This host's libusb sees no simulated headset: every node of a known headset is listed on its own.
+        let listing = try await USBHeadsetListing.scan(all: false, known: .standard, sysfsRoot: fake.sys, devRoot: fake.dev)
+        #expect(listing.devices.isEmpty)
+        #expect(listing.otherNodes.map(\.node.name) == ["hidraw0", "hidraw2", "hidraw10"], "known ids only")
+        #expect(listing.problems.count == 4)
+        let everything = try await USBHeadsetListing.scan(all: true, known: .standard, sysfsRoot: fake.sys, devRoot: fake.dev)
+        #expect(everything.otherNodes.map(\.node.name) == ["hidraw0", "hidraw1", "hidraw2", "hidraw10"])
+        let node = listing.otherNodes[0].node
+        #expect(node.listingTitle == "hidraw:\(fake.dev)/hidraw0  1209:0001")
+        let rows = node.listingRows(access: .permissionDenied)
+        #expect(rows.map(\.0) == ["Name", "Serial", "Driver", "Access", "Open with"])
+        #expect(rows[3].1 == "permission denied on \(fake.dev)/hidraw0: install the udev rule from tools/udev/")
+        #expect(rows[4].1 == "--device hidraw:\(fake.dev)/hidraw0")
+        let report = HIDRawNodeReport(node, access: .granted)
+        #expect(report.vendorID == "1209" && report.productID == "0001" && report.port == "usb:1-1" && report.interface == 0
+            && report.access == "ok" && report.driver == "hid-generic")
+    }
+}
+
 @Suite struct HIDRawChoiceTests {
     let known = USBKnownDevices.standard
 
@@ -211,6 +234,15 @@ struct FakeSysfs {
         #expect(HIDRawDevices.hidInterfaceAwaitingNode(try filter("usb:1-1"), sysfsRoot: fake.sys))
         #expect(!HIDRawDevices.hidInterfaceAwaitingNode(try filter("usb:1209:0001:S2"), sysfsRoot: fake.sys), "not HID")
         #expect(!HIDRawDevices.hidInterfaceAwaitingNode(try filter("usb:1209:0001:S3"), sysfsRoot: fake.sys), "not attached")
+        // Held by another program through libusb (usbfs bound to interface 0): no node is coming.
+        let held = try fake.usbDevice(port: "1-4", vid: "1209", pid: "0001", serial: "S4")
+        try fake.mkdir(fake.sys + "/bus/usb/drivers/usbfs")
+        try fake.link(held + "/1-4:1.0/driver", to: fake.sys + "/bus/usb/drivers/usbfs")
+        #expect(!HIDRawDevices.hidInterfaceAwaitingNode(try filter("usb:1209:0001:S4"), sysfsRoot: fake.sys), "usbfs holds it")
+        try FileManager.default.removeItem(atPath: held + "/1-4:1.0/driver")
+        try fake.mkdir(fake.sys + "/bus/usb/drivers/usbhid")
+        try fake.link(held + "/1-4:1.0/driver", to: fake.sys + "/bus/usb/drivers/usbhid")
+        #expect(HIDRawDevices.hidInterfaceAwaitingNode(try filter("usb:1209:0001:S4"), sysfsRoot: fake.sys), "usbhid bound, node coming")
     }
 
     @Test func backendNamesParse() throws {
