@@ -30,7 +30,8 @@ import Transport
 ///   0xF0: got 5 of 14 bytes" / "short report 0xF1: ...", `.timedOut` when a control transfer takes longer than
 ///   `Options.controlTimeout`.
 /// - The kernel's HID driver is detached from interface 0 while the transport is open and re-attached by `close()`
-///   (or when the transport is deinitialised without `close()`).
+///   (or when the transport is deinitialised without `close()`). `HIDRawTransport` reaches the same device without
+///   detaching it; both carry the reports through one implementation of this contract (`FeatureReportLink`).
 public final class USBHIDTransport: Transport {
     /// How the transport finds the device and polls it.
     public struct Options: Sendable, Hashable {
