@@ -211,12 +211,30 @@ private func dissectAndCompare(_ capture: CaptureFixture, _ name: String, expect
 
     /// The same flash in an ordinary usbmon capture (LINKTYPE_USB_LINUX_MMAPPED): SET_REPORT and GET_REPORT control
     /// transfers on endpoint 0, found by the heuristic (no descriptors in the capture).
-    @Test func quickstartFlashInUsbmon() async throws {
+    /// With the device's descriptors in the capture (a capture started before the headset enumerated), Wireshark knows
+    /// the interface is HID and the dissector takes the HID class's control transfers.
+    @Test(arguments: [false, true])
+    func quickstartFlashInUsbmon(withDescriptors: Bool) async throws {
         let recording = try await recordedFlash()
         var capture = CaptureFixture()
         let bus = capture.addInterface(linkType: 220, name: "usbmon1", description: "")
         var expected: [ExpectedMessage] = []
         var urb: UInt64 = 0xFFFF_8880_0000_0000
+        if withDescriptors {
+            // Device descriptor (1209:0001), configuration with one HID interface, SET_CONFIGURATION.
+            let device: [UInt8] = [18, 1, 0, 2, 0, 0, 0, 64, 0x09, 0x12, 0x01, 0, 0, 1, 1, 2, 3, 1]
+            let configuration: [UInt8] = [9, 2, 34, 0, 1, 1, 0, 0x80, 50, 9, 4, 0, 0, 1, 3, 0, 0, 0,
+                                          9, 0x21, 0x11, 1, 0, 1, 0x22, 30, 0, 7, 5, 0x81, 3, 8, 0, 10]
+            for (value, reply) in [(UInt16(0x0100), device), (0x0200, configuration)] {
+                urb += 0x100
+                let setup: [UInt8] = [0x80, 6, UInt8(value & 0xFF), UInt8(value >> 8), 0, 0, UInt8(reply.count), 0]
+                capture.add(bus, nil, usbmonRecord(id: urb, submit: true, endpointIn: true, device: 5, setup: setup, data: [], length: reply.count))
+                capture.add(bus, nil, usbmonRecord(id: urb, submit: false, endpointIn: true, device: 5, setup: nil, data: reply))
+            }
+            urb += 0x100
+            capture.add(bus, nil, usbmonRecord(id: urb, submit: true, endpointIn: false, device: 5, setup: [0, 9, 1, 0, 0, 0, 0, 0], data: []))
+            capture.add(bus, nil, usbmonRecord(id: urb, submit: false, endpointIn: false, device: 5, setup: nil, data: []))
+        }
         for (_, fromHost, packet) in lightXPackets(recording) {
             let raw = RawPacketCodec.encode(packet)
             let reports = try hidReports(raw, fromHost: fromHost)
@@ -242,7 +260,10 @@ private func dissectAndCompare(_ capture: CaptureFixture, _ name: String, expect
                                                 fields: lightXFields(try RawPacketCodec.decode(raw), fromHost: false, frame: nil, reportFlag: 1)))
             }
         }
-        _ = try await dissectAndCompare(capture, "flash-usbmon", expected: expected)
+        let (_, _, result) = try await dissectAndCompare(capture, withDescriptors ? "flash-usbmon-hid" : "flash-usbmon", expected: expected)
+        if withDescriptors {
+            #expect(result.messages.count == expected.count, "the HID class's transfers are the dissector's")
+        }
     }
 
     /// A station's factory steps on a blank unit (USER0).
