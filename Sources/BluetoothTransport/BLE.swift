@@ -1,6 +1,7 @@
 import CBluetooth
 import Glibc
 import Logging
+import Support
 import Synchronization
 import Transport
 
@@ -84,9 +85,9 @@ public enum BLEConnection {
                                logger: Logger? = nil) async throws -> any Transport {
         let context = "cannot connect to \(address)"
         let selector = try BluetoothConnect.selector(adapter, context: context)
-        return try await Timeouts.run(
-            limit: timeout,
-            timeoutError: TransportError(.timedOut, "\(context): no connection after \(timeout.shortDescription) (is the device on, in range and advertising?)"),
+        return try await withDeadline(
+            timeout,
+            late: { TransportError(.timedOut, "\(context): no connection after \(timeout.shortDescription) (is the device on, in range and advertising?)") },
             discard: { transport in await transport.close() }
         ) {
             var local = BluetoothAddress.anyKernelAddress

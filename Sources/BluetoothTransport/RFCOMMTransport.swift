@@ -1,6 +1,7 @@
 import CBluetooth
 import Glibc
 import Logging
+import Support
 import Transport
 
 /// RFCOMM client connections: a byte stream to a Bluetooth device (SPP framing goes above it, as on any stream).
@@ -38,10 +39,10 @@ public enum RFCOMMTransport {
             throw TransportError(.invalidAddress, "\(context): RFCOMM channel \(channel) is out of range (1...30)")
         }
         let selector = try BluetoothConnect.selector(adapter, context: context)
-        return try await Timeouts.run(
-            limit: timeout,
-            timeoutError: TransportError(
-                .timedOut, "\(context): timed out after \(timeout.shortDescription) (is the device on, in range and connectable?)"),
+        return try await withDeadline(
+            timeout,
+            late: { TransportError(
+                .timedOut, "\(context): timed out after \(timeout.shortDescription) (is the device on, in range and connectable?)") },
             discard: { transport in await transport.close() }
         ) {
             var local: bdaddr_t?

@@ -6,8 +6,8 @@ import Synchronization
 /// the work runs to its end (for work that must not be cut between two effects). Cancelling the caller ends the
 /// wait at once with `CancellationError` and cancels the work. A result that comes after the wait was given up goes
 /// to `discard` (a connection to close: dropping it would leak it). The one deadline helper: the records' database
-/// calls, and the WebSocket writes of the operator page and the hub's JSON-RPC (a client that takes nothing is
-/// dropped).
+/// calls, the WebSocket writes of the operator page and the hub's JSON-RPC (a client that takes nothing is dropped),
+/// connecting over TCP, RFCOMM and BLE (a connection made after the deadline is closed), and the tests' time limit.
 public func withDeadline<T: Sendable>(
     _ timeout: Duration, cancelLate: Bool = true, late: @escaping @Sendable () -> any Error,
     discard: (@Sendable (T) async -> Void)? = nil,

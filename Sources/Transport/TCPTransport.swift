@@ -1,5 +1,6 @@
 import Glibc
 import Logging
+import Support
 
 /// TCP client connections.
 ///
@@ -19,9 +20,9 @@ public enum TCPTransport {
         host: String, port: UInt16, timeout: Duration = .seconds(5), logger: Logger? = nil
     ) async throws -> any Transport {
         let display = DeviceAddress.tcp(host: host, port: port).description
-        return try await Timeouts.run(
-            limit: timeout,
-            timeoutError: TransportError(.timedOut, "cannot connect to \(display): timed out after \(timeout.shortDescription)"),
+        return try await withDeadline(
+            timeout,
+            late: { TransportError(.timedOut, "cannot connect to \(display): timed out after \(timeout.shortDescription)") },
             discard: { transport in await transport.close() }
         ) {
             let addresses: [SocketAddress]

@@ -30,35 +30,9 @@ public func withTimeLimit<T: Sendable>(
     _ seconds: Double = 60,
     _ body: @escaping @Sendable () async throws -> T
 ) async throws -> T {
-    // Not a task group: a group's scope waits for every child, so a body that does not honour cancellation (awaiting
-    // an unstructured task's value, a library that ignores it) would turn the guard itself into a hang. Here the
-    // first of the body and the timer to finish resumes the caller; the body is cancelled and left behind.
-    let finished = FirstOnly()
-    let work = Task<T, any Error> { try await body() }
-    return try await withTaskCancellationHandler {
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
-            let timer = Task {
-                try? await Task.sleep(for: .seconds(seconds))
-                if !Task.isCancelled, finished.claim() {
-                    work.cancel()
-                    continuation.resume(throwing: TestFailure("test step did not finish within \(seconds) s"))
-                }
-            }
-            Task {
-                let result = await Result(catching: { try await work.value })
-                timer.cancel()
-                if finished.claim() { continuation.resume(with: result) }
-            }
-        }
-    } onCancel: {
-        work.cancel()
-    }
-}
-
-/// True for the first caller of `claim()` only.
-private final class FirstOnly: Sendable {
-    private let taken = Mutex(false)
-    func claim() -> Bool { taken.withLock { taken in defer { taken = true }; return !taken } }
+    // The project's one deadline helper: not a task group (a group's scope waits for every child, so a body that does
+    // not honour cancellation would turn the guard itself into a hang); the body is cancelled and left behind.
+    try await withDeadline(.seconds(seconds), late: { TestFailure("test step did not finish within \(seconds) s") }, body)
 }
 
 /// Waits until `condition` holds, polling every few milliseconds; throws after `seconds` (a hang guard, so generous).
