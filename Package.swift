@@ -313,7 +313,7 @@ let package = Package(
         // views, one width- and height-aware renderer (`LiveScreen`) under the station's, the updater's and the wearable's.
         .target(
             name: "Terminal",
-            dependencies: ["Failure", "Support", "Progress", "FirmwareUpdate", "Labels", "Station", "WearableRecording"],
+            dependencies: ["Failure", "Support", "Transport", "Progress", "FirmwareUpdate", "Labels", "Station", "WearableRecording"],
             swiftSettings: strict),
         .executableTarget(
             name: "tuneup",

@@ -33,6 +33,9 @@ public struct ListenEndpoint: Sendable, Hashable, CustomStringConvertible {
         (self.host, self.port) = (host, port)
     }
 
+    /// The host and the port.
+    public var parts: (host: String, port: UInt16) { (host, port) }
+
     /// `HOST:PORT`, an IPv6 host in brackets.
     public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
 }

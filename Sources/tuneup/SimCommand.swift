@@ -134,11 +134,7 @@ struct SimCommand: AsyncParsableCommand {
         }
 
         func listenAddress() throws -> (host: String, port: UInt16) {
-            let text = listen ?? "tcp:127.0.0.1:0"
-            guard case let .tcp(host, port)? = try? DeviceAddress(parsing: text) else {
-                throw ValidationError("--listen takes tcp:HOST:PORT, got '\(text)'")
-            }
-            return (host, port)
+            do { let e = try ListenEndpoint(parsingTCP: listen ?? "tcp:127.0.0.1:0", option: "--listen"); return (e.host, e.port) } catch { throw ValidationError(error.message) }
         }
 
         func behaviour() throws -> BehaviourProfile {
@@ -264,7 +260,7 @@ extension SimCommand {
         func validate() throws {
             guard (1...SimulatorServer.maxDevices).contains(slots) else { throw ValidationError("--slots must be 1...\(SimulatorServer.maxDevices)") }
             guard (1...1_000_000).contains(units) else { throw ValidationError("--units must be 1...1000000") }
-            guard case .tcp? = try? DeviceAddress(parsing: listen) else { throw ValidationError("--listen takes tcp:HOST:PORT, got '\(listen)'") }
+            do { _ = try ListenEndpoint(parsingTCP: listen, option: "--listen") } catch { throw ValidationError(error.message) }
             for (name, text) in [("--dwell", dwell), ("--gap", gap)] {
                 guard parseDuration(text).map({ $0 >= .zero && $0 <= .seconds(3600) }) == true else {
                     throw ValidationError("\(name) takes a duration like 2s or 300ms, got '\(text)'")
@@ -280,7 +276,7 @@ extension SimCommand {
             logger.logLevel = .warning
             var simulator = SimulatorOptions(logger: logger, timeScale: timeScale)
             simulator.production = ProductionLine(seed: seed, failShare: failShare)
-            guard case let .tcp(host, port)? = try? DeviceAddress(parsing: listen) else { return }
+            guard let (host, port) = try? ListenEndpoint(parsingTCP: listen, option: "--listen").parts else { return }
             let line: SimulatedLine
             do {
                 line = try await SimulatedLine.start(.init(
@@ -311,35 +307,5 @@ extension SimCommand {
             }
             await line.shutdown()
         }
-    }
-}
-
-/// Control lines from stdin and termination signals, merged: stdin is read on a dedicated thread (a blocking
-/// read must not hold a thread of the cooperative pool); SIGINT and SIGTERM end the stream (`TerminationSignals`:
-/// none is lost). End of stdin does not stop the simulator (it may run in the background with stdin closed).
-enum ControlInput {
-    static func lines() -> AsyncStream<String> {
-        let (stream, continuation) = AsyncStream.makeStream(of: String.self)
-        let reader = Thread {
-            while let line = readLine(strippingNewline: true) {
-                let trimmed = line.trimmingCharacters(in: .whitespaces)
-                if !trimmed.isEmpty { continuation.yield(trimmed) }
-            }
-        }
-        reader.name = "tuneup-stdin"
-        reader.start()
-        do {
-            let signals = try TerminationSignals.subscribe()
-            let watcher = Task.detached {
-                for await sig in signals where sig == SIGINT || sig == SIGTERM {
-                    continuation.finish()
-                    return
-                }
-            }
-            continuation.onTermination = { _ in watcher.cancel() }
-        } catch {
-            printError("signals will not stop the simulator (use 'quit' on stdin): \(error.message)")
-        }
-        return stream
     }
 }

@@ -217,15 +217,7 @@ struct StationCommand: AsyncParsableCommand {
             // Answers typed on the terminal (a barcode scanner is a keyboard): read on a thread of their own.
             var terminal: Task<Void, Never>?
             if loaded.recipe.asksOperator, interactive {
-                let (lines, feed) = AsyncStream.makeStream(of: String.self)
-                do {
-                    try Threads.spawn(name: "tuneup-station-stdin") {
-                        while let line = readLine(strippingNewline: true) { feed.yield(line) }
-                        feed.finish()
-                    }
-                } catch {
-                    throw failureExit(error)
-                }
+                let lines = ControlInput.lines(trimmed: false, stopOnSignals: false)
                 // A refusal ("#N: why") is shown by the view from the prompt's event (to the page too): only "no
                 // prompt waits" is the terminal's own.
                 terminal = Task { await TerminalAnswers.serve(lines, desk: desk) { line in if !line.hasPrefix("#") { view.note(line) } } }
