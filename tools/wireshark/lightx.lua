@@ -151,7 +151,8 @@ local f = {
     garbage = ProtoField.bytes("lightx.skipped", "Bytes outside any frame"),
 }
 local fields = {}
-for _, v in pairs(f) do fields[#fields + 1] = v end
+local short_names = {}
+for k, v in pairs(f) do fields[#fields + 1] = v; short_names[v] = k end
 lightx.fields = fields
 
 local ef = {
@@ -194,6 +195,13 @@ end
 
 local function u32(t, o) return t(o, 4):le_uint() end
 
+-- The arguments of the packet being dissected, for the Info column ("sector=5", "text=TS-1").
+local notes = {}
+local function note(field, value)
+    local name = short_names[field]
+    if name ~= nil and #notes < 4 then notes[#notes + 1] = string.format("%s=%s", name, tostring(value)) end
+end
+
 -- Adds a NUL-terminated string (all of `t` when there is no NUL), as ArgumentReader.cString reads it.
 local function add_cstring(tree, field, t)
     local n = t:len()
@@ -201,6 +209,7 @@ local function add_cstring(tree, field, t)
     while k < n and t(k, 1):uint() ~= 0 do k = k + 1 end
     local s = k > 0 and t(0, k):raw() or ""
     local item = tree:add(field, t(0, n), s)
+    note(field, s)
     return s, item
 end
 
@@ -212,7 +221,12 @@ local function need(tree, t, n, what)
     return true
 end
 
-local function add_u32(tree, field, t, o) tree:add_le(field, t(o, 4)) return u32(t, o) end
+local function add_u32(tree, field, t, o)
+    tree:add_le(field, t(o, 4))
+    local v = u32(t, o)
+    note(field, field == f.crc and string.format("0x%08x", v) or v)
+    return v
+end
 
 -- How the value of each setting travels (the same layout in a write's argument and in a read's reply).
 local value_layouts = {
@@ -262,6 +276,7 @@ local value_layouts = {
             local b = {}
             for k = 5, 0, -1 do b[#b + 1] = string.format("%02X", t(k, 1):uint()) end
             tree:add(f.bdaddr, t(0, 6), table.concat(b, ":"))
+            note(f.bdaddr, table.concat(b, ":"))
         end
     end,
     [0x72] = function(tree, t)
@@ -271,7 +286,9 @@ local value_layouts = {
     end,
 }
 for _, c in ipairs({ 0x85, 0xB5, 0xB6, 0xB7, 0xC5 }) do
-    value_layouts[c] = function(tree, t) if need(tree, t, 4, "boolean") then tree:add(f.enabled, t(0, 4), u32(t, 0) ~= 0) end end
+    value_layouts[c] = function(tree, t)
+        if need(tree, t, 4, "boolean") then tree:add(f.enabled, t(0, 4), u32(t, 0) ~= 0); note(f.enabled, u32(t, 0) ~= 0) end
+    end
 end
 for _, c in ipairs({ 0x83, 0x84, 0x89, 0x8A }) do
     value_layouts[c] = function(tree, t) if need(tree, t, 4, "value") then add_u32(tree, f.value, t, 0) end end
@@ -283,7 +300,9 @@ value_layouts[0x93] = value_layouts[0x83]
 for _, c in ipairs({ 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x11, 0x1A, 0x1B, 0x1C, 0x1D, 0x1E, 0x1F }) do
     value_layouts[c] = function(tree, t) add_cstring(tree, f.text, t) end
 end
-value_layouts[0x69] = function(tree, t) if need(tree, t, 4, "lock") then tree:add(f.locked, t(0, 4), u32(t, 0) ~= 0) end end
+value_layouts[0x69] = function(tree, t)
+    if need(tree, t, 4, "lock") then tree:add(f.locked, t(0, 4), u32(t, 0) ~= 0); note(f.locked, u32(t, 0) ~= 0) end
+end
 
 local function is_default_buffer(t)
     if t:len() ~= 256 then return false end
@@ -335,8 +354,8 @@ local function reply_arguments(tree, cmd, op, status, t)
         return
     end
     -- docs/capture.md §3's arguments, whatever the opcode.
-    if cmd == 0x20 then if need(tree, t, 1, "image type") then tree:add(f.image, t(0, 1)) end return end
-    if cmd == 0x22 then if need(tree, t, 1, "authentication status") then tree:add(f.authenticated, t(0, 1)) end return end
+    if cmd == 0x20 then if need(tree, t, 1, "image type") then tree:add(f.image, t(0, 1)); note(f.image, t(0, 1):uint()) end return end
+    if cmd == 0x22 then if need(tree, t, 1, "authentication status") then tree:add(f.authenticated, t(0, 1)); note(f.authenticated, t(0, 1):uint()) end return end
     if cmd == 0x23 then if need(tree, t, 16, "challenge") then tree:add(f.challenge, t(0, 16)) end return end
     if cmd == 0x3A or (cmd >= 0x01 and cmd <= 0x1F) then add_cstring(tree, f.text, t) return end
     if cmd == 0x3B and op ~= 1 then
@@ -365,10 +384,14 @@ local function reply_arguments(tree, cmd, op, status, t)
             local b = {}
             for k = 7, 0, -1 do b[#b + 1] = string.format("%02x", t(k, 1):uint()) end
             tree:add(f.hardware_id, t(0, 8), table.concat(b))
+            note(f.hardware_id, table.concat(b))
         end
         return
     end
-    if cmd == 0x6B then if need(tree, t, 4, "measurement value") then tree:add_le(f.measured, t(0, 4)) end return end
+    if cmd == 0x6B then
+        if need(tree, t, 4, "measurement value") then tree:add_le(f.measured, t(0, 4)); note(f.measured, t(0, 4):le_int()) end
+        return
+    end
     if cmd == 0x71 then
         if need(tree, t, 4, "calibration status") then
             local state = add_u32(tree, f.calibration_state, t, 0)
@@ -432,6 +455,7 @@ local function dissect_packet(t, pinfo, tree, from_host)
         si:add_proto_expert_info(ef.status, "Status " .. (statuses[status] or tostring(status)))
     end
     local blen = n - 12
+    notes = {}
     if blen > 0 then
         summary = summary .. string.format(" [%d B]", blen)
         local bt = t(12, blen)
@@ -441,6 +465,7 @@ local function dissect_packet(t, pinfo, tree, from_host)
         -- A config string's reply without a buffer (a write's acknowledgement): the empty text (docs/capture.md).
         tree:add(f.text, ""):set_generated()
     end
+    if #notes > 0 then summary = summary .. " " .. table.concat(notes, " ") end
     return summary
 end
 
