@@ -40,6 +40,7 @@ for args in [
     ["probe", "--timeout", "-1"], ["probe", "--timeout", "0"], ["probe", "--timeout", "x"], ["probe", "--timeout", "1e9"],
     ["probe", "--retries", "-1"], ["probe", "--retries", "99"], ["probe", "--format", "xml"],
     ["probe", "--poll-interval", "50"], ["probe", "--poll-interval", "-5ms"], ["probe", "--poll-interval", "1h"],
+    ["probe", "--usb-backend", "usbfs"], ["probe", "-d", "hidraw:dev/hidraw0"], ["probe", "-d", "hidraw:"],
     ["flash"], ["flash", "a", "b"], ["flash", os.path.join(IMAGES, "app-1.5.0.img"), "--window", "0"],
     ["flash", os.path.join(IMAGES, "app-1.5.0.img"), "--window", "-3"], ["flash", os.path.join(IMAGES, "app-1.5.0.img"), "--wait", "0"],
     ["flash", os.path.join(IMAGES, "app-1.5.0.img"), "--region", "boot"],

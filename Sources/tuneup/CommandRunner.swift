@@ -132,7 +132,7 @@ enum CommandRunner {
 
     /// Options every command takes, with (true) or without (false) a value.
     private static let sharedOptions: [String: Bool] = [
-        "--format": true, "--device": true, "-d": true, "--timeout": true, "--retries": true, "--poll-interval": true,
+        "--format": true, "--device": true, "-d": true, "--timeout": true, "--retries": true, "--poll-interval": true, "--usb-backend": true,
         "--wait": true, "--verbose": false, "-v": false,
     ]
 

@@ -8,6 +8,13 @@ import Testing
         #expect(r.stderrLines.first?.contains("unknown USB back end 'usbfs': expected hidraw, libusb or auto") == true, "\(r.stderr)")
     }
 
+    /// A shared option: it may stand before the subcommand it belongs to.
+    @Test func theOptionMayComeBeforeTheSubcommand() async throws {
+        let r = try await CLI.run(["anc", "--usb-backend", "usbfs", "get", "-d", "usb:1209:0001"])
+        #expect(r.status == 64)
+        #expect(r.stderrLines.first?.contains("unknown USB back end 'usbfs'") == true, "\(r.stderr)")
+    }
+
     @Test func aMissingHIDRawNodeIsUnavailable() async throws {
         let r = try await CLI.run(["probe", "-d", "hidraw:/nonexistent/hidraw9"])
         #expect(r.status == 69, "\(r.stderr)")
