@@ -152,7 +152,10 @@ local f = {
 }
 local fields = {}
 local short_names = {}
-for k, v in pairs(f) do fields[#fields + 1] = v; short_names[v] = k end
+-- The Info column's names: the field's name after "lightx.arg." where the table's key differs.
+local info_names = { image = "image_type", caps_queue = "queue_depth", caps_flags = "flags", refusal = "reason",
+    resource_base = "base", eq_preset = "eq_preset", calibration_state = "calibration_state" }
+for k, v in pairs(f) do fields[#fields + 1] = v; short_names[v] = info_names[k] or k end
 lightx.fields = fields
 
 local ef = {
