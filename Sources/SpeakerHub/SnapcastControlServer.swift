@@ -1,3 +1,4 @@
+import Glibc
 import SpeakerHubCore
 import Support
 import Synchronization
@@ -52,6 +53,18 @@ public final class SnapcastControlServer: Sendable {
         } catch let error as HubError {
             return (nil, error.message + "; the hub serves no Snapcast TCP control (--control-port N serves it on another port)")
         }
+    }
+
+    /// This machine as Snapcast's `server.host`: its host name, system and architecture (uname; no file is read).
+    public static func thisHost() -> Snapcast.Host {
+        var buffer = [CChar](repeating: 0, count: 256)
+        let name = gethostname(&buffer, buffer.count) == 0 ? String(cString: buffer) : Snapcast.Host.unnamed.name
+        var u = utsname()
+        guard uname(&u) == 0 else { return Snapcast.Host(name: name, os: "", arch: "") }
+        func text<T>(_ field: T) -> String {
+            withUnsafeBytes(of: field) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        }
+        return Snapcast.Host(name: name, os: text(u.sysname), arch: text(u.machine))
     }
 
     /// Stops listening and closes every connection.

@@ -11,8 +11,8 @@ public actor HubAPI {
     /// The wall clock (time since the Unix epoch): how long ago a speaker's `lastSeen` was.
     let wallNow: @Sendable () -> Duration
     public internal(set) var sessions: HubSessions
-    /// The host's name as Snapcast's `server.host.name` (docs/hub.md §9).
-    public nonisolated let hostName: String
+    /// The machine the hub runs on, as Snapcast's `server.host` (docs/hub.md §9).
+    public nonisolated let host: Snapcast.Host
 
     private var busy = false
     private var waiters: [CheckedContinuation<Void, Never>] = []
@@ -43,8 +43,8 @@ public actor HubAPI {
     public init(speakers: any HubSpeakers, player: any HubPlayer, media: any HubMediaSource, sessionTimeout: Duration = .seconds(3600),
                 sessionCapacity: Int = 4096, sessionsPerClient: Int = 32, now: @escaping @Sendable () -> Duration,
                 sleep: (@Sendable (Duration) async throws -> Void)? = nil, wallClock: @escaping @Sendable () -> Duration = HubWallClock.now,
-                hostName: String = "tuneup-hub") {
-        self.hostName = hostName
+                host: Snapcast.Host = .unnamed) {
+        self.host = host
         self.speakers = speakers
         self.player = player
         self.media = media

@@ -199,7 +199,7 @@ extension HubAPI {
     func snapcastServer() async throws -> HubJSON {
         let list = try await speakers.devices()
         let mutes = (try? await speakers.mutes()) ?? [:]
-        return Snapcast.server(list, mutes: mutes, playback: await player.playback(), hostName: hostName)
+        return Snapcast.server(list, mutes: mutes, playback: await player.playback(), host: host)
     }
 
     /// `Server.OnUpdate` with the server as it is now (the groups changed); returns it. The client whose request

@@ -146,12 +146,26 @@ public enum Snapcast {
 
     // MARK: The server
 
+    /// The machine the hub runs on (`server.host`): its name, system and architecture (`SnapcastControlServer.thisHost`
+    /// reads them); `ip` and `mac` are empty, as snapserver leaves them.
+    public struct Host: Sendable, Equatable {
+        public var name: String
+        public var os: String
+        public var arch: String
+
+        public init(name: String, os: String, arch: String) { (self.name, self.os, self.arch) = (name, os, arch) }
+
+        /// A host not read from the system.
+        public static let unnamed = Host(name: "tuneup-hub", os: "", arch: "")
+    }
+
     /// `Server.GetStatus`'s `server`: the groups with their clients, the server, the stream.
-    public static func server(_ devices: [HubDevice], mutes: [UInt64: Bool], playback: HubPlayback, hostName: String) -> HubJSON {
+    public static func server(_ devices: [HubDevice], mutes: [UInt64: Bool], playback: HubPlayback, host: Host) -> HubJSON {
         .object([
             ("groups", .array(groups(devices).map { group($0, mutes: mutes) })),
             ("server", .object([
-                ("host", .object([("arch", .string("")), ("ip", .string("")), ("mac", .string("")), ("name", .string(hostName)), ("os", .string(""))])),
+                ("host", .object([("arch", .string(host.arch)), ("ip", .string("")), ("mac", .string("")), ("name", .string(host.name)),
+                                  ("os", .string(host.os))])),
                 ("snapserver", .object([
                     ("controlProtocolVersion", .int(1)), ("name", .string("Tuneup hub")), ("protocolVersion", .int(1)), ("version", .string(version)),
                 ])),

@@ -96,7 +96,8 @@ extension SpeakerCommand {
             let sleep: @Sendable (Duration) async throws -> Void = { try await clock.sleep(for: $0) }
             let speakers = ControllerSpeakers(controller, unreached: unreached.map { ($0.host, $0.port) }, now: now, sleep: sleep)
             let api = HubAPI(speakers: speakers, player: StreamingPlayer(controller: controller),
-                             media: folder, sessionTimeout: .milliseconds(Int64(sessionMinutes * 60_000)), now: now, sleep: sleep)
+                             media: folder, sessionTimeout: .milliseconds(Int64(sessionMinutes * 60_000)), now: now, sleep: sleep,
+                             host: SnapcastControlServer.thisHost())
             // The player's own events (the end, source errors) and the speakers' (volumes, links lost and back)
             // become JSON-RPC notifications.
             let follower = HubRPCServer.follow(controller, into: api)

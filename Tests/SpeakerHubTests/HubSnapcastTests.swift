@@ -48,8 +48,11 @@ struct HubSnapcastTests {
             "host":{"arch":"Omni 10","ip":"10.0.0.4","mac":"aa:bb:cc:dd:ee:04","name":"Speaker 4","os":"HKWirelessHD"},"id":"104",\
             "lastSeen":{"sec":1767225600,"usec":250},"snapclient":{"name":"HKWirelessHD","protocolVersion":2,"version":"0.1.6.2"}}
             """)
-        let server = Snapcast.server(list, mutes: [:], playback: HubPlayback(state: .initialized), hostName: "h")
+        let server = Snapcast.server(list, mutes: [:], playback: HubPlayback(state: .initialized),
+                                     host: Snapcast.Host(name: "h", os: "Linux", arch: "x86_64"))
         #expect(server["server"]?["snapserver"]?["version"] == .string("0.26.0"))
+        #expect(server["server"]?["host"] == .object([("arch", .string("x86_64")), ("ip", .string("")), ("mac", .string("")),
+                                                      ("name", .string("h")), ("os", .string("Linux"))]))
         guard case let .array(streams)? = server["streams"] else { Issue.record("no streams: \(server)"); return }
         #expect(streams.count == 1 && streams[0]["id"] == .string("hub") && streams[0]["status"] == .string("idle"))
         #expect(streams[0]["uri"]?["query"]?["name"] == .string("hub"))
