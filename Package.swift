@@ -134,7 +134,7 @@ let package = Package(
         // The client session and the typed device API.
         .target(
             name: "Headset",
-            dependencies: ["Failure", "LightX", "Session", "Transport", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["Failure", "LightX", "Session", "Support", "Transport", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict),
         // Speakers: the control session on the Session core, a controller over many speakers, UDP discovery.
         .target(

@@ -21,42 +21,14 @@ struct EQCommand: AsyncParsableCommand {
         subcommands: [Info.self, Get.self, Set.self, Preset.self, Persist.self, Default.self, Reset.self, Audio.self],
         defaultSubcommand: Get.self)
 
-    /// "  31 Hz  +2" lines, one per band.
-    static func gainLines(frequencies: [Int], gains: [Int]) -> String {
-        zip(frequencies, gains).map { f, g in
-            "  " + Output.frequency(f).padding(toLength: 8, withPad: " ", startingAt: 0) + Output.signed(g).leftPadded(to: 3) + " dB"
-        }.joined(separator: "\n")
+
+    static func resolve(_ text: String?, _ info: GraphicEQInfo) throws -> Int { try info.preset(text) }
+
+    static func gains(_ h: Headset, preset text: String?) async throws -> GraphicEQPresetReport {
+        try await h.graphicEQPresetGains(preset: text)
     }
 
-    /// Resolves a preset given by name or number against the device's presets (current preset when nil).
-    static func resolve(_ text: String?, _ info: GraphicEQInfo) throws -> Int {
-        guard let text else { return info.currentPreset }
-        guard let index = info.presetIndex(text) else {
-            let names = info.presets.map { "\($0.index) \($0.name.lowercased())" }.joined(separator: ", ")
-            throw CommandFailure(message: "unknown preset '\(text)'; this device has: \(names)", code: Exit.usage)
-        }
-        return index
-    }
-
-    struct PresetGains: Encodable {
-        var preset: Int
-        var name: String
-        var current: Bool
-        var frequencies: [Int]
-        var gains: [Int]
-    }
-
-    static func gains(_ h: Headset, preset text: String?) async throws -> PresetGains {
-        let info = try await h.graphicEQInfo()
-        let preset = try resolve(text, info)
-        let gains = try await h.graphicEQGains(preset: preset)
-        let name = info.presets.first { $0.index == preset }?.name ?? "Preset \(preset)"
-        return PresetGains(preset: preset, name: name, current: preset == info.currentPreset, frequencies: info.frequencies, gains: gains)
-    }
-
-    static func text(_ g: PresetGains) -> String {
-        "Preset \(g.preset) \"\(g.name)\"" + (g.current ? " (current)" : "") + "\n" + gainLines(frequencies: g.frequencies, gains: g.gains)
-    }
+    static func text(_ g: GraphicEQPresetReport) -> String { g.text }
 
     struct Info: AsyncParsableCommand {
         static let configuration = CommandConfiguration(commandName: "info", abstract: "Show bands, gain range, band frequencies and presets.")
@@ -64,17 +36,7 @@ struct EQCommand: AsyncParsableCommand {
         @OptionGroup var output: OutputOptions
         func run() async throws {
             let info = try await withHeadset(device) { try await $0.graphicEQInfo() }
-            try Output.emit(info, json: output.json) {
-                var rows: [(String, String)] = [
-                    ("Bands", "\(info.bandCount)"),
-                    ("Gain range", "\(Output.signed(info.minGain))...\(Output.signed(info.maxGain)) dB"),
-                    ("Frequencies", info.frequencies.map(Output.frequency).joined(separator: ", ")),
-                ]
-                for p in info.presets {
-                    rows.append((p.index == info.presets.first?.index ? "Presets" : "", "\(p.index) \(p.name)" + (p.index == info.currentPreset ? " (current)" : "")))
-                }
-                return Output.table(rows)
-            }
+            try Output.emit(info, json: output.json) { info.text }
         }
     }
 
@@ -258,8 +220,4 @@ struct EQCommand: AsyncParsableCommand {
             try Output.emit(["audioPreset": name], json: output.json) { "Audio EQ preset: \(name)" }
         }
     }
-}
-
-extension String {
-    func leftPadded(to width: Int) -> String { count >= width ? self : String(repeating: " ", count: width - count) + self }
 }

@@ -75,7 +75,7 @@ struct ProbeReport: Encodable {
             let name = g.presets.first { $0.index == g.currentPreset }?.name ?? "?"
             rows.append(("Graphic EQ", "preset \(g.currentPreset) \"\(name)\", \(g.bandCount) bands, \(Output.signed(g.minGain))...\(Output.signed(g.maxGain)) dB"))
             if let gains = s.eq.gains {
-                text = "\n" + EQCommand.gainLines(frequencies: g.frequencies, gains: gains)
+                text = "\n" + GraphicEQPresetReport.gainLines(frequencies: g.frequencies, gains: gains)
             }
         } else {
             rows.append(("Graphic EQ", na))
