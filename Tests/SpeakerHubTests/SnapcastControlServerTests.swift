@@ -94,6 +94,12 @@ struct SnapcastControlServerTests {
         }
     }
 
+    /// `server.host` is this machine, read from the system as snapserver reads it.
+    @Test func theServersHostIsThisMachine() {
+        let host = SnapcastControlServer.thisHost()
+        #expect(!host.name.isEmpty && host.name != Snapcast.Host.unnamed.name && host.os == "Linux" && !host.arch.isEmpty, "\(host)")
+    }
+
     /// As snapserver, the hub does not tell a connection of the change it made itself; the others are told.
     @Test func theConnectionThatMadeAChangeIsNotToldOfIt() async throws {
         try await withHub { hub in
