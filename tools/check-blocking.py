@@ -52,7 +52,7 @@ WIDE = {
     "own-executor": re.compile(r"Thread\.detachNewThread|(?<![\w.])pthread_create\("),
 }
 # A closure given to the blocking executor: what is written inside runs off the pool.
-OFF_POOL = re.compile(r"offThePool|Blocking\.(perform|run|result)|DedicatedThread\.(run|spawn)|Threads\.spawn|"
+OFF_POOL = re.compile(r"offThePool|Blocking\.(perform|run|result)|DedicatedThread\.spawn|Threads\.spawn|"
                       r"[lL]ane\.(submit|perform|flush)")
 STRING = re.compile(r'"(?:\\.|[^"\\])*"')
 DECL = re.compile(r"\b(?:func\s+([\w+\-*/=!]+)|(init)[?!]?\s*[(<]|(deinit)\b|(?:var|let)\s+(\w+)\s*:[^=]*$|(subscript)\b)")

@@ -115,7 +115,7 @@ enum AudioBlocking {
         let result: Result<T, AudioInputError>
         do {
             result = try await withTaskCancellationHandler {
-                try await DedicatedThread.run(name: name) { () -> Result<T, AudioInputError> in
+                try await Blocking.run(name) { () -> Result<T, AudioInputError> in
                     Result<T, AudioInputError> { () throws(AudioInputError) -> T in try body() }
                 }
             } onCancel: {

@@ -567,7 +567,7 @@ public enum BLEScanner {
     /// read through the I/O reactor until `deadline` or cancellation, then scanning switched off and the socket
     /// closed on a short-lived thread.
     private static func hciScan(device: UInt16, until deadline: ContinuousClock.Instant, context: String) async throws -> [BLEAdvertisement] {
-        let opened = try await DedicatedThread.run(name: "tuneup-le-scan", discard: { (r: Result<HCIScanSocket, TransportError>) in
+        let opened = try await Blocking.run("tuneup-le-scan", discard: { (r: Result<HCIScanSocket, TransportError>) in
             if case .success(let socket) = r { socket.finish() }
         }) { HCIScanSocket.start(device: device, context: context) }
         let socket = try opened.get()
@@ -724,7 +724,7 @@ public final class ATTListener: TransportListener, Sendable {
             started = managed
         } else {
             logger?.debug("management advertising on \(chosen.name) failed (\(managed)); advertising through HCI commands")
-            started = try await DedicatedThread.run(name: "tuneup-le-adv") { HCICommands.startAdvertising(device: chosen.id, data: data) }
+            started = try await Blocking.run("tuneup-le-adv") { HCICommands.startAdvertising(device: chosen.id, data: data) }
         }
         switch started {
         case .success(0): break
@@ -788,7 +788,7 @@ public final class ATTListener: TransportListener, Sendable {
                 // The kernel's own advertising does that itself.
                 guard !managedAdvertising.load(ordering: .relaxed) else { continue }
                 let id = adapter.id
-                _ = try? await DedicatedThread.run(name: "tuneup-le-adv") { HCICommands.send(device: id, ocf: 0x000A, parameters: [1]) }
+                _ = try? await Blocking.run("tuneup-le-adv") { HCICommands.send(device: id, ocf: 0x000A, parameters: [1]) }
             }
         }
     }

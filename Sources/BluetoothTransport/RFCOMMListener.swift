@@ -1,4 +1,5 @@
 import CBluetooth
+import Support
 import Glibc
 import Logging
 import Synchronization
@@ -154,7 +155,7 @@ public final class RFCOMMListener: TransportListener, Sendable {
         }
         let result: Result<SDPRegistration, Int32Error>
         do {
-            result = try await DedicatedThread.run(name: "tuneup-sdp-reg", discard: { (r: Result<SDPRegistration, Int32Error>) in
+            result = try await Blocking.run("tuneup-sdp-reg", discard: { (r: Result<SDPRegistration, Int32Error>) in
                 if case .success(let registration) = r { registration.unregister() }
             }) { SDP.register(record) }
         } catch let error as TransportError {

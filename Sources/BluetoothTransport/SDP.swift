@@ -1,4 +1,5 @@
 import CBluetooth
+import Support
 import Glibc
 import Logging
 import Synchronization
@@ -39,7 +40,7 @@ enum SDP {
         }
         // libbluetooth's request code expects a blocking socket (it selects, then reads).
         _ = fcntl(socket, F_SETFL, fcntl(socket, F_GETFL) & ~O_NONBLOCK)
-        let result = try await DedicatedThread.run(name: "tuneup-sdp", discard: { _ in }) { () -> Result<UInt8?, Int32Error> in
+        let result = try await Blocking.run("tuneup-sdp", discard: { _ in }) { () -> Result<UInt8?, Int32Error> in
             defer { session.close() }
             return searchSerialPort(session.raw)
         }
@@ -62,7 +63,7 @@ enum SDP {
         var attempts = 0
         while true {
             attempts += 1
-            let result = try await DedicatedThread.run(name: "tuneup-sdp", discard: { (r: Result<SDPSession, Int32Error>) in
+            let result = try await Blocking.run("tuneup-sdp", discard: { (r: Result<SDPSession, Int32Error>) in
                 if case .success(let session) = r { session.close() }
             }) { () -> Result<SDPSession, Int32Error> in
                 var source = local ?? BluetoothAddress.anyKernelAddress

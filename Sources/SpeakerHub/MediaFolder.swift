@@ -1,4 +1,5 @@
 import AudioInput
+import Support
 import Foundation
 import SpeakerHubCore
 import SpeakerPlayback
@@ -29,7 +30,7 @@ public struct MediaFolder: HubMediaSource {
 
     public func items() async throws -> [HubMediaItem] {
         let path = self.path
-        let result = try await DedicatedThread.run(name: "hub media") { () -> Result<[HubMediaItem], HubError> in
+        let result = try await Blocking.run("hub media") { () -> Result<[HubMediaItem], HubError> in
             Result { () throws(HubError) in try Self.scan(path) }
         }
         return try result.get()

@@ -16,7 +16,7 @@ import Glibc
 //   (`link`, which fails on an existing name) unless replacing was allowed.
 //
 // Every function here blocks (open, write, fsync, rename): call them from the blocking executor (`Blocking.perform`,
-// `Blocking.run`, a `SerialLane`, `DedicatedThread.run`), never from async code directly.
+// `Blocking.run`, a `SerialLane`), never from async code directly.
 
 /// The errors of `SafeOutput`: a local file (exit 74).
 public typealias OutputFileError = CodedFailure<OutputFileErrors>

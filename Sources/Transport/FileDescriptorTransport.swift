@@ -288,7 +288,7 @@ public final class FileDescriptorTransport: ImmediateTransport {
     public nonisolated(nonsending) func close() async {
         guard let fd = markClosed() else { return }
         if isTTY {
-            _ = try? await DedicatedThread.run(name: "tuneup-close") { POSIX.close(fd) }
+            _ = try? await Blocking.run("tuneup-close") { POSIX.close(fd) }
         } else {
             POSIX.close(fd)
         }

@@ -1,4 +1,5 @@
 import Glibc
+import Support
 import Logging
 
 /// Serial lines: real ttys (`/dev/ttyUSB0`, `/dev/ttyACM0`), Bluetooth RFCOMM ttys (`/dev/rfcomm0`), pty slaves (the
@@ -26,8 +27,8 @@ public enum SerialTransport {
             }
             speed = s
         }
-        let outcome = try await DedicatedThread.run(
-            name: "tuneup-open",
+        let outcome = try await Blocking.run(
+            "tuneup-open",
             discard: { (result: Result<Int32, TransportError>) in
                 if case .success(let fd) = result { POSIX.close(fd) }
             }

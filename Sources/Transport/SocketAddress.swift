@@ -1,4 +1,5 @@
 import Glibc
+import Support
 
 /// An IPv4 or IPv6 socket address (a copy of a `sockaddr_in`/`sockaddr_in6`), plus name resolution. Internal.
 struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
@@ -99,7 +100,7 @@ struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
     /// dedicated thread (it blocks), so the cooperative pool is never blocked. Cancellable.
     static func resolve(host: String, port: UInt16, passive: Bool) async throws -> Result<[SocketAddress], ResolutionFailure> {
         if let numeric = SocketAddress(numericHost: host, port: port) { return .success([numeric]) }
-        return try await DedicatedThread.run(name: "tuneup-resolve") {
+        return try await Blocking.run("tuneup-resolve") {
             lookUp(host: host, port: port, passive: passive)
         }
     }

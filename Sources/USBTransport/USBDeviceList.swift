@@ -1,4 +1,5 @@
 import CLibUSB
+import Support
 import Glibc
 import Transport
 
@@ -74,7 +75,7 @@ public enum USBDeviceList {
     public static var hasUSBSubsystem: Bool { Glibc.access("/sys/bus/usb", Glibc.F_OK) == 0 }
 
     public static func scan(all: Bool, known: USBKnownDevices) async throws -> [USBDeviceInfo] {
-        let result: Result<[USBDeviceInfo], TransportError> = try await DedicatedThread.run(name: "tuneup-usb-list") {
+        let result: Result<[USBDeviceInfo], TransportError> = try await Blocking.run("tuneup-usb-list") {
             Result { () throws(TransportError) -> [USBDeviceInfo] in
                 let scan = try USBScan()
                 defer { scan.finish() }

@@ -118,7 +118,7 @@ public final class USBHIDTransport: Transport {
         while true {
             try Task.checkCancellation()
             let retryAccess = options.wait > .zero
-            let attempt = try await DedicatedThread.run(name: "tuneup-usb-open", discard: { $0.discard(peer: peer, logger: logger) }) {
+            let attempt = try await Blocking.run("tuneup-usb-open", discard: { $0.discard(peer: peer, logger: logger) }) {
                 USBOpen.attempt(filter: filter, peer: peer, retryAccess: retryAccess, logger: logger)
             }
             switch attempt {

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Support
 import BluetoothTransport
 import Capture
 import Foundation
@@ -135,7 +136,7 @@ extension SimCommand {
         static func replayProfile(_ path: String, base: WearableProfile) async throws -> WearableProfile {
             let text: String
             do {
-                text = try await DedicatedThread.run(name: "replay-read") { () -> Result<String, RecordingError> in
+                text = try await Blocking.run("replay-read") { () -> Result<String, RecordingError> in
                     Result { () throws(RecordingError) in try WearableRecordingContents.text(ofFile: path) }
                 }.get()
             } catch {

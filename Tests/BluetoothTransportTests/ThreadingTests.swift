@@ -1,4 +1,5 @@
 import Glibc
+import Support
 import Synchronization
 import Testing
 import TestSupport
@@ -146,13 +147,13 @@ import Transport
 
     @Test func runReturnsTheValueAndCancelsPromptly() async throws {
         try await withTimeLimit {
-            #expect(try await DedicatedThread.run(name: "t-run") { 42 } == 42)
+            #expect(try await Blocking.run("t-run") { 42 } == 42)
             let discarded = Mutex<[Int]>([])
             let started = Mutex(false)
             let (release, releaseWriter) = try makePipe()
             defer { close(release); close(releaseWriter) }
             let task = Task {
-                try await DedicatedThread.run(name: "t-run", discard: { value in discarded.withLock { $0.append(value) } }) { () -> Int in
+                try await Blocking.run("t-run", discard: { value in discarded.withLock { $0.append(value) } }) { () -> Int in
                     started.withLock { $0 = true }
                     var entry = pollfd(fd: release, events: Int16(POLLIN), revents: 0)
                     _ = poll(&entry, 1, 60_000)  // stands for an SDP transaction that cannot be interrupted

@@ -1,4 +1,5 @@
 import Glibc
+import Support
 import Synchronization
 import Testing
 @testable import Transport
@@ -180,7 +181,7 @@ import Testing
             try await withThrowingTaskGroup(of: Bool.self) { group in
                 for _ in 0..<10 {
                     group.addTask {
-                        try await DedicatedThread.run(name: "test-block") { () -> Bool in
+                        try await Blocking.run("test-block") { () -> Bool in
                             blocked.withLock { $0 += 1 }
                             let deadline = ContinuousClock.now + .seconds(20)
                             while blocked.withLock({ $0 }) < 10 {
@@ -200,7 +201,7 @@ import Testing
             let finished = Shared(false)
             let release = Shared(false)
             let slow = Task {
-                try await DedicatedThread.run(name: "test-slow") { () -> Int in
+                try await Blocking.run("test-slow") { () -> Int in
                     started.withLock { $0 = true }
                     // Stands for a blocking call that runs until released (the usleep is its work, not a wait in
                     // the test).
