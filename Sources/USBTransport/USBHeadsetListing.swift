@@ -12,7 +12,8 @@ public struct USBHeadsetListing: Sendable {
     public var otherNodes: [(node: HIDRawNode, access: USBDeviceInfo.Access)]
     /// "hidrawN: ..." for each node sysfs describes badly (skipped).
     public var problems: [String]
-    /// Whether this machine has a USB subsystem or hidraw at all.
+    /// Whether this machine has a USB subsystem at all (`/sys/bus/usb`): without one, an empty listing does not mean
+    /// "nothing attached" (hidraw nodes that are listed count as found whatever this says).
     public var hasSubsystem: Bool
 
     /// Scans libusb (a dedicated thread) and sysfs (the blocking executor). A libusb that cannot start leaves the
@@ -47,7 +48,7 @@ public struct USBHeadsetListing: Sendable {
             others.append((node, access))
         }
         return USBHeadsetListing(devices: devices, otherNodes: others, problems: scan.problems,
-                                 hasSubsystem: USBDeviceList.hasUSBSubsystem || scan.hasHIDRaw)
+                                 hasSubsystem: USBDeviceList.hasUSBSubsystem)
     }
 
     /// Whether the node opens for reading and writing (access(2): no open, no device I/O).
