@@ -541,3 +541,24 @@ function wearable_att.dissector(tvb, pinfo, tree)
     return n
 end
 DissectorTable.get("wtap_encap"):add(wtap.USER6, wearable_att)
+
+-- Real Bluetooth captures (btmon's btsnoop, an HCI capture): Wireshark's own ATT dissector knows each handle's UUID
+-- from the discovery it saw and hands a value to the `bluetooth.uuid` table; there the characteristics' values are
+-- decoded as above.
+local uuid_table = DissectorTable.get("bluetooth.uuid")
+if uuid_table ~= nil then
+    for uuid, name in pairs(characteristic_uuids) do
+        local p = Proto("wearable_" .. name:lower(), "Bose Wearable " .. name)
+        function p.dissector(tvb, pinfo, tree)
+            local n = tvb:len()
+            if n == 0 then return 0 end
+            local vi = tree:add(wearable, tvb(), "Bose Wearable " .. name)
+            vi:add(f.characteristic, name):set_generated()
+            value_decoders[name](vi, tvb(0, n))
+            return n
+        end
+        -- Wireshark keys 128-bit UUIDs in their written form, with dashes.
+        uuid_table:add(string.format("%s-%s-%s-%s-%s", uuid:sub(1, 8), uuid:sub(9, 12), uuid:sub(13, 16), uuid:sub(17, 20),
+            uuid:sub(21, 32)), p)
+    end
+end
