@@ -1,0 +1,264 @@
+import LightX
+import Synchronization
+import Transport
+
+/// A recorded headset session as the requests a host made and what the device answered to each (issue 32 §4,
+/// fwupd's emulation model): built from a capture's LightX byte-stream interfaces (either side's), one link after
+/// another (the application's, the bootloader's after the re-enumeration, the application's again).
+public struct EmulationScript: Sendable {
+    public struct Exchange: Sendable {
+        /// Which recorded link (0, 1, ...) the exchange was on.
+        public var link: Int
+        /// The capture's packet number of the request (for messages).
+        public var packet: Int
+        public var request: Packet
+        /// The reply, then any pushes the device sent after it.
+        public var replies: [Packet]
+    }
+
+    public var exchanges: [Exchange]
+
+    /// The script of `contents`. Throws `CaptureError(.malformed)` when it holds no LightX request.
+    public init(_ contents: CaptureContents) throws(CaptureError) {
+        var exchanges: [Exchange] = []
+        var decoders: [Int: SPPStreamDecoder] = [:]
+        var links: [Int: Int] = [:]  // interface → link number, in order of first request
+        for packet in contents.packets {
+            let interface = contents.interfaces[packet.interface]
+            guard interface.knownLinkType == .lightXStream, let direction = packet.direction else { continue }
+            let fromHost = (direction == .outbound) == (interface.role == .host)
+            let key = packet.interface * 2 + (fromHost ? 0 : 1)
+            var decoder = decoders[key] ?? SPPStreamDecoder()
+            decoder.append(packet.data)
+            let frames = decoder.decodeAll()
+            decoders[key] = decoder
+            for frame in frames {
+                if fromHost {
+                    let link = links[packet.interface] ?? {
+                        let n = links.count
+                        links[packet.interface] = n
+                        return n
+                    }()
+                    exchanges.append(Exchange(link: link, packet: packet.number, request: frame, replies: []))
+                } else if let link = links[packet.interface] {
+                    let onLink = exchanges.indices.filter { exchanges[$0].link == link }
+                    if !frame.isPush, let i = onLink.first(where: { exchanges[$0].replies.isEmpty && Self.answers(frame, exchanges[$0].request) }) {
+                        exchanges[i].replies.append(frame)
+                    } else if let i = onLink.last(where: { !exchanges[$0].replies.isEmpty }) ?? onLink.last {
+                        exchanges[i].replies.append(frame)
+                    }
+                }
+            }
+        }
+        guard !exchanges.isEmpty else {
+            throw CaptureError(.malformed, "the capture holds no LightX request on a byte-stream link (link type 147): nothing to emulate")
+        }
+        self.exchanges = exchanges
+    }
+
+    /// Whether `reply` answers `request` (LightX matches by opcode and param0, docs/protocol.md §3.2).
+    static func answers(_ reply: Packet, _ request: Packet) -> Bool {
+        reply.header.opcode == request.header.opcode && reply.header.param0 == request.header.param0
+    }
+
+    /// The script of the capture at `path`.
+    public static func load(path: String) async throws -> EmulationScript {
+        try EmulationScript(try await CaptureFile.read(path: path))
+    }
+}
+
+/// The emulated device's rules, pure (events in, actions out): each request must match the next recorded one (or
+/// repeat the last one matched: a retransmission or a poll, answered again); the replies recorded for it are sent;
+/// a recorded link that ends is closed after its last reply (the re-enumeration), and the host's next link carries the
+/// next one. Recorded repeats of a request (polls while the device gets ready) that the host does not make this time
+/// are passed over. The first request that matches nothing ends the emulation with one line and a hex diff.
+///
+/// Fields that legitimately differ from run to run are matched loosely, per command (`loose`). LightX headers carry no
+/// sequence number or timestamp, and nonces (the authentication challenge) come from the device, whose replies are
+/// replayed as recorded, so by default every byte of a request is compared.
+public struct EmulationMachine: Sendable {
+    public enum Event: Sendable, Equatable {
+        case linkOpened
+        case request(Packet)
+    }
+
+    public enum Action: Sendable, Equatable {
+        /// Send these packets, in order.
+        case send([Packet])
+        /// End this link (the recorded one ended here).
+        case closeLink
+        /// Every recorded request was answered.
+        case finished
+        /// A request matched nothing: the line and the hex diff (request against recording).
+        case diverged(String)
+    }
+
+    /// What may differ in a command's requests.
+    public struct Loose: OptionSet, Sendable, Hashable {
+        public let rawValue: Int
+        public init(rawValue: Int) { self.rawValue = rawValue }
+        /// The data buffer.
+        public static let buffer = Loose(rawValue: 1)
+        /// The 24-bit address.
+        public static let address = Loose(rawValue: 2)
+    }
+
+    /// Per command byte, what is matched loosely. None by default (see the type's comment); a device with nonces in
+    /// its requests names them here.
+    public var loose: [UInt8: Loose] = [:]
+
+    public let script: EmulationScript
+    public private(set) var cursor = 0
+    private var currentLink: Int?
+    private var last: EmulationScript.Exchange?
+
+    public init(_ script: EmulationScript) {
+        self.script = script
+    }
+
+    /// Whether every recorded request has been answered.
+    public var isFinished: Bool { cursor >= script.exchanges.count }
+
+    public mutating func handle(_ event: Event) -> [Action] {
+        switch event {
+        case .linkOpened:
+            currentLink = isFinished ? nil : script.exchanges[cursor].link
+            last = nil
+            return []
+        case let .request(packet):
+            // Recorded repeats of the last request (polls, retransmissions) that the host does not make this time are
+            // passed over.
+            var at = cursor
+            if let last {
+                while at < script.exchanges.count, script.exchanges[at].link == currentLink,
+                      matches(script.exchanges[at].request, last.request), !matches(packet, script.exchanges[at].request) {
+                    at += 1
+                }
+            }
+            if at < script.exchanges.count, script.exchanges[at].link == currentLink, matches(packet, script.exchanges[at].request) {
+                let exchange = script.exchanges[at]
+                cursor = at + 1
+                last = exchange
+                var actions: [Action] = exchange.replies.isEmpty ? [] : [.send(exchange.replies)]
+                if isFinished {
+                    actions.append(.finished)
+                } else if script.exchanges[cursor].link != exchange.link {
+                    actions.append(.closeLink)
+                }
+                return actions
+            }
+            if let last, matches(packet, last.request) {
+                return last.replies.isEmpty ? [] : [.send(last.replies)]
+            }
+            return [.diverged(divergence(packet))]
+        }
+    }
+
+    func matches(_ a: Packet, _ b: Packet) -> Bool {
+        let rule = loose[b.command.rawValue] ?? []
+        var ha = a.header, hb = b.header
+        if rule.contains(.address) { ha.address = 0; hb.address = 0 }
+        if rule.contains(.buffer) { ha.param1 = 0; hb.param1 = 0 }
+        return ha == hb && (rule.contains(.buffer) || a.buffer.elementsEqual(b.buffer))
+    }
+
+    /// The one line and the hex diff of `packet` against the request expected next.
+    func divergence(_ packet: Packet) -> String {
+        guard !isFinished else {
+            return "emulation: request \(packet.header) after the last recorded one"
+        }
+        let expected = script.exchanges[cursor]
+        let got = Array(SPPFraming.encode(packet)), want = Array(SPPFraming.encode(expected.request))
+        let first = (0..<min(got.count, want.count)).first { got[$0] != want[$0] } ?? min(got.count, want.count)
+        let from = max(0, first - 8) & ~7
+        func row(_ bytes: [UInt8]) -> String { hexString(bytes[min(from, bytes.count)..<min(from + 32, bytes.count)]) }
+        return "emulation diverged at request \(cursor + 1) of \(script.exchanges.count) (recorded as packet \(expected.packet)): "
+            + "got \(packet.header), expected \(expected.request.header); first difference at frame byte \(first)\n"
+            + "  request   @\(from): \(row(got))\n"
+            + "  recording @\(from): \(row(want))"
+    }
+}
+
+/// Serves an `EmulationMachine` on links (the thin shell of `tuneup sim headset --emulate`).
+public final class HeadsetEmulator: Sendable {
+    public enum Outcome: Sendable, Equatable {
+        /// Every recorded request was answered.
+        case completed
+        /// The line and hex diff of the first request that matched nothing.
+        case diverged(String)
+    }
+
+    private let machine: Mutex<EmulationMachine>
+    private let done = Mutex<(outcome: Outcome?, waiters: [CheckedContinuation<Outcome, Never>])>((nil, []))
+
+    public init(_ script: EmulationScript) {
+        machine = Mutex(EmulationMachine(script))
+    }
+
+    /// Waits until the emulation completed or diverged.
+    public func outcome() async -> Outcome {
+        await withCheckedContinuation { c in
+            let now = done.withLock { d -> Outcome? in
+                if let o = d.outcome { return o }
+                d.waiters.append(c)
+                return nil
+            }
+            if let now { c.resume(returning: now) }
+        }
+    }
+
+    /// Accepts links from `listener` one after another (the host's reconnections) until the emulation ends.
+    public func run(_ listener: any TransportListener) async -> Outcome {
+        let accepting = Task {
+            while !Task.isCancelled {
+                guard let link = try? await listener.accept() else { return }
+                await serve(link)
+            }
+        }
+        let result = await outcome()
+        listener.close()
+        accepting.cancel()
+        return result
+    }
+
+    /// Serves one link until it ends, the recorded link ends, or the emulation does.
+    public func serve(_ link: any Transport) async {
+        _ = machine.withLock { $0.handle(.linkOpened) }
+        var decoder = SPPStreamDecoder()
+        defer { Task { await link.close() } }
+        while done.withLock({ $0.outcome == nil }) {
+            guard let chunk = try? await link.receive() else { return }
+            decoder.append(chunk)
+            for request in decoder.decodeAll() {
+                let actions = machine.withLock { $0.handle(.request(request)) }
+                for action in actions {
+                    switch action {
+                    case let .send(packets):
+                        var bytes: [UInt8] = []
+                        for p in packets { SPPFraming.encode(p, into: &bytes) }
+                        try? await link.send(bytes)
+                    case .closeLink:
+                        await link.close()
+                        return
+                    case .finished:
+                        finish(.completed)
+                    case let .diverged(text):
+                        finish(.diverged(text))
+                        await link.close()
+                        return
+                    }
+                }
+            }
+        }
+    }
+
+    private func finish(_ outcome: Outcome) {
+        let waiters = done.withLock { d -> [CheckedContinuation<Outcome, Never>] in
+            guard d.outcome == nil else { return [] }
+            d.outcome = outcome
+            defer { d.waiters = [] }
+            return d.waiters
+        }
+        for w in waiters { w.resume(returning: outcome) }
+    }
+}
