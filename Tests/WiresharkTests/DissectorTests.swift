@@ -425,3 +425,65 @@ private func seqpacketPair() throws -> (any Transport, any Transport) {
         }
     }
 }
+
+/// A wearable's ATT session as a Bluetooth HCI capture would hold it (btmon, LINKTYPE_BLUETOOTH_HCI_H4_WITH_PHDR):
+/// Wireshark's own ATT dissector follows the discovery, and the characteristics' values it hands over by UUID are
+/// the wearable dissector's.
+@Suite struct WiresharkBluetoothTests {
+    @Test func realATTInAnHCICaptureHasItsValuesDecoded() async throws {
+        let recording = Recording()
+        let (client, server) = try seqpacketPairForHCI()
+        let clock = ManualClock()
+        let device = SimulatedWearable(profile: WearableProfile(motion: HeadMotion(seed: 3)), clock: clock)
+        let serving = Task { await device.serve(server) }
+        let wrapped = RecordingTransport(client, recording)
+        let wearable = WearableDeviceSession(peer: "ble:client", options: .init(mtu: 247)) { wrapped }
+        try await wearable.open()
+        let readings = await wearable.sensorReadings()
+        _ = try await wearable.configureSensors { $0.enable(sensor: .accelerometer, at: ._20ms) }
+        for _ in 0..<3 {
+            while clock.pendingSleeps == 0 { await Task.yield() }
+            clock.advance(by: .milliseconds(40))
+        }
+        var received = 0
+        for await _ in readings { received += 1; if received == 4 { break } }
+        await wearable.close()
+        await serving.value
+
+        var capture = CaptureFixture()
+        let hci = capture.addInterface(linkType: 201, name: "hci0", description: "")
+        var valuePDUs = 0
+        for chunk in recording.chunks {
+            let pdu = chunk.bytes
+            let l2cap = [UInt8(pdu.count & 0xFF), UInt8(pdu.count >> 8), 0x04, 0x00] + pdu
+            let acl = [0x02, 0x40, 0x20, UInt8(l2cap.count & 0xFF), UInt8(l2cap.count >> 8)] + l2cap
+            capture.add(hci, nil, [0, 0, 0, chunk.direction == .inbound ? 1 : 0] + acl)
+            // Values of the service's characteristics: read responses to them, writes and notifications.
+            if let opcode = pdu.first, [0x12, 0x1B].contains(opcode) || (opcode == 0x0B && pdu.count > 1) { valuePDUs += 1 }
+        }
+        let directory = try TemporaryDirectory.make("tuneup-wireshark")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try await capture.write(to: directory + "/hci.pcapng")
+        let (status, output, errors) = try await Tshark.run(["-n"] + Tshark.scriptArguments + ["-r", directory + "/hci.pcapng", "-T", "fields",
+                                                             "-e", "frame.number", "-e", "wearable.characteristic", "-e", "wearable.v.sensor",
+                                                             "-e", "_ws.malformed", "-e", "_ws.expert.message"], in: directory)
+        #expect(status == 0, "\(errors)")
+        let rows = output.split(separator: "\n").map { $0.split(separator: "\t", omittingEmptySubsequences: false).map(String.init) }
+        #expect(rows.count == capture.packets.count)
+        // (Wireshark's HCI dissector notes that the capture holds no connection's start: not the dissectors' business.)
+        #expect(rows.allSatisfy { $0.count < 4 || ($0[3].isEmpty && ($0.count < 5 || !$0[4].contains("Lua"))) }, "malformed or Lua errors: \(output)")
+        let decoded = rows.filter { $0.count > 1 && !$0[1].isEmpty }
+        // Every value PDU but the four notification descriptors' (CCCD) writes: no characteristic of the service.
+        #expect(decoded.count >= valuePDUs - 4 && decoded.count > 5, "\(decoded.count) values decoded of \(valuePDUs): \(output)")
+        #expect(decoded.contains { $0[1].contains("sensorData") && !$0[2].isEmpty }, "a sensor data notification's records")
+    }
+}
+
+private func seqpacketPairForHCI() throws -> (any Transport, any Transport) {
+    var fds: [Int32] = [0, 0]
+    guard socketpair(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &fds) == 0 else {
+        throw TransportError(.io, "socketpair: errno \(errno)")
+    }
+    return (try FileDescriptorTransport(adopting: fds[0], peerDescription: "ble:client", framing: .packets),
+            try FileDescriptorTransport(adopting: fds[1], peerDescription: "ble:device", framing: .packets))
+}
