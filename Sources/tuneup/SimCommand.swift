@@ -45,6 +45,11 @@ struct SimCommand: AsyncParsableCommand {
         @Option(help: ArgumentHelp("Listen on tcp:HOST:PORT (port 0 picks free ports; device k uses PORT+k otherwise).", valueName: "addr"))
         var listen: String?
         @OptionGroup var capture: CaptureOption
+        @Option(help: ArgumentHelp(
+            "Emulate the headset of this capture instead of simulating one: answer the recorded replies to matching requests (TCP only).",
+            discussion: "Exit 0 once every recorded request was answered; 65 at the first request that matches nothing (one line and a hex diff).",
+            valueName: "capture.pcapng"))
+        var emulate: String?
 
         @Flag(help: "Serve on pseudo-terminals instead of TCP (usable as serial:PATH).")
         var pty = false
@@ -133,6 +138,27 @@ struct SimCommand: AsyncParsableCommand {
             return ProductionLine(seed: seed, failShare: failShare, factoryKey: key)
         }
 
+        /// `--emulate`: the recorded headset on TCP until its recording is played out or a request diverges.
+        func runEmulation(_ path: String) async throws {
+            let emulator: HeadsetEmulator
+            let listener: TCPListener
+            do {
+                emulator = HeadsetEmulator(try await EmulationScript.load(path: path))
+                let (host, port) = try listenAddress()
+                listener = try await TCPListener.bind(host: host, port: port)
+            } catch {
+                throw failureExit(error)
+            }
+            Output.line(listener.endpoint)
+            printError("emulating the headset of \(path); Ctrl-C to stop")
+            switch await emulator.run(listener) {
+            case .completed:
+                printError("emulation complete: every recorded request was answered")
+            case let .diverged(text):
+                throw failureExit(CommandFailure(message: text, code: Exit.device))
+            }
+        }
+
         func listenAddress() throws -> (host: String, port: UInt16) {
             do { let e = try ListenEndpoint(parsingTCP: listen ?? "tcp:127.0.0.1:0", option: "--listen"); return (e.host, e.port) } catch { throw ValidationError(error.message) }
         }
@@ -155,6 +181,7 @@ struct SimCommand: AsyncParsableCommand {
         }
 
         func run() async throws {
+            if let emulate { return try await runEmulation(emulate) }
             LoggingSetup.bootstrap()
             var logger = Logger(label: "tuneup.sim")
             logger.logLevel = verbose ? .trace : .warning

@@ -140,3 +140,22 @@ import Testing
         #expect(!writes.isEmpty)
     }
 }
+
+/// Issue 32 §4: `tuneup sim headset --emulate` replays a flash recorded on the simulator's side over TCP, the
+/// re-enumeration included.
+@Suite(.serialized) struct EmulationCLITests {
+    @Test func recordedFlashReplaysAgainstTheSameFlash() async throws {
+        let file = Scratch.directory + "/recorded.pcapng"
+        let image = images + "/app-1.4.3-small.img"
+        let sim = try await RunningSimulator.start(["--time-scale", "0", "--capture", file])
+        let recorded = try await CLI.run(["flash", image, "--device", sim.addresses[0]])
+        #expect(recorded.status == 0, "\(recorded.stderr)")
+        #expect(await sim.quit() == 0)
+
+        let emulated = try await RunningSimulator.start(["--emulate", file])
+        let replay = try await CLI.run(["flash", image, "--device", emulated.addresses[0]])
+        #expect(replay.status == 0, "\(replay.stderr)")
+        #expect(try await exitStatus(of: emulated.process) == 0)
+        #expect(await emulated.errors.text().contains("emulation complete"))
+    }
+}
