@@ -149,7 +149,9 @@ let package = Package(
             swiftSettings: strict),
         // The HKWHub v1 API as pure code: query parsing, client sessions with priorities, pre-emption and expiry on an
         // injected clock, the calls' rules over a speakers/player protocol, JSON rendering. No I/O (fuzzed).
-        .target(name: "SpeakerHubCore", dependencies: ["Failure"], swiftSettings: strict),
+        // The one writer of hand-ordered JSON documents (the hub's answers, CFX messages): no dependencies.
+        .target(name: "OrderedJSON", swiftSettings: strict),
+        .target(name: "SpeakerHubCore", dependencies: ["Failure", "OrderedJSON"], swiftSettings: strict),
         // The hub served: the Hummingbird router over SpeakerHubCore, real speakers through SpeakerController, the
         // media folder, the control page.
         .target(
@@ -299,7 +301,7 @@ let package = Package(
             swiftSettings: strict),
         // IPC-CFX (IPC-2591) messages mapped from the records: envelopes and bodies as JSON. Pure, no I/O: it maps the
         // record values (RecordModel), with no store or database driver (tools/check-layering.py).
-        .target(name: "CFX", dependencies: ["RecordModel", .product(name: "Crypto", package: "swift-crypto")], swiftSettings: strict),
+        .target(name: "CFX", dependencies: ["RecordModel", "OrderedJSON", .product(name: "Crypto", package: "swift-crypto")], swiftSettings: strict),
         // Debian's Qpid Proton C library (AMQP 1.0), found with pkg-config.
         .systemLibrary(name: "CQpidProton", pkgConfig: "libqpid-proton", providers: [.apt(["libqpid-proton11-dev"])]),
         // The station's CFX publisher: a durable spool and an AMQP 1.0 sender on Proton's proactor (its own thread).

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import OrderedJSON
 import RecordModel
 
 /// The IPC-CFX (IPC-2591) messages a station publishes for each unit run (docs/cfx.md).
@@ -37,14 +38,14 @@ public struct CFXEnvelope: Sendable, Hashable {
     public var target: String?
     public var requestID: String?
     /// The body's fields, without `$type` (added when written).
-    public var body: [(String, JSONValue)]
+    public var body: [(String, OrderedJSON)]
 
     public static func == (lhs: CFXEnvelope, rhs: CFXEnvelope) -> Bool { lhs.text() == rhs.text() }
     public func hash(into hasher: inout Hasher) { hasher.combine(text()) }
 
     public var messageName: String { kind.rawValue }
 
-    public func json() -> JSONValue {
+    public func json() -> OrderedJSON {
         .object([
             ("MessageName", .string(kind.rawValue)),
             ("Version", .string(version)),
@@ -58,7 +59,9 @@ public struct CFXEnvelope: Sendable, Hashable {
     }
 
     /// The message as one line of JSON (an AMQP message's body).
-    public func text() -> String { json().text() }
+    /// The message as one line of JSON (an AMQP message's body); whole numeric values as decimals (`87.0`), as the
+    /// CFX SDK writes them.
+    public func text() -> String { json().rendered(wholeNumbersAsDecimals: true) }
 }
 
 extension TimeZone {
@@ -160,7 +163,7 @@ public struct CFXMapper: Sendable {
     /// The unit as CFX names it: its serial, or its hardware id before it has one.
     func unitIdentifier(_ unit: CFXUnitRun) -> String { unit.serial ?? unit.run.start.hardwareID }
 
-    func envelope(_ kind: CFXMessageKind, _ run: RunRecord, at time: Date, body: [(String, JSONValue)]) -> CFXEnvelope {
+    func envelope(_ kind: CFXMessageKind, _ run: RunRecord, at time: Date, body: [(String, OrderedJSON)]) -> CFXEnvelope {
         CFXEnvelope(kind: kind, version: CFXEnvelope.version, timeStamp: time, uniqueID: uniqueID(kind, run: run), source: source,
                     target: nil, requestID: nil, body: body)
     }
@@ -171,10 +174,10 @@ public struct CFXMapper: Sendable {
         let run = unit.run
         return envelope(.workStarted, run, at: run.start.startedAt, body: [
             ("TransactionID", .string(transactionID(run))),
-            ("UnitCount", .integer(1)),
+            ("UnitCount", .int(1)),
             ("Units", .array([.object([
                 ("UnitIdentifier", .string(run.start.hardwareID)),
-                ("PositionNumber", .integer(1)),
+                ("PositionNumber", .int(1)),
                 ("PositionName", .string(run.start.slot)),
             ])])),
         ])
@@ -186,7 +189,7 @@ public struct CFXMapper: Sendable {
         guard let step = run.steps.last(where: { $0.name == "identity" }), step.outcome == .pass || step.outcome == .skipped else {
             return nil
         }
-        var characteristics: [JSONValue] = []
+        var characteristics: [OrderedJSON] = []
         func add(_ name: String, _ value: String?) {
             guard let value, !value.isEmpty else { return }
             characteristics.append(.object([("Name", .string(name)), ("Value", .string(value))]))
@@ -204,7 +207,7 @@ public struct CFXMapper: Sendable {
             ("TransactionId", .string(transactionID(run))),
             ("PersonalizedUnits", .array([.object([
                 ("UnitIdentifier", .string(unitIdentifier(unit))),
-                ("UnitPositionNumber", .integer(1)),
+                ("UnitPositionNumber", .int(1)),
                 ("Characteristics", .array(characteristics)),
             ])])),
         ])
@@ -213,9 +216,9 @@ public struct CFXMapper: Sendable {
     public func unitsTested(_ unit: CFXUnitRun) -> CFXEnvelope {
         let run = unit.run
         let testsID = uniqueID(.unitsTested, run: run)
-        let tests: [JSONValue] = run.steps.enumerated().map { index, step in
+        let tests: [OrderedJSON] = run.steps.enumerated().map { index, step in
             let testID = CFXIdentifier.uuid("\(testsID)|test|\(index)")
-            let measurements: [JSONValue] = step.measurements.enumerated().map { m, measurement in
+            let measurements: [OrderedJSON] = step.measurements.enumerated().map { m, measurement in
                 .object([
                     ("$type", .string("CFX.Structures.NumericMeasurement, CFX")),
                     ("MeasuredValue", .object([
@@ -229,7 +232,7 @@ public struct CFXMapper: Sendable {
                     ("UniqueIdentifier", .string(CFXIdentifier.uuid("\(testID)|measurement|\(m)"))),
                     ("MeasurementName", .string(measurement.name)),
                     ("TimeRecorded", .string(CFXTime.text(step.endedAt))),
-                    ("Sequence", .integer(Int64(m))),
+                    ("Sequence", .int(m)),
                     // A marginal value is within the limits: CFX has no marginal result.
                     ("Result", .string(measurement.outcome == .fail ? "Failed" : "Passed")),
                 ])
@@ -244,7 +247,7 @@ public struct CFXMapper: Sendable {
                 ("Measurements", .array(measurements)),
             ])
         }
-        let tester: JSONValue = run.start.operatorName.isEmpty ? .null : .object([
+        let tester: OrderedJSON = run.start.operatorName.isEmpty ? .null : .object([
             ("OperatorIdentifier", .string(run.start.operatorName)),
             ("ActorType", .string("Human")),
         ])
@@ -255,7 +258,7 @@ public struct CFXMapper: Sendable {
             ("Tester", tester),
             ("TestedUnits", .array([.object([
                 ("UnitIdentifier", .string(unitIdentifier(unit))),
-                ("UnitPositionNumber", .integer(1)),
+                ("UnitPositionNumber", .int(1)),
                 ("OverallResult", .string(Self.overallResult(run.outcome))),
                 ("Tests", .array(tests)),
             ])])),
@@ -293,4 +296,11 @@ public struct CFXMapper: Sendable {
         case .aborted, nil: "Aborted"
         }
     }
+}
+
+extension OrderedJSON {
+    /// A string, or null for nil.
+    static func optional(_ text: String?) -> OrderedJSON { text.map(OrderedJSON.string) ?? .null }
+    /// A number, or null for nil (and, when written, for values JSON cannot hold: NaN, infinities).
+    static func optional(_ number: Double?) -> OrderedJSON { number.map(OrderedJSON.double) ?? .null }
 }

@@ -1,3 +1,4 @@
+import OrderedJSON
 import Support
 import SpeakerHubCore
 
@@ -241,9 +242,9 @@ public enum HubPage {
 
     /// `GET /page/status`: the hub's player (not a v1 call, no session; the page itself follows `/jsonrpc`): its state, the elapsed time
     /// while playing or paused (-1 otherwise), the title and, for hub media, the PersistentID.
-    public static func status(_ playback: HubPlayback) -> HubJSON {
+    public static func status(_ playback: HubPlayback) -> OrderedJSON {
         let elapsed = playback.elapsed.map { Int($0.components.seconds) } ?? -1
-        var fields: [(String, HubJSON)] = [("PlaybackState", .string(playback.state.rawValue)), ("TimeElapsed", .string(String(elapsed)))]
+        var fields: [(String, OrderedJSON)] = [("PlaybackState", .string(playback.state.rawValue)), ("TimeElapsed", .string(String(elapsed)))]
         switch playback.item {
         case let .media(m)?: fields += [("Title", .string(m.title)), ("PersistentID", .string(String(m.persistentID)))]
         case let .web(url)?: fields += [("Title", .string(url))]

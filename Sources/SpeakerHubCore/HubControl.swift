@@ -1,3 +1,4 @@
+import OrderedJSON
 import Synchronization
 
 /// A JSON-RPC client of the hub (one WebSocket, or one client address's HTTP POSTs): its address and the hub
@@ -22,9 +23,9 @@ struct HubVolume: Equatable {
     var muted: Bool?
 
     /// Tuneup's shape (`Hub.GetStatus`, `Client.GetInfo`): the level 0...50.
-    var json: HubJSON { .object([("level", .int(level)), ("muted", muted.map { .bool($0) } ?? .null)]) }
+    var json: OrderedJSON { .object([("level", .int(level)), ("muted", muted.map { .bool($0) } ?? .null)]) }
     /// Snapcast's shape (`Client.OnVolumeChanged`): the percent (docs/hub.md §9), unknown mute as not muted.
-    var snapcastJSON: HubJSON { Snapcast.volumeJSON(volume: level, muted: muted ?? false) }
+    var snapcastJSON: OrderedJSON { Snapcast.volumeJSON(volume: level, muted: muted ?? false) }
 }
 
 /// The speakers in the playback session before a call (what it changed is announced after it).
@@ -195,7 +196,7 @@ extension HubAPI {
 
     /// `Client.OnConnect` or `Client.OnDisconnect` in Snapcast's shape: `{"client","id"}`, the speaker as it is now.
     func announceClient(_ method: String, _ id: UInt64) async {
-        var fields: [(String, HubJSON)] = []
+        var fields: [(String, OrderedJSON)] = []
         if let client = await snapcastClientJSON(id) { fields.append(("client", client)) }
         fields.append(("id", .string(String(id))))
         events.publish(HubNotification(method, .object(fields)))
@@ -233,7 +234,7 @@ extension HubAPI {
 
     /// An error the clients should see (a source that failed, a speaker's error): `Server.OnError`.
     public func announceError(source: String, message: String, client: UInt64? = nil) {
-        var fields: [(String, HubJSON)] = [("source", .string(source)), ("message", .string(message))]
+        var fields: [(String, OrderedJSON)] = [("source", .string(source)), ("message", .string(message))]
         if let client { fields.append(("id", .string(String(client)))) }
         events.publish(HubNotification("Server.OnError", .object(fields)))
     }
@@ -293,14 +294,14 @@ extension HubAPI {
         return stateName(p.state) + " " + item
     }
 
-    static func positionJSON(_ p: HubPlayback) -> HubJSON {
-        var duration: HubJSON = .null
+    static func positionJSON(_ p: HubPlayback) -> OrderedJSON {
+        var duration: OrderedJSON = .null
         if case let .media(m)? = p.item, m.duration > 0 { duration = .int(m.duration) }
         return .object([("position", p.elapsed.map { .double(seconds($0)) } ?? .null), ("duration", duration)])
     }
 
-    static func playerJSON(_ p: HubPlayback) -> HubJSON {
-        var media: HubJSON = .null, url: HubJSON = .null, duration: HubJSON = .null
+    static func playerJSON(_ p: HubPlayback) -> OrderedJSON {
+        var media: OrderedJSON = .null, url: OrderedJSON = .null, duration: OrderedJSON = .null
         switch p.item {
         case let .media(m)?:
             media = mediaJSON(m)
@@ -314,23 +315,23 @@ extension HubAPI {
         ])
     }
 
-    static func mediaJSON(_ m: HubMediaItem) -> HubJSON {
+    static func mediaJSON(_ m: HubMediaItem) -> OrderedJSON {
         .object([
             ("id", .string(String(m.persistentID))), ("title", .string(m.title)), ("artist", .string(m.artist)),
             ("album", .string(m.albumTitle)), ("duration", .int(m.duration)),
         ])
     }
 
-    static func volumeJSON(_ d: HubDevice, muted: Bool?) -> HubJSON {
+    static func volumeJSON(_ d: HubDevice, muted: Bool?) -> OrderedJSON {
         HubVolume(level: d.volume, muted: muted).json
     }
 
     /// A wall-clock time (since the Unix epoch) as Snapcast's `lastSeen`: `{"sec","usec"}`.
-    static func timeJSON(_ t: Duration) -> HubJSON {
+    static func timeJSON(_ t: Duration) -> OrderedJSON {
         .object([("sec", .int(Int(t.components.seconds))), ("usec", .int(Int(t.components.attoseconds / 1_000_000_000_000)))])
     }
 
-    static func clientJSON(_ d: HubDevice, muted: Bool?) -> HubJSON {
+    static func clientJSON(_ d: HubDevice, muted: Bool?) -> OrderedJSON {
         .object([
             ("id", .string(String(d.deviceID))), ("name", .string(d.deviceName)), ("model", .string(d.modelName)),
             ("host", .object([("ip", .string(d.ipAddress)), ("port", .int(d.port)), ("mac", .string(d.macAddress))])),
@@ -341,7 +342,7 @@ extension HubAPI {
     }
 
     /// The named groups (speakers in none are left out), in list order.
-    static func groupsJSON(_ devices: [HubDevice]) -> HubJSON {
+    static func groupsJSON(_ devices: [HubDevice]) -> OrderedJSON {
         var order: [String] = []
         var members: [String: [HubDevice]] = [:]
         for d in devices where d.groupID != 0 {

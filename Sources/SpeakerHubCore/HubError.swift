@@ -1,3 +1,5 @@
+import OrderedJSON
+
 #if canImport(Failure)
 import Failure  // tools/fuzz/hub/run.sh compiles SpeakerHubCore and Failure as one module
 #endif
@@ -96,9 +98,9 @@ extension ErrorCodeIn where Domain == HubError {
 /// What the hub answers: an HTTP status and a JSON body.
 public struct HubAnswer: Sendable, Equatable {
     public var status: Int
-    public var json: HubJSON
+    public var json: OrderedJSON
 
-    public init(status: Int = 200, json: HubJSON) {
+    public init(status: Int = 200, json: OrderedJSON) {
         self.status = status
         self.json = json
     }

@@ -1,20 +1,21 @@
+import OrderedJSON
 import Synchronization
 
 /// One JSON-RPC notification the hub pushes (docs/hub.md §8): `{"jsonrpc":"2.0","method":...,"params":...}`.
 public struct HubNotification: Sendable, Equatable {
     public var method: String
-    public var params: HubJSON
+    public var params: OrderedJSON
     /// The client whose own Snapcast request caused this (`HubRPCPeer.key`): it is not told, as snapserver does not
     /// tell the connection that made a change (docs/hub.md §9.4); nil: every client is.
     public var except: ObjectIdentifier?
 
-    public init(_ method: String, _ params: HubJSON, except: ObjectIdentifier? = nil) {
+    public init(_ method: String, _ params: OrderedJSON, except: ObjectIdentifier? = nil) {
         (self.method, self.params, self.except) = (method, params, except)
     }
 
     /// The message's text.
     public var text: String {
-        HubJSON.object([("jsonrpc", .string("2.0")), ("method", .string(method)), ("params", params)]).rendered
+        OrderedJSON.object([("jsonrpc", .string("2.0")), ("method", .string(method)), ("params", params)]).rendered
     }
 
     /// Position updates replace one another in a client's queue: a client that reads late gets the latest one.

@@ -1,4 +1,6 @@
-extension HubJSON {
+import OrderedJSON
+
+extension OrderedJSON {
     /// Why a text is not JSON (RFC 8259): a one-line reason with the byte offset.
     public struct ParseError: Error, Sendable, Equatable {
         public var message: String
@@ -8,7 +10,7 @@ extension HubJSON {
     /// fraction or exponent that fit an `Int` are `.int`, others `.double`; objects keep their keys in order (a
     /// repeated key: the last one counts). At most `maxDepth` nested arrays and objects, so deep input cannot exhaust
     /// the stack.
-    public static func parse(_ bytes: some Collection<UInt8>, maxDepth: Int = 64) throws(ParseError) -> HubJSON {
+    public static func parse(_ bytes: some Collection<UInt8>, maxDepth: Int = 64) throws(ParseError) -> OrderedJSON {
         var reader = Reader(bytes: Array(bytes), maxDepth: maxDepth)
         reader.skipSpace()
         let value = try reader.value(depth: 0)
@@ -18,13 +20,13 @@ extension HubJSON {
     }
 
     /// The value of `key` in an object (nil for a missing key or when this is not an object).
-    public subscript(key: String) -> HubJSON? {
+    public subscript(key: String) -> OrderedJSON? {
         guard case let .object(fields) = self else { return nil }
         return fields.last { $0.0 == key }?.1
     }
 
     /// Item `index` of an array (nil out of range or when this is not an array).
-    public subscript(index: Int) -> HubJSON? {
+    public subscript(index: Int) -> OrderedJSON? {
         guard case let .array(items) = self, items.indices.contains(index) else { return nil }
         return items[index]
     }
@@ -42,20 +44,20 @@ extension HubJSON {
             while at < bytes.count, [0x20, 0x09, 0x0a, 0x0d].contains(bytes[at]) { at += 1 }
         }
 
-        mutating func literal(_ word: String, _ value: HubJSON) throws(ParseError) -> HubJSON {
+        mutating func literal(_ word: String, _ value: OrderedJSON) throws(ParseError) -> OrderedJSON {
             let w = Array(word.utf8)
             guard bytes.count - at >= w.count, Array(bytes[at..<(at + w.count)]) == w else { throw fail("not a JSON value") }
             at += w.count
             return value
         }
 
-        mutating func value(depth: Int) throws(ParseError) -> HubJSON {
+        mutating func value(depth: Int) throws(ParseError) -> OrderedJSON {
             guard at < bytes.count else { throw fail("the text ends where a value should be") }
             switch bytes[at] {
             case UInt8(ascii: "{"):
                 guard depth < maxDepth else { throw fail("more than \(maxDepth) nested arrays and objects") }
                 at += 1
-                var fields: [(String, HubJSON)] = []
+                var fields: [(String, OrderedJSON)] = []
                 skipSpace()
                 if at < bytes.count, bytes[at] == UInt8(ascii: "}") { at += 1; return .object(fields) }
                 while true {
@@ -78,7 +80,7 @@ extension HubJSON {
             case UInt8(ascii: "["):
                 guard depth < maxDepth else { throw fail("more than \(maxDepth) nested arrays and objects") }
                 at += 1
-                var items: [HubJSON] = []
+                var items: [OrderedJSON] = []
                 skipSpace()
                 if at < bytes.count, bytes[at] == UInt8(ascii: "]") { at += 1; return .array(items) }
                 while true {
@@ -98,7 +100,7 @@ extension HubJSON {
             }
         }
 
-        mutating func number() throws(ParseError) -> HubJSON {
+        mutating func number() throws(ParseError) -> OrderedJSON {
             let start = at
             func digits() -> Int {
                 let from = at

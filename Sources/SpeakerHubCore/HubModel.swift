@@ -1,3 +1,5 @@
+import OrderedJSON
+
 /// A speaker as the hub reports it: the published DeviceInfo fields (docs/hub.md §3.4).
 public struct HubDevice: Sendable, Equatable {
     public var deviceID: UInt64
@@ -31,7 +33,7 @@ public struct HubDevice: Sendable, Equatable {
     }
 
     /// The published object, in the published order: ids as strings, numbers and booleans as JSON values.
-    public var json: HubJSON {
+    public var json: OrderedJSON {
         .object([
             ("GroupName", .string(groupName)), ("Role", .int(role)), ("MacAddress", .string(macAddress)),
             ("WifiSignalStrength", .int(wifiSignalStrength)), ("Port", .int(port)), ("Active", .bool(active)),
@@ -60,7 +62,7 @@ public struct HubMediaItem: Sendable, Equatable {
     }
 
     /// The published object: `PersistentID` a string, `Duration` a number.
-    public var json: HubJSON {
+    public var json: OrderedJSON {
         .object([
             ("PersistentID", .string(String(persistentID))), ("Title", .string(title)), ("Artist", .string(artist)),
             ("Duration", .int(duration)), ("AlbumTitle", .string(albumTitle)),

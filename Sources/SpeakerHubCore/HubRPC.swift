@@ -1,3 +1,5 @@
+import OrderedJSON
+
 /// A JSON-RPC 2.0 error (docs/hub.md §8.4): the standard codes and the hub's application codes.
 public struct HubRPCError: Error, Sendable, Equatable {
     public var code: Int
@@ -43,11 +45,11 @@ public struct HubRPCError: Error, Sendable, Equatable {
 
     init(_ error: HubError) { self.init(Self.code(of: error), error.message, name: error.name) }
 
-    var json: HubJSON {
+    var json: OrderedJSON {
         if let snapcastDetail {
             return .object([("code", .int(code)), ("data", .string(snapcastDetail)), ("message", .string(message))])
         }
-        var fields: [(String, HubJSON)] = [("code", .int(code)), ("message", .string(message))]
+        var fields: [(String, OrderedJSON)] = [("code", .int(code)), ("message", .string(message))]
         if let name { fields.append(("data", .object([("error", .string(name))]))) }
         return .object(fields)
     }
@@ -89,9 +91,9 @@ extension HubAPI {
             return Self.errorAnswer(.null, HubRPCError(HubRPCError.invalidRequest,
                                                       "the message is \(bytes.count) bytes long; at most \(Self.rpcMaxMessage) are read"))
         }
-        let value: HubJSON
+        let value: OrderedJSON
         do {
-            value = try HubJSON.parse(bytes)
+            value = try OrderedJSON.parse(bytes)
         } catch {
             return Self.errorAnswer(.null, HubRPCError(HubRPCError.parseError, "not JSON: \(error.message)"))
         }
@@ -111,12 +113,12 @@ extension HubAPI {
         await rpc(Array(text.utf8), peer: peer)
     }
 
-    static func errorAnswer(_ id: HubJSON, _ error: HubRPCError) -> String {
-        HubJSON.object([("jsonrpc", .string("2.0")), ("error", error.json), ("id", id)]).rendered
+    static func errorAnswer(_ id: OrderedJSON, _ error: HubRPCError) -> String {
+        OrderedJSON.object([("jsonrpc", .string("2.0")), ("error", error.json), ("id", id)]).rendered
     }
 
     /// One request or notification.
-    nonisolated func one(_ request: HubJSON, peer: HubRPCPeer) async -> String? {
+    nonisolated func one(_ request: OrderedJSON, peer: HubRPCPeer) async -> String? {
         guard case .object = request else {
             return Self.errorAnswer(.null, HubRPCError(HubRPCError.invalidRequest, "a request is a JSON object"))
         }
@@ -142,7 +144,7 @@ extension HubAPI {
         default:
             return Self.errorAnswer(answerID, HubRPCError(HubRPCError.invalidRequest, "params must be an object"))
         }
-        let result: Result<HubJSON, HubRPCError>
+        let result: Result<OrderedJSON, HubRPCError>
         do {
             result = .success(try await dispatch(method, params, peer: peer))
         } catch let error as HubRPCError {
@@ -156,13 +158,13 @@ extension HubAPI {
         }
         guard id != nil else { return nil }  // a notification: no answer, even to an error
         switch result {
-        case let .success(value): return HubJSON.object([("jsonrpc", .string("2.0")), ("result", value), ("id", answerID)]).rendered
+        case let .success(value): return OrderedJSON.object([("jsonrpc", .string("2.0")), ("result", value), ("id", answerID)]).rendered
         case let .failure(error): return Self.errorAnswer(answerID, error)
         }
     }
 
     /// Runs `method` (one at a time with every other call).
-    func dispatch(_ method: String, _ p: RPCParams, peer: HubRPCPeer) async throws -> HubJSON {
+    func dispatch(_ method: String, _ p: RPCParams, peer: HubRPCPeer) async throws -> OrderedJSON {
         guard Self.rpcMethods.contains(method) else {
             throw HubRPCError(HubRPCError.methodNotFound, "there is no method '\(HubQuery.shown(method))' (docs/hub.md §8 lists them)")
         }
@@ -247,11 +249,11 @@ extension HubAPI {
 
 /// A request's parameters, by name; a missing or mistyped one is `invalid params` naming it.
 struct RPCParams {
-    let fields: [(String, HubJSON)]
+    let fields: [(String, OrderedJSON)]
 
     func has(_ key: String) -> Bool { fields.contains { $0.0 == key } }
 
-    func value(_ key: String) throws(HubRPCError) -> HubJSON {
+    func value(_ key: String) throws(HubRPCError) -> OrderedJSON {
         guard let v = fields.last(where: { $0.0 == key })?.1 else {
             throw HubRPCError(HubRPCError.invalidParams, "params.\(key) is missing")
         }
@@ -268,7 +270,7 @@ struct RPCParams {
         return id
     }
 
-    static func id(_ v: HubJSON) -> UInt64? {
+    static func id(_ v: OrderedJSON) -> UInt64? {
         switch v {
         case let .string(s): HubRequest.decimal(s)
         case let .int(i) where i >= 0: UInt64(i)

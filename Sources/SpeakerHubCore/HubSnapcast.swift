@@ -1,7 +1,9 @@
+import OrderedJSON
+
 /// Snapcast's methods over the hub (docs/hub.md §9): the mapping of `Snapcast` run against the speakers and the player,
 /// one at a time with every other call (the caller, `dispatch`, holds the hub). Errors are in Snapcast's shape.
 extension HubAPI {
-    func snapcast(_ method: String, _ p: RPCParams, peer: HubRPCPeer) async throws -> HubJSON {
+    func snapcast(_ method: String, _ p: RPCParams, peer: HubRPCPeer) async throws -> OrderedJSON {
         do {
             return try await snapcastCall(method, p, peer: peer)
         } catch let error as HubRPCError {
@@ -19,7 +21,7 @@ extension HubAPI {
         }
     }
 
-    func snapcastCall(_ method: String, _ p: RPCParams, peer: HubRPCPeer) async throws -> HubJSON {
+    func snapcastCall(_ method: String, _ p: RPCParams, peer: HubRPCPeer) async throws -> OrderedJSON {
         switch method {
         case "Server.GetRPCVersion":
             return .object([("major", .int(2)), ("minor", .int(0)), ("patch", .int(0))])
@@ -196,7 +198,7 @@ extension HubAPI {
     }
 
     /// `Server.GetStatus`'s `server` now.
-    func snapcastServer() async throws -> HubJSON {
+    func snapcastServer() async throws -> OrderedJSON {
         let list = try await speakers.devices()
         let mutes = (try? await speakers.mutes()) ?? [:]
         return Snapcast.server(list, mutes: mutes, playback: await player.playback(), host: host)
@@ -204,14 +206,14 @@ extension HubAPI {
 
     /// `Server.OnUpdate` with the server as it is now (the groups changed); returns it. The client whose request
     /// changed them has the server in its answer.
-    func announceServer(except: HubRPCPeer) async throws -> HubJSON {
+    func announceServer(except: HubRPCPeer) async throws -> OrderedJSON {
         let server = try await snapcastServer()
         events.publish(HubNotification("Server.OnUpdate", .object([("server", server)]), except: except.key))
         return server
     }
 
     /// A speaker as a Snapcast client now (for `Client.OnConnect` and `Client.OnDisconnect`); nil when unknown.
-    func snapcastClientJSON(_ id: UInt64) async -> HubJSON? {
+    func snapcastClientJSON(_ id: UInt64) async -> OrderedJSON? {
         guard let d = try? await speakers.devices().first(where: { $0.deviceID == id }) else { return nil }
         let mutes = (try? await speakers.mutes()) ?? [:]
         return Snapcast.client(d, muted: mutes[id] ?? announcedVolumes[id]?.muted ?? false)

@@ -1,3 +1,5 @@
+import OrderedJSON
+
 /// Snapcast's control API (snapserver 0.26, badaix/snapcast doc/json_rpc_api/control.md) over the hub's model: the
 /// mapping as pure values, no I/O (docs/hub.md §9). A speaker is a client, a named speaker group a group (a speaker in
 /// no group is a group of its own, as snapserver gives every new client), the hub's player the one stream.
@@ -22,12 +24,12 @@ public enum Snapcast {
     /// A percent 0...100 as a speaker volume: half of it, an odd percent rounded up (33 % → 17, read back as 34 %).
     public static func volume(ofPercent percent: Int) -> Int { min(50, max(0, (percent + 1) / 2)) }
 
-    static func volumeJSON(volume: Int, muted: Bool) -> HubJSON {
+    static func volumeJSON(volume: Int, muted: Bool) -> OrderedJSON {
         .object([("muted", .bool(muted)), ("percent", .int(percent(ofVolume: volume)))])
     }
 
     /// `lastSeen`: `{"sec","usec"}` since the Unix epoch (0 when never seen).
-    static func timeJSON(_ t: Duration?) -> HubJSON {
+    static func timeJSON(_ t: Duration?) -> OrderedJSON {
         let t = t ?? .zero
         return .object([("sec", .int(Int(t.components.seconds))), ("usec", .int(Int(t.components.attoseconds / 1_000_000_000_000)))])
     }
@@ -37,7 +39,7 @@ public enum Snapcast {
     /// A speaker as a Snapcast client: `id` its DeviceID (decimal), `config.name` and `host.name` its name,
     /// `host.os` "HKWirelessHD", `host.arch` its model, `snapclient.version` its firmware, `config.latency` 0 (a
     /// speaker has no latency setting), `connected` and `lastSeen` as the hub knows them.
-    public static func client(_ d: HubDevice, muted: Bool) -> HubJSON {
+    public static func client(_ d: HubDevice, muted: Bool) -> OrderedJSON {
         .object([
             ("config", .object([
                 ("instance", .int(1)), ("latency", .int(0)), ("name", .string(d.deviceName)),
@@ -88,7 +90,7 @@ public enum Snapcast {
         return out
     }
 
-    public static func group(_ g: Group, mutes: [UInt64: Bool]) -> HubJSON {
+    public static func group(_ g: Group, mutes: [UInt64: Bool]) -> OrderedJSON {
         .object([
             ("clients", .array(g.members.map { client($0, muted: mutes[$0.deviceID] ?? false) })),
             ("id", .string(g.id)), ("muted", .bool(g.muted(mutes))), ("name", .string(g.name)), ("stream_id", .string(streamID)),
@@ -99,9 +101,9 @@ public enum Snapcast {
 
     /// The hub's player as a stream: `status` "playing" while it plays, else "idle"; `properties` say what
     /// `Stream.Control` can do now, with `playbackStatus`, `position` and `metadata` while an item is loaded.
-    public static func stream(_ p: HubPlayback) -> HubJSON {
+    public static func stream(_ p: HubPlayback) -> OrderedJSON {
         let loaded = p.state == .playing || p.state == .paused
-        var properties: [(String, HubJSON)] = [
+        var properties: [(String, OrderedJSON)] = [
             ("canControl", .bool(true)), ("canGoNext", .bool(false)), ("canGoPrevious", .bool(false)),
             ("canPause", .bool(p.state == .playing)), ("canPlay", .bool(p.state == .paused)), ("canSeek", .bool(loaded && isMedia(p))),
         ]
@@ -128,10 +130,10 @@ public enum Snapcast {
     }
 
     /// Snapcast's metadata (MPRIS names): a media item's title, artist (a list), album and duration; a URL's title.
-    static func metadata(_ p: HubPlayback) -> HubJSON {
+    static func metadata(_ p: HubPlayback) -> OrderedJSON {
         switch p.item {
         case let .media(m)?:
-            var fields: [(String, HubJSON)] = []
+            var fields: [(String, OrderedJSON)] = []
             if !m.albumTitle.isEmpty { fields.append(("album", .string(m.albumTitle))) }
             if !m.artist.isEmpty { fields.append(("artist", .array([.string(m.artist)]))) }
             if m.duration > 0 { fields.append(("duration", .double(Double(m.duration)))) }
@@ -160,7 +162,7 @@ public enum Snapcast {
     }
 
     /// `Server.GetStatus`'s `server`: the groups with their clients, the server, the stream.
-    public static func server(_ devices: [HubDevice], mutes: [UInt64: Bool], playback: HubPlayback, host: Host) -> HubJSON {
+    public static func server(_ devices: [HubDevice], mutes: [UInt64: Bool], playback: HubPlayback, host: Host) -> OrderedJSON {
         .object([
             ("groups", .array(groups(devices).map { group($0, mutes: mutes) })),
             ("server", .object([

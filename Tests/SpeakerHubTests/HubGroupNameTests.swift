@@ -1,3 +1,4 @@
+import OrderedJSON
 import Foundation
 import Speaker
 import SpeakerHub
@@ -20,9 +21,9 @@ struct HubGroupNameTests {
 
     @Test func aLongGroupIsMadeAndUngroupedThroughTheHub() async throws {
         try await withHub { hub in
-            func rpc(_ params: String) async throws -> HubJSON {
+            func rpc(_ params: String) async throws -> OrderedJSON {
                 let body = #"{"jsonrpc":"2.0","id":1,"method":"Group.Assign","params":"# + params + "}"
-                return try HubJSON.parse(Array(try await httpPost(hub.port, "/jsonrpc", body).body.utf8))
+                return try OrderedJSON.parse(Array(try await httpPost(hub.port, "/jsonrpc", body).body.utf8))
             }
             let name = String(repeating: "upstairs ", count: 20)  // 180 bytes: the CLI's limit allows it, the hub's old 64 did not
             let ids = hub.ids.map { "\"\($0)\"" }.joined(separator: ",")

@@ -1,3 +1,4 @@
+import OrderedJSON
 import Foundation
 import HummingbirdWSClient
 import Logging
@@ -177,7 +178,7 @@ final class DevToolsPage: Sendable {
         }
         var target = ""
         try await waitUntil("chromium's page target", within: 60) {
-            guard let list = try? await httpGet(port, "/json/list"), case let .array(pages)? = try? HubJSON.parse(Array(list.body.utf8)) else { return false }
+            guard let list = try? await httpGet(port, "/json/list"), case let .array(pages)? = try? OrderedJSON.parse(Array(list.body.utf8)) else { return false }
             // Its webSocketDebuggerUrl names the host as the request's Host header did (no port): the id is enough.
             guard let page = pages.first(where: { $0["type"] == .string("page") }), case let .string(id)? = page["id"] else { return false }
             target = "ws://127.0.0.1:\(port)/devtools/page/\(id)"
@@ -189,9 +190,9 @@ final class DevToolsPage: Sendable {
     private let next = Mutex(1)
 
     /// The value of `expression` in the page (nil when it has none, e.g. undefined).
-    func evaluate(_ expression: String) async throws -> HubJSON? {
+    func evaluate(_ expression: String) async throws -> OrderedJSON? {
         let id = next.withLock { n in defer { n += 1 }; return n }
-        let request = HubJSON.object([("id", .int(id)), ("method", .string("Runtime.evaluate")),
+        let request = OrderedJSON.object([("id", .int(id)), ("method", .string("Runtime.evaluate")),
                                       ("params", .object([("expression", .string(expression)), ("returnByValue", .bool(true))]))])
         socket.send(request.rendered)
         let answer = try await socket.answer(id)

@@ -1,3 +1,4 @@
+import OrderedJSON
 import Foundation
 import Speaker
 import SpeakerHub
@@ -106,7 +107,7 @@ struct HubPlayerNotificationTests {
             let play = try await hub.get("/v1/play_hub_media?\(s)&PersistentID=\(MediaInfo.persistentID(of: "a-song.wav"))")
             #expect(play.status == 200, "\(play.body)")
             let id = hub.ids[1]
-            let mine: (HubJSON) -> Bool = { $0["id"] == .string(String(id)) }
+            let mine: (OrderedJSON) -> Bool = { $0["id"] == .string(String(id)) }
             try await waitUntil("the speaker gets the stream") { joins.withLock { $0.contains(id) } }
             joins.withLock { $0 = [] }
 

@@ -1,3 +1,4 @@
+import OrderedJSON
 import SpeakerHubCore
 import TestSupport
 import Testing
@@ -10,7 +11,7 @@ extension HubRPCTests {
             "[" + (0..<n).map { #"{"jsonrpc":"2.0","id":\#($0),"method":"Server.GetRPCVersion"}"# }.joined(separator: ",") + "]"
         }
         let answer = try #require(await hub.send(batch(HubAPI.rpcMaxBatch)))
-        guard case let .array(items) = try HubJSON.parse(Array(answer.utf8)) else { throw TestFailure(answer) }
+        guard case let .array(items) = try OrderedJSON.parse(Array(answer.utf8)) else { throw TestFailure(answer) }
         #expect(items.count == HubAPI.rpcMaxBatch)
         #expect(items.enumerated().allSatisfy { $1["id"] == .int($0) && $1["result"]?["major"] == .int(2) }, "\(answer.prefix(300))")
         #expect(try await hub.error(batch(HubAPI.rpcMaxBatch + 1)).code == -32600)
@@ -25,8 +26,8 @@ extension HubRPCTests {
         let exact = request + String(repeating: " ", count: HubAPI.rpcMaxMessage - request.utf8.count)
         #expect(exact.utf8.count == HubAPI.rpcMaxMessage)
         let answer = try #require(await hub(exact))
-        guard case .object = try HubJSON.parse(Array(answer.utf8)) else { throw TestFailure(answer) }
-        let parsed = try HubJSON.parse(Array(answer.utf8))
+        guard case .object = try OrderedJSON.parse(Array(answer.utf8)) else { throw TestFailure(answer) }
+        let parsed = try OrderedJSON.parse(Array(answer.utf8))
         #expect(parsed["id"] == .int(7) && parsed["result"]?["major"] == .int(2), "\(answer)")
         #expect(try await Hub().error(exact + " ").code == -32600)
     }
@@ -39,7 +40,7 @@ extension HubRPCTests {
     /// null id; a missing id is a notification, answered with nothing.
     @Test func aNullIdIsARequestAndIsAnswered() async throws {
         let answer = try #require(await hub(#"{"jsonrpc":"2.0","id":null,"method":"Server.GetRPCVersion"}"#))
-        let parsed = try HubJSON.parse(Array(answer.utf8))
+        let parsed = try OrderedJSON.parse(Array(answer.utf8))
         #expect(parsed["id"] == .null && parsed["result"]?["major"] == .int(2) && parsed["error"] == nil, "\(answer)")
         #expect(await hub(#"{"jsonrpc":"2.0","method":"Server.GetRPCVersion"}"#) == nil)
     }

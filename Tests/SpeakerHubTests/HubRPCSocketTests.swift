@@ -1,3 +1,4 @@
+import OrderedJSON
 import Foundation
 import HummingbirdWSClient
 import Logging
@@ -10,8 +11,8 @@ import Testing
 /// message it received, decoded.
 final class RPCSocket: Sendable {
     final class Received: Sendable {
-        let list = Mutex<[HubJSON]>([])
-        func withLock<T>(_ body: (inout [HubJSON]) -> T) -> T { list.withLock { body(&$0) } }
+        let list = Mutex<[OrderedJSON]>([])
+        func withLock<T>(_ body: (inout [OrderedJSON]) -> T) -> T { list.withLock { body(&$0) } }
     }
 
     let received = Received()
@@ -32,7 +33,7 @@ final class RPCSocket: Sendable {
                 let writer = Task { for await text in out { try await outbound.write(.text(text)) } }
                 defer { writer.cancel() }
                 for try await message in inbound.messages(maxSize: 1 << 20) {
-                    guard case let .text(text) = message, let json = try? HubJSON.parse(Array(text.utf8)) else { continue }
+                    guard case let .text(text) = message, let json = try? OrderedJSON.parse(Array(text.utf8)) else { continue }
                     received.withLock { $0.append(json) }
                 }
             }
@@ -42,13 +43,13 @@ final class RPCSocket: Sendable {
     func send(_ text: String) { outgoing.yield(text) }
 
     /// The answer with `id`, once it came.
-    func answer(_ id: Int) async throws -> HubJSON {
+    func answer(_ id: Int) async throws -> OrderedJSON {
         try await waitUntil("the answer to request \(id)") { received.withLock { $0.contains { $0["id"] == .int(id) } } }
         return received.withLock { $0.first { $0["id"] == .int(id) }! }
     }
 
     /// The notifications `method` received so far.
-    func notifications(_ method: String) -> [HubJSON] {
+    func notifications(_ method: String) -> [OrderedJSON] {
         received.withLock { $0.filter { $0["method"] == .string(method) }.compactMap { $0["params"] } }
     }
 
@@ -75,7 +76,7 @@ struct HubRPCSocketTests {
             other.send(#"{"jsonrpc":"2.0","id":9,"method":"Server.GetRPCVersion"}"#)
             _ = try await other.answer(9)  // it is subscribed
             socket.send(#"{"jsonrpc":"2.0","id":1,"method":"Client.SetVolume","params":{"id":"\#(id)","volume":{"percent":34}}}"#)
-            let volume: HubJSON = .object([("muted", .bool(false)), ("percent", .int(34))])
+            let volume: OrderedJSON = .object([("muted", .bool(false)), ("percent", .int(34))])
             #expect(try await socket.answer(1)["result"] == .object([("volume", volume)]))
             try await waitUntil("the volume notification") { !other.notifications("Client.OnVolumeChanged").isEmpty }
             #expect(other.notifications("Client.OnVolumeChanged") == [.object([("id", .string(id)), ("volume", volume)])])
@@ -114,21 +115,21 @@ struct HubRPCSocketTests {
         try await withHub { hub in
             let answer = try await httpPost(hub.port, "/jsonrpc", #"{"jsonrpc":"2.0","id":"a","method":"Server.GetStatus"}"#)
             #expect(answer.status == 200 && answer.headers["content-type"]?.hasPrefix("application/json") == true)
-            let status = try HubJSON.parse(Array(answer.body.utf8))
+            let status = try OrderedJSON.parse(Array(answer.body.utf8))
             // Snapcast's shape: the clients are in their groups.
             guard case let .array(groups)? = status["result"]?["server"]?["groups"] else { throw TestFailure(answer.body) }
-            let clients = groups.flatMap { g -> [HubJSON] in if case let .array(c)? = g["clients"] { c } else { [] } }
+            let clients = groups.flatMap { g -> [OrderedJSON] in if case let .array(c)? = g["clients"] { c } else { [] } }
             #expect(Set(clients.compactMap { c -> UInt64? in if case let .string(s)? = c["id"] { UInt64(s) } else { nil } }) == Set(hub.ids))
 
             let set = try await httpPost(hub.port, "/jsonrpc", #"{"jsonrpc":"2.0","method":"Server.SetVolume","params":{"volume":8}}"#)
             #expect(set.status == 204 && set.body.isEmpty, "a notification has no answer")
             #expect(hub.sim.speakers.allSatisfy { $0.deviceInfo.volume.value == 8 })
             let bad = try await httpPost(hub.port, "/jsonrpc", #"{"jsonrpc":"2.0","id":1,"method":"#)
-            #expect(try HubJSON.parse(Array(bad.body.utf8))["error"]?["code"] == .int(-32700))
+            #expect(try OrderedJSON.parse(Array(bad.body.utf8))["error"]?["code"] == .int(-32700))
             let big = try await httpPost(hub.port, "/jsonrpc", String(repeating: " ", count: HubAPI.rpcMaxMessage + 10) + "{}")
-            #expect(try HubJSON.parse(Array(big.body.utf8))["error"]?["code"] == .int(-32600))
+            #expect(try OrderedJSON.parse(Array(big.body.utf8))["error"]?["code"] == .int(-32600))
             let batch = try await httpPost(hub.port, "/jsonrpc", #"[{"jsonrpc":"2.0","id":1,"method":"Player.GetStatus"},{"jsonrpc":"2.0","id":2,"method":"No.Such"}]"#)
-            guard case let .array(items) = try HubJSON.parse(Array(batch.body.utf8)) else { throw TestFailure(batch.body) }
+            guard case let .array(items) = try OrderedJSON.parse(Array(batch.body.utf8)) else { throw TestFailure(batch.body) }
             #expect(items.map { $0["id"] } == [.int(1), .int(2)] && items[1]["error"]?["code"] == .int(-32601))
             // The HKWHub API answers as before.
             let s = "SessionID=\(try await hub.session())"

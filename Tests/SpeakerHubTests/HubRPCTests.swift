@@ -1,3 +1,4 @@
+import OrderedJSON
 import Foundation
 import SpeakerHubCore
 import TestSupport
@@ -28,18 +29,18 @@ struct HubRPCTests {
 
         /// `method` with `params`: its result, or a test failure naming its error.
         @discardableResult
-        func call(_ method: String, _ params: String = "{}") async throws -> HubJSON {
+        func call(_ method: String, _ params: String = "{}") async throws -> OrderedJSON {
             let answer = try #require(await send(#"{"jsonrpc":"2.0","id":7,"method":"\#(method)","params":\#(params)}"#))
-            let json = try HubJSON.parse(Array(answer.utf8))
+            let json = try OrderedJSON.parse(Array(answer.utf8))
             #expect(json["jsonrpc"] == .string("2.0") && json["id"] == .int(7), "\(answer)")
             guard let result = json["result"] else { throw TestFailure("\(method) \(params): \(answer)") }
             return result
         }
 
         /// The error of `method` with `params`: its code, and its `data.error` name.
-        func error(_ text: String) async throws -> (code: Int, name: String?, id: HubJSON?) {
+        func error(_ text: String) async throws -> (code: Int, name: String?, id: OrderedJSON?) {
             let answer = try #require(await send(text))
-            let json = try HubJSON.parse(Array(answer.utf8))
+            let json = try OrderedJSON.parse(Array(answer.utf8))
             guard case let .int(code)? = json["error"]?["code"], case .string? = json["error"]?["message"] else {
                 throw TestFailure("not an error: \(answer)")
             }
@@ -60,7 +61,7 @@ struct HubRPCTests {
     @Test func everyMethodAnswersAsDocumented() async throws {
         let hub = Hub()
         var called = Set<String>()
-        func call(_ method: String, _ params: String = "{}") async throws -> HubJSON {
+        func call(_ method: String, _ params: String = "{}") async throws -> OrderedJSON {
             called.insert(method)
             return try await hub.call(method, params)
         }
@@ -113,7 +114,7 @@ struct HubRPCTests {
         #expect(try await hub.error("").code == -32700)
         #expect(try await hub.error(#"{"jsonrpc":"2.0","id":1,"method":"x"} junk"#).code == -32700)
         #expect(try await hub.error(String(repeating: "[", count: 100)).code == -32700, "nesting is bounded")
-        for (text, id) in [("1", HubJSON.null), (#""x""#, .null), (#"{"id":1,"method":"Player.GetStatus"}"#, .int(1)),
+        for (text, id) in [("1", OrderedJSON.null), (#""x""#, .null), (#"{"id":1,"method":"Player.GetStatus"}"#, .int(1)),
                            (#"{"jsonrpc":"1.0","id":"a","method":"Player.GetStatus"}"#, .string("a")),
                            (#"{"jsonrpc":"2.0","id":2,"method":5}"#, .int(2)),
                            (#"{"jsonrpc":"2.0","id":{"a":1},"method":"Player.GetStatus"}"#, .null),
@@ -163,7 +164,7 @@ struct HubRPCTests {
              {"jsonrpc":"2.0","id":"b","method":"Nope"},
              5]
             """))
-        guard case let .array(items) = try HubJSON.parse(Array(answer.utf8)) else { throw TestFailure(answer) }
+        guard case let .array(items) = try OrderedJSON.parse(Array(answer.utf8)) else { throw TestFailure(answer) }
         #expect(items.count == 3)
         #expect(items[0]["id"] == .int(1) && items[0]["result"]?["major"] == .int(2))
         #expect(items[1]["id"] == .string("b") && items[1]["error"]?["code"] == .int(-32601))
@@ -281,19 +282,19 @@ struct HubRPCTests {
                 if bytes.isEmpty { bytes = [0x7b] }
             }
             guard let answer = await hub.api.rpc(bytes, peer: hub.peer) else { continue }
-            let parsed = try? HubJSON.parse(Array(answer.utf8))
+            let parsed = try? OrderedJSON.parse(Array(answer.utf8))
             #expect(isJSONObject(answer) || answer.hasPrefix("["), "\(String(decoding: bytes, as: UTF8.self)) → \(answer)")
             #expect(parsed != nil, "the answer is JSON: \(answer)")
         }
     }
 
     @Test func theParserReadsJSONAsRFC8259Says() throws {
-        let v = try HubJSON.parse(Array(#" {"a":[1,-2.5,3e2,true,false,null,"\u00e9\n\ud83d\ude00"],"a":0,"b":{}} "#.utf8))
+        let v = try OrderedJSON.parse(Array(#" {"a":[1,-2.5,3e2,true,false,null,"\u00e9\n\ud83d\ude00"],"a":0,"b":{}} "#.utf8))
         #expect(v == .object([("a", .int(0)), ("b", .object([]))]), "a repeated key: the last counts")
-        let w = try HubJSON.parse(Array(#"[1,-2.5,3e2,true,false,null,"\u00e9\n\ud83d\ude00"]"#.utf8))
+        let w = try OrderedJSON.parse(Array(#"[1,-2.5,3e2,true,false,null,"\u00e9\n\ud83d\ude00"]"#.utf8))
         #expect(w == .array([.int(1), .double(-2.5), .int(300), .bool(true), .bool(false), .null, .string("é\n😀")]))
         for bad in ["", "01", "1.", "-", "[1,]", "{\"a\"}", "\"\\x\"", "\"\u{1}\"", "\"\\ud83d\"", "tru", "[1 2]", "{} {}", "\"abc"] {
-            #expect(throws: HubJSON.ParseError.self, "\(bad)") { try HubJSON.parse(Array(bad.utf8)) }
+            #expect(throws: OrderedJSON.ParseError.self, "\(bad)") { try OrderedJSON.parse(Array(bad.utf8)) }
         }
     }
 }

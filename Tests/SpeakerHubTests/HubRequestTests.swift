@@ -1,3 +1,4 @@
+import OrderedJSON
 import Foundation
 import SpeakerHubCore
 import TestSupport
@@ -107,7 +108,7 @@ struct HubRequestTests {
 
     @Test func answersAreValidJSONWhateverTheStringsHold() throws {
         let nasty = "quote\" back\\ nl\n tab\t nul\u{0} bell\u{7} <script> & \u{2028} ünï 🎵"
-        let json = HubJSON.object([("A", .string(nasty)), ("B", .array([.int(-47), .bool(true), .string("")]))])
+        let json = OrderedJSON.object([("A", .string(nasty)), ("B", .array([.int(-47), .bool(true), .string("")]))])
         let decoded = try JSONSerialization.jsonObject(with: Data(json.rendered.utf8)) as? [String: Any]
         #expect(decoded?["A"] as? String == nasty)
         #expect(!json.rendered.contains("<"))

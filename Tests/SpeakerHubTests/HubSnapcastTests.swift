@@ -1,3 +1,4 @@
+import OrderedJSON
 import Foundation
 import SpeakerHubCore
 import TestSupport
@@ -78,14 +79,14 @@ struct HubSnapcastTests {
         let (listener, _) = hub.api.events.subscribe()
         func pushed() -> [HubNotification] { hub.api.events.take(listener) ?? [] }
         var called = Set<String>()
-        func call(_ method: String, _ params: String = "{}") async throws -> HubJSON {
+        func call(_ method: String, _ params: String = "{}") async throws -> OrderedJSON {
             called.insert(method)
             return try await hub.call(method, params)
         }
         func refused(_ method: String, _ params: String) async throws -> (code: Int, message: String, data: String) {
             called.insert(method)
             let answer = try #require(await hub.send(#"{"jsonrpc":"2.0","id":1,"method":"\#(method)","params":\#(params)}"#))
-            let e = try HubJSON.parse(Array(answer.utf8))["error"]
+            let e = try OrderedJSON.parse(Array(answer.utf8))["error"]
             guard case let .int(code)? = e?["code"], case let .string(message)? = e?["message"] else { throw TestFailure(answer) }
             if case let .string(data)? = e?["data"] { return (code, message, data) }
             return (code, message, "")

@@ -1,3 +1,4 @@
+import OrderedJSON
 import Foundation
 import SpeakerHub
 import SpeakerHubCore
@@ -30,7 +31,7 @@ final class NotificationLog: Sendable {
     /// Everything recorded, in order.
     var all: [HubNotification] { store.list.withLock { $0 } }
 
-    func of(_ method: String) -> [HubJSON] { store.list.withLock { $0.filter { $0.method == method }.map(\.params) } }
+    func of(_ method: String) -> [OrderedJSON] { store.list.withLock { $0.filter { $0.method == method }.map(\.params) } }
 
     func stop() { task.cancel() }
 }
@@ -61,9 +62,9 @@ struct HubSpeakerAvailabilityTests {
             let listed = (try list.object()["DeviceList"] as? [[String: Any]] ?? []).compactMap { $0["DeviceID"] as? String }
             #expect(listed == live.map { String($0) })
 
-            let status = try HubJSON.parse(Array(try await httpPost(hub.port, "/jsonrpc", #"{"jsonrpc":"2.0","id":1,"method":"Server.GetStatus"}"#).body.utf8))
+            let status = try OrderedJSON.parse(Array(try await httpPost(hub.port, "/jsonrpc", #"{"jsonrpc":"2.0","id":1,"method":"Server.GetStatus"}"#).body.utf8))
             guard case let .array(groups)? = status["result"]?["server"]?["groups"] else { throw TestFailure("\(status)") }
-            let clients = groups.flatMap { g -> [HubJSON] in if case let .array(c)? = g["clients"] { c } else { [] } }
+            let clients = groups.flatMap { g -> [OrderedJSON] in if case let .array(c)? = g["clients"] { c } else { [] } }
             #expect(clients.count == 3)
             #expect(clients.map { $0["connected"] } == [.bool(true), .bool(true), .bool(false)])
             // `lastSeen` is the wall-clock time (Unix time) it was last heard: the fixture's wall clock at the start.
@@ -207,11 +208,11 @@ struct HubSpeakerAvailabilityTests {
             let other = try await SpeakerSession.connect(host: String(parts[0]), port: UInt16(parts[1])!)
             try await other.setVolume(41)
             await other.close()
-            let expected: HubJSON = .object([("id", .string(String(hub.ids[1]))), ("volume", .object([("muted", .bool(false)), ("percent", .int(82))]))])
+            let expected: OrderedJSON = .object([("id", .string(String(hub.ids[1]))), ("volume", .object([("muted", .bool(false)), ("percent", .int(82))]))])
             try await waitUntil("the volume notification") { log.of("Client.OnVolumeChanged").contains(expected) }
 
             #expect(try await hub.get("/v1/set_volume_device?SessionID=\(sid)&DeviceID=\(hub.ids[0])&Volume=9").status == 200)
-            let mine: HubJSON = .object([("id", .string(String(hub.ids[0]))), ("volume", .object([("muted", .bool(false)), ("percent", .int(18))]))])
+            let mine: OrderedJSON = .object([("id", .string(String(hub.ids[0]))), ("volume", .object([("muted", .bool(false)), ("percent", .int(18))]))])
             try await waitUntil("the hub's own change") { log.of("Client.OnVolumeChanged").contains(mine) }
             // The speaker's event for the hub's own change comes too, before the event of a later change on the same
             // speaker: once that one is pushed, the hub's change was pushed once.

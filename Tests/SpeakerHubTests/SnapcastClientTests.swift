@@ -1,3 +1,4 @@
+import OrderedJSON
 import Foundation
 import Spawn
 import SpeakerHub
@@ -36,27 +37,27 @@ final class SnapcastScript: Sendable {
     /// Lines the script has answered so far.
     var answered: Int { (child.output?.text ?? "").split(separator: "\n").count }
 
-    private func next(_ command: String) async throws -> HubJSON {
+    private func next(_ command: String) async throws -> OrderedJSON {
         let k = read.withLock { $0 += 1; return $0 }
         let lines = await child.output?.lines(k, timeout: 300) ?? []
         guard lines.count >= k else {
             throw TestFailure("the snapcast client did not answer '\(command)': \(child.errors?.text ?? "")")
         }
-        let answer = try HubJSON.parse(Array(lines[k - 1].utf8))
+        let answer = try OrderedJSON.parse(Array(lines[k - 1].utf8))
         guard answer["ok"] == .bool(true) else { throw TestFailure("the snapcast client, '\(command)': \(lines[k - 1])") }
         return answer
     }
 
     /// Sends `command` and returns its answer (a test failure unless it is ok).
     @discardableResult
-    func run(_ command: String) async throws -> HubJSON {
+    func run(_ command: String) async throws -> OrderedJSON {
         child.write(command + "\n")
         return try await next(command)
     }
 
     /// Sends `command` without reading its answer (`finish()` reads it).
     func send(_ command: String) { child.write(command + "\n") }
-    func finish(_ command: String) async throws -> HubJSON { try await next(command) }
+    func finish(_ command: String) async throws -> OrderedJSON { try await next(command) }
 
     func stop() async {
         child.write("quit\n")
@@ -149,7 +150,7 @@ final class SnapserverFixture: Sendable {
 
 /// One request on a control connection of its own (another controller): its result, or a test failure with its error.
 @discardableResult
-func snapcastCall(port: Int, _ method: String, _ params: String) async throws -> HubJSON {
+func snapcastCall(port: Int, _ method: String, _ params: String) async throws -> OrderedJSON {
     let link = try await TCPTransport.connect(host: "127.0.0.1", port: UInt16(port))
     defer { Task { await link.close() } }
     try await link.send(Array(#"{"id":1,"jsonrpc":"2.0","method":"\#(method)","params":\#(params)}"#.utf8) + [13, 10])
@@ -159,7 +160,7 @@ func snapcastCall(port: Int, _ method: String, _ params: String) async throws ->
         while let newline = buffer.firstIndex(of: 10) {
             let line = Array(buffer[..<newline])
             buffer.removeSubrange(...newline)
-            let message = try HubJSON.parse(line)
+            let message = try OrderedJSON.parse(line)
             guard message["id"] == .int(1) else { continue }  // a notification
             guard let result = message["result"] else { throw TestFailure("\(method): \(String(decoding: line, as: UTF8.self))") }
             return result
@@ -169,7 +170,7 @@ func snapcastCall(port: Int, _ method: String, _ params: String) async throws ->
 
 /// The structure of a JSON value: every path with its type (`server.groups[].clients[].id: string`); the values of
 /// free-form maps (a stream's URI query and metadata, which differ by source in Snapcast too) are not compared.
-func jsonShape(_ v: HubJSON, _ path: String = "") -> Set<String> {
+func jsonShape(_ v: OrderedJSON, _ path: String = "") -> Set<String> {
     switch v {
     case .string: return ["\(path): string"]
     case .int, .double: return ["\(path): number"]
@@ -189,13 +190,13 @@ func jsonShape(_ v: HubJSON, _ path: String = "") -> Set<String> {
 struct SnapcastClientTests {
     /// What one run of the client saw.
     struct Seen: Sendable {
-        var status: HubJSON
-        var notifications: [String: HubJSON] = [:]
+        var status: OrderedJSON
+        var notifications: [String: OrderedJSON] = [:]
     }
 
-    static func notifications(_ script: SnapcastScript) async throws -> [String: HubJSON] {
+    static func notifications(_ script: SnapcastScript) async throws -> [String: OrderedJSON] {
         guard case let .array(items)? = try await script.run("notifications")["notifications"] else { throw TestFailure("no notifications") }
-        var out: [String: HubJSON] = [:]
+        var out: [String: OrderedJSON] = [:]
         for item in items {
             if case let .string(method)? = item["method"], out[method] == nil { out[method] = item["params"] ?? .null }
         }
@@ -257,7 +258,7 @@ struct SnapcastClientTests {
                 guard case let .array(clients)? = status["clients"] else { throw TestFailure(status.rendered) }
                 let listed = clients.map { c in [c["id"], c["name"], c["volume"]].map { $0?.rendered ?? "-" }.joined(separator: " ") }
                 let expected = hub.sim.speakers.map { s in
-                    [HubJSON.string(String(s.deviceId)), .string(s.deviceInfo.deviceName.value), .int(2 * s.settings.volume)].map(\.rendered)
+                    [OrderedJSON.string(String(s.deviceId)), .string(s.deviceInfo.deviceName.value), .int(2 * s.settings.volume)].map(\.rendered)
                         .joined(separator: " ")
                 }
                 #expect(listed == expected)

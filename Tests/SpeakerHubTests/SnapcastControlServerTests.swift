@@ -1,3 +1,4 @@
+import OrderedJSON
 import Foundation
 import SpeakerHub
 import SpeakerHubCore
@@ -44,7 +45,7 @@ final class ControlLink: Sendable {
     var lines: [String] { buffer.lines }
 
     /// The messages so far (each line parsed).
-    func messages() throws -> [HubJSON] { try lines.map { try HubJSON.parse(Array($0.utf8)) } }
+    func messages() throws -> [OrderedJSON] { try lines.map { try OrderedJSON.parse(Array($0.utf8)) } }
 
     func close() async {
         reader.cancel()
@@ -105,7 +106,7 @@ struct SnapcastControlServerTests {
         try await withHub { hub in
             let control = try await SnapcastControlServer.start(hub.api, host: "127.0.0.1", port: 0)
             let (a, b) = (try await ControlLink(port: control.port), try await ControlLink(port: control.port))
-            func volumes(_ link: ControlLink) throws -> [HubJSON] {
+            func volumes(_ link: ControlLink) throws -> [OrderedJSON] {
                 try link.messages().filter { $0["method"] == .string("Client.OnVolumeChanged") }.compactMap { $0["params"]?["volume"]?["percent"] }
             }
             do {

@@ -1,35 +1,50 @@
-/// A JSON value with its object keys in a fixed order (the published answers' order), rendered compactly. The hub's
-/// answers are built from these, so every answer is valid JSON whatever the strings hold.
-public indirect enum HubJSON: Sendable, Equatable {
+
+/// A JSON value whose objects keep their keys in the order given, rendered compactly: the one JSON writer of the
+/// project's hand-ordered documents (the hub's answers and notifications in the order Snapcast and the HKWHub API
+/// publish them, CFX messages in the order the standard's examples show, `$type` first). Built from these values, every
+/// document is valid JSON whatever its strings hold, and the same value is always the same bytes.
+public indirect enum OrderedJSON: Sendable, Hashable {
     case string(String)
     case int(Int)
     case double(Double)
     case bool(Bool)
     case null
-    case array([HubJSON])
-    case object([(String, HubJSON)])
+    case array([OrderedJSON])
+    case object([(String, OrderedJSON)])
 
-    public static func == (lhs: HubJSON, rhs: HubJSON) -> Bool { lhs.rendered == rhs.rendered }
+    public static func == (lhs: OrderedJSON, rhs: OrderedJSON) -> Bool { lhs.rendered == rhs.rendered }
+    public func hash(into hasher: inout Hasher) { hasher.combine(rendered) }
 
-    /// The compact text.
-    public var rendered: String {
+    /// The compact text (no spaces, no line breaks).
+    public var rendered: String { rendered(wholeNumbersAsDecimals: false) }
+
+    /// The compact text; `wholeNumbersAsDecimals` writes a whole `double` as `87.0` rather than `87` (CFX's numeric
+    /// values, which its SDK reads as decimals). A double JSON cannot hold (NaN, an infinity) is written as null.
+    public func rendered(wholeNumbersAsDecimals: Bool) -> String {
         var out = ""
-        write(to: &out)
+        write(to: &out, decimals: wholeNumbersAsDecimals)
         return out
     }
 
-    func write(to out: inout String) {
+    func write(to out: inout String, decimals: Bool) {
         switch self {
         case let .string(s): Self.quote(s, to: &out)
         case let .int(i): out += String(i)
-        case let .double(d): out += d.isFinite ? (d == d.rounded() && abs(d) < 1e15 ? String(Int64(d)) : String(d)) : "null"
+        case let .double(d):
+            if !d.isFinite {
+                out += "null"
+            } else if d == d.rounded(), abs(d) < 1e15 {
+                out += String(Int64(d)) + (decimals ? ".0" : "")
+            } else {
+                out += String(d)
+            }
         case let .bool(b): out += b ? "true" : "false"
         case .null: out += "null"
         case let .array(items):
             out += "["
             for (k, item) in items.enumerated() {
                 if k > 0 { out += "," }
-                item.write(to: &out)
+                item.write(to: &out, decimals: decimals)
             }
             out += "]"
         case let .object(fields):
@@ -38,7 +53,7 @@ public indirect enum HubJSON: Sendable, Equatable {
                 if k > 0 { out += "," }
                 Self.quote(field.0, to: &out)
                 out += ":"
-                field.1.write(to: &out)
+                field.1.write(to: &out, decimals: decimals)
             }
             out += "}"
         }
