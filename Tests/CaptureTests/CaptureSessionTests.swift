@@ -62,7 +62,7 @@ func flash(_ device: SimulatedHeadset, _ image: FirmwareImage, wrap: @escaping @
         let path = directory + "/flash.pcapng"
         let writer = try await CaptureWriter.create(path: path, application: "tuneup test", warn: { _ in })
         let device = try await SimulatedHeadset(statePath: nil, options: SimulatorOptions(timeScale: 0))
-        let image = try FirmwareImage.load(path: imagesDirectory + "/app-1.5.0.img")
+        let image = try await offThePool { try FirmwareImage.load(path: imagesDirectory + "/app-1.5.0.img") }
         let links = Mutex<[SentBytes]>([])
         let capture = LinkCapture(writer: writer, family: .lightX, role: .host)
         let result = try await flash(device, image) { link in
@@ -133,7 +133,7 @@ func flash(_ device: SimulatedHeadset, _ image: FirmwareImage, wrap: @escaping @
         let warnings = Warnings()
         let writer = CaptureWriter(fileDescriptor: fd, path: "/dev/full", warn: warnings.sink)
         let device = try await SimulatedHeadset(statePath: nil, options: SimulatorOptions(timeScale: 0))
-        let image = try FirmwareImage.load(path: imagesDirectory + "/app-1.4.3-small.img")
+        let image = try await offThePool { try FirmwareImage.load(path: imagesDirectory + "/app-1.4.3-small.img") }
         let capture = LinkCapture(writer: writer, family: .lightX)
         let result = try await flash(device, image) { capture.wrap($0) }
         await writer.close()

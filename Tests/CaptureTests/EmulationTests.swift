@@ -41,7 +41,7 @@ import Transport
     }
 
     @Test func recordedFlashReplaysToCompletion() async throws {
-        let image = try FirmwareImage.load(path: imagesDirectory + "/app-1.4.3-small.img")
+        let image = try await offThePool { try FirmwareImage.load(path: imagesDirectory + "/app-1.4.3-small.img") }
         let script = try EmulationScript(try await record(image))
         #expect(script.exchanges.contains { $0.request.command == .bootWriteImage })
         let (result, outcome) = await flashEmulated(script, image)
@@ -51,8 +51,8 @@ import Transport
     }
 
     @Test func anotherImageDivergesAtItsFirstDifferingRequest() async throws {
-        let recorded = try FirmwareImage.load(path: imagesDirectory + "/app-1.4.3-small.img")
-        let other = try FirmwareImage.load(path: imagesDirectory + "/app-1.5.0.img")
+        let recorded = try await offThePool { try FirmwareImage.load(path: imagesDirectory + "/app-1.4.3-small.img") }
+        let other = try await offThePool { try FirmwareImage.load(path: imagesDirectory + "/app-1.5.0.img") }
         let script = try EmulationScript(try await record(recorded))
         // The updater is to fail here: it need not wait long for a device that will not come back.
         let (result, outcome) = await flashEmulated(script, other, wait: .milliseconds(200))
