@@ -93,30 +93,11 @@ struct RecordsCommand: AsyncParsableCommand {
         var station: String?
         @OptionGroup var output: OutputOptions
 
-        struct Entry: Encodable {
-            var hardwareID: String
-            var serial: String?
-            var bluetoothAddress: String?
-            var runs: Int
-            var lastOutcome: String?
-            var lastStation: String?
-            var lastStarted: String?
-        }
-
         func run() async throws {
-            let entries: [Entry]
+            let entries: [UnitListEntry]
             do {
                 let store = try await source.open()
-                entries = try await store.units().compactMap { unit in
-                    let runs = unit.runs.filter { station == nil || $0.start.station == station }
-                    guard station == nil || !runs.isEmpty else { return nil }
-                    let last = runs.last
-                    return Entry(
-                        hardwareID: unit.hardwareID, serial: RecordsCommand.identity(unit, .serial),
-                        bluetoothAddress: RecordsCommand.identity(unit, .bluetoothAddress), runs: runs.count,
-                        lastOutcome: last.map { $0.outcome?.rawValue ?? "open" }, lastStation: last?.start.station,
-                        lastStarted: last.map { RecordsExport.timestamp($0.start.startedAt) })
-                }
+                entries = UnitListEntry.entries(try await store.units(), station: station)
             } catch {
                 throw failureExit(error)
             }
@@ -125,11 +106,7 @@ struct RecordsCommand: AsyncParsableCommand {
                 return
             }
             guard !entries.isEmpty else { Output.line("No units recorded."); return }
-            for e in entries {
-                let fields = [e.hardwareID, e.serial ?? "-", e.bluetoothAddress ?? "-", "\(e.runs) run\(e.runs == 1 ? "" : "s")",
-                              e.lastOutcome ?? "-", e.lastStation ?? "-", e.lastStarted ?? "-"]
-                Output.line(fields.joined(separator: "  "))
-            }
+            for e in entries { Output.line(e.line) }
         }
     }
 
@@ -156,43 +133,7 @@ struct RecordsCommand: AsyncParsableCommand {
                 Output.line(String(decoding: try RecordsExport.encoder.encode(record), as: UTF8.self))
                 return
             }
-            var lines = ["Unit \(record.hardwareID), first seen \(RecordsExport.timestamp(record.firstSeen))"]
-            for identity in record.identities {
-                lines.append("  \(identity.kind.rawValue) \(identity.value) (\(identity.state.rawValue), \(identity.station))")
-            }
-            for release in record.releases {
-                lines.append("  released \(RecordsExport.timestamp(release.releasedAt)) by \(release.releasedBy) after \(release.failures) failed run\(release.failures == 1 ? "" : "s")"
-                             + (release.reason.isEmpty ? "" : ": \(release.reason)"))
-            }
-            for run in record.runs {
-                lines.append("Run \(run.id): \(run.outcome?.rawValue ?? "open") at \(run.start.station) slot \(run.start.slot), "
-                             + "\(RecordsExport.timestamp(run.start.startedAt))" + (run.reworkCount > 0 ? ", rework \(run.reworkCount)" : "")
-                             + (run.start.operatorName.isEmpty ? "" : ", operator \(run.start.operatorName)"))
-                let trace = [("work order", run.start.workOrder), ("lot", run.start.lot), ("fixture", run.start.fixture)]
-                    .compactMap { name, value in value.map { "\(name) \($0)" } }
-                if !trace.isEmpty { lines.append("  " + trace.joined(separator: ", ")) }
-                if !run.start.metadata.isEmpty { lines.append("  metadata: " + Traceability.text(run.start.metadata)) }
-                for a in run.attachments {
-                    lines.append("  attachment \(a.name) (\(a.mediaType), \(a.size) bytes, sha256 \(a.sha256.prefix(16))...)" + (a.step.map { " from \($0)" } ?? ""))
-                }
-                for a in run.answers {
-                    let what = a.kind == .scan ? "scanned \(a.label)" : "answered \(a.step)"
-                    lines.append("  \(what): \(a.value) (by \(a.answeredBy.isEmpty ? "?" : a.answeredBy) on the \(a.source), \(RecordsExport.timestamp(a.answeredAt)))")
-                }
-                // Names in full (padding(toLength:) also cuts), aligned on the run's longest.
-                let width = max(24, run.steps.map(\.name.count).max() ?? 0)
-                for step in run.steps {
-                    var line = "  \(step.name.padding(toLength: width, withPad: " ", startingAt: 0)) \(step.outcome.rawValue)"
-                    if step.retries > 0 { line += " (\(step.retries) retr\(step.retries == 1 ? "y" : "ies"))" }
-                    if !step.message.isEmpty { line += "  \(step.message)" }
-                    lines.append(line)
-                    for m in step.measurements {
-                        let limits = "\(m.low.map { String($0) } ?? "-inf")...\(m.high.map { String($0) } ?? "+inf")"
-                        lines.append("      \(m.name) = \(m.value) \(m.unit) [\(limits)] \(m.outcome.rawValue)")
-                    }
-                }
-            }
-            Output.line(lines.joined(separator: "\n"))
+            Output.line(record.text)
         }
     }
 
@@ -262,57 +203,7 @@ struct RecordsCommand: AsyncParsableCommand {
                 Output.line(String(decoding: try RecordsExport.encoder.encode(report), as: UTF8.self))
                 return
             }
-            Output.line(RecordsCommand.text(report))
-        }
-    }
-
-    static func identity(_ unit: UnitRecord, _ kind: IdentityKind) -> String? {
-        unit.identities.first { $0.kind == kind && $0.state != .voided }?.value
-    }
-
-    static func percent(_ value: Double?) -> String { value.map { String(format: "%.1f %%", $0 * 100) } ?? "-" }
-
-    static func number(_ value: Double?) -> String { value.map { String(format: "%.2f", $0) } ?? "-" }
-
-    static func text(_ r: RecordsReport) -> String {
-        var lines = [
-            "Units \(r.units), runs \(r.runs): passed \(r.passed), failed \(r.failed), errors \(r.errors), aborted \(r.aborted)"
-                + (r.open > 0 ? ", open \(r.open)" : ""),
-            "First-pass yield \(percent(r.firstPassYield)), final yield \(percent(r.finalYield)), "
-                + "\(r.unitsPerHour.map { String(format: "%.0f", $0) } ?? "-") units/h",
-        ]
-        if !r.steps.isEmpty {
-            lines += [""] + table(
-                ["Step", "pass", "fail", "error", "skipped", "yield"],
-                r.steps.map { [$0.step, "\($0.passed)", "\($0.failed)", "\($0.errors)", "\($0.skipped)", percent($0.yield)] })
-        }
-        if !r.pareto.isEmpty {
-            lines += [""] + table(
-                ["Failure (Pareto)", "count", "share", "cumulative"],
-                r.pareto.map { [$0.cause, "\($0.count)", percent($0.share), percent($0.cumulative)] })
-        }
-        if !r.measurements.isEmpty {
-            lines += [""] + table(
-                ["Measurement", "n", "mean", "sigma", "min", "max", "limits", "Cpk", "marginal", "fail"],
-                r.measurements.map { m in
-                    let limits = "\(m.low.map { String(format: "%g", $0) } ?? "-inf")...\(m.high.map { String(format: "%g", $0) } ?? "+inf") \(m.unit)"
-                    return [m.name, "\(m.count)", number(m.mean), String(format: "%.3f", m.standardDeviation), number(m.minimum),
-                            number(m.maximum), limits, number(m.cpk), "\(m.marginal)", "\(m.failed)"]
-                })
-        }
-        return lines.joined(separator: "\n")
-    }
-
-    /// Columns as wide as their widest cell: the first (a name) left-aligned, the rest right-aligned, except the
-    /// limits, which read left to right.
-    static func table(_ header: [String], _ rows: [[String]]) -> [String] {
-        let all = [header] + rows
-        let widths = header.indices.map { c in all.map { $0[c].count }.max() ?? 0 }
-        return all.map { row in
-            row.enumerated().map { c, cell in
-                let pad = String(repeating: " ", count: widths[c] - cell.count)
-                return c == 0 || header[c] == "limits" ? cell + pad : pad + cell
-            }.joined(separator: "  ")
+            Output.line(report.text)
         }
     }
 }

@@ -147,21 +147,11 @@ extension RecordsCommand {
             if !(2...10_000).contains(window) { throw ValidationError("--window must be 2...10000, got \(window)") }
         }
 
-        struct Figures: Encodable {
-            var window: Int
-            var units: Int
-            var firstPassYield: Double?
-            var measurements: [WindowFigures]
-        }
-
         func run() async throws {
-            let figures: Figures
+            let figures: ProcessWindowReport
             do {
                 let store = try await source.open()
-                let processWindow = ProcessWindow.of(runs: try await store.runsWithSteps(try filters.filter()), size: window)
-                figures = Figures(
-                    window: window, units: processWindow.firstPasses.count, firstPassYield: processWindow.firstPassYield,
-                    measurements: processWindow.figures)
+                figures = ProcessWindowReport(runs: try await store.runsWithSteps(try filters.filter()), size: window)
             } catch {
                 throw failureExit(error)
             }
@@ -169,17 +159,7 @@ extension RecordsCommand {
                 Output.line(String(decoding: try RecordsExport.encoder.encode(figures), as: UTF8.self))
                 return
             }
-            var lines = ["Last \(figures.units) unit\(figures.units == 1 ? "" : "s") (window \(window)): first-pass yield \(RecordsCommand.percent(figures.firstPassYield))"]
-            if !figures.measurements.isEmpty {
-                lines += [""] + RecordsCommand.table(
-                    ["Measurement", "n", "mean", "sigma", "limits", "Cpk"],
-                    figures.measurements.map { m in
-                        let limits = "\(m.low.map { String(format: "%g", $0) } ?? "-inf")...\(m.high.map { String(format: "%g", $0) } ?? "+inf") \(m.unit)"
-                        return [m.name, "\(m.count)", RecordsCommand.number(m.mean), String(format: "%.3f", m.standardDeviation), limits,
-                                RecordsCommand.number(m.cpk)]
-                    })
-            }
-            Output.line(lines.joined(separator: "\n"))
+            Output.line(figures.text)
         }
     }
 
