@@ -111,11 +111,7 @@ extension SimCommand {
         }
 
         func listenAddress() throws -> (host: String, port: UInt16) {
-            let text = listen ?? "tcp:127.0.0.1:0"
-            guard case let .tcp(host, port)? = try? DeviceAddress(parsing: text) else {
-                throw ValidationError("--listen takes tcp:HOST:PORT, got '\(text)'")
-            }
-            return (host, port)
+            do { let e = try ListenEndpoint(parsingTCP: listen ?? "tcp:127.0.0.1:0", option: "--listen"); return (e.host, e.port) } catch { throw ValidationError(error.message) }
         }
 
         func dropIndices() throws -> Set<Int> {
@@ -168,28 +164,7 @@ extension SimCommand {
 
         /// Parses a --motion script.
         static func parseMotion(_ text: String) throws -> HeadMotion {
-            var segments: [HeadMotion.Segment] = []
-            for piece in text.split(separator: ",") {
-                let f = piece.split(separator: ":").map { String($0).trimmingCharacters(in: .whitespaces) }
-                let numbers = f.dropFirst().map { Double($0) }
-                func bad() -> ValidationError {
-                    ValidationError("--motion: '\(piece)' is not still:SECONDS, turn:DEGREES:SECONDS, nod:DEGREES:COUNT:SECONDS or shake:DEGREES:COUNT:SECONDS")
-                }
-                guard numbers.allSatisfy({ $0 != nil && $0!.isFinite }) else { throw bad() }
-                let n = numbers.map { $0! }
-                guard let seconds = n.last, seconds > 0, seconds <= 3600 else { throw bad() }
-                switch (f.first, n.count) {
-                case ("still", 1): segments.append(.init(.still, duration: seconds))
-                case ("turn", 2) where abs(n[0]) <= 360: segments.append(.init(.turn(degrees: n[0]), duration: seconds))
-                case ("nod", 3) where abs(n[0]) <= 90 && n[1] >= 1 && n[1] <= 20 && n[1] == n[1].rounded():
-                    segments.append(.init(.nod(degrees: n[0], count: Int(n[1])), duration: seconds))
-                case ("shake", 3) where abs(n[0]) <= 90 && n[1] >= 1 && n[1] <= 20 && n[1] == n[1].rounded():
-                    segments.append(.init(.shake(degrees: n[0], count: Int(n[1])), duration: seconds))
-                default: throw bad()
-                }
-            }
-            guard !segments.isEmpty else { throw ValidationError("--motion is empty") }
-            return HeadMotion(script: segments)
+            do { return try HeadMotion(parsing: text) } catch { throw ValidationError(error.message) }
         }
 
         func run() async throws {
