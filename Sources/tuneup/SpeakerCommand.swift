@@ -131,41 +131,6 @@ struct SpeakerCommand: AsyncParsableCommand {
         }
     }
 
-    /// DeviceInfo in JSON with the seed's field names.
-    struct InfoJSON: Encodable {
-        var deviceId: UInt64, deviceName: String, groupId: UInt64, groupName: String, modelName: String, ipAddress: String
-        var port: Int, macAddress: String, volume: Int, active: Bool, wifiSignalStrength: Int, role: Int, version: String
-        var balance: Int, isPlaying: Bool, channelType: Int, isMaster: Bool
-
-        init(_ i: DeviceInfo) {
-            deviceId = i.deviceId; deviceName = i.deviceName.value; groupId = i.groupId; groupName = i.groupName.value
-            modelName = i.modelName.value; ipAddress = i.ipAddress.value; port = Int(i.port); macAddress = i.macAddress.description
-            volume = Int(i.volume.value); active = i.active; wifiSignalStrength = Int(i.wifiSignalStrength); role = Int(i.role)
-            version = i.version.value; balance = Int(i.balance.value); isPlaying = i.isPlaying; channelType = Int(i.channelType)
-            isMaster = i.isMaster
-        }
-    }
-
-    struct ListJSON: Encodable {
-        var speakers: [InfoJSON]
-        var averageVolume: Double
-    }
-
-    static func line(_ index: Int, _ i: DeviceInfo) -> String {
-        let group = i.groupId == 0 ? "-" : i.groupName.value
-        return "\(index)  \(i.deviceId)  \(i.deviceName.value)  \(i.modelName.value)  \(i.ipAddress.value):\(i.port)  volume \(i.volume.value)  group \(group)"
-    }
-
-    static func detail(_ i: DeviceInfo) -> String {
-        Output.table([
-            ("Device id", String(i.deviceId)), ("Name", i.deviceName.value), ("Group", i.groupId == 0 ? "none" : "\(i.groupName.value) (\(i.groupId))"),
-            ("Model", i.modelName.value), ("Address", "\(i.ipAddress.value):\(i.port)"), ("MAC", i.macAddress.description),
-            ("Volume", String(i.volume.value)), ("Active", Output.onOff(i.active)), ("Wi-Fi", "\(i.wifiSignalStrength) dBm"),
-            ("Role", String(i.role)), ("Firmware", i.version.value), ("Balance", Output.signed(Int(i.balance.value))),
-            ("Playing", i.isPlaying ? "yes" : "no"), ("Channel type", String(i.channelType)), ("Master", i.isMaster ? "yes" : "no"),
-        ])
-    }
-
     /// Runs `body` on the controller and closes it; failures become one line and the exit code.
     static func with<T>(_ reach: Reach, _ body: (SpeakerController) async throws -> T) async throws -> T {
         let controller = try await reach.controller()
@@ -180,12 +145,8 @@ struct SpeakerCommand: AsyncParsableCommand {
     }
 
     static func emitList(_ c: SpeakerController, json: Bool) async throws {
-        let list = await c.devices
-        let average = await c.averageVolume
-        try Output.emit(ListJSON(speakers: list.map(InfoJSON.init), averageVolume: average), json: json) {
-            (list.enumerated().map { line($0.offset, $0.element) } + ["average volume \(average.formatted(.number.precision(.fractionLength(0...1))))"])
-                .joined(separator: "\n")
-        }
+        let list = await SpeakerListReport.of(c)
+        try Output.emit(list, json: json) { list.text }
     }
 
     struct List: AsyncParsableCommand {
@@ -205,7 +166,7 @@ struct SpeakerCommand: AsyncParsableCommand {
         func run() async throws {
             try await SpeakerCommand.with(reach) { c in
                 let info = selector.isEmpty ? try await c.info(index: 0) : try await selector.resolve(c)
-                try Output.emit(InfoJSON(info), json: output.json) { SpeakerCommand.detail(info) }
+                try Output.emit(SpeakerInfoReport(info), json: output.json) { SpeakerInfoReport.detail(info) }
             }
         }
     }
@@ -242,30 +203,17 @@ struct SpeakerCommand: AsyncParsableCommand {
                     let info = try await selector.resolve(c)
                     if let level { try await c.setVolume(level, of: info.deviceId) }
                     let now = try await c.info(id: info.deviceId)
-                    try Output.emit(InfoJSON(now), json: output.json) { "\(now.deviceName.value): volume \(now.volume.value)" }
+                    try Output.emit(SpeakerInfoReport(now), json: output.json) { "\(now.deviceName.value): volume \(now.volume.value)" }
                 }
             }
         }
     }
 
-    struct MuteState: Encodable {
-        var deviceId: UInt64, deviceName: String, volume: Int, muted: Bool
-    }
-
     static func setMute(_ muted: Bool, _ reach: Reach, _ selector: Selector, _ output: OutputOptions) async throws {
         try await with(reach) { c in
             let targets = selector.isEmpty ? await c.devices : [try await selector.resolve(c)]
-            var states: [MuteState] = []
-            for info in targets {
-                try await c.setMute(muted, of: info.deviceId)
-                let session = try await c.session(id: info.deviceId)
-                let status = try await session.status()
-                let now = try await c.info(id: info.deviceId)
-                states.append(MuteState(deviceId: now.deviceId, deviceName: now.deviceName.value, volume: Int(now.volume.value), muted: status.muted))
-            }
-            try Output.emit(states, json: output.json) {
-                states.map { "\($0.deviceName): \($0.muted ? "muted" : "unmuted") (volume \($0.volume))" }.joined(separator: "\n")
-            }
+            let states = try await SpeakerMuteReport.setMute(muted, of: targets.map(\.deviceId), on: c)
+            try Output.emit(states, json: output.json) { states.map(\.text).joined(separator: "\n") }
         }
     }
 
@@ -303,13 +251,9 @@ struct SpeakerCommand: AsyncParsableCommand {
                 let info = try await selector.resolve(c)
                 try await c.rename(info.deviceId, to: name)
                 let now = try await c.info(id: info.deviceId)
-                try Output.emit(InfoJSON(now), json: output.json) { "\(now.deviceId): renamed \(now.deviceName.value)" }
+                try Output.emit(SpeakerInfoReport(now), json: output.json) { "\(now.deviceId): renamed \(now.deviceName.value)" }
             }
         }
-    }
-
-    struct GroupJSON: Encodable {
-        var name: String, groupId: UInt64, members: [UInt64]
     }
 
     struct Group: AsyncParsableCommand {
@@ -352,11 +296,8 @@ struct SpeakerCommand: AsyncParsableCommand {
                 } else if let name {
                     try await c.joinGroup(named: name, ids: ids)
                 }
-                let groups = await c.groups.map { GroupJSON(name: $0.name, groupId: $0.id, members: $0.members.map(\.deviceId)) }
-                try Output.emit(groups, json: output.json) {
-                    groups.isEmpty ? "no groups" : groups.map { "\($0.name) (\($0.groupId)): \($0.members.map(String.init).joined(separator: ", "))" }
-                        .joined(separator: "\n")
-                }
+                let groups = await SpeakerGroupReport.of(c)
+                try Output.emit(groups, json: output.json) { SpeakerGroupReport.text(groups) }
             }
         }
     }
@@ -365,35 +306,9 @@ struct SpeakerCommand: AsyncParsableCommand {
 // MARK: Playback
 
 extension SpeakerCommand {
-    struct PlayEvent: Encodable {
-        var event: String
-        var state: String?
-        var seconds: Int?
-        var deviceId: UInt64?
-        var message: String?
-        /// Where a failing source stopped (`source-error`), in seconds of the stream.
-        var at: Double?
-    }
-
     /// How long an http(s) source may send nothing before `play` fails with it: less than the speakers wait for audio
     /// (3 s) before they give up on a stream, so that a stalled server is named, not the speakers' underrun.
     static let sourceStallTimeout: Duration = .seconds(2)
-
-    /// Seconds with one decimal, rounded down (where a source stopped).
-    static func tenths(_ seconds: Double) -> String {
-        let t = Int64((max(0, seconds) * 10).rounded(.down))
-        return "\(t / 10).\(t % 10)"
-    }
-
-    static func stateName(_ s: PlayerState) -> String {
-        switch s {
-        case .initialized: "initialized"
-        case .playing: "playing"
-        case .preparing: "preparing"
-        case .paused: "paused"
-        case .stopped: "stopped"
-        }
-    }
 
     struct Play: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
@@ -461,47 +376,14 @@ extension SpeakerCommand {
                 let events = try await c.playerEvents()
                 try await c.play(source, title: source.source.title.isEmpty ? source.address.lastComponent : source.source.title, from: from)
                 // A source that fails is the command's failure (not a speaker's): what it gave plays, then the command
-                // ends with one line saying where the source stopped, and the failure's exit code.
-                var sourceFailure: CommandFailure?
-                var stopped = false
-                for await e in events {
-                    let line: PlayEvent
-                    switch e {
-                    case let .stateChanged(s): line = PlayEvent(event: "state", state: SpeakerCommand.stateName(s))
-                    case let .time(seconds): line = PlayEvent(event: "time", seconds: seconds)
-                    case .ended:
-                        if sourceFailure != nil { continue }   // not the source's end: the failure is said instead
-                        line = PlayEvent(event: "ended")
-                    case let .speakerJoined(id): line = PlayEvent(event: "speaker-joined", deviceId: id)
-                    case let .speakerLost(id, reason): line = PlayEvent(event: "speaker-lost", deviceId: id, message: reason)
-                    case let .speakerError(id, _, message): line = PlayEvent(event: "speaker-error", deviceId: id, message: message)
-                    case let .sourceFailed(seconds, category, message):
-                        sourceFailure = CommandFailure(message: "the source failed at \(SpeakerCommand.tenths(seconds)) s: \(message)",
-                                                       code: Exit.code(for: category))
-                        // The stderr line ends the command; JSON Lines also get it as an event, in order.
-                        guard output.json else { continue }
-                        line = PlayEvent(event: "source-error", message: message, at: (seconds * 10).rounded(.down) / 10)
-                    }
-                    if line.event == "state", line.state == "initialized" { continue }
-                    try Output.emitLine(line, json: output.json) {
-                        switch line.event {
-                        case "state": line.state!
-                        case "time": String(format: "%d:%02d", line.seconds! / 60, line.seconds! % 60)
-                        case "ended": "ended"
-                        default: "\(line.event) \(line.deviceId.map(String.init) ?? "")\(line.message.map { ": " + $0 } ?? "")"
-                        }
-                    }
-                    if e == .stateChanged(.stopped) { stopped = true; break }
+                // ends with one line saying where the source stopped, and the failure's exit code. Ctrl-C or SIGTERM
+                // (exit 130/143) stops the stream on every speaker, and the state it leaves is said.
+                let json = output.json
+                if let failure = try await c.followPlayback(events, sourceErrorLines: json, report: { line in
+                    try Output.emitLine(line, json: json) { line.text }
+                }) {
+                    throw CommandFailure(message: failure.line, code: Exit.code(for: failure.category))
                 }
-                if !stopped, Task.isCancelled {
-                    // Ctrl-C or SIGTERM (exit 130/143): the stream is stopped on every speaker (not left to end with
-                    // `playback-interrupted` when the links close), and the state it leaves is said.
-                    await Task { await c.stopOwnPlayback() }.value
-                    let left = PlayEvent(event: "state", state: SpeakerCommand.stateName(await c.playerState))
-                    try Output.emitLine(left, json: output.json) { left.state! }
-                }
-                if let interruption = await c.playbackInterruption { throw interruption }
-                if let sourceFailure { throw sourceFailure }
             }
         }
     }
@@ -549,11 +431,6 @@ extension SpeakerCommand {
         func run() async throws { try await SpeakerCommand.control(reach, output, "stopped") { try await $0.stop() } }
     }
 
-    struct StatusJSON: Encodable {
-        var deviceId: UInt64, deviceName: String, state: String, streamId: UInt32, renderedFrames: UInt64, lostPackets: UInt32
-        var latePackets: UInt32, muted: Bool
-    }
-
     struct Status: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "status",
@@ -563,17 +440,8 @@ extension SpeakerCommand {
         @OptionGroup var output: OutputOptions
         func run() async throws {
             try await SpeakerCommand.with(reach) { c in
-                var rows: [StatusJSON] = []
-                for info in await c.devices {
-                    let s = try await c.session(id: info.deviceId).status()
-                    rows.append(StatusJSON(deviceId: info.deviceId, deviceName: info.deviceName.value, state: SpeakerCommand.stateName(s.state),
-                                           streamId: s.streamId, renderedFrames: s.renderedFrames, lostPackets: s.lostPackets,
-                                           latePackets: s.latePackets, muted: s.muted))
-                }
-                try Output.emit(rows, json: output.json) {
-                    rows.map { "\($0.deviceName): \($0.state)  stream \($0.streamId)  frames \($0.renderedFrames)  lost \($0.lostPackets)  late \($0.latePackets)" }
-                        .joined(separator: "\n")
-                }
+                let rows = try await SpeakerStatusReport.of(c)
+                try Output.emit(rows, json: output.json) { rows.map(\.text).joined(separator: "\n") }
             }
         }
     }
