@@ -8,7 +8,7 @@ import TuneupKit
     static let simulatorSchemes = ["sim", "sim:headset", "sim:wearable", "sim:speaker"]
 
     @Test func theRealBackEndsKnowNoSimulator() throws {
-        #expect(DeviceRegistry.real.addressSchemes.schemes.map(\.name) == ["tcp", "serial", "usb", "bt", "ble", "speaker"])
+        #expect(DeviceRegistry.real.addressSchemes.schemes.map(\.name) == ["tcp", "serial", "usb", "hidraw", "bt", "ble", "speaker"])
         let connector = DeviceRegistry.real.connector()
         for name in Self.simulatorSchemes {
             #expect(DeviceRegistry.real.entry(named: name) == nil, "\(name)")
@@ -21,13 +21,13 @@ import TuneupKit
             Issue.record("a speaker's address was taken for a headset's")
         } catch {
             #expect(error.message == "'speaker:127.0.0.1:4000' is not a headset's address: expected tcp:HOST:PORT, serial:PATH, "
-                + "usb:VID:PID[:SERIAL] or usb:BUS-PORT[.PORT], bt:AA:BB:CC:DD:EE:FF[:CHANNEL]")
+                + "usb:VID:PID[:SERIAL] or usb:BUS-PORT[.PORT], hidraw:/dev/hidrawN, bt:AA:BB:CC:DD:EE:FF[:CHANNEL]")
         }
     }
 
     @Test func theToolsRegistryIsTheRealOneWithTheSimulators() {
         #expect(Devices.registry.addressSchemes.schemes.map(\.name) == [
-            "sim", "sim:headset", "tcp", "serial", "usb", "bt", "sim:wearable", "ble", "speaker", "sim:speaker",
+            "sim", "sim:headset", "tcp", "serial", "usb", "hidraw", "bt", "sim:wearable", "ble", "speaker", "sim:speaker",
         ])
         let real = Devices.registry.entries.filter { !Self.simulatorSchemes.contains($0.name) }
         #expect(real.map(\.address.form) == DeviceRegistry.real.entries.map(\.address.form))
