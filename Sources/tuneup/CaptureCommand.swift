@@ -26,7 +26,7 @@ struct CaptureCommand: AsyncParsableCommand {
                 that wrote the capture), and the message by name with its arguments and errors. Byte streams are \
                 reassembled per direction into whole frames. With --format json: the interfaces and every message's \
                 fields as docs/capture.md names them.
-                Example: tuneup capture show flash.pcapng --format json
+                Examples: tuneup probe --capture /tmp/probe.pcapng;  tuneup capture show /tmp/probe.pcapng --format json
                 """)
 
         @Argument(help: ArgumentHelp("The capture file.", valueName: "file.pcapng"))
