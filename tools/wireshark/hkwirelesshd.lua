@@ -8,6 +8,10 @@
 --   * discovery ("TD") and the relay ("TR"): UDP port 45454.
 -- A wrong CRC-32 is an expert warning; a frame cut short an expert note, never a Lua error.
 
+-- The helpers the dissectors share: tuneup-common.lua beside this file, loaded once.
+local common = tuneup_dissector_common
+    or dofile((debug.getinfo(1, "S").source:match("^@(.*[/\\])") or "") .. "tuneup-common.lua")
+
 local hkwhd = Proto("hkwhd", "HKWirelessHD")
 
 local requests = {
@@ -138,28 +142,16 @@ local f = {
     starts_in = ProtoField.framenum("hkwhd.starts_in", "Frame starts in", base.NONE),
     skipped = ProtoField.bytes("hkwhd.skipped", "Bytes outside any frame"),
 }
-local fl = {}
-for _, v in pairs(f) do fl[#fl + 1] = v end
-hkwhd.fields = fl
-
-local ef = {
-    bad_crc = ProtoExpert.new("hkwhd.expert.bad_crc", "Bad CRC-32", expert.group.CHECKSUM, expert.severity.WARN),
-    truncated = ProtoExpert.new("hkwhd.expert.truncated", "HKWirelessHD message cut short", expert.group.PROTOCOL,
-        expert.severity.NOTE),
-    payload = ProtoExpert.new("hkwhd.expert.payload", "Payload does not fit its type's layout",
-        expert.group.PROTOCOL, expert.severity.WARN),
-    too_large = ProtoExpert.new("hkwhd.expert.too_large", "Control frame length above 4096", expert.group.PROTOCOL,
-        expert.severity.WARN),
-    partial = ProtoExpert.new("hkwhd.expert.partial", "Control frame continues in a later packet",
-        expert.group.REASSEMBLE, expert.severity.CHAT),
-    skipped = ProtoExpert.new("hkwhd.expert.skipped", "Bytes outside any control frame skipped",
-        expert.group.PROTOCOL, expert.severity.WARN),
-    failed = ProtoExpert.new("hkwhd.expert.failed", "The speaker refused a request", expert.group.RESPONSE_CODE,
-        expert.severity.NOTE),
-}
-local el = {}
-for _, v in pairs(ef) do el[#el + 1] = v end
-hkwhd.experts = el
+local ef = common.experts("hkwhd", {
+    bad_crc = { "Bad CRC-32", "CHECKSUM", "WARN" },
+    truncated = { "HKWirelessHD message cut short", "PROTOCOL", "NOTE" },
+    payload = { "Payload does not fit its type's layout", "PROTOCOL", "WARN" },
+    too_large = { "Control frame length above 4096", "PROTOCOL", "WARN" },
+    partial = { "Control frame continues in a later packet", "REASSEMBLE", "CHAT" },
+    skipped = { "Bytes outside any control frame skipped", "PROTOCOL", "WARN" },
+    failed = { "The speaker refused a request", "RESPONSE_CODE", "NOTE" },
+})
+common.register(hkwhd, f, ef)
 
 -- CRC-32/ISO-HDLC (zlib's) ------------------------------------------------------------------------------------
 
@@ -314,131 +306,58 @@ end
 
 -- Scans stream bytes as ControlDeframer does: hunts "TS", waits for the header, refuses a length above 4096 (one
 -- byte skipped), waits for the frame; a wrong CRC is decoded and flagged, the reader goes on after the frame.
-local function control_scan(s)
-    local events = {}
-    local n = #s
-    local i = 0
-    local skip_start = nil
-    local function flush()
-        if skip_start ~= nil and i > skip_start then
-            events[#events + 1] = { kind = "skipped", start = skip_start, len = i - skip_start }
-        end
-        skip_start = nil
+local function control_step(s, i, n)
+    local rem = n - i
+    if s:byte(i + 1) ~= 0x54 or (rem >= 2 and s:byte(i + 2) ~= 0x53) then
+        local nxt = s:find("T", i + 2, true)
+        return "hunt", nxt and nxt - 1
+    elseif rem < 10 then
+        return "wait"
     end
-    while i < n do
-        local rem = n - i
-        if s:byte(i + 1) ~= 0x54 or (rem >= 2 and s:byte(i + 2) ~= 0x53) then
-            local nxt = s:find("T", i + 2, true)
-            if skip_start == nil then skip_start = i end
-            if nxt == nil then i = n break end
-            i = nxt - 1
-        elseif rem < 10 then
-            break
-        else
-            local len = s:byte(i + 9) * 256 + s:byte(i + 10)
-            if len > 4096 then
-                flush()
-                events[#events + 1] = { kind = "too_large", start = i, len = 10, length = len }
-                i = i + 1
-                skip_start = i
-            elseif rem < 14 + len then
-                break
-            else
-                flush()
-                local stored = ((s:byte(i + 11 + len) * 256 + s:byte(i + 12 + len)) * 256 + s:byte(i + 13 + len)) * 256
-                    + s:byte(i + 14 + len)
-                local bad = crc32(s, i + 1, i + 10 + len) ~= stored
-                events[#events + 1] = { kind = bad and "bad" or "frame", start = i, len = 14 + len }
-                i = i + 14 + len
-            end
-        end
-    end
-    flush()
-    return events, i
+    local len = s:byte(i + 9) * 256 + s:byte(i + 10)
+    if len > 4096 then return "reject", { kind = "too_large", len = 10, length = len } end
+    if rem < 14 + len then return "wait" end
+    local stored = ((s:byte(i + 11 + len) * 256 + s:byte(i + 12 + len)) * 256 + s:byte(i + 13 + len)) * 256
+        + s:byte(i + 14 + len)
+    local bad = crc32(s, i + 1, i + 10 + len) ~= stored
+    return "frame", { kind = bad and "bad" or "frame", len = 14 + len }
 end
+local function control_scan(s) return common.scan(s, control_step, "skipped") end
 
-local function set_info(pinfo, summaries)
-    if #summaries == 0 then return end
-    pinfo.cols.protocol = "HKWHD"
-    pinfo.cols.info = table.concat(summaries, "; ")
-end
+local function set_info(pinfo, summaries) common.set_info(pinfo, "HKWHD", summaries) end
+local set_ends = common.set_ends
 
--- The Source and Destination columns: host or device, from the direction and the side that wrote the capture
--- (docs/capture.md §1).
-local frame_description_ends = Field.new("frame.interface_description")
-local function set_ends(pinfo)
-    if pinfo.p2p_dir ~= 0 and pinfo.p2p_dir ~= 1 then return end
-    local d = frame_description_ends()
-    local device = d ~= nil and tostring(d()):sub(-13) == "; device side"
-    local from_host = (pinfo.p2p_dir == 0) ~= device
-    pinfo.cols.src = from_host and "host" or "device"
-    pinfo.cols.dst = from_host and "device" or "host"
-end
-
-local frame_interface = Field.new("frame.interface_id")
-local streams = {}
-local results = {}
+-- Control frames in Tuneup's captures (LINKTYPE_USER2): per interface and direction.
+local control_streams = common.reassembler(control_scan)
 
 function hkwhd.init()
-    streams = {}
-    results = {}
+    control_streams.reset()
 end
 
-local function feed(pinfo, tvb, key)
-    local st = streams[key]
-    if st == nil then st = { held = "", first_frame = 0 }; streams[key] = st end
-    local held = st.held
-    local s = held .. tvb:raw(0, tvb:len())
-    local evs, tail = control_scan(s)
-    local base = #held
-    local out = {}
-    for _, e in ipairs(evs) do
-        local r = { kind = e.kind, len = e.len, length = e.length }
-        if e.start >= base then
-            r.offset = e.start - base
-        else
-            r.reassembled = true
-            r.bytes = s:sub(e.start + 1, e.start + e.len)
-            r.first_frame = st.first_frame
-        end
-        out[#out + 1] = r
+-- Shows one scanned event `t` (a tvb range); returns a frame's summary. `detailed`: the too-large expert says the
+-- length (TCP's keeps the expert's own text).
+local function show_event(e, t, pinfo, tree, detailed)
+    if e.kind == "frame" or e.kind == "bad" then
+        local s, ft = dissect_control_frame(t, pinfo, tree, e.kind == "bad")
+        if e.reassembled then ft:add(f.starts_in, e.first_frame):set_generated() end
+        return s
+    elseif e.kind == "too_large" then
+        common.add_expert(tree:add(hkwhd, t, "HKWirelessHD: control header with a length above 4096"), ef.too_large,
+            detailed and string.format("length %d above 4096", e.length) or nil)
+    else
+        tree:add(f.skipped, t):add_proto_expert_info(ef.skipped)
     end
-    local result = { events = out, partial_len = 0 }
-    st.held = s:sub(tail + 1)
-    if #st.held > 0 then
-        if tail >= base then st.first_frame = pinfo.number end
-        result.partial_len = math.min(#st.held, tvb:len())
-    end
-    return result
 end
 
 local function show(tvb, pinfo, tree, result)
-    local summaries = {}
-    for _, e in ipairs(result.events) do
-        local t
-        if e.reassembled then
-            local tv = ByteArray.new(e.bytes, true):tvb("Reassembled control frame")
-            t = tv(0, tv:len())
-        else
-            t = tvb(e.offset, e.len)
-        end
-        if e.kind == "frame" or e.kind == "bad" then
-            local s, ft = dissect_control_frame(t, pinfo, tree, e.kind == "bad")
-            summaries[#summaries + 1] = s
-            if e.reassembled then ft:add(f.starts_in, e.first_frame):set_generated() end
-        elseif e.kind == "too_large" then
-            tree:add(hkwhd, t, "HKWirelessHD: control header with a length above 4096")
-                :add_proto_expert_info(ef.too_large, string.format("length %d above 4096", e.length))
-        else
-            tree:add(f.skipped, t):add_proto_expert_info(ef.skipped)
-        end
-    end
-    if result.partial_len > 0 then
-        tree:add(hkwhd, tvb(tvb:len() - result.partial_len, result.partial_len),
-            string.format("HKWirelessHD: start of a control frame (%d bytes), continued in a later packet",
-                result.partial_len)):add_proto_expert_info(ef.partial)
-        if #summaries == 0 then summaries[1] = "[control frame continues]" end
-    end
+    local summaries = common.show_stream(tvb, tree, result, {
+        reassembled = "Reassembled control frame",
+        event = function(e, t) return show_event(e, t, pinfo, tree, true) end,
+        proto = hkwhd,
+        partial = "HKWirelessHD: start of a control frame (%d bytes), continued in a later packet",
+        expert = ef.partial,
+        continues = "[control frame continues]",
+    })
     set_info(pinfo, summaries)
 end
 
@@ -446,13 +365,7 @@ local hkwhd_control = Proto("hkwhd_control", "HKWirelessHD control stream")
 function hkwhd_control.dissector(tvb, pinfo, tree)
     pinfo.cols.protocol = "HKWHD"
     set_ends(pinfo)
-    local result = results[pinfo.number]
-    if result == nil then
-        local ifid = frame_interface()
-        result = feed(pinfo, tvb, string.format("%s/%d", ifid and tostring(ifid()) or "?", pinfo.p2p_dir))
-        results[pinfo.number] = result
-    end
-    show(tvb, pinfo, tree, result)
+    show(tvb, pinfo, tree, control_streams.result(pinfo, tvb, common.stream_key(pinfo)))
     return tvb:len()
 end
 DissectorTable.get("wtap_encap"):add(wtap.USER2, hkwhd_control)
@@ -465,30 +378,10 @@ function hkwhd_tcp.dissector(tvb, pinfo, tree)
     local s = tvb:raw(0, n)
     local evs, tail = control_scan(s)
     local summaries = {}
-    for _, e in ipairs(evs) do
-        local t = tvb(e.start, e.len)
-        if e.kind == "frame" or e.kind == "bad" then
-            summaries[#summaries + 1] = dissect_control_frame(t, pinfo, tree, e.kind == "bad")
-        elseif e.kind == "too_large" then
-            tree:add(hkwhd, t, "HKWirelessHD: control header with a length above 4096"):add_proto_expert_info(ef.too_large)
-        else
-            tree:add(f.skipped, t):add_proto_expert_info(ef.skipped)
-        end
-    end
+    for _, e in ipairs(evs) do summaries[#summaries + 1] = show_event(e, tvb(e.start, e.len), pinfo, tree, false) end
     set_info(pinfo, summaries)
-    if tail < n then
-        if tvb:reported_length_remaining(tail) > n - tail then
-            tree:add(hkwhd, tvb(tail, n - tail), "HKWirelessHD: frame cut short by the capture")
-                :add_proto_expert_info(ef.truncated)
-            return n
-        end
-        pinfo.desegment_offset = tail
-        if n - tail >= 10 then
-            pinfo.desegment_len = 14 + s:byte(tail + 9) * 256 + s:byte(tail + 10) - (n - tail)
-        else
-            pinfo.desegment_len = DESEGMENT_ONE_MORE_SEGMENT
-        end
-    end
+    local more = n - tail >= 10 and 14 + s:byte(tail + 9) * 256 + s:byte(tail + 10) - (n - tail) or nil
+    common.desegment(tvb, pinfo, tree, tail, more, hkwhd, "HKWirelessHD: frame cut short by the capture", ef.truncated)
     return n
 end
 DissectorTable.get("tcp.port"):add(45455, hkwhd_tcp)
@@ -516,16 +409,32 @@ local function check_crc(t, tree, n)
     return bad
 end
 
-local function dissect_audio(tvb, pinfo, tree)
+-- The item of an audio or clock datagram (`name`), or nil when it is shorter than `min` bytes (`need` says how long
+-- it should be: an expert note, and the Info column says it is cut short).
+local function datagram(tvb, pinfo, tree, name, min, need)
     local n = tvb:len()
     pinfo.cols.protocol = "HKWHD"
     set_ends(pinfo)
-    local at = tree:add(hkwhd, tvb(), "HKWirelessHD audio datagram")
-    if n < 40 then
-        at:add_proto_expert_info(ef.truncated, string.format("an audio datagram is at least 40 bytes, got %d", n))
-        pinfo.cols.info = "audio datagram cut short"
-        return n
+    local item = tree:add(hkwhd, tvb(), "HKWirelessHD " .. name .. " datagram")
+    if n < min then
+        item:add_proto_expert_info(ef.truncated, string.format("%s, got %d", need, n))
+        pinfo.cols.info = name .. " datagram cut short"
+        return nil
     end
+    return item
+end
+
+-- A datagram's summary (its CRC `bad` or not): on its item and in the Info column.
+local function datagram_info(item, pinfo, info, bad)
+    if bad then info = info .. " [bad CRC]" end
+    item:append_text(": " .. info)
+    pinfo.cols.info = info
+end
+
+local function dissect_audio(tvb, pinfo, tree)
+    local n = tvb:len()
+    local at = datagram(tvb, pinfo, tree, "audio", 40, "an audio datagram is at least 40 bytes")
+    if at == nil then return n end
     at:add(f.magic, tvb(0, 2)); at:add(f.dgram_version, tvb(2, 1))
     local fi = at:add(f.audio_flags, tvb(3, 1))
     fi:add(f.audio_end, tvb(3, 1)); fi:add(f.audio_flac, tvb(3, 1))
@@ -537,30 +446,20 @@ local function dissect_audio(tvb, pinfo, tree)
     local flags = tvb(3, 1):uint()
     local info = string.format("audio stream %d seq %d frames %d%s%s", tvb(4, 4):uint(), tvb(8, 4):uint(),
         tvb(34, 2):uint(), bit32.band(flags, 2) ~= 0 and " FLAC" or "", bit32.band(flags, 1) ~= 0 and " end" or "")
-    if bad then info = info .. " [bad CRC]" end
-    at:append_text(": " .. info)
-    pinfo.cols.info = info
+    datagram_info(at, pinfo, info, bad)
     return n
 end
 
 local function dissect_clock(tvb, pinfo, tree)
     local n = tvb:len()
-    pinfo.cols.protocol = "HKWHD"
-    set_ends(pinfo)
-    local ct = tree:add(hkwhd, tvb(), "HKWirelessHD clock datagram")
-    if n < 32 then
-        ct:add_proto_expert_info(ef.truncated, string.format("a clock datagram is 32 bytes, got %d", n))
-        pinfo.cols.info = "clock datagram cut short"
-        return n
-    end
+    local ct = datagram(tvb, pinfo, tree, "clock", 32, "a clock datagram is 32 bytes")
+    if ct == nil then return n end
     ct:add(f.magic, tvb(0, 2)); ct:add(f.dgram_version, tvb(2, 1)); ct:add(f.clock_type, tvb(3, 1))
     ct:add(f.clock_t1, tvb(4, 8)); ct:add(f.clock_t2, tvb(12, 8)); ct:add(f.clock_t3, tvb(20, 8))
     local bad = check_crc(tvb, ct, 32)
     if n > 32 then ct:add_proto_expert_info(ef.payload, string.format("%d bytes after the CRC", n - 32)) end
     local info = "clock " .. (clock_types[tvb(3, 1):uint()] or "type ?") .. " t1 " .. tostring(tvb(4, 8):uint64())
-    if bad then info = info .. " [bad CRC]" end
-    ct:append_text(": " .. info)
-    pinfo.cols.info = info
+    datagram_info(ct, pinfo, info, bad)
     return n
 end
 

@@ -9,6 +9,10 @@
 --     control endpoint (a heuristic for devices whose descriptors were not captured, and the HID class otherwise).
 -- A bad SPP checksum is an expert warning; a frame cut short is an expert note, never a Lua error.
 
+-- The helpers the dissectors share: tuneup-common.lua beside this file, loaded once.
+local common = tuneup_dissector_common
+    or dofile((debug.getinfo(1, "S").source:match("^@(.*[/\\])") or "") .. "tuneup-common.lua")
+
 local lightx = Proto("lightx", "LightX")
 -- HID reports that complete no message (a header whose buffer follows, a host's buffer before its header).
 local lightx_hid_proto = Proto("lightx_hid", "LightX HID report")
@@ -150,49 +154,27 @@ local f = {
     reassembled_in = ProtoField.framenum("lightx.starts_in", "Frame starts in", base.NONE),
     garbage = ProtoField.bytes("lightx.skipped", "Bytes outside any frame"),
 }
-local fields = {}
 local short_names = {}
 -- The Info column's names: the field's name after "lightx.arg." where the table's key differs.
 local info_names = { image = "image_type", caps_queue = "queue_depth", caps_flags = "flags", refusal = "reason",
     resource_base = "base", eq_preset = "eq_preset", calibration_state = "calibration_state" }
-for k, v in pairs(f) do fields[#fields + 1] = v; short_names[v] = info_names[k] or k end
-lightx.fields = fields
+for k, v in pairs(f) do short_names[v] = info_names[k] or k end
 
-local ef = {
-    bad_checksum = ProtoExpert.new("lightx.expert.bad_checksum", "Bad SPP checksum", expert.group.CHECKSUM,
-        expert.severity.WARN),
-    bad_length = ProtoExpert.new("lightx.expert.bad_length", "SPP length outside 19...275", expert.group.PROTOCOL,
-        expert.severity.WARN),
-    truncated = ProtoExpert.new("lightx.expert.truncated", "LightX frame cut short", expert.group.PROTOCOL,
-        expert.severity.NOTE),
-    partial = ProtoExpert.new("lightx.expert.partial", "SPP frame continues in a later packet",
-        expert.group.REASSEMBLE, expert.severity.CHAT),
-    garbage = ProtoExpert.new("lightx.expert.garbage", "Bytes outside any SPP frame skipped", expert.group.PROTOCOL,
-        expert.severity.WARN),
-    argument = ProtoExpert.new("lightx.expert.argument", "Argument does not fit the command's layout",
-        expert.group.PROTOCOL, expert.severity.WARN),
-    status = ProtoExpert.new("lightx.expert.status", "The device refused the request", expert.group.RESPONSE_CODE,
-        expert.severity.NOTE),
-    hid = ProtoExpert.new("lightx.expert.hid", "Unexpected HID report", expert.group.PROTOCOL, expert.severity.WARN),
-}
-local experts = {}
-for _, v in pairs(ef) do experts[#experts + 1] = v end
-lightx.experts = experts
+local ef = common.experts("lightx", {
+    bad_checksum = { "Bad SPP checksum", "CHECKSUM", "WARN" },
+    bad_length = { "SPP length outside 19...275", "PROTOCOL", "WARN" },
+    truncated = { "LightX frame cut short", "PROTOCOL", "NOTE" },
+    partial = { "SPP frame continues in a later packet", "REASSEMBLE", "CHAT" },
+    garbage = { "Bytes outside any SPP frame skipped", "PROTOCOL", "WARN" },
+    argument = { "Argument does not fit the command's layout", "PROTOCOL", "WARN" },
+    status = { "The device refused the request", "RESPONSE_CODE", "NOTE" },
+    hid = { "Unexpected HID report", "PROTOCOL", "WARN" },
+})
+common.register(lightx, f, ef)
 
 lightx.prefs.tcp_port = Pref.uint("TCP port", 4100, "TCP port of LightX over SPP framing (0: heuristic only)")
 
-
--- The Source and Destination columns: host or device, from the direction and the side that wrote the capture
--- (docs/capture.md §1).
-local frame_description_ends = Field.new("frame.interface_description")
-local function set_ends(pinfo)
-    if pinfo.p2p_dir ~= 0 and pinfo.p2p_dir ~= 1 then return end
-    local d = frame_description_ends()
-    local device = d ~= nil and tostring(d()):sub(-13) == "; device side"
-    local from_host = (pinfo.p2p_dir == 0) ~= device
-    pinfo.cols.src = from_host and "host" or "device"
-    pinfo.cols.dst = from_host and "device" or "host"
-end
+local set_ends = common.set_ends
 
 -- Arguments ----------------------------------------------------------------------------------------------------
 
@@ -410,19 +392,8 @@ end
 
 -- One packet -----------------------------------------------------------------------------------------------------
 
--- Whether a message came from the host: outbound on a host-side interface or inbound on a device-side one
--- (docs/capture.md §1: the role ends `if_description`). nil when the capture says no direction (plain TCP).
-local frame_description = Field.new("frame.interface_description")
-local function from_host_by_direction(pinfo)
-    if pinfo.p2p_dir ~= 0 and pinfo.p2p_dir ~= 1 then return nil end
-    local device = false
-    local d = frame_description()
-    if d ~= nil then
-        local text = tostring(d())
-        device = text:sub(-13) == "; device side"
-    end
-    return (pinfo.p2p_dir == 0) ~= device
-end
+-- Whether a message came from the host (docs/capture.md §1); nil when the capture says no direction (plain TCP).
+local from_host_by_direction = common.from_host
 
 -- `t`: a tvb range holding the 12-byte header and the buffer. `from_host`: true, false, or nil to infer from the
 -- modules (a device's replies come from the application on byte streams). `extra(tree)` adds the transport's fields
@@ -482,61 +453,26 @@ local function spp_sum(s, first, last)
     return sum % 256
 end
 
--- Scans `s` (a Lua string of stream bytes) as SPPStreamDecoder does. Returns events
--- { kind = "frame" | "bad_checksum" | "bad_length" | "garbage", start = 0-based offset, len = bytes } and the
--- offset of the undecided tail (a partial frame or a possible start of the magic), which is #s when none.
-local function spp_scan(s)
-    local events = {}
-    local n = #s
-    local i = 0 -- 0-based
-    local garbage_start = nil
-    local rejected_end = 0 -- where the last rejected candidate ends: bytes before it were part of it
-    local function skip(count)
-        if garbage_start == nil then garbage_start = i end
-        i = i + count
+-- Judges stream bytes as SPPStreamDecoder does (common.scan): events { kind = "frame" | "bad_checksum" |
+-- "bad_length" | "garbage", start = 0-based offset, len = bytes }; a bad length skips the magic's first byte.
+local function spp_step(s, i, n)
+    local rem = n - i
+    local want = math.min(4, rem)
+    if s:sub(i + 1, i + want) ~= MAGIC:sub(1, want) then
+        -- Hunt for the next 0xFF (a possible frame start).
+        local nxt = s:find("\255", i + 2, true)
+        return "hunt", nxt and nxt - 1
+    elseif rem < 6 then
+        return "wait"
     end
-    local function flush()
-        if garbage_start ~= nil and i > garbage_start then
-            events[#events + 1] = { kind = "garbage", start = garbage_start, len = i - garbage_start,
-                inside = i <= rejected_end }
-        end
-        garbage_start = nil
-    end
-    while i < n do
-        local rem = n - i
-        local want = math.min(4, rem)
-        if s:sub(i + 1, i + want) ~= MAGIC:sub(1, want) then
-            -- Hunt for the next 0xFF (a possible frame start).
-            local nxt = s:find("\255", i + 2, true)
-            if nxt == nil then skip(n - i) break end
-            skip(nxt - 1 - i)
-        elseif rem < 6 then
-            break
-        else
-            local len = s:byte(i + 5) * 256 + s:byte(i + 6)
-            if len < 19 or len > 275 then
-                flush()
-                events[#events + 1] = { kind = "bad_length", start = i, len = 6, length = len }
-                i = i + 1
-                garbage_start = i
-            elseif rem < len then
-                break
-            elseif spp_sum(s, i + 1, i + len) ~= 0 then
-                flush()
-                -- docs/capture.md: decoded all the same, then the reader goes on after the frame.
-                events[#events + 1] = { kind = "bad_checksum", start = i, len = len }
-                i = i + len
-            else
-                flush()
-                events[#events + 1] = { kind = "frame", start = i, len = len }
-                i = i + len
-            end
-        end
-    end
-    flush()
-    -- Garbage events that are just the one byte after a rejected candidate inside it are kept: they are skipped bytes.
-    return events, i
+    local len = s:byte(i + 5) * 256 + s:byte(i + 6)
+    if len < 19 or len > 275 then return "reject", { kind = "bad_length", len = 6, length = len } end
+    if rem < len then return "wait" end
+    -- docs/capture.md: a bad checksum's frame is decoded all the same, then the reader goes on after the frame.
+    if spp_sum(s, i + 1, i + len) ~= 0 then return "frame", { kind = "bad_checksum", len = len } end
+    return "frame", { kind = "frame", len = len }
 end
+local function spp_scan(s) return common.scan(s, spp_step, "garbage") end
 
 -- Dissects one whole SPP frame `t` (a tvb range of exactly the frame's length). Returns the summary.
 local function dissect_spp_frame(t, pinfo, tree, bad, from_host)
@@ -559,114 +495,56 @@ local function dissect_spp_frame(t, pinfo, tree, bad, from_host)
     return summary, ft
 end
 
-local function set_info(pinfo, summaries)
-    if #summaries == 0 then return end
-    pinfo.cols.protocol = "LightX"
-    pinfo.cols.info = table.concat(summaries, "; ")
+local function set_info(pinfo, summaries) common.set_info(pinfo, "LightX", summaries) end
+
+-- Shows one scanned event `t` (a tvb range); returns a frame's summary. `detailed`: the experts say the length (TCP's
+-- keep the experts' own text).
+local function show_event(e, t, pinfo, tree, from_host, detailed)
+    if e.kind == "frame" or e.kind == "bad_checksum" then
+        local s, ft = dissect_spp_frame(t, pinfo, tree, e.kind == "bad_checksum", from_host)
+        if e.reassembled then ft:add(f.reassembled_in, e.first_frame):set_generated() end
+        return s
+    elseif e.kind == "bad_length" then
+        common.add_expert(tree:add(lightx, t, "LightX: SPP header with a bad length"), ef.bad_length,
+            detailed and string.format("SPP length %d outside 19...275", e.length) or nil)
+    else
+        common.add_expert(tree:add(f.garbage, t), ef.garbage,
+            detailed and string.format("%d bytes outside any SPP frame skipped", e.len) or nil)
+    end
 end
 
--- Displays the events of one packet. `t` is the packet's tvb, `base` the stream offset of its first byte in the
--- scanned string `s` (bytes before it came in earlier packets).
+-- Displays the events of one packet (common.show_stream).
 local function show_events(tvb, pinfo, tree, result)
-    local summaries = {}
     local from_host = from_host_by_direction(pinfo)
-    for _, e in ipairs(result.events) do
-        local t
-        if e.reassembled then
-            t = ByteArray.new(e.bytes, true):tvb("Reassembled SPP frame")
-        else
-            t = tvb(e.offset, e.len):tvb()
-        end
-        if e.kind == "frame" or e.kind == "bad_checksum" then
-            local s, ft = dissect_spp_frame(t(0, t:len()), pinfo, tree, e.kind == "bad_checksum", from_host)
-            summaries[#summaries + 1] = s
-            if e.reassembled then
-                ft:add(f.reassembled_in, e.first_frame):set_generated()
-            end
-        elseif e.kind == "bad_length" then
-            local item = tree:add(lightx, t(0, t:len()), "LightX: SPP header with a bad length")
-            item:add_proto_expert_info(ef.bad_length, string.format("SPP length %d outside 19...275", e.length))
-        elseif e.kind == "garbage" then
-            local item = tree:add(f.garbage, t(0, t:len()))
-            if e.inside then
-                item:append_text(" (the rest of the rejected frame, searched for a frame start)")
-            else
-                item:add_proto_expert_info(ef.garbage, string.format("%d bytes outside any SPP frame skipped", e.len))
-            end
-        end
-    end
-    if result.partial_len and result.partial_len > 0 then
-        local item = tree:add(lightx, tvb(tvb:len() - result.partial_len, result.partial_len),
-            string.format("LightX: start of an SPP frame (%d bytes), continued in a later packet", result.partial_len))
-        item:add_proto_expert_info(ef.partial)
-        if #summaries == 0 then summaries[1] = "[SPP frame continues]" end
-    end
+    local summaries = common.show_stream(tvb, tree, result, {
+        reassembled = "Reassembled SPP frame",
+        event = function(e, range)
+            local t = range:tvb()
+            return show_event(e, t(0, t:len()), pinfo, tree, from_host, true)
+        end,
+        proto = lightx,
+        partial = "LightX: start of an SPP frame (%d bytes), continued in a later packet",
+        expert = ef.partial,
+        continues = "[SPP frame continues]",
+    })
     set_info(pinfo, summaries)
 end
 
--- Byte streams in Tuneup's captures (LINKTYPE_USER0): per interface and direction.
-local frame_interface = Field.new("frame.interface_id")
-local streams = {}
-local results = {}
-
-local function stream_key(pinfo)
-    local ifid = frame_interface()
-    return string.format("%s/%d", ifid and tostring(ifid()) or "?", pinfo.p2p_dir)
-end
-
--- Feeds one packet's bytes to its stream (first pass) and records what it completes.
-local function feed(pinfo, tvb, key)
-    local st = streams[key]
-    if st == nil then st = { held = "", first_frame = 0 }; streams[key] = st end
-    local chunk = tvb:raw(0, tvb:len())
-    local held = st.held
-    local s = held .. chunk
-    local events, tail = spp_scan(s)
-    local out = {}
-    local base = #held
-    for _, e in ipairs(events) do
-        local r = { kind = e.kind, len = e.len, length = e.length, inside = e.inside }
-        if e.start >= base then
-            r.offset = e.start - base
-        elseif e.start + e.len <= base then
-            -- Entirely in held bytes (a rejected candidate's skipped bytes): shown as they were.
-            r.reassembled = true
-            r.bytes = s:sub(e.start + 1, e.start + e.len)
-            r.first_frame = st.first_frame
-        else
-            r.reassembled = true
-            r.bytes = s:sub(e.start + 1, e.start + e.len)
-            r.first_frame = st.first_frame
-        end
-        out[#out + 1] = r
-    end
-    local result = { events = out, partial_len = 0 }
-    st.held = s:sub(tail + 1)
-    if #st.held > 0 then
-        if tail >= base then st.first_frame = pinfo.number end
-        result.partial_len = math.min(#st.held, tvb:len())
-    end
-    return result
-end
+-- Byte streams in Tuneup's captures (LINKTYPE_USER0): per interface and direction. A rejected candidate's skipped
+-- bytes entirely in held bytes are shown as they were, reassembled.
+local spp_streams = common.reassembler(spp_scan)
 
 local function dissect_stream(tvb, pinfo, tree)
-    local result = results[pinfo.number]
-    if result == nil then
-        result = feed(pinfo, tvb, stream_key(pinfo))
-        results[pinfo.number] = result
-    end
+    pinfo.cols.protocol = "LightX"
+    local result = spp_streams.result(pinfo, tvb, common.stream_key(pinfo))
     set_ends(pinfo)
     show_events(tvb, pinfo, tree, result)
-    if #result.events == 0 and result.partial_len == 0 then pinfo.cols.protocol = "LightX" end
     return tvb:len()
 end
 
 -- LINKTYPE_USER0: a LightX byte stream.
 local lightx_stream = Proto("lightx_stream", "LightX byte stream")
-function lightx_stream.dissector(tvb, pinfo, tree)
-    pinfo.cols.protocol = "LightX"
-    return dissect_stream(tvb, pinfo, tree)
-end
+lightx_stream.dissector = dissect_stream
 DissectorTable.get("wtap_encap"):add(wtap.USER0, lightx_stream)
 -- RFCOMM (btmon's btsnoop captures of `bt:` links): Decode As on the channel; the frames are reassembled the same way.
 local rfcomm = DissectorTable.get("btrfcomm.dlci")
@@ -674,48 +552,24 @@ if rfcomm ~= nil then rfcomm:add_for_decode_as(lightx_stream) end
 
 -- TCP: desegmented by TCP itself.
 local function dissect_tcp(tvb, pinfo, tree)
+    pinfo.cols.protocol = "LightX"
     local n = tvb:len()
     local s = tvb:raw(0, n)
     local events, tail = spp_scan(s)
     local summaries = {}
     for _, e in ipairs(events) do
-        local t = tvb(e.start, e.len)
-        if e.kind == "frame" or e.kind == "bad_checksum" then
-            summaries[#summaries + 1] = dissect_spp_frame(t, pinfo, tree, e.kind == "bad_checksum", nil)
-        elseif e.kind == "bad_length" then
-            tree:add(lightx, t, "LightX: SPP header with a bad length"):add_proto_expert_info(ef.bad_length)
-        elseif e.inside then
-            tree:add(f.garbage, t):append_text(" (the rest of the rejected frame, searched for a frame start)")
-        else
-            tree:add(f.garbage, t):add_proto_expert_info(ef.garbage)
-        end
+        summaries[#summaries + 1] = show_event(e, tvb(e.start, e.len), pinfo, tree, nil, false)
     end
     set_info(pinfo, summaries)
-    if tail < n then
-        if tvb:reported_length_remaining(tail) > n - tail then
-            -- The capture cut the packet (snaplen): what is there is all there will be.
-            tree:add(lightx, tvb(tail, n - tail), "LightX: frame cut short by the capture")
-                :add_proto_expert_info(ef.truncated)
-            return n
-        end
-        pinfo.desegment_offset = tail
-        local rem = n - tail
-        if rem >= 6 and s:sub(tail + 1, tail + 4) == MAGIC then
-            local len = s:byte(tail + 5) * 256 + s:byte(tail + 6)
-            pinfo.desegment_len = len - rem
-        else
-            pinfo.desegment_len = DESEGMENT_ONE_MORE_SEGMENT
-        end
-        return n
-    end
+    local rem = n - tail
+    local more = rem >= 6 and s:sub(tail + 1, tail + 4) == MAGIC and s:byte(tail + 5) * 256 + s:byte(tail + 6) - rem
+        or nil
+    common.desegment(tvb, pinfo, tree, tail, more, lightx, "LightX: frame cut short by the capture", ef.truncated)
     return n
 end
 
 local lightx_tcp = Proto("lightx_tcp", "LightX over TCP")
-function lightx_tcp.dissector(tvb, pinfo, tree)
-    pinfo.cols.protocol = "LightX"
-    return dissect_tcp(tvb, pinfo, tree)
-end
+lightx_tcp.dissector = dissect_tcp
 
 local function heuristic_tcp(tvb, pinfo, tree)
     if tvb:len() < 6 then return false end
@@ -897,9 +751,8 @@ function lightx_hid.dissector(tvb, pinfo, tree)
         pinfo.cols.info = string.format("GET_REPORT 0x%02X", tvb(0, 1):uint())
         return 1
     end
-    local ifid = frame_interface()
     set_ends(pinfo)
-    hid_dissect_report(tvb(0, tvb:len()), pinfo, tree, "if " .. (ifid and tostring(ifid()) or "?"),
+    hid_dissect_report(tvb(0, tvb:len()), pinfo, tree, "if " .. common.interface_key(),
         from_host_by_direction(pinfo))
     return tvb:len()
 end
@@ -980,8 +833,7 @@ end
 DissectorTable.get("usb.control"):add(3, lightx_usb)
 
 function lightx.init()
-    streams = {}
-    results = {}
+    spp_streams.reset()
     hid_init()
     urbs = {}
 end

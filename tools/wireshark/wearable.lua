@@ -7,6 +7,10 @@
 -- Characteristic values are decoded by what their handle holds: handles learnt from the capture's discovery (Tuneup's
 -- discover response, ATT Read By Type of characteristic declarations), else the simulated wearable's layout.
 
+-- The helpers the dissectors share: tuneup-common.lua beside this file, loaded once.
+local common = tuneup_dissector_common
+    or dofile((debug.getinfo(1, "S").source:match("^@(.*[/\\])") or "") .. "tuneup-common.lua")
+
 local wearable = Proto("wearable", "Bose Wearable")
 
 local opcodes = {
@@ -114,27 +118,15 @@ local f = {
     starts_in = ProtoField.framenum("wearable.starts_in", "Frame starts in", base.NONE),
     skipped = ProtoField.bytes("wearable.skipped", "Bytes outside any frame"),
 }
-local fl = {}
-for _, v in pairs(f) do fl[#fl + 1] = v end
-wearable.fields = fl
-
-local ef = {
-    truncated = ProtoExpert.new("wearable.expert.truncated", "Wearable PDU cut short", expert.group.PROTOCOL,
-        expert.severity.NOTE),
-    value = ProtoExpert.new("wearable.expert.value", "Value does not fit its characteristic's layout",
-        expert.group.PROTOCOL, expert.severity.WARN),
-    bad_length = ProtoExpert.new("wearable.expert.bad_length", "Frame length 0 or above 600", expert.group.PROTOCOL,
-        expert.severity.WARN),
-    skipped = ProtoExpert.new("wearable.expert.skipped", "Bytes outside any frame skipped", expert.group.PROTOCOL,
-        expert.severity.WARN),
-    partial = ProtoExpert.new("wearable.expert.partial", "Frame continues in a later packet", expert.group.REASSEMBLE,
-        expert.severity.CHAT),
-    refused = ProtoExpert.new("wearable.expert.refused", "The device refused a request", expert.group.RESPONSE_CODE,
-        expert.severity.NOTE),
-}
-local el = {}
-for _, v in pairs(ef) do el[#el + 1] = v end
-wearable.experts = el
+local ef = common.experts("wearable", {
+    truncated = { "Wearable PDU cut short", "PROTOCOL", "NOTE" },
+    value = { "Value does not fit its characteristic's layout", "PROTOCOL", "WARN" },
+    bad_length = { "Frame length 0 or above 600", "PROTOCOL", "WARN" },
+    skipped = { "Bytes outside any frame skipped", "PROTOCOL", "WARN" },
+    partial = { "Frame continues in a later packet", "REASSEMBLE", "CHAT" },
+    refused = { "The device refused a request", "RESPONSE_CODE", "NOTE" },
+})
+common.register(wearable, f, ef)
 
 -- Per capture: value handle -> characteristic name, and the sample lengths SensorInformation gave.
 local handles = {}
@@ -156,6 +148,20 @@ local function short(tree, t, n, what)
     return false
 end
 
+-- Calls `add(o)` for each whole `size`-byte entry of `t`; bytes after the last entry are an expert warning when
+-- `warn` says so.
+local function entries(tree, t, size, warn, add)
+    local n = t:len()
+    local o = 0
+    while o + size <= n do
+        add(o)
+        o = o + size
+    end
+    if warn and o < n then
+        tree:add_proto_expert_info(ef.value, string.format("%d bytes after the last %d-byte entry", n - o, size))
+    end
+end
+
 local value_decoders = {}
 value_decoders.wearableDeviceInformation = function(tree, t)
     if short(tree, t, 19, "DeviceInformation") then return end
@@ -164,28 +170,20 @@ value_decoders.wearableDeviceInformation = function(tree, t)
     tree:add(f.max_payload, t(14, 2)); tree:add(f.max_active, t(16, 1)); tree:add(f.status, t(17, 2))
 end
 value_decoders.sensorInformation = function(tree, t)
-    local n = t:len()
-    local o = 0
-    while o + 12 <= n do
+    entries(tree, t, 12, true, function(o)
         local e = tree:add(t(o, 12), "Sensor " .. (sensors[t(o, 1):uint()] or tostring(t(o, 1):uint())))
         e:add(f.sensor, t(o, 1)); e:add(f.min_scaled, t(o + 1, 2)); e:add(f.max_scaled, t(o + 3, 2))
         e:add(f.min_raw, t(o + 5, 2)); e:add(f.max_raw, t(o + 7, 2)); e:add(f.periods, t(o + 9, 2))
         e:add(f.sample_length, t(o + 11, 1))
         lengths[t(o, 1):uint()] = t(o + 11, 1):uint()
-        o = o + 12
-    end
-    if o < n then tree:add_proto_expert_info(ef.value, string.format("%d bytes after the last 12-byte entry", n - o)) end
+    end)
 end
 value_decoders.sensorConfiguration = function(tree, t)
-    local n = t:len()
-    local o = 0
-    while o + 3 <= n do
+    entries(tree, t, 3, true, function(o)
         local e = tree:add(t(o, 3), string.format("%s at %d ms", sensors[t(o, 1):uint()] or tostring(t(o, 1):uint()),
             t(o + 1, 2):uint()))
         e:add(f.sensor, t(o, 1)); e:add(f.period, t(o + 1, 2))
-        o = o + 3
-    end
-    if o < n then tree:add_proto_expert_info(ef.value, string.format("%d bytes after the last 3-byte entry", n - o)) end
+    end)
 end
 value_decoders.sensorData = function(tree, t)
     local n = t:len()
@@ -218,18 +216,10 @@ value_decoders.sensorData = function(tree, t)
     end
 end
 value_decoders.gestureInformation = function(tree, t)
-    local o = 0
-    while o + 3 <= t:len() do
-        tree:add(f.gesture, t(o, 1)); tree:add(f.gesture_payload, t(o + 1, 2))
-        o = o + 3
-    end
+    entries(tree, t, 3, false, function(o) tree:add(f.gesture, t(o, 1)); tree:add(f.gesture_payload, t(o + 1, 2)) end)
 end
 value_decoders.gestureConfiguration = function(tree, t)
-    local o = 0
-    while o + 2 <= t:len() do
-        tree:add(f.gesture, t(o, 1)); tree:add(f.gesture_enabled, t(o + 1, 1))
-        o = o + 2
-    end
+    entries(tree, t, 2, false, function(o) tree:add(f.gesture, t(o, 1)); tree:add(f.gesture_enabled, t(o + 1, 1)) end)
 end
 value_decoders.gestureData = function(tree, t)
     if short(tree, t, 3, "GestureData") then return end
@@ -386,42 +376,19 @@ end
 
 -- Scans stream bytes as GATTStreamDecoder does: bytes before a 57 are skipped; a length of 0 or above 600 is noise
 -- (the 57 is skipped).
-local function scan(s)
-    local events = {}
-    local n = #s
-    local i = 0
-    local skip_start = nil
-    local function flush()
-        if skip_start ~= nil and i > skip_start then
-            events[#events + 1] = { kind = "skipped", start = skip_start, len = i - skip_start }
-        end
-        skip_start = nil
+local function frame_step(s, i, n)
+    if s:byte(i + 1) ~= 0x57 then
+        local nxt = s:find("W", i + 2, true)
+        return "hunt", nxt and nxt - 1
+    elseif n - i < 3 then
+        return "wait"
     end
-    while i < n do
-        if s:byte(i + 1) ~= 0x57 then
-            if skip_start == nil then skip_start = i end
-            local nxt = s:find("W", i + 2, true)
-            if nxt == nil then i = n break end
-            i = nxt - 1
-        elseif n - i < 3 then
-            break
-        else
-            local len = s:byte(i + 2) * 256 + s:byte(i + 3)
-            if len == 0 or len > 600 then
-                if skip_start == nil then skip_start = i end
-                i = i + 1
-            elseif n - i < 3 + len then
-                break
-            else
-                flush()
-                events[#events + 1] = { kind = "frame", start = i, len = 3 + len }
-                i = i + 3 + len
-            end
-        end
-    end
-    flush()
-    return events, i
+    local len = s:byte(i + 2) * 256 + s:byte(i + 3)
+    if len == 0 or len > 600 then return "noise" end
+    if n - i < 3 + len then return "wait" end
+    return "frame", { kind = "frame", len = 3 + len }
 end
+local function scan(s) return common.scan(s, frame_step, "skipped") end
 
 local function dissect_frame(t, pinfo, tree, key)
     local n = t:len()
@@ -433,91 +400,39 @@ local function dissect_frame(t, pinfo, tree, key)
     return s, ft
 end
 
--- The Source and Destination columns: host or device, from the direction and the side that wrote the capture
--- (docs/capture.md §1).
-local frame_description_ends = Field.new("frame.interface_description")
-local function set_ends(pinfo)
-    if pinfo.p2p_dir ~= 0 and pinfo.p2p_dir ~= 1 then return end
-    local d = frame_description_ends()
-    local device = d ~= nil and tostring(d()):sub(-13) == "; device side"
-    local from_host = (pinfo.p2p_dir == 0) ~= device
-    pinfo.cols.src = from_host and "host" or "device"
-    pinfo.cols.dst = from_host and "device" or "host"
-end
+local set_ends = common.set_ends
+local interface_key = common.interface_key
 
-local frame_interface = Field.new("frame.interface_id")
-local streams = {}
-local results = {}
+-- Tuneup's framing in its captures (LINKTYPE_USER5): per interface and direction.
+local frame_streams = common.reassembler(scan)
 
 function wearable.init()
-    streams = {}
-    results = {}
+    frame_streams.reset()
     handles = {}
     lengths = {}
     last_read = {}
-end
-
-local function interface_key()
-    local ifid = frame_interface()
-    return ifid and tostring(ifid()) or "?"
-end
-
-local function feed(pinfo, tvb, key)
-    local st = streams[key]
-    if st == nil then st = { held = "", first_frame = 0 }; streams[key] = st end
-    local held = st.held
-    local s = held .. tvb:raw(0, tvb:len())
-    local evs, tail = scan(s)
-    local base = #held
-    local out = {}
-    for _, e in ipairs(evs) do
-        local r = { kind = e.kind, len = e.len }
-        if e.start >= base then r.offset = e.start - base
-        else r.reassembled = true; r.bytes = s:sub(e.start + 1, e.start + e.len); r.first_frame = st.first_frame end
-        out[#out + 1] = r
-    end
-    local result = { events = out, partial_len = 0 }
-    st.held = s:sub(tail + 1)
-    if #st.held > 0 then
-        if tail >= base then st.first_frame = pinfo.number end
-        result.partial_len = math.min(#st.held, tvb:len())
-    end
-    return result
 end
 
 local wearable_stream = Proto("wearable_stream", "Bose Wearable GATT framing")
 function wearable_stream.dissector(tvb, pinfo, tree)
     pinfo.cols.protocol = "Wearable"
     set_ends(pinfo)
-    local result = results[pinfo.number]
-    local first = result == nil
-    if first then
-        result = feed(pinfo, tvb, string.format("%s/%d", interface_key(), pinfo.p2p_dir))
-        results[pinfo.number] = result
-    end
-    local summaries = {}
-    for _, e in ipairs(result.events) do
-        local t
-        if e.reassembled then
-            local tv = ByteArray.new(e.bytes, true):tvb("Reassembled GATT frame")
-            t = tv(0, tv:len())
-        else
-            t = tvb(e.offset, e.len)
-        end
-        if e.kind == "frame" then
-            local s, ft = dissect_frame(t, pinfo, tree, interface_key())
-            summaries[#summaries + 1] = s
-            if e.reassembled then ft:add(f.starts_in, e.first_frame):set_generated() end
-        else
+    local result = frame_streams.result(pinfo, tvb, common.stream_key(pinfo))
+    local summaries = common.show_stream(tvb, tree, result, {
+        reassembled = "Reassembled GATT frame",
+        event = function(e, t)
+            if e.kind == "frame" then
+                local s, ft = dissect_frame(t, pinfo, tree, interface_key())
+                if e.reassembled then ft:add(f.starts_in, e.first_frame):set_generated() end
+                return s
+            end
             tree:add(f.skipped, t):add_proto_expert_info(ef.skipped)
-        end
-    end
-    if result.partial_len > 0 then
-        tree:add(wearable, tvb(tvb:len() - result.partial_len, result.partial_len),
-            string.format("Bose Wearable: start of a frame (%d bytes), continued in a later packet", result.partial_len))
-            :add_proto_expert_info(ef.partial)
-        if #summaries == 0 then summaries[1] = "[frame continues]" end
-    end
+        end,
+        proto = wearable,
+        partial = "Bose Wearable: start of a frame (%d bytes), continued in a later packet",
+        expert = ef.partial,
+        continues = "[frame continues]",
+    })
     pinfo.cols.info = table.concat(summaries, "; ")
     return tvb:len()
 end
