@@ -292,12 +292,13 @@ public enum HIDRawDevices {
         return String(cString: resolved)
     }
 
-    /// A small file's text (at most 16 KiB), nil when it cannot be read.
-    static func readSmallFile(_ path: String) -> String? {
+    /// A small file's text (at most `limit` bytes: 16 KiB), nil when it cannot be read. The sysfs reader of the
+    /// hidraw and USB scans (USBStrings.sysfsAttribute).
+    static func readSmallFile(_ path: String, limit: Int = 16384) -> String? {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
-        var bytes = [UInt8](repeating: 0, count: 16384)
+        var bytes = [UInt8](repeating: 0, count: limit)
         var total = 0
         while total < bytes.count {
             let n = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress! + total, $0.count - total) }

@@ -93,18 +93,7 @@ enum USBStrings {
 
     /// Reads one sysfs attribute (at most 4 KiB), without the trailing newline; nil when absent or empty.
     static func sysfsAttribute(_ directory: String, _ name: String) -> String? {
-        let fd = open(directory + "/" + name, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var bytes = [UInt8](repeating: 0, count: 4096)
-        var total = 0
-        while total < bytes.count {
-            let n = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress! + total, $0.count - total) }
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { break }
-            total += n
-        }
-        var text = String(decoding: bytes[..<total], as: UTF8.self)
+        guard var text = HIDRawDevices.readSmallFile(directory + "/" + name, limit: 4096) else { return nil }
         while text.hasSuffix("\n") { text.removeLast() }
         return text.isEmpty ? nil : text
     }
