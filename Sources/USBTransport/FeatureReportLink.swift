@@ -169,6 +169,14 @@ final class FeatureReportLink: Sendable {
         return first
     }
 
+    /// The owning transport's `Transport.close()`: fails pending calls with `.closed` (`close()`), then `release`s the
+    /// channel (waiting for it), then logs the first close.
+    func close(releasing release: () async -> Void) async {
+        let first = close()
+        await release()
+        if first { logger?.trace("closed \(peer)") }
+    }
+
     /// Wakes a sleeping `receive` for good (the owner is going away without `close()`).
     func wakeForGood() { waker.close() }
 

@@ -50,14 +50,12 @@ public final class HIDRawTransport: Transport {
 
     private let file: HIDRawFile
     private let link: FeatureReportLink
-    private let logger: Logger?
 
     private init(file: HIDRawFile, path: String, peer: String, options: Options, logger: Logger?) {
         self.file = file
         self.path = path
         self.peerDescription = peer
         self.options = options
-        self.logger = logger
         self.link = FeatureReportLink(peer: peer, channel: HIDRawReportChannel(file: file, peer: peer), pollInterval: options.pollInterval,
                                       idlePollInterval: options.idlePollInterval, logger: logger)
     }
@@ -115,26 +113,16 @@ public final class HIDRawTransport: Transport {
 
     // MARK: Transport
 
-    /// See `Transport.send(_:)` and `USBHIDTransport`'s contract.
-    public func send(_ bytes: [UInt8]) async throws {
-        try await link.send(bytes)
-    }
-
-    /// See `Transport.receive()` and `USBHIDTransport`'s contract.
-    public func receive() async throws -> [UInt8] {
-        try await link.receive()
-    }
+    // `send`, `receive` and `outstandingRequests`: `FeatureReportLink`'s, as `USBHIDTransport`'s (its contract).
+    public func send(_ bytes: [UInt8]) async throws { try await link.send(bytes) }
+    public func receive() async throws -> [UInt8] { try await link.receive() }
+    public var outstandingRequests: Int { link.outstandingRequests }
 
     /// See `Transport.close()`: fails pending calls with `.closed`, then closes the node after the ioctl in flight.
     /// The kernel's HID driver was never detached: nothing to re-attach.
     public func close() async {
-        let first = link.close()
-        await file.close()
-        if first { logger?.trace("closed \(peerDescription)") }
+        await link.close { await file.close() }
     }
-
-    /// The number of requests sent and not yet answered (diagnostics and tests).
-    public var outstandingRequests: Int { link.outstandingRequests }
 }
 
 /// The node's descriptor, used and closed only on its lane. Internal.

@@ -88,10 +88,7 @@ public final class USBHIDTransport: Transport {
                                           controlTimeout: options.controlTimeout)
         self.link = FeatureReportLink(peer: peer, channel: channel, pollInterval: options.pollInterval,
                                       idlePollInterval: options.idlePollInterval, logger: logger)
-        self.logger = logger
     }
-
-    private let logger: Logger?
 
     deinit {
         link.wakeForGood()
@@ -142,28 +139,19 @@ public final class USBHIDTransport: Transport {
 
     // MARK: Sending and receiving
 
-    /// See `Transport.send(_:)` and the type's contract.
-    public func send(_ bytes: [UInt8]) async throws {
-        try await link.send(bytes)
-    }
-
-    /// See `Transport.receive()` and the type's contract.
-    public func receive() async throws -> [UInt8] {
-        try await link.receive()
-    }
+    /// See `Transport.send(_:)`, `Transport.receive()` and the type's contract (`FeatureReportLink`'s, as
+    /// `HIDRawTransport`'s). `outstandingRequests`: the requests sent and not yet answered (diagnostics and tests).
+    public func send(_ bytes: [UInt8]) async throws { try await link.send(bytes) }
+    public func receive() async throws -> [UInt8] { try await link.receive() }
+    public var outstandingRequests: Int { link.outstandingRequests }
 
     // MARK: Closing
 
     /// See `Transport.close()`: fails pending calls with `.closed`, cancels their transfers, then releases the
     /// interface, re-attaches the kernel driver and closes the device (waiting for all of it, off the pool).
     public func close() async {
-        let first = link.close()
-        await connection.shutdownAndWait()
-        if first { logger?.trace("closed \(peerDescription)") }
+        await link.close { await connection.shutdownAndWait() }
     }
-
-    /// The number of requests sent and not yet answered (diagnostics and tests).
-    public var outstandingRequests: Int { link.outstandingRequests }
 }
 
 /// The libusb side of `FeatureReportLink`: one asynchronous control transfer per report, in the process's libusb
