@@ -14,13 +14,7 @@ import Transport
 @_exported import TestSupport
 
 /// The repository's firmware-images/ folder.
-let imagesDirectory: String = {
-    var url = URL(fileURLWithPath: #filePath)
-    while url.path != "/" && !FileManager.default.fileExists(atPath: url.appendingPathComponent("firmware-images").path) {
-        url.deleteLastPathComponent()
-    }
-    return url.appendingPathComponent("firmware-images").path
-}()
+let imagesDirectory = repositoryFolder("firmware-images")
 
 /// A transport that keeps every chunk sent through it (what the session asked for, in order).
 final class SentBytes: Transport {

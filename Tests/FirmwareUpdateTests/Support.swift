@@ -10,13 +10,7 @@ import Transport
 @_exported import TestSupport
 
 /// The repository's firmware-images/ folder.
-let imagesDirectory: String = {
-    var url = URL(fileURLWithPath: #filePath)
-    while url.path != "/" && !FileManager.default.fileExists(atPath: url.appendingPathComponent("firmware-images").path) {
-        url.deleteLastPathComponent()
-    }
-    return url.appendingPathComponent("firmware-images").path
-}()
+let imagesDirectory = repositoryFolder("firmware-images")
 
 func sampleImage(_ name: String, region: FlashRegion? = nil) throws -> FirmwareImage {
     try FirmwareImage.load(path: imagesDirectory + "/" + name, region: region)
