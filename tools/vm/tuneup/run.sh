@@ -8,14 +8,8 @@
 #        hci1, and BlueZ's gatttool discovering and reading the service; then a stream that reconnects after the
 #        simulator drops the link, and after it is killed and started again.
 # Prints PASS/FAIL/INFO lines at the start of a line; exits 0 (run.sh's caller counts FAILs).
-failed=0
-fail() { echo "FAIL $1: $2"; failed=1; }
-now() { cut -d' ' -f1 /proc/uptime; }
-since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }
-export HOME=/root XDG_STATE_HOME=/tmp/state
-mkdir -p $HOME $XDG_STATE_HOME
-
-. /lib/tuneup-vm.sh  # first_line
+. /lib/tuneup-vm.sh  # scenario_start, fail, now, since, first_line, usb_sim_start, hidraw_node, bt_start, bt_sim_start
+scenario_start
 
 # check NAME COMMAND...: runs COMMAND (with a timeout), PASS if it exits 0, FAIL with its output otherwise.
 check() {
@@ -29,22 +23,8 @@ expect() {
 }
 
 # ---------------------------------------------------------------- USB ------
-tuneup sim headset --usb-gadget --battery-drain 0 --state /tmp/usb-sim.json </dev/null >/tmp/usb-sim.out 2>/tmp/usb-sim.err &
-usbsim=$!
-addr=$(first_line /tmp/usb-sim.out 30)
-case $addr in
-  usb:1209:0001:*) echo "PASS usb-sim-gadget"; echo "INFO simulated headset presented as $addr" ;;
-  *) fail usb-sim-gadget "no address ($(cat /tmp/usb-sim.err | tr '\n' ' '))" ;;
-esac
-# Enumeration: usbhid binds the gadget's interface 0 and the kernel makes its hidraw node (devtmpfs: no udevd).
-# hidraw_node: the headset's node (/dev/hidrawN), found in sysfs by its ids (application or bootloader).
-hidraw_node() {
-  for h in /sys/class/hidraw/hidraw*; do
-    grep -qs "HID_ID=0003:00001209:0000000[12]" $h/device/uevent && { echo /dev/${h##*/}; return; }
-  done
-}
-i=0
-while [ -z "$(hidraw_node)" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+# The simulated headset on the gadget, enumerated (usb_sim_start).
+usb_sim_start
 node=$(hidraw_node)
 usbdev=$(for d in /sys/bus/usb/devices/*; do [ "$(cat $d/idVendor 2>/dev/null)" = 1209 ] && { echo ${d##*/}; break; }; done)
 if [ -n "$node" ] && [ -e /sys/class/hidraw/${node#/dev/}/device/driver ]; then
@@ -171,32 +151,9 @@ expect station-slot-is-port /tmp/station.out '"slot":"usb:[0-9]*-[0-9.]*"'
 [ $failed = 0 ] || { echo "--- station stderr"; tail -20 /tmp/station.err; tail -5 /tmp/station.out; }
 
 # ---------------------------------------------------------- Bluetooth ------
-btvirt -l2 >/tmp/btvirt.log 2>&1 &
-btpid=$!
-i=0
-while [ ! -e /sys/class/bluetooth/hci1 ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
-hciconfig hci0 up piscan && hciconfig hci1 up || fail bt-controllers "$(cat /tmp/btvirt.log)"
-# An SDP server for the simulator's SPP record: bluetoothd --compat on a private D-Bus.
-mkdir -p /run/dbus /var/lib/bluetooth
-echo 0123456789abcdef0123456789abcdef >/etc/machine-id
-dbus-daemon --config-file=/scenario/dbus-system.conf --nofork --nopidfile >/tmp/dbus.log 2>&1 &
-i=0
-while [ ! -S /run/dbus/system_bus_socket ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
-bluetoothd -n -C >/tmp/bluetoothd.log 2>&1 &
-btd=$!
-i=0
-while [ ! -S /run/sdp ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
-sleep 1
-hciconfig hci0 piscan   # bluetoothd turns page scan off; the headset must be connectable
-
-tuneup sim headset --rfcomm 3 --adapter hci0 --battery-drain 0 --state /tmp/bt-sim.json </dev/null >/tmp/bt-sim.out 2>/tmp/bt-sim.err &
-btsim=$!
-baddr=$(first_line /tmp/bt-sim.out 30)
-case $baddr in
-  bt:*:3) echo "PASS bt-sim-rfcomm"; echo "INFO simulated headset on $baddr" ;;
-  *) fail bt-sim-rfcomm "no address ($(cat /tmp/bt-sim.err | tr '\n' ' '))" ;;
-esac
-export TUNEUP_BT_ADAPTER=hci1
+# btvirt's controllers and bluetoothd as the SDP server (bt_start), the simulated headset on RFCOMM channel 3.
+bt_start /scenario/dbus-system.conf
+bt_sim_start
 check bt-probe tuneup probe --device "$baddr"
 expect bt-probe-version /tmp/bt-probe.out "1.4.2"
 check bt-probe-via-sdp tuneup probe --device "${baddr%:3}"

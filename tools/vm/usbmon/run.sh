@@ -4,13 +4,8 @@
 # HCI traffic recorded with btmon (btsnoop). Each flash also writes Tuneup's own capture (--capture) and its JSON
 # result. Everything returns to the host as artifacts (guest-lib.sh), where check.sh decodes it with tshark and
 # tools/wireshark/lightx.lua.
-failed=0
-fail() { echo "FAIL $1: $2"; failed=1; }
-now() { cut -d' ' -f1 /proc/uptime; }
-since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }
-export HOME=/root XDG_STATE_HOME=/tmp/state
-mkdir -p $HOME $XDG_STATE_HOME
-. /lib/tuneup-vm.sh  # first_line, artifact
+. /lib/tuneup-vm.sh  # scenario_start, fail, now, since, first_line, artifact, usb_sim_start, hidraw_node, bt_start, bt_sim_start
+scenario_start
 
 if [ -c /dev/usbmon0 ]; then echo "PASS usbmon-device"; else fail usbmon-device "no /dev/usbmon0: $(ls /dev | grep usbmon | tr '\n' ' ')"; fi
 
@@ -46,20 +41,7 @@ flash() {
 # ---------------------------------------------------------------- USB ------
 # The capture starts before the gadget exists: it holds the enumeration (descriptors) too, and every re-enumeration.
 capture_start usb-libusb
-tuneup sim headset --usb-gadget --battery-drain 0 --state /tmp/usb-sim.json </dev/null >/tmp/usb-sim.out 2>/tmp/usb-sim.err &
-usbsim=$!
-addr=$(first_line /tmp/usb-sim.out 30)
-case $addr in
-  usb:1209:0001:*) echo "PASS usb-sim-gadget"; echo "INFO simulated headset presented as $addr" ;;
-  *) fail usb-sim-gadget "no address ($(cat /tmp/usb-sim.err | tr '\n' ' '))" ;;
-esac
-hidraw_node() {
-  for h in /sys/class/hidraw/hidraw*; do
-    grep -qs "HID_ID=0003:00001209:0000000[12]" $h/device/uevent && { echo /dev/${h##*/}; return; }
-  done
-}
-i=0
-while [ -z "$(hidraw_node)" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+usb_sim_start
 echo "INFO headset enumerated: hidraw node $(hidraw_node)"
 
 # 1.4.2 -> 1.5.0 through libusb (usbhid detached while it talks: libusb's control transfers on usbfs).
@@ -78,33 +60,10 @@ kill $usbsim; wait $usbsim
 # ---------------------------------------------------------- RFCOMM ------
 # btvirt's hci0 (the simulated headset) and hci1 (tuneup), bluetoothd as the SDP server as in tools/vm/tuneup; btmon
 # records both controllers (HCI through the kernel's monitor channel) as btsnoop.
-btvirt -l2 >/tmp/btvirt.log 2>&1 &
-btvirt=$!
-i=0
-while [ ! -e /sys/class/bluetooth/hci1 ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
-hciconfig hci0 up piscan && hciconfig hci1 up || fail bt-controllers "$(cat /tmp/btvirt.log)"
-mkdir -p /run/dbus /var/lib/bluetooth
-echo 0123456789abcdef0123456789abcdef >/etc/machine-id
-dbus-daemon --config-file=/etc/tuneup-dbus-system.conf --nofork --nopidfile >/tmp/dbus.log 2>&1 &
-dbus=$!
-i=0
-while [ ! -S /run/dbus/system_bus_socket ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
-bluetoothd -n -C >/tmp/bluetoothd.log 2>&1 &
-btd=$!
-i=0
-while [ ! -S /run/sdp ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
-sleep 1
-hciconfig hci0 piscan
+bt_start /etc/tuneup-dbus-system.conf
 btmon -w /tmp/bt.btsnoop >/tmp/btmon.out 2>&1 &
 btmon=$!
-tuneup sim headset --rfcomm 3 --adapter hci0 --battery-drain 0 --state /tmp/bt-sim.json </dev/null >/tmp/bt-sim.out 2>/tmp/bt-sim.err &
-btsim=$!
-baddr=$(first_line /tmp/bt-sim.out 30)
-case $baddr in
-  bt:*:3) echo "PASS bt-sim-rfcomm"; echo "INFO simulated headset on $baddr" ;;
-  *) fail bt-sim-rfcomm "no address ($(cat /tmp/bt-sim.err | tr '\n' ' '))" ;;
-esac
-export TUNEUP_BT_ADAPTER=hci1
+bt_sim_start
 flash bt-flash /images/app-1.5.0.img --device "$baddr" --key /images/dev-public.pem --wait 60
 kill $btsim; wait $btsim
 kill -INT $btmon; wait $btmon
