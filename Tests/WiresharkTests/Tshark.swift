@@ -49,15 +49,17 @@ enum Tshark {
         dissectorScripts.flatMap { ["-X", "lua_script:" + dissectorsDirectory + "/" + $0] }
     }
 
-    /// Runs tshark with `arguments` to its end, off the cooperative pool; returns stdout and stderr.
-    static func run(_ arguments: [String], in directory: String) async throws -> (status: Int32, output: String, errors: String) {
+    /// Runs tshark with `arguments` (and `environment`'s changes) to its end, off the cooperative pool; returns stdout
+    /// and stderr.
+    static func run(_ arguments: [String], in directory: String,
+                    environment: [String: String?] = [:]) async throws -> (status: Int32, output: String, errors: String) {
         guard let tshark = path else {
             throw TestFailure("tshark is not installed: the dissectors are proven with it (apt-get install tshark)")
         }
         let out = directory + "/tshark-\(UUID().uuidString).out"
         let err = directory + "/tshark-\(UUID().uuidString).err"
         return try await offThePool {
-            let child = try ChildProcess(tshark, arguments, stdout: .file(out), stderr: .file(err))
+            let child = try ChildProcess(tshark, arguments, environment: environment, stdout: .file(out), stderr: .file(err))
             let status = child.waitUntilExit() == .exit(0) ? Int32(0) : Int32(1)
             let output = (try? String(contentsOfFile: out, encoding: .utf8)) ?? ""
             let errors = (try? String(contentsOfFile: err, encoding: .utf8)) ?? ""
@@ -68,11 +70,13 @@ enum Tshark {
     }
 
     /// Decodes `capture` with the dissectors: `tshark -T json`, every protocol object of `protocols` that holds one
-    /// of `keys` is a message.
+    /// of `keys` is a message. `scripts`: the arguments that load the dissectors (`scriptArguments`; none when they
+    /// are installed as plugins, found through `environment`'s HOME).
     static func dissect(_ capture: String, in directory: String, protocols: Set<String> = ["lightx", "hkwhd", "wearable"],
-                        extra: [String] = []) async throws -> TsharkResult {
-        let (status, output, errors) = try await run(["-n"] + scriptArguments + extra + ["-r", capture, "-T", "json", "--no-duplicate-keys"],
-                                                     in: directory)
+                        extra: [String] = [], scripts: [String] = scriptArguments,
+                        environment: [String: String?] = [:]) async throws -> TsharkResult {
+        let (status, output, errors) = try await run(["-n"] + scripts + extra + ["-r", capture, "-T", "json", "--no-duplicate-keys"],
+                                                     in: directory, environment: environment)
         var result = TsharkResult()
         result.stderr = errors.split(separator: "\n").filter { !$0.contains("Running as user") }.joined(separator: "\n")
         guard status == 0 else { throw TestFailure("tshark failed on \(capture): \(result.stderr)") }
