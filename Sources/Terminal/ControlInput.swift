@@ -6,8 +6,9 @@ import Transport
 /// a station's answers to its prompts (a barcode scanner types the code and Enter). Read on a thread of its own
 /// (`Threads`: standard input blocks), handed over as a stream in order.
 public enum ControlInput {
-    /// The lines of standard input until its end: trimmed of surrounding blanks, empty ones skipped (`trimmed`), and
-    /// with `stopOnSignals` also ended by SIGINT or SIGTERM. `warn` (default: a line on stderr) is told when signals
+    /// The lines of standard input: trimmed of surrounding blanks, empty ones skipped (`trimmed`). With `stopOnSignals`
+    /// the stream ends at SIGINT or SIGTERM only (the end of standard input does not end it); without, at the end of
+    /// standard input. `warn` (default: a line on stderr) is told when signals
     /// cannot be caught or the system refuses the reading thread.
     public static func lines(trimmed: Bool = true, stopOnSignals: Bool = true,
                              warn: (String) -> Void = { Console.err("tuneup: \($0)\n") }) -> AsyncStream<String> {
@@ -19,7 +20,9 @@ public enum ControlInput {
                     let text = line.trimmingCharacters(in: .whitespaces)
                     if !text.isEmpty { continuation.yield(text) }
                 }
-                continuation.finish()
+                // The end of standard input does not stop a tool that signals stop (a simulator run in the background
+                // with stdin closed or /dev/null serves until SIGINT/SIGTERM or 'quit'); a reader of answers ends.
+                if !stopOnSignals { continuation.finish() }
             }
         } catch {
             warn("cannot read standard input: \(error.message)")
