@@ -220,9 +220,10 @@ def check_usb(d, name, flash, tshark_path, image):
     info(f"{name}: {len(packets)} usbmon events; feature-report transfers: "
          + ", ".join(f"{k} 0x{r:02X} {n}" for (k, r), n in sorted(c.items()))
          + f"; {len(failed_transfers)} completed with an error")
-    # The events that carry report bytes or a request for them: every submission, and GET_REPORT's completion (a
-    # SET_REPORT's completion carries only its status).
-    carrying = [f for f, t in transfers.items() if t[0] == "S" or t[1] == "GET"]
+    # The events that carry report bytes or a request for them: every submission, and GET_REPORT's successful
+    # completion (a SET_REPORT's completion carries only its status; so does a GET_REPORT that failed, e.g. -EPROTO
+    # while the headset leaves the bus to re-enumerate: no report came).
+    carrying = [f for f, t in transfers.items() if t[0] == "S" or (t[1] == "GET" and t[3] == 0)]
     unclaimed = [f for f in carrying if packets[f - 1]["_ws.col.Protocol"] != ["LightX"]]
     report(bool(carrying) and not unclaimed, f"{name}-every-report-decoded",
            f"{len(carrying)} submissions and GET_REPORT completions, {len(unclaimed)} not dissected as LightX"
