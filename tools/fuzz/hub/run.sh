@@ -6,4 +6,13 @@
 # input in tools/fuzz/hub/regressions/ (see ../README.md) so that `swift test` replays it.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-exec "$here/../fuzz.sh" "$here" hub SpeakerHubCore Tests/SpeakerHubTests/HubReplay.swift "$here/FuzzHub.swift" 4096 "${1:-60}"
+root=$(cd "$here/../../.." && pwd)
+# SpeakerHubCore writes its answers with OrderedJSON, a module of its own: built first (instrumented like the rest),
+# then imported and linked by the harness.
+modules=$(mktemp -d)
+trap 'rm -rf "$modules"' EXIT
+swiftc -O -sanitize=fuzzer,address -parse-as-library -module-name OrderedJSON -package-name tuneup -wmo \
+    -emit-module -emit-module-path "$modules/OrderedJSON.swiftmodule" -emit-object -o "$modules/OrderedJSON.o" \
+    "$root"/Sources/OrderedJSON/*.swift
+"$here/../fuzz.sh" "$here" hub SpeakerHubCore Tests/SpeakerHubTests/HubReplay.swift "$here/FuzzHub.swift" 4096 "${1:-60}" \
+    -I "$modules" "$modules/OrderedJSON.o"
