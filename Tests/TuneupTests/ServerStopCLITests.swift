@@ -58,4 +58,23 @@ import Testing
         #expect(!hub.errors!.text.contains("error"), "\(hub.errors!.text)")
         _ = await sim.quit()
     }
+
+    /// The same with a client idle on the Snapcast control port (newline-delimited JSON-RPC over TCP): Ctrl-C ends
+    /// its connection and the hub.
+    @Test func ctrlCEndsAHubWithAnIdleSnapcastControlClient() async throws {
+        let sim = try await RunningSpeakers.start([], count: 1)
+        let media = Scratch.directory
+        let hub = try await offThePool {
+            try ChildProcess(CLI.binary.path, ["speaker", "hub", "--media", media, "--listen", "127.0.0.1:0", "--control-port", "0"]
+                                + sim.speakerArgs, stdin: .pipe)
+        }
+        _ = await hub.output!.lines(1, timeout: 60)
+        let line = await hub.errors!.lines(1, timeout: 60).first { $0.contains("Snapcast control") } ?? ""
+        let port = try #require(Int(line.split(separator: ":").last?.filter(\.isNumber) ?? ""), "\(line) \(hub.errors!.text)")
+        let control = try await IdleClient.connect(port: port)
+        hub.interrupt()
+        #expect(try await control.readToEnd().isEmpty)
+        #expect(try await exitStatus(of: hub, within: 20) == 0)
+        _ = await sim.quit()
+    }
 }
