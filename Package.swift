@@ -417,6 +417,8 @@ let package = Package(
             name: "StationPageTests",
             dependencies: [
                 "StationPage", "Station", "HeadsetSimulator", "Records", "Recipe", "TuneupKit", "TestSupport", "Spawn", "Support",
+                "WebServing", .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
             ],
             swiftSettings: testing),

@@ -26,7 +26,7 @@ public struct HubRequestContext: RequestContext, RemoteAddressRequestContext, We
 /// answers a JSON `UnknownCall` with 404.
 public enum SpeakerHubServer {
     /// The routes over `api`.
-    public static func router(_ api: HubAPI) -> Router<HubRequestContext> {
+    public static func router(_ api: HubAPI, webSocketHandlers: WebSocketHandlers = WebSocketHandlers()) -> Router<HubRequestContext> {
         let router = Router(context: HubRequestContext.self)
         router.get("/v1/:name") { request, context -> Response in
             let name = context.parameters.get("name") ?? ""
@@ -49,7 +49,9 @@ public enum SpeakerHubServer {
             await HubRPCServer.post(api, request: request, peer: peers.peer(for: context.client))
         }
         router.ws("/jsonrpc") { inbound, outbound, context in
-            try await HubRPCServer.serve(api, client: context.requestContext.client, inbound: inbound, outbound: outbound)
+            try await webSocketHandlers.run {
+                try await HubRPCServer.serve(api, client: context.requestContext.client, inbound: inbound, outbound: outbound)
+            }
         }
         router.get("/**") { request, _ -> Response in
             json(HubError(.unknownCall, "there is nothing at '\(request.uri.path.prefix(80))'; calls are GET /v1/NAME (docs/hub.md)").answer)
@@ -71,8 +73,10 @@ public enum SpeakerHubServer {
         var log = logger ?? Logger(label: "tuneup.hub")
         if logger == nil { log.logLevel = .warning }
         do {
+            let handlers = WebSocketHandlers()
             let server = try await WebServer.start(
-                router(api), host: host, port: port, serverName: "tuneup-hub", maxFrameSize: HubRPCServer.maxSocketMessage, logger: log)
+                router(api, webSocketHandlers: handlers), host: host, port: port, serverName: "tuneup-hub",
+                maxFrameSize: HubRPCServer.maxSocketMessage, webSocketHandlers: handlers, logger: log)
             return RunningHub(host: host, server: server, events: api.events)
         } catch is WebServer.StoppedBeforeListening {
             throw HubError(.cannotServe, "the server on \(host):\(port) stopped before it listened")

@@ -98,11 +98,15 @@ public final class PageServer: Sendable {
                 return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))
             }
         }
+        let handlers = WebSocketHandlers()
         router.ws("/ws") { inbound, outbound, _ in
-            try await serve(sections, inbound: inbound, outbound: outbound, applied: applied, answer: answer, signIn: signIn)
+            try await handlers.run {
+                try await serve(sections, inbound: inbound, outbound: outbound, applied: applied, answer: answer, signIn: signIn)
+            }
         }
         do {
-            let server = try await WebServer.start(router, host: address.host, port: address.port, serverName: serverName, logger: log)
+            let server = try await WebServer.start(router, host: address.host, port: address.port, serverName: serverName,
+                                                webSocketHandlers: handlers, logger: log)
             return PageServer(host: address.host, sections: sections, server: server)
         } catch is WebServer.StoppedBeforeListening {
             throw PageError(.cannotServe, "the page on \(address) stopped before it listened")

@@ -18,7 +18,9 @@ import Synchronization
 /// - a connection on which nothing was received, and an idle keep-alive one, close at once;
 /// - a request under way has `grace` to be answered (its connection closes after the answer);
 /// - a WebSocket gets a close frame (its route's handler ends when the server's owner lets its clients go, and
-///   Hummingbird sends one on shutdown) and has `grace` to answer it before its connection closes;
+///   Hummingbird sends one on shutdown) and has `grace` to answer it before its connection closes; the handlers run
+///   through `webSocketHandlers` are given `grace` to end before the shutdown starts, so that the close frame comes
+///   after their last message (see `WebSocketHandlers`);
 /// - after `grace` every connection that is not a WebSocket is closed, after twice `grace` every one left.
 public final class WebServer: Sendable {
     /// The port it listens on (the one chosen for port 0).
@@ -27,19 +29,23 @@ public final class WebServer: Sendable {
     private let task: Task<Void, any Error>
     private let connections: Connections
     private let grace: Duration
+    private let webSocketHandlers: WebSocketHandlers?
 
-    private init(port: Int, group: ServiceGroup, task: Task<Void, any Error>, connections: Connections, grace: Duration) {
+    private init(port: Int, group: ServiceGroup, task: Task<Void, any Error>, connections: Connections, grace: Duration,
+                 webSocketHandlers: WebSocketHandlers?) {
         (self.port, self.group, self.task, self.connections, self.grace) = (port, group, task, connections, grace)
+        self.webSocketHandlers = webSocketHandlers
     }
 
     /// The server ended before it listened (stopped while it started).
     public struct StoppedBeforeListening: Error {}
 
     /// Serves `router` on `host:port` (0: a free port) and returns once the server listens.
+    /// - Parameter webSocketHandlers: what the router's WebSocket routes run their handlers through (see `stop`).
     /// - Throws: the bind's error (`IOError` and the like), or `StoppedBeforeListening`.
     public static func start<Context: WebSocketRequestContext>(
         _ router: Router<Context>, host: String, port: Int, serverName: String, maxFrameSize: Int = 1 << 14,
-        grace: Duration = .milliseconds(500), logger: Logger
+        grace: Duration = .milliseconds(500), webSocketHandlers: WebSocketHandlers? = nil, logger: Logger
     ) async throws -> WebServer {
         let connections = Connections()
         let webSocketResponder = router.buildResponder()
@@ -66,7 +72,8 @@ public final class WebServer: Sendable {
         }
         for await event in events {
             switch event {
-            case let .success(port): return WebServer(port: port, group: group, task: task, connections: connections, grace: grace)
+            case let .success(port): return WebServer(port: port, group: group, task: task, connections: connections, grace: grace,
+                                                           webSocketHandlers: webSocketHandlers)
             case let .failure(error): throw error
             }
         }
@@ -80,9 +87,13 @@ public final class WebServer: Sendable {
     /// Stops serving and returns when the server has closed: at once when no client holds a connection, at most
     /// about twice `grace` later whatever the clients do (see the type's description).
     public func stop() async {
-        let (group, task, connections, grace) = (self.group, self.task, self.connections, self.grace)
+        let (group, task, connections, grace, handlers) = (self.group, self.task, self.connections, self.grace, self.webSocketHandlers)
         // Not in the caller's task: a cancelled caller (Ctrl-C) would cut the grace short, and this must end anyway.
         await Task {
+            if let handlers {
+                struct Late: Error {}
+                _ = try? await withDeadline(grace, late: { Late() }) { await handlers.ended() }
+            }
             await group.triggerGracefulShutdown()
             if await Self.ends(task, within: grace) { return }
             connections.close(webSockets: false)
