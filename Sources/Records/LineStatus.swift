@@ -4,41 +4,7 @@ import PostgresNIO
 import Synchronization
 
 // The line's live status (`tuneup line serve`): which stations are alive, by their heartbeat in the `stations` table
-// (migration v4-station-heartbeat), and what the line did lately, read from a PostgreSQL line's records.
-
-extension Schema {
-    /// Every running station of a line updates its row every few seconds (PostgreSQL; the SQLite schema keeps the
-    /// same table so both stay one layout). `stopped_at` is set when a station stops cleanly.
-    static let stationHeartbeat = """
-        CREATE TABLE stations (
-            station TEXT NOT NULL PRIMARY KEY CHECK (station <> ''),
-            started_at TEXT NOT NULL,
-            last_seen TEXT NOT NULL,
-            stopped_at TEXT,
-            slots INTEGER NOT NULL DEFAULT 0,
-            recipe_hash TEXT NOT NULL DEFAULT '',
-            tool_version TEXT NOT NULL DEFAULT ''
-        );
-        CREATE INDEX runs_by_end ON runs(ended_at);
-        """
-}
-
-extension PostgresSchema {
-    /// The SQLite migration's table in PostgreSQL's types (times are the server's own clock: stations' clocks may
-    /// differ, the server's is the one the dashboard compares with).
-    static let stationHeartbeat = """
-        CREATE TABLE stations (
-            station TEXT NOT NULL PRIMARY KEY CHECK (station <> ''),
-            started_at TIMESTAMPTZ NOT NULL,
-            last_seen TIMESTAMPTZ NOT NULL,
-            stopped_at TIMESTAMPTZ,
-            slots BIGINT NOT NULL DEFAULT 0,
-            recipe_hash TEXT NOT NULL DEFAULT '',
-            tool_version TEXT NOT NULL DEFAULT ''
-        );
-        CREATE INDEX runs_by_end ON runs(ended_at);
-        """
-}
+// (migration v4-station-heartbeat, Schema.swift), and what the line did lately, read from a PostgreSQL line's records.
 
 /// What a line did lately, and which of its stations are alive: the line dashboard's content.
 public struct LineStatus: Sendable, Hashable, Encodable {

@@ -22,11 +22,8 @@ public final class PostgresRecordStore: LineRecordServer, StoredValues {
     private let logger: Logger
     private let timeout: Duration
 
-    /// The schema versions this store knows, in order (the SQLite store's migrations, in PostgreSQL's dialect).
-    static let migrations: [(String, String)] = [
-        ("v1-records", PostgresSchema.v1), ("v2-origin", PostgresSchema.v2), ("v3-traceability", PostgresSchema.v3),
-        ("v4-station-heartbeat", PostgresSchema.stationHeartbeat), ("v5-operator-answers", PostgresSchema.v5),
-    ]
+    /// The schema versions this store knows, in order: the records schema (Schema.swift) in PostgreSQL's dialect.
+    static let migrations = Schema.migrations(.postgres)
 
     private init(name: String, client: PostgresClient, logger: Logger, timeout: Duration) {
         self.name = name
@@ -85,7 +82,7 @@ public final class PostgresRecordStore: LineRecordServer, StoredValues {
             for try await version in try await c.query("SELECT version FROM schema_migrations", logger: logger).decode(String.self) {
                 applied.insert(version)
             }
-            let known = Set(Self.migrations.map(\.0))
+            let known = Set(Self.migrations.map(\.version))
             if !applied.subtracting(known).isEmpty {
                 throw RecordsError(.newerSchema, "records database \(name) was written by a newer Tuneup (its schema has migrations this version does not know)")
             }
@@ -759,135 +756,6 @@ public final class PostgresRecordStore: LineRecordServer, StoredValues {
             marginalLow: try row["marginal_low"].decode(Double?.self), marginalHigh: try row["marginal_high"].decode(Double?.self),
             outcome: try decode(MeasurementOutcome.self, try row["outcome"].decode(String.self)))
     }
-}
-
-/// The PostgreSQL schema: the SQLite one (Schema.swift) in PostgreSQL's types. A shipped version never changes.
-enum PostgresSchema {
-    private static let identityKinds = "('serial', 'bt-address', 'bt-name')"
-
-    static let v1 = """
-        CREATE TABLE units (
-            hardware_id TEXT NOT NULL PRIMARY KEY CHECK (hardware_id <> ''),
-            first_seen TIMESTAMPTZ NOT NULL
-        );
-        CREATE TABLE leases (
-            id BIGSERIAL PRIMARY KEY,
-            station TEXT NOT NULL,
-            kind TEXT NOT NULL CHECK (kind IN \(identityKinds)),
-            created_at TIMESTAMPTZ NOT NULL
-        );
-        CREATE TABLE identities (
-            id BIGSERIAL PRIMARY KEY,
-            kind TEXT NOT NULL CHECK (kind IN \(identityKinds)),
-            value TEXT NOT NULL CHECK (value <> ''),
-            state TEXT NOT NULL CHECK (state IN ('leased', 'reserved', 'written', 'committed', 'voided')),
-            hardware_id TEXT REFERENCES units(hardware_id),
-            station TEXT NOT NULL,
-            lease_id BIGINT REFERENCES leases(id),
-            updated_at TIMESTAMPTZ NOT NULL,
-            UNIQUE (kind, value),
-            CHECK (state = 'voided' OR (state = 'leased') = (hardware_id IS NULL))
-        );
-        CREATE UNIQUE INDEX identities_one_per_unit ON identities(hardware_id, kind)
-            WHERE state <> 'voided' AND hardware_id IS NOT NULL;
-        CREATE INDEX identities_by_lease ON identities(lease_id, state);
-        CREATE TABLE runs (
-            id BIGSERIAL PRIMARY KEY,
-            hardware_id TEXT NOT NULL REFERENCES units(hardware_id),
-            station TEXT NOT NULL,
-            slot TEXT NOT NULL,
-            operator TEXT NOT NULL,
-            recipe_hash TEXT NOT NULL,
-            tool_version TEXT NOT NULL,
-            image_hashes TEXT NOT NULL,
-            started_at TIMESTAMPTZ NOT NULL,
-            ended_at TIMESTAMPTZ,
-            outcome TEXT CHECK (outcome IN ('pass', 'fail', 'error', 'aborted')),
-            rework_count BIGINT NOT NULL CHECK (rework_count >= 0),
-            CHECK ((outcome IS NULL) = (ended_at IS NULL))
-        );
-        CREATE INDEX runs_by_unit ON runs(hardware_id);
-        CREATE INDEX runs_open_by_station ON runs(station) WHERE outcome IS NULL;
-        CREATE TABLE steps (
-            id BIGSERIAL PRIMARY KEY,
-            run_id BIGINT NOT NULL REFERENCES runs(id),
-            name TEXT NOT NULL,
-            started_at TIMESTAMPTZ NOT NULL,
-            ended_at TIMESTAMPTZ NOT NULL,
-            outcome TEXT NOT NULL CHECK (outcome IN ('pass', 'fail', 'error', 'skipped', 'aborted')),
-            retries BIGINT NOT NULL CHECK (retries >= 0),
-            message TEXT NOT NULL
-        );
-        CREATE INDEX steps_by_run ON steps(run_id);
-        CREATE TABLE measurements (
-            id BIGSERIAL PRIMARY KEY,
-            step_id BIGINT NOT NULL REFERENCES steps(id),
-            name TEXT NOT NULL,
-            value DOUBLE PRECISION NOT NULL,
-            unit TEXT NOT NULL,
-            low DOUBLE PRECISION,
-            high DOUBLE PRECISION,
-            marginal_low DOUBLE PRECISION,
-            marginal_high DOUBLE PRECISION,
-            outcome TEXT NOT NULL CHECK (outcome IN ('pass', 'marginal', 'fail'))
-        );
-        CREATE INDEX measurements_by_step ON measurements(step_id);
-        """
-
-    /// Where a run imported from a station's outbox came from (`station/started-at/hardware-id`): a run is
-    /// imported once, however often the upload is retried.
-    static let v2 = """
-        ALTER TABLE runs ADD COLUMN origin TEXT;
-        CREATE UNIQUE INDEX runs_by_origin ON runs(origin) WHERE origin IS NOT NULL;
-        """
-
-    /// Traceability, attachments and releases from quarantine: Schema.v3 in PostgreSQL's types.
-    static let v3 = """
-        ALTER TABLE runs ADD COLUMN work_order TEXT;
-        ALTER TABLE runs ADD COLUMN lot TEXT;
-        ALTER TABLE runs ADD COLUMN fixture TEXT;
-        ALTER TABLE runs ADD COLUMN metadata TEXT NOT NULL DEFAULT '{}';
-        CREATE INDEX runs_by_work_order ON runs(work_order) WHERE work_order IS NOT NULL;
-        CREATE INDEX runs_by_lot ON runs(lot) WHERE lot IS NOT NULL;
-        CREATE TABLE attachments (
-            id BIGSERIAL PRIMARY KEY,
-            run_id BIGINT NOT NULL REFERENCES runs(id),
-            step TEXT,
-            name TEXT NOT NULL CHECK (name <> ''),
-            media_type TEXT NOT NULL,
-            size BIGINT NOT NULL CHECK (size >= 0),
-            sha256 TEXT NOT NULL,
-            content BYTEA NOT NULL,
-            created_at TIMESTAMPTZ NOT NULL,
-            UNIQUE (run_id, name)
-        );
-        CREATE TABLE releases (
-            id BIGSERIAL PRIMARY KEY,
-            hardware_id TEXT NOT NULL REFERENCES units(hardware_id),
-            released_at TIMESTAMPTZ NOT NULL,
-            released_by TEXT NOT NULL,
-            reason TEXT NOT NULL,
-            failures BIGINT NOT NULL CHECK (failures >= 0)
-        );
-        CREATE INDEX releases_by_unit ON releases(hardware_id);
-        """
-
-    /// Operator answers: Schema.v5 in PostgreSQL's types.
-    static let v5 = """
-        CREATE TABLE answers (
-            id BIGSERIAL PRIMARY KEY,
-            run_id BIGINT NOT NULL REFERENCES runs(id),
-            step TEXT NOT NULL CHECK (step <> ''),
-            kind TEXT NOT NULL CHECK (kind IN ('scan', 'pass-fail', 'value')),
-            label TEXT NOT NULL,
-            value TEXT NOT NULL,
-            answered_by TEXT NOT NULL,
-            source TEXT NOT NULL,
-            answered_at TIMESTAMPTZ NOT NULL
-        );
-        CREATE INDEX answers_by_run ON answers(run_id);
-        CREATE INDEX answers_by_code ON answers(value) WHERE kind = 'scan';
-        """
 }
 
 extension PostgresRecordStore {
