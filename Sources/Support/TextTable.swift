@@ -13,6 +13,13 @@ public enum TextFormat {
     /// "+3", "0", "-2".
     public static func signed(_ value: Int) -> String { value > 0 ? "+\(value)" : "\(value)" }
 
+    /// `value` with `decimals` digits after the point, as printf's %.Nf writes it ("0.50", "12.3").
+    public static func fixed(_ value: Double, decimals: Int) -> String {
+        var buffer = [CChar](repeating: 0, count: 64)
+        _ = withVaList([value]) { vsnprintf(&buffer, buffer.count, "%.\(max(0, min(decimals, 17)))f", $0) }
+        return String(cString: buffer)
+    }
+
     /// "31 Hz", "1 kHz", "16 kHz", "1.5 kHz".
     public static func frequency(_ hz: Int) -> String {
         guard hz >= 1000 else { return "\(hz) Hz" }
