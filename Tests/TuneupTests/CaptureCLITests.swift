@@ -158,4 +158,33 @@ import Testing
         #expect(try await exitStatus(of: emulated.process) == 0)
         #expect(await emulated.errors.text().contains("emulation complete"))
     }
+
+    /// A recorded flash cut in the middle of a block: refused before listening (no address on stdout), one line
+    /// naming the block and its offset, exit 65 (bad data, docs/cli.md).
+    @Test func captureCutMidBlockIsRefusedWithTheBlockNamed() async throws {
+        let file = Scratch.directory + "/recorded.pcapng"
+        let sim = try await RunningSimulator.start(["--time-scale", "0", "--capture", file])
+        let recorded = try await CLI.run(["flash", images + "/app-1.4.3-small.img", "--device", sim.addresses[0]])
+        #expect(recorded.status == 0, "\(recorded.stderr)")
+        #expect(await sim.quit() == 0)
+
+        let bytes = try await offThePool { Array(try Data(contentsOf: URL(fileURLWithPath: file))) }
+        // The block that holds the middle of the file, cut in its middle.
+        var offset = 0, number = 0, length = 0
+        while offset + 8 <= bytes.count {
+            number += 1
+            length = Int(bytes[offset + 4]) | Int(bytes[offset + 5]) << 8 | Int(bytes[offset + 6]) << 16 | Int(bytes[offset + 7]) << 24
+            if bytes.count / 2 < offset + length || length < 12 { break }
+            offset += length
+        }
+        try #require(length >= 12 && offset + length <= bytes.count)
+        let cut = Scratch.directory + "/cut.pcapng"
+        let cutBytes = Data(bytes.prefix(offset + length / 2))
+        try await offThePool { try cutBytes.write(to: URL(fileURLWithPath: cut)) }
+
+        let r = try await CLI.run(["sim", "headset", "--emulate", cut])
+        #expect(r.status == 65)
+        #expect(r.stdout.isEmpty, "it listened: \(r.stdout)")
+        #expect(r.stderrLines.count == 1 && r.stderr.contains("block \(number) at offset \(offset)"), "\(r.stderr)")
+    }
 }
