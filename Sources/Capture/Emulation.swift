@@ -73,9 +73,9 @@ public struct EmulationScript: Sendable {
 /// next one. Recorded repeats of a request (polls while the device gets ready) that the host does not make this time
 /// are passed over. The first request that matches nothing ends the emulation with one line and a hex diff.
 ///
-/// Fields that legitimately differ from run to run are matched loosely, per command (`loose`). LightX headers carry no
-/// sequence number or timestamp, and nonces (the authentication challenge) come from the device, whose replies are
-/// replayed as recorded, so by default every byte of a request is compared.
+/// Fields that legitimately differ from run to run are matched loosely, per command (`loose`, by default
+/// `hostChosen`). LightX headers carry no sequence number or timestamp, and nonces (the authentication challenge) come
+/// from the device, whose replies are replayed as recorded, so every other byte of a request is compared.
 public struct EmulationMachine: Sendable {
     public enum Event: Sendable, Equatable {
         case linkOpened
@@ -103,9 +103,20 @@ public struct EmulationMachine: Sendable {
         public static let address = Loose(rawValue: 2)
     }
 
-    /// Per command byte, what is matched loosely. None by default (see the type's comment); a device with nonces in
-    /// its requests names them here.
-    public var loose: [UInt8: Loose] = [:]
+    /// The LightX requests that carry a value the host chooses anew on each run (docs/capture.md §6): the identity a
+    /// station issues to a unit from its counter and the date (`IdentityIssuer`). Everything else a Tuneup host
+    /// sends follows from its arguments, the image and the device's replies (which are replayed): the request window
+    /// only decides how many requests are in flight (they go in order, and no request carries it), reads carry the
+    /// fixed 256-byte zero buffer or the count the user asked for, erase addresses follow the device's
+    /// capabilities, write offsets the image, and the authentication response the device's challenge and the key.
+    public static let hostChosen: [UInt8: Loose] = [
+        Command.configSerialNumber.rawValue: .buffer,  // the serial issued: the station's counter and the date
+        Command.configBTDisplayName.rawValue: .buffer,  // the Bluetooth name issued: may hold the serial, the date
+        Command.diagBDAddr.rawValue: .buffer,  // the address issued from the recipe's block, by counter
+    ]
+
+    /// Per command byte, what is matched loosely.
+    public var loose: [UInt8: Loose] = EmulationMachine.hostChosen
 
     public let script: EmulationScript
     public private(set) var cursor = 0
@@ -136,7 +147,8 @@ public struct EmulationMachine: Sendable {
                 }
             }
             if at < script.exchanges.count, script.exchanges[at].link == currentLink, matches(packet, script.exchanges[at].request) {
-                let exchange = script.exchanges[at]
+                var exchange = script.exchanges[at]
+                exchange.replies = exchange.replies.map { answer($0, recorded: exchange.request, live: packet) }
                 cursor = at + 1
                 last = exchange
                 var actions: [Action] = exchange.replies.isEmpty ? [] : [.send(exchange.replies)]
@@ -153,6 +165,17 @@ public struct EmulationMachine: Sendable {
             return [.diverged(divergence(packet))]
         }
     }
+
+    /// `reply` as the answer to `live`, a request that matched `recorded` loosely: a reply carries its request's
+    /// param0 (the host matches by opcode and param0), so a loose address is answered with the host's own.
+    func answer(_ reply: Packet, recorded: Packet, live: Packet) -> Packet {
+        guard Self.answers(reply, recorded), reply.header.param0 != live.header.param0 else { return reply }
+        var adapted = reply
+        adapted.header.param0 = live.header.param0
+        return adapted
+    }
+
+    static func answers(_ reply: Packet, _ request: Packet) -> Bool { EmulationScript.answers(reply, request) }
 
     func matches(_ a: Packet, _ b: Packet) -> Bool {
         let rule = loose[b.command.rawValue] ?? []

@@ -1,5 +1,6 @@
 import Capture
 import Firmware
+import Foundation
 import FirmwareUpdate
 import Headset
 import HeadsetSimulator
@@ -12,6 +13,11 @@ import Transport
 @Suite struct EmulationTests {
     /// Records a flash of `image` from a fresh simulated headset (the host's side); returns the capture.
     func record(_ image: FirmwareImage) async throws -> CaptureContents {
+        try await CaptureFile.read(path: try await recordFile(image))
+    }
+
+    /// Records a flash of `image` as `record` does; returns the capture's path.
+    func recordFile(_ image: FirmwareImage) async throws -> String {
         let path = try TemporaryDirectory.make("emulation") + "/flash.pcapng"
         let writer = try await CaptureWriter.create(path: path, application: "tuneup test", warn: { _ in })
         let device = try await SimulatedHeadset(statePath: nil, options: SimulatorOptions(timeScale: 0))
@@ -19,7 +25,7 @@ import Transport
         _ = try await flash(device, image) { capture.wrap($0, name: "sim") }
         await writer.close()
         await device.shutdown()
-        return try await CaptureFile.read(path: path)
+        return path
     }
 
     /// Flashes `image` against an emulator of `script`: every link the updater opens is served by it.
@@ -66,6 +72,101 @@ import Transport
         #expect(lines[1].hasPrefix("  request") && lines[2].hasPrefix("  recording"))
     }
 
+    /// A recorded flash cut in the middle of a block (a writer killed mid-write would never leave one, but a copy
+    /// cut short does) is refused as a whole: the script is not built from the blocks before the cut, and the error
+    /// names the block cut and its offset.
+    @Test func cutCaptureIsRefusedWithTheBlockNamed() async throws {
+        let image = try await offThePool { try FirmwareImage.load(path: imagesDirectory + "/app-1.4.3-small.img") }
+        let path = try await recordFile(image)
+        let bytes = try await offThePool { Array(try Data(contentsOf: URL(fileURLWithPath: path))) }
+        let (number, offset, length) = try #require(PcapNGBlocks.containing(bytes.count / 2, in: bytes))
+        let cut = path + ".cut"
+        let cutBytes = Data(bytes.prefix(offset + length / 2))
+        try await offThePool { try cutBytes.write(to: URL(fileURLWithPath: cut)) }
+        let error = await #expect(throws: CaptureError.self) { _ = try await EmulationScript.load(path: cut) }
+        #expect(error?.code == .truncated)
+        #expect(error?.message.contains("block \(number) at offset \(offset)") == true, "\(error?.message ?? "")")
+        // The same bytes cut at the block's start are whole blocks: they load, with the requests before the cut.
+        let whole = try EmulationScript(try PcapNG.parse(Array(bytes.prefix(offset))))
+        #expect(!whole.exchanges.isEmpty)
+    }
+
+    /// A script of one link with these requests and a reply (status Ok, no buffer) to each, recorded on the host's side.
+    func script(_ requests: [Packet]) throws -> EmulationScript {
+        var file = PcapNG.sectionHeader(application: "t")
+        file += PcapNG.interfaceDescription(linkType: 147, name: "sim", description: "LightX over SPP; host side")
+        for (t, p) in requests.enumerated() {
+            file += PcapNG.enhancedPacket(interface: 0, timestamp: UInt64(t), direction: .outbound, data: SPPFraming.encode(p))
+            file += PcapNG.enhancedPacket(interface: 0, timestamp: UInt64(t), direction: .inbound, data: SPPFraming.encode(try Packet.reply(to: p)))
+        }
+        return try EmulationScript(try PcapNG.parse(file))
+    }
+
+    /// The values a station issues anew on each run (docs/capture.md §6: the serial, the Bluetooth name, the Bluetooth
+    /// address) match a recording that differs only in them; a request that differs elsewhere diverges.
+    @Test(arguments: EmulationMachine.hostChosen.keys.sorted())
+    func hostChosenValuesMatchLoosely(_ byte: UInt8) throws {
+        let command = Command(rawValue: byte)
+        let recorded = try Packet.request(.write, command, argument: Array("TS1-000001\0".utf8))
+        let lock = try Packet.request(.write, .factoryLock, argument: [1, 0, 0, 0])
+        let script = try script([recorded, lock])
+        #expect(EmulationMachine.hostChosen[byte] == .buffer)
+
+        var machine = EmulationMachine(script)
+        _ = machine.handle(.linkOpened)
+        let issuedToday = try Packet.request(.write, command, argument: Array("TS1-000042-20261208\0".utf8))
+        #expect(machine.handle(.request(issuedToday)) == [.send([try Packet.reply(to: recorded)])])
+        #expect(machine.handle(.request(lock)) == [.send([try Packet.reply(to: lock)]), .finished])
+
+        for elsewhere in [
+            try Packet.request(.write, command, argument: Array("TS1-000042\0".utf8), address: 0x10),  // the address
+            try Packet.request(.read, command),  // the opcode
+            try Packet.request(.write, command, argument: Array("TS1-000042\0".utf8), destination: .dsp),  // the module
+        ] {
+            var strict = EmulationMachine(script)
+            _ = strict.handle(.linkOpened)
+            guard case .diverged? = strict.handle(.request(elsewhere)).first else {
+                Issue.record("\(elsewhere.header) matched a recorded \(recorded.header)")
+                continue
+            }
+        }
+    }
+
+    /// Every other command is matched byte for byte: a request whose buffer differs (the factory key, an image block)
+    /// diverges.
+    @Test func otherCommandsAreMatchedByteForByte() throws {
+        for (recorded, live) in [
+            (try Packet.request(.write, .factoryUnlock, argument: [UInt8](repeating: 1, count: 16)),
+             try Packet.request(.write, .factoryUnlock, argument: [UInt8](repeating: 2, count: 16))),
+            (try Packet.request(.write, .bootWriteImage, argument: [UInt8](repeating: 0xA5, count: 256), address: 0x100),
+             try Packet.request(.write, .bootWriteImage, argument: [UInt8](repeating: 0xA6, count: 256), address: 0x100)),
+        ] {
+            #expect(EmulationMachine.hostChosen[recorded.command.rawValue] == nil)
+            var machine = EmulationMachine(try script([recorded]))
+            _ = machine.handle(.linkOpened)
+            guard case .diverged? = machine.handle(.request(live)).first else {
+                Issue.record("\(live.command) with another buffer matched")
+                continue
+            }
+        }
+    }
+
+    /// A command named with a loose address is answered at the host's address: the reply carries its request's
+    /// param0 (the host matches replies by opcode and param0), not the recorded one.
+    @Test func looseAddressIsAnsweredAtTheHostsAddress() throws {
+        let recorded = try Packet.request(.read, .bootReadImage, argument: [UInt8](repeating: 0, count: 16), address: 0x100)
+        var machine = EmulationMachine(try script([recorded]))
+        machine.loose[Command.bootReadImage.rawValue] = .address
+        _ = machine.handle(.linkOpened)
+        let live = try Packet.request(.read, .bootReadImage, argument: [UInt8](repeating: 0, count: 16), address: 0x200)
+        let actions = machine.handle(.request(live))
+        guard case let .send(replies)? = actions.first, let reply = replies.first else {
+            Issue.record("no reply: \(actions)")
+            return
+        }
+        #expect(reply.header.address == 0x200 && reply.header.opcode == live.header.opcode && reply.command == .bootReadImage)
+    }
+
     /// The machine alone: a poll repeated more or fewer times than recorded still matches.
     @Test func pollsRepeatedOrSkipped() throws {
         let poll = try Packet.request(.read, .bootImageType)
@@ -91,5 +192,21 @@ import Transport
         var wrong = EmulationMachine(script)
         _ = wrong.handle(.linkOpened)
         guard case .diverged? = wrong.handle(.request(next)).first else { Issue.record("no divergence"); return }
+    }
+}
+
+/// The blocks of a pcapng file as a reader walks them (by their total lengths), for tests that cut files.
+enum PcapNGBlocks {
+    /// The block (its number from 1, offset and total length) that holds byte `position`, nil past the end.
+    static func containing(_ position: Int, in bytes: [UInt8]) -> (number: Int, offset: Int, length: Int)? {
+        var offset = 0, number = 0
+        while offset + 8 <= bytes.count {
+            number += 1
+            let length = Int(bytes[offset + 4]) | Int(bytes[offset + 5]) << 8 | Int(bytes[offset + 6]) << 16 | Int(bytes[offset + 7]) << 24
+            guard length >= 12 else { return nil }
+            if position < offset + length { return (number, offset, length) }
+            offset += length
+        }
+        return nil
     }
 }
