@@ -119,11 +119,11 @@ public final class PostgresRecordStore: LineRecordServer, StoredValues {
         try Self.check(hardwareID: hardwareID)
         let now = Date()
         return try await transaction { c in
-            let rows = try await c.query("SELECT station, kind FROM leases WHERE id = \(lease.rawValue)", logger: self.logger).collect()
-            guard let leased = rows.first?.makeRandomAccess() else { throw RecordsError(.notFound, "lease \(lease) does not exist") }
-            let leaseKind = try leased["kind"].decode(String.self)
-            guard leaseKind == kind.rawValue else {
-                throw RecordsError(.invalidArgument, "lease \(lease) holds \(leaseKind) identities, not \(kind.rawValue)")
+            guard let leased = try await self.rows(c, LeaseRow.self, "SELECT * FROM leases WHERE id = \(lease.rawValue)").first else {
+                throw RecordsError(.notFound, "lease \(lease) does not exist")
+            }
+            guard leased.kind == kind else {
+                throw RecordsError(.invalidArgument, "lease \(lease) holds \(leased.kind.rawValue) identities, not \(kind.rawValue)")
             }
             try await self.ensureUnit(c, hardwareID, now)
             if let held = try await self.activeIdentity(c, kind, hardwareID) { return held }
@@ -131,8 +131,7 @@ public final class PostgresRecordStore: LineRecordServer, StoredValues {
                 SELECT id FROM identities WHERE lease_id = \(lease.rawValue) AND state = 'leased' ORDER BY id LIMIT 1 FOR UPDATE
                 """, logger: self.logger).collect().first?.decode(Int64.self)
             guard let next else {
-                let station = try leased["station"].decode(String.self)
-                throw RecordsError(.poolExhausted, "lease \(lease) of station \(station) has no free \(kind.rawValue) left")
+                throw RecordsError(.poolExhausted, "lease \(lease) of station \(leased.station) has no free \(kind.rawValue) left")
             }
             try await c.query("""
                 UPDATE identities SET state = 'reserved', hardware_id = \(hardwareID), updated_at = \(now) WHERE id = \(next)
@@ -390,8 +389,8 @@ public final class PostgresRecordStore: LineRecordServer, StoredValues {
 
     public func attachment(run: RunID, name: String) async throws -> Attachment? {
         try await transaction { c in
-            try await c.query("SELECT * FROM attachments WHERE run_id = \(run.rawValue) AND name = \(name)", logger: self.logger)
-                .collect().first.map { try Self.attachment($0.makeRandomAccess(), content: true) }
+            try await self.rows(c, AttachmentRow.self, "SELECT * FROM attachments WHERE run_id = \(run.rawValue) AND name = \(name)")
+                .first?.attachment
         }
     }
 
@@ -405,8 +404,7 @@ public final class PostgresRecordStore: LineRecordServer, StoredValues {
             guard try await !c.query("SELECT 1 FROM units WHERE hardware_id = \(hardwareID) FOR UPDATE", logger: self.logger).collect().isEmpty else {
                 throw RecordsError(.notFound, "unit \(hardwareID) has never been seen")
             }
-            let runs = try await c.query("SELECT * FROM runs WHERE hardware_id = \(hardwareID) ORDER BY id", logger: self.logger)
-                .collect().map { try Self.run($0.makeRandomAccess()) }
+            let runs = try await self.rows(c, RunRow.self, "SELECT * FROM runs WHERE hardware_id = \(hardwareID) ORDER BY id").map(\.run)
             let failures = Rework.failuresSinceRelease(runs: runs, releases: try await self.releases(c, hardwareID))
             guard failures > 0 else {
                 throw RecordsError(.invalidTransition, "unit \(hardwareID) has no failed run since its last release: nothing to release")
@@ -426,23 +424,14 @@ public final class PostgresRecordStore: LineRecordServer, StoredValues {
 
     public func releases(ofUnits hardwareIDs: [String]) async throws -> [String: [Release]] {
         try await transaction { c in
-            let releases = try await c.query(
-                "SELECT * FROM releases WHERE hardware_id = ANY(\(hardwareIDs)) ORDER BY id", logger: self.logger
-            ).collect().map(Self.release)
+            let releases = try await self.rows(c, ReleaseRow.self, "SELECT * FROM releases WHERE hardware_id = ANY(\(hardwareIDs)) ORDER BY id")
+                .map(\.release)
             return Dictionary(grouping: releases, by: \.hardwareID)
         }
     }
 
     private func releases(_ c: PostgresConnection, _ hardwareID: String) async throws -> [Release] {
-        try await c.query("SELECT * FROM releases WHERE hardware_id = \(hardwareID) ORDER BY id", logger: logger).collect().map(Self.release)
-    }
-
-    private static func release(_ raw: PostgresRow) throws -> Release {
-        let row = raw.makeRandomAccess()
-        return Release(
-            hardwareID: try row["hardware_id"].decode(String.self), releasedAt: try row["released_at"].decode(Date.self).toMilliseconds,
-            releasedBy: try row["released_by"].decode(String.self), reason: try row["reason"].decode(String.self),
-            failures: Int(try row["failures"].decode(Int64.self)))
+        try await rows(c, ReleaseRow.self, "SELECT * FROM releases WHERE hardware_id = \(hardwareID) ORDER BY id").map(\.release)
     }
 
     // MARK: - Operator answers
@@ -461,13 +450,10 @@ public final class PostgresRecordStore: LineRecordServer, StoredValues {
 
     public func bindings(ofCode code: String) async throws -> [ScanBinding] {
         try await transaction { c in
-            try await c.query("""
-                SELECT a.value, r.hardware_id, r.id, a.answered_at FROM answers a JOIN runs r ON r.id = a.run_id
+            try await self.rows(c, BindingRow.self, """
+                SELECT a.value, r.hardware_id, a.run_id, a.answered_at FROM answers a JOIN runs r ON r.id = a.run_id
                 WHERE a.kind = 'scan' AND a.value = \(code) ORDER BY a.id
-                """, logger: self.logger).collect().map { row in
-                let (value, hardwareID, run, at) = try row.decode((String, String, Int64, Date).self)
-                return ScanBinding(code: value, hardwareID: hardwareID, run: RunID(run), answeredAt: at.toMilliseconds)
-            }
+                """).map(\.binding)
         }
     }
 
@@ -493,21 +479,13 @@ public final class PostgresRecordStore: LineRecordServer, StoredValues {
             """, logger: logger)
     }
 
-    private static func attachment(_ row: PostgresRandomAccessRow, content: Bool) throws -> Attachment {
-        Attachment(
-            name: try row["name"].decode(String.self), step: try row["step"].decode(String?.self),
-            mediaType: try row["media_type"].decode(String.self), size: Int(try row["size"].decode(Int64.self)),
-            sha256: try row["sha256"].decode(String.self), createdAt: try row["created_at"].decode(Date.self).toMilliseconds,
-            content: content ? try row["content"].decode(Data.self) : nil)
-    }
-
     // MARK: - Reading
 
     public func units() async throws -> [UnitRecord] {
         try await transaction { c in
             var units: [UnitRecord] = []
-            for row in try await c.query("SELECT hardware_id, first_seen FROM units ORDER BY first_seen, hardware_id", logger: self.logger).collect() {
-                units.append(try await self.unit(c, row.makeRandomAccess()))
+            for row in try await self.rows(c, UnitRow.self, "SELECT hardware_id, first_seen FROM units ORDER BY first_seen, hardware_id") {
+                units.append(try await self.unit(c, row))
             }
             return units
         }
@@ -515,59 +493,42 @@ public final class PostgresRecordStore: LineRecordServer, StoredValues {
 
     public func unit(_ hardwareID: String) async throws -> UnitRecord? {
         try await transaction { c in
-            guard let row = try await c.query("SELECT hardware_id, first_seen FROM units WHERE hardware_id = \(hardwareID)", logger: self.logger)
-                .collect().first else { return nil }
-            return try await self.unit(c, row.makeRandomAccess())
+            guard let row = try await self.rows(c, UnitRow.self, "SELECT hardware_id, first_seen FROM units WHERE hardware_id = \(hardwareID)")
+                .first else { return nil }
+            return try await self.unit(c, row)
         }
     }
 
     public func runs(hardwareID: String?, station: String?) async throws -> [RunRecord] {
         try await transaction { c in
-            try await c.query("""
+            try await self.rows(c, RunRow.self, """
                 SELECT * FROM runs WHERE (\(hardwareID)::TEXT IS NULL OR hardware_id = \(hardwareID))
                                      AND (\(station)::TEXT IS NULL OR station = \(station)) ORDER BY id
-                """, logger: self.logger).collect().map { try Self.run($0.makeRandomAccess()) }
+                """).map(\.run)
         }
     }
 
     public func latestFinishedRuns(station: String, recipeHash: String, limit: Int) async throws -> [RunRecord] {
         try await transaction { c in
-            try await c.query("""
+            try await self.rows(c, RunRow.self, """
                 SELECT * FROM runs WHERE station = \(station) AND recipe_hash = \(recipeHash) AND outcome IN ('pass', 'fail', 'error')
                 ORDER BY started_at DESC, id DESC LIMIT \(max(0, limit))
-                """, logger: self.logger).collect().map { try Self.run($0.makeRandomAccess()) }.reversed()
+                """).map(\.run).reversed()
         }
     }
 
     public func run(_ id: RunID) async throws -> RunRecord? {
         try await transaction { c in
-            guard let row = try await c.query("SELECT * FROM runs WHERE id = \(id.rawValue)", logger: self.logger).collect().first else { return nil }
-            var run = try Self.run(row.makeRandomAccess())
-            let steps = try await c.query("SELECT * FROM steps WHERE run_id = \(id.rawValue) ORDER BY id", logger: self.logger).collect()
-            let measurements = try await c.query("""
+            guard var run = try await self.rows(c, RunRow.self, "SELECT * FROM runs WHERE id = \(id.rawValue)").first?.run else { return nil }
+            let steps = try await self.rows(c, StepRow.self, "SELECT * FROM steps WHERE run_id = \(id.rawValue) ORDER BY id")
+            let measurements = try await self.rows(c, MeasurementRow.self, """
                 SELECT m.* FROM measurements m JOIN steps s ON s.id = m.step_id WHERE s.run_id = \(id.rawValue) ORDER BY m.id
-                """, logger: self.logger).collect().map { $0.makeRandomAccess() }
-            run.steps = try steps.map { row in
-                let step = row.makeRandomAccess()
-                let stepID = try step["id"].decode(Int64.self)
-                return StepRecord(
-                    name: try step["name"].decode(String.self), startedAt: try step["started_at"].decode(Date.self).toMilliseconds,
-                    endedAt: try step["ended_at"].decode(Date.self).toMilliseconds,
-                    outcome: try Self.decode(StepOutcome.self, try step["outcome"].decode(String.self)),
-                    retries: Int(try step["retries"].decode(Int64.self)), message: try step["message"].decode(String.self),
-                    measurements: try measurements.filter { try $0["step_id"].decode(Int64.self) == stepID }.map(Self.measurement))
-            }
-            run.attachments = try await c.query("""
-                SELECT name, step, media_type, size, sha256, created_at FROM attachments WHERE run_id = \(id.rawValue) ORDER BY id
-                """, logger: self.logger).collect().map { try Self.attachment($0.makeRandomAccess(), content: false) }
-            run.answers = try await c.query("""
-                SELECT step, kind, label, value, answered_by, source, answered_at FROM answers WHERE run_id = \(id.rawValue) ORDER BY id
-                """, logger: self.logger).collect().map { row in
-                let (step, kind, label, value, by, source, at) = try row.decode((String, String, String, String, String, String, Date).self)
-                return OperatorAnswer(
-                    step: step, kind: try Self.decode(OperatorAnswer.Kind.self, kind), label: label, value: value, answeredBy: by,
-                    source: source, answeredAt: at.toMilliseconds)
-            }
+                """)
+            run.steps = steps.map { step in step.record(measurements.filter { $0.stepID == step.id }.map(\.measurement)) }
+            run.attachments = try await self.rows(c, AttachmentRow.self, """
+                SELECT run_id, name, step, media_type, size, sha256, created_at FROM attachments WHERE run_id = \(id.rawValue) ORDER BY id
+                """).map(\.attachment)
+            run.answers = try await self.rows(c, AnswerRow.self, "SELECT * FROM answers WHERE run_id = \(id.rawValue) ORDER BY id").map(\.answer)
             return run
         }
     }
@@ -690,16 +651,12 @@ public final class PostgresRecordStore: LineRecordServer, StoredValues {
     }
 
     private func identities(_ c: PostgresConnection, _ query: PostgresQuery) async throws -> [Identity] {
-        try await c.query(query, logger: logger).collect().map { raw in
-            let row = raw.makeRandomAccess()
-            return Identity(
-                id: IdentityID(try row["id"].decode(Int64.self)),
-                kind: try Self.decode(IdentityKind.self, try row["kind"].decode(String.self)),
-                value: try row["value"].decode(String.self),
-                state: try Self.decode(IdentityState.self, try row["state"].decode(String.self)),
-                hardwareID: try row["hardware_id"].decode(String?.self), station: try row["station"].decode(String.self),
-                lease: try row["lease_id"].decode(Int64?.self).map(LeaseID.init), updatedAt: try row["updated_at"].decode(Date.self).toMilliseconds)
-        }
+        try await rows(c, IdentityRow.self, query).map(\.identity)
+    }
+
+    /// What `query` selects, as rows of `type` (Rows.swift, by Codable).
+    private func rows<R: RowColumns>(_ c: PostgresConnection, _ type: R.Type, _ query: PostgresQuery) async throws -> [R] {
+        try await c.query(query, logger: logger).collect().map { try $0.record(R.self) }
     }
 
     private func checkOpen(_ c: PostgresConnection, _ run: RunID) async throws {
@@ -722,39 +679,12 @@ public final class PostgresRecordStore: LineRecordServer, StoredValues {
             """, logger: logger)
     }
 
-    private func unit(_ c: PostgresConnection, _ row: PostgresRandomAccessRow) async throws -> UnitRecord {
-        let hardwareID = try row["hardware_id"].decode(String.self)
-        return UnitRecord(
-            hardwareID: hardwareID, firstSeen: try row["first_seen"].decode(Date.self).toMilliseconds,
-            identities: try await identities(c, "SELECT * FROM identities WHERE hardware_id = \(hardwareID) ORDER BY id"),
-            runs: try await c.query("SELECT * FROM runs WHERE hardware_id = \(hardwareID) ORDER BY id", logger: logger)
-                .collect().map { try Self.run($0.makeRandomAccess()) },
-            releases: try await releases(c, hardwareID))
-    }
-
-    private static func run(_ row: PostgresRandomAccessRow) throws -> RunRecord {
-        let hashes = try JSONDecoder().decode([String: String].self, from: Data(try row["image_hashes"].decode(String.self).utf8))
-        let metadata = try JSONDecoder().decode([String: String].self, from: Data(try row["metadata"].decode(String.self).utf8))
-        return RunRecord(
-            id: RunID(try row["id"].decode(Int64.self)),
-            start: RunStart(
-                hardwareID: try row["hardware_id"].decode(String.self), station: try row["station"].decode(String.self),
-                slot: try row["slot"].decode(String.self), operatorName: try row["operator"].decode(String.self),
-                recipeHash: try row["recipe_hash"].decode(String.self), toolVersion: try row["tool_version"].decode(String.self),
-                imageHashes: hashes, startedAt: try row["started_at"].decode(Date.self).toMilliseconds,
-                workOrder: try row["work_order"].decode(String?.self), lot: try row["lot"].decode(String?.self),
-                fixture: try row["fixture"].decode(String?.self), metadata: metadata),
-            endedAt: try row["ended_at"].decode(Date?.self)?.toMilliseconds,
-            outcome: try row["outcome"].decode(String?.self).map { try decode(RunOutcome.self, $0) },
-            reworkCount: Int(try row["rework_count"].decode(Int64.self)), steps: [])
-    }
-
-    private static func measurement(_ row: PostgresRandomAccessRow) throws -> RecordModel.Measurement {
-        RecordModel.Measurement(
-            name: try row["name"].decode(String.self), value: try row["value"].decode(Double.self), unit: try row["unit"].decode(String.self),
-            low: try row["low"].decode(Double?.self), high: try row["high"].decode(Double?.self),
-            marginalLow: try row["marginal_low"].decode(Double?.self), marginalHigh: try row["marginal_high"].decode(Double?.self),
-            outcome: try decode(MeasurementOutcome.self, try row["outcome"].decode(String.self)))
+    private func unit(_ c: PostgresConnection, _ row: UnitRow) async throws -> UnitRecord {
+        UnitRecord(
+            hardwareID: row.hardwareID, firstSeen: row.firstSeen,
+            identities: try await identities(c, "SELECT * FROM identities WHERE hardware_id = \(row.hardwareID) ORDER BY id"),
+            runs: try await rows(c, RunRow.self, "SELECT * FROM runs WHERE hardware_id = \(row.hardwareID) ORDER BY id").map(\.run),
+            releases: try await releases(c, row.hardwareID))
     }
 }
 

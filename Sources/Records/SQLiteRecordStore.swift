@@ -8,7 +8,7 @@ import Support
 /// store instances) may share one file on a local disk; a writer waits up to `busyTimeout` for another's
 /// transaction and then fails with `RecordsError.busy`. Every change is all or nothing (a savepoint of an IMMEDIATE
 /// transaction that changes waiting together share, committed before any of them returns: `GroupCommit`), so a
-/// killed process leaves no half-written record. Rows are read and written as GRDB records (SQLiteRows.swift), which it
+/// killed process leaves no half-written record. Rows are read and written as GRDB records (Rows.swift), which it
 /// converts to and from the model values. Database work runs on GRDB's own dispatch queues, opening and migrating
 /// on the blocking executor (`Blocking`): nothing blocks Swift's cooperative pool.
 public final class SQLiteRecordStore: RecordStore {

@@ -153,7 +153,7 @@ func at(_ seconds: Int64) -> Date { Date(timeIntervalSince1970: 1_790_000_000 + 
         #expect(error?.code == .newerSchema)
     }
 
-    /// The store reads and writes its rows as GRDB records (SQLiteRows.swift): they read every column as the hand-written
+    /// The store reads and writes its rows as GRDB records (Rows.swift): they read every column as the hand-written
     /// SQL of earlier versions wrote it, and write the same text (dates to the millisecond in UTC, JSON with sorted
     /// keys, enumerations by raw value), so files of either version read the same in both.
     @Test func rowsAreReadAndWrittenAsEarlierVersionsKeptThem() async throws {

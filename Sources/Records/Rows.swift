@@ -1,50 +1,55 @@
 import Foundation
 import GRDB
 
-// The rows of the SQLite records tables (Schema.swift) as GRDB records, by Codable: a property is the column of its
-// name in snake case (`hardwareID` is `hardware_id`), an enumeration is its raw value, a run's image hashes and
-// metadata are JSON text (GRDB's JSON columns, sorted keys), a date is GRDB's text (`yyyy-MM-dd HH:mm:ss.SSS`, UTC).
-// A row leaves out the columns it does not use (an insert leaves them to their defaults, a read ignores them). The
-// rows stay inside the SQLite store, which takes and returns the model values (Model.swift) as the PostgreSQL store
-// does: the public types carry no database types.
+// The rows of the records tables (Schema.swift), by Codable, for both stores: a property is the column of its name in
+// snake case (`hardwareID` is `hardware_id`), an enumeration is its raw value, a run's image hashes and metadata are
+// JSON text (sorted keys), a date is a point in time to the millisecond. The SQLite store reads and writes them as GRDB
+// records (dates as GRDB's text, `yyyy-MM-dd HH:mm:ss.SSS`, UTC); the PostgreSQL store reads them with
+// `PostgresRow.record(_:)` (PostgresRows.swift) and writes them with its own statements. A row leaves out the columns
+// it does not use (an insert leaves them to their defaults, a read ignores them), and a column a store's table does
+// not have reads as nil (an outbox's `uploaded_state` on the line's server). The rows stay inside the stores, which
+// take and return the model values (RecordModel): the public types carry no database types.
 
 /// A row of one of the records tables (a `PersistableRecord` too when it needs no id back from an insert).
-protocol SQLiteRow: SQLiteColumns, Encodable, MutablePersistableRecord {
-    /// The columns a SELECT reads it from, by name. Never `*`: when another connection has changed the schema (a
-    /// station migrating the file, a newer Tuneup rebuilding a table), SQLite prepares the statement again on its first
-    /// step, after GRDB took the row's column positions, and a record would read `*` by stale positions.
+protocol TableRow: RowColumns, Encodable, MutablePersistableRecord {
+    /// The columns an SQLite SELECT reads it from, by name. Never `*`: when another connection has changed the schema
+    /// (a station migrating the file, a newer Tuneup rebuilding a table), SQLite prepares the statement again on its
+    /// first step, after GRDB took the row's column positions, and a record would read `*` by stale positions.
     static var columns: String { get }
 }
 
-extension SQLiteRow {
+extension TableRow {
     static var databaseColumnEncodingStrategy: DatabaseColumnEncodingStrategy { .convertToSnakeCase }
 }
 
 /// Columns read by their names in snake case: a table's row, or what a query selects.
-protocol SQLiteColumns: Decodable, FetchableRecord {}
+protocol RowColumns: Decodable, FetchableRecord {}
 
-extension SQLiteColumns {
-    /// `hardware_id` → `hardwareID`, `media_type` → `mediaType`: the inverse of `convertToSnakeCase` for the schema's
-    /// names (GRDB's `convertFromSnakeCase` would look for `hardwareId`).
+extension RowColumns {
     static var databaseColumnDecodingStrategy: DatabaseColumnDecodingStrategy {
-        .custom { column in
-            let words = column.split(separator: "_").map(String.init)
-            return ColumnKey(stringValue: words.dropFirst().reduce(words.first ?? "") { name, word in
-                name + (word == "id" ? "ID" : word.prefix(1).uppercased() + word.dropFirst())
-            })
-        }
+        .custom { column in ColumnKey(stringValue: ColumnKey.property(column)) }
     }
 }
 
-private struct ColumnKey: CodingKey {
+struct ColumnKey: CodingKey {
     var stringValue: String
     var intValue: Int? { nil }
     init(stringValue: String) { self.stringValue = stringValue }
     init?(intValue: Int) { nil }
+
+    /// `hardware_id` → `hardwareID`, `media_type` → `mediaType`: the property a column is read into, for both stores
+    /// (the inverse of `convertToSnakeCase` for the schema's names; GRDB's `convertFromSnakeCase` would look for
+    /// `hardwareId`).
+    static func property(_ column: String) -> String {
+        let words = column.split(separator: "_").map(String.init)
+        return words.dropFirst().reduce(words.first ?? "") { name, word in
+            name + (word == "id" ? "ID" : word.prefix(1).uppercased() + word.dropFirst())
+        }
+    }
 }
 
 /// A row whose `id` SQLite assigns (`INTEGER PRIMARY KEY AUTOINCREMENT`): nil until it is inserted.
-protocol NumberedRow: SQLiteRow {
+protocol NumberedRow: TableRow {
     var id: Int64? { get set }
 }
 
@@ -59,7 +64,7 @@ extension NumberedRow {
     }
 }
 
-struct UnitRow: SQLiteRow, PersistableRecord {
+struct UnitRow: TableRow, PersistableRecord {
     static let databaseTableName = "units"
     static let columns = "hardware_id, first_seen"
     var hardwareID: String
@@ -152,7 +157,7 @@ struct StepRow: NumberedRow {
     }
 }
 
-struct MeasurementRow: SQLiteRow, PersistableRecord {
+struct MeasurementRow: TableRow, PersistableRecord {
     static let databaseTableName = "measurements"
     static let columns = "step_id, name, value, unit, low, high, marginal_low, marginal_high, outcome"
     var stepID: Int64
@@ -174,7 +179,7 @@ struct MeasurementRow: SQLiteRow, PersistableRecord {
     }
 }
 
-struct AttachmentRow: SQLiteRow, PersistableRecord {
+struct AttachmentRow: TableRow, PersistableRecord {
     static let databaseTableName = "attachments"
     static let columns = "run_id, step, name, media_type, size, sha256, content, created_at"
     var runID: Int64
@@ -196,7 +201,7 @@ struct AttachmentRow: SQLiteRow, PersistableRecord {
     }
 }
 
-struct ReleaseRow: SQLiteRow, PersistableRecord {
+struct ReleaseRow: TableRow, PersistableRecord {
     static let databaseTableName = "releases"
     static let columns = "hardware_id, released_at, released_by, reason, failures"
     var hardwareID: String
@@ -213,7 +218,7 @@ struct ReleaseRow: SQLiteRow, PersistableRecord {
     }
 }
 
-struct AnswerRow: SQLiteRow, PersistableRecord {
+struct AnswerRow: TableRow, PersistableRecord {
     static let databaseTableName = "answers"
     static let columns = "run_id, step, kind, label, value, answered_by, source, answered_at"
     var runID: Int64
@@ -233,7 +238,7 @@ struct AnswerRow: SQLiteRow, PersistableRecord {
 }
 
 /// A scanned code and the unit it is bound to: an `answers` row with its run's unit.
-struct BindingRow: SQLiteColumns {
+struct BindingRow: RowColumns {
     var value, hardwareID: String
     var runID: Int64
     var answeredAt: Date
