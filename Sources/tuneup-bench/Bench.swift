@@ -25,8 +25,9 @@ struct Bench: AsyncParsableCommand {
             swift run -c release tuneup-bench page    # operator page: station event to WebSocket client, p50/p99
             swift run -c release tuneup-bench cfx     # 64 units, CFX broker stopped 20 s: every message once, 0 lost
             swift run -c release tuneup-bench capture # a 512 KiB flash with and without --capture: wall ratio
+            swift run -c release tuneup-bench emulate # a 512 KiB flash live (recorded) and against sim headset --emulate of it
             """,
-        subcommands: [Codec.self, Probe.self, Startup.self, Flash.self, Many.self, Station.self, Line.self, WearableBench.self, WearableReconnectBench.self, WearableRecordBench.self, SpeakerSync.self, Page.self, SpeakerReceiverBench.self, SpeakerVsSnapcast.self, SpeakerFLACBench.self, CFXBench.self, CaptureBench.self])
+        subcommands: [Codec.self, Probe.self, Startup.self, Flash.self, Many.self, Station.self, Line.self, WearableBench.self, WearableReconnectBench.self, WearableRecordBench.self, SpeakerSync.self, Page.self, SpeakerReceiverBench.self, SpeakerVsSnapcast.self, SpeakerFLACBench.self, CFXBench.self, CaptureBench.self, EmulateBench.self])
 
     /// The tuneup binary the benchmarks run: `option`, or the one next to tuneup-bench.
     static func tuneupBinary(_ option: String?) throws -> String {
