@@ -199,7 +199,7 @@ let package = Package(
         // The firmware updater: the update state machine and its progress stream.
         .target(
             name: "FirmwareUpdate",
-            dependencies: ["Failure", "Firmware", "Headset", "LightX", "Progress", "Session", "Transport", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["Failure", "Firmware", "Headset", "LightX", "Progress", "Session", "Support", "Transport", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict),
         // What every simulated device shares: the server that serves devices on any link (TCP, pty, in process), the
         // in-process listener and the simulators' error vocabulary. No protocol of any family.

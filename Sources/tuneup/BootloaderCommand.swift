@@ -55,22 +55,6 @@ struct BootloaderCommand: AsyncParsableCommand {
         }
     }
 
-    static func text(_ s: BootloaderClient.Status) -> String {
-        let na = "not reported"
-        var rows: [(String, String)] = [
-            ("Mode", s.mode),
-            ("Authenticated", s.authenticated.map { $0 ? "yes" : "no" } ?? na),
-            ("Application", s.applicationVersion ?? (s.mode == "bootloader" ? "none committed" : na)),
-        ]
-        if s.mode == "bootloader" {
-            rows.insert(("Bootloader", s.bootloaderVersion ?? na), at: 1)
-            rows.append(("Resource", s.resourceVersion ?? "none"))
-            rows.append(("Pipelining", s.queueDepth.map { "queue of \($0)" + (s.addressedErase == true ? ", addressed erase" : "") } ?? "no (one request at a time)"))
-            rows.append(("Secure boot", s.secureBootKeyHash.map { "images signed by key \($0.prefix(16))…" + (s.rollbackFloor.map { ", version \($0) or newer" } ?? "") } ?? "not reported"))
-        }
-        return Output.table(rows)
-    }
-
     /// Runs `action` on the bootloader, then prints the device's status.
     static func report(_ device: DeviceOptions, _ wait: WaitOption, _ output: OutputOptions,
                        _ action: @escaping (BootloaderClient) async throws -> Void) async throws {
@@ -78,7 +62,7 @@ struct BootloaderCommand: AsyncParsableCommand {
             try await action(client)
             return try await client.status()
         }
-        try Output.emit(status, json: output.json) { text(status) }
+        try Output.emit(status, json: output.json) { status.text }
     }
 
     struct Status: AsyncParsableCommand {
@@ -156,31 +140,16 @@ struct FirmwareCommand: AsyncParsableCommand {
             } catch {
                 throw failureExit(error)
             }
-            let (bytes, wasInApplication) = try await withBootloader(device, wait: wait.wait) { client in
-                let inApplication = try await !client.isInBootloader()
-                try await client.enter()
-                let size: Int
-                if let length {
-                    size = length
-                } else {
-                    size = try await client.imageLength(in: region) ?? region.maxSize
-                }
-                let bytes = try await client.read(region, length: size)
-                if inApplication && !stay { try await client.leave() }
-                return (bytes, inApplication)
+            let read = try await withBootloader(device, wait: wait.wait) { [stay, output] client in
+                try await client.readBack(region, length: length, stay: stay, file: output)
             }
             do {
                 // Replaced whole; a symbolic link, device, FIFO or directory is refused (exit 74).
-                try await Blocking.perform("write \(output)") { [output] in try SafeOutput.write(bytes, to: output) }
+                try await Blocking.perform("write \(output)") { [output] in try SafeOutput.write(read.bytes, to: output) }
             } catch {
                 throw failureExit(error)
             }
-            struct Report: Encodable { var region: String; var bytes: Int; var file: String; var crc: String; var returnedToApplication: Bool }
-            let report = Report(region: region.rawValue, bytes: bytes.count, file: output,
-                                crc: String(format: "%08x", CRC32JAMCRC.checksum(bytes)), returnedToApplication: wasInApplication && !stay)
-            try Output.emit(report, json: format.json) {
-                "Read \(bytes.count) bytes of the \(region.rawValue) region into \(output) (CRC-32/JAMCRC \(report.crc))"
-            }
+            try Output.emit(read.report, json: format.json) { read.report.text }
         }
     }
 }

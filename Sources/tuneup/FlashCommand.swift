@@ -103,77 +103,21 @@ struct FlashCommand: AsyncParsableCommand {
         } catch {
             await rendering.value
             let signal = Interrupts.received
-            let (message, code) = signal.map { (Self.interrupted(by: $0, during: renderer.latest?.phase), Interrupts.exitCode($0)) }
-                ?? describeFailure(error)
-            renderer.emitError(message: message, code: signal != nil ? "interrupted" : Self.errorCode(error))
+            let (message, code) = signal.map {
+                (UpdateInterruption.message("stopped by \(Interrupts.name($0))", during: renderer.latest?.phase), Interrupts.exitCode($0))
+            } ?? describeFailure(error)
+            renderer.emitError(message: message, code: signal != nil ? "interrupted" : UpdateInterruption.errorCode(error))
             renderer.finish()
             throw CommandFailure(message: message, code: code)
         }
         await rendering.value
         let progressProblem = renderer.finish()
-        try emitResult(result)
+        Output.line(output.json ? try Output.jsonLine(result.resultEvent) : result.text)
         // Output that could not be written does not undo the update; it is still a failure of the command.
         if let problem = progressProblem ?? Console.outputFailure {
             throw CommandFailure(message: "\(problem) (the update itself completed)", code: Exit.localIO)
         }
     }
-
-    /// The stable code of an update failure, for the JSON error event.
-    static func errorCode(_ error: Error) -> String? {
-        (error as? UpdateError)?.code.rawValue ?? (error as? HeadsetError)?.code.rawValue
-    }
-
-    /// What an update stopped by a signal leaves behind, by the phase it was in.
-    static func interrupted(by signal: Int32, during phase: UpdatePhase?) -> String {
-        let stopped = "stopped by \(Interrupts.name(signal))"
-        switch phase {
-        case nil, .connect?, .authenticate?:
-            return "\(stopped) before the update began; the device is unchanged"
-        case .enterBootloader?:
-            return "\(stopped) while entering the bootloader; the application is unchanged but the device may wait in "
-                + "its bootloader: run the same command again to update it, or 'tuneup bootloader leave'"
-        case .commit?:
-            return "\(stopped) while committing; the device is in its bootloader: run the same command again to verify and commit"
-        case .reboot?, .confirm?, .done?:
-            return "\(stopped) after the new image was committed; the device is starting it (check with 'tuneup probe')"
-        case let phase?:
-            return "\(stopped) during \(phase.rawValue); the device is in its bootloader with a partial image: "
-                + "run the same command again to resume"
-        }
-    }
-
-    private func emitResult(_ r: UpdateResult) throws {
-        if output.json {
-            Output.line(try Output.jsonLine(TaggedResult(type: "result", result: r)))
-            return
-        }
-        if r.alreadyInstalled {
-            Output.line("Already installed: the device runs \(r.newVersion ?? "this version"); nothing was written (--force flashes it again).")
-            return
-        }
-        var rows: [(String, String)] = [
-            ("Image", "\(r.image) (\(r.imageBytes) bytes, \(r.sectors) sectors, \(r.region.rawValue) region)"),
-            ("Version", (r.previousVersion ?? "unknown") + " → " + (r.newVersion ?? "unknown")),
-            ("Written", "\(r.bytesWritten) bytes in \(String(format: "%.2f", r.transferSeconds)) s"
-                + (r.bytesPerSecond > 0 ? String(format: " (%.1f KiB/s)", r.bytesPerSecond / 1024) : "")),
-        ]
-        if r.skippedSectors > 0 { rows.append(("Resumed", "\(r.skippedSectors) sectors were already on the device")) }
-        rows.append(("Total", String(format: "%.2f s", r.seconds) + ", window up to \(r.maxWindow)"
-                     + (r.resent > 0 ? ", \(r.resent) resent" : "") + (r.redoneSectors > 0 ? ", \(r.redoneSectors) sectors redone" : "")
-                     + (r.reconnects > 0 ? ", \(r.reconnects) reconnects" : "")))
-        Output.line("Updated.\n" + Output.table(rows))
-    }
-}
-
-struct TaggedResult: Encodable {
-    var type: String
-    var result: UpdateResult
-    func encode(to encoder: Encoder) throws {
-        try result.encode(to: encoder)
-        var c = encoder.container(keyedBy: Key.self)
-        try c.encode(type, forKey: .type)
-    }
-    enum Key: String, CodingKey { case type }
 }
 
 extension FlashRegion: ExpressibleByArgument {
