@@ -5,18 +5,6 @@ import TuneupKit
 
 /// `tuneup factory measure` and `tuneup factory verify`: what a station checks before and after it locks a unit.
 extension FactoryCommand {
-    /// One measurement as `measure --format json` lists it.
-    struct Reading: Encodable, Sendable {
-        var name: String
-        var value: Double
-        var unit: String
-    }
-
-    /// `{"measurements": [...]}`.
-    struct Readings: Encodable, Sendable {
-        var measurements: [Reading]
-    }
-
     struct Measure: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "measure",
@@ -39,29 +27,13 @@ extension FactoryCommand {
         func validate() throws { _ = try measurements() }
 
         func measurements() throws -> [FactoryMeasurement] {
-            if names.isEmpty { return FactoryMeasurement.allCases }
-            return try names.map { name in
-                guard let m = FactoryMeasurement(name: name) else {
-                    throw ValidationError("unknown measurement '\(name)'; one of \(FactoryMeasurement.allCases.map(\.name).joined(separator: ", "))")
-                }
-                return m
-            }
+            do { return try FactoryReadings.measurements(named: names) } catch { throw ValidationError(error.message) }
         }
 
         func run() async throws {
             let list = try measurements()
-            try await FactoryCommand.run(device, wait, output, text: FactoryCommand.text) { steps in
-                var readings: [Reading] = []
-                for m in list {
-                    readings.append(Reading(name: m.name, value: try await steps.measure(m), unit: m.unit))
-                }
-                return Readings(measurements: readings)
-            }
+            try await FactoryCommand.run(device, wait, output, text: \FactoryReadings.text) { try await $0.measure(list) }
         }
-    }
-
-    static func text(_ r: Readings) -> String {
-        Output.table(r.measurements.map { ($0.name, String(format: "%.2f", $0.value) + " " + $0.unit) })
     }
 
     struct Verify: AsyncParsableCommand {
@@ -116,13 +88,9 @@ extension FactoryCommand {
         func run() async throws {
             let expectation = try expectation()
             let result = try await withBootloader(device, wait: wait.wait) { try await FactorySteps(client: $0).verify(expectation) }
-            try Output.emit(result, json: output.json) {
-                result.ok ? "ok: \(result.checks.map(\.what).joined(separator: ", ")) as expected"
-                    : result.mismatches.map(\.line).joined(separator: "\n")
-            }
-            guard result.ok else {
-                let n = result.mismatches.count
-                printError("the unit differs in \(n) of \(result.checks.count) check\(result.checks.count == 1 ? "" : "s")")
+            try Output.emit(result, json: output.json) { result.text }
+            if let summary = result.summary {
+                printError(summary)
                 throw ExitCode(1)
             }
         }

@@ -23,25 +23,6 @@ struct FactoryCommand: AsyncParsableCommand {
         subcommands: [Info.self, Identity.self, Calibrate.self, Measure.self, Verify.self, Lock.self, Unlock.self],
         defaultSubcommand: Info.self)
 
-    static func gains(_ g: FactoryInfo.Gains) -> String {
-        "feedforward \(g.feedforwardLeft)/\(g.feedforwardRight), feedback \(g.feedbackLeft)/\(g.feedbackRight)"
-    }
-
-    static func text(_ i: FactoryInfo) -> String {
-        var calibration = i.calibrationStatus
-        if let stored = i.storedCalibration { calibration += " (\(gains(stored)))" }
-        else if let measured = i.measuredCalibration { calibration += " (\(gains(measured)))" }
-        return Output.table([
-            ("Hardware id", i.hardwareID),
-            ("Serial number", i.serialNumber ?? "none"),
-            ("Bluetooth name", i.bluetoothName),
-            ("Bluetooth address", i.bluetoothAddress ?? "none"),
-            ("Calibration", calibration),
-            ("Locked", i.locked ? "yes" : "no"),
-            ("Mode", i.mode),
-        ])
-    }
-
     /// Runs `step` with the factory steps of the device; failures become one stderr line and an exit code.
     static func run<T: Encodable & Sendable>(_ device: DeviceOptions, _ wait: BootloaderCommand.WaitOption, _ output: OutputOptions,
                                              text: (T) -> String, _ step: @escaping (FactorySteps) async throws -> T) async throws {
@@ -58,7 +39,7 @@ struct FactoryCommand: AsyncParsableCommand {
         @OptionGroup var device: DeviceOptions
         @OptionGroup var output: OutputOptions
         func run() async throws {
-            try await FactoryCommand.run(device, wait, output, text: FactoryCommand.text) { try await $0.info() }
+            try await FactoryCommand.run(device, wait, output, text: \FactoryInfo.text) { try await $0.info() }
         }
     }
 
@@ -101,7 +82,7 @@ struct FactoryCommand: AsyncParsableCommand {
 
         func run() async throws {
             let identity = try identity()
-            try await FactoryCommand.run(device, wait, output, text: FactoryCommand.text) { try await $0.writeIdentity(identity) }
+            try await FactoryCommand.run(device, wait, output, text: \FactoryInfo.text) { try await $0.writeIdentity(identity) }
         }
     }
 
@@ -117,10 +98,7 @@ struct FactoryCommand: AsyncParsableCommand {
         @OptionGroup var output: OutputOptions
         func run() async throws {
             let store = self.store
-            try await FactoryCommand.run(device, wait, output, text: { (r: CalibrationResult) in
-                "ANC calibration \(r.stored ? "stored" : "measured, not stored"): \(FactoryCommand.gains(r.calibration)) "
-                    + "(largest correction \(r.largestCorrectionDB) dB)"
-            }) { try await $0.calibrate(store: store) }
+            try await FactoryCommand.run(device, wait, output, text: \CalibrationResult.text) { try await $0.calibrate(store: store) }
         }
     }
 
@@ -137,7 +115,7 @@ struct FactoryCommand: AsyncParsableCommand {
         @OptionGroup var device: DeviceOptions
         @OptionGroup var output: OutputOptions
         func run() async throws {
-            try await FactoryCommand.run(device, wait, output, text: FactoryCommand.text) { try await $0.lock() }
+            try await FactoryCommand.run(device, wait, output, text: \FactoryInfo.text) { try await $0.lock() }
         }
     }
 
@@ -165,7 +143,7 @@ struct FactoryCommand: AsyncParsableCommand {
 
         func run() async throws {
             let key = try factoryKey()
-            try await FactoryCommand.run(device, wait, output, text: FactoryCommand.text) { try await $0.unlock(key: key) }
+            try await FactoryCommand.run(device, wait, output, text: \FactoryInfo.text) { try await $0.unlock(key: key) }
         }
     }
 }
