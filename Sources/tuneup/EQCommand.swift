@@ -21,13 +21,6 @@ struct EQCommand: AsyncParsableCommand {
         subcommands: [Info.self, Get.self, Set.self, Preset.self, Persist.self, Default.self, Reset.self, Audio.self],
         defaultSubcommand: Get.self)
 
-
-    static func resolve(_ text: String?, _ info: GraphicEQInfo) throws -> Int { try info.preset(text) }
-
-    static func gains(_ h: Headset, preset text: String?) async throws -> GraphicEQPresetReport {
-        try await h.graphicEQPresetGains(preset: text)
-    }
-
     static func text(_ g: GraphicEQPresetReport) -> String { g.text }
 
     struct Info: AsyncParsableCommand {
@@ -47,7 +40,7 @@ struct EQCommand: AsyncParsableCommand {
         @OptionGroup var device: DeviceOptions
         @OptionGroup var output: OutputOptions
         func run() async throws {
-            try await present(device, output, text: EQCommand.text) { try await EQCommand.gains($0, preset: preset) }
+            try await present(device, output, text: EQCommand.text) { try await $0.graphicEQPresetGains(preset: preset) }
         }
     }
 
@@ -103,14 +96,8 @@ struct EQCommand: AsyncParsableCommand {
         func run() async throws {
             let list = try allGains()
             try await present(device, output, text: EQCommand.text) { h in
-                let info = try await h.graphicEQInfo()
-                let target = try EQCommand.resolve(preset, info)
-                if let band, let gain {
-                    try await h.setGraphicEQBand(preset: target, band: band, gain: gain)
-                } else if let list {
-                    try await h.setGraphicEQGains(preset: target, gains: list)
-                }
-                return try await EQCommand.gains(h, preset: String(target))
+                if let band, let gain { return try await h.setGraphicEQ(preset: preset, band: band, gain: gain) }
+                return try await h.setGraphicEQ(preset: preset, gains: list ?? [])
             }
         }
     }
@@ -125,12 +112,7 @@ struct EQCommand: AsyncParsableCommand {
         @OptionGroup var device: DeviceOptions
         @OptionGroup var output: OutputOptions
         func run() async throws {
-            try await present(device, output, text: EQCommand.text) { h in
-                if let preset {
-                    try await h.selectGraphicEQPreset(try EQCommand.resolve(preset, try await h.graphicEQInfo()))
-                }
-                return try await EQCommand.gains(h, preset: nil)
-            }
+            try await present(device, output, text: EQCommand.text) { try await $0.selectGraphicEQPreset(named: preset) }
         }
     }
 
@@ -144,11 +126,7 @@ struct EQCommand: AsyncParsableCommand {
         @OptionGroup var device: DeviceOptions
         @OptionGroup var output: OutputOptions
         func run() async throws {
-            try await present(device, output, text: { "Persisted " + EQCommand.text($0) }) { h in
-                let target = try EQCommand.resolve(preset, try await h.graphicEQInfo())
-                try await h.persistGraphicEQPreset(target)
-                return try await EQCommand.gains(h, preset: String(target))
-            }
+            try await present(device, output, text: { "Persisted " + EQCommand.text($0) }) { try await $0.persistGraphicEQPreset(named: preset) }
         }
     }
 
@@ -159,11 +137,7 @@ struct EQCommand: AsyncParsableCommand {
         @OptionGroup var device: DeviceOptions
         @OptionGroup var output: OutputOptions
         func run() async throws {
-            try await present(device, output, text: { "Default preset: " + EQCommand.text($0) }) { h in
-                let target = try EQCommand.resolve(preset, try await h.graphicEQInfo())
-                try await h.setDefaultGraphicEQPreset(target)
-                return try await EQCommand.gains(h, preset: String(target))
-            }
+            try await present(device, output, text: { "Default preset: " + EQCommand.text($0) }) { try await $0.setDefaultGraphicEQPreset(named: preset) }
         }
     }
 
@@ -184,15 +158,7 @@ struct EQCommand: AsyncParsableCommand {
         }
 
         func run() async throws {
-            try await present(device, output, text: { "Reset. " + EQCommand.text($0) }) { h in
-                if let preset {
-                    let target = try EQCommand.resolve(preset, try await h.graphicEQInfo())
-                    try await h.factoryResetGraphicEQ(preset: target)
-                    return try await EQCommand.gains(h, preset: String(target))
-                }
-                try await h.factoryResetGraphicEQ(preset: nil)
-                return try await EQCommand.gains(h, preset: nil)
-            }
+            try await present(device, output, text: { "Reset. " + EQCommand.text($0) }) { try await $0.factoryResetGraphicEQ(named: preset) }
         }
     }
 
@@ -212,11 +178,7 @@ struct EQCommand: AsyncParsableCommand {
         }
 
         func run() async throws {
-            let value = try await withHeadset(device) { h in
-                if let preset, let p = AudioEQPreset.named(preset) { try await h.setAudioEQPreset(p) }
-                return try await h.audioEQPreset()
-            }
-            let name = value.name?.lowercased() ?? String(value.rawValue)
+            let name = try await withHeadset(device) { try await $0.audioEQPresetName(setting: preset.flatMap(AudioEQPreset.named)) }
             try Output.emit(["audioPreset": name], json: output.json) { "Audio EQ preset: \(name)" }
         }
     }

@@ -89,21 +89,11 @@ func withHeadset<T>(_ options: DeviceOptions, _ body: (Headset) async throws -> 
         let result = try await body(headset)
         await headset.close()
         return result
-    } catch let error as HeadsetError where error.code == .deviceNotSupported || error.code == .deviceNotFound {
-        // An application command refused because no application runs: say so, and how to get one running.
-        let mode = try? await headset.firmwareMode()
-        await headset.close()
-        if let mode, mode.running == .bootloader {
-            throw failureExit(CommandFailure(
-                message: "the headset is in its bootloader, not running its application: "
-                    + (mode.committedApplication.map { "'tuneup bootloader leave' starts the committed \($0), or " } ?? "")
-                    + "'tuneup flash IMAGE' installs one",
-                code: Exit.device))
-        }
-        throw failureExit(error)
     } catch {
+        // An application command refused because no application runs: say so, and how to get one running.
+        let advice = await headset.bootloaderAdvice(for: error)
         await headset.close()
-        throw failureExit(error)
+        throw failureExit(advice ?? error)
     }
 }
 
