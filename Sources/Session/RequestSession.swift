@@ -22,8 +22,13 @@ import Transport
 ///
 /// Call `close()` when done: the session's reader task keeps the transport open until then.
 ///
+/// The session is the I/O shell of `RequestMachine` (docs/architecture.md, "State machines as values"), which keeps
+/// every rule and every piece of state above: whose turn a key is, quiet periods, each request's slot, its timer and
+/// outcome, Pending, the byte stream's send queue, the end. The shell keeps the link, the reader, the continuations
+/// of waiting requests, the timers on the session's clock, the quiet-period sleeps, the deframer and the counters.
+///
 /// Performance: the optimiser does not specialise an async generic function for a caller in another module, so each
-/// request used to run the unspecialised code, with a generic-metadata lookup (`Slot`, `WaitResult`, continuations,
+/// request used to run the unspecialised code, with a generic-metadata lookup (slots, `WaitResult`, continuations,
 /// dictionaries keyed by `P.Key`) at nearly every step. The async members on a request's path are therefore
 /// `@inlinable @inline(__always)` and what they touch `@usableFromInline`: inlined into a family's call site, where
 /// `P` is concrete, they and the synchronous helpers they call are specialised. The actor is `final` so that calls
@@ -81,54 +86,34 @@ public final actor RequestSession<P: SessionProtocol> {
     @usableFromInline let logger: Logger
     @usableFromInline let clock: SessionClock
     @usableFromInline var deframer: P.Deframer
-    /// Outstanding requests by slot id, and per key the ids still waiting for a reply, oldest first.
-    @usableFromInline var slots: [UInt64: Slot] = [:]
-    @usableFromInline var waiting: [P.Key: [UInt64]] = [:]
-    @usableFromInline var busyKeys: Set<P.Key> = []
-    /// Requests waiting for a busy key, in arrival order; resumed with false when cancelled.
-    @usableFromInline var keyQueues: [P.Key: [(id: UInt64, continuation: CheckedContinuation<Bool, Never>)]] = [:]
-    @usableFromInline var nextWaiter: UInt64 = 0
-    /// Per key, the session-clock time before which no request with that key is sent.
-    @usableFromInline var quietUntil: [P.Key: Duration] = [:]
+    /// The session's rules and state: keys' turns and quiet periods, slots, the send queue, its end.
+    @usableFromInline var machine = Machine()
+    /// The I/O of each slot in flight: its timer, and its requester once it waits.
+    @usableFromInline var slotIO: [UInt64: SlotIO] = [:]
+    /// Requests waiting for a busy key, by the machine's waiter id; resumed with false when cancelled.
+    @usableFromInline var turnWaiters: [UInt64: CheckedContinuation<Bool, Never>] = [:]
     /// Requests waiting out a quiet period (ended when the session fails).
     @usableFromInline var quietWaits: [UInt64: Task<Void, any Error>] = [:]
-    @usableFromInline var nextSlotID: UInt64 = 0
-    @usableFromInline var nextTimerNumber: UInt64 = 0
-    /// Frames of requests waiting for the send in flight (byte streams only; see `transmit`).
-    @usableFromInline var outgoing: [UInt8] = []
-    @usableFromInline var sending = false
+    @usableFromInline var nextQuietWait: UInt64 = 0
     private let pushBroadcast = Broadcast<P.Packet>()
     private let eventBroadcast = Broadcast<Event>()
     /// The task reading the link (set once, at init; cancelled when the session fails).
     private let reader = Mutex<Task<Void, Never>?>(nil)
-    @usableFromInline var failure: P.Failure?
 
-    /// One transmission of a request waiting for its reply. A slot exists before the request is sent, so a reply
-    /// that arrives before the sender gets to wait is kept in `result` instead of being lost.
-    ///
-    /// A class: slots move in and out of `slots` on every request, and copying a generic struct goes through its
-    /// value witnesses (a generic-metadata lookup each time), where a reference costs a retain.
-    @usableFromInline final class Slot {
-        @usableFromInline let key: P.Key
-        /// The slot holds its key's turn (submitted requests) and gives it back when it ends.
-        @usableFromInline var holdsKey = false
-        @usableFromInline var continuation: CheckedContinuation<WaitResult, Never>?
-        @usableFromInline var result: WaitResult?
+    @usableFromInline typealias Machine = RequestMachine<P.Key, P.Packet, P.Failure>
+    @usableFromInline typealias WaitResult = Machine.Outcome
+
+    /// What the shell holds for a slot the machine has in flight.
+    @usableFromInline struct SlotIO {
         @usableFromInline var timer: SessionTimer?
-        /// Which timer is the slot's (a timer replaced after Pending may already have fired: it is ignored).
-        @usableFromInline var timerNumber: UInt64 = 0
-        /// The device answered Pending: it accepted the request and the final reply follows.
-        @usableFromInline var accepted = false
-
-        @usableFromInline init(key: P.Key) { self.key = key }
+        @usableFromInline var continuation: CheckedContinuation<WaitResult, Never>?
+        @inlinable init(timer: SessionTimer? = nil, continuation: CheckedContinuation<WaitResult, Never>? = nil) {
+            (self.timer, self.continuation) = (timer, continuation)
+        }
     }
 
-    @usableFromInline enum WaitResult: Sendable {
-        case reply(P.Packet)
-        case timedOut(accepted: Bool)
-        case cancelled
-        case failed(P.Failure)
-    }
+    /// The session's failure once it ended.
+    @usableFromInline var failure: P.Failure? { machine.failure }
 
     /// Starts a session on an open transport. The session owns the transport from now on.
     ///
@@ -251,9 +236,7 @@ public final actor RequestSession<P: SessionProtocol> {
         for (index, packet) in packets.enumerated() {
             if failure != nil { break }  // A failed send ended the session: the rest fail in `request`.
             let key = definition.key(of: packet)
-            guard !busyKeys.contains(key), (quietUntil[key].map { $0 <= now } ?? true) else { continue }
-            busyKeys.insert(key)
-            quietUntil[key] = nil
+            guard machine.takeTurnIfReady(key, now: now) else { continue }
             counters.requests += 1
             let slot = openSlot(key, timeout: wait)
             if first == nil { first = (slot, definition.command(of: packet)) }
@@ -261,7 +244,7 @@ public final actor RequestSession<P: SessionProtocol> {
             let frame = definition.encode(packet, for: transport.framing)
             sent.append((index, key, slot, frame))
             if transport.framing == .byteStream {
-                outgoing.append(contentsOf: frame)
+                machine.enqueue(frame)
             } else {
                 do {
                     try await send(frame, command: definition.command(of: packet), ownSlot: slot)
@@ -270,7 +253,7 @@ public final actor RequestSession<P: SessionProtocol> {
                 }
             }
         }
-        if let first, transport.framing == .byteStream, !sending {
+        if let first, transport.framing == .byteStream, !machine.sending {
             do {
                 try await flushOutgoing(own: first.slot, command: first.command)
             } catch {
@@ -325,8 +308,7 @@ public final actor RequestSession<P: SessionProtocol> {
         }
         counters.requests += 1
         let command = definition.command(of: packet)
-        let id = openSlot(key, timeout: timeout ?? options.timeout)
-        slots[id]?.holdsKey = true
+        let id = openSlot(key, timeout: timeout ?? options.timeout, holdsKey: true)
         try await transmit(definition.encode(packet, for: transport.framing), packet, command, slot: id)
         return Ticket(id: id, command: command, sentAt: .now)
     }
@@ -365,8 +347,8 @@ public final actor RequestSession<P: SessionProtocol> {
             try await send(frame, command: command, ownSlot: slot)
             return
         }
-        outgoing.append(contentsOf: frame)
-        if !sending { try await flushOutgoing(own: slot, command: command) }
+        machine.enqueue(frame)
+        if !machine.sending { try await flushOutgoing(own: slot, command: command) }
     }
 
     /// Sends what is queued, batch after batch, until nothing is: for the caller whose frame is first (`own`), or
@@ -374,17 +356,14 @@ public final actor RequestSession<P: SessionProtocol> {
     /// them to a task of the session (`handOverOutgoing`).
     @inlinable @inline(__always)
     func flushOutgoing(own: UInt64?, command: P.Command?) async throws {
-        guard !sending else { return }
-        sending = true
+        guard machine.startSending() else { return }
         defer { handOverOutgoing() }
         var own = own
-        while !outgoing.isEmpty, failure == nil {
-            let batch = outgoing
-            outgoing.removeAll(keepingCapacity: true)
+        while let batch = machine.nextBatch() {
             do {
                 try await send(batch, command: command, ownSlot: own)
             } catch is CancellationError where own == nil {
-                outgoing.insert(contentsOf: batch, at: 0)
+                machine.sendCancelled(batch)
                 return
             }
             own = nil
@@ -393,8 +372,7 @@ public final actor RequestSession<P: SessionProtocol> {
 
     /// The sender is done: frames queued meanwhile (its send was cancelled) go out from a task of the session.
     @usableFromInline func handOverOutgoing() {
-        sending = false
-        if !outgoing.isEmpty, failure == nil { Task { try? await self.flushOutgoing(own: nil, command: nil) } }
+        if machine.stopSending() { Task { try? await self.flushOutgoing(own: nil, command: nil) } }
     }
 
     /// One write. A failed write ends the session (failing every waiting request); `ownSlot`, the caller's own
@@ -428,31 +406,21 @@ public final actor RequestSession<P: SessionProtocol> {
 
     /// No request with `key` goes out for `wait` from now: a late reply to the last one is not taken for its answer.
     @usableFromInline func beginQuiet(_ key: P.Key, _ wait: Duration) {
-        quietUntil[key] = clock.now() + wait
+        machine.beginQuiet(key, until: clock.now() + wait)
     }
 
     /// Registers a slot for the next reply with this key and starts its timer. Call before sending.
-    @usableFromInline func openSlot(_ key: P.Key, timeout: Duration) -> UInt64 {
-        nextSlotID += 1
-        let id = nextSlotID
-        let slot = Slot(key: key)
-        if let failure {
-            slot.result = .failed(failure)
-        } else {
-            (slot.timer, slot.timerNumber) = startTimer(id: id, after: timeout)
-            waiting[key, default: []].append(id)
+    @inlinable func openSlot(_ key: P.Key, timeout: Duration, holdsKey: Bool = false) -> UInt64 {
+        let opened = machine.openSlot(key, holdsKey: holdsKey)
+        if let number = opened.timer {
+            slotIO[opened.id] = SlotIO(timer: startTimer(id: opened.id, number: number, after: timeout))
         }
-        slots[id] = slot
-        return id
+        return opened.id
     }
 
     /// Forgets a slot whose request was never sent.
     @usableFromInline func closeSlot(_ id: UInt64) {
-        guard let slot = slots.removeValue(forKey: id) else { return }
-        if slot.holdsKey { release(slot.key) }
-        slot.timer?.cancel()
-        waiting[slot.key]?.removeAll { $0 == id }
-        if waiting[slot.key]?.isEmpty == true { waiting[slot.key] = nil }
+        if let ended = machine.forget(id) { perform(ended) }
     }
 
     /// Waits for the slot's outcome (which may already be there).
@@ -460,56 +428,48 @@ public final actor RequestSession<P: SessionProtocol> {
     func result(of id: UInt64) async -> WaitResult {
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<WaitResult, Never>) in
-                guard let slot = slots[id] else {
+                switch machine.wait(for: id) {
+                case let .ready(outcome):
+                    continuation.resume(returning: outcome)
+                case .waiting:
+                    slotIO[id, default: SlotIO()].continuation = continuation
+                case .absent:
                     continuation.resume(returning: .failed(failure ?? definition.error(.notOpen)))
-                    return
                 }
-                slot.continuation = continuation
-                meet(id, slot)
             }
         } onCancel: {
-            Task { await self.finish(id, with: .cancelled) }
+            Task { await self.cancelSlot(id) }
         }
     }
 
     /// Starts the slot's timeout on the session's clock (on the reactor's timers in use: no task per request).
-    @usableFromInline func startTimer(id: UInt64, after timeout: Duration) -> (SessionTimer, UInt64) {
-        nextTimerNumber += 1
-        let number = nextTimerNumber
-        let timer = clock.schedule(clock.now() + timeout) { [weak self] in
+    @usableFromInline func startTimer(id: UInt64, number: UInt64, after timeout: Duration) -> SessionTimer {
+        clock.schedule(clock.now() + timeout) { [weak self] in
             guard let self else { return }
             Task { await self.expireTimer(id, number) }
         }
-        return (timer, number)
     }
 
     @usableFromInline func expireTimer(_ id: UInt64, _ number: UInt64) {
-        guard let slot = slots[id], slot.result == nil, slot.timerNumber == number else { return }
-        finish(id, with: .timedOut(accepted: slot.accepted))
+        if let ended = machine.timerFired(id, number: number) { perform(ended) }
     }
 
-    /// Ends a slot with `result`: takes it out of the reply queue and hands the result to the waiting request
-    /// (or keeps it there until the request comes to wait).
-    @usableFromInline func finish(_ id: UInt64, with result: WaitResult) {
-        guard let slot = slots[id], slot.result == nil else { return }
-        slot.timer?.cancel()
-        slot.timer = nil
-        if slot.holdsKey {
-            slot.holdsKey = false
-            release(slot.key)
-        }
-        waiting[slot.key]?.removeAll { $0 == id }
-        if waiting[slot.key]?.isEmpty == true { waiting[slot.key] = nil }
-        slot.result = result
-        meet(id, slot)
+    @usableFromInline func cancelSlot(_ id: UInt64) {
+        if let ended = machine.cancel(id) { perform(ended) }
     }
 
-    /// Hands the slot's result to its waiter once both are there (the slot, one of `slots`, is then gone).
-    @usableFromInline func meet(_ id: UInt64, _ slot: Slot) {
-        if let result = slot.result, let continuation = slot.continuation {
-            slots[id] = nil
-            continuation.resume(returning: result)
-        }
+    /// Does what the machine said when a slot ended: stops its timer, hands its key to the next waiter, resumes its
+    /// requester.
+    @usableFromInline func perform(_ ended: Machine.Ended) {
+        let io = slotIO.removeValue(forKey: ended.slot)
+        io?.timer?.cancel()
+        if let waiter = ended.granted { grant(waiter) }
+        if let outcome = ended.deliver { io?.continuation?.resume(returning: outcome) }
+    }
+
+    /// Hands a waiter its key.
+    @usableFromInline func grant(_ waiter: UInt64) {
+        turnWaiters.removeValue(forKey: waiter)?.resume(returning: true)
     }
 
     /// Waits until no other request with this key is outstanding and its quiet period has passed. Both waits end
@@ -518,20 +478,17 @@ public final actor RequestSession<P: SessionProtocol> {
     @inlinable @inline(__always)
     func acquire(_ key: P.Key) async throws {
         try Task.checkCancellation()
-        if busyKeys.contains(key) {
-            nextWaiter += 1
-            let id = nextWaiter
+        if case let .queued(id) = machine.takeTurn(key) {
             let granted = await withTaskCancellationHandler {
-                await withCheckedContinuation { keyQueues[key, default: []].append((id, $0)) }
+                await withCheckedContinuation { turnWaiters[id] = $0 }
             } onCancel: {
                 Task { await self.cancelWaiter(id, key) }
             }
             guard granted else { throw CancellationError() }
         }
-        busyKeys.insert(key)
-        while let quiet = quietUntil[key], quiet > clock.now(), failure == nil {
-            nextWaiter += 1
-            let id = nextWaiter
+        while let quiet = machine.quietPeriod(key, now: clock.now()) {
+            nextQuietWait += 1
+            let id = nextQuietWait
             let sleep = clock.sleep
             let wait = Task { try await sleep(quiet) }
             quietWaits[id] = wait
@@ -544,34 +501,22 @@ public final actor RequestSession<P: SessionProtocol> {
                 throw CancellationError()
             }
         }
-        if failure == nil { quietUntil[key] = nil }
     }
 
     /// Requests waiting for a busy key (for tests and diagnostics).
-    package var queuedRequests: Int { keyQueues.values.reduce(0) { $0 + $1.count } }
+    package var queuedRequests: Int { machine.queuedRequests }
 
     /// Keys in their quiet period with a request holding them (waiting it out).
-    package var quietKeys: Int {
-        let now = clock.now()
-        return quietUntil.filter { busyKeys.contains($0.key) && $0.value > now }.count
-    }
+    package var quietKeys: Int { machine.quietKeys(now: clock.now()) }
 
     /// A cancelled waiter leaves the queue at once (if it was not handed the key already).
     @usableFromInline func cancelWaiter(_ id: UInt64, _ key: P.Key) {
-        guard var queue = keyQueues[key], let i = queue.firstIndex(where: { $0.id == id }) else { return }
-        let waiter = queue.remove(at: i)
-        keyQueues[key] = queue.isEmpty ? nil : queue
-        waiter.continuation.resume(returning: false)
+        if machine.leaveQueue(id, key) { turnWaiters.removeValue(forKey: id)?.resume(returning: false) }
     }
 
-    @usableFromInline func release(_ key: P.Key) {
-        if var queue = keyQueues[key], !queue.isEmpty {
-            let next = queue.removeFirst()
-            keyQueues[key] = queue.isEmpty ? nil : queue
-            next.continuation.resume(returning: true)  // The key stays busy: ownership passes to the next request.
-        } else {
-            busyKeys.remove(key)
-        }
+    @inlinable func release(_ key: P.Key) {
+        // The key stays busy when a waiter is handed it: ownership passes to the next request.
+        if let next = machine.release(key) { grant(next) }
     }
 
     // MARK: Receiving
@@ -614,19 +559,21 @@ public final actor RequestSession<P: SessionProtocol> {
             key = k
             accepted = true
         }
-        guard let id = waiting[key]?.first, let slot = slots[id] else {
-            counters.unexpectedReplies += 1
-            logger.debug("reply matches no request: \(packet)")
-            return
-        }
         if accepted {
             // The final reply follows. Wait for it as long as a long operation may take.
-            slot.timer?.cancel()
-            (slot.timer, slot.timerNumber) = startTimer(id: id, after: max(options.pendingTimeout, options.timeout))
-            slot.accepted = true
+            guard let accepted = machine.pending(key) else { return unexpected(packet) }
+            slotIO[accepted.slot]?.timer?.cancel()
+            slotIO[accepted.slot, default: SlotIO()].timer =
+                startTimer(id: accepted.slot, number: accepted.timer, after: max(options.pendingTimeout, options.timeout))
             return
         }
-        finish(id, with: .reply(packet))
+        guard let ended = machine.reply(packet, key: key) else { return unexpected(packet) }
+        perform(ended)
+    }
+
+    @usableFromInline func unexpected(_ packet: P.Packet) {
+        counters.unexpectedReplies += 1
+        logger.debug("reply matches no request: \(packet)")
     }
 
     // MARK: Pushes, events, closing
@@ -653,12 +600,13 @@ public final actor RequestSession<P: SessionProtocol> {
     }
 
     @usableFromInline func fail(_ error: P.Failure, closeTransport: Bool = true) {
-        guard failure == nil else { return }
-        failure = error
+        guard let failing = machine.fail(error) else { return }
         reader.withLock { $0 }?.cancel()
-        for id in Array(slots.keys) { finish(id, with: .failed(error)) }
-        for (_, queue) in keyQueues { queue.forEach { $0.continuation.resume(returning: true) } }
-        keyQueues = [:]
+        let io = slotIO
+        slotIO = [:]
+        io.values.forEach { $0.timer?.cancel() }
+        for id in failing.awaited { io[id]?.continuation?.resume(returning: .failed(error)) }
+        for waiter in failing.granted { grant(waiter) }
         quietWaits.values.forEach { $0.cancel() }
         pushBroadcast.finish()
         eventBroadcast.finish(last: .disconnected(error))
