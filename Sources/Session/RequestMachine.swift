@@ -167,6 +167,14 @@ public struct RequestMachine<Key: Hashable & Sendable, Reply: Sendable, Failure:
         }
     }
 
+    /// Requesters waiting for their slot's outcome.
+    public var awaitedRequests: Int {
+        _slots.values.reduce(0) { count, slot in
+            if case .awaited = slot.stage { return count + 1 }
+            return count
+        }
+    }
+
     /// Keys in their quiet period at `now` with a request holding them (waiting it out).
     public func quietKeys(now: Duration) -> Int {
         _keys.values.filter { $0.holder != .free && ($0.quietUntil.map { $0 > now } ?? false) }.count

@@ -506,6 +506,9 @@ public final actor RequestSession<P: SessionProtocol> {
     /// Requests waiting for a busy key (for tests and diagnostics).
     package var queuedRequests: Int { machine.queuedRequests }
 
+    /// Requests waiting for their reply (for tests and diagnostics).
+    package var awaitedRequests: Int { machine.awaitedRequests }
+
     /// Keys in their quiet period with a request holding them (waiting it out).
     package var quietKeys: Int { machine.quietKeys(now: clock.now()) }
 
