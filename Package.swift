@@ -270,6 +270,7 @@ let package = Package(
             name: "Station",
             dependencies: [
                 "Failure", "LightX", "Transport", "Headset", "Firmware", "FirmwareUpdate", "Recipe", "Records",
+                "Labels",  // a label for every unit that passes (StationSession)
                 "DeviceAccess",  // real back ends only: the caller passes the registry (the tools' has the simulators)
                 "Support",  // attachments are read on the blocking executor
                 .product(name: "Crypto", package: "swift-crypto"), .product(name: "Logging", package: "swift-log"),

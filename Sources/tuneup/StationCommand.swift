@@ -7,7 +7,6 @@ import Records
 import Station
 import StationPage
 import Support
-import Synchronization
 import Terminal
 import TuneupKit
 
@@ -162,57 +161,25 @@ struct StationCommand: AsyncParsableCommand {
                 toolVersion: TuneupVersion.string, connection: connection, deviceWait: .milliseconds(Int64(wait.wait * 1000)),
                 workOrder: trace.workOrder, lot: trace.lot, fixture: trace.fixture, metadata: try trace.metadata())
             let view = StationView(json: output.json, live: !output.json && isatty(STDOUT_FILENO) == 1)
-            let uploadWait = Duration.milliseconds(Int64((self.uploadWait ?? 10) * 1000))
-            // Everything that follows the station's events (the terminal view, the operator page, CFX, labels) is
-            // one listener here: each is called in event order and must return at once (queue its own work).
-            var listeners: [@Sendable (StationEvent) -> Void] = [{ view.show($0) }]
-            let labelPrinter: LabelPrinter?
-            do { labelPrinter = try await labels.makePrinter() } catch { throw failureExit(error) }
-            let unprinted = Mutex<[String]>([])
-            if let labelPrinter {
-                let product = loaded.recipe.product.name ?? loaded.recipe.product.model
-                listeners.append { event in
-                    guard case .finished(let unit) = event, unit.outcome == .pass, let serial = unit.serial else { return }
-                    let content = LabelContent(product: product, serial: serial, bluetoothAddress: unit.bluetoothAddress)
-                    labelPrinter.enqueue(content) { result in
-                        view.label(result, slot: unit.slot, serial: serial)
-                        if case .failure = result { unprinted.withLock { $0.append(serial) } }
-                    }
-                }
-            }
-            // The operator page (--ui) and, on a line, the station's heartbeat for the line dashboard.
-            let ui: StationUI?
+            // What follows the station's events besides the view: the operator page (--ui) and IPC-CFX (--cfx).
+            var companions: [any StationCompanion] = []
+            let session: StationSession
             do {
-                ui = try await StationUI.start(
-                    self.ui, store: store, station: stationName, recipe: recipe, operatorName: options.operatorName,
-                    desk: desk, loaded: loaded)
+                let labelPrinter = try await labels.makePrinter()
+                if let ui {
+                    let page = try await OperatorPage.start(
+                        on: try ListenAddress(parsing: ui, option: "--ui"), store: store, station: stationName, recipe: recipe,
+                        operatorName: options.operatorName, desk: desk, loaded: loaded)
+                    printError("operator page at \(page.url)")
+                    companions.append(page)
+                }
+                if let publisher = try await cfx.start(store: store, recipe: recipe, db: db, outbox: outbox, station: stationName) {
+                    companions.append(publisher)
+                }
+                session = StationSession(recipe: loaded, records: records, options: options, desk: desk, labels: labelPrinter,
+                                         companions: companions, uploadWait: .milliseconds(Int64((self.uploadWait ?? 10) * 1000)))
             } catch {
                 throw failureExit(error)
-            }
-            if let ui { listeners.append { ui.feed.handle($0) } }
-            // IPC-CFX (--cfx): each finished unit's messages go to the spool, then to the broker; never waited for.
-            let publisher: CFXPublisher?
-            do {
-                publisher = try await cfx.start(store: store, recipe: recipe, db: db, outbox: outbox, station: stationName)
-            } catch {
-                throw failureExit(error)
-            }
-            if let publisher { listeners.append { publisher.handle($0) } }
-            let heartbeat = records.server.map {
-                StationHeartbeat.start($0, station: stationName, slots: device.count, toolVersion: TuneupVersion.string)
-            }
-            let eventListeners = listeners
-            let station = Station(recipe: loaded, store: store, options: options, desk: desk) { event in
-                for listener in eventListeners { listener(event) }
-            }
-            // The hold's connection to the line's database dropped (an outage): the station goes on and takes its name
-            // back when the server answers; if another station of the name started meanwhile, this one stops.
-            records.followName { status in
-                switch status {
-                case .held: view.records("held", StationRecords.nameChangeText(status, station: stationName))
-                case .lost: view.records("lost", StationRecords.nameChangeText(status, station: stationName))
-                case .taken: station.stop(because: StationRecords.nameTakenReason(stationName))
-                }
             }
             // Answers typed on the terminal (a barcode scanner is a keyboard): read on a thread of their own.
             var terminal: Task<Void, Never>?
@@ -223,59 +190,19 @@ struct StationCommand: AsyncParsableCommand {
                 terminal = Task { await TerminalAnswers.serve(lines, desk: desk) { line in if !line.hasPrefix("#") { view.note(line) } } }
             }
             defer { terminal?.cancel() }
+            let verdict: StationVerdict
             do {
-                _ = try await station.recover()
+                verdict = try await session.run(slots: device, usb: usb, watch: watch, display: view, warn: { printError("warning: \($0)") },
+                                                attachedUSB: { try await Devices.attachedUSBHeadsets() })
             } catch {
                 throw failureExit(error)
             }
-            let slots = device.map { Slot(address: $0) }
-            var results: [UnitResult] = []
-            do {
-                if watch {
-                    if usb {
-                        try await station.watch(discovering: {
-                            let ports = (try? await Devices.attachedUSBHeadsets()) ?? []
-                            return slots + ports.map { Slot(address: $0) }
-                        }, announce: slots)
-                    } else {
-                        try await station.watch(slots: slots)
-                    }
-                } else {
-                    var all = slots
-                    if usb {
-                        let ports = try await Devices.attachedUSBHeadsets()
-                        if ports.isEmpty && slots.isEmpty {
-                            throw CommandFailure(message: "no USB headset is attached (use --watch to wait for units)", code: Exit.connection)
-                        }
-                        all += ports.filter { port in !slots.contains { $0.address == port } }.map { Slot(address: $0) }
-                    }
-                    results = try await station.run(slots: all)
-                }
-            } catch {
-                await labelPrinter?.flush()
-                await heartbeat?.stop()
-                await ui?.stop()
-                await cfx.finish(publisher) { view.note($0) }
-                await records.close(uploadWait: uploadWait) { view.note($0) }
-                throw failureExit(error)
-            }
-            await labelPrinter?.flush()
-            view.summary(station.totals, stopReason: station.stopReason)
-            let missing = unprinted.withLock { $0 }
-            if !missing.isEmpty {
-                view.note("labels: \(missing.count) not printed (\(missing.prefix(5).joined(separator: ", "))\(missing.count > 5 ? ", ..." : "")): print them again with `tuneup records label SERIAL --product NAME` and the same label options")
-            }
-            await heartbeat?.stop()
-            await ui?.stop()
-            await cfx.finish(publisher) { view.note($0) }
-            let tookOver = await records.close(uploadWait: uploadWait) { view.note($0) }
-            if Task.isCancelled { return }
-            if tookOver { throw failureExit(RecordsError(.stationLive, StationRecords.nameTakenReason(stationName))) }
+            switch verdict {
+            case .passed, .interrupted: return
             // An SPC alarm has its own code (3), in watch mode and not.
-            if let alarm = station.alarm { throw CommandFailure(message: "the station stopped: \(alarm.message)", code: Self.alarmExit) }
-            if let reason = station.stopReason, watch { throw CommandFailure(message: "the station stopped: \(reason)", code: 1) }
-            if results.contains(where: { $0.outcome != .pass }) || station.totals.failed + station.totals.errors + station.totals.quarantined > 0 {
-                throw ExitCode(1)
+            case .alarm(let message): throw CommandFailure(message: "the station stopped: \(message)", code: Self.alarmExit)
+            case .stopped(let reason): throw CommandFailure(message: "the station stopped: \(reason)", code: 1)
+            case .failed: throw ExitCode(1)
             }
         }
 
