@@ -163,13 +163,14 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strict),
-        // The one dlopen loader of CSndfile, CSoxr and CCurl (below).
+        // The one dlopen loader of CSndfile, CSoxr, CCurl, CALSA and CQpidProton (below).
         .target(name: "CLazyLibrary"),
         // libsndfile (decoding), libsoxr (resampling) and libcurl (HTTP), Debian's: their headers, and the functions
         // Tuneup calls as stubs that open the library with dlopen on first use (not linked: together they map some
         // thirty-five libraries that no other command needs at start-up; include/*.h).
         .target(name: "CSndfile", dependencies: ["CLazyLibrary"]),
-        .systemLibrary(name: "CALSA", pkgConfig: "alsa", providers: [.apt(["libasound2-dev"])]),
+        // alsa-lib (the receiver's sound card output), opened the same way (include/CALSA.h).
+        .target(name: "CALSA", dependencies: ["CLazyLibrary"]),
         // A real speaker on this machine (`tuneup speaker receive`): the simulated speaker's protocol core with its
         // output on an ALSA device, written by a thread of its own and kept on the DAC clock by the card's position.
         .target(
@@ -303,8 +304,9 @@ let package = Package(
         // IPC-CFX (IPC-2591) messages mapped from the records: envelopes and bodies as JSON. Pure, no I/O: it maps the
         // record values (RecordModel), with no store or database driver (tools/check-layering.py).
         .target(name: "CFX", dependencies: ["RecordModel", "OrderedJSON", .product(name: "Crypto", package: "swift-crypto")], swiftSettings: strict),
-        // Debian's Qpid Proton C library (AMQP 1.0), found with pkg-config.
-        .systemLibrary(name: "CQpidProton", pkgConfig: "libqpid-proton", providers: [.apt(["libqpid-proton11-dev"])]),
+        // Debian's Qpid Proton C library (AMQP 1.0): its headers, and the functions the publisher calls as stubs that
+        // open it with dlopen on first use (it brings libssl and libcrypto: a millisecond of every start; the header).
+        .target(name: "CQpidProton", dependencies: ["CLazyLibrary"]),
         // The station's CFX publisher: a durable spool and an AMQP 1.0 sender on Proton's proactor (its own thread).
         .target(
             name: "CFXPublisher",

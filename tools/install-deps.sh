@@ -24,8 +24,9 @@ build_packages=(pkg-config libusb-1.0-0-dev libbluetooth-dev libsqlite3-dev libs
 # drops the binary's RUNPATH) and lintian checks it (docs/packaging.md).
 # mmdebstrap: the package is proven on a clean Debian 12 root it makes (tools/packaging/clean-root-test.sh).
 # tshark: the Wireshark dissectors (tools/wireshark) are checked against the project's own decoding of captures.
+# binutils: readelf, for the test of what the CLI links (LinkedLibrariesTests), and strip for the package.
 runtime_packages=(umockdev postgresql librsvg2-bin chromium zbar-tools dmtx-utils rabbitmq-server python3-qpid-proton
-                  gdb snapserver snapclient dpkg-dev chrpath lintian mmdebstrap tshark)
+                  gdb snapserver snapclient dpkg-dev chrpath lintian mmdebstrap tshark binutils)
 
 case "${1:-all}" in
     build) packages=("${build_packages[@]}") ;;

@@ -91,11 +91,12 @@ install -m 755 "$pkg/postinst" "$pkg/postrm" "$root/DEBIAN/"
 (cd "$root" && find etc -type f | sed 's|^|/|' | sort) > "$root/DEBIAN/conffiles"
 
 # Depends: what the binary links (dpkg-shlibdeps), and the libraries it opens with dlopen on first use
-# (Sources/CSndfile, CSoxr, CCurl: audio decoding, resampling, web streams), which no linker table shows.
+# (Sources/CSndfile, CSoxr, CCurl, CALSA, CQpidProton: audio decoding, resampling, web streams, the receiver's sound
+# card, CFX publishing), which no linker table shows.
 printf 'Source: tuneup\n\nPackage: tuneup\nArchitecture: amd64\n' > "$work/debian/control"
 shlibs=$(cd "$work" && dpkg-shlibdeps -O -e debian/tuneup/usr/bin/tuneup 2>"$work/shlibdeps.log") || {
     cat "$work/shlibdeps.log" >&2; echo "package.sh: dpkg-shlibdeps failed" >&2; exit 69; }
-depends="${shlibs#shlibs:Depends=}, libsndfile1, libsoxr0, libcurl4, adduser"
+depends="${shlibs#shlibs:Depends=}, libsndfile1, libsoxr0, libcurl4, libasound2, libqpid-proton11, adduser"
 installed_kb=$(du -sk --exclude=DEBIAN "$root" | cut -f1)
 
 cat > "$root/DEBIAN/control" <<EOF

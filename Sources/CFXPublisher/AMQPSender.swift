@@ -38,7 +38,8 @@ public final class AMQPSender: Sendable {
     private let reconnectDelay: UInt32
     private let ended = Mutex<[CheckedContinuation<Void, Never>]?>([])
 
-    /// Starts the sender's thread and its first connection. Throws `thread` when no thread can be started.
+    /// Starts the sender's thread and its first connection. Throws `thread` when no thread can be started,
+    /// `libraryMissing` without Qpid Proton.
     public init(
         target: AMQPAddress, reconnectDelayMilliseconds: UInt32 = 1000,
         onAccepted: @escaping @Sendable (String) -> Void, onEvent: @escaping @Sendable (AMQPLinkEvent) -> Void
@@ -47,6 +48,7 @@ public final class AMQPSender: Sendable {
         self.onAccepted = onAccepted
         self.onEvent = onEvent
         self.reconnectDelay = reconnectDelayMilliseconds
+        if let why = tuneup_proton_load() { throw CFXError(.libraryMissing, "cfx: " + String(cString: why)) }
         proactor = Proactor()
         let loop = Loop(sender: self)
         do {

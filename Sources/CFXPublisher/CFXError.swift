@@ -6,7 +6,7 @@ public typealias CFXError = CodedFailure<CFXErrors>
 public enum CFXErrors: ErrorDomain {
     public static func category(of code: CFXError.Code) -> FailureCategory {
         switch code {
-        case .spool: .localFile
+        case .spool, .libraryMissing: .localFile
         case .thread: .connection
         default: .usage
         }
@@ -20,4 +20,6 @@ extension ErrorCodeIn where Domain == CFXError {
     public static let spool = Self(rawValue: "cfx-spool")
     /// No thread could be started for the AMQP connection.
     public static let thread = Self(rawValue: "cfx-thread")
+    /// Qpid Proton (Debian's libqpid-proton11) is not installed: it is opened when the publisher starts (CQpidProton).
+    public static let libraryMissing = Self(rawValue: "cfx-library-missing")
 }

@@ -1,4 +1,4 @@
-/* The one dlopen loader of CSndfile, CSoxr and CCurl (CLazyLibrary.h). */
+/* The one dlopen loader of CSndfile, CSoxr, CCurl, CALSA and CQpidProton (CLazyLibrary.h). */
 #define _GNU_SOURCE
 #include "CLazyLibrary.h"
 

@@ -10,7 +10,11 @@ public typealias ReceiverError = CodedFailure<ReceiverErrors>
 /// The codes of `ReceiverError`.
 public enum ReceiverErrors: ErrorDomain {
     public static func category(of code: ReceiverError.Code) -> FailureCategory {
-        code == .invalidArgument ? .usage : .connection
+        switch code {
+        case .invalidArgument: .usage
+        case .libraryMissing: .localFile
+        default: .connection
+        }
     }
 }
 
@@ -21,6 +25,8 @@ extension ErrorCodeIn where Domain == ReceiverError {
     public static let deviceFailed = Self(rawValue: "device-failed")
     /// A bad option (latency, address).
     public static let invalidArgument = Self(rawValue: "invalid-argument")
+    /// alsa-lib (Debian's libasound2) is not installed: it is opened when a sound card is first used (CALSA).
+    public static let libraryMissing = Self(rawValue: "library-missing")
 }
 
 /// One ALSA playback PCM, blocking mode, interleaved writes: opened by name (`default`, `hw:0`, a plugin defined in
@@ -36,8 +42,9 @@ final class ALSAPCM {
     private static let quiet: Void = tuneup_alsa_quiet()
 
     /// Opens `device` for playback.
-    /// - Throws: `ReceiverError.deviceUnavailable` with ALSA's reason.
+    /// - Throws: `ReceiverError.deviceUnavailable` with ALSA's reason; `libraryMissing` without alsa-lib.
     init(device: String) throws(ReceiverError) {
+        if let why = tuneup_alsa_load() { throw ReceiverError(.libraryMissing, String(cString: why)) }
         _ = Self.quiet
         var handle: OpaquePointer?
         let rc = snd_pcm_open(&handle, device, SND_PCM_STREAM_PLAYBACK, 0)

@@ -2,8 +2,8 @@
 #define TUNEUP_CLAZYLIBRARY_H
 
 /* A shared library opened with dlopen on first use instead of linked, so that only the commands that need it map it
- * (and its dependencies) at all: CSndfile, CSoxr and CCurl each describe their library with one of these and forward
- * their stubs through its function pointers. */
+ * (and its dependencies) at all: CSndfile, CSoxr, CCurl, CALSA and CQpidProton each describe their library with one
+ * of these and forward their stubs through its function pointers. */
 #include <pthread.h>
 
 typedef struct tuneup_lazy_library {

@@ -1,4 +1,8 @@
-// Debian's Qpid Proton C library (libqpid-proton11-dev): the AMQP 1.0 engine and its proactor.
+// Debian's Qpid Proton C library (libqpid-proton11-dev for these headers; libqpid-proton11 at run time): the AMQP 1.0
+// engine and its proactor, loaded with dlopen on first use rather than linked, so that only `station run --cfx` maps
+// it and the TLS libraries it brings (about a millisecond of every other command's start-up: docs/packaging.md). The
+// pn_* functions Tuneup calls are defined in proton.c: each loads the library once and calls its function. The
+// publisher calls tuneup_proton_load first: when the library is missing, it reports that line.
 #ifndef TUNEUP_CQPIDPROTON_H
 #define TUNEUP_CQPIDPROTON_H
 #include <string.h>
@@ -42,4 +46,7 @@ static inline uint64_t tuneup_pn_delivery_tag_u64(pn_delivery_t *delivery) {
     if (tag.size == sizeof value) memcpy(&value, tag.start, sizeof value);
     return value;
 }
+/* NULL once libqpid-proton is loaded (for good), else one line saying why it cannot be (the same line every call). */
+const char *tuneup_proton_load(void);
+
 #endif
