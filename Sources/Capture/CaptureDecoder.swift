@@ -84,6 +84,8 @@ public enum CaptureDecoder {
                 decodeAudio(packet.data, &emit)
             case .hkwhdClock:
                 decodeClock(packet.data, &emit)
+            case .hkwhdDiscovery:
+                decodeDiscovery(packet.data, &emit)
             case .wearableStream:
                 var buffer = streams[key, default: []]
                 buffer += packet.data
@@ -341,6 +343,39 @@ public enum CaptureDecoder {
             CaptureField("hkwhd.clock.t2", .uint(be(d, 12, 8))),
             CaptureField("hkwhd.clock.t3", .uint(be(d, 20, 8))),
         ], error: problem)
+    }
+
+    static func decodeDiscovery(_ d: [UInt8], _ emit: inout Emitter) {
+        guard d.count >= DiscoveryMessage.headerSize else {
+            emit.add("hkwhd", "discovery datagram of \(d.count) bytes", [], error: "truncated")
+            return
+        }
+        var fields = [
+            CaptureField("hkwhd.discovery.version", .uint(UInt64(d[2]))),
+            CaptureField("hkwhd.discovery.type", .uint(UInt64(d[3]))),
+            CaptureField("hkwhd.discovery.query_id", .uint(be(d, 4, 4))),
+        ]
+        let summary: String
+        var problem: String?
+        do {
+            switch try DiscoveryMessage.decode(d) {
+            case let .query(id):
+                summary = "discovery query \(id)"
+            case let .answer(a):
+                summary = "discovery answer to \(a.queryId): '\(a.deviceName)' control \(a.controlPort) audio \(a.audioPort)"
+                fields += [
+                    CaptureField("hkwhd.discovery.device_id", .uint(a.deviceId)),
+                    CaptureField("hkwhd.discovery.control_port", .uint(UInt64(a.controlPort))),
+                    CaptureField("hkwhd.discovery.audio_port", .uint(UInt64(a.audioPort))),
+                    CaptureField("hkwhd.discovery.device_name", .text("\(a.deviceName)")),
+                    CaptureField("hkwhd.discovery.model_name", .text("\(a.modelName)")),
+                ]
+            }
+        } catch {
+            problem = error.code == .badChecksum ? "bad CRC" : error.message
+            summary = "discovery datagram type \(d[3]) query \(be(d, 4, 4))"
+        }
+        emit.add("hkwhd", summary, fields, error: problem)
     }
 
     // MARK: Wearable

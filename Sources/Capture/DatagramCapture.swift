@@ -1,6 +1,7 @@
+import Speaker
 import Synchronization
 
-/// Datagrams recorded in a capture (HKWirelessHD audio and clock, docs/capture.md §2): one interface per kind and peer
+/// Datagrams recorded in a capture (HKWirelessHD audio, clock and discovery, docs/capture.md §2): one interface per kind and peer
 /// (`udp:HOST:PORT`), made when its first datagram goes. `record` does not block (the writer queues the block).
 public final class DatagramCapture: Sendable {
     public let writer: CaptureWriter
@@ -29,6 +30,21 @@ public final class DatagramCapture: Sendable {
             }
         }
         writer.record(interface: id, direction: direction, bytes)
+    }
+}
+
+extension DatagramCapture {
+    /// Records a datagram of the speaker's side (`tuneup sim speaker`, `tuneup speaker receive`): give it to
+    /// `SimulatedSpeaker`, `SpeakerSimulation` or `SpeakerReceiver` as their datagram tap.
+    public var speakerSide: SpeakerSideDatagramTap {
+        { [self] d in
+            let linkType: CaptureLinkType = switch d.kind {
+            case .audio: .hkwhdAudio
+            case .clock: .hkwhdClock
+            case .discovery: .hkwhdDiscovery
+            }
+            record(linkType, peer: d.peer, direction: d.outbound ? .outbound : .inbound, d.bytes)
+        }
     }
 }
 

@@ -35,6 +35,8 @@ public enum CaptureLinkType: UInt16, Sendable, Hashable, CaseIterable, Codable {
     case wearableStream = 152
     /// Bose Wearable over BLE: one ATT PDU per packet.
     case wearableATT = 153
+    /// HKWirelessHD discovery datagrams (queries and answers).
+    case hkwhdDiscovery = 154
 
     /// What an interface of this type carries (the start of its `if_description`).
     public var carries: String {
@@ -46,6 +48,7 @@ public enum CaptureLinkType: UInt16, Sendable, Hashable, CaseIterable, Codable {
         case .hkwhdClock: "HKWirelessHD clock datagrams"
         case .wearableStream: "Bose Wearable GATT framing"
         case .wearableATT: "Bose Wearable ATT"
+        case .hkwhdDiscovery: "HKWirelessHD discovery datagrams"
         }
     }
 

@@ -173,7 +173,7 @@ final class CardWriter: @unchecked Sendable {
             }
             if !open.isRunning, a.timed == true { a.restart() }  // an underrun: the device was prepared again
             // What came since the last write (a closed socket: the receiver is shutting down, nothing more comes).
-            while let datagram = try? audio.receiveIfReady(scratch: &scratch) { speaker.deliver(datagram) }
+            while let datagram = try? audio.receiveIfReady(scratch: &scratch) { speaker.deliver(datagram, fromHost: nil) }
             let now = speaker.configuration.clock.now()
             guard let next = speaker.nextRenderSlot else { continue }
             let plan = a.plan(now: now, delay: delay, nextSlot: next)

@@ -120,6 +120,14 @@ public final class SpeakerReceiver: Sendable {
         return SpeakerReceiver(speaker: speaker, endpoint: endpoint, server: server, responder: responder, writer: writer)
     }
 
+    /// Records the receiver's side (`--capture`, docs/capture.md) from now on: every control link is wrapped with
+    /// `links` before it is served, and `datagrams` sees every audio, clock-sync and discovery datagram.
+    public func capture(links: @escaping @Sendable (any Transport) async throws -> any Transport, datagrams: @escaping SpeakerSideDatagramTap) {
+        server.wrapLinks(links)
+        speaker.setDatagramTap(datagrams)
+        responder?.setDatagramTap(datagrams)
+    }
+
     /// Stops discovery, the control links and the output (what is queued in the device is played out first).
     public func shutdown() async {
         await responder?.stop()

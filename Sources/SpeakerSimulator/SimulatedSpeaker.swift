@@ -159,6 +159,15 @@ public final class SimulatedSpeaker: SimulatedDevice {
     private let audioSocket = Mutex<UDPSocket?>(nil)
     private let clockSocket = Mutex<UDPSocket?>(nil)
     private let pendingRecorders = Mutex<[WAVRecorder]>([])
+    private let datagramTap = Mutex<SpeakerSideDatagramTap?>(nil)
+
+    /// Shows `tap` every audio and clock-sync datagram from now on (a capture of the speaker's side, docs/capture.md).
+    public func setDatagramTap(_ tap: SpeakerSideDatagramTap?) { datagramTap.withLock { $0 = tap } }
+
+    private func tap(_ kind: SpeakerSideDatagram.Kind, peer: @autoclosure () -> String, outbound: Bool, _ bytes: [UInt8]) {
+        guard let tap = datagramTap.withLock({ $0 }) else { return }
+        tap(SpeakerSideDatagram(kind: kind, peer: peer(), outbound: outbound, bytes: bytes))
+    }
 
     /// The control port DeviceInfo and discovery report (set once the listener is bound).
     public func setControlPort(_ port: UInt16) { state.withLock { $0.controlPort = port } }
@@ -487,7 +496,7 @@ public final class SimulatedSpeaker: SimulatedDevice {
         let receiver = Task { [weak self] in
             while !Task.isCancelled {
                 guard let datagram = try? await socket.receive() else { return }
-                self?.deliver(datagram.bytes)
+                self?.deliver(datagram.bytes, fromHost: datagram.host, port: datagram.port)
             }
         }
         guard !configuration.externalOutput else {
@@ -522,6 +531,8 @@ public final class SimulatedSpeaker: SimulatedDevice {
     /// time on the DAC clock when the time source is the monotonic clock the kernel's times are on (else the time
     /// now), t3 the DAC clock read just before the send.
     private func answerClockSync(_ datagram: UDPDatagram, on socket: UDPSocket) {
+        let peer = SpeakerSideDatagram.peer(host: datagram.host, port: datagram.port)
+        tap(.clock, peer: peer, outbound: false, datagram.bytes)
         guard case let .request(t1)? = try? ClockDatagram.decode(datagram.bytes) else { return }
         let kernel = configuration.clock.source.isMonotonic ? datagram.receivedAt : nil
         let t2: UInt64? = state.withLock { s in
@@ -534,7 +545,9 @@ public final class SimulatedSpeaker: SimulatedDevice {
         _ = try? socket.trySend(toHost: datagram.host, port: datagram.port) {
             let t3 = max(t2, dacNow())
             // t3 ≥ t2 by construction.
-            return ClockDatagram.reply(try! ClockSyncReply(t1: t1, t2: t2, t3: t3)).encode()
+            let reply = ClockDatagram.reply(try! ClockSyncReply(t1: t1, t2: t2, t3: t3)).encode()
+            tap(.clock, peer: peer, outbound: true, reply)
+            return reply
         }
     }
 
@@ -574,7 +587,15 @@ public final class SimulatedSpeaker: SimulatedDevice {
     /// The UDP audio port (0 before `startAudio`).
     public var audioPort: UInt16 { state.withLock { $0.audioPort } }
 
-    /// One audio datagram as it comes off the network (the UDP receiver calls it; tests may too).
+    /// One audio datagram as it comes off the network from `host`:`port` (nil: not known; the speaker's own audio
+    /// address then names it in a capture): the UDP receivers call it.
+    public func deliver(_ bytes: [UInt8], fromHost host: String?, port: UInt16 = 0) {
+        tap(.audio, peer: host.map { SpeakerSideDatagram.peer(host: $0, port: port) } ?? SpeakerSideDatagram.peer(host: configuration.ipAddress, port: audioPort),
+            outbound: false, bytes)
+        deliver(bytes)
+    }
+
+    /// One audio datagram as it comes off the network (tests call it; the UDP receivers `deliver(_:from:)`).
     public func deliver(_ bytes: [UInt8]) {
         let packet: AudioPacket
         do {

@@ -1,4 +1,5 @@
 import Speaker
+import Synchronization
 import Transport
 
 /// The speaker side of discovery (docs/speaker-protocol.md §8): a UDP socket on the discovery port that answers each
@@ -13,6 +14,11 @@ import Transport
 public final class SpeakerDiscoveryResponder: Sendable {
     private let socket: UDPSocket
     private let task: Task<Void, Never>
+    private let tap = TapHolder()
+
+    /// Shows `tap` every discovery datagram from now on: each query received and each answer sent (a capture of the
+    /// speaker's side, docs/capture.md); the relays between the host's responders are not shown.
+    public func setDatagramTap(_ tap: SpeakerSideDatagramTap?) { self.tap.tap.withLock { $0 = tap } }
 
     /// The port the responder listens on (the protocol's 45454, or the free port picked for port 0).
     public var port: UInt16 { socket.localPort }
@@ -30,6 +36,7 @@ public final class SpeakerDiscoveryResponder: Sendable {
         }
         self.socket = socket
         let relayPort = socket.localPort
+        let tap = self.tap
         task = Task {
             var answered = RecentQueries()
             while true {
@@ -40,18 +47,20 @@ public final class SpeakerDiscoveryResponder: Sendable {
                     // Only from this host (the group is joined on the loopback; nothing from outside comes from 127/8).
                     guard datagram.host.hasPrefix("127.") else { continue }
                     (to, queryId) = ((relayed.host, relayed.port), relayed.queryId)
-                } else if case let .query(id)? = try? DiscoveryMessage.decode(datagram.bytes) {
+                } else {
+                    tap.show(.discovery, host: datagram.host, port: datagram.port, outbound: false, datagram.bytes)
+                    guard case let .query(id)? = try? DiscoveryMessage.decode(datagram.bytes) else { continue }
                     (to, queryId) = ((datagram.host, datagram.port), id)
                     if relays {
                         let relay = DiscoveryRelay(queryId: id, host: datagram.host, port: datagram.port).encode()
                         try? await socket.send(relay, toHost: DiscoveryRelay.group, port: relayPort)
                     }
-                } else {
-                    continue
                 }
                 guard answered.insert("\(to.host) \(to.port) \(queryId)") else { continue }
                 for a in answers(queryId) {
-                    try? await socket.send(DiscoveryMessage.answer(a).encode(), toHost: to.host, port: to.port)
+                    let answer = DiscoveryMessage.answer(a).encode()
+                    tap.show(.discovery, host: to.host, port: to.port, outbound: true, answer)
+                    try? await socket.send(answer, toHost: to.host, port: to.port)
                 }
             }
         }
@@ -73,6 +82,17 @@ public final class SpeakerDiscoveryResponder: Sendable {
         task.cancel()
         socket.close()
         await task.value
+    }
+}
+
+/// A responder's tap, shared with its receiving task.
+private final class TapHolder: Sendable {
+    let tap = Mutex<SpeakerSideDatagramTap?>(nil)
+
+    /// Shows the datagram to the tap, if any.
+    func show(_ kind: SpeakerSideDatagram.Kind, host: String, port: UInt16, outbound: Bool, _ bytes: [UInt8]) {
+        guard let tap = tap.withLock({ $0 }) else { return }
+        tap(SpeakerSideDatagram(kind: kind, peer: SpeakerSideDatagram.peer(host: host, port: port), outbound: outbound, bytes: bytes))
     }
 }
 

@@ -114,6 +114,13 @@ public final class SpeakerSimulation: Sendable {
         return out
     }
 
+    /// Shows `tap` every datagram of every speaker and discovery responder from now on: audio, clock sync, discovery
+    /// (a capture of the speakers' side, docs/capture.md).
+    public func setDatagramTap(_ tap: SpeakerSideDatagramTap?) {
+        for speaker in speakers { speaker.setDatagramTap(tap) }
+        for responder in responders { responder.setDatagramTap(tap) }
+    }
+
     /// Stops discovery and the speakers; the state file is flushed.
     public func shutdown() async {
         for r in responders { await r.stop() }

@@ -103,8 +103,9 @@ extension SimCommand {
             let jitter = LinkJitter(maximum: UInt64(jitterMs * 1e6), loss: loss / 100)
             let simulation: SpeakerSimulation
             let captured = capture.settings(.speaker, role: .device)
+            let datagrams: DatagramCapture?
             do {
-                _ = try await captured?.writer()
+                datagrams = try await captured?.datagrams()
                 simulation = try await SpeakerSimulation.start(
                     count: count, host: host, port: port, statePath: state, seed: seed,
                     discovery: discoveryPort == 0 ? .off : .shared(host: "0.0.0.0", port: discoveryPort),
@@ -114,6 +115,7 @@ extension SimCommand {
                 throw failureExit(error)
             }
             if let captured { simulation.server.wrapLinks { try await captured.wrap($0) } }
+            if let datagrams { simulation.setDatagramTap(datagrams.speakerSide) }
             // Signals are handled before the addresses go out: whoever reads them may stop the simulator at once.
             let control = ControlInput.lines()
             for endpoint in simulation.endpoints { Output.line(endpoint) }

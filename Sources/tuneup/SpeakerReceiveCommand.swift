@@ -1,4 +1,5 @@
 import ArgumentParser
+import Capture
 import Logging
 import SpeakerReceiver
 import Terminal
@@ -47,6 +48,7 @@ extension SpeakerCommand {
         @Option(help: ArgumentHelp("Output latency to compensate, -1000...1000 ms: positive plays earlier, negative later.", valueName: "ms"))
         var latencyMs: Double = 0
 
+        @OptionGroup var capture: CaptureOption
         @Flag(name: .shortAndLong, help: "Log to stderr.")
         var verbose = false
 
@@ -74,11 +76,15 @@ extension SpeakerCommand {
             configuration.name = name
             configuration.statePath = state
             let receiver: SpeakerReceiver
+            let captured = capture.settings(.speaker, role: .device)
+            let datagrams: DatagramCapture?
             do {
+                datagrams = try await captured?.datagrams()
                 receiver = try await SpeakerReceiver.start(configuration, logger: logger)
             } catch {
                 throw failureExit(error)
             }
+            if let captured, let datagrams { receiver.capture(links: { try await captured.wrap($0) }, datagrams: datagrams.speakerSide) }
             // Signals are handled before the address goes out: whoever reads it may stop the receiver at once.
             let control = ControlInput.lines()
             Output.line(receiver.endpoint)

@@ -71,6 +71,42 @@ import Testing
         })
     }
 
+    /// The speaker's side of a discovery and a play (issue 32 §1): `sim speaker --capture` records the discovery query
+    /// it got and its answer, the audio datagrams it received, the clock-sync requests it answered and its replies,
+    /// each on an interface of its own named by the controller's address, and every one decodes.
+    @Test func simSpeakerCapturesItsDatagrams() async throws {
+        let file = Scratch.directory + "/sim-speaker-datagrams.pcapng"
+        let port = UInt16.random(in: 47000...48999)  // discovery on a port of this test's own
+        let sim = try await RunningSimulator.start(["--discovery-port", String(port), "--capture", file], kind: "speaker")
+        let list = try await CLI.run(["speaker", "list", "--discovery-target", "127.0.0.1:\(port)", "--window", "0.5"])
+        #expect(list.status == 0, "\(list.stderr)")
+        let pcm = [UInt8](repeating: 0x11, count: 88_200)  // half a second of s16le stereo
+        let r = try await CLI.run(["speaker", "play", "-", "--raw", "s16le:44100:2", "--speaker", sim.addresses[0]],
+                                  stdin: String(decoding: pcm, as: UTF8.self))
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(await sim.quit() == 0)
+
+        let contents = try await CaptureFile.read(path: file)
+        #expect(contents.interfaces.allSatisfy { $0.role == .device })
+        for type in [CaptureLinkType.hkwhdAudio, .hkwhdClock, .hkwhdDiscovery] {
+            #expect(contents.interfaces.contains { $0.knownLinkType == type && $0.name.hasPrefix("udp:127.0.0.1:") },
+                    "no \(type) interface: \(contents.interfaces.map(\.name))")
+        }
+        let messages = CaptureDecoder.decode(contents)
+        #expect(messages.allSatisfy { $0.error == nil }, "\(messages.filter { $0.error != nil }.prefix(3).map(\.summary))")
+        func on(_ type: CaptureLinkType, _ direction: CaptureDirection) -> [DecodedMessage] {
+            messages.filter { $0.interface.knownLinkType == type && $0.direction == direction }
+        }
+        #expect(on(.hkwhdAudio, .inbound).contains { $0.field("hkwhd.audio.sequence") != nil })
+        #expect(on(.hkwhdAudio, .outbound).isEmpty)
+        #expect(!on(.hkwhdClock, .inbound).isEmpty && on(.hkwhdClock, .inbound).allSatisfy { $0.field("hkwhd.clock.type") == .uint(1) })
+        #expect(!on(.hkwhdClock, .outbound).isEmpty && on(.hkwhdClock, .outbound).allSatisfy { $0.field("hkwhd.clock.type") == .uint(2) })
+        #expect(on(.hkwhdDiscovery, .inbound).contains { $0.field("hkwhd.discovery.type") == .uint(1) })
+        let controlPort = UInt64(sim.addresses[0].split(separator: ":").last.flatMap { UInt64($0) } ?? 0)
+        #expect(on(.hkwhdDiscovery, .outbound).contains { $0.field("hkwhd.discovery.control_port") == .uint(controlPort) },
+                "\(on(.hkwhdDiscovery, .outbound).map(\.summary))")
+    }
+
     /// A wearable session: requests out, responses and notifications in, Tuneup's GATT framing named.
     @Test func wearableInfoCaptured() async throws {
         let file = Scratch.directory + "/wearable.pcapng"
