@@ -1,6 +1,8 @@
 import Foundation
+import Speaker
 import SpeakerHub
 import SpeakerHubCore
+import SpeakerPlayback
 import SpeakerSession
 import SpeakerSimulator
 import TestSupport
@@ -87,7 +89,6 @@ let oneSecondOf440Hz: [UInt8] = {
 
 func wavFile(seconds: Int, title: String? = nil, artist: String? = nil, album: String? = nil) -> [UInt8] {
     func u32(_ v: Int) -> [UInt8] { [UInt8(v & 0xff), UInt8(v >> 8 & 0xff), UInt8(v >> 16 & 0xff), UInt8(v >> 24 & 0xff)] }
-    func u16(_ v: Int) -> [UInt8] { [UInt8(v & 0xff), UInt8(v >> 8 & 0xff)] }
     var info: [UInt8] = []
     for (id, value) in [("INAM", title), ("IART", artist), ("IPRD", album)] {
         guard let value else { continue }
@@ -95,16 +96,17 @@ func wavFile(seconds: Int, title: String? = nil, artist: String? = nil, album: S
         if text.count % 2 == 1 { text.append(0) }
         info += Array(id.utf8) + u32(text.count) + text
     }
-    let fmt = Array("fmt ".utf8) + u32(16) + u16(1) + u16(1) + u32(8000) + u32(16000) + u16(2) + u16(16)
     let list = info.isEmpty ? [] : Array("LIST".utf8) + u32(4 + info.count) + Array("INFO".utf8) + info
     // 440 Hz repeats exactly every second at 8 kHz: one second is computed once (in a debug build the sample loop took
     // seconds of a cooperative thread per fixture).
     var samples: [UInt8] = []
     samples.reserveCapacity(seconds * 16000)
     for _ in 0..<seconds { samples += oneSecondOf440Hz }
-    let data = Array("data".utf8) + u32(samples.count) + samples
-    let body = Array("WAVE".utf8) + fmt + list + data
-    return Array("RIFF".utf8) + u32(body.count) + body
+    // The project's header (RIFF, `fmt `, `data`), with the tags between `fmt ` and `data`, counted in the RIFF size.
+    var file = WAV.header(format: try! AudioFormat(sampleRate: 8000, channels: 1, sampleFormat: .s16le), dataBytes: UInt32(samples.count))
+    file.insert(contentsOf: list, at: WAV.headerSize - 8)
+    file.replaceSubrange(4..<8, with: u32(file.count - 8 + samples.count))
+    return file + samples
 }
 
 /// Simulated speakers, a controller over them, a media folder, the hub on a free loopback port, on a manual clock.

@@ -1,4 +1,6 @@
 import Foundation
+import Speaker
+import SpeakerPlayback
 import Testing
 import TestSupport
 import Transport
@@ -22,15 +24,9 @@ struct SpeakerPipeCLITests {
         return out
     }
 
+    /// `pcm` (s16le stereo) as a WAV file.
     static func wav(_ pcm: [UInt8], rate: UInt32) -> Data {
-        var d = Data()
-        func u32(_ v: UInt32) { withUnsafeBytes(of: v.littleEndian) { d.append(contentsOf: $0) } }
-        func u16(_ v: UInt16) { withUnsafeBytes(of: v.littleEndian) { d.append(contentsOf: $0) } }
-        d.append(contentsOf: Array("RIFF".utf8)); u32(UInt32(36 + pcm.count)); d.append(contentsOf: Array("WAVEfmt ".utf8))
-        u32(16); u16(1); u16(2); u32(rate); u32(rate * 4); u16(4); u16(16)
-        d.append(contentsOf: Array("data".utf8)); u32(UInt32(pcm.count))
-        d.append(contentsOf: pcm)
-        return d
+        Data(WAV.header(format: try! AudioFormat(sampleRate: rate, channels: 2, sampleFormat: .s16le), dataBytes: UInt32(pcm.count)) + pcm)
     }
 
     /// `cat FILE | tuneup ARGS` (a real pipe on standard input).

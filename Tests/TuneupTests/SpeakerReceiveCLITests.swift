@@ -1,6 +1,7 @@
 import Foundation
 import Spawn
 import Testing
+import TestSupport
 
 /// `tuneup speaker receive` without a sound card: the ALSA device is alsa-lib's `file` plugin over `null`, defined in
 /// an asoundrc the test writes (ALSA_CONFIG_PATH), so what the receiver played lands in a raw file the test compares
@@ -11,22 +12,13 @@ struct SpeakerReceiveCLITests {
     static func noise(frames: Int, rate: UInt32 = 48_000) -> (wav: Data, pcm: [UInt8]) {
         var pcm: [UInt8] = []
         pcm.reserveCapacity(frames * 4)
-        var x: UInt64 = 0x1234_5678
+        var random = TestRandom(seed: 0x1234_5678)
         for _ in 0..<frames * 2 {
-            x = x &* 6364136223846793005 &+ 1442695040888963407
-            var s = Int16(truncatingIfNeeded: x >> 48) / 4
+            var s = Int16.random(in: -8192...8191, using: &random)
             if s == 0 { s = 1 }
-            let u = UInt16(bitPattern: s)
-            pcm += [UInt8(u & 0xFF), UInt8(u >> 8)]
+            withUnsafeBytes(of: s.littleEndian) { pcm.append(contentsOf: $0) }
         }
-        var d = Data()
-        func u32(_ v: UInt32) { withUnsafeBytes(of: v.littleEndian) { d.append(contentsOf: $0) } }
-        func u16(_ v: UInt16) { withUnsafeBytes(of: v.littleEndian) { d.append(contentsOf: $0) } }
-        d.append(contentsOf: Array("RIFF".utf8)); u32(UInt32(36 + pcm.count)); d.append(contentsOf: Array("WAVEfmt ".utf8))
-        u32(16); u16(1); u16(2); u32(rate); u32(rate * 4); u16(4); u16(16)
-        d.append(contentsOf: Array("data".utf8)); u32(UInt32(pcm.count))
-        d.append(contentsOf: pcm)
-        return (d, pcm)
+        return (SpeakerPipeCLITests.wav(pcm, rate: rate), pcm)
     }
 
     /// A running `tuneup speaker receive` playing into DIR/out.raw.
