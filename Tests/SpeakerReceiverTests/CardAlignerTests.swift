@@ -1,4 +1,5 @@
 import Testing
+import TestSupport
 @testable import SpeakerReceiver
 
 /// `CardAligner` against a model sound card whose crystal runs off the host's clock: what the writer would do each
@@ -16,7 +17,7 @@ import Testing
         var start: Double?
         var nextSlot: UInt64 = 1_000_000_000 * UInt64(rate) / 1_000_000_000 / 1000 * 1000  // the stream's first slot
         var now: Double = 1e9
-        var rng = UInt64(42)
+        var random = TestRandom(seed: 42)
         var worst = 0.0
         var ordered = true
         func played(at t: Double) -> Int { start.map { min(written, Int(((t - $0) * ratio).rounded(.down))) } ?? 0 }
@@ -50,8 +51,7 @@ import Testing
             }
             written += out.count
             aligner.wrote(frames: out.count, delayAfter: written - played(at: now))
-            rng = rng &* 6364136223846793005 &+ 1442695040888963407
-            now += 10e6 + Double(Int(rng >> 33) % 6_000_001 - 3_000_000)
+            now += 10e6 + Double(Int.random(in: -3_000_000...3_000_000, using: &random))
         }
         return (aligner, worst, ordered)
     }

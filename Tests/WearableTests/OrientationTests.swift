@@ -65,11 +65,8 @@ import Wearable
 
     /// Angles → quaternion → angles, over the whole range away from gimbal lock (seeded).
     @Test func anglesRoundTrip() {
-        var state: UInt64 = 0x9E37_79B9_7F4A_7C15
-        func unit() -> Double {
-            state = state &* 6364136223846793005 &+ 1442695040888963407
-            return Double(state >> 11) / Double(1 << 53)
-        }
+        var random = TestRandom(seed: 0x9E37_79B9_7F4A_7C15)
+        func unit() -> Double { Double.random(in: 0..<1, using: &random) }
         for _ in 0..<2000 {
             let a = Orientation(yaw: 360 * unit() - 179.99, pitch: 178 * unit() - 89, roll: 360 * unit() - 179.99)
             expectAngles(a.quaternion, yaw: a.yaw, pitch: a.pitch, roll: a.roll, within: 1e-7)

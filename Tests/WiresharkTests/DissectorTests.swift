@@ -404,8 +404,8 @@ private func seqpacketPair() throws -> (any Transport, any Transport) {
         capture.add(att, .inbound, [0x1B, 0x0A])  // a notification cut inside its handle
         capture.add(att, .inbound, [0x1B, 0x0A, 0x00, 0x09, 0x00])  // a sensor record of an unknown sensor
         // And noise of every kind: no input makes a dissector fail.
-        var seed: UInt64 = 0x5EED
-        func next() -> UInt64 { seed = seed &* 6364136223846793005 &+ 1442695040888963407; return seed >> 33 }
+        var random = TestRandom(seed: 0x5EED)
+        func next() -> UInt64 { random.next() }
         for interface in 0..<capture.interfaces.count {
             for _ in 0..<40 {
                 let count = Int(next() % 300)
