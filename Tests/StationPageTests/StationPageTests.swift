@@ -81,7 +81,7 @@ import Testing
         feed.handle(.started(slots: [evil], recipe: evil, recipeHash: "h", station: evil))
         let server = try await feed.serve(on: ListenAddress(host: "127.0.0.1", port: 0))
         defer { Task { await server.stop() } }
-        let (status, page) = try await httpGet(port: server.port, path: "/")
+        let (status, page) = try await IdleClient.get(port: server.port, path: "/")
         #expect(status == 200)
         #expect(!page.contains("<script>alert(1)"))
         #expect(!page.contains("</script><b>"))
@@ -210,37 +210,5 @@ import Testing
             #expect(error.code == .cannotServe && error.category == .connection)
             #expect(error.message.contains("in use") && !error.message.contains("\n"), "\(error.message)")
         }
-    }
-}
-
-/// GET on loopback with a plain socket: status and body.
-func httpGet(port: Int, path: String) async throws -> (Int, String) {
-    try await offThePool {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw TestFailure("socket") }
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var timeout = timeval(tv_sec: 20, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard connected == 0 else { throw TestFailure("connect to \(port)") }
-        let request = Array("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".utf8)
-        _ = request.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
-        var data = [UInt8]()
-        var buffer = [UInt8](repeating: 0, count: 65536)
-        while true {
-            let n = recv(fd, &buffer, buffer.count, 0)
-            if n <= 0 { break }
-            data += buffer[0..<n]
-        }
-        let text = String(decoding: data, as: UTF8.self)
-        let status = Int(text.split(separator: " ").dropFirst().first ?? "") ?? 0
-        let body = text.components(separatedBy: "\r\n\r\n").dropFirst().joined(separator: "\r\n\r\n")
-        return (status, body)
     }
 }

@@ -115,6 +115,18 @@ public final class IdleClient: Sendable {
     }
 }
 
+extension IdleClient {
+    /// GET `path` from 127.0.0.1:`port` on a connection of its own (`Connection: close`): the answer's status and
+    /// body, read until the server closes. Throws when nothing listens on `port`.
+    public static func get(port: Int, path: String, within seconds: Double = 20) async throws -> (status: Int, body: String) {
+        let client = try await connect(port: port)
+        try await client.send("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        let text = String(decoding: try await client.readToEnd(within: seconds, resetIsAnEnd: true), as: UTF8.self)
+        let status = Int(text.split(separator: " ").dropFirst().first ?? "") ?? 0
+        return (status, text.components(separatedBy: "\r\n\r\n").dropFirst().joined(separator: "\r\n\r\n"))
+    }
+}
+
 /// The frames in bytes a WebSocket server sent (unmasked): each one's opcode (1 text, 8 close, ...) and payload.
 public func webSocketFrames(_ bytes: [UInt8]) throws -> [(opcode: UInt8, payload: [UInt8])] {
     var frames: [(opcode: UInt8, payload: [UInt8])] = []

@@ -1,6 +1,7 @@
 import Foundation
 import Spawn
 import Testing
+import TestSupport
 
 /// `station run --ui` and `line serve`: addresses that are not HOST:PORT exit 64, addresses that cannot be bound
 /// and a database that cannot be reached exit 69, each with one line.
@@ -71,35 +72,11 @@ import Testing
         _ = await sim.quit()
     }
 
-    /// GET on loopback (a plain socket, off the pool): the body of a 200, else an error.
+    /// GET on loopback: the body of a 200, else an error.
     static func get(port: Int, path: String) async throws -> String {
-        try await offThePool {
-            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            guard fd >= 0 else { throw CLIError("socket") }
-            defer { close(fd) }
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_port = in_port_t(UInt16(port).bigEndian)
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            var timeout = timeval(tv_sec: 20, tv_usec: 0)
-            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-            let connected = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-            }
-            guard connected == 0 else { throw CLIError("nothing listens on \(port)") }
-            let request = Array("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".utf8)
-            _ = request.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
-            var data = [UInt8]()
-            var buffer = [UInt8](repeating: 0, count: 65536)
-            while true {
-                let n = recv(fd, &buffer, buffer.count, 0)
-                if n <= 0 { break }
-                data += buffer[0..<n]
-            }
-            let text = String(decoding: data, as: UTF8.self)
-            guard text.hasPrefix("HTTP/1.1 200") else { throw CLIError("GET \(path): \(text.prefix(80))") }
-            return text.components(separatedBy: "\r\n\r\n").dropFirst().joined(separator: "\r\n\r\n")
-        }
+        let (status, body) = try await IdleClient.get(port: port, path: path)
+        guard status == 200 else { throw CLIError("GET \(path): status \(status) \(body.prefix(80))") }
+        return body
     }
 
     @Test func lineServeRefusesBadArgumentsAndAnUnreachableDatabase() async throws {
