@@ -23,7 +23,8 @@ struct WearableReconnectBenchmark {
     struct Result {
         var kind: String
         var seconds: [Double]
-        var median: Double { seconds.sorted()[seconds.count / 2] }
+        /// By the project's one percentile rule (nearest rank); not a number when no try finished.
+        var median: Double { Percentile.of(sorted: seconds.sorted(), 50) ?? .nan }
         var max: Double { seconds.max() ?? .nan }
         var within2s: Int { seconds.filter { $0 <= 2 }.count }
     }
