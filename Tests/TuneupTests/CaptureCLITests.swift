@@ -107,6 +107,28 @@ import Testing
                 "\(on(.hkwhdDiscovery, .outbound).map(\.summary))")
     }
 
+    /// `speaker receive --capture` records its side as `sim speaker` does: the control link and the datagrams.
+    @Test func speakerReceiveCapturesItsSide() async throws {
+        let dir = Scratch.directory
+        let file = dir + "/receive.pcapng"
+        let receiver = try await SpeakerReceiveCLITests.Receiver.start(dir, extra: ["--capture", file])
+        defer { if receiver.process.isRunning { receiver.process.terminate() } }
+        let pcm = [UInt8](repeating: 0x11, count: 96_000)  // half a second of s16le stereo at 48 kHz
+        let play = try await CLI.run(["speaker", "play", "-", "--raw", "s16le:48000:2", "--speaker", receiver.address],
+                                     stdin: String(decoding: pcm, as: UTF8.self))
+        #expect(play.status == 0, "\(play.stderr)")
+        let (status, stderr) = try await receiver.quit()
+        #expect(status == 0, "\(stderr)")
+
+        let contents = try await CaptureFile.read(path: file)
+        #expect(contents.interfaces.allSatisfy { $0.role == .device })
+        #expect(contents.interfaces.contains { $0.knownLinkType == .hkwhdControl })
+        let messages = CaptureDecoder.decode(contents)
+        #expect(messages.allSatisfy { $0.error == nil }, "\(messages.filter { $0.error != nil }.prefix(3).map(\.summary))")
+        #expect(messages.contains { $0.interface.knownLinkType == .hkwhdAudio && $0.direction == .inbound && $0.field("hkwhd.audio.sequence") != nil })
+        #expect(messages.contains { $0.interface.knownLinkType == .hkwhdClock && $0.direction == .outbound && $0.field("hkwhd.clock.type") == .uint(2) })
+    }
+
     /// A wearable session: requests out, responses and notifications in, Tuneup's GATT framing named.
     @Test func wearableInfoCaptured() async throws {
         let file = Scratch.directory + "/wearable.pcapng"
