@@ -195,49 +195,27 @@ struct SimCommand: AsyncParsableCommand {
                 profile: try behaviour(), drainInterval: .milliseconds(Int64(batteryDrain * 1000)), logger: logger,
                 timeScale: timeScale, faults: try faultPlan(), secureBootKey: key)
             options.production = try productionLine()
-            let server: SimulatorServer
-            var usb: USBGadgetPresence?
+            let link: SimulatedHeadsetLink
+            if pty { link = .pty } else if let rfcomm { link = .rfcomm(adapter: adapter, channel: rfcomm) } else if usbGadget { link = .usbGadget } else {
+                let (host, port) = try listenAddress()
+                link = .tcp(host: host, port: port)
+            }
+            let headsets: SimulatedHeadsets
             let captured = capture.settings(.lightX, role: .device)
             do {
-                if let state { try await Blocking.perform("sim state path") { try SimulatorBridge.checkStatePath(state, createDirectory: false) } }
-                _ = try await captured?.writer()
-                if pty {
-                    server = try await SimulatorServer.listenPTY(count: count, statePath: state, options: options)
-                } else if let rfcomm {
-                    let listener = try await RFCOMMListener.bind(adapter: adapter, channel: rfcomm, logger: logger)
-                    server = try await SimulatorServer.serve([listener], statePath: state, options: options)
-                } else if usbGadget {
-                    server = try await SimulatorServer.start(count: 1, statePath: state, options: options)
-                    do {
-                        usb = try await USBGadgetPresence.start(on: server, device: 0, logger: logger)
-                    } catch {
-                        await server.shutdown()
-                        throw error
-                    }
-                } else {
-                    let (host, port) = try listenAddress()
-                    server = try await SimulatorServer.listenTCP(host: host, port: port, count: count, statePath: state, options: options)
+                headsets = try await SimulatedHeadsets.start(on: link, count: count, statePath: state, options: options, logger: logger) {
+                    _ = try await captured?.writer()
                 }
             } catch {
                 throw failureExit(error)
             }
-            if let captured { server.wrapLinks { try await captured.wrap($0) } }
+            if let captured { headsets.server.wrapLinks { try await captured.wrap($0) } }
             // Signals are handled before the addresses go out: whoever reads them may stop the simulator at once.
             let control = ControlInput.lines()
-            for endpoint in server.endpoints {
-                Output.line(endpoint)
-            }
+            for endpoint in headsets.endpoints { Output.line(endpoint) }
             printError("simulating \(count) headset\(count == 1 ? "" : "s") (\(options.profile)); stdin: \(SimulatorControl.usage); Ctrl-C to stop")
-
-            for await line in control {
-                do {
-                    if try await server.perform(try SimulatorControl.parse(line)) == false { break }
-                } catch {
-                    printError(error.message)
-                }
-            }
-            await usb?.shutdown()
-            await server.shutdown()
+            await headsets.follow(control) { printError($0) }
+            await headsets.shutdown()
         }
     }
 }
@@ -316,22 +294,7 @@ extension SimCommand {
             for endpoint in line.endpoints { Output.line(endpoint) }
             printError("a line of \(slots) slot\(slots == 1 ? "" : "s") and \(units) unit\(units == 1 ? "" : "s"); Ctrl-C to stop")
             // Until every unit has come and gone, or a signal or 'quit' ends the control lines.
-            await withTaskGroup(of: Void.self) { group in
-                group.addTask {
-                    for await event in line.events {
-                        switch event {
-                        case let .arrived(slot, unit, address): printError("slot \(slot): unit \(unit) arrived (\(address))")
-                        case let .left(slot, unit): printError("slot \(slot): unit \(unit) taken out")
-                        case .done: printError("every unit has come and gone")
-                        }
-                    }
-                }
-                group.addTask {
-                    for await line in control where line == "quit" { return }
-                }
-                await group.next()
-                group.cancelAll()
-            }
+            await line.follow(until: control) { printError($0.text) }
             await line.shutdown()
         }
     }
