@@ -15,12 +15,6 @@ import TuneupKit
 /// UniqueID, and says what the records say. Real time (a broker outage of 20 s): tools/test.sh runs it in its
 /// real-time group.
 @Suite(.serialized) struct CFXBrokerTests {
-    static let root: String = {
-        var url = URL(fileURLWithPath: #filePath)
-        for _ in 0..<3 { url.deleteLastPathComponent() }
-        return url.path
-    }()
-
     /// Blank simulated units, a records file, the shipped recipe and a spool directory.
     struct Line: Sendable {
         let server: SimulatorServer
@@ -30,13 +24,7 @@ import TuneupKit
 
         static func make(units: Int, failShare: Double = 0, seed: UInt64 = 1, edit: @escaping @Sendable (String) -> String = { $0 }) async throws -> Line {
             let directory = try TemporaryDirectory.make("cfx")
-            let path = directory + "/recipe.yaml"
-            let recipe = try await offThePool {
-                let text = edit(try String(contentsOfFile: CFXBrokerTests.root + "/recipes/sim-headset.yaml", encoding: .utf8)
-                    .replacingOccurrences(of: "../firmware-images", with: CFXBrokerTests.root + "/firmware-images"))
-                try text.write(toFile: path, atomically: true, encoding: .utf8)
-                return try ProvisioningRecipe.load(path: path)
-            }
+            let recipe = try await offThePool { try ProvisioningRecipe.load(path: try writeShippedRecipe(to: directory, edit: edit)) }
             var options = SimulatorOptions(timeScale: 0)
             options.production = ProductionLine(seed: seed, failShare: failShare)
             let server = try await SimulatorServer.listenTCP(count: units, statePath: nil, options: options)

@@ -27,12 +27,7 @@ struct PageFixture: Sendable {
 
     static func make(units: Int, failShare: Double = 0, seed: UInt64 = 1) async throws -> PageFixture {
         let directory = try TemporaryDirectory.make("station-page")
-        let path = directory + "/recipe.yaml"
-        let recipe = try await offThePool {
-            let text = try String(contentsOfFile: root + "/recipes/sim-headset.yaml", encoding: .utf8)
-            try text.replacingOccurrences(of: "../firmware-images", with: root + "/firmware-images").write(toFile: path, atomically: true, encoding: .utf8)
-            return try ProvisioningRecipe.load(path: path)
-        }
+        let recipe = try await offThePool { try ProvisioningRecipe.load(path: try writeShippedRecipe(to: directory)) }
         var options = SimulatorOptions(timeScale: 0)
         options.production = ProductionLine(seed: seed, failShare: failShare)
         let server = try await SimulatorServer.listenTCP(count: units, statePath: nil, options: options)

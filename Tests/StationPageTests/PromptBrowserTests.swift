@@ -28,19 +28,17 @@ import TuneupKit
     @Test func aScanAndAPromptAreAnsweredOnThePage() async throws {
         let directory = try TemporaryDirectory.make("prompt-page")
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let path = directory + "/recipe.yaml"
-        let recipe = try await offThePool {
+        let (path, recipe) = try await offThePool {
             try FileManager.default.createDirectory(atPath: directory + "/images", withIntermediateDirectories: true)
             _ = FileManager.default.createFile(atPath: directory + "/images/led.png", contents: Data(Self.png))
-            var text = try String(contentsOfFile: PageFixture.root + "/recipes/sim-headset.yaml", encoding: .utf8)
-            text = text.replacingOccurrences(of: "../firmware-images", with: PageFixture.root + "/firmware-images")
-            text = text.replacingOccurrences(of: "tests:\n", with: """
-                tests:
-                  - prompt: { name: led-blue, text: Is the status LED blue?, image: images/led.png, answer: pass-fail }
+            let path = try writeShippedRecipe(to: directory) { text in
+                text.replacingOccurrences(of: "tests:\n", with: """
+                    tests:
+                      - prompt: { name: led-blue, text: Is the status LED blue?, image: images/led.png, answer: pass-fail }
 
-                """) + "\nscan:\n  label: PCB serial\n  pattern: \"PCB-[0-9]{13}\"\n  check-digit: gs1\n"
-            try text.write(toFile: path, atomically: true, encoding: .utf8)
-            return try ProvisioningRecipe.load(path: path)
+                    """) + "\nscan:\n  label: PCB serial\n  pattern: \"PCB-[0-9]{13}\"\n  check-digit: gs1\n"
+            }
+            return (path, try ProvisioningRecipe.load(path: path))
         }
         let simulator = try await PageStation.simulatedHeadset()
         defer { Task { await simulator.shutdown() } }

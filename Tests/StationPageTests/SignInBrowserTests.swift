@@ -15,13 +15,10 @@ import TuneupKit
     @Test func theOperatorWhoSignedInOnThePageIsRecordedOnTheNextRun() async throws {
         let directory = try TemporaryDirectory.make("signin-page")
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let path = directory + "/recipe.yaml"
-        let recipe = try await offThePool {
+        let (path, recipe) = try await offThePool {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-            var text = try String(contentsOfFile: PageFixture.root + "/recipes/sim-headset.yaml", encoding: .utf8)
-            text = text.replacingOccurrences(of: "../firmware-images", with: PageFixture.root + "/firmware-images")
-            try text.write(toFile: path, atomically: true, encoding: .utf8)
-            return try ProvisioningRecipe.load(path: path)
+            let path = try writeShippedRecipe(to: directory)
+            return (path, try ProvisioningRecipe.load(path: path))
         }
         let simulator = try await PageStation.simulatedHeadset()
         defer { Task { await simulator.shutdown() } }

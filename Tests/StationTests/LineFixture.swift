@@ -16,21 +16,11 @@ struct LineFixture: Sendable {
     let recipe: LoadedRecipe
     let directory: String
 
-    /// The repository root, found from this source file.
-    static let root: String = {
-        var url = URL(fileURLWithPath: #filePath)
-        for _ in 0..<3 { url.deleteLastPathComponent() }
-        return url.path
-    }()
-
-    static func make(units: Int, failShare: Double = 0, seed: UInt64 = 1, edit: (String) -> String = { $0 }) async throws -> LineFixture {
+    static func make(
+        units: Int, failShare: Double = 0, seed: UInt64 = 1, edit: @escaping @Sendable (String) -> String = { $0 }
+    ) async throws -> LineFixture {
         let directory = try TemporaryDirectory.make("station")
-        var text = try String(contentsOfFile: root + "/recipes/sim-headset.yaml", encoding: .utf8)
-        text = text.replacingOccurrences(of: "../firmware-images", with: root + "/firmware-images")
-        text = edit(text)
-        let path = directory + "/recipe.yaml"
-        try text.write(toFile: path, atomically: true, encoding: .utf8)
-        let recipe = try await offThePool { try ProvisioningRecipe.load(path: path) }
+        let recipe = try await offThePool { try ProvisioningRecipe.load(path: try writeShippedRecipe(to: directory, edit: edit)) }
         var options = SimulatorOptions(timeScale: 0)
         options.production = ProductionLine(seed: seed, failShare: failShare)
         let server = try await SimulatorServer.listenTCP(count: units, statePath: nil, options: options)

@@ -11,7 +11,7 @@ import Testing
 /// databases (SQLite; PostgreSQL through a station's outbox).
 @Suite struct ProcessControlStationTests {
     /// The shipped recipe with `max-rework: N`.
-    static func maxRework(_ n: Int) -> (String) -> String { { $0 + "\nmax-rework: \(n)\n" } }
+    static func maxRework(_ n: Int) -> @Sendable (String) -> String { { $0 + "\nmax-rework: \(n)\n" } }
 
     @Test func runsCarryTraceabilityAndTheTestsAttachments() async throws {
         let line = try await LineFixture.make(units: 1) { text in

@@ -17,11 +17,7 @@ import Testing
     /// A scratch directory with the shipped recipe (image paths made absolute), adapted by `edit`.
     static func recipe(_ edit: @escaping (String) -> String = { $0 }) throws -> (directory: String, path: String) {
         let directory = Scratch.directory
-        var text = try String(contentsOfFile: root + "/recipes/sim-headset.yaml", encoding: .utf8)
-        text = edit(text.replacingOccurrences(of: "../firmware-images", with: root + "/firmware-images"))
-        let path = directory + "/recipe.yaml"
-        try text.write(toFile: path, atomically: true, encoding: .utf8)
-        return (directory, path)
+        return (directory, try writeShippedRecipe(to: directory, edit: edit))
     }
 
     /// JSON Lines events of a station's stdout.
