@@ -158,13 +158,7 @@ func seqpacketPair() throws -> (any Transport, any Transport) {
             session = WearableDeviceSession(peer: "ble:client", options: .init(mtu: mtu)) { client }
         }
 
-        func pump(ticks: Int) async {
-            for _ in 0..<ticks {
-                while clock.pendingSleeps == 0 { await Task.yield() }
-                clock.advance(by: .milliseconds(40))
-            }
-            while clock.pendingSleeps == 0 { await Task.yield() }
-        }
+        func pump(ticks: Int) async { await pumpTransmissions(clock, ticks: ticks) }
 
         func shutdown() async {
             await session.close()

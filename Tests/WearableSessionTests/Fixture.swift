@@ -20,20 +20,23 @@ struct Fixture {
         session = WearableDeviceSession(peer: "memory:wearable", options: options) { try wearable.connect() }
     }
 
-    /// One transmission period (40 ms) at a time, each once the device's streamer waits for it: `ticks` periods.
-    func pump(ticks: Int) async {
-        for _ in 0..<ticks {
-            while clock.pendingSleeps == 0 { await Task.yield() }
-            clock.advance(by: .milliseconds(40))
-        }
-        // The last transmission has been handed to the link once the streamer waits for the next one.
-        while clock.pendingSleeps == 0 { await Task.yield() }
-    }
+    func pump(ticks: Int) async { await pumpTransmissions(clock, ticks: ticks) }
 
     func shutdown() async {
         await session.close()
         await wearable.server.shutdown()
     }
+}
+
+/// A simulated wearable's transmissions on `clock`, one period (40 ms) at a time, each once the device's streamer
+/// waits for it: `ticks` periods.
+func pumpTransmissions(_ clock: ManualClock, ticks: Int) async {
+    for _ in 0..<ticks {
+        while clock.pendingSleeps == 0 { await Task.yield() }
+        clock.advance(by: .milliseconds(40))
+    }
+    // The last transmission has been handed to the link once the streamer waits for the next one.
+    while clock.pendingSleeps == 0 { await Task.yield() }
 }
 
 /// The first `count` elements of `stream` (fewer when it ends first).
