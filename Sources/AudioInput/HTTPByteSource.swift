@@ -10,6 +10,10 @@ import Transport
 /// to `headerLimit`; after `finishOpening()` only `window` bytes behind the read position are. The transfer runs at
 /// most `ahead` bytes ahead of the reader (libcurl's write waits), so a slow consumer holds memory constant. A reader
 /// that waits longer than the stall timeout for a byte fails the transfer with `.stalled`.
+///
+/// The I/O shell of `ByteSourceMachine` (docs/architecture.md, "State machines as values"), which keeps these rules,
+/// the transfer's and the source's state and the bytes; the shell keeps the thread (libcurl's transfer or the
+/// descriptor's reads), the lock and its condition on which readers and the transfer wait, and the stall clock.
 final class HTTPByteSource: @unchecked Sendable {
     /// The length libsndfile is told (a stream's is unknown): 1 PiB, far beyond any stream, small enough for mpg123's
     /// arithmetic. Reads near it end the stream (mpg123 peeks at the end for an ID3v1 tag).
@@ -26,30 +30,21 @@ final class HTTPByteSource: @unchecked Sendable {
     private let stallTimeout: Duration
     private let gate = ConditionLock()
 
-    // Guarded by `gate`.
-    private var buffer: [UInt8] = []
-    private var bufferStart: Int64 = 0
-    private var position: Int64 = 0
-    private var keepAll = true
-    private var responded = false
-    private var finished = false
-    private var aborted = false
-    /// `abort()` was called: the consumer is done, nothing more is read.
-    private var closedByConsumer = false
-    private var failure: AudioInputError?
-    private var status = 0
-    private var contentType: String?
-    private var started = false
-    /// Readers blocked in `waitLocked` now.
+    /// The source's rules and bytes (guarded by `gate`).
+    private var machine: ByteSourceMachine
+    /// Readers blocked in `waitLocked` now (guarded by `gate`).
     private var waiters = 0
     /// The easy handle, touched only by the transfer thread.
     private var handle: UnsafeMutableRawPointer?
+
+    static let limits = ByteSourceMachine.Limits(headerLimit: headerLimit, window: window, ahead: ahead, unknownLength: unknownLength)
 
     init(url: String, options: AudioInputOptions) {
         self.url = url
         self.descriptor = nil
         self.connectTimeout = options.connectTimeout
         self.stallTimeout = options.stallTimeout
+        self.machine = ByteSourceMachine(name: url, limits: Self.limits)
     }
 
     /// The bytes of an open descriptor (standard input), read on a thread of its own as the transfer's are; its end
@@ -59,11 +54,10 @@ final class HTTPByteSource: @unchecked Sendable {
         self.descriptor = descriptor
         self.connectTimeout = options.connectTimeout
         self.stallTimeout = options.stallTimeout
+        self.machine = ByteSourceMachine(name: name, limits: Self.limits)
     }
 
     deinit { abort() }
-
-    private var received: Int64 { bufferStart + Int64(buffer.count) }
 
     // MARK: - The consumer's side
 
@@ -71,11 +65,7 @@ final class HTTPByteSource: @unchecked Sendable {
     /// failed connection, an error status, a text body, an empty body or a stall. Blocks: call on the blocking pool.
     func start() throws(AudioInputError) {
         if descriptor == nil { try AudioLibraries.requireCurl() }
-        let spawned = gate.withLock { () -> Bool in
-            guard !started else { return false }
-            started = true
-            return true
-        }
+        let spawned = gate.withLock { machine.start() }
         if spawned {
             do {
                 if let descriptor {
@@ -88,45 +78,35 @@ final class HTTPByteSource: @unchecked Sendable {
             }
         }
         try gate.withLock { () throws(AudioInputError) in
-            try waitLocked(until: { responded || finished || failure != nil })
-            // A transfer cut right after its first bytes (a race with this wait) still hands over what arrived: the
-            // decoder plays it and then reports the failure. Only a failure before any body byte fails the start.
-            if let failure, buffer.isEmpty || !responded { throw failure }
-            if let type = contentType?.lowercased(), type.hasPrefix("text/") || type.contains("html") {
-                let kind = type.split(separator: ";").first.map(String.init) ?? type
-                let error = AudioInputError(.notAudio, "\(url): the server sent \(kind), not audio")
-                fail(error)
+            let fromDescriptor = descriptor != nil
+            try waitLocked(until: { machine.startSettled })
+            if case let .fail(error) = machine.startOutcome(fromDescriptor: fromDescriptor) {
+                gate.broadcast()
                 throw error
-            }
-            if finished && buffer.isEmpty {
-                throw AudioInputError(.empty, descriptor == nil ? "\(url): the server sent an empty body" : "\(url): is empty (no bytes)")
             }
         }
     }
 
     /// The first bytes of the body (at most `count`), for sniffing the format.
     func head(_ count: Int) -> [UInt8] {
-        gate.withLock { bufferStart == 0 ? Array(buffer.prefix(count)) : [] }
+        gate.withLock { machine.bufferStart == 0 ? Array(machine.buffer.prefix(count)) : [] }
     }
 
     /// The decoder has opened the source: from now on only a window behind the read position is kept.
     func finishOpening() {
         gate.withLock {
-            keepAll = false
-            trimLocked()
+            machine.finishOpening()
             gate.broadcast()
         }
     }
 
     /// The failure that ended the transfer, if any (a stall, a lost connection), for the decoder to report.
-    var error: AudioInputError? { gate.withLock { failure } }
+    var error: AudioInputError? { gate.withLock { machine.failure } }
 
     /// Stops the transfer and wakes every waiter; reads then end. Idempotent, any thread.
     func abort() {
         gate.withLock {
-            aborted = true
-            closedByConsumer = true
-            if failure == nil { failure = AudioInputError(.cancelled, "\(url): the stream was closed") }
+            machine.abort()
             gate.broadcast()
         }
     }
@@ -139,35 +119,25 @@ final class HTTPByteSource: @unchecked Sendable {
     func read(into destination: UnsafeMutableRawPointer, count: Int) -> Int {
         guard count > 0 else { return 0 }
         return gate.withLock { () -> Int in
-            if position >= Self.unknownLength - Int64(Self.headerLimit) {
-                // The made-up end of a stream (mpg123 peeks at the last 128 bytes for an ID3v1 tag and refuses a
-                // source whose peek fails): zeros there, which are no tag. The stream's real end still ends reads.
-                let n = Int(min(Int64(count), max(0, Self.unknownLength - position)))
+            switch machine.beginRead(count: count) {
+            case let .zeros(n):
                 destination.initializeMemory(as: UInt8.self, repeating: 0, count: n)
-                position += Int64(n)
                 return n
+            case .end:
+                return 0
+            case let .wait(wanted):
+                // A failed wait (a stall) has failed the source: the read below hands out what arrived, then the end.
+                try? waitLocked(until: { machine.readable(wanted) })
             }
-            // While the decoder opens the source it sees only what has arrived: a jump past it (the WAV parser looks
-            // for chunks after the audio data) finds the end at once instead of waiting for the whole body.
-            if keepAll && position > received { return 0 }
-            let wanted = position + Int64(min(count, Self.ahead))   // the transfer never runs further ahead
-            // A transfer that fails (the connection cut, the server stalled) still hands over every byte that arrived
-            // before the failure: the decoder plays them, then reads the end and reports the failure (`error`). Only
-            // the consumer's own `abort()` ends reads at once.
-            try? waitLocked(until: { received >= wanted || finished || failure != nil })
-            if closedByConsumer { return 0 }
-            guard position >= bufferStart else {
-                fail(AudioInputError(.corrupt, "\(url): the decoder seeks back to byte \(position), which a stream no longer holds"))
+            let taken = machine.takeRead(count: count)
+            guard case let .copy(offset, n) = taken else {
+                gate.broadcast()
                 return 0
             }
-            guard position < received else { return 0 }
-            let offset = Int(position - bufferStart)
-            let n = min(count, buffer.count - offset)
-            buffer.withUnsafeBytes { bytes in
+            machine.buffer.withUnsafeBytes { bytes in
                 destination.copyMemory(from: bytes.baseAddress! + offset, byteCount: n)
             }
-            position += Int64(n)
-            trimLocked()
+            machine.consumed(n)
             gate.broadcast()
             return n
         }
@@ -176,24 +146,16 @@ final class HTTPByteSource: @unchecked Sendable {
     /// libsndfile's seek.
     func seek(_ offset: Int64, whence: Int32) -> Int64 {
         gate.withLock { () -> Int64 in
-            let target: Int64
-            switch whence {
-            case SEEK_SET: target = offset
-            case SEEK_CUR: target = position &+ offset
-            case SEEK_END: target = Self.unknownLength &+ offset
-            default: return -1
-            }
-            guard target >= 0 else { return -1 }
-            position = target
-            gate.broadcast()
+            let target = machine.seek(offset, whence: whence)
+            if target >= 0 { gate.broadcast() }
             return target
         }
     }
 
-    func tell() -> Int64 { gate.withLock { position } }
+    func tell() -> Int64 { gate.withLock { machine.position } }
 
     /// Bytes that have arrived and are not read yet (ahead of the read position).
-    var available: Int64 { gate.withLock { max(0, received - position) } }
+    var available: Int64 { gate.withLock { machine.available } }
 
     /// Whether a reader is blocked waiting for bytes (for tests that act on a waiting reader).
     var isWaiting: Bool { gate.withLock { waiters > 0 } }
@@ -202,43 +164,32 @@ final class HTTPByteSource: @unchecked Sendable {
     private func waitLocked(until condition: () -> Bool) throws(AudioInputError) {
         waiters += 1
         defer { waiters -= 1 }
-        var lastReceived = received
-        var deadline = ConditionLock.deadline(after: stallTimeout + (responded ? .zero : connectTimeout))
+        var lastReceived = machine.received
+        var deadline = ConditionLock.deadline(after: stallTimeout + (machine.hasResponded ? .zero : connectTimeout))
         while !condition() {
-            if aborted, let failure { throw failure }
+            if let failure = machine.failure { throw failure }
             if !gate.wait(until: deadline) {
-                if received != lastReceived {
-                    lastReceived = received
+                if machine.received != lastReceived {
+                    lastReceived = machine.received
                     deadline = ConditionLock.deadline(after: stallTimeout)
                     continue
                 }
                 if condition() { break }
                 let seconds = Double(stallTimeout.components.seconds) + Double(stallTimeout.components.attoseconds) / 1e18
-                let error = AudioInputError(.stalled, "\(url) sent nothing for \(seconds) s")
-                fail(error)
+                let error = machine.stalled(seconds: seconds)
+                gate.broadcast()
                 throw error
             }
-            if received != lastReceived {
-                lastReceived = received
+            if machine.received != lastReceived {
+                lastReceived = machine.received
                 deadline = ConditionLock.deadline(after: stallTimeout)
             }
         }
     }
 
     private func fail(_ error: AudioInputError) {
-        if failure == nil { failure = error }
-        aborted = true
+        machine.fail(error)
         gate.broadcast()
-    }
-
-    private func trimLocked() {
-        guard !keepAll else { return }
-        let keepFrom = max(bufferStart, min(position, received) - Int64(Self.window))
-        let drop = Int(keepFrom - bufferStart)
-        if drop >= Self.window {
-            buffer.removeFirst(drop)
-            bufferStart = keepFrom
-        }
     }
 
     // MARK: - The transfer thread
@@ -276,28 +227,30 @@ final class HTTPByteSource: @unchecked Sendable {
             _ = tuneup_curl_set_progress_function(curl) { context, _, _, _, _ in
                 guard let context else { return 1 }
                 let source = Unmanaged<HTTPByteSource>.fromOpaque(context).takeUnretainedValue()
-                return source.gate.withLock { source.aborted ? 1 : 0 }
+                return source.gate.withLock { source.machine.failure != nil ? 1 : 0 }
             }
             return curl_easy_perform(curl)
         }
         var httpStatus = 0
         _ = tuneup_curl_get_long(curl, CURLINFO_RESPONSE_CODE, &httpStatus)
         let detail = errorText.cString
+        let failure: AudioInputError?
+        switch code {
+        case CURLE_OK:
+            failure = nil
+        case CURLE_HTTP_RETURNED_ERROR:
+            failure = AudioInputError(.httpStatus, "\(url): the server answered HTTP \(httpStatus)")
+        case CURLE_COULDNT_CONNECT, CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY, CURLE_OPERATION_TIMEDOUT,
+             CURLE_SSL_CONNECT_ERROR, CURLE_PEER_FAILED_VERIFICATION, CURLE_UNSUPPORTED_PROTOCOL, CURLE_URL_MALFORMAT:
+            let why = detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail
+            failure = AudioInputError(code == CURLE_URL_MALFORMAT ? .badAddress : .connectionFailed, "\(url): \(why.lowercasedFirst)")
+        default:
+            let why = detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail
+            failure = AudioInputError(.connectionFailed, "\(url): the transfer failed: \(why.lowercasedFirst)")
+        }
         gate.withLock {
-            finished = true
-            defer { gate.broadcast() }
-            guard code != CURLE_OK, !aborted else { return }
-            switch code {
-            case CURLE_HTTP_RETURNED_ERROR:
-                fail(AudioInputError(.httpStatus, "\(url): the server answered HTTP \(httpStatus)"))
-            case CURLE_COULDNT_CONNECT, CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY, CURLE_OPERATION_TIMEDOUT,
-                 CURLE_SSL_CONNECT_ERROR, CURLE_PEER_FAILED_VERIFICATION, CURLE_UNSUPPORTED_PROTOCOL, CURLE_URL_MALFORMAT:
-                let why = detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail
-                fail(AudioInputError(code == CURLE_URL_MALFORMAT ? .badAddress : .connectionFailed, "\(url): \(why.lowercasedFirst)"))
-            default:
-                let why = detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail
-                fail(AudioInputError(.connectionFailed, "\(url): the transfer failed: \(why.lowercasedFirst)"))
-            }
+            machine.transferEnded(failure: failure)
+            gate.broadcast()
         }
     }
 
@@ -309,19 +262,13 @@ final class HTTPByteSource: @unchecked Sendable {
             let n = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
             if n < 0, errno == EINTR { continue }
             let code = errno
+            let read: ByteSourceMachine.InputRead = n < 0
+                ? .failed(AudioInputError(.fileUnreadable, "\(url): reading failed: \(POSIX.describe(code))"))
+                : n == 0 ? .end : .bytes
             let stop = gate.withLock { () -> Bool in
-                if aborted { return true }
-                if n < 0 {
-                    fail(AudioInputError(.fileUnreadable, "\(url): reading failed: \(POSIX.describe(code))"))
-                    return true
-                }
-                if n == 0 {
-                    responded = true
-                    finished = true
-                    gate.broadcast()
-                    return true
-                }
-                return false
+                let stop = machine.inputRead(read)
+                if stop { gate.broadcast() }
+                return stop
             }
             if stop { return }
             let kept = chunk.withUnsafeBytes { deliver(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
@@ -333,24 +280,26 @@ final class HTTPByteSource: @unchecked Sendable {
     /// aborts the transfer.
     private func deliver(_ bytes: UnsafeRawBufferPointer) -> Int {
         gate.withLock { () -> Int in
-            if !responded {
-                responded = true
+            if !machine.hasResponded {
                 var type: UnsafePointer<CChar>?
+                var contentType: String?
                 if handle != nil, tuneup_curl_get_string(handle, CURLINFO_CONTENT_TYPE, &type) == CURLE_OK, let type {
                     contentType = String(cString: type)
                 }
+                machine.responded(contentType: contentType)
             }
-            while !aborted && !keepAll && received - position > Int64(Self.ahead) {
-                _ = gate.wait(until: ConditionLock.deadline(after: .seconds(1)))
+            while true {
+                switch machine.offer(bytes) {
+                case .holdBack:
+                    _ = gate.wait(until: ConditionLock.deadline(after: .seconds(1)))
+                case .refuse:
+                    gate.broadcast()
+                    return 0
+                case .kept:
+                    gate.broadcast()
+                    return bytes.count
+                }
             }
-            if aborted { return 0 }
-            if keepAll && buffer.count + bytes.count > Self.headerLimit {
-                fail(AudioInputError(.notAudio, "\(url): no audio format found in the first \(Self.headerLimit >> 20) MiB"))
-                return 0
-            }
-            buffer.append(contentsOf: bytes)
-            gate.broadcast()
-            return bytes.count
         }
     }
 
