@@ -26,13 +26,13 @@ extension SimulatedHeadset {
     private func deviceEvent(applicationOnly: Bool, _ event: (inout ApplicationFirmware) -> [Packet]) async -> [Packet] {
         let (pushes, changed) = machine.deviceEvent(applicationOnly: applicationOnly, event)
         if changed, let save = persistence.saveSettings(machine.settings) { persistence.record(await save.wait()) }
-        if !pushes.isEmpty, profile.answers(afterAnswering: requestsAnswered) { hosts.broadcast(pushes) }
+        if !pushes.isEmpty, service.talks { hosts.broadcast(pushes) }
         return pushes
     }
 
     /// Starts the battery drain (once, while the device is not shut down and the drain is enabled).
     func startBatteryTimer() {
-        guard batteryTask == nil, !isShutDown, machine.config.drainInterval > .zero else { return }
+        guard batteryTask == nil, !service.isShutDown, machine.config.drainInterval > .zero else { return }
         let interval = machine.config.drainInterval
         batteryTask = Task { [weak self] in
             let clock = ContinuousClock()

@@ -38,7 +38,7 @@ extension SimulatedHeadset {
     }
 
     private func register(_ transport: any Transport) -> UInt64? {
-        guard !isShutDown, machine.isPowered else { return nil }
+        guard service.acceptsLink(powered: machine.isPowered) else { return nil }
         let link = shaping.shape(transport, number: hosts.nextLinkID)
         startBatteryTimer()
         let id = hosts.add(HostLink(link: link, replyDelay: shaping.replyDelay))
@@ -50,7 +50,7 @@ extension SimulatedHeadset {
         guard let host = hosts[id] else { return }
         let link = host.link
         var decoder = RequestDecoder(framing: host.framing)
-        receiving: while !isShutDown, hosts[id] != nil {
+        receiving: while !service.isShutDown, hosts[id] != nil {
             let chunk: [UInt8]
             do {
                 chunk = try await link.receive()

@@ -19,14 +19,11 @@ extension SimulatedHeadset {
     /// state of an in-process device, and — when this device owns its state file — waits for pending writes and
     /// releases the file's lock. Idempotent.
     public func shutdown() async {
-        guard !isShutDown else { return }
-        isShutDown = true
-        epoch += 1
+        guard service.shutDown() else { return }
         modes.finish()
         batteryTask?.cancel()
         batteryTask = nil
         powerTask?.cancel()
-        requests.removeAll()
         roomWaiters.resumeAll()
         if let processor {
             processor.cancel()
@@ -44,19 +41,15 @@ extension SimulatedHeadset {
     }
 
     func losePower(offFor delay: Duration) async {
-        guard !isShutDown else { return }
-        epoch += 1
-        powerLosses += 1
+        guard let expected = service.powerLost() else { return }
         if machine.isPowered { machine.powerOff() }
         forgetResumedRAMIfChanged()
         modes.publish(nil)
         powerTask?.cancel()
-        requests.removeAll()
         roomWaiters.resumeAll()
         let dropped = hosts.removeAll()
         for host in dropped { host.finish() }
         logger?.info("device \(index): power lost; up again in \(delay)")
-        let expected = epoch
         var saving: WriteCompletion?
         if delay > .zero {
             powerTask = Task { [weak self] in
@@ -71,19 +64,19 @@ extension SimulatedHeadset {
         if let saving { persistence.record(await saving.wait()) }
     }
 
-    private func powerUpAndSave(expecting expected: UInt64) async {
+    private func powerUpAndSave(expecting expected: HeadsetServiceMachine.Epoch) async {
         if let saving = powerUp(expecting: expected) { persistence.record(await saving.wait()) }
     }
 
     /// Powers the device up (unless another power loss or a shutdown came in between); returns the save of the
     /// settings the power-on changed, if any.
-    private func powerUp(expecting expected: UInt64) -> WriteCompletion? {
-        guard !isShutDown, epoch == expected, !machine.isPowered else { return nil }
+    private func powerUp(expecting expected: HeadsetServiceMachine.Epoch) -> WriteCompletion? {
+        guard service.mayPowerUp(expecting: expected), !machine.isPowered else { return nil }
         let before = machine.settings
         let now = ContinuousClock.now
         machine.powerOn(now: now, delayed: true)
         modes.publish(machine.runningImage)
-        busyUntil = now
+        service.poweredUp(now: now)
         readinessWaiters.resumeAll()
         logger?.info("device \(index): powered up in the \(machine.runningImage?.rawValue ?? "?")")
         return machine.settings != before ? persistence.saveSettings(machine.settings) : nil
@@ -103,7 +96,7 @@ extension SimulatedHeadset {
     /// whether the device is ready then; after `shutdown()`, false.
     public func waitUntilReady(timeout: Duration = .seconds(10)) async -> Bool {
         let deadline = ContinuousClock.now + timeout
-        while !isShutDown {
+        while !service.isShutDown {
             if isReady { return true }
             guard !Task.isCancelled else { return false }
             guard ContinuousClock.now < deadline else { return false }

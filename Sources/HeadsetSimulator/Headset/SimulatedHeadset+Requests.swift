@@ -3,30 +3,29 @@ import LightX
 // The request queue: flow control, processing one request at a time, persisting before replying.
 extension SimulatedHeadset {
     func submit(_ request: Packet, from id: UInt64) async {
-        guard !isShutDown, machine.isPowered, profile.answers(afterAnswering: requestsAnswered) else { return }
-        if requests.isFull {
-            if machine.runningImage == .bootloader {
-                requestsAnswered += 1
-                if let host = hosts[id] {
-                    host.reply(host.encode(ApplicationFirmware.reply(to: request, .notReady), answering: request))
-                }
-                return
-            }
+        var submission = service.submit(request, from: id, powered: machine.isPowered, image: machine.runningImage, now: .now)
+        if submission == .waitForRoom {
             // Back-pressure: the link is not read until there is room (or the link's task is cancelled).
-            while requests.isFull, !isShutDown, hosts[id] != nil, !Task.isCancelled {
+            while service.mustWaitForRoom, hosts[id] != nil, !Task.isCancelled {
                 await suspend(makeWaiterID(), for: .room)
             }
-            guard !isShutDown, machine.isPowered, hosts[id] != nil, !Task.isCancelled else { return }
+            submission = service.admitAfterWait(request, from: id, powered: machine.isPowered, hostConnected: hosts[id] != nil,
+                                                cancelled: Task.isCancelled, now: .now)
         }
-        requestsAnswered += 1
-        requests.append(RequestQueue.Item(host: id, request: request, arrived: .now))
-        if processor == nil {
-            processor = Task { await self.drainQueue() }
+        switch submission {
+        case .ignore, .waitForRoom:
+            break
+        case .answerNotReady:
+            if let host = hosts[id] {
+                host.reply(host.encode(ApplicationFirmware.reply(to: request, .notReady), answering: request))
+            }
+        case .queued(let startProcessor):
+            if startProcessor { processor = Task { await self.drainQueue() } }
         }
     }
 
     private func drainQueue() async {
-        while !isShutDown, let item = requests.next() {
+        while let item = service.next() {
             roomWaiters.resumeFirst()
             await process(item)
         }
@@ -36,7 +35,7 @@ extension SimulatedHeadset {
     /// Handles one request: the machine acts at once; persistence runs while the device is busy for the modelled
     /// time; then the reply goes out, unless the power was lost meanwhile (or the device shut down).
     private func process(_ item: RequestQueue.Item) async {
-        let started = epoch
+        guard let started = service.epoch else { return }
         let now = ContinuousClock.now
         let modeBefore = machine.runningImage
         let step = machine.handle(item.request, now: now, from: hosts[item.host] != nil ? item.host : nil)
@@ -47,13 +46,13 @@ extension SimulatedHeadset {
         if step.powerCut {
             await losePower(offFor: machine.config.timing.powerUpDelay)
         } else if step.busy > .zero {
-            busyUntil = max(busyUntil, item.arrived) + step.busy
-            // Cancelled only by `shutdown()`, which bumps `epoch`: no reply goes out then.
+            let busyUntil = service.busy(step.busy, arrived: item.arrived)
+            // Cancelled only by `shutdown()`, which ends the power period: no reply goes out then.
             do { try await Task.sleep(until: busyUntil, tolerance: .zero, clock: .continuous) } catch {}
         }
         if let flashWrite { persistence.record(await flashWrite.wait()) }
         if let settingsSave { persistence.record(await settingsSave.wait()) }
-        guard !step.powerCut, epoch == started else { return }
+        guard !step.powerCut, service.mayReply(begunIn: started) else { return }
         let modeChanged = modeAfter != modeBefore
         guard let host = hosts[item.host] else {
             if modeChanged { modes.publish(modeAfter) }

@@ -62,18 +62,13 @@ public actor SimulatedHeadset {
     var hosts = HostTable()
     /// How links are shaped (behaviour profile, injected link faults).
     let shaping: LinkShaping
-    /// Requests waiting to be processed, from every link, in arrival order.
-    var requests: RequestQueue
+    /// The rules around the hardware: serving or shut down, power periods, the request queue and its flow control,
+    /// requests answered, the flash's busy time (pure; this actor does what it answers).
+    var service: HeadsetServiceMachine
+    /// The task processing the queue, while it runs.
     var processor: Task<Void, Never>?
-    var requestsAnswered = 0
     var batteryTask: Task<Void, Never>?
-    var isShutDown = false
-    /// Incremented by every power loss: work begun before it must not reply after it.
-    var epoch: UInt64 = 0
-    /// When the flash finishes its current operation (absolute, so sleep overshoot does not accumulate).
-    var busyUntil: ContinuousClock.Instant
     var powerTask: Task<Void, Never>?
-    var powerLosses = 0
     /// Observers of the running image.
     let modes: ModeBroadcaster
     /// Links waiting for room in the request queue.
@@ -146,9 +141,8 @@ public actor SimulatedHeadset {
         self.options = options
         self.store = store
         self.logger = options.logger
-        self.busyUntil = now
         self.modes = ModeBroadcaster(initial: machine.runningImage)
-        self.requests = RequestQueue(depth: machine.config.queueDepth)
+        self.service = HeadsetServiceMachine(profile: options.profile, queueDepth: machine.config.queueDepth, now: now)
         self.shaping = LinkShaping(profile: options.profile, faults: options.faults, logger: options.logger)
         let persistence = HeadsetPersistence(store: store, ownsStore: ownsStore, index: index, keepsRunningState: keeps,
                                              resumed: running, logger: options.logger)
@@ -189,15 +183,15 @@ public actor SimulatedHeadset {
     /// The whole contents of an updatable region, without timing.
     public func flashContents(of region: FlashRegion) -> [UInt8] { flashContents(FlashMap.range(of: region)) }
     /// The number of power losses (power cuts and reboots) since the device was created.
-    public var powerLossCount: Int { powerLosses }
+    public var powerLossCount: Int { service.powerLosses }
     /// The number of hosts being served now.
     public var connectedHosts: Int { hosts.count }
     /// The requests answered so far (what `.stopsAnswering(after:)` counts).
-    public var answeredRequests: Int { requestsAnswered }
+    public var answeredRequests: Int { service.answered }
     /// The last failure to save the state or a flash write, if any (saving continues with the next change).
     public var lastSaveError: SimulatorError? { persistence.lastError }
     /// Whether `shutdown()` has run.
-    public var hasShutDown: Bool { isShutDown }
+    public var hasShutDown: Bool { service.isShutDown }
 }
 
 extension SimulatedHeadset: SimulatedDevice {
