@@ -671,11 +671,6 @@ public enum BLEScanner {
 /// while waiting for a connection (a controller stops advertising when a central connects). Keep bluetoothd off
 /// that adapter (its own GATT server listens on the same channel).
 public final class ATTListener: TransportListener, Sendable {
-    private enum AcceptAttempt {
-        case accepted(fd: Int32, peer: String, link: ManagementLinks.Peer?)
-        case failed(Int32)
-    }
-
     public let endpoint: String
     public let adapter: BluetoothAdapter
     private let listening: ListeningSocket
@@ -752,36 +747,18 @@ public final class ATTListener: TransportListener, Sendable {
     public func accept() async throws -> any Transport {
         while true {
             try Task.checkCancellation()
-            let attempt: AcceptAttempt? = listening.withDescriptor { fd0 in
-                var storage = sockaddr_storage()
-                var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
-                return withUnsafeMutableBytes(of: &storage) { raw -> AcceptAttempt in
-                    let fd = Glibc.accept(fd0, raw.baseAddress?.assumingMemoryBound(to: sockaddr.self), &length)
-                    guard fd >= 0 else { return .failed(errno) }
-                    _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-                    let peer = L2CAPLESocketAddress(UnsafeRawBufferPointer(rebasing: raw[..<min(Int(length), raw.count)]))
-                    var name = "ble:unknown"
-                    var link: ManagementLinks.Peer?
-                    if let peer, let address = BluetoothAddress(kernelAddress: peer.address) {
-                        name = BLEAddress(address, random: peer.type == 2).description
-                        let a = peer.address.b
-                        link = ManagementLinks.Peer(address: [a.0, a.1, a.2, a.3, a.4, a.5], type: peer.type)
-                    }
-                    return .accepted(fd: fd, peer: name, link: link)
+            let next = try listening.acceptNext(endpoint: endpoint, closedError: closedError) { raw -> (name: String, link: ManagementLinks.Peer?) in
+                guard let peer = L2CAPLESocketAddress(raw), let address = BluetoothAddress(kernelAddress: peer.address) else {
+                    return ("ble:unknown", nil)
                 }
+                let a = peer.address.b
+                return (BLEAddress(address, random: peer.type == 2).description, ManagementLinks.Peer(address: [a.0, a.1, a.2, a.3, a.4, a.5], type: peer.type))
             }
-            switch attempt {
-            case nil:
-                throw closedError
-            case let .accepted(fd, peer, link):
-                logger?.debug("accepted \(peer) on \(endpoint)")
-                let transport = try FileDescriptorTransport(adopting: fd, peerDescription: peer, framing: .packets, logger: logger)
-                guard let link else { return transport }
+            if let (fd, peer) = next {
+                logger?.debug("accepted \(peer.name) on \(endpoint)")
+                let transport = try FileDescriptorTransport(adopting: fd, peerDescription: peer.name, framing: .packets, logger: logger)
+                guard let link = peer.link else { return transport }
                 return BLEPeripheralLink(transport, adapter: adapter.id, peer: link, logger: logger)
-            case let .failed(e):
-                guard e == EAGAIN || e == EWOULDBLOCK || e == EINTR || e == ECONNABORTED else {
-                    throw TransportError(.io, "cannot accept a connection on \(endpoint): \(POSIX.describe(e))", errno: e)
-                }
             }
             if try await listening.waitReadable(timeout: .seconds(1), closedError: closedError) == .timedOut {
                 // A central that connected stopped the advertising: switch it on again (refused while on: no harm).

@@ -31,6 +31,37 @@ final class ListeningSocket: Sendable {
 
     var isClosed: Bool { state.withLock { $0.closed } }
 
+    /// Takes the next connection queued on the socket (accept(2), close-on-exec): its descriptor and what `peer` makes
+    /// of its address; nil when none is queued (wait with `waitReadable`). A connection that went away before it was
+    /// taken is skipped, as accept(2) advises. Throws `closedError()` once closed, `.io` naming `endpoint` for any
+    /// other failure (resource exhaustion). One accept for every listener (RFCOMM, ATT).
+    func acceptNext<Peer: Sendable>(
+        endpoint: String, closedError: @autoclosure () -> TransportError, peer: (UnsafeRawBufferPointer) -> Peer
+    ) throws -> (fd: Int32, peer: Peer)? {
+        while true {
+            let result: (fd: Int32, errno: Int32, peer: Peer?)? = withDescriptor { listening in
+                var storage = sockaddr_storage()
+                var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+                return withUnsafeMutableBytes(of: &storage) { raw in
+                    let fd = Glibc.accept(listening, raw.baseAddress?.assumingMemoryBound(to: sockaddr.self), &length)
+                    guard fd >= 0 else { return (fd, errno, nil) }
+                    _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+                    return (fd, 0, peer(UnsafeRawBufferPointer(rebasing: raw[..<min(Int(length), raw.count)])))
+                }
+            }
+            guard let result else { throw closedError() }
+            if result.fd >= 0, let peer = result.peer { return (result.fd, peer) }
+            switch result.errno {
+            case EAGAIN, EWOULDBLOCK:
+                return nil
+            case EINTR, ECONNABORTED, EPROTO, ECONNRESET, EHOSTDOWN, EHOSTUNREACH, ENETDOWN, ENOPROTOOPT, EOPNOTSUPP:
+                continue
+            default:
+                throw TransportError(.io, "cannot accept a connection on \(endpoint): \(POSIX.describe(result.errno))", errno: result.errno)
+            }
+        }
+    }
+
     /// The waits watching the socket on the reactor now (for tests and diagnostics).
     var pendingWaits: Int {
         state.withLock { s in s.waiters.values.filter { $0.isWatched }.count }

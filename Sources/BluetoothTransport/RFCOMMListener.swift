@@ -24,12 +24,6 @@ import Transport
 /// - `close()` is idempotent and makes pending and later `accept()` calls throw `TransportError(.closed)`; accepted
 ///   connections stay open. The socket is released once no `accept()` is still waking up.
 public final class RFCOMMListener: TransportListener, Sendable {
-    private enum AcceptAttempt {
-        case accepted(Int32, String)
-        case failed(Int32)
-        case closed
-    }
-
     /// Where clients reach this listener: `bt:ADAPTERADDR:CHANNEL`.
     public let endpoint: String
     /// The RFCOMM channel bound (the free one picked when 0 was asked for).
@@ -193,34 +187,15 @@ public final class RFCOMMListener: TransportListener, Sendable {
     public func accept() async throws -> any Transport {
         while true {
             try Task.checkCancellation()
-            let attempt: AcceptAttempt = listening.withDescriptor { fd0 in
-                var storage = sockaddr_storage()
-                var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
-                return withUnsafeMutableBytes(of: &storage) { raw -> AcceptAttempt in
-                    let fd = Glibc.accept(fd0, raw.baseAddress?.assumingMemoryBound(to: sockaddr.self), &length)
-                    guard fd >= 0 else { return .failed(errno) }
-                    _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-                    let peer = RFCOMMSocketAddress(UnsafeRawBufferPointer(rebasing: raw[..<min(Int(length), raw.count)]))
-                    let name = peer.flatMap { BluetoothAddress(kernelAddress: $0.address) }.map { "bt:\($0)" } ?? "bt:unknown"
-                    return .accepted(fd, name)
-                }
-            } ?? .closed
-            switch attempt {
-            case .accepted(let fd, let peer):
-                logger?.debug("accepted \(peer) on \(endpoint)")
-                return try FileDescriptorTransport(adopting: fd, peerDescription: peer, logger: logger)
-            case .closed:
-                throw closedError
-            case .failed(let e):
-                switch e {
-                case EAGAIN, EWOULDBLOCK:
-                    _ = try await listening.waitReadable(closedError: closedError)
-                case EINTR, ECONNABORTED, EPROTO, ECONNRESET, EHOSTDOWN, EHOSTUNREACH, ENETDOWN, ENOPROTOOPT, EOPNOTSUPP:
-                    continue  // that connection is gone; accept(2) advises retrying
-                default:
-                    throw TransportError(.io, "cannot accept a connection on \(endpoint): \(POSIX.describe(e))", errno: e)
-                }
+            let next = try listening.acceptNext(endpoint: endpoint, closedError: closedError) { address in
+                RFCOMMSocketAddress(address).flatMap { BluetoothAddress(kernelAddress: $0.address) }.map { "bt:\($0)" } ?? "bt:unknown"
             }
+            guard let (fd, peer) = next else {
+                _ = try await listening.waitReadable(closedError: closedError)
+                continue
+            }
+            logger?.debug("accepted \(peer) on \(endpoint)")
+            return try FileDescriptorTransport(adopting: fd, peerDescription: peer, logger: logger)
         }
     }
 
