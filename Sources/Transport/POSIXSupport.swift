@@ -33,17 +33,21 @@ package enum POSIX {
 
     /// The number of open descriptors of this process (entries of /proc/self/fd), or nil when unavailable.
     /// Used by tests to check for leaks.
-    static func openDescriptorCount() -> Int? {
-        guard let dir = opendir("/proc/self/fd") else { return nil }
+    package static func openDescriptorCount() -> Int? {
+        directoryEntries("/proc/self/fd").map { $0.count - 1 }  // the directory stream's own descriptor
+    }
+
+    /// The names in a directory (without . and ..), in the directory's own order; nil when it cannot be opened. The
+    /// one readdir loop (sysfs, configfs, /proc, tests' directories).
+    package static func directoryEntries(_ path: String) -> [String]? {
+        guard let dir = opendir(path) else { return nil }
         defer { closedir(dir) }
-        var count = 0
+        var names: [String] = []
         while let entry = readdir(dir) {
-            let isDot = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                raw.first == UInt8(ascii: ".")
-            }
-            if !isDot { count += 1 }
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            if name != "." && name != ".." { names.append(name) }
         }
-        return count - 1 // the directory stream's own descriptor
+        return names
     }
 }
 

@@ -1,4 +1,5 @@
 import Glibc
+import Transport
 
 /// The file-system calls the configfs/FunctionFS setup makes, behind a protocol so the sequence and its error
 /// handling can be tested without a UDC. Every call is blocking and runs on the gadget's own thread. Failures are
@@ -122,18 +123,7 @@ struct LinuxGadgetSystem: GadgetSystem {
         return out
     }
 
-    func listDirectory(_ path: String) -> [String]? {
-        guard let dir = opendir(path) else { return nil }
-        defer { closedir(dir) }
-        var names: [String] = []
-        while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-            }
-            if name != "." && name != ".." { names.append(name) }
-        }
-        return names.sorted()
-    }
+    func listDirectory(_ path: String) -> [String]? { POSIX.directoryEntries(path)?.sorted() }
 
     func makeSymlink(target: String, at path: String) -> Int32? {
         symlink(target, path) == 0 ? nil : errno

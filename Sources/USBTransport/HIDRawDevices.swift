@@ -272,18 +272,7 @@ public enum HIDRawDevices {
     // MARK: Files
 
     /// The names in a directory (without . and ..), nil when it cannot be opened.
-    static func directoryEntries(_ path: String) -> [String]? {
-        guard let dir = opendir(path) else { return nil }
-        defer { closedir(dir) }
-        var names: [String] = []
-        while let entry = readdir(dir) {
-            let name = withUnsafePointer(to: entry.pointee.d_name) {
-                $0.withMemoryRebound(to: CChar.self, capacity: 256) { String(cString: $0) }
-            }
-            if name != "." && name != ".." { names.append(name) }
-        }
-        return names
-    }
+    static func directoryEntries(_ path: String) -> [String]? { POSIX.directoryEntries(path) }
 
     /// The canonical path (symbolic links resolved), nil when it does not exist.
     static func resolvedPath(_ path: String) -> String? {

@@ -10,16 +10,7 @@ let hostHasBluetooth: Bool = {
 }()
 
 /// Number of open descriptors of this process (entries of /proc/self/fd).
-func openDescriptors() -> Int {
-    guard let dir = opendir("/proc/self/fd") else { return -1 }
-    defer { closedir(dir) }
-    var count = 0
-    while let entry = readdir(dir) {
-        let isDot = withUnsafeBytes(of: entry.pointee.d_name) { $0.first == UInt8(ascii: ".") }
-        if !isDot { count += 1 }
-    }
-    return count - 1
-}
+func openDescriptors() -> Int { POSIX.openDescriptorCount() ?? -1 }
 
 /// What descriptor `fd` refers to ("socket:[12345]", "pipe:[678]"), or nil when it is not open.
 func descriptorTarget(_ fd: Int32) -> String? {
@@ -31,14 +22,7 @@ func descriptorTarget(_ fd: Int32) -> String? {
 
 /// Every open descriptor's target, to check that an object (say a socket inode) is no longer held by anything.
 func openDescriptorTargets() -> Set<String> {
-    guard let dir = opendir("/proc/self/fd") else { return [] }
-    defer { closedir(dir) }
-    var targets = Set<String>()
-    while let entry = readdir(dir) {
-        let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-        if let fd = Int32(name), let target = descriptorTarget(fd) { targets.insert(target) }
-    }
-    return targets
+    Set((POSIX.directoryEntries("/proc/self/fd") ?? []).compactMap { Int32($0).flatMap(descriptorTarget) })
 }
 
 /// Runs `body`, expecting a `TransportError`; records an issue (and returns nil) otherwise.
@@ -113,16 +97,7 @@ func value<T: Sendable>(of task: Task<T, any Error>, cancellingAfter limit: Dura
 }
 
 /// Number of threads of this process (entries of /proc/self/task).
-func threadCount() -> Int {
-    guard let dir = opendir("/proc/self/task") else { return -1 }
-    defer { closedir(dir) }
-    var count = 0
-    while let entry = readdir(dir) {
-        let isDot = withUnsafeBytes(of: entry.pointee.d_name) { $0.first == UInt8(ascii: ".") }
-        if !isDot { count += 1 }
-    }
-    return count
-}
+func threadCount() -> Int { POSIX.directoryEntries("/proc/self/task")?.count ?? -1 }
 
 /// The inode of the file `fd` refers to (a pipe's, a socket's).
 func inode(of fd: Int32) -> UInt64? {
@@ -134,11 +109,8 @@ func inode(of fd: Int32) -> UInt64? {
 /// descriptor's /proc/self/fdinfo entry): whether the I/O reactor still watches a pipe or socket, whatever the
 /// descriptor number it watches it through.
 func epollWatchedInodes() -> Set<UInt64> {
-    guard let dir = opendir("/proc/self/fd") else { return [] }
-    defer { closedir(dir) }
     var inodes = Set<UInt64>()
-    while let entry = readdir(dir) {
-        let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+    for name in POSIX.directoryEntries("/proc/self/fd") ?? [] {
         guard let fd = Int32(name), descriptorTarget(fd) == "anon_inode:[eventpoll]" else { continue }
         let info = open("/proc/self/fdinfo/\(fd)", O_RDONLY | O_CLOEXEC)
         guard info >= 0 else { continue }

@@ -130,18 +130,7 @@ struct TemporaryDirectory: ~Copyable {
     }
 
     /// The entries of the directory (names only).
-    func entries() -> [String] {
-        guard let dir = opendir(path) else { return [] }
-        defer { closedir(dir) }
-        var names: [String] = []
-        while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-            }
-            if name != "." && name != ".." { names.append(name) }
-        }
-        return names.sorted()
-    }
+    func entries() -> [String] { POSIX.directoryEntries(path)?.sorted() ?? [] }
 
     deinit {
         for name in entries() { unlink(path + "/" + name) }

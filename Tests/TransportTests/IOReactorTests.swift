@@ -222,10 +222,7 @@ import Testing
 
 /// The kernel's id of this process's thread named `name` (as `/proc/self/task/*/comm` shows it), if there is one.
 func threadID(named name: String) -> Int32? {
-    guard let dir = opendir("/proc/self/task") else { return nil }
-    defer { closedir(dir) }
-    while let entry = readdir(dir) {
-        let tid = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+    for tid in POSIX.directoryEntries("/proc/self/task") ?? [] {
         guard let id = Int32(tid) else { continue }
         if readSmallFile("/proc/self/task/\(id)/comm")?.trimmingSuffixNewline() == name { return id }
     }
