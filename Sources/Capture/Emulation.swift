@@ -16,27 +16,50 @@ public struct EmulationScript: Sendable {
         public var replies: [Packet]
     }
 
-    public var exchanges: [Exchange]
+    /// A recorded link: the capture's interface it was on.
+    public struct Link: Sendable, Hashable {
+        /// `if_name`: the address (`tcp:…`, `usb:1209:0002`, `hidraw:/dev/hidraw1`, …).
+        public var name: String
+        /// 147 (SPP byte stream) or 148 (USB HID feature reports).
+        public var linkType: CaptureLinkType
+    }
 
-    /// The script of `contents`. Throws `CaptureError(.malformed)` when it holds no LightX request.
+    public var exchanges: [Exchange]
+    /// The recorded links, in order (`Exchange.link` indexes them).
+    public var links: [Link]
+
+    /// The script of `contents`: its LightX interfaces, SPP byte streams (147) and USB HID feature reports (148; a
+    /// request is the 0xF1 and 0xF0 reports the host set, a reply the 0xF0 and 0xF1 it got, docs/capture.md §2).
+    /// Throws `CaptureError(.malformed)` when it holds no LightX request.
     public init(_ contents: CaptureContents) throws(CaptureError) {
         var exchanges: [Exchange] = []
         var decoders: [Int: SPPStreamDecoder] = [:]
+        var reports: [Int: HIDReassembly] = [:]
         var links: [Int: Int] = [:]  // interface → link number, in order of first request
+        var recorded: [Link] = []
         for packet in contents.packets {
             let interface = contents.interfaces[packet.interface]
-            guard interface.knownLinkType == .lightXStream, let direction = packet.direction else { continue }
+            guard let linkType = interface.knownLinkType, linkType == .lightXStream || linkType == .lightXHID,
+                  let direction = packet.direction else { continue }
             let fromHost = (direction == .outbound) == (interface.role == .host)
             let key = packet.interface * 2 + (fromHost ? 0 : 1)
-            var decoder = decoders[key] ?? SPPStreamDecoder()
-            decoder.append(packet.data)
-            let frames = decoder.decodeAll()
-            decoders[key] = decoder
+            let frames: [Packet]
+            if linkType == .lightXStream {
+                var decoder = decoders[key] ?? SPPStreamDecoder()
+                decoder.append(packet.data)
+                frames = decoder.decodeAll()
+                decoders[key] = decoder
+            } else {
+                var reassembly = reports[key] ?? HIDReassembly()
+                frames = reassembly.append(packet.data, fromHost: fromHost).map { [$0] } ?? []
+                reports[key] = reassembly
+            }
             for frame in frames {
                 if fromHost {
                     let link = links[packet.interface] ?? {
                         let n = links.count
                         links[packet.interface] = n
+                        recorded.append(Link(name: interface.name, linkType: linkType))
                         return n
                     }()
                     exchanges.append(Exchange(link: link, packet: packet.number, request: frame, replies: []))
@@ -51,9 +74,48 @@ public struct EmulationScript: Sendable {
             }
         }
         guard !exchanges.isEmpty else {
-            throw CaptureError(.malformed, "the capture holds no LightX request on a byte-stream link (link type 147): nothing to emulate")
+            throw CaptureError(.malformed, "the capture holds no LightX request (link types 147 and 148): nothing to emulate")
         }
         self.exchanges = exchanges
+        self.links = recorded
+    }
+
+    /// One direction of a USB HID interface: the reports of one LightX packet put back together.
+    struct HIDReassembly {
+        var buffer: [UInt8]?
+        /// A device's header report (its 12 header bytes) waiting for the buffer it announced.
+        var header: (bytes: [UInt8], announced: Int)?
+
+        /// The packet `report` completes, if any (a device's "nothing ready" answers are not packets).
+        mutating func append(_ report: [UInt8], fromHost: Bool) -> Packet? {
+            guard let id = report.first else { return nil }
+            switch id {
+            case HIDReports.bufferReportID:
+                let data = Array(report.dropFirst())
+                if !fromHost, let waiting = header {
+                    header = nil
+                    return try? RawPacketCodec.decode(waiting.bytes + data.prefix(waiting.announced))
+                }
+                buffer = data
+                return nil
+            case HIDReports.headerReportID:
+                guard report.count >= 2 + Header.size, let decoded = try? Header(decoding: report.dropFirst(2)) else { return nil }
+                let bytes = Array(report[2..<(2 + Header.size)])
+                let announced = HIDReports.announcedBuffer(decoded)
+                if fromHost {
+                    defer { buffer = nil }
+                    return try? RawPacketCodec.decode(bytes + (buffer ?? []).prefix(announced))
+                }
+                guard report[1] == HIDReports.packetFlag else { return nil }
+                if announced > 0 {
+                    header = (bytes, announced)
+                    return nil
+                }
+                return try? RawPacketCodec.decode(bytes)
+            default:
+                return nil
+            }
+        }
     }
 
     /// Whether `reply` answers `request` (LightX matches by opcode and param0, docs/protocol.md §3.2).
@@ -244,21 +306,31 @@ public final class HeadsetEmulator: Sendable {
         return result
     }
 
-    /// Serves one link until it ends, the recorded link ends, or the emulation does.
+    /// Serves one link until it ends, the recorded link ends, or the emulation does: SPP frames on a byte stream, one
+    /// raw LightX packet per message on a `.packets` link (a USB gadget's).
     public func serve(_ link: any Transport) async {
         _ = machine.withLock { $0.handle(.linkOpened) }
         var decoder = SPPStreamDecoder()
+        let packets = link.framing == .packets
         defer { Task { await link.close() } }
         while done.withLock({ $0.outcome == nil }) {
             guard let chunk = try? await link.receive() else { return }
-            decoder.append(chunk)
-            for request in decoder.decodeAll() {
+            let requests: [Packet]
+            if packets {
+                requests = (try? RawPacketCodec.decode(chunk)).map { [$0] } ?? []
+            } else {
+                decoder.append(chunk)
+                requests = decoder.decodeAll()
+            }
+            for request in requests {
                 let actions = machine.withLock { $0.handle(.request(request)) }
                 for action in actions {
                     switch action {
-                    case let .send(packets):
+                    case let .send(replies) where packets:
+                        for p in replies { try? await link.send(RawPacketCodec.encode(p)) }
+                    case let .send(replies):
                         var bytes: [UInt8] = []
-                        for p in packets { SPPFraming.encode(p, into: &bytes) }
+                        for p in replies { SPPFraming.encode(p, into: &bytes) }
                         try? await link.send(bytes)
                     case .closeLink:
                         await link.close()

@@ -17,12 +17,26 @@ import Transport
     }
 
     /// Records a flash of `image` as `record` does; returns the capture's path.
-    func recordFile(_ image: FirmwareImage) async throws -> String {
+    /// `framing`: `.packets` records over links as a USB headset's (raw packets: HID feature reports, link type 148).
+    func recordFile(_ image: FirmwareImage, framing: LinkFraming = .byteStream) async throws -> String {
         let path = try TemporaryDirectory.make("emulation") + "/flash.pcapng"
         let writer = try await CaptureWriter.create(path: path, application: "tuneup test", warn: { _ in })
         let device = try await SimulatedHeadset(statePath: nil, options: SimulatorOptions(timeScale: 0))
         let capture = LinkCapture(writer: writer, family: .lightX)
-        _ = try await flash(device, image) { capture.wrap($0, name: "sim") }
+        if framing == .packets {
+            let options = UpdateOptions(requestTimeout: .seconds(5), readyWait: .seconds(60), reconnectWait: .seconds(60))
+            let updater = FirmwareUpdater(image: image, options: options, sessionOptions: LightXSession.Options(timeout: .seconds(2), retransmissions: 2),
+                                          connect: {
+                                              let (host, deviceEnd) = InMemoryTransport.pair(framing: .packets)
+                                              Task { await device.serve(deviceEnd) }
+                                              return capture.wrap(host, name: "usb:1209:0001")
+                                          })
+            let events = Task { for await _ in updater.progress {} }
+            defer { events.cancel() }
+            _ = try await updater.run()
+        } else {
+            _ = try await flash(device, image) { capture.wrap($0, name: "sim") }
+        }
         await writer.close()
         await device.shutdown()
         return path
@@ -30,12 +44,13 @@ import Transport
 
     /// Flashes `image` against an emulator of `script`: every link the updater opens is served by it.
     /// `wait`: how long the updater waits for the device to come back (long, unless it is to fail).
-    func flashEmulated(_ script: EmulationScript, _ image: FirmwareImage, wait: Duration = .seconds(60)) async -> (Result<UpdateResult, any Error>, HeadsetEmulator.Outcome) {
+    func flashEmulated(_ script: EmulationScript, _ image: FirmwareImage, wait: Duration = .seconds(60),
+                       framing: LinkFraming = .byteStream) async -> (Result<UpdateResult, any Error>, HeadsetEmulator.Outcome) {
         let emulator = HeadsetEmulator(script)
         let options = UpdateOptions(requestTimeout: .seconds(5), readyWait: wait, reconnectWait: wait)
         let updater = FirmwareUpdater(image: image, options: options, sessionOptions: LightXSession.Options(timeout: .seconds(2), retransmissions: 1),
                                       connect: {
-                                          let (host, device) = InMemoryTransport.pair()
+                                          let (host, device) = InMemoryTransport.pair(framing: framing)
                                           Task { await emulator.serve(device) }
                                           return host
                                       })
@@ -54,6 +69,23 @@ import Transport
         #expect(outcome == .completed)
         let update = try result.get()
         #expect(update.newVersion?.hasPrefix("1.4.3") == true)
+    }
+
+    /// A flash recorded over USB HID feature reports (link type 148, as over `usb:`/`hidraw:`) is a script of raw
+    /// packets, link by link, and replays on links of raw packets (a USB gadget's) to completion.
+    @Test func usbHIDCaptureReplaysOnPacketLinks() async throws {
+        let image = try await offThePool { try FirmwareImage.load(path: imagesDirectory + "/app-1.4.3-small.img") }
+        let contents = try await CaptureFile.read(path: try await recordFile(image, framing: .packets))
+        #expect(contents.interfaces.allSatisfy { $0.knownLinkType == .lightXHID })
+        let script = try EmulationScript(contents)
+        // (In process the simulated headset keeps a raw-packet link across its jumps: a USB gadget re-enumerates it.)
+        #expect(script.links.count == contents.interfaces.count && script.links.allSatisfy { $0.linkType == .lightXHID && $0.name == "usb:1209:0001" })
+        let writes = script.exchanges.filter { $0.request.command == .bootWriteImage }
+        #expect(!writes.isEmpty && writes.allSatisfy { $0.replies.first?.header.status == .ok })
+        #expect(script.exchanges.allSatisfy { $0.request.header.source == .usb })
+        let (result, outcome) = await flashEmulated(script, image, framing: .packets)
+        #expect(outcome == .completed)
+        #expect(try result.get().newVersion?.hasPrefix("1.4.3") == true)
     }
 
     @Test func anotherImageDivergesAtItsFirstDifferingRequest() async throws {
