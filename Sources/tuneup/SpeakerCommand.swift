@@ -50,55 +50,18 @@ struct SpeakerCommand: AsyncParsableCommand {
         func validate() throws {
             try checkSeconds(window, "--window")
             try checkSeconds(timeout, "--timeout")
-            _ = try addresses()
-            _ = try targets()
+            _ = try reach()
         }
 
-        /// The --speaker addresses, parsed by the registry (`Devices.parseSpeakerAddress`); a bad one is one line (64).
-        func addresses() throws -> [DeviceAddress] {
-            var addresses: [DeviceAddress] = []
-            for text in speakers {
-                do { addresses.append(try Devices.parseSpeakerAddress(text)) } catch { throw ValidationError(error.message) }
-            }
-            return addresses
-        }
-
-        /// The --discovery-target endpoints: speaker addresses on the network (`speaker:HOST:PORT`, `HOST:PORT`).
-        func targets() throws -> [(host: String, port: UInt16)] {
-            try discoveryTargets.map { text in
-                do {
-                    guard let e = SpeakerBridge.endpoint(of: try Devices.parseSpeakerAddress(text)) else {
-                        throw ValidationError("--discovery-target takes HOST:PORT or speaker:HOST:PORT, got '\(text)'")
-                    }
-                    return (e.host, e.port)
-                } catch let error as TransportError {
-                    throw ValidationError(error.message)
-                }
-            }
-        }
-
-        /// How each speaker's control link is opened (through the registry's connector) and each request waits.
-        var connection: ConnectionOptions { ConnectionOptions(capture: capture.settings(.speaker)) }
-        var requestOptions: RequestOptions { RequestOptions(timeout: .milliseconds(Int64(timeout * 1000)), retransmissions: 1) }
-
-        /// Opens every speaker (named, or discovered); failures become one line and the exit code.
-        func controller() async throws -> SpeakerController {
+        /// The speakers named (parsed by the registry) or to discover, and how to talk to them; a bad address is one
+        /// line (64).
+        func reach() throws -> SpeakerReach {
             do {
-                var addresses = try addresses()
-                if addresses.isEmpty {
-                    let targets = try targets()
-                    let client = DiscoveryClient(targets: targets.isEmpty ? DiscoveryClient.standardTargets : targets,
-                                                 window: .milliseconds(Int64(window * 1000)))
-                    let found = try await client.discover()
-                    guard !found.isEmpty else {
-                        throw CommandFailure(message: "no speakers answered discovery within \(window.formatted()) s (name them with --speaker HOST:PORT)",
-                                             code: Exit.connection)
-                    }
-                    addresses = found.map { SpeakerBridge.address(SpeakerEndpoint(host: $0.host, port: $0.controlPort)) }
-                }
-                return try await Devices.openSpeakers(addresses, options: connection, requestOptions: requestOptions)
+                return try SpeakerReach(speakers: speakers, discoveryTargets: discoveryTargets, window: window,
+                                        connection: ConnectionOptions(capture: capture.settings(.speaker)),
+                                        requests: RequestOptions(timeout: .milliseconds(Int64(timeout * 1000)), retransmissions: 1))
             } catch {
-                throw failureExit(error)
+                throw ValidationError(error.message)
             }
         }
     }
@@ -133,15 +96,7 @@ struct SpeakerCommand: AsyncParsableCommand {
 
     /// Runs `body` on the controller and closes it; failures become one line and the exit code.
     static func with<T>(_ reach: Reach, _ body: (SpeakerController) async throws -> T) async throws -> T {
-        let controller = try await reach.controller()
-        do {
-            let result = try await body(controller)
-            await controller.close()
-            return result
-        } catch {
-            await controller.close()
-            throw failureExit(error)
-        }
+        do { return try await reach.reach().with(body) } catch { throw failureExit(error) }
     }
 
     static func emitList(_ c: SpeakerController, json: Bool) async throws {
@@ -288,15 +243,7 @@ struct SpeakerCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await SpeakerCommand.with(reach) { c in
-                var ids: [UInt64] = []
-                for i in index { ids.append(try await c.info(index: i).deviceId) }
-                for i in id { ids.append(try await c.info(id: i).deviceId) }
-                if leave {
-                    for i in ids { try await c.leaveGroup(i) }
-                } else if let name {
-                    try await c.joinGroup(named: name, ids: ids)
-                }
-                let groups = await SpeakerGroupReport.of(c)
+                let groups = leave || name != nil ? try await c.regroup(indices: index, ids: id, join: name) : await SpeakerGroupReport.of(c)
                 try Output.emit(groups, json: output.json) { SpeakerGroupReport.text(groups) }
             }
         }

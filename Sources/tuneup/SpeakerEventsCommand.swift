@@ -46,63 +46,22 @@ extension SpeakerCommand {
         }
 
         func run() async throws {
-            let feed = SpeakerEventFeed()
             let json = output.json
-            let limit = count
-            let options = reach.requestOptions
             do {
-                for address in try reach.addresses() {
-                    try await feed.add(try await Devices.openSpeaker(address, options: reach.connection, requestOptions: options), announce: false)
-                }
+                try await reach.reach().followEvents(
+                    count: count, until: duration.map { ContinuousClock.now + .milliseconds(Int64($0 * 1000)) },
+                    interval: .milliseconds(Int64(interval * 1000)),
+                    started: { following in
+                        printError(following.map { "following \($0) speaker\($0 == 1 ? "" : "s"); Ctrl-C to stop" }
+                                   ?? "following the speakers discovery finds; Ctrl-C to stop")
+                    },
+                    emit: { event in
+                        let l = SpeakerEventLine(event, at: Date())
+                        try Output.emitLine(l, json: json) { l.text }
+                    })
             } catch {
-                await feed.finish()
                 throw failureExit(error)
             }
-            let discovery: DiscoveryClient? = reach.speakers.isEmpty ? DiscoveryClient(
-                targets: reach.discoveryTargets.isEmpty ? DiscoveryClient.standardTargets
-                    : try reach.targets(),
-                window: .milliseconds(Int64(reach.window * 1000))) : nil
-            let following = await feed.deviceIds.count
-            printError(discovery == nil ? "following \(following) speaker\(following == 1 ? "" : "s"); Ctrl-C to stop"
-                                        : "following the speakers discovery finds; Ctrl-C to stop")
-            let deadline = duration.map { ContinuousClock.now + .milliseconds(Int64($0 * 1000)) }
-            let interval = Duration.milliseconds(Int64(self.interval * 1000))
-            do {
-                try await withThrowingTaskGroup(of: Void.self) { group in
-                    group.addTask {
-                        var seen = 0
-                        for await event in feed.events {
-                            let l = SpeakerEventLine(event, at: Date())
-                            try Output.emitLine(l, json: json) { l.text }
-                            seen += 1
-                            if let limit, seen >= limit { return }
-                            if discovery == nil, case .removed = event, await feed.deviceIds.isEmpty {
-                                throw CommandFailure(message: "every speaker followed went away", code: Exit.connection)
-                            }
-                        }
-                    }
-                    if let discovery {
-                        let connection = reach.connection
-                        group.addTask {
-                            try await feed.follow(discovery, every: interval) { found in
-                                try await Devices.openSpeaker(SpeakerBridge.address(SpeakerEndpoint(host: found.host, port: found.controlPort)),
-                                                              options: connection, requestOptions: options)
-                            }
-                        }
-                    } else if following == 0 {
-                        return
-                    }
-                    if let deadline {
-                        group.addTask { try await Task.sleep(until: deadline, clock: .continuous) }
-                    }
-                    try await group.next()
-                    group.cancelAll()
-                }
-            } catch {
-                await feed.finish()
-                throw failureExit(error)
-            }
-            await feed.finish()
         }
     }
 }

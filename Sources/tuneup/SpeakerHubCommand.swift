@@ -69,11 +69,11 @@ extension SpeakerCommand {
 
         /// The speakers named (those that answer; the others to look for) or discovered.
         func openSpeakers() async throws -> (SpeakerController, [(host: String, port: UInt16, reason: String)]) {
-            let addresses = try reach.addresses()
-            guard !addresses.isEmpty else { return (try await reach.controller(), []) }
-            let (options, requests) = (reach.connection, reach.requestOptions)
+            let reach = try reach.reach()
             do {
-                return try await ControllerSpeakers.open(addresses, endpoint: { SpeakerBridge.endpoint(of: $0).map { ($0.host, $0.port) } }) {
+                guard !reach.addresses.isEmpty else { return (try await reach.controller(), []) }
+                let (options, requests) = (reach.connection, reach.requests)
+                return try await ControllerSpeakers.open(reach.addresses, endpoint: { SpeakerBridge.endpoint(of: $0).map { ($0.host, $0.port) } }) {
                     try await Devices.openSpeaker($0, options: options, requestOptions: requests)
                 }
             } catch { throw failureExit(error) }
