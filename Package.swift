@@ -240,7 +240,8 @@ let package = Package(
             name: "TuneupKit",
             dependencies: [
                 "DeviceAccess", "Failure", "LightX", "Transport", "Headset", "Simulator", "HeadsetSimulator", "Firmware", "FirmwareUpdate",
-                "USBGadget", "WearableSimulator", "SpeakerSession", "SpeakerSimulator", "Support", .product(name: "Logging", package: "swift-log"),
+                "USBGadget", "WearableSimulator", "WearableRecording", "SpeakerSession", "SpeakerSimulator", "Support",
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict),
         // The values of the unit records (runs, steps, measurements, identities, attachments) and their rules: pure, no

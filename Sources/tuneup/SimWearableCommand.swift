@@ -6,6 +6,7 @@ import Foundation
 import Logging
 import Terminal
 import Transport
+import TuneupKit
 import Wearable
 import WearableRecording
 import WearableSimulator
@@ -126,42 +127,6 @@ extension SimCommand {
             return out
         }
 
-        /// The profile that replays `path`: its samples and gestures, the device and sensors of its metadata (a
-        /// recording without metadata: the standard device). One line and exit 74 for a file that cannot be read, 65 for
-        /// one that is not a recording (cut short, empty, or nothing to replay).
-        static func replayProfile(_ path: String, base: WearableProfile) async throws -> WearableProfile {
-            let text: String
-            do {
-                text = try await Blocking.run("replay-read") { () -> Result<String, RecordingError> in
-                    Result { () throws(RecordingError) in try WearableRecordingContents.text(ofFile: path) }
-                }.get()
-            } catch {
-                throw failureExit(error)
-            }
-            do throws(WearableRecordingContents.NotARecording) {
-                let contents = try WearableRecordingContents(jsonLines: text, name: path)
-                let parts = try contents.recordedSamples(name: path)
-                guard let replay = WearableReplay(samples: parts.samples.map { .init(sensor: $0.sensor, deviceTime: $0.deviceTime, value: $0.value) },
-                                                  gestures: parts.gestures.map { .init(gesture: $0.gesture, deviceTime: $0.deviceTime) }) else {
-                    throw WearableRecordingContents.NotARecording(message: "\(path) holds no samples or gestures to replay")
-                }
-                var profile = base
-                if let m = contents.metadata {
-                    guard let device = m.decodedDeviceInformation, let sensors = m.decodedSensorInformation else {
-                        throw WearableRecordingContents.NotARecording(message: "\(path): its metadata does not describe a device Tuneup can be")
-                    }
-                    profile.deviceInformation = device
-                    profile.sensorInformation = sensors
-                    if let gestures = try? GestureInformation(m.availableGestures.compactMap(GestureType.init(name:)).map { .init(gesture: $0, payloadLength: 0) }) {
-                        profile.gestureInformation = gestures
-                    }
-                }
-                return profile.replaying(replay)
-            } catch {
-                throw failureExit(CommandFailure(message: error.message, code: Exit.device))
-            }
-        }
-
         /// Parses a --motion script.
         static func parseMotion(_ text: String) throws -> HeadMotion {
             do { return try HeadMotion(parsing: text) } catch { throw ValidationError(error.message) }
@@ -173,55 +138,35 @@ extension SimCommand {
             logger.logLevel = verbose ? .debug : .warning
             let motion = try self.motion.map(Self.parseMotion) ?? HeadMotion(seed: seed)
             var profile = WearableProfile(bootTimestamp: bootTimestamp, motion: motion)
-            if let replay { profile = try await Self.replayProfile(replay, base: profile) }
+            if let replay {
+                do { profile = try await profile.replaying(recordingAt: replay) } catch { throw failureExit(error) }
+            }
             let clock: any Clock<Duration> = timeScale == 1 ? ContinuousClock() : ScaledClock(scale: timeScale)
             let device = SimulatedWearable(profile: profile, name: "wearable \(seed)", clock: clock, logger: verbose ? logger : nil)
             device.dropSensorNotifications(try dropIndices())
             if let stall { device.stall(try WearableCommand.sensor(named: stall)) }
-            let server: WearableSimulatorServer
+            let link: SimulatedWearableLink
+            if pty { link = .pty } else if let ble { link = .ble(adapter: ble) } else {
+                let (host, port) = try listenAddress()
+                link = .tcp(host: host, port: port)
+            }
+            let wearable: SimulatedWearables
             let captured = capture.settings(.wearable, role: .device)
+            var wrap: WearableSimulatorServer.LinkWrapper?
+            if let captured { wrap = { try await captured.wrap($0) } }
             do {
-                _ = try await captured?.writer()
-                server = try WearableSimulatorServer(devices: [device], logger: logger)
-                if let captured { server.wrapLinks { try await captured.wrap($0) } }
-                let listener: any TransportListener
-                if pty {
-                    listener = try PseudoTerminal.open(logger: verbose ? logger : nil)
-                } else if let ble {
-                    listener = try await ATTListener.bind(adapter: ble, name: device.deviceDescription, logger: verbose ? logger : nil)
-                } else {
-                    let (host, port) = try listenAddress()
-                    listener = try await TCPListener.bind(host: host, port: port, logger: verbose ? logger : nil)
-                }
-                do {
-                    try server.attach(listener, toDevice: 0)
-                } catch {
-                    listener.close()
-                    throw error
-                }
+                wearable = try await SimulatedWearables.start(device, on: link, logger: logger, linkLogger: verbose ? logger : nil,
+                                                              prepare: { _ = try await captured?.writer() },
+                                                              wrap: wrap)
             } catch {
                 throw failureExit(error)
             }
             // Signals are handled before the address goes out: whoever reads it may stop the simulator at once.
             let control = ControlInput.lines()
-            for endpoint in server.endpoints { Output.line(endpoint) }
+            for endpoint in wearable.endpoints { Output.line(endpoint) }
             let what = replay.map { "replaying \($0)" } ?? (self.motion == nil ? "seed \(seed)" : "scripted motion")
-            printError("simulating a Bose Wearable (\(what)); "
-                + "stdin: tap, double-tap, stall|resume SENSOR, drop-link, quit; Ctrl-C to stop")
-            for await line in control {
-                let words = line.split(separator: " ").map(String.init)
-                switch (words.first ?? "", words.count) {
-                case ("quit", 1): await server.shutdown(); return
-                case ("tap", 1): device.tap()
-                case ("double-tap", 1): device.tap(double: true)
-                case ("drop-link", 1): await device.dropLinks()
-                case ("stall", 2), ("resume", 2):
-                    do { device.stall(try WearableCommand.sensor(named: words[1]), words[0] == "stall") } catch { printError(describeFailure(error).0) }
-                default:
-                    printError("unknown control line '\(line)' (tap, double-tap, stall SENSOR, resume SENSOR, drop-link, quit)")
-                }
-            }
-            await server.shutdown()
+            printError("simulating a Bose Wearable (\(what)); stdin: tap, double-tap, stall|resume SENSOR, drop-link, quit; Ctrl-C to stop")
+            await wearable.follow(control) { printError($0) }
         }
     }
 }

@@ -124,31 +124,17 @@ struct WearableCommand: AsyncParsableCommand {
 
     // MARK: Names and units
 
-    /// A sensor by name (game-rotation, gameRotation) or by id (0...). `WearableText` drops the dashes of names; a
-    /// number keeps its sign here: -1 is no sensor's id (it was read as 1).
+    /// A sensor, a gesture, a sample period as the wearable library reads them; a bad one is one line (64).
     static func sensor(named text: String) throws -> SensorType {
-        guard !text.hasPrefix("-"), let s = WearableText.sensor(named: text) else {
-            throw ValidationError("unknown sensor '\(text)' (\(SensorType.allCases.map(\.description).joined(separator: ", ")))")
-        }
-        return s
+        do { return try WearableText.sensorArgument(text) } catch { throw ValidationError(error.message) }
     }
 
-    /// A gesture by name (double-tap, doubleTap, double_tap) or by id (129 or 0x81; -0x81 is none, as for sensors).
     static func gesture(named text: String) throws -> GestureType {
-        guard !text.hasPrefix("-"), let g = WearableText.gesture(named: text) else {
-            throw ValidationError("unknown gesture '\(text)' (\(GestureType.allCases.map(\.description).joined(separator: ", ")))")
-        }
-        return g
+        do { return try WearableText.gestureArgument(text) } catch { throw ValidationError(error.message) }
     }
 
-    /// A sample period: 320ms, 160ms, 80ms, 40ms or 20ms (any duration of `Quantities` equal to one of them, or a
-    /// bare number of milliseconds).
     static func period(_ text: String, option: String = "--period") throws -> SamplePeriod {
-        let ms: Double? = Double(text) ?? parseDuration(text).map { Double($0.components.seconds) * 1000 + Double($0.components.attoseconds) / 1e15 }
-        guard let ms, ms == ms.rounded(), ms > 0, ms <= 320, let p = SamplePeriod(milliseconds: UInt16(ms)) else {
-            throw ValidationError("\(option) '\(text)' is not a sample period (320ms, 160ms, 80ms, 40ms or 20ms)")
-        }
-        return p
+        do { return try WearableText.periodArgument(text, option: option) } catch { throw ValidationError(error.message) }
     }
 
     // MARK: Commands
