@@ -88,7 +88,7 @@ package struct ByteSourceMachine: Sendable {
         /// Nothing to read (the decoder opening the source looked past what arrived).
         case end
         /// Wait until `readable(wanted)`, then `takeRead`.
-        case wait(wanted: Int64)
+        case waitUntil(wanted: Int64)
     }
 
     /// The answer to `takeRead`.
@@ -264,7 +264,7 @@ package struct ByteSourceMachine: Sendable {
         // chunks after the audio data) finds the end at once instead of waiting for the whole body.
         if reader == .opening && position > received { return .end }
         // A read is short only at the end, as a file's is; the transfer never runs further ahead than `ahead`.
-        return .wait(wanted: position + Int64(min(count, limits.ahead)))
+        return .waitUntil(wanted: position + Int64(min(count, limits.ahead)))
     }
 
     /// Whether a read waiting for `wanted` bytes may go on: they arrived, or the transfer ended or failed.

@@ -125,7 +125,7 @@ final class HTTPByteSource: @unchecked Sendable {
                 return n
             case .end:
                 return 0
-            case let .wait(wanted):
+            case let .waitUntil(wanted):
                 // A failed wait (a stall) has failed the source: the read below hands out what arrived, then the end.
                 try? waitLocked(until: { machine.readable(wanted) })
             }

@@ -97,7 +97,7 @@ public struct RequestMachine<Key: Hashable & Sendable, Reply: Sendable, Failure:
         @inlinable public init(id: UInt64, timer: UInt64?) { (self.id, self.timer) = (id, timer) }
     }
 
-    /// The answer to `wait(for:)`.
+    /// The answer to `claim`.
     public enum Awaited: Sendable {
         /// The outcome is there already (the slot is gone).
         case ready(Outcome)
@@ -291,7 +291,7 @@ public struct RequestMachine<Key: Hashable & Sendable, Reply: Sendable, Failure:
 
     /// The requester comes to wait for its slot.
     @inlinable
-    public mutating func wait(for id: UInt64) -> Awaited {
+    public mutating func claim(_ id: UInt64) -> Awaited {
         guard let index = _slots.index(forKey: id) else { return .absent }
         switch _slots.values[index].stage {
         case let .ended(outcome):

@@ -428,7 +428,7 @@ public final actor RequestSession<P: SessionProtocol> {
     func result(of id: UInt64) async -> WaitResult {
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<WaitResult, Never>) in
-                switch machine.wait(for: id) {
+                switch machine.claim(id) {
                 case let .ready(outcome):
                     continuation.resume(returning: outcome)
                 case .waiting:

@@ -259,7 +259,7 @@ import Testing
         var m = Self.make(situation)
         let before = Snapshot(m)
         // At the start of a source a read of 4 waits for 4 bytes (or the end, or a failure) whatever the state.
-        #expect(m.beginRead(count: 4) == .wait(wanted: 4))
+        #expect(m.beginRead(count: 4) == .waitUntil(wanted: 4))
         #expect(Snapshot(m) == before)
         let readable = m.readable(4)
         #expect(readable == ![Situation.idle, .connecting].contains(situation))
@@ -313,8 +313,8 @@ import Testing
         #expect(m.seek(11, whence: SEEK_SET) == 11)
         #expect(m.beginRead(count: 4) == .end)
         m.finishOpening()
-        #expect(m.beginRead(count: 4) == .wait(wanted: 15), "once open, a read waits")
-        #expect(m.beginRead(count: 100) == .wait(wanted: 11 + 16), "never more than the transfer may run ahead")
+        #expect(m.beginRead(count: 4) == .waitUntil(wanted: 15), "once open, a read waits")
+        #expect(m.beginRead(count: 100) == .waitUntil(wanted: 11 + 16), "never more than the transfer may run ahead")
     }
 
     @Test func theMadeUpEndOfAStreamReadsAsZerosUpToItsLength() {

@@ -86,10 +86,10 @@ import Testing
             open()
         case .awaited:
             open()
-            #expect(made.m.wait(for: made.slot) == .waiting)
+            #expect(made.m.claim(made.slot) == .waiting)
         case .accepted:
             open()
-            #expect(made.m.wait(for: made.slot) == .waiting)
+            #expect(made.m.claim(made.slot) == .waiting)
             let accepted = made.m.pending(1)
             #expect(accepted?.slot == made.slot)
             made.replacedTimer = made.timer
@@ -101,7 +101,7 @@ import Testing
             open(holdsKey: true)
         case .failed:
             open()
-            #expect(made.m.wait(for: made.slot) == .waiting)
+            #expect(made.m.claim(made.slot) == .waiting)
             #expect(made.m.fail(lost) != nil)
         case .failedWithOutcome:
             open()
@@ -237,7 +237,7 @@ import Testing
         if situation.isFailed {
             #expect(opened.timer == nil)
             #expect(Snapshot(made.m) == before)
-            #expect(made.m.wait(for: opened.id) == .absent, "waiting for it answers the failure")
+            #expect(made.m.claim(opened.id) == .absent, "waiting for it answers the failure")
         } else {
             #expect(opened.timer != nil && opened.timer != made.timer)
             #expect(Self.stage(made.m, opened.id) == .inFlight(Machine.Flight(timer: opened.timer!, accepted: false, holdsKey: false)))
@@ -250,7 +250,7 @@ import Testing
     func waitFor(_ situation: Situation) {
         var made = Self.make(situation)
         let before = Snapshot(made.m)
-        let answer = made.m.wait(for: made.slot)
+        let answer = made.m.claim(made.slot)
         switch situation {
         case .inFlight, .submitted:
             #expect(answer == .waiting)
@@ -258,7 +258,7 @@ import Testing
         case .ended, .failedWithOutcome:
             #expect(answer == .ready(.reply("r")))
             #expect(made.m.slots.isEmpty, "an outcome is collected once")
-            #expect(made.m.wait(for: made.slot) == .absent)
+            #expect(made.m.claim(made.slot) == .absent)
         case .awaited, .accepted:
             #expect(answer == .absent, "one requester per slot")
             #expect(Snapshot(made.m) == before)
@@ -405,10 +405,10 @@ import Testing
             #expect(failing == Machine.Failing(awaited: [], granted: [made.waiter]))
         case .ended:
             #expect(failing == Machine.Failing(awaited: [], granted: []))
-            #expect(made.m.wait(for: made.slot) == .ready(.reply("r")), "a reply that came before the end is still collected")
+            #expect(made.m.claim(made.slot) == .ready(.reply("r")), "a reply that came before the end is still collected")
         case .inFlight, .submitted:
             #expect(failing == Machine.Failing(awaited: [], granted: []))
-            #expect(made.m.wait(for: made.slot) == .absent, "its requester gets the failure")
+            #expect(made.m.claim(made.slot) == .absent, "its requester gets the failure")
         default:
             #expect(failing == Machine.Failing(awaited: [], granted: []))
             #expect(made.m.slots.isEmpty)
@@ -481,7 +481,7 @@ import Testing
         guard case let .queued(waiter) = m.takeTurn(1) else { Issue.record("not queued"); return }
         #expect(m.reply("r", key: 1) == Machine.Ended(slot: slot.id, deliver: nil, granted: waiter))
         #expect(m.keys[1]?.holder == .held(queue: []), "the waiter holds the key now")
-        #expect(m.wait(for: slot.id) == .ready(.reply("r")))
+        #expect(m.claim(slot.id) == .ready(.reply("r")))
     }
 
     @Test func repliesAnswerTheOldestSlotOfTheirKeyAndNoOther() {
@@ -491,8 +491,8 @@ import Testing
         #expect(m.reply("2", key: 1)?.slot == b.id)
         #expect(m.reply("3", key: 1) == nil)
         #expect(m.reply("4", key: 2)?.slot == c.id)
-        #expect(m.wait(for: a.id) == .ready(.reply("1")) && m.wait(for: b.id) == .ready(.reply("2")))
-        #expect(m.wait(for: c.id) == .ready(.reply("4")))
+        #expect(m.claim(a.id) == .ready(.reply("1")) && m.claim(b.id) == .ready(.reply("2")))
+        #expect(m.claim(c.id) == .ready(.reply("4")))
         #expect(m.keys.isEmpty && m.slots.isEmpty)
     }
 
