@@ -10,14 +10,19 @@ import Testing
         return try FileDescriptorTransport(adopting: fd, peerDescription: "raw:\(path)")
     }
 
+    /// A client on the terminal's slave (`SerialTransport`, as the tools open it) and the session `pty` accepted for it.
+    static func serialSession(_ pty: PseudoTerminal) async throws -> (client: any Transport, session: any Transport) {
+        async let accepted = pty.accept()
+        let client = try await SerialTransport.open(path: pty.slavePath)
+        return (client, try await accepted)
+    }
+
     @Test func twoSuccessiveClientSessions() async throws {
         try await withTimeLimit {
             let pty = try PseudoTerminal.open()
             defer { pty.close() }
             for round in 0..<2 {
-                async let accepted = pty.accept()
-                let client = try await SerialTransport.open(path: pty.slavePath)
-                let session = try await accepted
+                let (client, session) = try await Self.serialSession(pty)
                 #expect(session.peerDescription.hasPrefix("pty:\(pty.slavePath)#"))
                 let request: [UInt8] = [0x0D, 0x0A, UInt8(round), 0x03, 0x00, 0xFF]
                 try await client.send(request)
@@ -57,9 +62,7 @@ import Testing
         try await withTimeLimit {
             let pty = try PseudoTerminal.open()
             defer { pty.close() }
-            async let accepted = pty.accept()
-            let client = try await SerialTransport.open(path: pty.slavePath)
-            let session = try await accepted
+            let (client, session) = try await Self.serialSession(pty)
             let payload = pattern(3000, seed: 9)
             try await client.send(payload)
             await client.close()
@@ -74,9 +77,7 @@ import Testing
         try await withTimeLimit {
             let pty = try PseudoTerminal.open()
             defer { pty.close() }
-            async let accepted = pty.accept()
-            let client = try await SerialTransport.open(path: pty.slavePath)
-            let session = try await accepted
+            let (client, session) = try await Self.serialSession(pty)
             await client.close()
             // Wait until the terminal has noticed (the client count drops to 0 in the same step that marks the
             // session's client gone).
@@ -118,9 +119,7 @@ import Testing
         try await withTimeLimit {
             let pty = try PseudoTerminal.open()
             defer { pty.close() }
-            async let accepted = pty.accept()
-            let client = try await SerialTransport.open(path: pty.slavePath)
-            let first = try await accepted
+            let (client, first) = try await Self.serialSession(pty)
             try await client.send([1])
             #expect(try await first.receive() == [1])
             await first.close()
@@ -160,9 +159,7 @@ import Testing
     @Test func closeFailsPendingAcceptAndSessions() async throws {
         try await withTimeLimit {
             let pty = try PseudoTerminal.open()
-            async let accepted = pty.accept()
-            let client = try await SerialTransport.open(path: pty.slavePath)
-            let session = try await accepted
+            let (client, session) = try await Self.serialSession(pty)
             let receiving = Task { try await session.receive() }
             let live = try #require(session as? PTYSession)
             try await waitUntil("the session's receive is waiting") { live.hasPendingReceive }

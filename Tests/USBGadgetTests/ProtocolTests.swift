@@ -254,6 +254,20 @@ import Testing
         #expect(ReportMailbox(capacity: 0).capacity == 1)
     }
 
+    /// The host's read of the next packet from `box` (its 0xF0 report, and the 0xF1 rest of an announced one); nil
+    /// when none is queued.
+    static func take(_ box: inout ReportMailbox) throws -> [UInt8]? {
+        guard let a = box.answerGet(reportID: 0xF0), a.report[1] == 1 else { return nil }
+        box.commit(a.effect)
+        var packet = Array(a.report.dropFirst(2))
+        if case .announceHead = a.effect {
+            let f1 = try #require(box.answerGet(reportID: 0xF1))
+            box.commit(f1.effect)
+            packet += f1.report.dropFirst().prefix(HIDReports.announcedBuffer(try Header(decoding: packet)))
+        }
+        return packet
+    }
+
     /// Many packets through the FIFO keep their order (exercises the compaction of the queue).
     @Test func orderSurvivesManyPackets() async throws {
         var box = ReportMailbox(capacity: 300)
@@ -269,27 +283,11 @@ import Testing
                 header[3] = 0x40
                 let p = header + (0..<n).map { UInt8(truncatingIfNeeded: $0 &+ round) }
                 if box.enqueue(p) { expected.append(p) }
-            } else if let a = box.answerGet(reportID: 0xF0), a.report[1] == 1 {
-                box.commit(a.effect)
-                var packet = Array(a.report.dropFirst(2))
-                if case .announceHead = a.effect {
-                    let f1 = try #require(box.answerGet(reportID: 0xF1))
-                    box.commit(f1.effect)
-                    packet += f1.report.dropFirst().prefix(HIDReports.announcedBuffer(try Header(decoding: packet)))
-                }
+            } else if let packet = try Self.take(&box) {
                 received.append(packet)
             }
         }
-        while let a = box.answerGet(reportID: 0xF0), a.report[1] == 1 {
-            box.commit(a.effect)
-            var packet = Array(a.report.dropFirst(2))
-            if case .announceHead = a.effect {
-                let f1 = try #require(box.answerGet(reportID: 0xF1))
-                box.commit(f1.effect)
-                packet += f1.report.dropFirst().prefix(HIDReports.announcedBuffer(try Header(decoding: packet)))
-            }
-            received.append(packet)
-        }
+        while let packet = try Self.take(&box) { received.append(packet) }
         #expect(received == expected)
         #expect(expected.count > 500)
     }
