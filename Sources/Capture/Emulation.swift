@@ -22,6 +22,10 @@ public struct EmulationScript: Sendable {
         public var name: String
         /// 147 (SPP byte stream) or 148 (USB HID feature reports).
         public var linkType: CaptureLinkType
+        /// Whether the recorded device ran its bootloader on this link (a USB device presents the bootloader's
+        /// product id then): its BootImageType replies said so (byte 0 = 0), or, when it was not asked, the link
+        /// before it ended with a jump to the bootloader (or was already in it, and did not end with a jump back).
+        public var runsBootloader = false
     }
 
     public var exchanges: [Exchange]
@@ -78,6 +82,24 @@ public struct EmulationScript: Sendable {
         }
         self.exchanges = exchanges
         self.links = recorded
+        for k in recorded.indices {
+            self.links[k].runsBootloader = Self.runsBootloader(link: k, exchanges, previous: k > 0 ? self.links[k - 1].runsBootloader : false)
+        }
+    }
+
+    /// `Link.runsBootloader` of link `k`.
+    static func runsBootloader(link k: Int, _ exchanges: [Exchange], previous: Bool) -> Bool {
+        let on = exchanges.filter { $0.link == k }
+        for exchange in on where exchange.request.command == .bootImageType {
+            if let reply = exchange.replies.first(where: { answers($0, exchange.request) }), reply.header.status == .ok,
+               let image = reply.buffer.first {
+                return image == 0
+            }
+        }
+        guard k > 0, let last = exchanges.last(where: { $0.link == k - 1 })?.request.command else { return false }
+        if last == .bootJumpToBootloader { return true }
+        if last == .bootJumpToApplication { return false }
+        return previous
     }
 
     /// One direction of a USB HID interface: the reports of one LightX packet put back together.
@@ -293,11 +315,14 @@ public final class HeadsetEmulator: Sendable {
     }
 
     /// Accepts links from `listener` one after another (the host's reconnections) until the emulation ends.
-    public func run(_ listener: any TransportListener) async -> Outcome {
+    /// `linkEnded` runs when a recorded link has ended (its link closed), with the recorded link that comes next: a
+    /// USB gadget re-enumerates there as that link's device (`runsBootloader`), a TCP listener needs nothing.
+    public func run(_ listener: any TransportListener,
+                    linkEnded: @escaping @Sendable (EmulationScript.Link) async -> Void = { _ in }) async -> Outcome {
         let accepting = Task {
             while !Task.isCancelled {
                 guard let link = try? await listener.accept() else { return }
-                await serve(link)
+                await serve(link, linkEnded: linkEnded)
             }
         }
         let result = await outcome()
@@ -307,8 +332,8 @@ public final class HeadsetEmulator: Sendable {
     }
 
     /// Serves one link until it ends, the recorded link ends, or the emulation does: SPP frames on a byte stream, one
-    /// raw LightX packet per message on a `.packets` link (a USB gadget's).
-    public func serve(_ link: any Transport) async {
+    /// raw LightX packet per message on a `.packets` link (a USB gadget's). `linkEnded`: as for `run`.
+    public func serve(_ link: any Transport, linkEnded: @Sendable (EmulationScript.Link) async -> Void = { _ in }) async {
         _ = machine.withLock { $0.handle(.linkOpened) }
         var decoder = SPPStreamDecoder()
         let packets = link.framing == .packets
@@ -334,6 +359,8 @@ public final class HeadsetEmulator: Sendable {
                         try? await link.send(bytes)
                     case .closeLink:
                         await link.close()
+                        let next = machine.withLock { m in m.isFinished ? nil : m.script.links[m.script.exchanges[m.cursor].link] }
+                        if let next { await linkEnded(next) }
                         return
                     case .finished:
                         finish(.completed)

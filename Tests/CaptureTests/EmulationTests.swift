@@ -199,6 +199,40 @@ import Transport
         #expect(reply.header.address == 0x200 && reply.header.opcode == live.header.opcode && reply.command == .bootReadImage)
     }
 
+    /// Which recorded links ran the bootloader (what a USB gadget presents for each), from the image type the device
+    /// reported or the jump that ended the link before; the emulator says which link comes next when one ends.
+    @Test func linksKnowWhetherTheBootloaderRan() async throws {
+        var file = PcapNG.sectionHeader(application: "t")
+        var t: UInt64 = 0
+        func exchange(_ interface: Int, _ request: Packet, _ reply: [UInt8] = []) throws {
+            t += 1
+            file += PcapNG.enhancedPacket(interface: interface, timestamp: t, direction: .outbound, data: SPPFraming.encode(request))
+            file += PcapNG.enhancedPacket(interface: interface, timestamp: t, direction: .inbound, data: SPPFraming.encode(try Packet.reply(to: request, buffer: reply)))
+        }
+        for name in ["usb:1209:0001", "usb:1209:0002", "usb:1209:0002", "usb:1209:0001"] {
+            file += PcapNG.interfaceDescription(linkType: 147, name: name, description: "LightX over SPP; host side")
+        }
+        let imageType = try Packet.request(.read, .bootImageType)
+        try exchange(0, imageType, [1])  // the application runs
+        try exchange(0, try Packet.request(.write, .bootJumpToBootloader))
+        try exchange(1, imageType, [0])  // the bootloader runs
+        try exchange(2, try Packet.request(.read, .bootCapabilities))  // not asked: as the link before
+        try exchange(2, try Packet.request(.write, .bootJumpToApplication))
+        try exchange(3, try Packet.request(.read, .configProductName), Array("Tuneup\0".utf8))  // not asked: after the jump back
+        let script = try EmulationScript(try PcapNG.parse(file))
+        #expect(script.links.map(\.runsBootloader) == [false, true, true, false])
+
+        let emulator = HeadsetEmulator(script)
+        let (host, device) = InMemoryTransport.pair()
+        let ended = Mutex<[EmulationScript.Link]>([])
+        let serving = Task { await emulator.serve(device) { next in ended.withLock { $0.append(next) } } }
+        for request in [imageType, try Packet.request(.write, .bootJumpToBootloader)] {
+            try await host.send(SPPFraming.encode(request))
+        }
+        await serving.value
+        #expect(ended.withLock { $0 } == [script.links[1]])
+    }
+
     /// The machine alone: a poll repeated more or fewer times than recorded still matches.
     @Test func pollsRepeatedOrSkipped() throws {
         let poll = try Packet.request(.read, .bootImageType)
