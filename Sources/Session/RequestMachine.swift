@@ -182,16 +182,20 @@ public struct RequestMachine<Key: Hashable & Sendable, Reply: Sendable, Failure:
 
     // MARK: Turns
 
-    /// Mutates the turn of `key` in place (made when missing, dropped when idle after).
+    /// Mutates the turn of `key` in place (made when missing, dropped when idle after): one lookup for a key that has
+    /// a turn, a lookup and an insertion for one that has none.
     @inlinable @inline(__always)
     mutating func updateTurn<R>(_ key: Key, _ body: (inout Turn) -> R) -> R {
-        let index: [Key: Turn].Index
-        if let i = _keys.index(forKey: key) {
-            index = i
-        } else {
-            _keys[key] = Turn()
-            index = _keys.index(forKey: key)!
-        }
+        if let index = _keys.index(forKey: key) { return update(at: index, body) }
+        var turn = Turn()
+        let result = body(&turn)
+        if !turn.isIdle { _keys[key] = turn }
+        return result
+    }
+
+    /// Mutates the turn at `index` in place, dropping it when idle after.
+    @inlinable @inline(__always)
+    mutating func update<R>(at index: [Key: Turn].Index, _ body: (inout Turn) -> R) -> R {
         let result = body(&_keys.values[index])
         if _keys.values[index].isIdle { _keys.remove(at: index) }
         return result
@@ -243,8 +247,8 @@ public struct RequestMachine<Key: Hashable & Sendable, Reply: Sendable, Failure:
     /// The holder of `key` is done with it: the next waiter, if any, is handed the key (it stays held).
     @inlinable
     public mutating func release(_ key: Key) -> UInt64? {
-        guard isOpen, _keys[key] != nil else { return nil }
-        return updateTurn(key) { turn in
+        guard isOpen, let index = _keys.index(forKey: key) else { return nil }
+        return update(at: index) { turn in
             guard case var .held(queue) = turn.holder else { return nil }
             guard !queue.isEmpty else {
                 turn.holder = .free
@@ -261,9 +265,9 @@ public struct RequestMachine<Key: Hashable & Sendable, Reply: Sendable, Failure:
     /// `now`; nil when it may send (the quiet period, over, is forgotten) or the session ended.
     @inlinable
     public mutating func quietPeriod(_ key: Key, now: Duration) -> Duration? {
-        guard isOpen, let quiet = _keys[key]?.quietUntil else { return nil }
+        guard isOpen, let index = _keys.index(forKey: key), let quiet = _keys.values[index].quietUntil else { return nil }
         if quiet > now { return quiet }
-        updateTurn(key) { $0.quietUntil = nil }
+        update(at: index) { $0.quietUntil = nil }
         return nil
     }
 
@@ -340,7 +344,7 @@ public struct RequestMachine<Key: Hashable & Sendable, Reply: Sendable, Failure:
     /// reply).
     @inlinable
     public mutating func reply(_ reply: Reply, key: Key) -> Ended? {
-        guard let id = _keys[key]?.waiting.first else { return nil }
+        guard let index = _keys.index(forKey: key), let id = _keys.values[index].waiting.first else { return nil }
         return end(id, with: .reply(reply))
     }
 
@@ -348,7 +352,8 @@ public struct RequestMachine<Key: Hashable & Sendable, Reply: Sendable, Failure:
     /// reply on a new timer (its number returned; nil: none waits, an unexpected reply).
     @inlinable
     public mutating func pending(_ key: Key) -> (slot: UInt64, timer: UInt64)? {
-        guard let id = _keys[key]?.waiting.first, let index = _slots.index(forKey: id) else { return nil }
+        guard let turn = _keys.index(forKey: key), let id = _keys.values[turn].waiting.first,
+              let index = _slots.index(forKey: id) else { return nil }
         lastTimer += 1
         switch _slots.values[index].stage {
         case var .inFlight(flight):
