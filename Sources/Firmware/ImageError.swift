@@ -11,7 +11,7 @@ public enum ImageErrors: ErrorDomain {
     /// A file that cannot be read or written is local; a missing version is the caller's to give; a bad image, key or
     /// manifest is refused like a device.
     public static func category(of code: ImageError.Code) -> FailureCategory {
-        code == .io ? .localFile : code == .noVersion ? .usage : .device
+        code == .io ? .localFile : code == .noVersion || code == .exists ? .usage : .device
     }
 }
 
@@ -27,6 +27,8 @@ extension ErrorCodeIn where Domain == ImageError {
 
     /// A file could not be read or written.
     public static var io: Self { Self(rawValue: "io") }
+    /// A file to write exists and may not be replaced (a usage error: say to replace it).
+    public static var exists: Self { Self(rawValue: "exists") }
     /// The data ends before a structure it announces (header, payload, TLV area, record).
     public static var truncated: Self { Self(rawValue: "truncated") }
     /// An MCUboot image without the 0x96f3b83d magic.
@@ -58,5 +60,5 @@ extension ErrorCodeIn where Domain == ImageError {
     public static var noVersion: Self { Self(rawValue: "no-version") }
 
     /// The codes this version knows (others may come from newer modules).
-    public static var allCases: [Self] { [.io, .truncated, .badMagic, .badHeader, .badTLV, .badHash, .unsigned, .badSignature, .wrongKey, .tooLarge, .noRegion, .badHex, .badKey, .badManifest, .noVersion] }
+    public static var allCases: [Self] { [.io, .truncated, .badMagic, .badHeader, .badTLV, .badHash, .unsigned, .badSignature, .wrongKey, .tooLarge, .noRegion, .badHex, .badKey, .badManifest, .noVersion, .exists] }
 }

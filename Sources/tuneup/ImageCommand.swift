@@ -1,6 +1,5 @@
 import ArgumentParser
 import Firmware
-import Foundation
 import LightX
 import Support
 import Terminal
@@ -31,8 +30,6 @@ struct ImageCommand: ParsableCommand {
 
     // MARK: - Shared pieces
 
-    /// A flash region argument (`app` or `resource`).
-
     /// Runs `body`; a failure becomes one stderr line and its exit code (an `ImageError`: 74 for I/O, 64 for a
     /// missing version, 65 otherwise).
     static func run(_ body: () throws -> Void) throws {
@@ -52,11 +49,6 @@ struct ImageCommand: ParsableCommand {
         Quantities.parseCount(text).flatMap { $0 <= Int(UInt32.max) ? $0 : nil }
     }
 
-    /// Writes `bytes` to `path`: Intel HEX (at `hexBase`) when the name ends in .hex, else binary.
-    static func writeImage(_ bytes: [UInt8], to path: String, hexBase: UInt32) throws {
-        try FileAccess.write(ImageSigning.fileBytes(bytes, for: path, hexBase: hexBase), to: path)
-    }
-
 
     // MARK: - keygen
 
@@ -74,25 +66,10 @@ struct ImageCommand: ParsableCommand {
         var force = false
         @OptionGroup var format: OutputOptions
 
-        struct Report: Encodable {
-            var privateKey: String
-            var publicKey: String?
-            var keyHash: String
-        }
-
         func run() throws {
             try ImageCommand.run {
-                for path in [output, publicOut].compactMap({ $0 }) where !force && FileManager.default.fileExists(atPath: path) {
-                    throw CommandFailure(message: "\(path) exists; use --force to replace it", code: Exit.usage)
-                }
-                let key = SigningKey.generate()
-                try FileAccess.write(Array(key.pem.utf8), to: output, mode: 0o600)
-                if let publicOut { try FileAccess.write(Array(key.publicKey.pem.utf8), to: publicOut) }
-                let report = Report(privateKey: output, publicKey: publicOut, keyHash: ImageText.hex(key.publicKey.keyHash))
-                try Output.emit(report, json: format.json) {
-                    "wrote \(output) (Ed25519 private key)" + (publicOut.map { " and \($0) (public key)" } ?? "")
-                        + ", key hash \(report.keyHash)"
-                }
+                let report = try KeygenReport.generate(privateKey: output, publicKey: publicOut, force: force)
+                try Output.emit(report, json: format.json) { report.text }
             }
         }
     }
@@ -143,20 +120,10 @@ struct ImageCommand: ParsableCommand {
 
         func run() throws {
             try ImageCommand.run {
-                let signingKey = try key.map { try SigningKey.load(path: $0) }
-                let signed = try ImageSigning.sign(payload: try FileAccess.read(payload), name: payload, key: signingKey,
-                                                   version: version.flatMap(ImageVersion.init(parsing:)), model: model, region: region,
-                                                   headerSize: ImageCommand.parseSize(headerSize) ?? 0x200, output: output)
+                let signed = try SignedImageReport.sign(payload: payload, output: output, keyPath: key, version: version.flatMap(ImageVersion.init(parsing:)),
+                                                        model: model, region: region, headerSize: ImageCommand.parseSize(headerSize) ?? 0x200)
                 for warning in signed.warnings { ImageCommand.warn(warning) }
-                let image = signed.image
-                try ImageCommand.writeImage(image.bytes, to: output, hexBase: signed.region?.versionFileAddress ?? 0)
-                let file = try ImageFile(bytes: image.bytes, name: output)
-                let report = ImageInspection(file: file, region: signed.region, key: signingKey?.publicKey)
-                try Output.emit(report, json: format.json) {
-                    "wrote \(output): MCUboot image \(signed.version), model \(signed.model ?? "none"), region \(signed.region?.rawValue ?? "none"), "
-                        + "\(image.payloadSize)-byte payload, \(image.bytes.count) bytes, "
-                        + (signingKey.map { "signed with key \(ImageText.short($0.publicKey.keyHash))" } ?? "unsigned")
-                }
+                try Output.emit(signed.inspection, json: format.json) { signed.text }
             }
         }
     }
@@ -240,13 +207,6 @@ struct ImageCommand: ParsableCommand {
         var output: String
         @OptionGroup var format: OutputOptions
 
-        struct Report: Encodable {
-            var file: String
-            var size: Int
-            var seed: UInt64
-            var manifest: AppManifest
-        }
-
         func validate() throws {
             guard let bytes = ImageCommand.parseSize(size), bytes <= 16 * 1024 * 1024 else {
                 throw ValidationError("--size must be a byte count up to 16 MiB (e.g. 131072, 128KiB, 0x20000), got '\(size)'")
@@ -256,29 +216,11 @@ struct ImageCommand: ParsableCommand {
 
         func run() throws {
             try ImageCommand.run {
-                let app: AppManifest
-                if manifest == "factory" {
-                    app = .factory
-                } else {
-                    do throws(ImageError) {
-                        app = try AppManifest(json: try FileAccess.read(manifest, limit: AppManifest.maxJSONLength))
-                    } catch {
-                        throw error.naming(manifest)
-                    }
-                }
-                let bytes = AppManifest.buildPayload(app, size: ImageCommand.parseSize(size) ?? 0, seed: seed)
-                if bytes.count > (ImageCommand.parseSize(size) ?? 0) {
-                    ImageCommand.warn("the manifest alone is \(bytes.count) bytes, more than --size \(size)")
-                }
-                try ImageCommand.writeImage(bytes, to: output, hexBase: FlashRegion.application.versionFileAddress)
-                let report = Report(file: output, size: bytes.count, seed: seed, manifest: app)
-                try Output.emit(report, json: format.json) {
-                    "wrote \(output): \(bytes.count) bytes, manifest \(app.version) \(app.model)"
-                        + " (\(app.bandFrequencies.count) bands, \(app.presets.count) presets: \(app.presets.map(\.name).joined(separator: ", ")))"
-                }
+                let report = try SimulatedAppReport.build(manifest: manifest, size: ImageCommand.parseSize(size) ?? 0, sizeText: size, seed: seed, output: output)
+                if let warning = report.warning { ImageCommand.warn(warning) }
+                try Output.emit(report, json: format.json) { report.text }
             }
         }
     }
 }
 
-/// The text `image inspect` prints.
