@@ -1,9 +1,7 @@
 import ArgumentParser
-import Dispatch
 import Foundation
 import Glibc
 import Support
-import Synchronization
 import Terminal
 import Transport
 
@@ -31,7 +29,7 @@ enum CommandRunner {
         } else {
             let box = CommandBox(command)
             let task = Task { await execute(box) }
-            Interrupts.install { task.cancel() }
+            Interrupts.install(warn: { printError($0) }) { task.cancel() }
             code = await task.value
         }
         if code == 0, let failure = Console.outputFailure {
@@ -184,55 +182,4 @@ protocol HandlesItsOwnSignals {}
 private final class CommandBox: @unchecked Sendable {
     let command: ParsableCommand
     init(_ command: ParsableCommand) { self.command = command }
-}
-
-/// SIGINT, SIGTERM and SIGHUP while a command runs: the first cancels it (it stops at a safe point and says in
-/// what state it leaves the device); a second ends the process at once.
-enum Interrupts {
-    private static let state = Mutex<Int32?>(nil)
-
-    /// The first signal received, if any.
-    static var received: Int32? { state.withLock { $0 } }
-
-    /// The exit code for a command stopped by a signal.
-    static func exitCode(_ signal: Int32) -> Int32 { 128 + signal }
-
-    static func name(_ signal: Int32) -> String {
-        switch signal {
-        case SIGINT: return "SIGINT"
-        case SIGTERM: return "SIGTERM"
-        case SIGHUP: return "SIGHUP"
-        default: return "signal \(signal)"
-        }
-    }
-
-    static func install(cancel: @escaping @Sendable () -> Void) {
-        let signals: AsyncStream<Int32>
-        do {
-            signals = try TerminationSignals.subscribe()
-        } catch {
-            printError("signals will not stop this command: \(error.message)")
-            return
-        }
-        Task.detached {
-            for await sig in signals {
-                let first = state.withLock { received -> Bool in
-                    guard received == nil else { return false }
-                    received = sig
-                    return true
-                }
-                if first {
-                    cancel()
-                } else {
-                    // A second signal ends the process: what is written so far gets a second to reach its reader (a
-                    // stalled reader must not keep the process alive), then it exits whatever.
-                    let flushed = DispatchSemaphore(value: 0)
-                    if (try? Threads.spawn(name: "final flush", { Console.flush(); flushed.signal() })) != nil {
-                        _ = flushed.wait(timeout: .now() + 1)
-                    }
-                    _exit(exitCode(sig))
-                }
-            }
-        }
-    }
 }

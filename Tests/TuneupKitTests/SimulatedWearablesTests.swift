@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Support
 import Synchronization
 import Testing
 import TestSupport
@@ -28,7 +29,7 @@ struct SimulatedWearablesTests {
         let directory = try TemporaryDirectory.make("replay")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let path = directory + "/empty.jsonl"
-        try "".write(toFile: path, atomically: true, encoding: .utf8)
+        try await Blocking.perform("empty recording") { try "".write(toFile: path, atomically: true, encoding: .utf8) }
         let error = await #expect(throws: RecordingError.self) { _ = try await WearableProfile().replaying(recordingAt: path) }
         #expect(error?.code == .notARecording && error?.category == .device)
         let missing = await #expect(throws: RecordingError.self) { _ = try await WearableProfile().replaying(recordingAt: directory + "/none.jsonl") }
