@@ -90,55 +90,26 @@ extension SpeakerCommand {
             // Named speakers that cannot be reached now are looked for in the background (docs/hub.md §3.2).
             let (controller, unreached) = try await openSpeakers()
             for u in unreached { printError("speaker \(u.host):\(u.port) cannot be reached now (\(u.reason)); the hub looks for it") }
-            let clock = ContinuousClock()
-            let origin = clock.now
-            let now: @Sendable () -> Duration = { origin.duration(to: clock.now) }
-            let sleep: @Sendable (Duration) async throws -> Void = { try await clock.sleep(for: $0) }
-            let speakers = ControllerSpeakers(controller, unreached: unreached.map { ($0.host, $0.port) }, now: now, sleep: sleep)
-            let api = HubAPI(speakers: speakers, player: StreamingPlayer(controller: controller),
-                             media: folder, sessionTimeout: .milliseconds(Int64(sessionMinutes * 60_000)), now: now, sleep: sleep,
-                             host: SnapcastControlServer.thisHost())
-            // The player's own events (the end, source errors) and the speakers' (volumes, links lost and back)
-            // become JSON-RPC notifications.
-            let follower = HubRPCServer.follow(controller, into: api)
-            let speakerFollower = api.followSpeakers()
-            defer { follower.cancel(); speakerFollower.cancel() }
-            let hub: RunningHub
+            let service: HubService
             do {
-                hub = try await SpeakerHubServer.start(api, host: host, port: port, logger: logger)
+                service = try await HubService.start(controller, unreached: unreached.map { ($0.host, $0.port) }, media: folder,
+                                                     sessionTimeout: .milliseconds(Int64(sessionMinutes * 60_000)), host: host, port: port,
+                                                     controlPort: controlPort, logger: logger)
             } catch {
-                await controller.close()
                 throw failureExit(error)
             }
-            let control: SnapcastControlServer?
-            do {
-                let started = try await SnapcastControlServer.start(api, host: host, requested: controlPort)
-                control = started.server
-                if let warning = started.warning { printError(warning) }
-            } catch {
-                await hub.stop()
-                await controller.close()
-                throw failureExit(error)
-            }
+            if let warning = service.warning { printError(warning) }
             // Signals are handled before the URL goes out: whoever reads it may stop the hub at once.
             let input = ControlInput.lines()
-            Output.line(hub.url + "/")
-            if let control { printError("Snapcast control (JSON-RPC over TCP) on \(control.host):\(control.port)") }
+            Output.line(service.hub.url + "/")
+            if let control = service.control { printError("Snapcast control (JSON-RPC over TCP) on \(control.host):\(control.port)") }
             let count = await controller.count
             printError("hub over \(count) speaker\(count == 1 ? "" : "s"); Ctrl-C or 'quit' on stdin to stop")
             // A signal or 'quit' stops the server gracefully; the server ending (stopped, or an error) ends the command.
-            let stopper = Task {
-                for await line in input where line == "quit" { break }
-                await hub.stop()
-            }
-            var failure: (any Error)?
-            do { try await hub.wait() } catch { failure = error }
-            stopper.cancel()
-            await control?.stop()
-            await speakers.close()
-            await controller.close()
-            if let failure, !(failure is CancellationError) {
-                throw failureExit(HubError(.cannotServe, "the hub stopped: \(failure)"))
+            do {
+                try await service.run { for await line in input where line == "quit" { break } }
+            } catch {
+                throw failureExit(error)
             }
         }
     }
