@@ -81,12 +81,9 @@ public final class InMemoryTransport: Transport {
 
 /// One direction of an in-memory link. Internal.
 final class MemoryPipe: Sendable {
-    private struct Waiter {
-        let id: UInt64
-        let continuation: CheckedContinuation<Void, any Error>
-    }
+    private enum Role: Hashable, Sendable { case reader, writer }
 
-    private struct State {
+    private struct State: ParkingState {
         var chunks: [[UInt8]] = []
         var head = 0
         var buffered = 0
@@ -94,10 +91,9 @@ final class MemoryPipe: Sendable {
         var writerClosed = false
         /// The receiving end closed: writes fail, buffered bytes are discarded.
         var readerClosed = false
-        var reader: Waiter?
-        var writer: Waiter?
+        /// The parked read and write.
+        var parking = Parking<Role>()
         var receiving = false
-        var nextID: UInt64 = 0
 
         mutating func append(_ chunk: [UInt8]) {
             chunks.append(chunk)
@@ -129,8 +125,6 @@ final class MemoryPipe: Sendable {
 
         var isEmpty: Bool { head == chunks.count }
     }
-
-    private enum Role { case reader, writer }
 
     let capacity: Int
     let framing: LinkFraming
@@ -194,89 +188,41 @@ final class MemoryPipe: Sendable {
     }
 
     /// Whether a read is suspended waiting for data (for tests and diagnostics).
-    var hasParkedReader: Bool { state.withLock { $0.receiving && $0.reader != nil } }
+    var hasParkedReader: Bool { state.withLock { $0.receiving && $0.parking.isParked(.reader) } }
 
     /// Whether a write is suspended waiting for room (for tests and diagnostics).
-    var hasParkedWriter: Bool { state.withLock { $0.writer != nil } }
+    var hasParkedWriter: Bool { state.withLock { $0.parking.isParked(.writer) } }
 
     /// The receiving end went away.
     func closeReader() {
-        let waiters: [Waiter] = state.withLock { s in
+        let waiters = state.withLock { s in
             s.readerClosed = true
             s.chunks = []
             s.head = 0
             s.buffered = 0
-            defer { s.reader = nil; s.writer = nil }
-            return [s.reader, s.writer].compactMap { $0 }
+            return s.parking.takeAll()
         }
-        for w in waiters { w.continuation.resume() }
+        for w in waiters { w.resume() }
     }
 
     /// The sending end went away.
     func closeWriter() {
-        let waiters: [Waiter] = state.withLock { s in
+        let waiters = state.withLock { s in
             s.writerClosed = true
-            defer { s.reader = nil; s.writer = nil }
-            return [s.reader, s.writer].compactMap { $0 }
+            return s.parking.takeAll()
         }
-        for w in waiters { w.continuation.resume() }
+        for w in waiters { w.resume() }
     }
 
     private func wake(_ role: Role) {
-        let waiter: Waiter? = state.withLock { s in
-            switch role {
-            case .reader: return s.reader.take()
-            case .writer: return s.writer.take()
-            }
-        }
-        waiter?.continuation.resume()
+        state.withLock { $0.parking.take(role) }?.resume()
     }
 
-    /// Runs `attempt` under the lock until it returns true, suspending (cancellably) in between. `attempt` may throw
-    /// to end the wait. Cancellation is only honoured while not making progress, so no data is lost by it.
+    /// Runs `attempt` under the lock until it returns true, parked (cancellably) in between (`parkLoop`). `attempt` may
+    /// throw to end the wait. Cancellation is only honoured while not making progress, so no data is lost by it.
     private func suspend(_ role: Role, _ attempt: (inout State) throws(TransportError) -> Bool) async throws {
-        while true {
-            try Task.checkCancellation()
-            // Fast path without suspending.
-            let id: UInt64? = try state.withLock { s throws(TransportError) in
-                if try attempt(&s) { return nil }
-                s.nextID += 1
-                return s.nextID
-            }
-            guard let id else { return }
-            var done = false
-            try await withTaskCancellationHandler {
-                try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                    let immediate: Result<Void, any Error>? = state.withLock { s in
-                        do {
-                            if try attempt(&s) {
-                                done = true
-                                return .success(())
-                            }
-                        } catch {
-                            return .failure(error)
-                        }
-                        if Task.isCancelled { return .failure(CancellationError()) }
-                        let waiter = Waiter(id: id, continuation: continuation)
-                        switch role {
-                        case .reader: s.reader = waiter
-                        case .writer: s.writer = waiter
-                        }
-                        return nil
-                    }
-                    if let immediate { continuation.resume(with: immediate) }
-                }
-            } onCancel: {
-                let cancelled: Waiter? = state.withLock { s in
-                    switch role {
-                    case .reader where s.reader?.id == id: return s.reader.take()
-                    case .writer where s.writer?.id == id: return s.writer.take()
-                    default: return nil
-                    }
-                }
-                cancelled?.continuation.resume(throwing: CancellationError())
-            }
-            if done { return }
+        try await parkLoop(role, in: state, wake: { [weak self] role, _ in self?.wake(role) }) { s, _ throws(TransportError) in
+            try attempt(&s) ? .done : .wait
         }
     }
 }

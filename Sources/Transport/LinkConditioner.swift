@@ -210,24 +210,12 @@ final class ConditionerCore: Sendable {
 
     private enum Lanes { case outgoing, incoming }
 
-    enum Slot: Hashable { case receiver, sender, delivery, reader, closer }
-
-    private struct Waiter {
-        let id: UInt64
-        let continuation: CheckedContinuation<Void, any Error>
-        var timer: ReactorTimer?
-        /// When the timer wakes it (nil: parked until woken).
-        var deadline: Instant?
-    }
+    enum Slot: Hashable, Sendable { case receiver, sender, delivery, reader, closer }
 
     /// What a parked loop should do next.
-    private enum Step {
-        case done
-        case wait
-        case waitUntil(Instant)
-    }
+    private typealias Step = Parking<Slot>.Step
 
-    private struct State {
+    private struct State: ParkingState {
         var outgoing: Lane
         var incoming: Lane
         var totalBytes = 0
@@ -239,8 +227,7 @@ final class ConditionerCore: Sendable {
         var deliveryBusy = false
         var closed = false
         var receiving = false
-        var waiters: [Slot: Waiter] = [:]
-        var nextID: UInt64 = 0
+        var parking = Parking<Slot>()
         /// Direct mode: the timer that delivers the outgoing head on the reactor's thread, and its generation.
         var deliveryTimer: (timer: ReactorTimer, at: Instant, generation: UInt64)?
         var timerGeneration: UInt64 = 0
@@ -330,7 +317,7 @@ final class ConditionerCore: Sendable {
 
     /// Whether a call or loop is parked in `slot` (for tests and diagnostics).
     func isParked(_ slot: Slot) -> Bool {
-        state.withLock { $0.waiters[slot] != nil }
+        state.withLock { $0.parking.isParked(slot) }
     }
 
     /// Serialisation time of `n` bytes.
@@ -815,81 +802,19 @@ final class ConditionerCore: Sendable {
             wake(slot)
             return
         }
-        let replaced: ReactorTimer? = state.withLock { s in
-            guard var waiter = s.waiters[slot] else { return nil }
-            if let deadline = waiter.deadline, deadline <= dueAt { return nil }
-            let old = waiter.timer
-            let id = waiter.id
-            waiter.timer = Timers.schedule(at: dueAt) { [self] in self.wake(slot, id: id) }
-            waiter.deadline = dueAt
-            s.waiters[slot] = waiter
-            return old
-        }
+        let replaced = state.withLock { s in s.parking.wake(slot, at: dueAt) { [self] slot, id in self.wake(slot, id: id) } }
         if let replaced { Timers.cancel(replaced) }
     }
 
     /// Resumes the waiter in `slot` (only if it is `id`, when given).
     private func wake(_ slot: Slot, id: UInt64? = nil) {
-        let waiter: Waiter? = state.withLock { s in
-            guard let w = s.waiters[slot], id == nil || w.id == id else { return nil }
-            s.waiters[slot] = nil
-            return w
-        }
-        if let timer = waiter?.timer { Timers.cancel(timer) }
-        waiter?.continuation.resume()
+        state.withLock { $0.parking.take(slot, id: id) }?.resume()
     }
 
     /// Runs `step` under the lock until it returns `.done`, parking in `slot` in between — until woken, or until the
-    /// deadline of `.waitUntil` (an absolute `ContinuousClock` instant, on the reactor's timers). Cancellable.
+    /// deadline of `.waitUntil` (an absolute `ContinuousClock` instant, on the reactor's timers: a parked loop waits
+    /// for every chunk's delivery time). Cancellable.
     private nonisolated(nonsending) func park(_ slot: Slot, _ step: (inout State, Instant) throws(TransportError) -> Step) async throws {
-        while true {
-            try Task.checkCancellation()
-            // Fast path without suspending: most calls can proceed at once.
-            let id: UInt64? = try state.withLock { s throws(TransportError) in
-                if case .done = try step(&s, clock.now) { return nil }
-                s.nextID += 1
-                return s.nextID
-            }
-            guard let id else { return }
-            var done = false
-            try await withTaskCancellationHandler {
-                try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                    let immediate: Result<Void, any Error>? = state.withLock { s in
-                        let next: Step
-                        do {
-                            next = try step(&s, clock.now)
-                        } catch {
-                            return .failure(error)
-                        }
-                        var deadline: Instant?
-                        switch next {
-                        case .done:
-                            done = true
-                            return .success(())
-                        case .wait:
-                            break
-                        case .waitUntil(let instant):
-                            deadline = instant
-                        }
-                        if Task.isCancelled { return .failure(CancellationError()) }
-                        // The reactor's timers: a parked loop waits for every chunk's delivery time, and a task
-                        // sleeping per chunk cost more than the rest of the link's work.
-                        let timer = deadline.map { Timers.schedule(at: $0) { [self] in self.wake(slot, id: id) } }
-                        s.waiters[slot] = Waiter(id: id, continuation: continuation, timer: timer, deadline: deadline)
-                        return nil
-                    }
-                    if let immediate { continuation.resume(with: immediate) }
-                }
-            } onCancel: {
-                let waiter: Waiter? = state.withLock { s in
-                    guard let w = s.waiters[slot], w.id == id else { return nil }
-                    s.waiters[slot] = nil
-                    return w
-                }
-                if let timer = waiter?.timer { Timers.cancel(timer) }
-                waiter?.continuation.resume(throwing: CancellationError())
-            }
-            if done { return }
-        }
+        try await parkLoop(slot, in: state, now: { clock.now }, wake: { [self] slot, id in self.wake(slot, id: id) }, step)
     }
 }
