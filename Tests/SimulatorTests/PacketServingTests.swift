@@ -6,7 +6,7 @@ import Transport
 
 /// A host on a packet link (USB HID): one raw LightX packet per message, requests in the USB style.
 /// Default timeouts are long: they are for packets that must come (see `TestHost`).
-struct PacketHost {
+struct PacketHost: SimulatorHost {
     let transport: any Transport
     var pushes: [Packet] = []
 
@@ -30,23 +30,11 @@ struct PacketHost {
         return try RawPacketCodec.decode(message)
     }
 
-    /// The next non-push packet (pushes are kept aside).
-    mutating func nextReply(timeout: Duration = .seconds(30)) async throws -> Packet? {
-        let deadline = ContinuousClock.now + timeout
-        while let p = try await next(timeout: deadline - ContinuousClock.now) {
-            if p.isPush { pushes.append(p) } else { return p }
-        }
-        return nil
-    }
-
     /// Sends `request` and returns its reply, checking the USB reply rules: the request's modules echoed (source
     /// 0x08, destination 0x40), same opcode, command and address, type Result.
     mutating func request(_ request: Packet, timeout: Duration = .seconds(30),
                           sourceLocation: SourceLocation = #_sourceLocation) async throws -> Packet {
-        try await send(request)
-        guard let reply = try await nextReply(timeout: timeout) else {
-            throw TestFailure("no reply to \(request.command) within \(timeout)")
-        }
+        let reply = try await self.reply(to: request, timeout: timeout)
         #expect(reply.header.source == .usb && reply.header.destination == request.header.destination,
                 "modules echoed", sourceLocation: sourceLocation)
         #expect(reply.header.param0 == request.header.param0 && reply.opcode == request.opcode, sourceLocation: sourceLocation)

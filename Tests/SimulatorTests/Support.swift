@@ -38,11 +38,39 @@ func rawRequest(_ opcode: Opcode, _ command: Command, _ argument: [UInt8]? = nil
 }
 
 
+/// A test's host of the simulated headset, on any link: sends packets, reads what comes back, keeps pushes aside.
+protocol SimulatorHost {
+    var pushes: [Packet] { get set }
+    func send(_ packet: Packet) async throws
+    /// The next packet (reply or push), or nil when none arrives within `timeout` or the link closed.
+    mutating func next(timeout: Duration) async throws -> Packet?
+}
+
+extension SimulatorHost {
+    /// The next non-push packet; pushes met on the way are appended to `pushes`.
+    mutating func nextReply(timeout: Duration = .seconds(30)) async throws -> Packet? {
+        let deadline = ContinuousClock.now + timeout
+        while let p = try await next(timeout: deadline - ContinuousClock.now) {
+            if p.isPush { pushes.append(p) } else { return p }
+        }
+        return nil
+    }
+
+    /// Sends `request` and returns the reply (a test failure when none comes within `timeout`).
+    mutating func reply(to request: Packet, timeout: Duration) async throws -> Packet {
+        try await send(request)
+        guard let reply = try await nextReply(timeout: timeout) else {
+            throw TestFailure("no reply to \(request.command) within \(timeout)")
+        }
+        return reply
+    }
+}
+
 /// A host on a byte-stream link: frames requests, decodes everything that comes back, keeps pushes aside.
 ///
 /// The default timeouts are for packets that must come: long, since a loaded machine can take seconds (a lost packet
 /// still fails the test, just later). Checks for silence pass a short timeout of their own.
-struct TestHost {
+struct TestHost: SimulatorHost {
     let transport: any Transport
     var decoder = SPPStreamDecoder()
     var pushes: [Packet] = []
@@ -66,15 +94,6 @@ struct TestHost {
         }
     }
 
-    /// The next non-push packet; pushes met on the way are appended to `pushes`.
-    mutating func nextReply(timeout: Duration = .seconds(30)) async throws -> Packet? {
-        let deadline = ContinuousClock.now + timeout
-        while let p = try await next(timeout: deadline - ContinuousClock.now) {
-            if p.isPush { pushes.append(p) } else { return p }
-        }
-        return nil
-    }
-
     /// The next push; replies met on the way are kept for `next`.
     mutating func nextPush(timeout: Duration = .seconds(30)) async throws -> Packet? {
         if let k = pushes.indices.first {
@@ -93,10 +112,7 @@ struct TestHost {
     /// Sends `request` and returns its reply.
     mutating func request(_ request: Packet, timeout: Duration = .seconds(30),
                           sourceLocation: SourceLocation = #_sourceLocation) async throws -> Packet {
-        try await send(request)
-        guard let reply = try await nextReply(timeout: timeout) else {
-            throw TestFailure("no reply to \(request.command) within \(timeout)")
-        }
+        let reply = try await self.reply(to: request, timeout: timeout)
         #expect(reply.header.param0 == request.header.param0, sourceLocation: sourceLocation)
         return reply
     }
