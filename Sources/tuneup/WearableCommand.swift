@@ -1,5 +1,6 @@
 import ArgumentParser
 import Capture
+import Failure
 import Foundation
 import Logging
 import Terminal
@@ -65,28 +66,13 @@ struct WearableCommand: AsyncParsableCommand {
         }
 
         func address() throws -> DeviceAddress {
-            do {
-                return try Devices.parseWearableAddress(deviceText)
-            } catch {
-                guard let variable = fromEnvironment else { throw ValidationError(error.message) }
-                // Set for the headset commands, most likely: say so, and how to name the wearable instead.
-                let headset = (try? Devices.parseHeadsetAddress(variable)) != nil
-                if headset, let expected = error.message.range(of: ": expected ") {
-                    throw ValidationError("$TUNEUP_DEVICE is '\(variable)', a headset's address, not a wearable's: give the wearable with --device ("
-                        + String(error.message[expected.upperBound...]) + ") or unset TUNEUP_DEVICE")
-                }
-                throw ValidationError("$TUNEUP_DEVICE is '\(variable)': \(error.message) (give the wearable with --device, or unset TUNEUP_DEVICE)")
+            do { return try Devices.wearableAddress(option: device, environment: DeviceOptions.deviceFromEnvironment) } catch {
+                throw ValidationError((error as? any CodedError)?.message ?? "\(error)")
             }
         }
 
-        /// A failure to open the device, naming $TUNEUP_DEVICE when the address came from there (a headset's tcp: or
-        /// serial: address looks like a wearable's until it does not answer as one).
-        func openFailure(_ error: Error) -> Error {
-            guard let variable = fromEnvironment, !(error is CancellationError) else { return error }
-            let (message, code) = describeFailure(error)
-            guard code == Exit.connection else { return error }
-            return CommandFailure(message: "\(message) (is \(variable), from $TUNEUP_DEVICE, a wearable?)", code: code)
-        }
+        /// A failure to open the device, naming $TUNEUP_DEVICE when the address came from there.
+        func openFailure(_ error: Error) -> Error { Devices.wearableOpenFailure(error, environment: fromEnvironment) }
 
         /// `reconnect`: reconnect after a lost link with this policy (stream and record).
         func session(reconnect: ReconnectPolicy? = nil) throws -> WearableDeviceSession {

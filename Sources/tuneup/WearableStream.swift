@@ -175,11 +175,7 @@ extension WearableCommand {
                         }
                     }, finish: { written in
                         if live { view.draw(force: true) }
-                        let paths = [written.jsonl, written.csv] + (written.split ?? [])
-                        try Output.emit(written, json: json) {
-                            WearableText.summary(written.summary) + "\nwrote \(WearableText.counted(written.samples, "sample")) and "
-                                + "\(WearableText.counted(written.gestures, "gesture")) to \(paths.joined(separator: ", "))"
-                        }
+                        try Output.emit(written, json: json) { written.text }
                     })
             } catch {
                 // A device that failed to open: its error as it is; a refused configuration: the rule it broke.

@@ -1,6 +1,6 @@
 import Testing
 import Wearable
-import WearableRecording
+@testable import WearableRecording
 
 /// Sensors, gestures and periods as the wearable commands take them, read by the library (issue 31 §1).
 struct WearableArgumentsTests {
@@ -13,5 +13,15 @@ struct WearableArgumentsTests {
         #expect(negative?.message.hasPrefix("unknown sensor '-1' (") == true && negative?.category == .usage)
         let period = #expect(throws: WearableArgumentError.self) { try WearableText.periodArgument("30ms", option: "--every") }
         #expect(period?.message == "--every '30ms' is not a sample period (320ms, 160ms, 80ms, 40ms or 20ms)")
+    }
+}
+
+/// `record`'s text, made by the library (issue 31 §1).
+struct WrittenTextTests {
+    @Test func theSummaryThenWhatWasWrittenWhere() {
+        let written = WearableStreaming.Written(jsonl: "/t/a.jsonl", csv: "/t/a.csv", split: ["/t/a.accelerometer.csv"], samples: 1, gestures: 2,
+                                                summary: WearableLine(type: "summary"))
+        #expect(written.text.hasSuffix("\nwrote 1 sample and 2 gestures to /t/a.jsonl, /t/a.csv, /t/a.accelerometer.csv"))
+        #expect(written.text.hasPrefix(WearableText.summary(WearableLine(type: "summary"))))
     }
 }
