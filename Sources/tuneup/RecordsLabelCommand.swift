@@ -1,6 +1,7 @@
 import ArgumentParser
 import Labels
 import Records
+import Station
 import Terminal
 
 extension RecordsCommand {
@@ -54,18 +55,10 @@ extension RecordsCommand {
             do {
                 let store = try await source.open()
                 let record = try await RecordsCommand.findUnit(unit, in: store, db: source.db)
-                guard let last = record.runs.last(where: { $0.outcome != nil }), last.outcome == .pass else {
-                    let outcome = record.runs.last(where: { $0.outcome != nil })?.outcome?.rawValue ?? "none"
-                    throw CommandFailure(message: "unit \(record.hardwareID) has not passed (its last run: \(outcome)): labels are printed for passed units only", code: 1)
-                }
-                func committed(_ kind: IdentityKind) -> String? {
-                    record.identities.last { $0.kind == kind && $0.state == .committed }?.value
-                }
-                guard let serial = committed(.serial) else {
-                    throw CommandFailure(message: "unit \(record.hardwareID) has no committed serial to print", code: 1)
-                }
+                let content: LabelContent
+                do { content = try LabelContent(reprinting: record, product: product) } catch { throw CommandFailure(message: error.message, code: 1) }
                 guard let printer = try await labels.makePrinter() else { return }
-                printed = try await printer.print(LabelContent(product: product, serial: serial, bluetoothAddress: committed(.bluetoothAddress)))
+                printed = try await printer.print(content)
             } catch {
                 throw failureExit(error)
             }

@@ -38,7 +38,7 @@ extension RecordsCommand {
         func validate() throws {
             if let problem = Traceability.problem(value: reason, what: "--reason") { throw ValidationError(problem) }
             do { try RecordStores.check(db) } catch { throw ValidationError(error.message) }
-            _ = try OperatorName.resolve(operatorName)
+            _ = try resolveOperator(operatorName)
         }
 
         func run() async throws {
@@ -56,7 +56,7 @@ extension RecordsCommand {
                 }
                 let hardwareID = try await RecordsCommand.hardwareID(of: unit, in: store, db: db)
                 do {
-                    release = try await store.release(hardwareID, by: try OperatorName.resolve(operatorName), reason: reason, at: Date())
+                    release = try await store.release(hardwareID, by: try resolveOperator(operatorName), reason: reason, at: Date())
                 } catch let error as RecordsError where error.code == .invalidTransition {
                     throw CommandFailure(message: error.message, code: 1)
                 }

@@ -136,7 +136,7 @@ struct StationCommand: AsyncParsableCommand {
             if let uploadWait, !(0...86_400).contains(uploadWait) { throw ValidationError("--upload-wait must be 0...86400 seconds") }
             let lineOnly = [(outbox != nil, "--outbox"), (lease != nil, "--lease"), (uploadWait != nil, "--upload-wait")].filter(\.0).map(\.1)
             do { try RecordStores.checkStation(db: db, lineOnlyOptions: lineOnly) } catch { throw ValidationError(error.message) }
-            _ = try OperatorName.resolve(operatorName)
+            _ = try resolveOperator(operatorName)
             if let ui { do { _ = try ListenAddress(parsing: ui, option: "--ui") } catch { throw ValidationError("\(error)") } }
         }
 
@@ -157,7 +157,7 @@ struct StationCommand: AsyncParsableCommand {
             connection.session.timeout = .milliseconds(Int64(timeout * 1000))
             connection.capture = capture.settings(.lightX)
             let options = StationOptions(
-                devices: Devices.registry, station: stationName, operatorName: try OperatorName.resolve(operatorName),
+                devices: Devices.registry, station: stationName, operatorName: try resolveOperator(operatorName),
                 toolVersion: TuneupVersion.string, connection: connection, deviceWait: .milliseconds(Int64(wait.wait * 1000)),
                 workOrder: trace.workOrder, lot: trace.lot, fixture: trace.fixture, metadata: try trace.metadata())
             let view = StationView(json: output.json, live: !output.json && isatty(STDOUT_FILENO) == 1)
