@@ -138,77 +138,12 @@ public final class ConditionedTransport: Transport {
     }
 }
 
-/// The shared state and the two background loops of a `ConditionedTransport`. Internal.
+/// The shell of a `ConditionedTransport` around its `LinkConditionerMachine`: the inner transport, the tasks parked on
+/// the machine (a send, a receive, the close, the delivery and reader loops), the reactor's timers, the clock and the
+/// logger. Internal.
 final class ConditionerCore: Sendable {
     typealias Instant = ContinuousClock.Instant
-
-    private struct Scheduled {
-        var bytes: [UInt8]
-        let deliverAt: Instant
-    }
-
-    /// One direction of the simulated link.
-    private struct Lane {
-        var linkFreeAt: Instant
-        var lastDeliverAt: Instant
-        var chunkRandom: SeededRandom
-        var corruptRandom: SeededRandom
-        var untilCorruption: Int?
-        var queue: [Scheduled] = []
-        var head = 0
-        var queuedBytes = 0
-        var stats = LinkStatistics.Direction()
-
-        var isEmpty: Bool { head == queue.count }
-        var first: Scheduled? { isEmpty ? nil : queue[head] }
-
-        mutating func removeAll() {
-            queue.removeAll()
-            head = 0
-            queuedBytes = 0
-        }
-
-        /// Takes the chunks due by `now` (one for packets; merged up to 64 KiB for byte streams).
-        mutating func takeDue(now: Instant, limit: Instant?, packets: Bool) -> [UInt8] {
-            var out: [UInt8] = []
-            while let next = first, next.deliverAt <= now, limit.map({ next.deliverAt <= $0 }) ?? true {
-                if !out.isEmpty && (packets || out.count + next.bytes.count > 64 * 1024) { break }
-                if out.isEmpty { out = next.bytes } else { out.append(contentsOf: next.bytes) }
-                queue[head].bytes = []
-                head += 1
-                queuedBytes -= next.bytes.count
-                if packets { break }
-            }
-            if head > 64 && head * 2 > queue.count {
-                queue.removeFirst(head)
-                head = 0
-            }
-            return out
-        }
-
-        /// Flips one random bit in each byte chosen with probability `rate` (geometric skipping, byte-indexed).
-        mutating func corrupt(_ bytes: inout [UInt8], rate: Double) -> Int {
-            guard rate > 0 else { return 0 }
-            var index = untilCorruption ?? nextGap(rate)
-            var count = 0
-            while index < bytes.count {
-                bytes[index] ^= UInt8(1) << UInt8(corruptRandom.next() & 7)
-                count += 1
-                index += 1 + nextGap(rate)
-            }
-            untilCorruption = index - bytes.count
-            return count
-        }
-
-        private mutating func nextGap(_ rate: Double) -> Int {
-            if rate >= 1 { return 0 }
-            let u = Double((corruptRandom.next() >> 11) + 1) * 0x1.0p-53 // (0, 1]
-            let gap = (log(u) / log1p(-rate)).rounded(.down)
-            return gap >= Double(Int.max / 2) ? Int.max / 2 : Int(gap)
-        }
-    }
-
-    private enum Lanes { case outgoing, incoming }
+    typealias Machine = LinkConditionerMachine
 
     enum Slot: Hashable, Sendable { case receiver, sender, delivery, reader, closer }
 
@@ -216,38 +151,10 @@ final class ConditionerCore: Sendable {
     private typealias Step = Parking<Slot>.Step
 
     private struct State: ParkingState {
-        var outgoing: Lane
-        var incoming: Lane
-        var totalBytes = 0
-        var disconnected = false
-        var linkDownAt: Instant?
-        var innerFailure: TransportError?
-        var innerFailureAt: Instant?
-        var deliveryFailure: TransportError?
-        var deliveryBusy = false
-        var closed = false
-        var receiving = false
+        var machine: Machine
         var parking = Parking<Slot>()
-        /// Direct mode: the timer that delivers the outgoing head on the reactor's thread, and its generation.
-        var deliveryTimer: (timer: ReactorTimer, at: Instant, generation: UInt64)?
-        var timerGeneration: UInt64 = 0
-        /// Direct mode: the rest of a batch the inner transport did not take at once; the delivery task sends it.
-        var handover: [UInt8]?
-        var handovers = 0
-        /// Direct mode: what the reader is doing.
-        var directReader = DirectReader.idle
-    }
-
-    /// The reader in direct mode: reading, or waiting for the inner transport (a readiness handler), for room in the
-    /// incoming lane (the receiver restarts it), or for the bandwidth to allow the next chunk (a timer).
-    private enum DirectReader {
-        case idle, reading, awaitingData, awaitingRoom, awaitingTime, stopped
-    }
-
-    private struct Carried {
-        var deliverAt: Instant
-        var final: Bool
-        var truncated: Bool
+        /// Direct mode: the timer the machine armed to deliver the outgoing head on the reactor's thread.
+        var deliveryTimer: ReactorTimer?
     }
 
     let inner: any Transport
@@ -262,68 +169,36 @@ final class ConditionerCore: Sendable {
     private let sendLock = AsyncLock()
     private let state: Mutex<State>
     private let packets: Bool
-    private let outgoingCap: Int
-    private let incomingCap: Int
 
     init(inner: any Transport, conditions: LinkConditions, logger: Logger?) {
         self.inner = inner
         self.conditions = conditions
-        self.immediate = conditions.disconnectAfterBytes == nil ? inner as? any ImmediateTransport : nil
+        let immediate = conditions.disconnectAfterBytes == nil ? inner as? any ImmediateTransport : nil
+        self.immediate = immediate
         self.logger = logger
-        self.packets = inner.framing == .packets
-        var mix = conditions.seed
-        let now = ContinuousClock.now
-        func lane() -> Lane {
-            Lane(linkFreeAt: now, lastDeliverAt: now,
-                 chunkRandom: SeededRandom(seed: SeededRandom.splitMix64(&mix)),
-                 corruptRandom: SeededRandom(seed: SeededRandom.splitMix64(&mix)))
-        }
-        let outgoing = lane()
-        let incoming = lane()
-        state = Mutex(State(outgoing: outgoing, incoming: incoming))
-        let mebibyte = 1 << 20
-        outgoingCap = mebibyte
-        if let bps = conditions.bitsPerSecond {
-            let latencySeconds = Double(conditions.latency.components.seconds) + Double(conditions.latency.components.attoseconds) * 1e-18
-            let bandwidthDelay = Double(bps) / 8 * latencySeconds
-            incomingCap = max(mebibyte, Int(min(bandwidthDelay * 2, 1e12)) + 2 * conditions.linkBufferBytes)
-        } else {
-            incomingCap = mebibyte
-        }
+        packets = inner.framing == .packets
+        let settings = Machine.Settings(conditions: conditions, packets: packets, direct: immediate != nil)
+        state = Mutex(State(machine: Machine(settings: settings, now: ContinuousClock.now)))
     }
 
     /// Whether chunks move on the reactor's thread (see `immediate`).
     var isDirect: Bool { immediate != nil }
 
     /// Batches the inner transport did not take at once in direct mode (for tests).
-    var handovers: Int { state.withLock { $0.handovers } }
+    var handovers: Int { state.withLock { $0.machine.handovers } }
 
-    var statistics: LinkStatistics {
-        state.withLock { s in
-            var stats = LinkStatistics()
-            stats.outgoing = s.outgoing.stats
-            stats.incoming = s.incoming.stats
-            stats.disconnected = s.disconnected
-            return stats
-        }
-    }
+    var statistics: LinkStatistics { state.withLock { $0.machine.statistics } }
 
     private var peer: String { inner.peerDescription }
 
     /// When each direction's link finishes carrying what is queued (diagnostics and tests).
     var linkFreeAt: (outgoing: Instant, incoming: Instant) {
-        state.withLock { ($0.outgoing.linkFreeAt, $0.incoming.linkFreeAt) }
+        state.withLock { ($0.machine.outgoing.linkFreeAt, $0.machine.incoming.linkFreeAt) }
     }
 
     /// Whether a call or loop is parked in `slot` (for tests and diagnostics).
     func isParked(_ slot: Slot) -> Bool {
         state.withLock { $0.parking.isParked(slot) }
-    }
-
-    /// Serialisation time of `n` bytes.
-    private func wireTime(_ n: Int) -> Duration {
-        guard let bps = conditions.bitsPerSecond, n > 0 else { return .zero }
-        return .nanoseconds(Int64((Double(n) * 8e9 / Double(bps)).rounded()))
     }
 
     private func linkDownError() -> TransportError {
@@ -334,55 +209,29 @@ final class ConditionerCore: Sendable {
         TransportError(.closed, "\(peer) is closed")
     }
 
-    /// Puts `bytes` on one lane: faults, timing, disconnect accounting. Returns nil if the link is already down.
-    private func carry(_ bytes: [UInt8], on which: Lanes, now: Instant, state s: inout State) -> Carried? {
-        var piece = bytes
-        var final = false
-        var truncated = false
-        if let limit = conditions.disconnectAfterBytes {
-            let allowance = limit - s.totalBytes
-            if allowance <= 0 { return nil }
-            if piece.count >= allowance {
-                truncated = piece.count > allowance
-                piece = Array(piece.prefix(allowance))
-                final = true
-            }
+    /// The error a refused call throws.
+    private func refusalError(_ refusal: Machine.Refusal) -> TransportError {
+        switch refusal {
+        case .closed: closedError()
+        case .linkDown: linkDownError()
+        case .failed(let failure): failure
+        case .receivePending: TransportError(.io, "\(peer): receive() called while another receive() is pending")
         }
-        s.totalBytes += piece.count
-        var lane = which == .outgoing ? s.outgoing : s.incoming
-        let drop = lane.chunkRandom.nextUnit() < conditions.dropRate
-        let stall = lane.chunkRandom.nextUnit() < conditions.stallRate
-        let corrupted = lane.corrupt(&piece, rate: conditions.corruptionRate)
-        if lane.stats.chunks > 0, now > lane.linkFreeAt {
-            lane.stats.idleTime += now - lane.linkFreeAt
+    }
+
+    private func step(_ next: Machine.Next) -> Step {
+        switch next {
+        case .proceed: .done
+        case .wait: .wait
+        case .waitUntil(let instant): .waitUntil(instant)
         }
-        var start = max(now, lane.linkFreeAt)
-        if stall { start += conditions.stallDuration }
-        let end = start + wireTime(piece.count)
-        lane.linkFreeAt = end
-        let deliverAt = end + conditions.latency
-        lane.lastDeliverAt = deliverAt
-        lane.stats.bytes += piece.count
-        lane.stats.chunks += 1
-        lane.stats.corruptedBytes += corrupted
-        if stall { lane.stats.stalls += 1 }
-        if drop {
-            lane.stats.droppedChunks += 1
-            lane.stats.droppedBytes += piece.count
-        } else {
-            lane.queue.append(Scheduled(bytes: piece, deliverAt: deliverAt))
-            lane.queuedBytes += piece.count
-        }
-        if which == .outgoing { s.outgoing = lane } else { s.incoming = lane }
-        if final {
-            s.linkDownAt = deliverAt
-            s.disconnected = true
-        }
-        if drop || stall || corrupted > 0, let logger {
-            let direction = which == .outgoing ? "outgoing" : "incoming"
-            logger.trace("\(peer) link fault (\(direction), \(piece.count) bytes): drop=\(drop) stall=\(stall) corrupted=\(corrupted)")
-        }
-        return Carried(deliverAt: deliverAt, final: final, truncated: truncated)
+    }
+
+    /// Traces the faults a chunk met.
+    private func report(_ faults: Machine.Faults) {
+        guard let logger else { return }
+        let direction = faults.direction == .outgoing ? "outgoing" : "incoming"
+        logger.trace("\(peer) link fault (\(direction), \(faults.bytes) bytes): drop=\(faults.drop) stall=\(faults.stall) corrupted=\(faults.corrupted)")
     }
 
     // MARK: - Local side
@@ -390,36 +239,25 @@ final class ConditionerCore: Sendable {
     nonisolated(nonsending) func send(_ bytes: [UInt8]) async throws {
         try await sendLock.withLock {
             if bytes.isEmpty {
-                try state.withLock { s throws(TransportError) in
-                    if s.closed { throw closedError() }
-                }
+                if let refusal = state.withLock({ $0.machine.sendEmpty() }) { throw refusalError(refusal) }
                 return
             }
             let buffer = conditions.linkBufferBytes
             var offset = 0
             while offset < bytes.count {
                 let count = packets ? bytes.count : min(buffer, bytes.count - offset)
-                var lostTail = false
-                var reachedLimit = false
                 var due: Instant?
+                var reachedLimit = false
+                var lostTail = false
                 try await park(.sender) { s, now throws(TransportError) -> Step in
-                    if s.closed { throw closedError() }
-                    if s.disconnected { throw linkDownError() }
-                    if let failure = s.deliveryFailure { throw failure }
-                    if conditions.bitsPerSecond != nil {
-                        let allowedAt = s.outgoing.linkFreeAt - wireTime(max(0, buffer - count))
-                        if now < allowedAt { return .waitUntil(allowedAt) }
-                    } else if s.outgoing.queuedBytes > 0 && s.outgoing.queuedBytes + count > outgoingCap {
-                        return .wait
+                    switch s.machine.send(bytes, offset: offset, count: count, now: now, faults: { report($0) }) {
+                    case .refused(let refusal): throw refusalError(refusal)
+                    case .wait: return .wait
+                    case .waitUntil(let instant): return .waitUntil(instant)
+                    case let .carried(deliverAt, limit, lost):
+                        (due, reachedLimit, lostTail) = (deliverAt, limit, lost)
+                        return .done
                     }
-                    let piece = offset == 0 && count == bytes.count ? bytes : Array(bytes[offset..<offset + count])
-                    guard let carried = carry(piece, on: .outgoing, now: now, state: &s) else { throw linkDownError() }
-                    due = carried.deliverAt
-                    if carried.final {
-                        reachedLimit = true
-                        lostTail = carried.truncated || offset + count < bytes.count
-                    }
-                    return .done
                 }
                 if let due, !reachedLimit {
                     if immediate != nil { armDelivery(at: due) } else { wake(.delivery, dueAt: due) }
@@ -442,35 +280,21 @@ final class ConditionerCore: Sendable {
 
     nonisolated(nonsending) func receive() async throws -> [UInt8] {
         try state.withLock { s throws(TransportError) in
-            if s.closed { throw closedError() }
-            if s.receiving { throw TransportError(.io, "\(peer): receive() called while another receive() is pending") }
-            s.receiving = true
+            if let refusal = s.machine.beginReceive() { throw refusalError(refusal) }
         }
-        defer { state.withLock { $0.receiving = false } }
+        defer { state.withLock { $0.machine.endReceive() } }
         var result: [UInt8] = []
         try await park(.receiver) { s, now throws(TransportError) -> Step in
-            if s.closed { throw closedError() }
-            if let head = s.incoming.first {
-                if let down = s.linkDownAt, head.deliverAt > down {
-                    s.incoming.removeAll()
-                } else if head.deliverAt <= now {
-                    result = s.incoming.takeDue(now: now, limit: s.linkDownAt, packets: packets)
-                    return .done
-                } else {
-                    return .waitUntil(head.deliverAt)
-                }
+            switch s.machine.receiveStep(now: now) {
+            case .refused(let refusal): throw refusalError(refusal)
+            case .wait: return .wait
+            case .waitUntil(let instant): return .waitUntil(instant)
+            case .bytes(let bytes):
+                result = bytes
+                return .done
             }
-            if let down = s.linkDownAt {
-                if now >= down { throw linkDownError() }
-                return .waitUntil(down)
-            }
-            if let failure = s.innerFailure {
-                if let at = s.innerFailureAt, now < at { return .waitUntil(at) }
-                throw failure
-            }
-            return .wait
         }
-        if immediate != nil { resumeReading(from: .awaitingRoom) } else { wake(.reader) }
+        if immediate != nil { resumeReading(from: .room) } else { wake(.reader) }
         if let logger {
             logger.trace("\(peer) received \(result.count) bytes from the conditioned link: \(hexDump(result))")
         }
@@ -478,19 +302,12 @@ final class ConditionerCore: Sendable {
     }
 
     nonisolated(nonsending) func close() async {
-        let first = state.withLock { s in
-            defer { s.closed = true }
-            return !s.closed
-        }
-        guard first else { return }
+        guard state.withLock({ $0.machine.close(now: clock.now) }) != nil else { return }
         wake(.receiver)
         wake(.sender)
         wake(.reader)
-        let deadline = state.withLock { max(clock.now, $0.outgoing.lastDeliverAt) } + .seconds(1)
         try? await park(.closer) { s, now throws(TransportError) -> Step in
-            let drained = s.outgoing.isEmpty && !s.deliveryBusy
-            if drained || s.deliveryFailure != nil || s.linkDownAt != nil || now >= deadline { return .done }
-            return .waitUntil(deadline)
+            step(s.machine.closeStep(now: now))
         }
         wake(.delivery)
     }
@@ -500,64 +317,39 @@ final class ConditionerCore: Sendable {
     /// Moves due outgoing chunks to the inner transport, and takes the link down when the byte limit is reached.
     func runDelivery() async {
         while true {
-            var batch: [UInt8] = []
-            var goDown = false
+            var answer = Machine.DeliveryAnswer.wait
             do {
                 try await park(.delivery) { s, now throws(TransportError) -> Step in
-                    if immediate != nil {
-                        // Direct mode: the timer delivers; this loop sends only what it handed over.
-                        if let rest = s.handover {
-                            s.handover = nil
-                            batch = rest
-                            return .done
-                        }
-                        if s.closed { throw TransportError(.closed, "stopped") }
-                        return .wait
+                    answer = s.machine.deliveryStep(now: now)
+                    switch answer {
+                    case .send, .goDown, .stop: return .done
+                    case .wait: return .wait
+                    case .waitUntil(let instant): return .waitUntil(instant)
                     }
-                    if let head = s.outgoing.first {
-                        if let down = s.linkDownAt, head.deliverAt > down {
-                            s.outgoing.removeAll()
-                        } else if head.deliverAt <= now {
-                            batch = s.outgoing.takeDue(now: now, limit: s.linkDownAt, packets: packets)
-                            s.deliveryBusy = true
-                            return .done
-                        } else {
-                            return .waitUntil(head.deliverAt)
-                        }
-                    }
-                    if let down = s.linkDownAt {
-                        if now >= down {
-                            goDown = true
-                            return .done
-                        }
-                        return .waitUntil(down)
-                    }
-                    if s.closed { throw TransportError(.closed, "stopped") }
-                    return .wait
                 }
             } catch {
                 return
             }
-            if goDown {
+            let batch: [UInt8]
+            switch answer {
+            case .send(let bytes):
+                batch = bytes
+            case .goDown:
                 logger?.debug("\(peer): conditioned link disconnected after \(conditions.disconnectAfterBytes ?? 0) bytes")
                 await inner.close()
                 wake(.receiver)
                 wake(.closer)
                 return
+            case .stop, .wait, .waitUntil:
+                return
             }
             do {
                 try await inner.send(batch)
-                let head: Instant? = state.withLock { s in
-                    s.deliveryBusy = false
-                    return s.outgoing.first?.deliverAt
-                }
+                let head = state.withLock { $0.machine.delivered() }
                 if immediate != nil, let head { armDelivery(at: head) }
             } catch {
-                let failure = (error as? TransportError) ?? closedError()
-                state.withLock { s in
-                    s.deliveryBusy = false
-                    if !(error is CancellationError) { s.deliveryFailure = failure }
-                }
+                let failure = error is CancellationError ? nil : (error as? TransportError) ?? closedError()
+                state.withLock { $0.machine.deliveryFailed(failure) }
                 wake(.sender)
                 wake(.closer)
                 return
@@ -569,17 +361,11 @@ final class ConditionerCore: Sendable {
 
     /// Pulls chunks from the inner transport and schedules them for local delivery.
     func runReader() async {
-        let buffer = conditions.linkBufferBytes
         while true {
             do {
                 try await park(.reader) { s, now throws(TransportError) -> Step in
-                    if s.closed || s.disconnected { throw TransportError(.closed, "stopped") }
-                    if s.incoming.queuedBytes >= incomingCap { return .wait }
-                    if conditions.bitsPerSecond != nil {
-                        let allowedAt = s.incoming.linkFreeAt - wireTime(buffer)
-                        if now < allowedAt { return .waitUntil(allowedAt) }
-                    }
-                    return .done
+                    guard let next = s.machine.readerStep(now: now) else { throw TransportError(.closed, "stopped") }
+                    return step(next)
                 }
             } catch {
                 return
@@ -590,30 +376,14 @@ final class ConditionerCore: Sendable {
             } catch {
                 if error is CancellationError { return }
                 let failure = (error as? TransportError) ?? TransportError(.io, "\(peer): \(error)")
-                state.withLock { s in
-                    s.innerFailure = failure
-                    s.innerFailureAt = max(clock.now + conditions.latency, s.incoming.lastDeliverAt)
-                }
+                state.withLock { $0.machine.readingFailed(failure, now: clock.now) }
                 wake(.receiver)
                 return
             }
             let now = clock.now
-            var due: Instant?
-            let stop: Bool = state.withLock { s in
-                if s.closed || s.disconnected { return true }
-                var offset = 0
-                while offset < chunk.count {
-                    let count = packets ? chunk.count : min(buffer, chunk.count - offset)
-                    let piece = offset == 0 && count == chunk.count ? chunk : Array(chunk[offset..<offset + count])
-                    guard let carried = carry(piece, on: .incoming, now: now, state: &s) else { return true }
-                    if due == nil { due = carried.deliverAt }
-                    if carried.final { return true }
-                    offset += count
-                }
-                return false
-            }
-            if let due, !stop { wake(.receiver, dueAt: due) } else { wake(.receiver) }
-            if stop {
+            let answer = state.withLock { $0.machine.receivedChunk(chunk, now: now, faults: { report($0) }) }
+            if let due = answer.due, !answer.stop { wake(.receiver, dueAt: due) } else { wake(.receiver) }
+            if answer.stop {
                 wake(.delivery)
                 return
             }
@@ -626,58 +396,46 @@ final class ConditionerCore: Sendable {
     /// delivery order, so a timer already set for an earlier time covers this chunk: it re-arms for the next head.
     private func armDelivery(at: Instant) {
         let replaced: ReactorTimer? = state.withLock { s in
-            if let current = s.deliveryTimer, current.at <= at { return nil }
-            let old = s.deliveryTimer?.timer
-            s.timerGeneration &+= 1
-            let generation = s.timerGeneration
-            let timer = Timers.schedule(at: at) { [weak self] in self?.deliverDirectly(generation) }
-            s.deliveryTimer = (timer, at, generation)
+            guard let token = s.machine.armDelivery(at: at) else { return nil }
+            let old = s.deliveryTimer
+            s.deliveryTimer = Timers.schedule(at: at) { [weak self] in self?.deliverDirectly(token) }
             return old
         }
         if let replaced { Timers.cancel(replaced) }
     }
 
-    /// The delivery timer fired (on the reactor's thread): writes what is due to the inner transport without
+    /// The delivery timer `token` fired (on the reactor's thread): writes what is due to the inner transport without
     /// waiting, and re-arms for the next head. What the inner transport does not take at once goes to the delivery
     /// task (`handover`), which re-arms the timer when it has sent it.
-    private func deliverDirectly(_ generation: UInt64) {
+    private func deliverDirectly(_ token: UInt64) {
         guard let immediate else { return }
         while true {
-            var batch: [UInt8] = []
-            var next: Instant?
-            let send: Bool = state.withLock { s in
-                if s.deliveryTimer?.generation == generation { s.deliveryTimer = nil }
-                guard !s.deliveryBusy, s.deliveryFailure == nil, let head = s.outgoing.first else { return false }
-                let now = clock.now
-                guard head.deliverAt <= now else {
-                    next = head.deliverAt
-                    return false
-                }
-                batch = s.outgoing.takeDue(now: now, limit: nil, packets: packets)
-                s.deliveryBusy = true
-                return true
+            let answer = state.withLock { s in
+                let answer = s.machine.deliveryTimerFired(token, now: clock.now)
+                if s.machine.deliveryTimer == .unarmed { s.deliveryTimer = nil }
+                return answer
             }
-            guard send else {
-                if let next { armDelivery(at: next) }
+            let batch: [UInt8]
+            switch answer {
+            case .nothing:
                 return
+            case .rearm(let at):
+                armDelivery(at: at)
+                return
+            case .send(let bytes):
+                batch = bytes
             }
             switch immediate.sendNow(batch) {
             case .sent:
-                state.withLock { $0.deliveryBusy = false }
+                _ = state.withLock { $0.machine.delivered() }
                 wake(.sender)
                 wake(.closer)
             case .partial(let written):
-                state.withLock { s in
-                    s.handover = written == 0 ? batch : Array(batch[written...])
-                    s.handovers += 1
-                }
+                state.withLock { $0.machine.handedOver(batch, written: written) }
                 wake(.delivery)
                 return
             case .failed(let error):
-                state.withLock { s in
-                    s.deliveryBusy = false
-                    s.deliveryFailure = error
-                }
+                state.withLock { $0.machine.deliveryFailed(error) }
                 wake(.sender)
                 wake(.closer)
                 return
@@ -687,62 +445,38 @@ final class ConditionerCore: Sendable {
 
     /// Starts the direct reader (once, at creation).
     func startReadingDirectly() {
-        resumeReading(from: .idle)
+        resumeReading(from: .start)
     }
 
-    /// Runs the direct reader if it is in `expected` (so that it never runs twice at once).
-    private func resumeReading(from expected: DirectReader) {
-        let resume: Bool = state.withLock { s in
-            guard s.directReader == expected else { return false }
-            s.directReader = .reading
-            return true
-        }
-        if resume { readDirectly() }
+    /// Runs the direct reader if it is where `from` says (so that it never runs twice at once).
+    private func resumeReading(from: Machine.Resume) {
+        if state.withLock({ $0.machine.resumeReading(from: from) }) { readDirectly() }
     }
 
     /// The direct reader: what `runReader` does, with reads that do not wait, on the thread that resumed it (the
     /// reactor's for readiness and bandwidth timers, the receiver's when it made room).
     private func readDirectly() {
         guard let immediate else { return }
-        let buffer = conditions.linkBufferBytes
         while true {
-            var wakeAt: Instant?
-            let proceed: Bool = state.withLock { s in
-                if s.closed {
-                    s.directReader = .stopped
-                    return false
-                }
-                if s.incoming.queuedBytes >= incomingCap {
-                    s.directReader = .awaitingRoom
-                    return false
-                }
-                if conditions.bitsPerSecond != nil {
-                    let allowedAt = s.incoming.linkFreeAt - wireTime(buffer)
-                    if clock.now < allowedAt {
-                        s.directReader = .awaitingTime
-                        wakeAt = allowedAt
-                        return false
-                    }
-                }
-                return true
-            }
-            guard proceed else {
-                if let wakeAt {
-                    _ = Timers.schedule(at: wakeAt) { [weak self] in self?.resumeReading(from: .awaitingTime) }
-                }
+            switch state.withLock({ $0.machine.directReadStep(now: clock.now) }) {
+            case .stop:
                 return
+            case .resumeAt(let at):
+                _ = Timers.schedule(at: at) { [weak self] in self?.resumeReading(from: .time) }
+                return
+            case .read:
+                break
             }
             let chunk: [UInt8]
             switch immediate.receiveNow() {
             case .bytes(let bytes):
                 chunk = bytes
             case .wouldBlock:
-                state.withLock { $0.directReader = .awaitingData }
+                state.withLock { $0.machine.awaitingData() }
                 do {
-                    try immediate.whenReadable { [weak self] in self?.resumeReading(from: .awaitingData) }
+                    try immediate.whenReadable { [weak self] in self?.resumeReading(from: .data) }
                     return
                 } catch {
-                    state.withLock { $0.directReader = .reading }
                     failReading(error)
                     return
                 }
@@ -751,43 +485,24 @@ final class ConditionerCore: Sendable {
                 return
             }
             let now = clock.now
-            var due: Instant?
-            let stop: Bool = state.withLock { s in
-                if s.closed {
-                    s.directReader = .stopped
-                    return true
-                }
-                var offset = 0
-                while offset < chunk.count {
-                    let count = packets ? chunk.count : min(buffer, chunk.count - offset)
-                    let piece = offset == 0 && count == chunk.count ? chunk : Array(chunk[offset..<offset + count])
-                    // No byte limit in direct mode: carrying always succeeds.
-                    guard let carried = carry(piece, on: .incoming, now: now, state: &s) else { break }
-                    if due == nil { due = carried.deliverAt }
-                    offset += count
-                }
-                return false
-            }
-            if stop { return }
-            if let due { wake(.receiver, dueAt: due) } else { wake(.receiver) }
+            // No byte limit in direct mode: the reader stops only when the transport is closed.
+            let answer = state.withLock { $0.machine.receivedChunk(chunk, now: now, faults: { report($0) }) }
+            if answer.stop { return }
+            if let due = answer.due { wake(.receiver, dueAt: due) } else { wake(.receiver) }
         }
     }
 
     /// The inner transport failed (or ended): the receiver gets the error after what is still on the link.
     private func failReading(_ failure: TransportError) {
-        state.withLock { s in
-            s.directReader = .stopped
-            s.innerFailure = failure
-            s.innerFailureAt = max(clock.now + conditions.latency, s.incoming.lastDeliverAt)
-        }
+        state.withLock { $0.machine.readingFailed(failure, now: clock.now) }
         wake(.receiver)
     }
 
     /// Cancels the delivery timer (the transport is closed or gone).
     func stopDirect() {
         let timer: ReactorTimer? = state.withLock { s in
-            defer { s.deliveryTimer = nil }
-            return s.deliveryTimer?.timer
+            _ = s.machine.disarm()
+            return s.deliveryTimer.take()
         }
         if let timer { Timers.cancel(timer) }
     }
