@@ -105,6 +105,11 @@ import Testing
         for text in ["name=\"work-order\" value=\"WO-4711\"", "name=\"metadata.line\" value=\"A\"", "name=\"attachment.blob.bin\""] {
             #expect(junit.contains(text), "JUnit export lacks \(text)")
         }
+        // The metadata properties in the order of their keys, as in the CSV: an export of the same records is the same
+        // text every time (issue 31 §5: the order reversed survived the suite).
+        let line = try #require(junit.range(of: "name=\"metadata.line\""))
+        let shift = try #require(junit.range(of: "name=\"metadata.shift.name\""))
+        #expect(line.lowerBound < shift.lowerBound)
     }
 
     @Test(arguments: StoreKind.allCases) func storesKeepTraceabilityAttachmentsAndReleases(_ kind: StoreKind) async throws {

@@ -145,6 +145,10 @@ struct HubRPCTests {
         #expect(try await hub.failing("Player.Seek", #"{"position":3}"#) == (-32005, "NotPlaying"))
         _ = try await hub.call("Player.Play", #"{"media":"\#(Self.song)","party":true}"#)
         #expect(try await hub.failing("Player.Seek", #"{"position":436}"#) == (-32007, "NotSeekable"))
+        // A position is 0...86400 s: a day is one (past this song's end), a moment more is a bad parameter (issue 31 §5:
+        // the bound made exclusive survived the suite).
+        #expect(try await hub.failing("Player.Seek", #"{"position":86400}"#) == (-32007, "NotSeekable"))
+        #expect(try await hub.failing("Player.Seek", #"{"position":86400.5}"#).code == -32602)
         // A v1 session of higher priority takes the playback: this client is refused.
         let v1 = await hub.api.handle(name: "init_session", query: "Priority=500")
         guard case let .string(sid)? = v1.json["SessionID"] else { throw TestFailure(v1.body) }

@@ -128,6 +128,14 @@ struct HubSnapcastTests {
         guard case let .array(after)? = grown["server"]?["groups"] else { throw TestFailure("\(grown)") }
         #expect(after.count == 2 && after[1]["name"] == .string("Kitchen \"<&>\"\u{1}") && after[1]["id"] == .string(b), "\(grown)")
         #expect(pushed().map(\.method).contains("Server.OnUpdate"))
+        // A list of exactly 64 ids is taken (a repeated id counts once: the same two members), 65 are refused (issue 31
+        // §5: a limit of 63 survived the suite).
+        let sixtyFour = (0..<32).flatMap { _ in [#""\#(b)""#, #""\#(c)""#] }.joined(separator: ",")
+        _ = try await call("Group.SetClients", #"{"id":"\#(b)","clients":[\#(sixtyFour)]}"#)
+        #expect(try await hub.speakers.devices().map(\.groupID).filter { $0 != 0 }.count == 2)
+        _ = pushed()
+        let tooMany = try await refused("Group.SetClients", #"{"id":"\#(b)","clients":[\#(sixtyFour),"\#(b)"]}"#)
+        #expect(tooMany.code == HubRPCError.invalidParams && tooMany.data.contains("at most 64"), "\(tooMany)")
         #expect(try await call("Group.SetName", #"{"id":"\#(b)","name":"upstairs"}"#) == .object([("name", .string("upstairs"))]))
         #expect(try await hub.speakers.devices().map(\.groupName) == ["harman", "upstairs", "upstairs"])
         #expect(pushed().map(\.method) == ["Group.OnChanged", "Group.OnNameChanged", "Server.OnUpdate"])
