@@ -26,3 +26,22 @@ import Transport
         #expect(try await h.audioEQPresetName(setting: nil) == "gaming")
     }
 }
+
+/// withHeadset's advice, made by the library (issue 31 §1): an application command refused by a headset in its
+/// bootloader says so and how to get an application running.
+@Suite struct BootloaderAdviceTests {
+    @Test func anApplicationCommandRefusedInTheBootloaderIsExplained() async throws {
+        let server = try await SimulatorServer.start(count: 1, statePath: nil, options: SimulatorOptions(timeScale: 0))
+        let h = Headset(session: LightXSession(transport: await server.devices[0].connect(), options: .init(timeout: .seconds(10))))
+        let refusal = HeadsetError(.deviceNotSupported, "not supported")
+        #expect(await h.bootloaderAdvice(for: refusal) == nil, "the application runs: the error stands")
+        try await FactoryAPITests.enterBootloader(h.bootloader)
+        let advice = await h.bootloaderAdvice(for: refusal)
+        #expect(advice?.message == "the headset is in its bootloader, not running its application: "
+            + "'tuneup bootloader leave' starts the committed 1.4.2, or 'tuneup flash IMAGE' installs one")
+        #expect(advice?.category == .device)
+        #expect(await h.bootloaderAdvice(for: HeadsetError(.timeout, "t")) == nil, "only a refusal is explained")
+        await h.close()
+        await server.shutdown()
+    }
+}
