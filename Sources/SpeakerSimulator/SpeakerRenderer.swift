@@ -267,12 +267,7 @@ public struct SpeakerRenderer: Sendable {
                 locked = false
             }
             dropConsumed()
-            if let endFrame, cursor >= endFrame {
-                ended = true
-                events.append(.ended)
-                emitSilence(slot, &output, &log)
-                continue
-            }
+            if endsStream(slot, &output, &log, &events) { continue }
             guard var dueTime = due(map) else { emitSilence(slot, &output, &log); continue }
             var e = Int64(bitPattern: dueTime &- s)
             if !locked {
@@ -311,12 +306,7 @@ public struct SpeakerRenderer: Sendable {
                     statistics.skippedSamples += 1
                     cursor += 1
                     dropConsumed()
-                    if let endFrame, cursor >= endFrame {
-                        ended = true
-                        events.append(.ended)
-                        emitSilence(slot, &output, &log)
-                        continue
-                    }
+                    if endsStream(slot, &output, &log, &events) { continue }
                     emitFrames(1, slot, &output, &log, &events)
                     continue
                 }
@@ -410,6 +400,16 @@ public struct SpeakerRenderer: Sendable {
             events.append(.elapsed(milliseconds: UInt32(truncatingIfNeeded: second.quotient * 1000)))
             second.quotient += 1
         }
+    }
+
+    /// Whether the cursor has reached the stream's announced end: then the renderer has ended (an `.ended` event) and
+    /// `slot` is silence.
+    private mutating func endsStream(_ slot: UInt64, _ output: inout [UInt8], _ log: inout [RenderRun], _ events: inout [RenderEvent]) -> Bool {
+        guard let endFrame, cursor >= endFrame else { return false }
+        ended = true
+        events.append(.ended)
+        emitSilence(slot, &output, &log)
+        return true
     }
 
     private mutating func emitSilence(_ slot: UInt64, _ output: inout [UInt8], _ log: inout [RenderRun]) {
