@@ -197,7 +197,7 @@ struct SpeakerCommand: AsyncParsableCommand {
         @OptionGroup var output: OutputOptions
 
         func validate() throws {
-            guard !name.isEmpty, name.utf8.count <= 255 else { throw ValidationError("a speaker name is 1...255 bytes of UTF-8") }
+            do { _ = try WireText.speakerName(name) } catch { throw ValidationError(error.message) }
             if selector.isEmpty { throw ValidationError("choose the speaker with --index, --id or --group NAME --member N") }
         }
 
