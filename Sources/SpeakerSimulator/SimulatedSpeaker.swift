@@ -36,6 +36,9 @@ import Transport
 ///   started it, when its audio last came) and its rules are `SpeakerStreamMachine` (SpeakerPlayback, a pure value):
 ///   this class feeds it the requests, the audio, the renders and the connections closing, performs its actions on the
 ///   renderer and pushes its events.
+/// - Its life around the playback (serving or shut down, power, the links and the versions their hellos chose, the DAC
+///   clock's stalls, the clock map, the clock syncs answered, the parts of each stream) is `SpeakerServiceMachine`, a
+///   pure value too: this class keeps the links' I/O, the sockets, the renderer, the recordings and the time source.
 public final class SimulatedSpeaker: SimulatedDevice {
     /// How a speaker is made.
     public struct Configuration: Sendable {
@@ -79,8 +82,6 @@ public final class SimulatedSpeaker: SimulatedDevice {
     private struct Connection {
         let link: any Transport
         let outbox: AsyncStream<[UInt8]>.Continuation
-        /// The protocol version negotiated by its hello (nil before).
-        var version: UInt8?
     }
 
     private struct State {
@@ -88,19 +89,16 @@ public final class SimulatedSpeaker: SimulatedDevice {
         var controlPort: UInt16 = 0
         /// The playback's protocol state: session membership, the stream and its owner, when audio last came.
         var machine: SpeakerStreamMachine
-        var clockMap: ClockMap?
+        /// The speaker's life around it: serving or shut down, power, the links and their versions, the DAC clock's
+        /// stalls, the clock map, the clock syncs answered, the streams' parts.
+        var service = SpeakerServiceMachine()
+        /// The links' I/O, by the number `service` gave them.
         var connections: [UInt64: Connection] = [:]
-        var nextConnection: UInt64 = 0
-        var stopped = false
-        var poweredOff = false
         var audioPort: UInt16 = 0
         var renderer: SpeakerRenderer?
         var log: RenderLog?
         var output: [UInt8] = []
         var recorder: WAVRecorder?
-        /// How many times each stream was opened on this speaker (it joins a stream again after a lost link or an
-        /// outage): part 2 on are recorded to files of their own (`Recording.path`).
-        var streamParts: [UInt32: Int] = [:]
         var finished: [(log: RenderLog, pcm: [UInt8])] = []
         /// What the renderers of finished streams counted, summed.
         var totals = RenderStatistics()
@@ -109,12 +107,6 @@ public final class SimulatedSpeaker: SimulatedDevice {
         /// FLAC datagrams decoded (version 3).
         var flacDatagrams: UInt64 = 0
         var rng: SeededRandom
-        /// True-time offset added to the clock by stalls so far, and a stall under way (true time it ends).
-        var stallShift: Int64 = 0
-        var stalledUntil: UInt64?
-        var stalledAt: UInt64 = 0
-        /// Clock-sync exchanges answered over the control link (`clockSync`) and as UDP datagrams (version 4).
-        var clockSyncs = ClockSyncCounts()
     }
 
     /// Clock-sync exchanges a speaker answered, by path.
@@ -188,7 +180,7 @@ public final class SimulatedSpeaker: SimulatedDevice {
 
     /// The discovery answer to query `queryId`.
     public func discoveryAnswer(to queryId: UInt32) -> DiscoveryAnswer? {
-        let (name, port, audioPort, off) = state.withLock { ($0.settings.name, $0.controlPort, $0.audioPort, $0.poweredOff) }
+        let (name, port, audioPort, off) = state.withLock { ($0.settings.name, $0.controlPort, $0.audioPort, $0.service.isPoweredOff) }
         guard port != 0, !off else { return nil }
         return try? DiscoveryAnswer(
             queryId: queryId, deviceId: deviceId, controlPort: port, audioPort: audioPort != 0 ? audioPort : configuration.audioPort,
@@ -206,10 +198,10 @@ public final class SimulatedSpeaker: SimulatedDevice {
     }
 
     /// Whether a controller installed a clock map.
-    public var hasClockMap: Bool { state.withLock { $0.clockMap != nil } }
+    public var hasClockMap: Bool { state.withLock { $0.service.clockMap != nil } }
 
     /// Clock-sync exchanges answered so far, by path.
-    public var clockSyncCounts: ClockSyncCounts { state.withLock { $0.clockSyncs } }
+    public var clockSyncCounts: ClockSyncCounts { state.withLock { $0.service.clockSyncs } }
 
     // MARK: SimulatedDevice
 
@@ -217,10 +209,9 @@ public final class SimulatedSpeaker: SimulatedDevice {
         // Bounded: a controller that sends but never reads is dropped (`enqueue`) instead of growing memory.
         let (outbox, continuation) = AsyncStream.makeStream(of: [UInt8].self, bufferingPolicy: .bufferingOldest(Self.outboxLimit))
         let id: UInt64? = state.withLock { s in
-            guard !s.stopped, !s.poweredOff else { return nil }
-            s.nextConnection += 1
-            s.connections[s.nextConnection] = Connection(link: link, outbox: continuation)
-            return s.nextConnection
+            guard let id = s.service.connect() else { return nil }
+            s.connections[id] = Connection(link: link, outbox: continuation)
+            return id
         }
         guard let id else {
             await link.close()
@@ -244,6 +235,7 @@ public final class SimulatedSpeaker: SimulatedDevice {
         }
         state.withLock { s in
             s.connections[id] = nil
+            s.service.disconnected(id)
             broadcast(perform(s.machine.connectionClosed(id), &s), in: s)
         }
         continuation.finish()
@@ -253,7 +245,7 @@ public final class SimulatedSpeaker: SimulatedDevice {
 
     public func shutdown() async {
         let links = state.withLock { s in
-            s.stopped = true
+            s.service.shutDown()
             broadcast(perform(s.machine.shutdown(), &s), in: s)
             return s.connections.values.map(\.link)
         }
@@ -295,7 +287,7 @@ public final class SimulatedSpeaker: SimulatedDevice {
             }
             version = chosen
             let audioPort = state.withLock { s in
-                s.connections[connection]?.version = chosen
+                s.service.greeted(connection, version: chosen)
                 return s.audioPort
             }
             reply(packet.requestId, .helloReply(HelloReply(
@@ -412,7 +404,7 @@ public final class SimulatedSpeaker: SimulatedDevice {
             let outcome = s.machine.pause(streamId: streamId)
             // A stream's controller that negotiated 5 resumes from the earliest frame its speakers report; frames
             // before this speaker's own next one are then dropped here (played before the pause), not played twice.
-            let exact = s.machine.owner.flatMap { s.connections[$0]?.version }.map { $0 >= SpeakerProtocolVersion.pausePositions } == true
+            let exact = s.machine.owner.flatMap { s.service.version(of: $0) }.map { $0 >= SpeakerProtocolVersion.pausePositions } == true
             var events = perform(outcome, &s, resumingAt: exact ? next : nil)
             if case .done = outcome.reply! {
                 events.append(.playbackPaused(PausePosition(streamId: streamId, nextFrame: next ?? PausePosition.nothingPlayed)))
@@ -426,12 +418,12 @@ public final class SimulatedSpeaker: SimulatedDevice {
             let outcome = s.machine.stop(streamId: streamId)
             return (outcome.reply!, perform(outcome, &s))
         case let .clockSync(t1):
-            s.clockSyncs.control += 1
+            s.service.controlClockSync()
             let t3 = max(t2, dacTime(&s))
             guard let reply = try? ClockSyncReply(t1: t1, t2: t2, t3: t3) else { return (failed(.internalError, "clock went back"), []) }
             return (.clockSyncReply(reply), [])
         case let .setClockMap(map):
-            s.clockMap = map
+            s.service.installClockMap(map)
             s.renderer?.map = map
             return (.done(.setClockMap), [])
         default:
@@ -463,8 +455,8 @@ public final class SimulatedSpeaker: SimulatedDevice {
         for event in events {
             if case .playbackPaused = event {
                 // Version 5: only to the controllers that negotiated it, in their version.
-                for c in s.connections.values {
-                    guard let version = c.version, version >= SpeakerProtocolVersion.pausePositions,
+                for (id, c) in s.connections {
+                    guard let version = s.service.version(of: id), version >= SpeakerProtocolVersion.pausePositions,
                           let bytes = try? ControlPacket.event(event, version: version).encode() else { continue }
                     enqueue(bytes, on: c)
                 }
@@ -536,9 +528,7 @@ public final class SimulatedSpeaker: SimulatedDevice {
         guard case let .request(t1)? = try? ClockDatagram.decode(datagram.bytes) else { return }
         let kernel = configuration.clock.source.isMonotonic ? datagram.receivedAt : nil
         let t2: UInt64? = state.withLock { s in
-            guard !s.poweredOff, !s.stopped else { return nil }
-            s.clockSyncs.datagrams += 1
-            if kernel != nil { s.clockSyncs.kernelTimestamped += 1 }
+            guard s.service.clockSyncDatagram(kernelTimestamped: kernel != nil) else { return nil }
             return kernel.map { dacTime(&s, atTrueTime: $0) } ?? dacTime(&s)
         }
         guard let t2 else { return }
@@ -605,7 +595,7 @@ public final class SimulatedSpeaker: SimulatedDevice {
             return
         }
         state.withLock { s in
-            guard !s.poweredOff, s.machine.takesAudio(of: packet.streamId), s.renderer != nil else { return }
+            guard s.service.isListening, s.machine.takesAudio(of: packet.streamId), s.renderer != nil else { return }
             let now = dacTime(&s)
             guard let delay = configuration.audioJitter.draw(&s.rng) else { return }
             s.machine.audioReceived(streamId: packet.streamId, now: now)
@@ -621,7 +611,7 @@ public final class SimulatedSpeaker: SimulatedDevice {
         guard s.renderer?.nextRecoveryEvent.map({ $0 <= now }) == true else { return }
         let sequences = s.renderer!.resendRequests(at: now)
         guard !sequences.isEmpty, let owner = s.machine.owner, let c = s.connections[owner],
-              let version = c.version, version >= SpeakerProtocolVersion.resendRequests,
+              let version = s.service.version(of: owner), version >= SpeakerProtocolVersion.resendRequests,
               let request = try? ResendRequest(streamId: s.machine.streamId, sequences: sequences),
               let bytes = try? ControlPacket.event(.resendRequest(request), version: version).encode() else { return }
         enqueue(bytes, on: c)
@@ -638,7 +628,7 @@ public final class SimulatedSpeaker: SimulatedDevice {
     /// Renders up to DAC time `time` (nil: now); returns what was rendered (call with the state locked).
     private func render(_ s: inout State, upTo time: UInt64?) -> RenderedSlots? {
         // Scalars, not a copy of the renderer: a copy would share its buffers, and rendering would then copy them.
-        guard let format = s.renderer?.format, let first = s.renderer?.nextSlot, !s.poweredOff else { return nil }
+        guard let format = s.renderer?.format, let first = s.renderer?.nextSlot, !s.service.isPoweredOff else { return nil }
         let now = dacTime(&s)
         var out: [UInt8] = []
         // Room for the slots due (at most 10 s of them), so that appending frame by frame does not reallocate.
@@ -700,27 +690,24 @@ public final class SimulatedSpeaker: SimulatedDevice {
     /// connections nor discovery nor audio) and forgets its playback and clock map until `powerOn()`.
     public func powerOff() async {
         let links = state.withLock { s in
-            s.poweredOff = true
+            s.service.powerOff()
             _ = perform(s.machine.powerOff(), &s)
-            s.clockMap = nil
             return s.connections.values.map(\.link)
         }
         for link in links { await link.close() }
     }
 
     /// The speaker is back (after `powerOff()`), with its settings, out of the playback session.
-    public func powerOn() { state.withLock { $0.poweredOff = false } }
+    public func powerOn() { state.withLock { $0.service.powerOn() } }
 
-    public var isPoweredOff: Bool { state.withLock { $0.poweredOff } }
+    public var isPoweredOff: Bool { state.withLock { $0.service.isPoweredOff } }
 
     /// The DAC clock stops for `nanoseconds` of true time from now, then runs on from where it stopped (a stalled
     /// oscillator): nothing is rendered meanwhile, and the controller's clock sync sees the step.
     public func stallClock(for nanoseconds: UInt64) {
         state.withLock { s in
             let t = configuration.clock.source.now()
-            s.stalledAt = dacTime(&s)
-            s.stalledUntil = t &+ nanoseconds
-            s.stallShift &+= Int64(bitPattern: nanoseconds)
+            s.service.stall(for: nanoseconds, atTrueTime: t, unstalled: configuration.clock.time(atTrueTime: t))
         }
     }
 
@@ -731,11 +718,7 @@ public final class SimulatedSpeaker: SimulatedDevice {
 
     /// The DAC clock at true time `t`, stalls included (call with the state locked).
     private func dacTime(_ s: inout State, atTrueTime t: UInt64) -> UInt64 {
-        if let until = s.stalledUntil {
-            if t < until { return s.stalledAt }
-            s.stalledUntil = nil
-        }
-        return configuration.clock.time(atTrueTime: t) &- UInt64(bitPattern: s.stallShift)
+        s.service.dacTime(atTrueTime: t, unstalled: configuration.clock.time(atTrueTime: t))
     }
 
     /// Performs the machine's actions on the renderer; returns the events to push (call with the state locked).
@@ -753,14 +736,14 @@ public final class SimulatedSpeaker: SimulatedDevice {
 
     private func startStream(_ s: inout State, _ p: PlayRequest) {
         let now = dacTime(&s)
-        var renderer = SpeakerRenderer(streamId: p.streamId, format: p.format, map: s.clockMap, startDAC: now)
+        var renderer = SpeakerRenderer(streamId: p.streamId, format: p.format, map: s.service.clockMap, startDAC: now)
         renderer.volume = s.settings.muted ? 0 : s.settings.volume
         s.renderer = renderer
         var clock = configuration.clock
-        clock.offset &-= s.stallShift
+        clock.offset &-= s.service.stallShift
         s.log = RenderLog(streamId: p.streamId, format: p.format, clock: clock)
-        let part = (s.streamParts[p.streamId] ?? 0) + 1
-        s.streamParts[p.streamId] = part
+        // Part 2 on (it joined the stream again after a lost link or an outage) are recorded to files of their own.
+        let part = s.service.streamOpened(p.streamId)
         if part > 1 {
             // What it played of this stream before stays in the earlier part's file; the log says where.
             let before = Recording.fileName(speaker: index, stream: p.streamId, part: part - 1)
