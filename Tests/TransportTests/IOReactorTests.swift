@@ -12,6 +12,16 @@ import Testing
         return (fds[0], fds[1])
     }
 
+    /// A reactor of its own watching the read end of a fresh pipe (`reg`), for `body`; then the pipe is closed and the
+    /// reactor shut down.
+    func withPipeOnReactor(_ body: (IOReactor, IOReactor.Registration, _ write: Int32) async throws -> Void) async throws {
+        let reactor = try IOReactor(name: "test-io")
+        defer { reactor.shutdown() }
+        let (r, w) = pipePair()
+        defer { close(r); close(w) }
+        try await body(reactor, try reactor.register(r), w)
+    }
+
     @Test func waitResumesWhenReadableAndWritable() async throws {
         try await withTimeLimit {
             let reactor = try IOReactor(name: "test-io")
@@ -33,75 +43,63 @@ import Testing
 
     @Test func cancellingAWaitFreesTheSlot() async throws {
         try await withTimeLimit {
-            let reactor = try IOReactor(name: "test-io")
-            defer { reactor.shutdown() }
-            let (r, w) = pipePair()
-            defer { close(r); close(w) }
-            let reg = try reactor.register(r)
-            for _ in 0..<20 {
+            try await withPipeOnReactor { reactor, reg, w in
+                for _ in 0..<20 {
+                    let waiting = Task { try await reactor.wait(.readable, on: reg) }
+                    try await waitUntil("the waiter is registered") { reactor.hasWaiter(.readable, on: reg) }
+                    waiting.cancel()
+                    await #expect(throws: CancellationError.self) { try await waiting.value }
+                    #expect(!reactor.hasWaiter(.readable, on: reg), "the cancelled waiter still holds the slot")
+                }
+                // The slot is free again: a new waiter gets the next event.
                 let waiting = Task { try await reactor.wait(.readable, on: reg) }
-                try await waitUntil("the waiter is registered") { reactor.hasWaiter(.readable, on: reg) }
-                waiting.cancel()
-                await #expect(throws: CancellationError.self) { try await waiting.value }
-                #expect(!reactor.hasWaiter(.readable, on: reg), "the cancelled waiter still holds the slot")
+                try await waitUntil("the new waiter is registered") { reactor.hasWaiter(.readable, on: reg) }
+                var byte: UInt8 = 1
+                #expect(write(w, &byte, 1) == 1)
+                try await waiting.value
             }
-            // The slot is free again: a new waiter gets the next event.
-            let waiting = Task { try await reactor.wait(.readable, on: reg) }
-            try await waitUntil("the new waiter is registered") { reactor.hasWaiter(.readable, on: reg) }
-            var byte: UInt8 = 1
-            #expect(write(w, &byte, 1) == 1)
-            try await waiting.value
         }
     }
 
     @Test func aSecondWaiterForTheSameInterestIsRejected() async throws {
         try await withTimeLimit {
-            let reactor = try IOReactor(name: "test-io")
-            defer { reactor.shutdown() }
-            let (r, w) = pipePair()
-            defer { close(r); close(w) }
-            let reg = try reactor.register(r)
-            let first = Task { try await reactor.wait(.readable, on: reg) }
-            try await eventually { reactor.hasWaiter(.readable, on: reg) }
-            #expect(!reactor.hasWaiter(.writable, on: reg))
-            await expectTransportError(.io) { try await reactor.wait(.readable, on: reg) }
-            first.cancel()
-            _ = await first.result
+            try await withPipeOnReactor { reactor, reg, _ in
+                let first = Task { try await reactor.wait(.readable, on: reg) }
+                try await eventually { reactor.hasWaiter(.readable, on: reg) }
+                #expect(!reactor.hasWaiter(.writable, on: reg))
+                await expectTransportError(.io) { try await reactor.wait(.readable, on: reg) }
+                first.cancel()
+                _ = await first.result
+            }
         }
     }
 
     @Test func deregisterFailsPendingWaitsAndLaterOnes() async throws {
         try await withTimeLimit {
-            let reactor = try IOReactor(name: "test-io")
-            defer { reactor.shutdown() }
-            let (r, w) = pipePair()
-            defer { close(r); close(w) }
-            let reg = try reactor.register(r)
-            let waiting = Task { try await reactor.wait(.readable, on: reg) }
-            try await waitUntil("the waiter is registered") { reactor.hasWaiter(.readable, on: reg) }
-            reactor.deregister(reg, failing: TransportError(.closed, "gone"))
-            let error = await expectTransportError(.closed) { try await waiting.value }
-            #expect(error?.message == "gone")
-            await expectTransportError(.closed) { try await reactor.wait(.readable, on: reg) }
+            try await withPipeOnReactor { reactor, reg, _ in
+                let waiting = Task { try await reactor.wait(.readable, on: reg) }
+                try await waitUntil("the waiter is registered") { reactor.hasWaiter(.readable, on: reg) }
+                reactor.deregister(reg, failing: TransportError(.closed, "gone"))
+                let error = await expectTransportError(.closed) { try await waiting.value }
+                #expect(error?.message == "gone")
+                await expectTransportError(.closed) { try await reactor.wait(.readable, on: reg) }
+            }
         }
     }
 
     @Test func wakeTokensPreventLostWakeUps() async throws {
         try await withTimeLimit {
-            let reactor = try IOReactor(name: "test-io")
-            defer { reactor.shutdown() }
-            let (r, w) = pipePair()
-            defer { close(r); close(w) }
-            let reg = try reactor.register(r)
-            let token = try #require(reactor.wakeCount(of: reg))
-            reactor.wake(reg) // happens between "check state" and "wait"
-            try await reactor.wait(.readable, on: reg, unlessWokenSince: token) // returns at once
-            let fresh = try #require(reactor.wakeCount(of: reg))
-            #expect(fresh == token + 1)
-            let waiting = Task { try await reactor.wait(.readable, on: reg, unlessWokenSince: fresh) }
-            try await waitUntil("the waiter is registered") { reactor.hasWaiter(.readable, on: reg) }
-            reactor.wake(reg)
-            try await waiting.value
+            try await withPipeOnReactor { reactor, reg, _ in
+                let token = try #require(reactor.wakeCount(of: reg))
+                reactor.wake(reg) // happens between "check state" and "wait"
+                try await reactor.wait(.readable, on: reg, unlessWokenSince: token) // returns at once
+                let fresh = try #require(reactor.wakeCount(of: reg))
+                #expect(fresh == token + 1)
+                let waiting = Task { try await reactor.wait(.readable, on: reg, unlessWokenSince: fresh) }
+                try await waitUntil("the waiter is registered") { reactor.hasWaiter(.readable, on: reg) }
+                reactor.wake(reg)
+                try await waiting.value
+            }
         }
     }
 
