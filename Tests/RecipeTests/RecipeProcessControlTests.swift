@@ -79,6 +79,23 @@ import Testing
     }
 }
 
+extension RecipeProcessControlTests {
+    /// The limits are inclusive: 32 metadata entries and 8 attachments of a test are read, one more is refused
+    /// (issue 31 §5: a limit of 31 entries survived the suite).
+    @Test func theCountLimitsTakeExactlyTheirNumber() throws {
+        let entries = { (n: Int) in "metadata:\n" + (1...n).map { "  k\($0): v\($0)\n" }.joined() }
+        #expect(try load(Self.base + entries(32)).recipe.metadata?.count == 32)
+        expectError(Self.base + entries(33), .outOfRange, line: Self.line(2), key: "metadata", contains: "33 entries; at most 32")
+        let attach = { (n: Int) in
+            Self.base.replacingOccurrences(of: "    retry: { attempts: 2, delay: 100ms }\n", with: "    retry: { attempts: 2, delay: 100ms }\n    attach: ["
+                + (1...n).map { "{ file: f\($0).log, name: f\($0).log }" }.joined(separator: ", ") + "]\n")
+        }
+        #expect(try load(attach(8)).recipe.tests[0].attach?.count == 8)
+        let at = recipeText().components(separatedBy: "\n").firstIndex { $0.contains("retry: { attempts: 2") }! + 2
+        expectError(attach(9), .outOfRange, line: at, key: "tests[0].attach", contains: "1...8")
+    }
+}
+
 extension ProvisioningRecipe {
     /// The canonical JSON of a parsed recipe (what its content hash is made of).
     static func canonicalJSON(of recipe: ProvisioningRecipe) -> String {

@@ -54,3 +54,26 @@ extension MeasurementRecordTests {
         #expect(step.retries == 0, "a marginal reading was retried \(step.retries) times")
     }
 }
+
+extension MeasurementRecordTests {
+    /// issue 31 §5 (planted: the first retry not counted): a reading that fails every time is tried as often as the
+    /// recipe says, and the step's record counts every try after the first.
+    @Test func aFailingReadingIsTriedAgainAndEveryRetryIsCounted() async throws {
+        let line = try await LineFixture.make(units: 1) { text in
+            // Limits no reading of the simulated unit meets.
+            text.replacingOccurrences(of: "limits: { low: -42, high: -34 }\n    marginal: { low: -41, high: -35 }",
+                                      with: "limits: { low: 10, high: 20 }")
+        }
+        defer { Task { await line.close() } }
+        let test = try #require(line.recipe.recipe.tests.first { $0.name == "mic-sensitivity-left" })
+        #expect(test.retry.attempts == 3 && test.limits.low == 10 && test.marginal == nil)
+        let results = try await withTimeLimit(120) { try await line.station().run(slots: line.slots) }
+        #expect(results.map(\.outcome) == [.fail], "\(results)")
+        let hardwareID = try #require(results.first?.hardwareID)
+        let unit = try #require(try await line.store.unit(hardwareID))
+        let run = try #require(try await line.store.run(unit.runs[0].id))
+        let step = try #require(run.steps.first { $0.name == "test:mic-sensitivity-left" })
+        #expect(step.outcome == .fail, "\(step)")
+        #expect(step.retries == 2, "3 tries are 2 retries, recorded \(step.retries)")
+    }
+}
