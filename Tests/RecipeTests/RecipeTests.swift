@@ -317,3 +317,15 @@ func expectError(_ text: String, _ code: RecipeError.Code, line: Int, column: In
         #expect(a.contentHash == "abcc729cc9483267a4cf0743ec0f8ee30cca8f0db9afc57af259a37e22c6b718")
     }
 }
+
+extension RecipeFileTests {
+    /// Limits may be one value (low equal to high: the reading must be exactly it); high below low is refused, naming
+    /// the high (issue 31 §5: equal limits refused survived the suite).
+    @Test func limitsMayBeOneValueButNotReversed() throws {
+        let exact = try load(replacing("limits: { low: 20, high: 100 }", with: "limits: { low: 50, high: 50 }")).recipe
+        #expect(exact.tests.first?.limits.low == 50 && exact.tests.first?.limits.high == 50)
+        #expect(exact.tests.first?.judge(50) == .pass && exact.tests.first?.judge(50.5) == .fail)
+        expectError(replacing("limits: { low: 20, high: 100 }", with: "limits: { low: 50, high: 49 }"), .outOfRange, line: 26,
+                    key: "tests[0].limits.high", contains: "high 49 is below low 50")
+    }
+}
