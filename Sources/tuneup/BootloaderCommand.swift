@@ -10,26 +10,17 @@ import Transport
 import TuneupKit
 import Support
 
-/// A bootloader client for the device options (reconnecting as the device resets).
-func bootloaderClient(_ device: DeviceOptions, wait: Double) throws -> BootloaderClient {
+/// Runs `body` with a bootloader client for the device options (reconnecting as the device resets); errors become one
+/// stderr line and an exit code.
+func withBootloader<T>(_ device: DeviceOptions, wait: Double, _ body: (BootloaderClient) async throws -> T) async throws -> T {
     LoggingSetup.bootstrap()
     var logger = Logger(label: "tuneup")
     logger.logLevel = device.verbose ? .trace : .warning
-    let address = try device.address()
-    return Devices.bootloaderClient(
-        address: address, wait: .milliseconds(Int64(wait * 1000)),
-        connection: device.connectionOptions(transportLogger: device.verbose ? logger : nil), logger: logger)
-}
-
-/// Runs `body` with a bootloader client; errors become one stderr line and an exit code.
-func withBootloader<T>(_ device: DeviceOptions, wait: Double, _ body: (BootloaderClient) async throws -> T) async throws -> T {
-    let client = try bootloaderClient(device, wait: wait)
     do {
-        let value = try await body(client)
-        await client.close()
-        return value
+        return try await Devices.withBootloaderClient(address: try device.address(), wait: .milliseconds(Int64(wait * 1000)),
+                                                      connection: device.connectionOptions(transportLogger: device.verbose ? logger : nil),
+                                                      logger: logger, body)
     } catch {
-        await client.close()
         throw failureExit(error)
     }
 }

@@ -73,27 +73,17 @@ func describeFailure(_ error: Error) -> (String, Int32) {
     }
 }
 
-/// Opens the device, runs `body`, closes the device; failures become one stderr line and an exit code.
+/// Opens the device, runs `body`, closes the device (`Devices.withHeadset`); failures become one stderr line and an
+/// exit code.
 func withHeadset<T>(_ options: DeviceOptions, _ body: (Headset) async throws -> T) async throws -> T {
     LoggingSetup.bootstrap()
     var logger = Logger(label: "tuneup")
     logger.logLevel = options.verbose ? .trace : .warning
-    let headset: Headset
     do {
-        headset = try await Devices.openHeadset(
-            try options.address(), options: options.connectionOptions(transportLogger: options.verbose ? logger : nil), logger: logger)
+        return try await Devices.withHeadset(try options.address(), options: options.connectionOptions(transportLogger: options.verbose ? logger : nil),
+                                             logger: logger, body)
     } catch {
         throw failureExit(error)
-    }
-    do {
-        let result = try await body(headset)
-        await headset.close()
-        return result
-    } catch {
-        // An application command refused because no application runs: say so, and how to get one running.
-        let advice = await headset.bootloaderAdvice(for: error)
-        await headset.close()
-        throw failureExit(advice ?? error)
     }
 }
 
