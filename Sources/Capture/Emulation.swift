@@ -152,10 +152,12 @@ public struct EmulationScript: Sendable {
 }
 
 /// The emulated device's rules, pure (events in, actions out): each request must match the next recorded one (or
-/// repeat the last one matched: a retransmission or a poll, answered again); the replies recorded for it are sent;
-/// a recorded link that ends is closed after its last reply (the re-enumeration), and the host's next link carries the
-/// next one. Recorded repeats of a request (polls while the device gets ready) that the host does not make this time
-/// are passed over. The first request that matches nothing ends the emulation with one line and a hex diff.
+/// repeat one matched on this link already: a poll or a retransmission, answered again as then, the latest first); the
+/// replies recorded for it are sent; a recorded link that ends is closed after its last reply (the re-enumeration),
+/// and the host's next link carries the next one. Recorded repeats of a request answered on this link already that the
+/// host does not make this time are passed over: polls while the device got ready, requests resent after a timeout,
+/// sectors redone (a recording of a run that lost requests replays against one that does not). The first request that
+/// matches nothing ends the emulation with one line and a hex diff.
 ///
 /// Fields that legitimately differ from run to run are matched loosely, per command (`loose`, by default
 /// `hostChosen`). LightX headers carry no sequence number or timestamp, and nonces (the authentication challenge) come
@@ -205,7 +207,8 @@ public struct EmulationMachine: Sendable {
     public let script: EmulationScript
     public private(set) var cursor = 0
     private var currentLink: Int?
-    private var last: EmulationScript.Exchange?
+    /// The exchanges matched on this link, in order.
+    private var answered: [EmulationScript.Exchange] = []
 
     public init(_ script: EmulationScript) {
         self.script = script
@@ -218,23 +221,21 @@ public struct EmulationMachine: Sendable {
         switch event {
         case .linkOpened:
             currentLink = isFinished ? nil : script.exchanges[cursor].link
-            last = nil
+            answered = []
             return []
         case let .request(packet):
-            // Recorded repeats of the last request (polls, retransmissions) that the host does not make this time are
-            // passed over.
+            // Recorded repeats of requests answered on this link (polls, resends, sectors redone) that the host does
+            // not make this time are passed over.
             var at = cursor
-            if let last {
-                while at < script.exchanges.count, script.exchanges[at].link == currentLink,
-                      matches(script.exchanges[at].request, last.request), !matches(packet, script.exchanges[at].request) {
-                    at += 1
-                }
+            while at < script.exchanges.count, script.exchanges[at].link == currentLink, !matches(packet, script.exchanges[at].request),
+                  answered.contains(where: { matches(script.exchanges[at].request, $0.request) }) {
+                at += 1
             }
             if at < script.exchanges.count, script.exchanges[at].link == currentLink, matches(packet, script.exchanges[at].request) {
                 var exchange = script.exchanges[at]
                 exchange.replies = exchange.replies.map { answer($0, recorded: exchange.request, live: packet) }
                 cursor = at + 1
-                last = exchange
+                answered.append(exchange)
                 var actions: [Action] = exchange.replies.isEmpty ? [] : [.send(exchange.replies)]
                 if isFinished {
                     actions.append(.finished)
@@ -243,8 +244,8 @@ public struct EmulationMachine: Sendable {
                 }
                 return actions
             }
-            if let last, matches(packet, last.request) {
-                return last.replies.isEmpty ? [] : [.send(last.replies)]
+            if let earlier = answered.last(where: { matches(packet, $0.request) }) {
+                return earlier.replies.isEmpty ? [] : [.send(earlier.replies)]
             }
             return [.diverged(divergence(packet))]
         }
@@ -315,8 +316,9 @@ public final class HeadsetEmulator: Sendable {
     }
 
     /// Accepts links from `listener` one after another (the host's reconnections) until the emulation ends.
-    /// `linkEnded` runs when a recorded link has ended (its link closed), with the recorded link that comes next: a
-    /// USB gadget re-enumerates there as that link's device (`runsBootloader`), a TCP listener needs nothing.
+    /// `linkEnded` runs when a recorded link has ended (its replies sent; the link is closed after it), with the
+    /// recorded link that comes next: a USB gadget re-enumerates there as that link's device (`runsBootloader`), a TCP
+    /// listener needs nothing.
     public func run(_ listener: any TransportListener,
                     linkEnded: @escaping @Sendable (EmulationScript.Link) async -> Void = { _ in }) async -> Outcome {
         let accepting = Task {
@@ -358,9 +360,11 @@ public final class HeadsetEmulator: Sendable {
                         for p in replies { SPPFraming.encode(p, into: &bytes) }
                         try? await link.send(bytes)
                     case .closeLink:
-                        await link.close()
+                        // The hook first: a USB gadget re-enumerates once the host has fetched the replies queued on
+                        // the link (the reply to the jump), which ends the link.
                         let next = machine.withLock { m in m.isFinished ? nil : m.script.links[m.script.exchanges[m.cursor].link] }
                         if let next { await linkEnded(next) }
+                        await link.close()
                         return
                     case .finished:
                         finish(.completed)

@@ -46,7 +46,7 @@ struct SimCommand: AsyncParsableCommand {
         var listen: String?
         @OptionGroup var capture: CaptureOption
         @Option(help: ArgumentHelp(
-            "Emulate the headset of this capture instead of simulating one: answer the recorded replies to matching requests (TCP only).",
+            "Emulate the headset of this capture instead of simulating one: answer the recorded replies to matching requests (TCP, or --usb-gadget).",
             discussion: "Exit 0 once every recorded request was answered; 65 at the first request that matches nothing (one line and a hex diff).",
             valueName: "capture.pcapng"))
         var emulate: String?
@@ -138,20 +138,24 @@ struct SimCommand: AsyncParsableCommand {
             return ProductionLine(seed: seed, failShare: failShare, factoryKey: key)
         }
 
-        /// `--emulate`: the recorded headset on TCP until its recording is played out or a request diverges.
+        /// `--emulate`: the recorded headset on TCP (or a USB gadget) until its recording is played out or a request
+        /// diverges.
         func runEmulation(_ path: String) async throws {
-            let emulator: HeadsetEmulator
-            let listener: TCPListener
+            LoggingSetup.bootstrap()
+            var logger = Logger(label: "tuneup.sim")
+            logger.logLevel = verbose ? .trace : .warning
+            let (host, port) = try listenAddress()
+            let outcome: HeadsetEmulator.Outcome
             do {
-                emulator = HeadsetEmulator(try await EmulationScript.load(path: path))
-                let (host, port) = try listenAddress()
-                listener = try await TCPListener.bind(host: host, port: port)
+                let script = try await EmulationScript.load(path: path)
+                outcome = try await HeadsetEmulation.run(script, on: usbGadget ? .usbGadget : .tcp(host: host, port: port), logger: logger) { address in
+                    Output.line(address)
+                    printError("emulating the headset of \(path); Ctrl-C to stop")
+                }
             } catch {
                 throw failureExit(error)
             }
-            Output.line(listener.endpoint)
-            printError("emulating the headset of \(path); Ctrl-C to stop")
-            switch await emulator.run(listener) {
+            switch outcome {
             case .completed:
                 printError("emulation complete: every recorded request was answered")
             case let .diverged(text):

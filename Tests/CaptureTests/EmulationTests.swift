@@ -233,6 +233,35 @@ import Transport
         #expect(ended.withLock { $0 } == [script.links[1]])
     }
 
+    /// A recording of a run that lost requests (resent after a timeout, a sector redone from its erase) replays
+    /// against a run that loses none, and a run that resends a request answered earlier (not the last one) is
+    /// answered again as then.
+    @Test func resendsOfEitherRunAreAnsweredOrPassedOver() throws {
+        let erase = try BootRequests.eraseSector(.application, index: 0, addressed: true)
+        let blocks = try (0..<3).map { k in try BootRequests.writeBlock(.application, offset: UInt32(k * 256), data: [UInt8](repeating: UInt8(k + 1), count: 256)) }
+        let verify = try BootRequests.verifyCRC(.application, sectors: 1, crc: 0x1234_5678)
+        // Recorded: block 1 resent after block 2, then the sector redone (its erase and its blocks again).
+        let lossy = try script([erase, blocks[0], blocks[1], blocks[2], blocks[1], erase, blocks[0], blocks[1], blocks[2], verify])
+        var clean = EmulationMachine(lossy)
+        _ = clean.handle(.linkOpened)
+        for request in [erase] + blocks { #expect(clean.handle(.request(request)) == [.send([try Packet.reply(to: request)])]) }
+        #expect(clean.handle(.request(verify)) == [.send([try Packet.reply(to: verify)]), .finished])
+
+        var resending = EmulationMachine(try script([erase] + blocks + [verify]))
+        _ = resending.handle(.linkOpened)
+        for request in [erase, blocks[0], blocks[1], blocks[2], blocks[0]] {
+            #expect(resending.handle(.request(request)) == [.send([try Packet.reply(to: request)])])
+        }
+        #expect(resending.handle(.request(verify)) == [.send([try Packet.reply(to: verify)]), .finished])
+
+        // Another block where the recording has the next one still diverges.
+        var other = EmulationMachine(lossy)
+        _ = other.handle(.linkOpened)
+        _ = other.handle(.request(erase))
+        let wrong = try BootRequests.writeBlock(.application, offset: 0, data: [UInt8](repeating: 9, count: 256))
+        guard case .diverged? = other.handle(.request(wrong)).first else { Issue.record("no divergence"); return }
+    }
+
     /// The machine alone: a poll repeated more or fewer times than recorded still matches.
     @Test func pollsRepeatedOrSkipped() throws {
         let poll = try Packet.request(.read, .bootImageType)

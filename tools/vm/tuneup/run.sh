@@ -71,7 +71,7 @@ expect usb-probe-libusb-version /tmp/usb-probe-libusb.out "1.4.2"
 
 # The flash over hidraw (the default for usb:): the headset jumps to its bootloader (1209:0002, a new hidraw node)
 # and back; usbhid stays bound to every incarnation the whole time.
-flash_watched usb-flash /images/app-1.5.0.img --device usb:1209:0001 --key /images/dev-public.pem --wait 60
+flash_watched usb-flash /images/app-1.5.0.img --device usb:1209:0001 --key /images/dev-public.pem --wait 60 --capture /tmp/usb-recorded.pcapng
 adaptive=$took
 unbound=$(longest_unbound /tmp/usb-flash.driver)
 if [ "$unbound" -le 15 ]; then echo "PASS usb-flash-hidraw-driver-stays-bound"; else
@@ -110,6 +110,25 @@ grep -E "^Written|^Total" /tmp/usb-flash-fixed-polling.out | sed 's/^/INFO usb f
 kill $usbsim; wait $usbsim
 if [ -e /sys/kernel/config/usb_gadget/tuneup ]; then fail usb-gadget-cleanup "gadget left in configfs"; else echo "PASS usb-gadget-cleanup"; fi
 [ $failed = 0 ] || { echo "--- usb simulator stderr"; tail -30 /tmp/usb-sim.err; }
+
+# Issue 32 §4: the first flash above (1.4.2 to 1.5.0 over hidraw), recorded by the tool (USB HID reports, link type
+# 148), replayed by the emulated headset on the gadget, re-enumerating into its bootloader and back where the
+# recording did: the same flash completes (a state directory of its own: no record of the first flash).
+tuneup sim headset --usb-gadget --emulate /tmp/usb-recorded.pcapng </dev/null >/tmp/usb-emu.out 2>/tmp/usb-emu.err &
+emu=$!
+echo "INFO emulated headset at $(first_line /tmp/usb-emu.out 10)"
+i=0
+while [ -z "$(hidraw_node)" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+t=$(now)
+check usb-emulated-flash env XDG_STATE_HOME=/tmp/emulated-state tuneup flash /images/app-1.5.0.img --device usb:1209:0001 \
+  --key /images/dev-public.pem --wait 60
+echo "INFO usb flash against the emulated headset: $(since $t) s (recorded live: ${adaptive} s)"
+i=0
+while kill -0 $emu 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+kill $emu 2>/dev/null; wait $emu; status=$?
+if [ $status = 0 ] && grep -q "emulation complete" /tmp/usb-emu.err; then echo "PASS usb-emulation-complete"; else
+  fail usb-emulation-complete "exit $status: $(tail -5 /tmp/usb-emu.err | tr '\n' ' ')"; fi
+if [ -e /sys/kernel/config/usb_gadget/tuneup ]; then fail usb-emulation-gadget-cleanup "gadget left in configfs"; else echo "PASS usb-emulation-gadget-cleanup"; fi
 
 # ------------------------------------------------------ station, watch mode ------
 # Two blank units appear as USB gadgets one after the other (another --seed: another hardware id); the station
