@@ -73,18 +73,8 @@ struct FlashCommand: AsyncParsableCommand {
         LoggingSetup.bootstrap()
         var logger = Logger(label: "tuneup")
         logger.logLevel = device.verbose ? .trace : .warning
-        let image: FirmwareImage
-        let verificationKey: VerificationKey?
-        do {
-            // Files are read on the blocking executor, not on the pool this command's tasks share.
-            (image, verificationKey) = try await Blocking.perform("flash image") { [imagePath, region, key] in
-                (try FirmwareImage.load(path: imagePath, region: region), try key.map { try VerificationKey.load(path: $0) })
-            }
-        } catch let error as ImageError {
-            throw error
-        } catch {
-            throw CommandFailure(message: "cannot read \(key ?? imagePath): \(error.localizedDescription)", code: Exit.localIO)
-        }
+        // Files are read on the blocking executor, not on the pool this command's tasks share.
+        let (image, verificationKey) = try await FirmwareImage.loadForUpdate(path: imagePath, region: region, keyPath: key)
         let address = try device.address()
         let options = UpdateOptions(
             window: window, allowDowngrade: allowDowngrade, verificationKey: verificationKey,
