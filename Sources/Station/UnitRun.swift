@@ -355,8 +355,16 @@ struct UnitRun {
                     emit(.progress(slot: slot, hardwareID: hardwareID, step: step, fraction: progress.fraction))
                 }
             }
-            defer { watcher.cancel() }
-            let result = try await time.device { try await updater.run() }
+            let result: UpdateResult
+            do {
+                result = try await time.device { try await updater.run() }
+            } catch {
+                watcher.cancel()
+                throw error
+            }
+            // The updater's feed ends with the update: every event, the last one (done, 1.0) too, is told before the
+            // step ends (cancelling the watcher here lost it when it had not been read yet).
+            await watcher.value
             let version = image.version.map { "\(image.region.rawValue) \($0)" } ?? "the \(image.region.rawValue) image"
             // Nothing written: the unit held the image already (installed, or every sector verified as equal).
             guard !result.alreadyInstalled, result.bytesWritten > 0 else {
