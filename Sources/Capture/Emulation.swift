@@ -317,10 +317,11 @@ public final class HeadsetEmulator: Sendable {
 
     /// Accepts links from `listener` one after another (the host's reconnections) until the emulation ends.
     /// `linkEnded` runs when a recorded link has ended (its replies sent; the link is closed after it), with the
-    /// recorded link that comes next: a USB gadget re-enumerates there as that link's device (`runsBootloader`), a TCP
-    /// listener needs nothing.
+    /// recorded link that comes next, or nil when it was the last (the emulation is complete once it returns): a USB
+    /// gadget re-enumerates there as that link's device (`runsBootloader`), or at the end lets the host fetch the last
+    /// replies; a TCP listener needs nothing.
     public func run(_ listener: any TransportListener,
-                    linkEnded: @escaping @Sendable (EmulationScript.Link) async -> Void = { _ in }) async -> Outcome {
+                    linkEnded: @escaping @Sendable (EmulationScript.Link?) async -> Void = { _ in }) async -> Outcome {
         let accepting = Task {
             while !Task.isCancelled {
                 guard let link = try? await listener.accept() else { return }
@@ -335,7 +336,7 @@ public final class HeadsetEmulator: Sendable {
 
     /// Serves one link until it ends, the recorded link ends, or the emulation does: SPP frames on a byte stream, one
     /// raw LightX packet per message on a `.packets` link (a USB gadget's). `linkEnded`: as for `run`.
-    public func serve(_ link: any Transport, linkEnded: @Sendable (EmulationScript.Link) async -> Void = { _ in }) async {
+    public func serve(_ link: any Transport, linkEnded: @Sendable (EmulationScript.Link?) async -> Void = { _ in }) async {
         _ = machine.withLock { $0.handle(.linkOpened) }
         var decoder = SPPStreamDecoder()
         let packets = link.framing == .packets
@@ -367,6 +368,7 @@ public final class HeadsetEmulator: Sendable {
                         await link.close()
                         return
                     case .finished:
+                        await linkEnded(nil)
                         finish(.completed)
                     case let .diverged(text):
                         finish(.diverged(text))

@@ -42,6 +42,11 @@ public enum USBGadgetEmulation {
         let gadget = try await USBGadget.start(.simulatedHeadset(serialNumber: serialNumber(of: script), bootloader: bootloader), logger: logger)
         started(gadget.endpoint)
         let outcome = await HeadsetEmulator(script).run(gadget) { next in
+            guard let next else {
+                // The last reply: the host fetches it before the device goes away.
+                try? await gadget.drain()
+                return
+            }
             let (productID, product) = next.runsBootloader
                 ? (USBGadgetConfiguration.bootloaderProductID, USBGadgetConfiguration.bootloaderProduct)
                 : (USBGadgetConfiguration.applicationProductID, USBGadgetConfiguration.applicationProduct)

@@ -160,7 +160,14 @@ public final class USBGadget: TransportListener, Sendable {
         check.productID = productID
         check.product = product
         try check.validate()
-        let deadline = ContinuousClock.now + drainTimeout
+        try await drain(timeout: drainTimeout, settle: settle)
+        return try await core.perform(.reenumerate(productID: productID, product: product))
+    }
+
+    /// Waits until the host has fetched every packet queued so far (at most `timeout`), then `settle` more: before a
+    /// device reset, or before the gadget goes away after its last reply. Throws `CancellationError`.
+    public func drain(timeout: Duration = .seconds(1), settle: Duration = .milliseconds(20)) async throws {
+        let deadline = ContinuousClock.now + timeout
         do {
             core.noteDraining(1)
             defer { core.noteDraining(-1) }
@@ -169,7 +176,6 @@ public final class USBGadget: TransportListener, Sendable {
             }
         }
         if settle > .zero { try await Task.sleep(for: settle) }
-        return try await core.perform(.reenumerate(productID: productID, product: product))
     }
 
     /// Takes the device off the bus (power off): ends the current link and unbinds. No-op when detached.

@@ -222,15 +222,23 @@ import Transport
         let script = try EmulationScript(try PcapNG.parse(file))
         #expect(script.links.map(\.runsBootloader) == [false, true, true, false])
 
+        // Link by link: the hook hears of each next link as one ends, and of the end (nil) before the outcome.
         let emulator = HeadsetEmulator(script)
-        let (host, device) = InMemoryTransport.pair()
-        let ended = Mutex<[EmulationScript.Link]>([])
-        let serving = Task { await emulator.serve(device) { next in ended.withLock { $0.append(next) } } }
-        for request in [imageType, try Packet.request(.write, .bootJumpToBootloader)] {
-            try await host.send(SPPFraming.encode(request))
+        let ended = EndedLinks()
+        let links: [[Packet]] = [
+            [imageType, try Packet.request(.write, .bootJumpToBootloader)], [imageType],
+            [try Packet.request(.read, .bootCapabilities), try Packet.request(.write, .bootJumpToApplication)],
+            [try Packet.request(.read, .configProductName)],
+        ]
+        for (k, requests) in links.enumerated() {
+            let (host, device) = InMemoryTransport.pair()
+            let serving = Task { await emulator.serve(device) { next in ended.links.withLock { $0.append(next) } } }
+            for request in requests { try await host.send(SPPFraming.encode(request)) }
+            await serving.value
+            #expect(ended.links.withLock { $0.count } == k + 1)
         }
-        await serving.value
-        #expect(ended.withLock { $0 } == [script.links[1]])
+        #expect(ended.links.withLock { $0 } == [script.links[1], script.links[2], script.links[3], nil])
+        #expect(await emulator.outcome() == .completed)
     }
 
     /// A recording of a run that lost requests (resent after a timeout, a sector redone from its erase) replays
@@ -304,4 +312,9 @@ enum PcapNGBlocks {
         }
         return nil
     }
+}
+
+/// The links an emulator's `linkEnded` hook was given.
+final class EndedLinks: Sendable {
+    let links = Mutex<[EmulationScript.Link?]>([])
 }
