@@ -44,6 +44,13 @@ enum Tshark {
         return (dirs + ["/usr/bin"]).map { $0 + "/tshark" }.first { FileManager.default.isExecutableFile(atPath: $0) }
     }
 
+    /// Where the Debian package puts the dissectors, when they are there (tools/package.sh): Wireshark loads every
+    /// plugin of its global folder, so the repository's copies cannot be loaded beside them.
+    static var installedPluginDirectory: String? {
+        let directory = "/usr/lib/x86_64-linux-gnu/wireshark/plugins/tuneup"
+        return FileManager.default.fileExists(atPath: directory + "/lightx.lua") ? directory : nil
+    }
+
     /// The arguments that load the repository's dissectors.
     static var scriptArguments: [String] {
         dissectorScripts.flatMap { ["-X", "lua_script:" + dissectorsDirectory + "/" + $0] }
@@ -55,6 +62,11 @@ enum Tshark {
                     environment: [String: String?] = [:]) async throws -> (status: Int32, output: String, errors: String) {
         guard let tshark = path else {
             throw TestFailure("tshark is not installed: the dissectors are proven with it (apt-get install tshark)")
+        }
+        if let installed = installedPluginDirectory {
+            throw TestFailure("tuneup's dissectors are installed in \(installed) (the Debian package): tshark loads them besides the "
+                              + "repository's and refuses both (\"two protocols with the same description\"); these tests need "
+                              + "the package removed (apt-get purge tuneup)")
         }
         let out = directory + "/tshark-\(UUID().uuidString).out"
         let err = directory + "/tshark-\(UUID().uuidString).err"
