@@ -49,6 +49,26 @@ import Testing
         #expect(try PcapNG.parse(Array(file.prefix(third))).interfaces.count == 1)
     }
 
+    /// A block's length is a multiple of 4 (pcapng pads every block): a file whose block says otherwise is refused
+    /// as malformed, not read past its fields (issue 31 §5: without the check a plant survived the suite).
+    @Test func aBlockLengthThatIsNoMultipleOfFourIsRefused() throws {
+        var file = PcapNG.sectionHeader(application: "tuneup")
+        file += PcapNG.interfaceDescription(linkType: 147, name: "sim", description: "LightX over SPP; host side")
+        let third = file.count
+        file += PcapNG.enhancedPacket(interface: 0, timestamp: 1, direction: .outbound, data: [1, 2, 3, 4, 5, 6, 7, 8])
+        #expect(try PcapNG.parse(file).packets.count == 1)
+        // The enhanced packet 2 bytes shorter (its options' end cut), its leading and trailing lengths saying so: a
+        // consistent block but for its alignment.
+        let epb = Array(file[third...])
+        let shorter = epb.count - 2
+        let length = [UInt8(shorter & 0xFF), UInt8(shorter >> 8 & 0xFF), UInt8(shorter >> 16 & 0xFF), UInt8(shorter >> 24 & 0xFF)]
+        var block = Array(epb.prefix(shorter - 4))
+        block.replaceSubrange(4..<8, with: length)
+        let bad = Array(file.prefix(third)) + block + length
+        let error = #expect(throws: CaptureError.self) { try PcapNG.parse(bad) }
+        #expect(error?.code == .malformed, "\(String(describing: error))")
+    }
+
     @Test func garbageAndWrongMagicAreRefused() {
         #expect(throws: CaptureError(.notPcapNG)) { try PcapNG.parse(Array("hello, this is not a capture".utf8)) }
         #expect(throws: CaptureError(.notPcapNG)) { try PcapNG.parse([]) }

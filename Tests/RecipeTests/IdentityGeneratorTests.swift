@@ -37,6 +37,15 @@ func generator(serial: String = "TS1-{gggg}{ww}-{counter:06}", name: String = "T
         #expect(id.bluetoothName == "TS-1 42 09{x}")
     }
 
+    /// Two-digit years are the year's last two digits in every century (issue 31 §5: `year % 1000` survived the
+    /// suite, which only dated units in 2009 and the 2020s).
+    @Test func twoDigitYearsInAnyCentury() throws {
+        let g = try generator(serial: "{yy}{gg}-{counter:03}")
+        #expect(try g.identity(counter: 1, date: try utc("2100-06-15")).serial == "0000-001")
+        #expect(try g.identity(counter: 1, date: try utc("2199-06-15")).serial == "9999-001")
+        #expect(try g.identity(counter: 1, date: try utc("1999-06-15")).serial == "9999-001")
+    }
+
     @Test func addressesCountFromTheFirstCounter() throws {
         let g = try generator(start: "02:54:55:00:00:FE", count: 5, first: 10)
         let date = try utc("2026-05-05")
