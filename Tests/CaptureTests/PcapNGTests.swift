@@ -69,6 +69,21 @@ import Testing
         #expect(error?.code == .malformed, "\(String(describing: error))")
     }
 
+    /// A packet that says it captured more bytes than its block holds is refused as malformed, never read past the
+    /// block (issue 31 §5: the bound loosened to the whole body survived the suite).
+    @Test func aPacketLongerThanItsBlockIsRefused() throws {
+        var file = PcapNG.sectionHeader(application: "tuneup")
+        file += PcapNG.interfaceDescription(linkType: 147, name: "sim", description: "LightX over SPP; host side")
+        let third = file.count
+        file += PcapNG.enhancedPacket(interface: 0, timestamp: 1, direction: .outbound, data: [1, 2, 3, 4, 5, 6, 7, 8])
+        // The captured length (after the type, the length, the interface and the two timestamp words) made 24: more
+        // than the 8 bytes of data and the options after them.
+        var bad = file
+        bad[(third + 20)..<(third + 24)] = [24, 0, 0, 0]
+        let error = #expect(throws: CaptureError.self) { try PcapNG.parse(bad) }
+        #expect(error?.code == .malformed, "\(String(describing: error))")
+    }
+
     @Test func garbageAndWrongMagicAreRefused() {
         #expect(throws: CaptureError(.notPcapNG)) { try PcapNG.parse(Array("hello, this is not a capture".utf8)) }
         #expect(throws: CaptureError(.notPcapNG)) { try PcapNG.parse([]) }
