@@ -77,6 +77,23 @@ import Testing
         #expect(m.state.statistics.resent == 4 && m.state.statistics.maxWindow == 8)
     }
 
+    /// The reply timeout is RFC 6298's: the smoothed round trip plus four times its variation, bounded by 1 s and the
+    /// session's timeout; the maximum before any reply (issue 31 §5: one times the variation survived the suite).
+    @Test func theReplyTimeoutIsTheSmoothedRoundTripPlusFourVariations() {
+        var w = WindowControl(fixed: nil, limit: 8, maxTimeout: .seconds(30))
+        #expect(w.timeout == .seconds(30), "no reply yet: the session's timeout")
+        w.acknowledged(after: 1.0)  // srtt 1.0, rttvar 0.5
+        #expect(w.timeout == .seconds(3))
+        w.acknowledged(after: 3.0)  // rttvar 0.75 * 0.5 + 0.25 * 2 = 0.875, srtt 0.875 + 0.375 = 1.25
+        #expect(w.timeout == .milliseconds(4750))
+        var fast = WindowControl(fixed: nil, limit: 8, maxTimeout: .seconds(30))
+        fast.acknowledged(after: 0.01)
+        #expect(fast.timeout == .seconds(1), "never below a second")
+        var slow = WindowControl(fixed: nil, limit: 8, maxTimeout: .seconds(2))
+        slow.acknowledged(after: 1.5)
+        #expect(slow.timeout == .seconds(2), "never beyond the session's timeout")
+    }
+
     @Test func fixedWindowStaysPut() throws {
         var m = Self.machine(window: 3)
         let ops = Self.issue(&m)
