@@ -137,6 +137,13 @@ actor DeviceLink {
                 let value = try await step(headset)
                 everAnswered = true
                 return value
+            } catch let error as HeadsetError where error.code == .deviceNotReady {
+                // An answer: the device is starting (after a jump or a power cycle, another host's too) and asks to
+                // be asked again. Before, this ended the update as a device refusal (exit 65) when a second host's
+                // read came during the first host's jump into the bootloader.
+                everAnswered = true
+                guard clock.now() < deadline else { throw UpdateError(.notReady, "the device did not become ready within \(reconnectWait.shortDescription) (\(error.message))") }
+                try await pause(.milliseconds(50))
             } catch let error as HeadsetError where error.category == .connection && error.code != .timeout {
                 guard everAnswered else { throw error }
                 guard clock.now() < deadline else { throw UpdateError(.disconnected, error.message) }

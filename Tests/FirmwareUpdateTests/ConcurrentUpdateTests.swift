@@ -29,6 +29,31 @@ import Transport
         await device.shutdown()
     }
 
+    /// A read that comes while the device starts its bootloader (another host's jump: its readiness delay, answered
+    /// NotReady) waits for the device instead of failing as a refusal: the second host of the test above, slowed by a
+    /// busy machine, failed with "ConfigModelNumber: device not ready" (a device error, exit 65) where it had to learn
+    /// that another host is updating the device.
+    @Test func aReadWhileTheDeviceStartsWaitsForIt() async throws {
+        let device = try await makeDevice(SimulatorOptions(timeScale: 1))
+        // Host A jumps to the bootloader and does not wait for it.
+        let a = Headset(session: LightXSession(transport: await device.connect(), options: checkSession))
+        try await a.authenticate()
+        try await a.bootloader.shutDownApplication()
+        _ = try await a.bootloader.jumpToBootloader()
+        // Host B reads at once: the device answers NotReady until its bootloader is up.
+        let b = BootloaderClient(sessionOptions: fastSession, wait: .seconds(60), connect: { await device.connect() })
+        let early = try await b.onDevice { headset in try await headset.bootloader.imageType() }
+        #expect(early == .notReady, "the read comes within the readiness delay")
+        let model = try await withTimeLimit(60) {
+            try await b.onDevice { headset in try await headset.readIfSupported(ConfigStrings.identity[2]) }
+        }
+        #expect(model == nil || model?.isEmpty == false)
+        #expect(try await b.isInBootloader())
+        await b.close()
+        await a.close()
+        await device.shutdown()
+    }
+
     /// "ok", or the code of the update's error.
     func outcome(_ device: SimulatedHeadset, _ image: FirmwareImage) async -> String {
         do {
