@@ -241,6 +241,7 @@ let package = Package(
             dependencies: [
                 "DeviceAccess", "Failure", "LightX", "Transport", "Headset", "Simulator", "HeadsetSimulator", "Firmware", "FirmwareUpdate",
                 "USBGadget", "WearableSimulator", "WearableRecording", "SpeakerSession", "SpeakerSimulator", "Support",
+                "Capture",  // sim headset --emulate on a USB gadget (USBGadgetEmulation)
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict),
