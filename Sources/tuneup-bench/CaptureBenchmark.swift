@@ -4,6 +4,7 @@ import Firmware
 import FirmwareUpdate
 import Foundation
 import HeadsetSimulator
+import Support
 import Transport
 
 /// The cost of `--capture` (issue 32 §1): the flash benchmark's 512 KiB flash over an SPP-like link, with and without
@@ -17,7 +18,8 @@ struct CaptureBenchmark {
         var without: [Double]
         var with: [Double]
         var captureBytes: Int
-        static func median(_ v: [Double]) -> Double { v.sorted()[v.count / 2] }
+        /// The project's median (nearest rank, as every benchmark's): NaN for no runs.
+        static func median(_ v: [Double]) -> Double { Percentile.of(sorted: v.sorted(), 50) ?? .nan }
         var ratio: Double { Self.median(with) / Self.median(without) }
     }
 

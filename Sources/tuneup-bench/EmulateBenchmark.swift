@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Spawn
+import Support
 
 /// The emulated flash against the live one (issue 32 §4): `tuneup flash` of the flash benchmark's 512 KiB image
 /// against `tuneup sim headset --capture` (the live device, recorded on its side), then the same flash against
@@ -17,7 +18,8 @@ struct EmulateBenchmark {
         var live: [Double]
         var emulated: [Double]
         var captureBytes: Int
-        static func median(_ v: [Double]) -> Double { v.sorted()[v.count / 2] }
+        /// The project's median (nearest rank, as every benchmark's): NaN for no runs.
+        static func median(_ v: [Double]) -> Double { Percentile.of(sorted: v.sorted(), 50) ?? .nan }
         var ratio: Double { Self.median(emulated) / Self.median(live) }
     }
 
