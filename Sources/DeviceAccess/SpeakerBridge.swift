@@ -2,6 +2,7 @@ import Capture
 import Logging
 import Session
 import SpeakerSession
+import Synchronization
 import Transport
 
 /// A speaker's control port on the network: where `speaker:HOST:PORT` (or `tcp:HOST:PORT`) points, and where its
@@ -138,8 +139,20 @@ extension DeviceRegistry {
     public func openSpeakers(
         _ addresses: [DeviceAddress], options: ConnectionOptions = .init(), requestOptions: RequestOptions = RequestOptions()
     ) async throws -> SpeakerController {
+        let opened = Mutex<[UInt64: DeviceAddress]>([:])
         let controller = try await SpeakerController.open(addresses) { address in
-            try await openSpeaker(address, options: options, requestOptions: requestOptions)
+            let session = try await openSpeaker(address, options: options, requestOptions: requestOptions)
+            opened.withLock { $0[session.deviceId] = address }
+            return session
+        }
+        // A speaker lost during playback is opened again here, by its address: the link conditions and the capture
+        // reach the new link as they did the first (the player's own fallback is plain TCP).
+        let registry = self
+        await controller.setReopen { lost in
+            guard let address = opened.withLock({ $0[lost.deviceId] }) else {
+                throw SpeakerSessionError(.disconnected, "speaker \(lost.deviceId) was not opened by address")
+            }
+            return try await registry.openSpeaker(address, options: options, requestOptions: requestOptions)
         }
         if let capture = options.capture {
             // The player's audio and clock datagrams go to the same capture as the control links (docs/capture.md).

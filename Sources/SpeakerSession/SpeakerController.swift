@@ -26,6 +26,14 @@ public actor SpeakerController {
     /// Gives the player made from now on `tap` (every audio and clock datagram it sends or receives).
     public func setDatagramTap(_ tap: SpeakerDatagramTap?) { datagramTap = tap }
 
+    /// How a speaker lost during playback is opened again (`setReopen`): the way it was opened first (the device
+    /// registry's: its link conditions and capture apply to the new link too); nil: TCP to where its session was
+    /// opened, when that is known.
+    public private(set) var reopen: SpeakerPlayer.Reconnect?
+
+    /// Sets how the player made from now on reopens a lost speaker.
+    public func setReopen(_ reopen: SpeakerPlayer.Reconnect?) { self.reopen = reopen }
+
     /// Sets how the player streams; refused once the player exists (after the first `addToSession`).
     public func setPlayerOptions(_ options: PlayerOptions) throws(SpeakerSessionError) {
         guard playerInstance == nil else { throw SpeakerSessionError(.invalidArgument, "player options are set before the first speaker joins the session") }
@@ -234,7 +242,8 @@ public actor SpeakerController {
     private func player() throws -> SpeakerPlayer {
         if let playerInstance { return playerInstance }
         do {
-            let p = try SpeakerPlayer(options: playerOptions, onReconnect: { [weak self] s in await self?.replace(s) }, datagramTap: datagramTap)
+            let p = try SpeakerPlayer(options: playerOptions, reconnect: reopen, onReconnect: { [weak self] s in await self?.replace(s) },
+                                      datagramTap: datagramTap)
             playerInstance = p
             return p
         } catch let error as TransportError {

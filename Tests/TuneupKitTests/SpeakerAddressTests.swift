@@ -60,3 +60,28 @@ import TuneupKit
         }
     }
 }
+
+extension SpeakerAddressTests {
+    /// A speaker lost during playback is opened again through the registry, by the address it was opened with (issue
+    /// 31 §2): its link conditions and capture apply to the new link as to the first. Before, the player went straight
+    /// to TCP at the session's host and port, past the registry (and a speaker opened in process had none: it was not
+    /// reconnected at all).
+    @Test func aLostSpeakerIsReopenedThroughTheRegistry() async throws {
+        try await withTimeLimit {
+            let address = try Devices.parseSpeakerAddress("sim:speaker:9")
+            let patient = RequestOptions(timeout: .seconds(3600), retransmissions: 0)
+            let controller = try await Devices.openSpeakers([address], requestOptions: patient)
+            let first = try await controller.session(id: try #require(await controller.devices.first).deviceId)
+            let reopen = try #require(await controller.reopen, "the registry's controller reopens through the registry")
+            let again = try await reopen(first)
+            #expect(again.deviceId == first.deviceId && again !== first)
+            #expect(try await again.deviceInfo().deviceId == first.deviceId)
+            await again.close()
+            // A speaker the registry did not open is refused in one line, not opened somewhere else.
+            let stranger = try await Devices.openSpeaker(try Devices.parseSpeakerAddress("sim:speaker:10"), requestOptions: patient)
+            await #expect(throws: SpeakerSessionError.self) { _ = try await reopen(stranger) }
+            await stranger.close()
+            await controller.close()
+        }
+    }
+}
