@@ -145,21 +145,30 @@ struct SimCommand: AsyncParsableCommand {
             var logger = Logger(label: "tuneup.sim")
             logger.logLevel = verbose ? .trace : .warning
             let (host, port) = try listenAddress()
-            let outcome: HeadsetEmulator.Outcome
+            let presence: HeadsetEmulation.Presence = usbGadget ? .usbGadget : .tcp(host: host, port: port)
+            // The emulation's errors come back as a value: written as one do/catch around the awaits with the
+            // announcing closure in this function, the release build's compiler crashed (LLVM's coroutine split,
+            // Swift 6.3.1).
+            switch await Self.emulate(path, on: presence, logger: logger) {
+            case let .failure(error):
+                throw failureExit(error)
+            case .success(.completed):
+                printError("emulation complete: every recorded request was answered")
+            case let .success(.diverged(text)):
+                throw failureExit(CommandFailure(message: text, code: Exit.device))
+            }
+        }
+
+        static func emulate(_ path: String, on presence: HeadsetEmulation.Presence, logger: Logger) async -> Result<HeadsetEmulator.Outcome, any Error> {
+            let announce: @Sendable (String) -> Void = { address in
+                Output.line(address)
+                printError("emulating the headset of \(path); Ctrl-C to stop")
+            }
             do {
                 let script = try await EmulationScript.load(path: path)
-                outcome = try await HeadsetEmulation.run(script, on: usbGadget ? .usbGadget : .tcp(host: host, port: port), logger: logger) { address in
-                    Output.line(address)
-                    printError("emulating the headset of \(path); Ctrl-C to stop")
-                }
+                return .success(try await HeadsetEmulation.run(script, on: presence, logger: logger, started: announce))
             } catch {
-                throw failureExit(error)
-            }
-            switch outcome {
-            case .completed:
-                printError("emulation complete: every recorded request was answered")
-            case let .diverged(text):
-                throw failureExit(CommandFailure(message: text, code: Exit.device))
+                return .failure(error)
             }
         }
 
